@@ -1,0 +1,1 @@
+//! (layer `fhe`: see DESIGN.md; filled by its issue)

@@ -1,0 +1,1 @@
+//! (layer `he`: see DESIGN.md; filled by its issue)

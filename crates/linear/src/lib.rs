@@ -1,0 +1,1 @@
+//! (layer `linear`: see DESIGN.md; filled by its issue)

@@ -1,0 +1,1 @@
+//! (layer `mpc`: see DESIGN.md; filled by its issue)

@@ -1,0 +1,164 @@
+//! `nectar-net`: one party's end of a two-party link (see `DESIGN.md`, layer `net`).
+//!
+//! A [`Channel`] sends and receives framed byte messages and counts everything it does in
+//! [`Stats`]: bytes (frame headers included, i.e. what a socket carries), messages and rounds.
+//! Implementations: [`mem::MemChannel`] (both parties in one process, for tests),
+//! [`tcp::TcpChannel`] (real sockets) and [`sim::Simulated`] (imposes a bandwidth and a one-way
+//! latency on any channel, presets [`sim::LinkModel::LAN`] / [`sim::LinkModel::WAN`] of
+//! BumbleBee §VII).
+//!
+//! Wire format of a frame (pinned): a 4-byte little-endian payload length, then the payload.
+//! Integer slices travel as little-endian words in one frame; the frame length gives the count.
+
+pub mod mem;
+pub mod sim;
+pub mod stats;
+pub mod tcp;
+
+pub use mem::MemChannel;
+pub use sim::{LinkModel, Simulated};
+pub use stats::Stats;
+pub use tcp::TcpChannel;
+
+/// Bytes of the frame header (the payload length, `u32` little-endian).
+pub const FRAME_HEADER: usize = 4;
+
+/// Default largest accepted payload (LOCAL): 1 GiB. Larger frames are typed errors.
+pub const DEFAULT_MAX_FRAME: usize = 1 << 30;
+
+/// Which party this end belongs to. P0 is the server (model owner), P1 the client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    Server,
+    Client,
+}
+
+impl Role {
+    /// 0 for the server, 1 for the client.
+    pub fn index(self) -> usize {
+        match self {
+            Role::Server => 0,
+            Role::Client => 1,
+        }
+    }
+    /// The other party.
+    pub fn peer(self) -> Role {
+        match self {
+            Role::Server => Role::Client,
+            Role::Client => Role::Server,
+        }
+    }
+}
+
+/// Transport errors. Each one ends the session that saw it; none is a panic.
+#[derive(Debug, thiserror::Error)]
+pub enum NetError {
+    #[error("peer closed the connection")]
+    Closed,
+    #[error("frame of {len} bytes exceeds the limit of {max} bytes")]
+    FrameTooLarge { len: usize, max: usize },
+    #[error("truncated frame: expected {expected} bytes, got {got}")]
+    Truncated { expected: usize, got: usize },
+    #[error("message of {len} bytes is not a whole number of {word}-byte words")]
+    Misaligned { len: usize, word: usize },
+    #[error("expected {expected} {what}, got {got}")]
+    UnexpectedLength { what: &'static str, expected: usize, got: usize },
+    #[error("timed out waiting for the peer")]
+    Timeout,
+    #[error("i/o error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// One party's end of a framed, counted two-party link.
+///
+/// `send` may buffer; `recv` flushes pending sends first, so a protocol never deadlocks waiting
+/// for a message that is still in its own buffer.
+pub trait Channel: Send {
+    /// Send one framed message.
+    fn send(&mut self, msg: &[u8]) -> Result<(), NetError>;
+    /// Receive one framed message.
+    fn recv(&mut self) -> Result<Vec<u8>, NetError>;
+    /// Push buffered messages to the peer.
+    fn flush(&mut self) -> Result<(), NetError>;
+    /// Counters since this channel was created.
+    fn stats(&self) -> Stats;
+
+    /// Send `u64` words (little-endian) in one frame.
+    fn send_u64s(&mut self, xs: &[u64]) -> Result<(), NetError> {
+        let mut b = Vec::with_capacity(xs.len() * 8);
+        for x in xs {
+            b.extend_from_slice(&x.to_le_bytes());
+        }
+        self.send(&b)
+    }
+
+    /// Receive a frame of `u64` words.
+    fn recv_u64s(&mut self) -> Result<Vec<u64>, NetError> {
+        let b = self.recv()?;
+        if b.len() % 8 != 0 {
+            return Err(NetError::Misaligned { len: b.len(), word: 8 });
+        }
+        Ok(b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect())
+    }
+
+    /// Receive exactly `n` `u64` words.
+    fn recv_u64s_exact(&mut self, n: usize) -> Result<Vec<u64>, NetError> {
+        let v = self.recv_u64s()?;
+        expect_len("u64 words", n, v.len())?;
+        Ok(v)
+    }
+
+    /// Send `u128` words (little-endian) in one frame.
+    fn send_u128s(&mut self, xs: &[u128]) -> Result<(), NetError> {
+        let mut b = Vec::with_capacity(xs.len() * 16);
+        for x in xs {
+            b.extend_from_slice(&x.to_le_bytes());
+        }
+        self.send(&b)
+    }
+
+    /// Receive a frame of `u128` words.
+    fn recv_u128s(&mut self) -> Result<Vec<u128>, NetError> {
+        let b = self.recv()?;
+        if b.len() % 16 != 0 {
+            return Err(NetError::Misaligned { len: b.len(), word: 16 });
+        }
+        Ok(b.chunks_exact(16).map(|c| u128::from_le_bytes(c.try_into().expect("16 bytes"))).collect())
+    }
+
+    /// Receive exactly `n` `u128` words.
+    fn recv_u128s_exact(&mut self, n: usize) -> Result<Vec<u128>, NetError> {
+        let v = self.recv_u128s()?;
+        expect_len("u128 words", n, v.len())?;
+        Ok(v)
+    }
+
+    /// Receive a frame of exactly `n` bytes.
+    fn recv_exact(&mut self, n: usize) -> Result<Vec<u8>, NetError> {
+        let v = self.recv()?;
+        expect_len("bytes", n, v.len())?;
+        Ok(v)
+    }
+}
+
+impl<C: Channel + ?Sized> Channel for Box<C> {
+    fn send(&mut self, msg: &[u8]) -> Result<(), NetError> {
+        (**self).send(msg)
+    }
+    fn recv(&mut self) -> Result<Vec<u8>, NetError> {
+        (**self).recv()
+    }
+    fn flush(&mut self) -> Result<(), NetError> {
+        (**self).flush()
+    }
+    fn stats(&self) -> Stats {
+        (**self).stats()
+    }
+}
+
+fn expect_len(what: &'static str, expected: usize, got: usize) -> Result<(), NetError> {
+    if expected != got {
+        return Err(NetError::UnexpectedLength { what, expected, got });
+    }
+    Ok(())
+}

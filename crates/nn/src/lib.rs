@@ -1,0 +1,1 @@
+//! (layer `nn`: see DESIGN.md; filled by its issue)

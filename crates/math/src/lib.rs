@@ -5,10 +5,15 @@
 //! - [`fixed`]: fixed-point encoding `(l, f)` into those rings.
 //! - [`tensor`] and [`share`]: shaped tensors and additive 2-out-of-2 sharing.
 //! - [`sample`]: samplers (uniform mod q, ternary, centred binomial) over the PRG.
+//! - [`modulus`], [`rns`], [`ntt`]: word-size prime moduli, RNS bases with exact scaling,
+//!   negacyclic NTTs (on `tfhe-ntt`) for the RLWE layer.
 
 pub mod fixed;
+pub mod modulus;
+pub mod ntt;
 pub mod prg;
 pub mod ring;
+pub mod rns;
 pub mod sample;
 pub mod share;
 pub mod tensor;

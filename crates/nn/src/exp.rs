@@ -1,0 +1,66 @@
+//! Exponential on non-positive inputs (BumbleBee §V-B): `exp(x) ≈ (1 + x/2^n)^(2^n)` for
+//! `x ∈ [T_exp, 0]`, and 0 for `x < T_exp`.
+//!
+//! Protocol: one truncation by `n` (the division), `+1` locally, `n` squarings, one (approximate)
+//! less-than against `T_exp` and one mux to clip. Cost on m elements: trunc m, square n·m,
+//! less_than m × 1, mux m; n + 2 rounds of arithmetic plus one comparison (in parallel with the
+//! first). Error (f64 vs twin, f = 18, n = 6, T_exp = −14): see `docs/results/nonlinear.md`
+//! (REFERENCE.md §3.4: max 4.3e−3, mean 1.1e−3 for the approximation itself).
+//! Input domain: x ≤ 0 (inputs > 0 are evaluated by the same polynomial, which is not exp);
+//! `|x| < 2^(l−2−f)`.
+
+use crate::backend::{enc, Backend};
+use crate::poly::{LessMode, BUMBLEBEE_LESS};
+use crate::NnError;
+
+/// Parameters of the clipped exponential (AGREEMENT).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ExpParams {
+    /// Clipping threshold T_exp (exp(x) := 0 below).
+    pub t_exp: f64,
+    /// Squarings n: (1 + x/2^n)^(2^n).
+    pub n: u32,
+    pub less: LessMode,
+}
+
+/// BumbleBee §VII: T_exp = −14, n = 6 (for f = 18). The artifact config uses n = 5
+/// (REFERENCE.md §3.4 discrepancy); we follow the paper.
+pub const EXP_BUMBLEBEE: ExpParams = ExpParams { t_exp: -14.0, n: 6, less: BUMBLEBEE_LESS };
+
+/// `(1 + x/2^n)^(2^n)` without clipping (n squarings).
+pub fn exp_taylor<B: Backend>(b: &mut B, x: &B::Val, n: u32) -> Result<B::Val, NnError> {
+    let y = b.trunc(x, n)?;
+    let one = enc(b, 1.0)?;
+    let mut y = b.add_const(&y, &[one])?;
+    for _ in 0..n {
+        y = b.square(&y)?;
+    }
+    Ok(y)
+}
+
+/// Clipped exponential of non-positive inputs.
+pub fn exp_neg<B: Backend>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Val, NnError> {
+    let fp = b.format();
+    let t = enc(b, p.t_exp)?;
+    let clip = b.less_than_const(x, &[t], p.less.ignore_bits(fp))?;
+    let keep = match clip.first() {
+        Some(c) => b.not(c)?,
+        None => return Err(NnError::BadArgument("less_than_const returned no bits".into())),
+    };
+    let y = exp_taylor(b, x, p.n)?;
+    b.mux(&keep, &y)
+}
+
+/// Clipped exponential under mixed bit-width in (32, 12) (§V-C, §VII for BERT/GPT2/ViT).
+pub fn exp_neg_mixed<B: Backend>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Val, NnError> {
+    crate::mixed::with_format(b, x, crate::mixed::ACT_FORMAT, |b, y| exp_neg(b, y, p))
+}
+
+/// The approximation in f64 (no fixed point).
+pub fn exp_neg_f64(x: f64, p: &ExpParams) -> f64 {
+    if x < p.t_exp {
+        0.0
+    } else {
+        (1.0 + x / (p.n as f64).exp2()).powi(1 << p.n)
+    }
+}

@@ -1,0 +1,259 @@
+//! InterLeave (BumbleBee §III-C, Fig. 6) and PackLWEs (Chen–Dai–Kim–Song, the KRDY⁺ baseline),
+//! written once over any ring with automorphisms ([`AutoRing`]): RLWE ciphertexts in the
+//! protocol, plain polynomials over `Z_q` ([`PlainRing`]) in tests and plaintext twins.
+//!
+//! **InterLeave** merges `2^r` polynomials whose useful coefficients sit at multiples of `2^r`
+//! into one polynomial `c` with `c[i] = a_{i mod 2^r}[⌊i/2^r⌋·2^r]`. FFT-style: scale every input
+//! by `2^{-r} mod q` (odd `q`), then for `h = 2^{r-1}, …, 1` and `j < h`:
+//! `O = b_{j+h}·X^h`, `b_j ← (b_j + O) + Auto(b_j − O, N/h + 1)`; output `b_0`.
+//! Cost: `2^r − 1` automorphisms (fewer when inputs are missing: absent inputs are zero).
+//! Why it works: `Auto(·, N/h + 1)` flips the sign of coefficients at odd multiples of `h` and
+//! keeps even multiples, so `E + Auto(E)` keeps `E`'s even multiples of `h` (doubled) and
+//! `O − Auto(O)` keeps `O`'s odd multiples (doubled); the `2^{-r}` pre-scaling cancels the `r`
+//! doublings.
+//!
+//! **PackLWEs** merges `n = 2^ℓ ≤ N` polynomials whose useful coefficient is the constant term
+//! into one with input `i` at coefficient `i·N/n`: recursively
+//! `ct = (E + X^{N/2^d}·O) + Auto(E − X^{N/2^d}·O, 2^d + 1)` on even/odd halves, then a partial
+//! trace `ct ← ct + Auto(ct, N/2^j + 1)` for `j = 0..log2(N/n)` clears the other coefficients; the
+//! inputs are pre-scaled by `N^{-1}`. Cost: `n − 1 + log2(N/n)` automorphisms.
+
+use crate::LinearError;
+
+/// A ring `Z_q[X]/(X^N + 1)` (or ciphertexts over it) with the operations InterLeave needs.
+pub trait AutoRing {
+    type Elem: Clone;
+    /// `N`.
+    fn degree(&self) -> usize;
+    fn zero(&self) -> Self::Elem;
+    fn add(&self, a: &Self::Elem, b: &Self::Elem) -> Self::Elem;
+    fn sub(&self, a: &Self::Elem, b: &Self::Elem) -> Self::Elem;
+    /// `a · X^e`, `0 ≤ e < 2N` (negacyclic shift).
+    fn mul_monomial(&self, a: &Self::Elem, e: usize) -> Self::Elem;
+    /// `a · 2^{-log_d} mod q`.
+    fn div_pow2(&self, a: &Self::Elem, log_d: u32) -> Self::Elem;
+    /// `a(X) ↦ a(X^g)`, `g` odd (needs the Galois key of `g` for ciphertexts).
+    fn automorphism(&self, a: &Self::Elem, g: usize) -> Result<Self::Elem, LinearError>;
+}
+
+/// `E + O + Auto(E − O, g)` with absent operands treated as zero; counts automorphisms.
+fn butterfly<R: AutoRing>(
+    ring: &R,
+    e: Option<R::Elem>,
+    o: Option<R::Elem>,
+    g: usize,
+    autos: &mut usize,
+) -> Result<Option<R::Elem>, LinearError> {
+    Ok(match (e, o) {
+        (None, None) => None,
+        (Some(e), None) => {
+            *autos += 1;
+            Some(ring.add(&e, &ring.automorphism(&e, g)?))
+        }
+        (None, Some(o)) => {
+            *autos += 1;
+            Some(ring.sub(&o, &ring.automorphism(&o, g)?))
+        }
+        (Some(e), Some(o)) => {
+            *autos += 1;
+            let d = ring.sub(&e, &o);
+            Some(ring.add(&ring.add(&e, &o), &ring.automorphism(&d, g)?))
+        }
+    })
+}
+
+/// InterLeave (Fig. 6) of up to `2^log_gap` inputs (`None` = zero). Returns the merged element
+/// and the number of automorphisms run.
+pub fn interleave<R: AutoRing>(
+    ring: &R,
+    inputs: Vec<Option<R::Elem>>,
+    log_gap: u32,
+) -> Result<(R::Elem, usize), LinearError> {
+    let n = ring.degree();
+    let gap = 1usize << log_gap;
+    if gap > n || inputs.len() > gap {
+        return Err(LinearError::BadParams(format!(
+            "InterLeave of {} inputs with gap 2^{log_gap} in degree {n}",
+            inputs.len()
+        )));
+    }
+    let mut b: Vec<Option<R::Elem>> = inputs.into_iter().map(|x| x.map(|a| ring.div_pow2(&a, log_gap))).collect();
+    b.resize(gap, None);
+    let mut autos = 0;
+    let mut h = gap / 2;
+    while h >= 1 {
+        for j in 0..h {
+            let o = b[j + h].take().map(|x| ring.mul_monomial(&x, h));
+            let e = b[j].take();
+            b[j] = butterfly(ring, e, o, n / h + 1, &mut autos)?;
+        }
+        h /= 2;
+    }
+    Ok((b.swap_remove(0).unwrap_or_else(|| ring.zero()), autos))
+}
+
+/// PackLWEs of up to `N` inputs whose constant terms are the messages (`None` = zero): input `i`
+/// lands at coefficient `i·N/n`, `n` = the input count rounded up to a power of two.
+/// Returns the packed element and the number of automorphisms run.
+pub fn pack_lwes<R: AutoRing>(ring: &R, inputs: Vec<Option<R::Elem>>) -> Result<(R::Elem, usize), LinearError> {
+    let big_n = ring.degree();
+    if inputs.is_empty() || inputs.len() > big_n {
+        return Err(LinearError::BadParams(format!("PackLWEs of {} inputs in degree {big_n}", inputs.len())));
+    }
+    let n = inputs.len().next_power_of_two();
+    let log_big_n = big_n.trailing_zeros();
+    let mut layer: Vec<Option<R::Elem>> = inputs.into_iter().map(|x| x.map(|a| ring.div_pow2(&a, log_big_n))).collect();
+    layer.resize(n, None);
+    let mut autos = 0;
+    // Bottom-up version of the recursion: at depth d the inputs of a node are those with the same
+    // index mod n/2^d; combining index i (even half) with i + n/2^d (odd half).
+    let mut width = n; // number of live nodes
+    let mut d = 1;
+    while width > 1 {
+        let half = width / 2;
+        let shift = big_n >> d;
+        for i in 0..half {
+            let e = layer[i].take();
+            let o = layer[i + half].take().map(|x| ring.mul_monomial(&x, shift));
+            layer[i] = butterfly(ring, e, o, (1usize << d) + 1, &mut autos)?;
+        }
+        width = half;
+        d += 1;
+    }
+    let mut ct = layer.swap_remove(0).unwrap_or_else(|| ring.zero());
+    let mut j = 0;
+    while (big_n >> j) > n {
+        // Partial trace: clear the coefficients off multiples of N/n.
+        ct = ring.add(&ct, &ring.automorphism(&ct, (big_n >> j) + 1)?);
+        autos += 1;
+        j += 1;
+    }
+    Ok((ct, autos))
+}
+
+/// Position of input `i` of `n_inputs` after [`pack_lwes`].
+pub fn pack_lwes_position(i: usize, n_inputs: usize, degree: usize) -> usize {
+    i * (degree / n_inputs.next_power_of_two())
+}
+
+/// Plain polynomials over `Z_q` (odd `q < 2^63`), for tests and plaintext twins.
+#[derive(Clone, Copy, Debug)]
+pub struct PlainRing {
+    pub n: usize,
+    pub q: u64,
+}
+
+impl PlainRing {
+    fn mulmod(&self, a: u64, b: u64) -> u64 {
+        ((a as u128 * b as u128) % self.q as u128) as u64
+    }
+    fn inv_pow2(&self, log_d: u32) -> u64 {
+        // 2^{-1} mod odd q is (q+1)/2.
+        let half = self.q.div_ceil(2);
+        (0..log_d).fold(1u64, |acc, _| self.mulmod(acc, half))
+    }
+}
+
+impl AutoRing for PlainRing {
+    type Elem = Vec<u64>;
+    fn degree(&self) -> usize {
+        self.n
+    }
+    fn zero(&self) -> Vec<u64> {
+        vec![0; self.n]
+    }
+    fn add(&self, a: &Vec<u64>, b: &Vec<u64>) -> Vec<u64> {
+        a.iter().zip(b).map(|(x, y)| (x + y) % self.q).collect()
+    }
+    fn sub(&self, a: &Vec<u64>, b: &Vec<u64>) -> Vec<u64> {
+        a.iter().zip(b).map(|(x, y)| (x + self.q - y) % self.q).collect()
+    }
+    fn mul_monomial(&self, a: &Vec<u64>, e: usize) -> Vec<u64> {
+        let n = self.n;
+        let mut out = vec![0; n];
+        for (i, &x) in a.iter().enumerate() {
+            let p = (i + e) % (2 * n);
+            if p < n {
+                out[p] = x;
+            } else {
+                out[p - n] = (self.q - x) % self.q;
+            }
+        }
+        out
+    }
+    fn div_pow2(&self, a: &Vec<u64>, log_d: u32) -> Vec<u64> {
+        let s = self.inv_pow2(log_d);
+        a.iter().map(|&x| self.mulmod(x, s)).collect()
+    }
+    fn automorphism(&self, a: &Vec<u64>, g: usize) -> Result<Vec<u64>, LinearError> {
+        if g % 2 == 0 {
+            return Err(LinearError::BadParams(format!("automorphism index {g} is even")));
+        }
+        let n = self.n;
+        let mut out = vec![0; n];
+        for (i, &x) in a.iter().enumerate() {
+            let p = (i * g) % (2 * n);
+            if p < n {
+                out[p] = (out[p] + x) % self.q;
+            } else {
+                out[p - n] = (out[p - n] + self.q - x) % self.q;
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nectar_math::{sample::uniform_below, Prg};
+
+    const Q: u64 = (1 << 50) - 27; // odd
+
+    fn random_poly(prg: &mut Prg, n: usize) -> Vec<u64> {
+        (0..n).map(|_| uniform_below(prg, Q)).collect()
+    }
+
+    #[test]
+    fn interleave_output_rule() {
+        let mut prg = Prg::new([1; 16]);
+        for &(n, r, count) in &[(16usize, 2u32, 4usize), (64, 3, 8), (64, 3, 5), (32, 0, 1), (32, 5, 32), (64, 4, 1)] {
+            let ring = PlainRing { n, q: Q };
+            let inputs: Vec<Vec<u64>> = (0..count).map(|_| random_poly(&mut prg, n)).collect();
+            let (c, autos) = interleave(&ring, inputs.iter().cloned().map(Some).collect(), r).unwrap();
+            let gap = 1 << r;
+            for i in 0..n {
+                let j = i % gap;
+                let want = if j < count { inputs[j][(i / gap) * gap] } else { 0 };
+                assert_eq!(c[i], want, "n={n} r={r} count={count} i={i}");
+            }
+            if count == gap {
+                assert_eq!(autos, gap - 1);
+            }
+        }
+    }
+
+    #[test]
+    fn pack_lwes_output_rule() {
+        let mut prg = Prg::new([2; 16]);
+        for &(n, count) in &[(16usize, 16usize), (32, 5), (32, 1), (64, 33)] {
+            let ring = PlainRing { n, q: Q };
+            let inputs: Vec<Vec<u64>> = (0..count).map(|_| random_poly(&mut prg, n)).collect();
+            let (c, _) = pack_lwes(&ring, inputs.iter().cloned().map(Some).collect()).unwrap();
+            let mut want = vec![0u64; n];
+            for (i, a) in inputs.iter().enumerate() {
+                want[pack_lwes_position(i, count, n)] = a[0];
+            }
+            assert_eq!(c, want, "n={n} count={count}");
+        }
+    }
+
+    #[test]
+    fn rejects_bad_arguments() {
+        let ring = PlainRing { n: 16, q: Q };
+        assert!(interleave(&ring, vec![None; 5], 2).is_err());
+        assert!(interleave(&ring, vec![], 5).is_err());
+        assert!(pack_lwes(&ring, vec![]).is_err());
+        assert!(ring.automorphism(&vec![0; 16], 4).is_err());
+    }
+}

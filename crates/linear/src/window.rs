@@ -1,0 +1,227 @@
+//! Partition-window chooser and the plaintext cost model of one OLT (BumbleBee §III-D,
+//! REFERENCE.md §1.5–1.6).
+//!
+//! For shape `(k, m, n)` and windows `(k_w, m_w, n_w)`, with `k' = ⌈k/k_w⌉` etc.:
+//! - `n1 = m'·min(k', n')` ciphertexts sent by the encrypting party (the one with fewer blocks);
+//! - InterLeave: `n2 = ⌈k'n'/m_w⌉·m_w` automorphisms, `n3 = ⌈k'n'/m_w⌉` ciphertexts returned;
+//! - KRDY (no compression): `n3 = k'n'`, no automorphisms;
+//! - KRDY⁺ (PackLWEs): `n3 = ⌈kn/N⌉`, about `kn` automorphisms.
+//!
+//! The chooser minimises `P_C·n2 + P_B·(n1 + n3) + P_M·(k'm'n')` (the last term, ct-pt products,
+//! is the artifact's tie-breaker) over `m_w` a power of two, `k_w·m_w·n_w ≤ N`, `m_w ≤ m`,
+//! `n_w = min(n, ⌊N/(k_w m_w)⌋)`. The prices are LOCAL (measured per machine); the default is the
+//! artifact's ratio (1000 : 1 : 0.1 for a ciphertext : an automorphism : a product).
+
+use crate::krdy::{Shape, Windows};
+use crate::LinearError;
+
+/// How the result ciphertexts of an OLT are compressed before they are returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// Plain KRDY: every block product is returned as is.
+    Krdy,
+    /// KRDY⁺: PackLWEs on every useful coefficient.
+    KrdyPlus,
+    /// BumbleBee: InterLeave with the dynamic strategy of §III-E2 (none for a single result
+    /// ciphertext, PackLWEs when `kn ≪ N`).
+    Interleave,
+}
+
+impl Variant {
+    pub fn parse(s: &str) -> Option<Variant> {
+        match s {
+            "krdy" => Some(Variant::Krdy),
+            "krdy_plus" | "krdy+" | "packlwes" => Some(Variant::KrdyPlus),
+            "interleave" | "bumblebee" => Some(Variant::Interleave),
+            _ => None,
+        }
+    }
+    pub fn name(&self) -> &'static str {
+        match self {
+            Variant::Krdy => "krdy",
+            Variant::KrdyPlus => "krdy_plus",
+            Variant::Interleave => "interleave",
+        }
+    }
+}
+
+/// The compression actually run for one OLT (after the dynamic strategy).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Compression {
+    None,
+    PackLwes,
+    Interleave,
+}
+
+/// Prices of the cost model (LOCAL).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CostModel {
+    /// `P_B`: one ciphertext on the wire.
+    pub per_ct: f64,
+    /// `P_C`: one homomorphic automorphism (key switch).
+    pub per_auto: f64,
+    /// One ciphertext × plaintext product.
+    pub per_mult: f64,
+}
+
+impl Default for CostModel {
+    fn default() -> Self {
+        CostModel { per_ct: 1000.0, per_auto: 1.0, per_mult: 0.1 }
+    }
+}
+
+/// Bytes of one ciphertext each way (from the HE layer's serialization).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CtBytes {
+    /// A fresh ciphertext sent by the encrypting party.
+    pub query: usize,
+    /// A result ciphertext returned after H2A (mod-switched).
+    pub response: usize,
+}
+
+/// Everything public about one OLT: who encrypts, windows, compression and its counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OltPlan {
+    pub shape: Shape,
+    pub windows: Windows,
+    /// Ring degree `N`.
+    pub degree: usize,
+    pub compression: Compression,
+    /// The rhs holder encrypts (role flip, `k' > n'`).
+    pub rhs_encrypts: bool,
+    /// `n1`: ciphertexts sent by the encrypting party.
+    pub sent_cts: usize,
+    /// Ciphertext × plaintext products.
+    pub mults: usize,
+    /// Result ciphertexts before compression (`k'n'`).
+    pub products: usize,
+    /// `n2`: automorphisms of the compression (upper bound as in the paper).
+    pub autos: usize,
+    /// `n3`: ciphertexts returned.
+    pub returned_cts: usize,
+}
+
+impl OltPlan {
+    /// The plan for given windows; `Interleave` applies the dynamic strategy.
+    pub fn new(shape: Shape, w: Windows, degree: usize, variant: Variant) -> Result<Self, LinearError> {
+        Windows::new(w.kw, w.mw, w.nw, degree, variant != Variant::Krdy)?;
+        let (kb, mb, nb) = w.blocks(shape);
+        let products = kb * nb;
+        let kn = shape.k * shape.n;
+        let compression = match variant {
+            Variant::Krdy => Compression::None,
+            Variant::KrdyPlus => Compression::PackLwes,
+            Variant::Interleave => {
+                if products <= 1 {
+                    Compression::None
+                } else if w.mw >= kn {
+                    // kn ≪ N: fewer useful coefficients than one InterLeave group (artifact rule).
+                    Compression::PackLwes
+                } else {
+                    Compression::Interleave
+                }
+            }
+        };
+        let (autos, returned_cts) = match compression {
+            Compression::None => (0, products),
+            Compression::Interleave => {
+                let g = products.div_ceil(w.mw);
+                (g * w.mw, g)
+            }
+            Compression::PackLwes => {
+                let g = kn.div_ceil(degree);
+                let last = kn - (g - 1) * degree;
+                let trace = (degree / last.next_power_of_two()).trailing_zeros() as usize;
+                ((g - 1) * degree + last.next_power_of_two() + trace, g)
+            }
+        };
+        Ok(OltPlan {
+            shape,
+            windows: w,
+            degree,
+            compression,
+            rhs_encrypts: crate::krdy::rhs_encrypts(shape, w),
+            sent_cts: mb * kb.min(nb),
+            mults: kb * mb * nb,
+            products,
+            autos,
+            returned_cts,
+        })
+    }
+
+    /// The model's cost of this plan.
+    pub fn cost(&self, c: &CostModel) -> f64 {
+        c.per_ct * (self.sent_cts + self.returned_cts) as f64
+            + c.per_auto * self.autos as f64
+            + c.per_mult * self.mults as f64
+    }
+
+    /// Predicted payload bytes `(encryptor → evaluator, evaluator → encryptor)`.
+    pub fn bytes(&self, b: CtBytes) -> (usize, usize) {
+        (self.sent_cts * b.query, self.returned_cts * b.response)
+    }
+
+    /// Choose the windows minimising the cost model for `variant`.
+    pub fn choose(shape: Shape, degree: usize, variant: Variant, c: &CostModel) -> Result<Self, LinearError> {
+        if !degree.is_power_of_two() {
+            return Err(LinearError::BadParams(format!("ring degree {degree} is not a power of two")));
+        }
+        let mut best: Option<(f64, OltPlan)> = None;
+        for kw in 1..=shape.k.min(degree) {
+            let mut mw = 1;
+            while kw * mw <= degree && mw <= shape.m.max(1) {
+                let nw = shape.n.min(degree / (kw * mw));
+                if nw >= 1 {
+                    let w = Windows { kw, mw, nw };
+                    let p = OltPlan::new(shape, w, degree, variant)?;
+                    let cost = p.cost(c);
+                    if best.as_ref().is_none_or(|(bc, _)| cost <= *bc) {
+                        best = Some((cost, p));
+                    }
+                }
+                mw = if variant == Variant::Krdy { mw + 1 } else { mw * 2 };
+            }
+        }
+        best.map(|(_, p)| p).ok_or_else(|| LinearError::BadShape(format!("{shape:?}: no window fits N = {degree}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_match_paper_formulas() {
+        let s = Shape::new(128, 768, 768).unwrap();
+        let w = Windows::new(8, 64, 16, 8192, true).unwrap();
+        let p = OltPlan::new(s, w, 8192, Variant::Interleave).unwrap();
+        assert_eq!((p.sent_cts, p.products, p.returned_cts, p.autos), (12 * 16, 16 * 48, 12, 768));
+        assert!(!p.rhs_encrypts);
+        let p = OltPlan::new(s, w, 8192, Variant::Krdy).unwrap();
+        assert_eq!(p.returned_cts, 768);
+    }
+
+    #[test]
+    fn chooser_respects_constraints_and_dynamic_rule() {
+        let c = CostModel::default();
+        for &(k, m, n) in &[(1, 50257, 768), (128, 768, 768), (16, 768, 3072), (1, 1, 1), (3, 5, 7)] {
+            let s = Shape::new(k, m, n).unwrap();
+            for v in [Variant::Krdy, Variant::KrdyPlus, Variant::Interleave] {
+                let p = OltPlan::choose(s, 8192, v, &c).unwrap();
+                let w = p.windows;
+                assert!(w.kw * w.mw * w.nw <= 8192);
+                if v != Variant::Krdy {
+                    assert!(w.mw.is_power_of_two());
+                }
+            }
+        }
+        let p = OltPlan::choose(Shape::new(1, 1, 1).unwrap(), 8192, Variant::Interleave, &c).unwrap();
+        assert_eq!(p.compression, Compression::None);
+        // A smaller automorphism price never chooses a smaller m_w.
+        let s = Shape::new(128, 768, 768).unwrap();
+        let cheap = CostModel { per_auto: 0.01, ..c };
+        let a = OltPlan::choose(s, 8192, Variant::Interleave, &c).unwrap();
+        let b = OltPlan::choose(s, 8192, Variant::Interleave, &cheap).unwrap();
+        assert!(b.sent_cts + b.returned_cts <= a.sent_cts + a.returned_cts);
+    }
+}

@@ -1,0 +1,99 @@
+//! `nectar bench ot`: both parties over an in-memory channel in two threads (one thread per
+//! party), generating `count` random COTs in the direction server → client.
+//!
+//! Reported: COTs per second (wall time of the extension phase, both parties concurrently),
+//! bits per COT (bytes both directions, frame headers included, amortised over `count`,
+//! including IKNP and Ferret bootstrapping, excluding the one-time base OTs, which are reported
+//! separately), bytes, rounds (flows summed over both parties) and, for Ferret, the
+//! steady-state bits per COT of one main extension.
+
+use crate::ferret::{extension_bytes, FerretParams};
+use crate::pool::{CotPool, Producer};
+use crate::OtError;
+use nectar_math::Prg;
+use nectar_net::{mem::run_pair, Channel};
+use std::time::Instant;
+
+/// Which extension to measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OtKind {
+    Iknp,
+    Ferret,
+}
+
+/// One measurement (JSON-friendly).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct OtBench {
+    pub kind: String,
+    pub params: String,
+    pub count: usize,
+    pub cots_per_second: f64,
+    pub bits_per_cot: f64,
+    pub steady_bits_per_cot: f64,
+    pub seconds: f64,
+    pub bytes: u64,
+    pub rounds: u64,
+    pub base_ot_seconds: f64,
+    pub base_ot_bytes: u64,
+    pub refills: u64,
+}
+
+/// COTs taken per call in the bench (LOCAL: bounds memory).
+const TAKE: usize = 1 << 20;
+
+/// Measure `count` COTs of `kind` (Ferret uses the b13 set).
+pub fn bench_ot(kind: OtKind, count: usize) -> Result<OtBench, OtError> {
+    match kind {
+        OtKind::Iknp => bench_producer(Producer::Iknp, count),
+        OtKind::Ferret => bench_producer(Producer::Ferret(FerretParams::b13()), count),
+    }
+}
+
+/// Measure `count` COTs with an explicit producer.
+pub fn bench_producer(producer: Producer, count: usize) -> Result<OtBench, OtError> {
+    let run = |sender: bool, ch: &mut dyn Channel| -> Result<(f64, f64, nectar_net::Stats, nectar_net::Stats, u64, u128), OtError> {
+        let mut prg = Prg::from_entropy();
+        let t0 = Instant::now();
+        let mut pool = if sender { CotPool::sender(ch, producer, &mut prg)? } else { CotPool::receiver(ch, producer, &mut prg)? };
+        let base_s = t0.elapsed().as_secs_f64();
+        let s0 = ch.stats();
+        let t1 = Instant::now();
+        let mut left = count;
+        let mut check = 0u128;
+        while left > 0 {
+            let m = left.min(TAKE);
+            let (_, v) = pool.take(ch, m)?;
+            check ^= v[0];
+            left -= m;
+        }
+        ch.flush()?;
+        let secs = t1.elapsed().as_secs_f64();
+        Ok((base_s, secs, s0, ch.stats() - s0, pool.refills(), check))
+    };
+    let (a, b) = run_pair(|c| run(true, c), |c| run(false, c));
+    let (a, b) = (a?, b?);
+    let seconds = a.1.max(b.1);
+    let bytes = a.3.bytes_sent + b.3.bytes_sent;
+    let (kind, params, steady) = match producer {
+        Producer::Iknp => ("iknp".to_string(), "kappa=128".to_string(), 128.0),
+        Producer::Ferret(p) => (
+            "ferret".to_string(),
+            p.name.to_string(),
+            8.0 * (extension_bytes(&p.main) + nectar_net::FRAME_HEADER) as f64 / p.usable() as f64,
+        ),
+    };
+    Ok(OtBench {
+        kind,
+        params,
+        count,
+        cots_per_second: count as f64 / seconds,
+        bits_per_cot: 8.0 * bytes as f64 / count as f64,
+        steady_bits_per_cot: steady,
+        seconds,
+        bytes,
+        rounds: a.3.rounds + b.3.rounds,
+        base_ot_seconds: a.0.max(b.0),
+        base_ot_bytes: a.2.bytes_sent + b.2.bytes_sent,
+        refills: a.4,
+    })
+}

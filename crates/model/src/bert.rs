@@ -1,0 +1,230 @@
+//! Plaintext BERT encoder (Devlin et al.; HF `BertModel`), the reference the secure BERT is
+//! checked against.
+//!
+//! Post-LN blocks: `x = LN(x + Attn(x))`, `x = LN(x + W2 act(W1 x))`; embeddings are word +
+//! absolute position + token type, then LayerNorm. Sentence embeddings follow
+//! sentence-transformers: mean of the last hidden states over the attention mask, then L2
+//! normalisation. When the checkpoint has them, the pooler (`tanh(W h_CLS)`) and the
+//! classifier head of `BertForSequenceClassification` are loaded as well.
+
+use crate::config::BertConfig;
+use crate::ops::{activate, add_assign, attention, layer_norm, linear};
+use crate::weights::Weights;
+use crate::ModelError;
+
+/// A dense layer `[out, in]` + bias.
+#[derive(Debug, Clone)]
+pub(crate) struct Dense {
+    pub w: Vec<f32>,
+    pub b: Vec<f32>,
+    pub in_dim: usize,
+    pub out_dim: usize,
+}
+
+impl Dense {
+    pub(crate) fn load(w: &Weights, name: &str, in_dim: usize, out_dim: usize) -> Result<Self, ModelError> {
+        Ok(Dense {
+            w: w.tensor(&format!("{name}.weight"), &[out_dim, in_dim])?,
+            b: w.tensor(&format!("{name}.bias"), &[out_dim])?,
+            in_dim,
+            out_dim,
+        })
+    }
+    pub(crate) fn apply(&self, x: &[f32], n: usize) -> Vec<f32> {
+        linear(x, n, &self.w, Some(&self.b), self.in_dim, self.out_dim)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Norm {
+    pub g: Vec<f32>,
+    pub b: Vec<f32>,
+}
+
+impl Norm {
+    pub(crate) fn load(w: &Weights, name: &str, d: usize) -> Result<Self, ModelError> {
+        Ok(Norm { g: w.tensor(&format!("{name}.weight"), &[d])?, b: w.tensor(&format!("{name}.bias"), &[d])? })
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Layer {
+    q: Dense,
+    k: Dense,
+    v: Dense,
+    attn_out: Dense,
+    ln1: Norm,
+    ffn_in: Dense,
+    ffn_out: Dense,
+    ln2: Norm,
+}
+
+/// BERT encoder with its weights in memory (f32).
+#[derive(Debug, Clone)]
+pub struct Bert {
+    pub config: BertConfig,
+    word: Vec<f32>,
+    position: Vec<f32>,
+    token_type: Vec<f32>,
+    emb_ln: Norm,
+    layers: Vec<Layer>,
+    pooler: Option<Dense>,
+    classifier: Option<Dense>,
+}
+
+impl Bert {
+    /// Loads the weights named as in HF `BertModel` (optionally under `bert.`).
+    pub fn load(config: &BertConfig, w: &Weights) -> Result<Self, ModelError> {
+        let c = config;
+        let (h, f) = (c.hidden_size, c.intermediate_size);
+        let mut layers = Vec::with_capacity(c.num_hidden_layers);
+        for l in 0..c.num_hidden_layers {
+            let p = format!("encoder.layer.{l}");
+            layers.push(Layer {
+                q: Dense::load(w, &format!("{p}.attention.self.query"), h, h)?,
+                k: Dense::load(w, &format!("{p}.attention.self.key"), h, h)?,
+                v: Dense::load(w, &format!("{p}.attention.self.value"), h, h)?,
+                attn_out: Dense::load(w, &format!("{p}.attention.output.dense"), h, h)?,
+                ln1: Norm::load(w, &format!("{p}.attention.output.LayerNorm"), h)?,
+                ffn_in: Dense::load(w, &format!("{p}.intermediate.dense"), h, f)?,
+                ffn_out: Dense::load(w, &format!("{p}.output.dense"), f, h)?,
+                ln2: Norm::load(w, &format!("{p}.output.LayerNorm"), h)?,
+            });
+        }
+        let pooler = if w.contains("pooler.dense.weight") { Some(Dense::load(w, "pooler.dense", h, h)?) } else { None };
+        let classifier = match (w.shape("classifier.weight"), &pooler) {
+            (Some(s), Some(_)) if s.len() == 2 => Some(Dense::load(w, "classifier", h, s[0])?),
+            _ => None,
+        };
+        if let (Some(cls), Some(n)) = (&classifier, c.num_labels) {
+            if cls.out_dim != n {
+                return Err(ModelError::weights(
+                    w.path(),
+                    format!("tensor \"classifier.weight\" has {} outputs but config names {n} labels", cls.out_dim),
+                ));
+            }
+        }
+        Ok(Bert {
+            config: c.clone(),
+            word: w.tensor("embeddings.word_embeddings.weight", &[c.vocab_size, h])?,
+            position: w.tensor("embeddings.position_embeddings.weight", &[c.max_position_embeddings, h])?,
+            token_type: w.tensor("embeddings.token_type_embeddings.weight", &[c.type_vocab_size, h])?,
+            emb_ln: Norm::load(w, "embeddings.LayerNorm", h)?,
+            layers,
+            pooler,
+            classifier,
+        })
+    }
+
+    /// Whether a pooler + classifier head was loaded.
+    pub fn has_classifier(&self) -> bool {
+        self.classifier.is_some()
+    }
+
+    fn check_ids(&self, ids: &[u32], type_ids: &[u32], mask: &[u32]) -> Result<(), ModelError> {
+        let c = &self.config;
+        if ids.is_empty() {
+            return Err(ModelError::Input("empty token sequence".into()));
+        }
+        if ids.len() > c.max_position_embeddings {
+            return Err(ModelError::Input(format!(
+                "{} tokens exceed max_position_embeddings = {}",
+                ids.len(),
+                c.max_position_embeddings
+            )));
+        }
+        if type_ids.len() != ids.len() || mask.len() != ids.len() {
+            return Err(ModelError::Input("ids, type ids and attention mask differ in length".into()));
+        }
+        if let Some(&t) = ids.iter().find(|&&t| t as usize >= c.vocab_size) {
+            return Err(ModelError::Input(format!("token id {t} >= vocab_size {}", c.vocab_size)));
+        }
+        if let Some(&t) = type_ids.iter().find(|&&t| t as usize >= c.type_vocab_size) {
+            return Err(ModelError::Input(format!("token type {t} >= type_vocab_size {}", c.type_vocab_size)));
+        }
+        Ok(())
+    }
+
+    /// Last hidden states `[n, hidden]` for one sequence. `mask[j] = 0` marks padding keys.
+    pub fn forward(&self, ids: &[u32], type_ids: &[u32], mask: &[u32]) -> Result<Vec<f32>, ModelError> {
+        self.check_ids(ids, type_ids, mask)?;
+        let c = &self.config;
+        let (n, h) = (ids.len(), c.hidden_size);
+        let heads = c.num_attention_heads;
+        let mut x = vec![0f32; n * h];
+        for (i, (&t, &tt)) in ids.iter().zip(type_ids).enumerate() {
+            let row = &mut x[i * h..(i + 1) * h];
+            let (t, tt) = (t as usize, tt as usize);
+            for k in 0..h {
+                row[k] = self.word[t * h + k] + self.position[i * h + k] + self.token_type[tt * h + k];
+            }
+        }
+        layer_norm(&mut x, h, &self.emb_ln.g, &self.emb_ln.b, c.layer_norm_eps);
+        let key_mask: Vec<bool> = mask.iter().map(|&m| m != 0).collect();
+        for l in &self.layers {
+            let q = l.q.apply(&x, n);
+            let k = l.k.apply(&x, n);
+            let v = l.v.apply(&x, n);
+            let ctx = attention(&q, &k, &v, n, n, heads, h / heads, Some(&key_mask), false);
+            let mut a = l.attn_out.apply(&ctx, n);
+            add_assign(&mut a, &x);
+            layer_norm(&mut a, h, &l.ln1.g, &l.ln1.b, c.layer_norm_eps);
+            let mut f = l.ffn_in.apply(&a, n);
+            activate(&mut f, c.hidden_act);
+            let mut o = l.ffn_out.apply(&f, n);
+            add_assign(&mut o, &a);
+            layer_norm(&mut o, h, &l.ln2.g, &l.ln2.b, c.layer_norm_eps);
+            x = o;
+        }
+        Ok(x)
+    }
+
+    /// Convenience: single segment, no padding.
+    pub fn forward_ids(&self, ids: &[u32]) -> Result<Vec<f32>, ModelError> {
+        let zeros = vec![0u32; ids.len()];
+        let ones = vec![1u32; ids.len()];
+        self.forward(ids, &zeros, &ones)
+    }
+
+    /// sentence-transformers embedding: mean pooling over `mask`, then L2 normalisation.
+    pub fn embed(&self, ids: &[u32], type_ids: &[u32], mask: &[u32]) -> Result<Vec<f32>, ModelError> {
+        let hidden = self.forward(ids, type_ids, mask)?;
+        Ok(mean_pool_normalize(&hidden, mask, self.config.hidden_size))
+    }
+
+    /// [`Bert::embed`] for a single segment without padding.
+    pub fn embed_ids(&self, ids: &[u32]) -> Result<Vec<f32>, ModelError> {
+        let zeros = vec![0u32; ids.len()];
+        let ones = vec![1u32; ids.len()];
+        self.embed(ids, &zeros, &ones)
+    }
+
+    /// Classifier logits (`BertForSequenceClassification`: pooler on `[CLS]`, then linear).
+    pub fn classify_ids(&self, ids: &[u32]) -> Result<Vec<f32>, ModelError> {
+        let (Some(pooler), Some(cls)) = (&self.pooler, &self.classifier) else {
+            return Err(ModelError::Unsupported("this checkpoint has no pooler/classifier weights".into()));
+        };
+        let hidden = self.forward_ids(ids)?;
+        let mut p = pooler.apply(&hidden[..self.config.hidden_size], 1);
+        p.iter_mut().for_each(|v| *v = v.tanh());
+        Ok(cls.apply(&p, 1))
+    }
+}
+
+/// Mean of the rows of `hidden` (`[n, d]`) whose mask is non-zero, L2-normalised.
+pub fn mean_pool_normalize(hidden: &[f32], mask: &[u32], d: usize) -> Vec<f32> {
+    let mut sum = vec![0f64; d];
+    let mut count = 0f64;
+    for (row, &m) in hidden.chunks(d).zip(mask) {
+        if m != 0 {
+            count += 1.0;
+            for (s, &v) in sum.iter_mut().zip(row) {
+                *s += v as f64;
+            }
+        }
+    }
+    let count = count.max(1e-9); // sentence-transformers clamps the token count likewise
+    let mean: Vec<f64> = sum.iter().map(|s| s / count).collect();
+    let norm = mean.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-12);
+    mean.iter().map(|v| (v / norm) as f32).collect()
+}

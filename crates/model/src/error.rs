@@ -1,0 +1,46 @@
+//! The error type of the model layer.
+//!
+//! Every variant renders as one line that names the file (and the field or tensor) at fault,
+//! so that a user pointing `nectar` at a broken Hugging Face directory sees what to fix.
+
+/// Errors while loading or running a model.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// `config.json` unreadable, not JSON, or with a missing / ill-typed / unsupported field.
+    #[error("{file}: {msg}")]
+    Config { file: String, msg: String },
+    /// `model.safetensors` missing, corrupt, or lacking a tensor of the expected shape.
+    #[error("{file}: {msg}")]
+    Weights { file: String, msg: String },
+    /// `tokenizer.json` missing or unusable.
+    #[error("{file}: {msg}")]
+    Tokenizer { file: String, msg: String },
+    /// A caller-supplied input is out of range (token id, sequence length...).
+    #[error("invalid input: {0}")]
+    Input(String),
+    /// The operation exists in the API but not (yet) for this architecture.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    /// Downloading or extracting model files failed.
+    #[error("fetch: {0}")]
+    Fetch(String),
+    /// Other I/O on a named path.
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl ModelError {
+    pub(crate) fn config(file: &std::path::Path, msg: impl Into<String>) -> Self {
+        ModelError::Config { file: file.display().to_string(), msg: msg.into() }
+    }
+    pub(crate) fn weights(file: &std::path::Path, msg: impl Into<String>) -> Self {
+        ModelError::Weights { file: file.display().to_string(), msg: msg.into() }
+    }
+    pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
+        ModelError::Io { path: path.display().to_string(), source }
+    }
+}

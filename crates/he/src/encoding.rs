@@ -1,0 +1,216 @@
+//! Plaintext encodings.
+//!
+//! - **Coefficient encoding** over `Z_t` (`t = 2^l`, `l <= 64`, or a prime): the message is the
+//!   coefficient vector itself ([`Plaintext::from_coeffs`]). Products with a plaintext are
+//!   negacyclic convolutions mod `t` — what the Cheetah/BumbleBee matrix encodings need.
+//! - **SIMD batching** over a prime `t ≡ 1 (mod 2N)` ([`Params::encode_simd`]): slot `i` is the
+//!   evaluation of the plaintext at the `i`-th primitive `2N`-th root of unity, in the
+//!   (bit-reversed) order of `tfhe-ntt`'s forward transform; products of plaintexts are
+//!   slot-wise products. (No rotation structure is promised by this slot order: BumbleBee's
+//!   bOLE only needs slot-wise products.)
+//! - **CRT batching** for a plaintext modulus `T = t_0·…·t_{k-1}` ([`Params::encode_simd_crt`]):
+//!   one SIMD plaintext (and ciphertext) per prime `t_j`.
+//!
+//! In the ciphertext, a plaintext `m` is scaled to `round(q·m/t) = floor(q/t)·m +
+//! round((q mod t)·m/t)` (not `floor(q/t)·m`): the rounding keeps the error of a product with
+//! a plaintext `p` at `(e + 1/2)·|p|` instead of `(q mod t)·|p|`, which matters for `t = 2^64`.
+
+use crate::params::Params;
+use crate::poly::RnsPoly;
+use crate::HeError;
+use nectar_math::rns::BigUint;
+
+/// A plaintext polynomial: `N` coefficients in `[0, t_j)` for plaintext component `j`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plaintext {
+    pub(crate) coeffs: Vec<u64>,
+    pub(crate) plain_index: usize,
+}
+
+impl Plaintext {
+    /// Coefficient encoding of `values` (at most `N`, zero-padded; each `< t_j`) for plaintext
+    /// component `j` (0 unless CRT batching).
+    pub fn from_coeffs(params: &Params, values: &[u64], j: usize) -> Result<Self, HeError> {
+        params.check_plain_index(j)?;
+        let n = params.n();
+        if values.len() > n {
+            return Err(HeError::OutOfRange(format!("{} coefficients > N = {n}", values.len())));
+        }
+        let t = params.plain_modulus(j);
+        if let Some(v) = values.iter().find(|&&v| v as u128 >= t) {
+            return Err(HeError::OutOfRange(format!("coefficient {v} >= t = {t}")));
+        }
+        let mut coeffs = values.to_vec();
+        coeffs.resize(n, 0);
+        Ok(Self { coeffs, plain_index: j })
+    }
+
+    /// Coefficient encoding of signed values (reduced mod `t_j`).
+    pub fn from_signed(params: &Params, values: &[i64], j: usize) -> Result<Self, HeError> {
+        params.check_plain_index(j)?;
+        let t = params.plain_modulus(j) as i128;
+        let v: Vec<u64> = values.iter().map(|&x| (x as i128).rem_euclid(t) as u64).collect();
+        Self::from_coeffs(params, &v, j)
+    }
+
+    /// The coefficients (each `< t_j`).
+    pub fn coeffs(&self) -> &[u64] {
+        &self.coeffs
+    }
+
+    /// The plaintext component `j` this plaintext belongs to.
+    pub fn plain_index(&self) -> usize {
+        self.plain_index
+    }
+
+    /// Centred lift of coefficient `k` into `(-t/2, t/2]`.
+    pub(crate) fn centered(&self, params: &Params, k: usize) -> i128 {
+        let t = params.plain_modulus(self.plain_index) as i128;
+        let c = self.coeffs[k] as i128;
+        if 2 * c > t {
+            c - t
+        } else {
+            c
+        }
+    }
+
+    /// `round(q·m/t) mod q_i` on the first `level` primes (coefficient form).
+    pub(crate) fn scaled(&self, params: &Params, level: usize) -> RnsPoly {
+        let n = params.n();
+        let t = params.plain_modulus(self.plain_index);
+        let (delta, rt) = &params.level_consts(level).encode[self.plain_index];
+        let fracs: Vec<u64> = self
+            .coeffs
+            .iter()
+            .map(|&m| {
+                let num = *rt as u128 * m as u128 + t / 2;
+                if t == 1u128 << 64 {
+                    (num >> 64) as u64
+                } else {
+                    (num / t) as u64
+                }
+            })
+            .collect();
+        let mut p = RnsPoly::zero_level(n, level, false);
+        for i in 0..level {
+            let m = *params.modulus(i);
+            let (d, ds) = (delta[i], m.shoup(delta[i]));
+            for (k, x) in p.limb_mut(i).iter_mut().enumerate() {
+                *x = m.add(m.mul_shoup(self.coeffs[k], d, ds), m.reduce(fracs[k]));
+            }
+        }
+        p
+    }
+}
+
+/// A plaintext lifted (centred) into `R_q` and transformed to NTT form, reusable for any number
+/// of plaintext × ciphertext products at levels up to its own.
+#[derive(Clone, Debug)]
+pub struct PlainNtt {
+    pub(crate) poly: RnsPoly,
+    pub(crate) plain_index: usize,
+}
+
+impl PlainNtt {
+    /// Prepares `pt` for products with ciphertexts of level `<= level`.
+    pub fn new(params: &Params, pt: &Plaintext, level: usize) -> Result<Self, HeError> {
+        if level == 0 || level > params.max_level() {
+            return Err(HeError::OutOfRange(format!("level {level}")));
+        }
+        let n = params.n();
+        let mut poly = RnsPoly::zero_level(n, level, false);
+        let lifted: Vec<i128> = (0..n).map(|k| pt.centered(params, k)).collect();
+        for i in 0..level {
+            let m = *params.modulus(i);
+            poly.limb_mut(i).iter_mut().zip(&lifted).for_each(|(x, &v)| *x = m.reduce_i128(v));
+        }
+        poly.to_ntt(params);
+        Ok(Self { poly, plain_index: pt.plain_index })
+    }
+
+    /// Highest ciphertext level this plaintext can multiply.
+    pub fn level(&self) -> usize {
+        self.poly.limbs()
+    }
+
+    /// The plaintext component `j`.
+    pub fn plain_index(&self) -> usize {
+        self.plain_index
+    }
+}
+
+impl Params {
+    fn t_plan(&self, j: usize) -> Result<&nectar_math::ntt::NttPlan, HeError> {
+        self.check_plain_index(j)?;
+        self.0.t_plans[j]
+            .as_ref()
+            .ok_or_else(|| HeError::Mismatch("SIMD batching needs a prime t ≡ 1 (mod 2N)".into()))
+    }
+
+    /// SIMD encoding of up to `N` slot values (each `< t_j`) for plaintext component `j`.
+    pub fn encode_simd(&self, values: &[u64], j: usize) -> Result<Plaintext, HeError> {
+        let plan = self.t_plan(j)?;
+        let mut pt = Plaintext::from_coeffs(self, values, j)?;
+        plan.inverse(&mut pt.coeffs);
+        Ok(pt)
+    }
+
+    /// The `N` slot values of a SIMD-encoded plaintext.
+    pub fn decode_simd(&self, pt: &Plaintext) -> Result<Vec<u64>, HeError> {
+        let plan = self.t_plan(pt.plain_index)?;
+        let mut v = pt.coeffs.clone();
+        plan.forward(&mut v);
+        Ok(v)
+    }
+
+    /// CRT batching: `residues[j]` holds the slot values modulo `t_j` (as from
+    /// [`Params::crt_split`]); returns one SIMD plaintext per prime.
+    pub fn encode_simd_crt(&self, residues: &[Vec<u64>]) -> Result<Vec<Plaintext>, HeError> {
+        if residues.len() != self.plain_count() {
+            return Err(HeError::Mismatch(format!("{} residue vectors for {} CRT primes", residues.len(), self.plain_count())));
+        }
+        residues.iter().enumerate().map(|(j, r)| self.encode_simd(r, j)).collect()
+    }
+
+    /// Inverse of [`Params::encode_simd_crt`]: per-prime slot residues.
+    pub fn decode_simd_crt(&self, pts: &[Plaintext]) -> Result<Vec<Vec<u64>>, HeError> {
+        if pts.len() != self.plain_count() || pts.iter().enumerate().any(|(j, p)| p.plain_index != j) {
+            return Err(HeError::Mismatch("need one plaintext per CRT prime, in order".into()));
+        }
+        pts.iter().map(|p| self.decode_simd(p)).collect()
+    }
+
+    /// Splits values in `[0, T)` (`T = Π t_j`) into per-prime residue vectors.
+    pub fn crt_split(&self, values: &[BigUint]) -> Result<Vec<Vec<u64>>, HeError> {
+        let b = self.plain_crt_basis().ok_or_else(|| HeError::Mismatch("not a CRT plaintext modulus".into()))?;
+        let mut out = vec![Vec::with_capacity(values.len()); b.len()];
+        for v in values {
+            if v.cmp_big(b.product()) != std::cmp::Ordering::Less {
+                return Err(HeError::OutOfRange("CRT value >= T".into()));
+            }
+            for (j, r) in b.decompose(v).into_iter().enumerate() {
+                out[j].push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Joins per-prime residue vectors into values in `[0, T)`.
+    pub fn crt_join(&self, residues: &[Vec<u64>]) -> Result<Vec<BigUint>, HeError> {
+        let b = self.plain_crt_basis().ok_or_else(|| HeError::Mismatch("not a CRT plaintext modulus".into()))?;
+        if residues.len() != b.len() || residues.iter().any(|r| r.len() != residues[0].len()) {
+            return Err(HeError::Mismatch("residue vectors".into()));
+        }
+        let mut out = Vec::with_capacity(residues[0].len());
+        for k in 0..residues[0].len() {
+            let r: Vec<u64> = residues.iter().map(|v| v[k]).collect();
+            for (j, &x) in r.iter().enumerate() {
+                if x >= b.moduli()[j].value() {
+                    return Err(HeError::OutOfRange("residue >= t_j".into()));
+                }
+            }
+            out.push(b.compose(&r));
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,282 @@
+//! Homomorphic operations that need no key: addition/subtraction, plaintext addition,
+//! plaintext × ciphertext products (plaintext pre-transformed, [`PlainNtt`]), multiplication
+//! by a monomial `X^k` or a scalar, modulus switching (drop the last prime with rounding) and
+//! noise flooding.
+//!
+//! Noise: add/sub add noises; a product with a plaintext of centred coefficients `|p_k| <= t/2`
+//! multiplies the noise by at most `N·t/2` (about `sqrt(N)·t/2` for random `p`); a monomial
+//! keeps it; modulus switching `q -> q/q_last` divides it by `q_last` and adds the rounding
+//! term `(1 + |s|_1)/2`; flooding with `b` bits adds a uniform value in `[−2^(b−1), 2^(b−1))`.
+
+use crate::ciphertext::Ciphertext;
+use crate::encoding::{PlainNtt, Plaintext};
+use crate::params::Params;
+use crate::poly::RnsPoly;
+use crate::HeError;
+use nectar_math::rns::div_round_by_last;
+use nectar_math::Prg;
+use rayon::prelude::*;
+
+fn same_form(params: &Params, target: &RnsPoly, other: &RnsPoly) -> RnsPoly {
+    let mut o = other.clone();
+    if target.ntt {
+        o.to_ntt(params);
+    } else {
+        o.to_coeff(params);
+    }
+    o
+}
+
+impl Ciphertext {
+    fn check_compat(&self, other: &Ciphertext) -> Result<(), HeError> {
+        if self.level() != other.level() || self.plain_index != other.plain_index {
+            return Err(HeError::Mismatch(format!(
+                "ciphertexts at level {}/{} for plaintext components {}/{}",
+                self.level(),
+                other.level(),
+                self.plain_index,
+                other.plain_index
+            )));
+        }
+        Ok(())
+    }
+
+    /// Converts both polynomials to NTT form (what products and accumulations want).
+    pub fn to_ntt(&mut self, params: &Params) {
+        self.c0.to_ntt(params);
+        self.c1.to_ntt(params);
+    }
+
+    /// Converts both polynomials to coefficient form (what shifts, H2A and sending want).
+    pub fn to_coeff(&mut self, params: &Params) {
+        self.c0.to_coeff(params);
+        self.c1.to_coeff(params);
+    }
+
+    fn add_sub(&mut self, params: &Params, other: &Ciphertext, neg: bool) -> Result<(), HeError> {
+        self.check_compat(other)?;
+        let o0 = same_form(params, &self.c0, &other.c0);
+        let o1 = same_form(params, &self.c1, &other.c1);
+        self.c0.add_assign(params, &o0, neg);
+        self.c1.add_assign(params, &o1, neg);
+        self.seed = None;
+        Ok(())
+    }
+
+    /// `self += other`.
+    pub fn add_assign(&mut self, params: &Params, other: &Ciphertext) -> Result<(), HeError> {
+        self.add_sub(params, other, false)
+    }
+
+    /// `self -= other`.
+    pub fn sub_assign(&mut self, params: &Params, other: &Ciphertext) -> Result<(), HeError> {
+        self.add_sub(params, other, true)
+    }
+
+    /// `self = −self`.
+    pub fn negate(&mut self, params: &Params) {
+        self.c0.neg_assign(params);
+        self.c1.neg_assign(params);
+        self.seed = None;
+    }
+
+    fn add_plain_sign(&mut self, params: &Params, pt: &Plaintext, neg: bool) -> Result<(), HeError> {
+        if pt.plain_index != self.plain_index {
+            return Err(HeError::Mismatch("plaintext component".into()));
+        }
+        let mut d = pt.scaled(params, self.level());
+        if self.c0.ntt {
+            d.to_ntt(params);
+        }
+        self.c0.add_assign(params, &d, neg);
+        Ok(())
+    }
+
+    /// `self += Enc(pt)` without noise (touches only `c0`; a seeded ciphertext stays seeded).
+    pub fn add_plain_assign(&mut self, params: &Params, pt: &Plaintext) -> Result<(), HeError> {
+        self.add_plain_sign(params, pt, false)
+    }
+
+    /// `self -= Enc(pt)` without noise.
+    pub fn sub_plain_assign(&mut self, params: &Params, pt: &Plaintext) -> Result<(), HeError> {
+        self.add_plain_sign(params, pt, true)
+    }
+
+    fn check_pt(&self, pt: &PlainNtt) -> Result<(), HeError> {
+        if pt.plain_index != self.plain_index || pt.level() < self.level() {
+            return Err(HeError::Mismatch(format!(
+                "plaintext (component {}, level {}) vs ciphertext (component {}, level {})",
+                pt.plain_index,
+                pt.level(),
+                self.plain_index,
+                self.level()
+            )));
+        }
+        Ok(())
+    }
+
+    /// `self ⊠ pt` (negacyclic product with the plaintext). The result is in NTT form.
+    pub fn mul_plain(&self, params: &Params, pt: &PlainNtt) -> Result<Ciphertext, HeError> {
+        let mut acc = Ciphertext {
+            c0: RnsPoly::zero_level(params.n(), self.level(), true),
+            c1: RnsPoly::zero_level(params.n(), self.level(), true),
+            seed: None,
+            plain_index: self.plain_index,
+        };
+        acc.mul_plain_accumulate(params, self, pt)?;
+        Ok(acc)
+    }
+
+    /// `self += ct ⊠ pt` (`self` is brought to NTT form; `ct` may be in either form but NTT
+    /// form avoids a conversion per call).
+    pub fn mul_plain_accumulate(&mut self, params: &Params, ct: &Ciphertext, pt: &PlainNtt) -> Result<(), HeError> {
+        self.check_compat(ct)?;
+        ct.check_pt(pt)?;
+        self.to_ntt(params);
+        self.seed = None;
+        let conv;
+        let src = if ct.c0.ntt && ct.c1.ntt {
+            ct
+        } else {
+            let mut c = ct.clone();
+            c.to_ntt(params);
+            conv = c;
+            &conv
+        };
+        let n = params.n();
+        for (dst, s) in [(&mut self.c0, &src.c0), (&mut self.c1, &src.c1)] {
+            dst.data.par_chunks_mut(n).enumerate().for_each(|(i, acc)| {
+                params.plan(i).mul_accumulate(acc, s.limb(i), pt.poly.limb(i));
+            });
+        }
+        Ok(())
+    }
+
+    /// Multiplies by the monomial `X^k` (`k` taken mod `2N`; `X^N = −1`). Exact, no noise growth.
+    pub fn mul_monomial_assign(&mut self, params: &Params, k: usize) {
+        self.to_coeff(params);
+        self.c0.mul_monomial(params, k);
+        self.c1.mul_monomial(params, k);
+        self.seed = None;
+    }
+
+    /// Multiplies by the integer `k` (mod q): the plaintext is multiplied by `k` mod t when `k`
+    /// is small; `k = (2^r)^{-1} mod q` is InterLeave's pre-scaling (see
+    /// [`Ciphertext::mul_inv_pow2_assign`]).
+    pub fn mul_scalar_assign(&mut self, params: &Params, k: u64) {
+        let scalars: Vec<u64> = (0..self.level()).map(|i| params.modulus(i).reduce(k)).collect();
+        self.mul_limb_scalars(params, &scalars);
+    }
+
+    /// Multiplies by `2^{-r} mod q` (InterLeave, BumbleBee Fig. 6; q odd).
+    pub fn mul_inv_pow2_assign(&mut self, params: &Params, r: u32) {
+        let scalars: Vec<u64> = (0..self.level())
+            .map(|i| {
+                let m = params.modulus(i);
+                let two_r = m.pow(2, r as u64);
+                m.inv(two_r).unwrap_or(0)
+            })
+            .collect();
+        self.mul_limb_scalars(params, &scalars);
+    }
+
+    fn mul_limb_scalars(&mut self, params: &Params, scalars: &[u64]) {
+        let n = params.n();
+        for p in [&mut self.c0, &mut self.c1] {
+            p.data.par_chunks_mut(n).enumerate().for_each(|(i, l)| {
+                let m = params.modulus(i);
+                let (w, ws) = (scalars[i], m.shoup(scalars[i]));
+                l.iter_mut().for_each(|x| *x = m.mul_shoup(*x, w, ws));
+            });
+        }
+        self.seed = None;
+    }
+
+    /// Modulus switching `q_l -> q_{l-1}`: divides by the last prime with rounding (exact
+    /// RNS rescale). The result is in coefficient form.
+    pub fn mod_switch_down(&mut self, params: &Params) -> Result<(), HeError> {
+        let l = self.level();
+        if l <= 1 {
+            return Err(HeError::OutOfRange("cannot switch below one prime".into()));
+        }
+        self.to_coeff(params);
+        let n = params.n();
+        let last = *params.modulus(l - 1);
+        for p in [&mut self.c0, &mut self.c1] {
+            let (keep, tail) = p.data.split_at_mut((l - 1) * n);
+            let tail: &[u64] = tail;
+            keep.par_chunks_mut(n).enumerate().for_each(|(i, limb)| {
+                let m = params.modulus(i);
+                let inv = m.inv(last.value()).unwrap_or(0);
+                let inv = (inv, m.shoup(inv));
+                for (x, &y) in limb.iter_mut().zip(tail) {
+                    *x = div_round_by_last(*x, y, &last, m, inv);
+                }
+            });
+            p.truncate_limbs(l - 1);
+        }
+        self.seed = None;
+        Ok(())
+    }
+
+    /// Switches down to `level` (one prime at a time).
+    pub fn mod_switch_to(&mut self, params: &Params, level: usize) -> Result<(), HeError> {
+        if level == 0 || level > self.level() {
+            return Err(HeError::OutOfRange(format!("level {level} from {}", self.level())));
+        }
+        while self.level() > level {
+            self.mod_switch_down(params)?;
+        }
+        Ok(())
+    }
+
+    /// Noise flooding: adds to `c0` a fresh uniform integer in `[−2^(bits−1), 2^(bits−1))` per
+    /// coefficient (statistically hides the noise of width `<= 2^(bits−σ)` with `σ` bits of
+    /// slack; BumbleBee uses `bits = 40 + log2 t + 12`, REFERENCE.md §1.2). Errors if the
+    /// flooded noise would not leave decryption correct at the current level.
+    pub fn flood(&mut self, params: &Params, bits: u32, prg: &mut Prg) -> Result<(), HeError> {
+        if bits == 0 || bits > 120 {
+            return Err(HeError::OutOfRange(format!("flood width {bits} bits")));
+        }
+        let tb = 128 - (params.plain_modulus(self.plain_index) - 1).leading_zeros();
+        let qb = params.q_bits(self.level());
+        if bits + tb + 2 > qb {
+            return Err(HeError::NoiseBudget(format!(
+                "flooding {bits} bits with log2 t = {tb} needs log2 q >= {}, have {qb}",
+                bits + tb + 2
+            )));
+        }
+        self.c0.to_coeff(params);
+        let n = params.n();
+        let mask = (1u128 << bits) - 1;
+        let half = 1i128 << (bits - 1);
+        let v: Vec<i128> = (0..n).map(|_| (prg.next_u128() & mask) as i128 - half).collect();
+        let l = self.level();
+        for i in 0..l {
+            let m = *params.modulus(i);
+            self.c0.limb_mut(i).iter_mut().zip(&v).for_each(|(x, &y)| *x = m.add(*x, m.reduce_i128(y)));
+        }
+        Ok(())
+    }
+
+    /// Sets the given coefficient positions of both polynomials to zero... of `c0` only:
+    /// keeps the positions in `keep` of the `b` part and zeroes the others (for sending only
+    /// the useful coefficients; the receiver ignores the other positions).
+    pub fn keep_c0_positions(&mut self, params: &Params, keep: &[usize]) -> Result<(), HeError> {
+        let n = params.n();
+        if keep.iter().any(|&k| k >= n) {
+            return Err(HeError::OutOfRange("coefficient position >= N".into()));
+        }
+        self.c0.to_coeff(params);
+        let mut mask = vec![false; n];
+        keep.iter().for_each(|&k| mask[k] = true);
+        for i in 0..self.level() {
+            self.c0.limb_mut(i).iter_mut().zip(&mask).for_each(|(x, &m)| {
+                if !m {
+                    *x = 0
+                }
+            });
+        }
+        Ok(())
+    }
+}

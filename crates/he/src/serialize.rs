@@ -1,0 +1,1 @@
+//! Wire formats (filled below).

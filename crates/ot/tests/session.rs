@@ -1,0 +1,338 @@
+//! Two-party tests of every OT kind through [`OtSession`]: the defining relation on every
+//! instance, counts that are not multiples of any block size, runs across pool refills, both
+//! roles as sender, session independence, bad peers, pinned transcripts.
+
+mod common;
+
+use common::{run_owned, Fault, Faulty, Recording};
+use nectar_math::Prg;
+use nectar_net::mem::run_pair;
+use nectar_net::{Channel, MemChannel, Role};
+use nectar_ot::{FerretParams, OtError, OtSession, Producer};
+use rand_core::RngCore;
+
+fn tiny() -> Producer {
+    Producer::Ferret(FerretParams::insecure_tiny())
+}
+
+fn session(role: Role, c: &mut dyn Channel, seed: u8, p: Producer) -> OtSession {
+    OtSession::with_producer(role, c, Prg::new([seed; 16]), p).expect("setup")
+}
+
+/// Runs `a` on the server and `b` on the client with fresh sessions.
+fn both<A: Send, B: Send>(
+    p: Producer,
+    a: impl FnOnce(&mut OtSession, &mut MemChannel) -> A + Send,
+    b: impl FnOnce(&mut OtSession, &mut MemChannel) -> B + Send,
+) -> (A, B) {
+    run_pair(
+        move |c| {
+            let mut s = session(Role::Server, c, 1, p);
+            a(&mut s, c)
+        },
+        move |c| {
+            let mut s = session(Role::Client, c, 2, p);
+            b(&mut s, c)
+        },
+    )
+}
+
+const COUNTS: [usize; 5] = [1, 127, 1000, 20_001, 33_333];
+
+#[test]
+fn rcot_and_cot_relation_across_refills_both_directions() {
+    for p in [tiny(), Producer::Iknp] {
+        let ((d_s, qs, rs), (d_c, ts, cs)) = both(
+            p,
+            |s, c| {
+                let mut qs = Vec::new();
+                let mut rs = Vec::new();
+                for n in COUNTS {
+                    qs.push(s.send_rcot(c, n).unwrap());
+                    let ch: Vec<bool> = (0..n).map(|i| i % 3 == 0).collect();
+                    rs.push((ch.clone(), s.recv_cot(c, &ch).unwrap()));
+                }
+                (s.delta(), qs, rs)
+            },
+            |s, c| {
+                let mut ts = Vec::new();
+                let mut cs = Vec::new();
+                for n in COUNTS {
+                    ts.push(s.recv_rcot(c, n).unwrap());
+                    cs.push(s.send_cot(c, n).unwrap());
+                }
+                (s.delta(), ts, cs)
+            },
+        );
+        assert_ne!(d_s, d_c);
+        assert_eq!(d_s & 1, 1);
+        for (q, (b, t)) in qs.iter().zip(&ts) {
+            for i in 0..q.len() {
+                assert_eq!(t[i], q[i] ^ if b[i] { d_s } else { 0 });
+                assert_eq!(b[i], t[i] & 1 == 1);
+            }
+        }
+        for ((ch, t), r) in rs.iter().zip(&cs) {
+            for i in 0..t.len() {
+                assert_eq!(t[i], r[i] ^ if ch[i] { d_c } else { 0 });
+            }
+        }
+    }
+}
+
+#[test]
+fn rot_and_chosen_ot() {
+    let ((rot_s, ots_c), (rot_r, msgs)) = both(
+        tiny(),
+        |s, c| {
+            let rot = s.send_rot(c, 20_001).unwrap();
+            let mut got = Vec::new();
+            for k in [1usize, 37, 64, 128] {
+                let ch: Vec<bool> = (0..999).map(|i| (i * 7) % 5 < 2).collect();
+                got.push((k, ch.clone(), s.recv_ot(c, &ch, k).unwrap()));
+            }
+            (rot, got)
+        },
+        |s, c| {
+            let rot = s.recv_rot(c, 20_001).unwrap();
+            let mut prg = Prg::new([9; 16]);
+            let mut all = Vec::new();
+            for k in [1usize, 37, 64, 128] {
+                let m: Vec<(u128, u128)> = (0..999).map(|_| (prg.next_u128(), prg.next_u128())).collect();
+                s.send_ot(c, &m, k).unwrap();
+                all.push(m);
+            }
+            (rot, all)
+        },
+    );
+    for i in 0..rot_s.len() {
+        let (m0, m1) = rot_s[i];
+        assert_ne!(m0, m1);
+        assert_eq!(rot_r.1[i], if rot_r.0[i] { m1 } else { m0 });
+    }
+    for ((k, ch, got), m) in ots_c.iter().zip(&msgs) {
+        let mask = if *k == 128 { u128::MAX } else { (1u128 << k) - 1 };
+        for i in 0..ch.len() {
+            let want = if ch[i] { m[i].1 } else { m[i].0 } & mask;
+            assert_eq!(got[i], want, "k={k} i={i}");
+        }
+    }
+}
+
+#[test]
+fn additive_cot() {
+    let (sent, got) = both(
+        tiny(),
+        |s, c| {
+            let mut prg = Prg::new([5; 16]);
+            let mut out = Vec::new();
+            for l in [1u32, 2, 37, 63, 64] {
+                let deltas: Vec<u64> = (0..4001).map(|_| prg.next_u64()).collect();
+                let x = s.send_acot(c, &deltas, l).unwrap();
+                out.push((l, deltas, x));
+            }
+            out
+        },
+        |s, c| {
+            let mut out = Vec::new();
+            for _ in 0..5 {
+                let ch: Vec<bool> = (0..4001).map(|i| i % 2 == 1 || i % 7 == 0).collect();
+                let y = s.recv_acot(c, &ch, [1u32, 2, 37, 63, 64][out.len()]).unwrap();
+                out.push((ch, y));
+            }
+            out
+        },
+    );
+    for ((l, deltas, x), (ch, y)) in sent.iter().zip(&got) {
+        let mask = if *l == 64 { u64::MAX } else { (1u64 << l) - 1 };
+        for i in 0..x.len() {
+            assert!(x[i] <= mask && y[i] <= mask);
+            let want = x[i].wrapping_add(if ch[i] { deltas[i] } else { 0 }) & mask;
+            assert_eq!(y[i], want, "l={l} i={i}");
+        }
+    }
+}
+
+#[test]
+fn one_of_n_ot() {
+    let cases = [(2usize, 1usize), (5, 7), (16, 2), (16, 6), (256, 64), (3, 128)];
+    let (msgs, got) = both(
+        tiny(),
+        move |s, c| {
+            let mut prg = Prg::new([6; 16]);
+            let mut all = Vec::new();
+            for (big_n, k) in cases {
+                let m: Vec<u128> = (0..333 * big_n).map(|_| prg.next_u128()).collect();
+                s.send_ot1n(c, &m, big_n, k).unwrap();
+                all.push(m);
+            }
+            all
+        },
+        move |s, c| {
+            let mut all = Vec::new();
+            for (big_n, k) in cases {
+                let ch: Vec<u8> = (0..333).map(|i| ((i * 31 + 7) % big_n) as u8).collect();
+                all.push((ch.clone(), s.recv_ot1n(c, &ch, big_n, k).unwrap()));
+            }
+            all
+        },
+    );
+    for (((big_n, k), m), (ch, got)) in cases.iter().zip(&msgs).zip(&got) {
+        let mask = if *k == 128 { u128::MAX } else { (1u128 << k) - 1 };
+        for i in 0..ch.len() {
+            assert_eq!(got[i], m[i * big_n + ch[i] as usize] & mask, "N={big_n} k={k} i={i}");
+        }
+    }
+}
+
+#[test]
+fn punctured_prf() {
+    let (full, punct) = both(
+        tiny(),
+        |s, c| [1usize, 5, 10].iter().map(|&h| s.send_pprf(c, 7, h).unwrap()).collect::<Vec<_>>(),
+        |s, c| {
+            [1usize, 5, 10]
+                .iter()
+                .map(|&h| {
+                    let alphas: Vec<usize> = (0..7).map(|j| (j * 37 + 3) % (1 << h)).collect();
+                    (alphas.clone(), s.recv_pprf(c, &alphas, h).unwrap())
+                })
+                .collect::<Vec<_>>()
+        },
+    );
+    for (f, (alphas, p)) in full.iter().zip(&punct) {
+        for j in 0..alphas.len() {
+            for i in 0..f[j].len() {
+                assert_eq!(p[j][i], if i == alphas[j] { 0 } else { f[j][i] });
+            }
+        }
+    }
+}
+
+#[test]
+fn small_secure_set_works() {
+    let ((d, q), (b, t)) = both(
+        Producer::Ferret(FerretParams::small()),
+        |s, c| (s.delta(), s.send_rcot(c, 500_000).unwrap()),
+        |s, c| s.recv_rcot(c, 500_000).unwrap(),
+    );
+    for i in 0..q.len() {
+        assert_eq!(t[i], q[i] ^ if b[i] { d } else { 0 });
+    }
+}
+
+#[test]
+fn sessions_are_independent() {
+    let run = |seed_s: u8, seed_c: u8| {
+        run_pair(
+            move |c| {
+                let mut s = session(Role::Server, c, seed_s, tiny());
+                (s.delta(), s.send_rcot(c, 5000).unwrap())
+            },
+            move |c| {
+                let mut s = session(Role::Client, c, seed_c, tiny());
+                s.recv_rcot(c, 5000).unwrap()
+            },
+        )
+    };
+    let (a, ra) = run(1, 2);
+    let (b, rb) = run(3, 4);
+    let (a2, _) = run(1, 2);
+    assert_eq!(a, a2, "a fixed seed reproduces the session");
+    assert_ne!(a.0, b.0);
+    let same = a.1.iter().zip(&b.1).filter(|(x, y)| x == y).count();
+    assert_eq!(same, 0);
+    let agree = ra.0.iter().zip(&rb.0).filter(|(x, y)| x == y).count() as f64 / 5000.0;
+    assert!((agree - 0.5).abs() < 0.05, "choice bits look correlated: {agree}");
+    // Entropy-seeded sessions differ too.
+    let e = run_pair(
+        |c| OtSession::with_producer(Role::Server, c, Prg::from_entropy(), tiny()).unwrap().delta(),
+        |c| OtSession::with_producer(Role::Client, c, Prg::from_entropy(), tiny()).unwrap().delta(),
+    );
+    assert_ne!(e.0, e.1);
+}
+
+/// Server messages: 0 = base-OT reply, 1 = base-OT key; then in its first `send_rcot` the
+/// Ferret bootstrap extension (2) and the first main extension (3).
+fn bad_peer(fault: Fault, at: usize) {
+    let (rs, rc) = run_owned(
+        move |c| {
+            let mut f = Faulty { inner: Some(c), sent: 0, at, fault };
+            let mut s = OtSession::with_producer(Role::Server, &mut f, Prg::new([1; 16]), tiny())?;
+            s.send_rcot(&mut f, 100)?;
+            s.recv_ot(&mut f, &[true; 10], 8)?;
+            Ok::<_, OtError>(())
+        },
+        |mut c| {
+            let mut s = OtSession::with_producer(Role::Client, &mut c, Prg::new([2; 16]), tiny())?;
+            s.recv_rcot(&mut c, 100)?;
+            s.send_ot(&mut c, &[(1, 2); 10], 8)?;
+            Ok::<_, OtError>(())
+        },
+    );
+    assert!(rs.is_err(), "{fault:?}@{at}: server should fail");
+    assert!(rc.is_err(), "{fault:?}@{at}: client should fail");
+    let rc = rc.unwrap_err();
+    match fault {
+        Fault::Disconnect => assert!(matches!(rc, OtError::Net(_)), "{rc}"),
+        _ => assert!(matches!(rc, OtError::BadMessage { .. } | OtError::BadPoint | OtError::Net(_)), "{rc}"),
+    }
+}
+
+#[test]
+fn bad_peer_yields_typed_errors_in_both_parties() {
+    for at in [0usize, 1, 2, 3] {
+        for f in [Fault::Truncate, Fault::Extend, Fault::Disconnect] {
+            bad_peer(f, at);
+        }
+    }
+}
+
+#[test]
+fn wrong_arguments_are_errors_not_panics() {
+    let (a, b) = both(
+        tiny(),
+        |s, c| (s.send_ot1n(c, &[0; 10], 300, 8).is_err(), s.send_acot(c, &[1], 65).is_err()),
+        |s, c| (s.recv_ot1n(c, &[20], 16, 8).is_err(), s.recv_pprf(c, &[1 << 5], 5).is_err()),
+    );
+    assert!(a.0 && a.1 && b.0 && b.1);
+}
+
+fn transcript(p: Producer) -> (String, String) {
+    let hex = |h: sha2::Sha256| {
+        use sha2::Digest;
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect::<String>()[..16].to_string()
+    };
+    run_pair(
+        move |c| {
+            let mut r = Recording { inner: c, hash: Default::default() };
+            let mut s = OtSession::with_producer(Role::Server, &mut r, Prg::new([1; 16]), p).unwrap();
+            s.send_rcot(&mut r, 20_000).unwrap();
+            s.send_ot(&mut r, &[(5, 6); 100], 16).unwrap();
+            s.send_acot(&mut r, &[7; 100], 32).unwrap();
+            s.send_ot1n(&mut r, &[9; 1600], 16, 2).unwrap();
+            s.send_pprf(&mut r, 3, 6).unwrap();
+            hex(r.hash)
+        },
+        move |c| {
+            let mut r = Recording { inner: c, hash: Default::default() };
+            let mut s = OtSession::with_producer(Role::Client, &mut r, Prg::new([2; 16]), p).unwrap();
+            s.recv_rcot(&mut r, 20_000).unwrap();
+            s.recv_ot(&mut r, &[true; 100], 16).unwrap();
+            s.recv_acot(&mut r, &[false; 100], 32).unwrap();
+            s.recv_ot1n(&mut r, &[3; 100], 16, 2).unwrap();
+            s.recv_pprf(&mut r, &[1, 2, 3], 6).unwrap();
+            hex(r.hash)
+        },
+    )
+}
+
+#[test]
+fn pinned_transcripts() {
+    let f = transcript(tiny());
+    let i = transcript(Producer::Iknp);
+    println!("ferret {f:?} iknp {i:?}");
+    assert_eq!(f, transcript(tiny()), "transcripts are deterministic under fixed seeds");
+    assert_eq!(f, ("caf410b06681f545".to_string(), "1c71f6612feae732".to_string()));
+    assert_eq!(i, ("ab6362163ea2a664".to_string(), "8b3703f32bb2d28e".to_string()));
+}

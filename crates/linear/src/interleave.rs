@@ -25,13 +25,12 @@ pub trait AutoRing {
     type Elem: Clone;
     /// `N`.
     fn degree(&self) -> usize;
-    fn zero(&self) -> Self::Elem;
-    fn add(&self, a: &Self::Elem, b: &Self::Elem) -> Self::Elem;
-    fn sub(&self, a: &Self::Elem, b: &Self::Elem) -> Self::Elem;
+    fn add(&self, a: &Self::Elem, b: &Self::Elem) -> Result<Self::Elem, LinearError>;
+    fn sub(&self, a: &Self::Elem, b: &Self::Elem) -> Result<Self::Elem, LinearError>;
     /// `a · X^e`, `0 ≤ e < 2N` (negacyclic shift).
-    fn mul_monomial(&self, a: &Self::Elem, e: usize) -> Self::Elem;
+    fn mul_monomial(&self, a: &Self::Elem, e: usize) -> Result<Self::Elem, LinearError>;
     /// `a · 2^{-log_d} mod q`.
-    fn div_pow2(&self, a: &Self::Elem, log_d: u32) -> Self::Elem;
+    fn div_pow2(&self, a: &Self::Elem, log_d: u32) -> Result<Self::Elem, LinearError>;
     /// `a(X) ↦ a(X^g)`, `g` odd (needs the Galois key of `g` for ciphertexts).
     fn automorphism(&self, a: &Self::Elem, g: usize) -> Result<Self::Elem, LinearError>;
 }
@@ -48,16 +47,16 @@ fn butterfly<R: AutoRing>(
         (None, None) => None,
         (Some(e), None) => {
             *autos += 1;
-            Some(ring.add(&e, &ring.automorphism(&e, g)?))
+            Some(ring.add(&e, &ring.automorphism(&e, g)?)?)
         }
         (None, Some(o)) => {
             *autos += 1;
-            Some(ring.sub(&o, &ring.automorphism(&o, g)?))
+            Some(ring.sub(&o, &ring.automorphism(&o, g)?)?)
         }
         (Some(e), Some(o)) => {
             *autos += 1;
-            let d = ring.sub(&e, &o);
-            Some(ring.add(&ring.add(&e, &o), &ring.automorphism(&d, g)?))
+            let d = ring.sub(&e, &o)?;
+            Some(ring.add(&ring.add(&e, &o)?, &ring.automorphism(&d, g)?)?)
         }
     })
 }
@@ -77,19 +76,23 @@ pub fn interleave<R: AutoRing>(
             inputs.len()
         )));
     }
-    let mut b: Vec<Option<R::Elem>> = inputs.into_iter().map(|x| x.map(|a| ring.div_pow2(&a, log_gap))).collect();
+    let mut b = Vec::with_capacity(gap);
+    for x in inputs {
+        b.push(x.map(|a| ring.div_pow2(&a, log_gap)).transpose()?);
+    }
     b.resize(gap, None);
     let mut autos = 0;
     let mut h = gap / 2;
     while h >= 1 {
         for j in 0..h {
-            let o = b[j + h].take().map(|x| ring.mul_monomial(&x, h));
+            let o = b[j + h].take().map(|x| ring.mul_monomial(&x, h)).transpose()?;
             let e = b[j].take();
             b[j] = butterfly(ring, e, o, n / h + 1, &mut autos)?;
         }
         h /= 2;
     }
-    Ok((b.swap_remove(0).unwrap_or_else(|| ring.zero()), autos))
+    let out = b.swap_remove(0).ok_or_else(|| LinearError::BadParams("InterLeave of no inputs".into()))?;
+    Ok((out, autos))
 }
 
 /// PackLWEs of up to `N` inputs whose constant terms are the messages (`None` = zero): input `i`
@@ -102,7 +105,10 @@ pub fn pack_lwes<R: AutoRing>(ring: &R, inputs: Vec<Option<R::Elem>>) -> Result<
     }
     let n = inputs.len().next_power_of_two();
     let log_big_n = big_n.trailing_zeros();
-    let mut layer: Vec<Option<R::Elem>> = inputs.into_iter().map(|x| x.map(|a| ring.div_pow2(&a, log_big_n))).collect();
+    let mut layer = Vec::with_capacity(n);
+    for x in inputs {
+        layer.push(x.map(|a| ring.div_pow2(&a, log_big_n)).transpose()?);
+    }
     layer.resize(n, None);
     let mut autos = 0;
     // Bottom-up version of the recursion: at depth d the inputs of a node are those with the same
@@ -114,17 +120,17 @@ pub fn pack_lwes<R: AutoRing>(ring: &R, inputs: Vec<Option<R::Elem>>) -> Result<
         let shift = big_n >> d;
         for i in 0..half {
             let e = layer[i].take();
-            let o = layer[i + half].take().map(|x| ring.mul_monomial(&x, shift));
+            let o = layer[i + half].take().map(|x| ring.mul_monomial(&x, shift)).transpose()?;
             layer[i] = butterfly(ring, e, o, (1usize << d) + 1, &mut autos)?;
         }
         width = half;
         d += 1;
     }
-    let mut ct = layer.swap_remove(0).unwrap_or_else(|| ring.zero());
+    let mut ct = layer.swap_remove(0).ok_or_else(|| LinearError::BadParams("PackLWEs of no inputs".into()))?;
     let mut j = 0;
     while (big_n >> j) > n {
         // Partial trace: clear the coefficients off multiples of N/n.
-        ct = ring.add(&ct, &ring.automorphism(&ct, (big_n >> j) + 1)?);
+        ct = ring.add(&ct, &ring.automorphism(&ct, (big_n >> j) + 1)?)?;
         autos += 1;
         j += 1;
     }
@@ -159,16 +165,13 @@ impl AutoRing for PlainRing {
     fn degree(&self) -> usize {
         self.n
     }
-    fn zero(&self) -> Vec<u64> {
-        vec![0; self.n]
+    fn add(&self, a: &Vec<u64>, b: &Vec<u64>) -> Result<Vec<u64>, LinearError> {
+        Ok(a.iter().zip(b).map(|(x, y)| (x + y) % self.q).collect())
     }
-    fn add(&self, a: &Vec<u64>, b: &Vec<u64>) -> Vec<u64> {
-        a.iter().zip(b).map(|(x, y)| (x + y) % self.q).collect()
+    fn sub(&self, a: &Vec<u64>, b: &Vec<u64>) -> Result<Vec<u64>, LinearError> {
+        Ok(a.iter().zip(b).map(|(x, y)| (x + self.q - y) % self.q).collect())
     }
-    fn sub(&self, a: &Vec<u64>, b: &Vec<u64>) -> Vec<u64> {
-        a.iter().zip(b).map(|(x, y)| (x + self.q - y) % self.q).collect()
-    }
-    fn mul_monomial(&self, a: &Vec<u64>, e: usize) -> Vec<u64> {
+    fn mul_monomial(&self, a: &Vec<u64>, e: usize) -> Result<Vec<u64>, LinearError> {
         let n = self.n;
         let mut out = vec![0; n];
         for (i, &x) in a.iter().enumerate() {
@@ -179,11 +182,11 @@ impl AutoRing for PlainRing {
                 out[p - n] = (self.q - x) % self.q;
             }
         }
-        out
+        Ok(out)
     }
-    fn div_pow2(&self, a: &Vec<u64>, log_d: u32) -> Vec<u64> {
+    fn div_pow2(&self, a: &Vec<u64>, log_d: u32) -> Result<Vec<u64>, LinearError> {
         let s = self.inv_pow2(log_d);
-        a.iter().map(|&x| self.mulmod(x, s)).collect()
+        Ok(a.iter().map(|&x| self.mulmod(x, s)).collect())
     }
     fn automorphism(&self, a: &Vec<u64>, g: usize) -> Result<Vec<u64>, LinearError> {
         if g % 2 == 0 {

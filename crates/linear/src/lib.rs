@@ -10,13 +10,19 @@
 //! - [`parse_mat`]: where each matrix entry lands after InterLeave (App. E, Fig. 8, corrected);
 //! - [`liftdown`]: `Lift` / `Down` of bOLEe (Prop. 2–3) over a CRT plaintext modulus `t`.
 
+pub mod h2a;
 pub mod interleave;
 pub mod krdy;
 pub mod liftdown;
+pub mod olt;
 pub mod parse_mat;
+pub mod session;
 pub mod window;
+mod wire;
 
 pub use krdy::{Shape, Windows};
+pub use olt::{olt, Side};
+pub use session::HeSession;
 pub use window::{Compression, CostModel, CtBytes, OltPlan, Variant};
 
 use nectar_net::NetError;
@@ -34,8 +40,8 @@ pub enum LinearError {
     BadParams(String),
     #[error("malformed message from peer: {0}")]
     Malformed(String),
-    #[error("HE layer error: {0}")]
-    He(String),
+    #[error("HE layer: {0}")]
+    He(#[from] nectar_he::HeError),
     #[error("not available: {0}")]
     Unsupported(String),
 }

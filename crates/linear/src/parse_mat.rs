@@ -136,13 +136,13 @@ mod tests {
             want.extend(matmul_u64(&q, &v, shape));
             for a in 0..kb {
                 for g in 0..nb {
-                    let mut acc = ring.zero();
+                    let mut acc = vec![0u64; degree];
                     for b in 0..mb {
                         // entries < 100, so the u64 product polynomial has no wrap; lift negatives.
                         let l = encode_lhs_block(&q, shape, w, a, b, degree);
                         let l: Vec<u64> = l.iter().map(|&x| if x > 1 << 62 { Q - x.wrapping_neg() } else { x }).collect();
                         let r = encode_rhs_block(&v, shape, w, b, g, degree);
-                        acc = ring.add(&acc, &plain_mul(&ring, &l, &r));
+                        acc = ring.add(&acc, &plain_mul(&ring, &l, &r)).unwrap();
                     }
                     products.push(acc);
                 }
@@ -159,7 +159,7 @@ mod tests {
                     let ins = lay
                         .pack_sources(g)
                         .into_iter()
-                        .map(|(b, p)| Some(ring.mul_monomial(&products[b], 2 * degree - p)))
+                        .map(|(b, p)| Some(ring.mul_monomial(&products[b], 2 * degree - p).unwrap()))
                         .collect();
                     pack_lwes(&ring, ins).unwrap().0
                 })

@@ -1,0 +1,296 @@
+//! Oblivious linear transform `[Q·V] ← OLT(Q, V)` over `Z_{2^64}` (BumbleBee §III, Alg. 1), with
+//! the result compressed by InterLeave (Fig. 6), PackLWEs (KRDY⁺) or not at all (KRDY), and
+//! converted to additive shares by H2A-Coeff (App. C). Also the batched form (§III-E1): `H`
+//! products of the same shape whose block products are interleaved together.
+//!
+//! Roles: one party holds the left matrices `Q` (`k×m`), the other the right matrices `V`
+//! (`m×n`). The *encryptor* is the party whose encoding needs fewer polynomials (`Q` unless
+//! `k' > n'`, the role flip of Alg. 1); it encrypts its blocks under its own key and later
+//! decrypts; the other party (*evaluator*) multiplies by its plaintext blocks, compresses with
+//! the encryptor's Galois keys and masks (H2A).
+//!
+//! Steps (evaluator side in brackets):
+//! 1. encryptor → evaluator: `H·m'·min(k', n')` fresh seeded ciphertexts (`n1`);
+//! 2. [for each block product `(h, α, γ)`: `Σ_β ct ⊠ p̂`, switch down to the response level];
+//! 3. [compress: InterLeave groups of `m_w` consecutive products (`n2` automorphisms) /
+//!    PackLWEs / none];
+//! 4. [H2A: mask each result with `Enc_pk(0) + (r̂, 0)`]; evaluator → encryptor: `n3` ciphertexts;
+//! 5. both parse their share polynomials with [`ResultLayout::parse`] (App. E, Fig. 8).
+//!
+//! Rounds: one flight each way. Bytes: `n1` seeded ciphertexts at the top level plus `n3` full
+//! ciphertexts at the response level (see [`crate::window::OltPlan::bytes`]).
+//! Output: shares mod `2^64` of `Q·V`; reduce mod `2^l` for a smaller ring. The sum is exact
+//! except with probability about `2^-25` per entry, where it is off by one (H2A-Coeff's LSB error,
+//! see [`crate::h2a`]).
+
+use crate::h2a;
+use crate::interleave::{interleave, pack_lwes, AutoRing};
+use crate::krdy::{encode_lhs_block, encode_rhs_block};
+use crate::parse_mat::ResultLayout;
+use crate::session::HeSession;
+use crate::window::{Compression, OltPlan};
+use crate::{wire, LinearError};
+use nectar_he::{Ciphertext, GaloisKeys, Params, PlainNtt, Plaintext};
+use nectar_math::Prg;
+use nectar_net::Channel;
+use rayon::prelude::*;
+
+/// Which matrix this party holds in an OLT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The left matrices `Q` (`k×m`).
+    Lhs,
+    /// The right matrices `V` (`m×n`).
+    Rhs,
+}
+
+/// Plaintext blocks are all prepared up front when they fit in this many bytes (LOCAL).
+pub const PT_CACHE_BYTES: usize = 512 << 20;
+
+/// Ciphertexts as an [`AutoRing`] (automorphisms with the encryptor's Galois keys).
+pub(crate) struct CtRing<'a> {
+    pub params: &'a Params,
+    pub gk: &'a GaloisKeys,
+}
+
+impl AutoRing for CtRing<'_> {
+    type Elem = Ciphertext;
+    fn degree(&self) -> usize {
+        self.params.n()
+    }
+    fn add(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, LinearError> {
+        let mut c = a.clone();
+        c.add_assign(self.params, b)?;
+        Ok(c)
+    }
+    fn sub(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, LinearError> {
+        let mut c = a.clone();
+        c.sub_assign(self.params, b)?;
+        Ok(c)
+    }
+    fn mul_monomial(&self, a: &Ciphertext, e: usize) -> Result<Ciphertext, LinearError> {
+        let mut c = a.clone();
+        c.mul_monomial_assign(self.params, e);
+        Ok(c)
+    }
+    fn div_pow2(&self, a: &Ciphertext, log_d: u32) -> Result<Ciphertext, LinearError> {
+        let mut c = a.clone();
+        c.mul_inv_pow2_assign(self.params, log_d);
+        Ok(c)
+    }
+    fn automorphism(&self, a: &Ciphertext, g: usize) -> Result<Ciphertext, LinearError> {
+        Ok(a.automorphism(self.params, g as u64, self.gk)?)
+    }
+}
+
+/// One party's side of a (batched) OLT: `mats` are this party's `H` row-major matrices (`k×m`
+/// for [`Side::Lhs`], `m×n` for [`Side::Rhs`]). Returns this party's shares of the `H` products
+/// `k×n`, concatenated, mod `2^64`.
+pub fn olt<C: Channel + ?Sized>(
+    ch: &mut C,
+    sess: &HeSession,
+    plan: &OltPlan,
+    side: Side,
+    mats: &[&[u64]],
+    prg: &mut Prg,
+) -> Result<Vec<u64>, LinearError> {
+    let s = plan.shape;
+    let want = match side {
+        Side::Lhs => s.k * s.m,
+        Side::Rhs => s.m * s.n,
+    };
+    if mats.is_empty() || mats.iter().any(|m| m.len() != want) {
+        return Err(LinearError::BadShape(format!("{side:?} matrices of {want} entries expected for {s:?}")));
+    }
+    if plan.degree != sess.degree() {
+        return Err(LinearError::BadParams(format!("plan for N = {}, session N = {}", plan.degree, sess.degree())));
+    }
+    let layout = ResultLayout {
+        shape: s,
+        windows: plan.windows,
+        degree: plan.degree,
+        compression: plan.compression,
+        batch: mats.len(),
+    };
+    let encrypts = (side == Side::Rhs) == plan.rhs_encrypts;
+    if encrypts {
+        encryptor(ch, sess, plan, side, mats, &layout, prg)
+    } else {
+        evaluator(ch, sess, plan, side, mats, &layout, prg)
+    }
+}
+
+/// The blocks of one matrix of `side`, in the order they are encrypted / indexed:
+/// lhs `(α, β)` row-major over `k'×m'`, rhs `(β, γ)` over `m'×n'`.
+fn block_count(plan: &OltPlan, side: Side) -> usize {
+    let (kb, mb, nb) = plan.windows.blocks(plan.shape);
+    match side {
+        Side::Lhs => kb * mb,
+        Side::Rhs => mb * nb,
+    }
+}
+
+fn encode_block(plan: &OltPlan, side: Side, mat: &[u64], idx: usize) -> Vec<u64> {
+    let (_, mb, nb) = plan.windows.blocks(plan.shape);
+    match side {
+        Side::Lhs => encode_lhs_block(mat, plan.shape, plan.windows, idx / mb, idx % mb, plan.degree),
+        Side::Rhs => encode_rhs_block(mat, plan.shape, plan.windows, idx / nb, idx % nb, plan.degree),
+    }
+}
+
+fn encryptor<C: Channel + ?Sized>(
+    ch: &mut C,
+    sess: &HeSession,
+    plan: &OltPlan,
+    side: Side,
+    mats: &[&[u64]],
+    layout: &ResultLayout,
+    prg: &mut Prg,
+) -> Result<Vec<u64>, LinearError> {
+    let params = &sess.params;
+    let per = block_count(plan, side);
+    let total = per * mats.len();
+    let prgs: Vec<Prg> = (0..total).map(|_| prg.fork()).collect();
+    let cts: Vec<Ciphertext> = prgs
+        .into_par_iter()
+        .enumerate()
+        .map(|(i, mut p)| {
+            let coeffs = encode_block(plan, side, mats[i / per], i % per);
+            Ok(sess.sk.encrypt(params, &Plaintext::from_coeffs(params, &coeffs, 0)?, &mut p)?)
+        })
+        .collect::<Result<_, LinearError>>()?;
+    ch.send(&wire::cts_to_bytes(params, &cts)?)?;
+    ch.flush()?;
+    drop(cts);
+    let resp = ch.recv()?;
+    let cts = wire::cts_from_bytes(params, &resp, layout.num_polys())?;
+    let polys: Vec<Vec<u64>> = cts.par_iter().map(|c| h2a::open(sess, c)).collect::<Result<_, _>>()?;
+    layout.parse(&polys)
+}
+
+fn evaluator<C: Channel + ?Sized>(
+    ch: &mut C,
+    sess: &HeSession,
+    plan: &OltPlan,
+    side: Side,
+    mats: &[&[u64]],
+    layout: &ResultLayout,
+    prg: &mut Prg,
+) -> Result<Vec<u64>, LinearError> {
+    let params = &sess.params;
+    let n = params.n();
+    let (kb, mb, nb) = plan.windows.blocks(plan.shape);
+    let batch = mats.len();
+    let peer_side = match side {
+        Side::Lhs => Side::Rhs,
+        Side::Rhs => Side::Lhs,
+    };
+    let peer_per = block_count(plan, peer_side);
+    let bytes = ch.recv()?;
+    let mut cts = wire::cts_from_bytes(params, &bytes, peer_per * batch)?;
+    drop(bytes);
+    cts.par_iter_mut().for_each(|c| c.to_ntt(params));
+    let top = params.max_level();
+    let resp_level = h2a::response_level(params, 64);
+
+    // Own plaintext blocks, indexed h·per + block.
+    let per = block_count(plan, side);
+    let make_pt = |i: usize| -> Result<PlainNtt, LinearError> {
+        let coeffs = encode_block(plan, side, mats[i / per], i % per);
+        Ok(PlainNtt::new(params, &Plaintext::from_coeffs(params, &coeffs, 0)?, top)?)
+    };
+    let cache: Option<Vec<PlainNtt>> = if per * batch * top * n * 8 <= PT_CACHE_BYTES {
+        Some((0..per * batch).into_par_iter().map(make_pt).collect::<Result<_, _>>()?)
+    } else {
+        None
+    };
+
+    // Block product b = h·k'n' + α·n' + γ, switched down to the response level.
+    let product = |b: usize| -> Result<Ciphertext, LinearError> {
+        let (h, r) = (b / (kb * nb), b % (kb * nb));
+        let (alpha, gamma) = (r / nb, r % nb);
+        let mut acc: Option<Ciphertext> = None;
+        for beta in 0..mb {
+            let (ct_idx, pt_idx) = match side {
+                // This party holds V: cts are lhs blocks (α, β), pts rhs blocks (β, γ).
+                Side::Rhs => (alpha * mb + beta, beta * nb + gamma),
+                Side::Lhs => (beta * nb + gamma, alpha * mb + beta),
+            };
+            let ct = &cts[h * peer_per + ct_idx];
+            let owned;
+            let pt = match &cache {
+                Some(c) => &c[h * per + pt_idx],
+                None => {
+                    owned = make_pt(h * per + pt_idx)?;
+                    &owned
+                }
+            };
+            match acc.as_mut() {
+                None => acc = Some(ct.mul_plain(params, pt)?),
+                Some(a) => a.mul_plain_accumulate(params, ct, pt)?,
+            }
+        }
+        let mut acc = acc.ok_or_else(|| LinearError::BadShape("empty inner dimension".into()))?;
+        acc.mod_switch_to(params, resp_level)?;
+        Ok(acc)
+    };
+
+    let products = layout.products();
+    let n_out = layout.num_polys();
+    let mut prgs: Vec<Prg> = (0..n_out).map(|_| prg.fork()).collect();
+    let mut out_cts = Vec::with_capacity(n_out);
+    let mut shares = Vec::with_capacity(n_out);
+    let gk = || sess.peer_gk.as_ref().ok_or_else(|| LinearError::BadParams("session has no Galois keys".into()));
+    match plan.compression {
+        Compression::None => {
+            let res: Vec<(Ciphertext, Vec<u64>)> = (0..products)
+                .into_par_iter()
+                .zip(prgs.par_iter_mut())
+                .map(|(b, p)| {
+                    let mut ct = product(b)?;
+                    let sh = h2a::mask_coeff(sess, &mut ct, p)?;
+                    Ok((ct, sh))
+                })
+                .collect::<Result<_, LinearError>>()?;
+            for (c, s) in res {
+                out_cts.push(c);
+                shares.push(s);
+            }
+        }
+        Compression::Interleave => {
+            let ring = CtRing { params, gk: gk()? };
+            let mw = plan.windows.mw;
+            let log_gap = mw.trailing_zeros();
+            for (g, p) in prgs.iter_mut().enumerate() {
+                let lo = g * mw;
+                let hi = ((g + 1) * mw).min(products);
+                let group: Vec<Option<Ciphertext>> =
+                    (lo..hi).into_par_iter().map(|b| product(b).map(Some)).collect::<Result<_, _>>()?;
+                let (mut ct, _) = interleave(&ring, group, log_gap)?;
+                shares.push(h2a::mask_coeff(sess, &mut ct, p)?);
+                out_cts.push(ct);
+            }
+        }
+        Compression::PackLwes => {
+            let ring = CtRing { params, gk: gk()? };
+            let prods: Vec<Ciphertext> = (0..products).into_par_iter().map(product).collect::<Result<_, _>>()?;
+            for (g, p) in prgs.iter_mut().enumerate() {
+                let inputs: Vec<Option<Ciphertext>> = layout
+                    .pack_sources(g)
+                    .into_par_iter()
+                    .map(|(b, pos)| {
+                        let mut c = prods[b].clone();
+                        c.mul_monomial_assign(params, 2 * n - pos);
+                        Some(c)
+                    })
+                    .collect();
+                let (mut ct, _) = pack_lwes(&ring, inputs)?;
+                shares.push(h2a::mask_coeff(sess, &mut ct, p)?);
+                out_cts.push(ct);
+            }
+        }
+    }
+    ch.send(&wire::cts_to_bytes(params, &out_cts)?)?;
+    ch.flush()?;
+    layout.parse(&shares)
+}

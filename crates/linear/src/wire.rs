@@ -1,0 +1,74 @@
+//! Wire helpers: lists of ciphertexts and key material in one frame, on the HE layer's
+//! versioned, length-checked serialization. Every decoder returns an error on malformed input.
+
+use crate::LinearError;
+use nectar_he::{Ciphertext, GaloisKeys, Params, PublicKey};
+
+pub(crate) fn cts_to_bytes(params: &Params, cts: &[Ciphertext]) -> Result<Vec<u8>, LinearError> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&(cts.len() as u32).to_le_bytes());
+    for ct in cts {
+        let b = ct_to_bytes(params, ct)?;
+        out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+        out.extend_from_slice(&b);
+    }
+    Ok(out)
+}
+
+pub(crate) fn cts_from_bytes(params: &Params, bytes: &[u8], expected: usize) -> Result<Vec<Ciphertext>, LinearError> {
+    let mut rd = Reader(bytes);
+    let n = rd.u32()? as usize;
+    if n != expected {
+        return Err(LinearError::Malformed(format!("expected {expected} ciphertexts, got {n}")));
+    }
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let len = rd.u32()? as usize;
+        out.push(ct_from_bytes(params, rd.take(len)?)?);
+    }
+    rd.end()?;
+    Ok(out)
+}
+
+pub(crate) fn keys_to_bytes(params: &Params, pk: &PublicKey, gk: Option<&GaloisKeys>) -> Result<Vec<u8>, LinearError> {
+    let _ = (params, pk, gk);
+    Err(LinearError::Unsupported("nectar-he key serialization not available yet".into()))
+}
+
+pub(crate) fn keys_from_bytes(params: &Params, b: &[u8]) -> Result<(PublicKey, Option<GaloisKeys>), LinearError> {
+    let _ = (params, b);
+    Err(LinearError::Unsupported("nectar-he key serialization not available yet".into()))
+}
+
+fn ct_to_bytes(params: &Params, ct: &Ciphertext) -> Result<Vec<u8>, LinearError> {
+    let _ = (params, ct);
+    Err(LinearError::Unsupported("nectar-he ciphertext serialization not available yet".into()))
+}
+
+fn ct_from_bytes(params: &Params, b: &[u8]) -> Result<Ciphertext, LinearError> {
+    let _ = (params, b);
+    Err(LinearError::Unsupported("nectar-he ciphertext serialization not available yet".into()))
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], LinearError> {
+        if self.0.len() < n {
+            return Err(LinearError::Malformed(format!("truncated: need {n} bytes, have {}", self.0.len())));
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Ok(a)
+    }
+    fn u32(&mut self) -> Result<u32, LinearError> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn end(&self) -> Result<(), LinearError> {
+        if !self.0.is_empty() {
+            return Err(LinearError::Malformed(format!("{} trailing bytes", self.0.len())));
+        }
+        Ok(())
+    }
+}

@@ -8,7 +8,7 @@
 //! classifier head of `BertForSequenceClassification` are loaded as well.
 
 use crate::config::BertConfig;
-use crate::ops::{activate, add_assign, attention, layer_norm, linear};
+use crate::ops::{activate, add_assign, attention, layer_norm, linear, AttnShape};
 use crate::weights::Weights;
 use crate::ModelError;
 
@@ -22,7 +22,12 @@ pub(crate) struct Dense {
 }
 
 impl Dense {
-    pub(crate) fn load(w: &Weights, name: &str, in_dim: usize, out_dim: usize) -> Result<Self, ModelError> {
+    pub(crate) fn load(
+        w: &Weights,
+        name: &str,
+        in_dim: usize,
+        out_dim: usize,
+    ) -> Result<Self, ModelError> {
         Ok(Dense {
             w: w.tensor(&format!("{name}.weight"), &[out_dim, in_dim])?,
             b: w.tensor(&format!("{name}.bias"), &[out_dim])?,
@@ -43,7 +48,10 @@ pub(crate) struct Norm {
 
 impl Norm {
     pub(crate) fn load(w: &Weights, name: &str, d: usize) -> Result<Self, ModelError> {
-        Ok(Norm { g: w.tensor(&format!("{name}.weight"), &[d])?, b: w.tensor(&format!("{name}.bias"), &[d])? })
+        Ok(Norm {
+            g: w.tensor(&format!("{name}.weight"), &[d])?,
+            b: w.tensor(&format!("{name}.bias"), &[d])?,
+        })
     }
 }
 
@@ -91,7 +99,11 @@ impl Bert {
                 ln2: Norm::load(w, &format!("{p}.output.LayerNorm"), h)?,
             });
         }
-        let pooler = if w.contains("pooler.dense.weight") { Some(Dense::load(w, "pooler.dense", h, h)?) } else { None };
+        let pooler = if w.contains("pooler.dense.weight") {
+            Some(Dense::load(w, "pooler.dense", h, h)?)
+        } else {
+            None
+        };
         let classifier = match (w.shape("classifier.weight"), &pooler) {
             (Some(s), Some(_)) if s.len() == 2 => Some(Dense::load(w, "classifier", h, s[0])?),
             _ => None,
@@ -100,15 +112,24 @@ impl Bert {
             if cls.out_dim != n {
                 return Err(ModelError::weights(
                     w.path(),
-                    format!("tensor \"classifier.weight\" has {} outputs but config names {n} labels", cls.out_dim),
+                    format!(
+                        "tensor \"classifier.weight\" has {} outputs but config names {n} labels",
+                        cls.out_dim
+                    ),
                 ));
             }
         }
         Ok(Bert {
             config: c.clone(),
             word: w.tensor("embeddings.word_embeddings.weight", &[c.vocab_size, h])?,
-            position: w.tensor("embeddings.position_embeddings.weight", &[c.max_position_embeddings, h])?,
-            token_type: w.tensor("embeddings.token_type_embeddings.weight", &[c.type_vocab_size, h])?,
+            position: w.tensor(
+                "embeddings.position_embeddings.weight",
+                &[c.max_position_embeddings, h],
+            )?,
+            token_type: w.tensor(
+                "embeddings.token_type_embeddings.weight",
+                &[c.type_vocab_size, h],
+            )?,
             emb_ln: Norm::load(w, "embeddings.LayerNorm", h)?,
             layers,
             pooler,
@@ -134,19 +155,32 @@ impl Bert {
             )));
         }
         if type_ids.len() != ids.len() || mask.len() != ids.len() {
-            return Err(ModelError::Input("ids, type ids and attention mask differ in length".into()));
+            return Err(ModelError::Input(
+                "ids, type ids and attention mask differ in length".into(),
+            ));
         }
         if let Some(&t) = ids.iter().find(|&&t| t as usize >= c.vocab_size) {
-            return Err(ModelError::Input(format!("token id {t} >= vocab_size {}", c.vocab_size)));
+            return Err(ModelError::Input(format!(
+                "token id {t} >= vocab_size {}",
+                c.vocab_size
+            )));
         }
         if let Some(&t) = type_ids.iter().find(|&&t| t as usize >= c.type_vocab_size) {
-            return Err(ModelError::Input(format!("token type {t} >= type_vocab_size {}", c.type_vocab_size)));
+            return Err(ModelError::Input(format!(
+                "token type {t} >= type_vocab_size {}",
+                c.type_vocab_size
+            )));
         }
         Ok(())
     }
 
     /// Last hidden states `[n, hidden]` for one sequence. `mask[j] = 0` marks padding keys.
-    pub fn forward(&self, ids: &[u32], type_ids: &[u32], mask: &[u32]) -> Result<Vec<f32>, ModelError> {
+    pub fn forward(
+        &self,
+        ids: &[u32],
+        type_ids: &[u32],
+        mask: &[u32],
+    ) -> Result<Vec<f32>, ModelError> {
         self.check_ids(ids, type_ids, mask)?;
         let c = &self.config;
         let (n, h) = (ids.len(), c.hidden_size);
@@ -155,8 +189,11 @@ impl Bert {
         for (i, (&t, &tt)) in ids.iter().zip(type_ids).enumerate() {
             let row = &mut x[i * h..(i + 1) * h];
             let (t, tt) = (t as usize, tt as usize);
-            for k in 0..h {
-                row[k] = self.word[t * h + k] + self.position[i * h + k] + self.token_type[tt * h + k];
+            let word = &self.word[t * h..(t + 1) * h];
+            let pos = &self.position[i * h..(i + 1) * h];
+            let typ = &self.token_type[tt * h..(tt + 1) * h];
+            for (k, r) in row.iter_mut().enumerate() {
+                *r = word[k] + pos[k] + typ[k];
             }
         }
         layer_norm(&mut x, h, &self.emb_ln.g, &self.emb_ln.b, c.layer_norm_eps);
@@ -165,7 +202,19 @@ impl Bert {
             let q = l.q.apply(&x, n);
             let k = l.k.apply(&x, n);
             let v = l.v.apply(&x, n);
-            let ctx = attention(&q, &k, &v, n, n, heads, h / heads, Some(&key_mask), false);
+            let ctx = attention(
+                &q,
+                &k,
+                &v,
+                AttnShape {
+                    n,
+                    m: n,
+                    heads,
+                    dh: h / heads,
+                },
+                Some(&key_mask),
+                false,
+            );
             let mut a = l.attn_out.apply(&ctx, n);
             add_assign(&mut a, &x);
             layer_norm(&mut a, h, &l.ln1.g, &l.ln1.b, c.layer_norm_eps);
@@ -187,7 +236,12 @@ impl Bert {
     }
 
     /// sentence-transformers embedding: mean pooling over `mask`, then L2 normalisation.
-    pub fn embed(&self, ids: &[u32], type_ids: &[u32], mask: &[u32]) -> Result<Vec<f32>, ModelError> {
+    pub fn embed(
+        &self,
+        ids: &[u32],
+        type_ids: &[u32],
+        mask: &[u32],
+    ) -> Result<Vec<f32>, ModelError> {
         let hidden = self.forward(ids, type_ids, mask)?;
         Ok(mean_pool_normalize(&hidden, mask, self.config.hidden_size))
     }
@@ -202,7 +256,9 @@ impl Bert {
     /// Classifier logits (`BertForSequenceClassification`: pooler on `[CLS]`, then linear).
     pub fn classify_ids(&self, ids: &[u32]) -> Result<Vec<f32>, ModelError> {
         let (Some(pooler), Some(cls)) = (&self.pooler, &self.classifier) else {
-            return Err(ModelError::Unsupported("this checkpoint has no pooler/classifier weights".into()));
+            return Err(ModelError::Unsupported(
+                "this checkpoint has no pooler/classifier weights".into(),
+            ));
         };
         let hidden = self.forward_ids(ids)?;
         let mut p = pooler.apply(&hidden[..self.config.hidden_size], 1);

@@ -135,13 +135,16 @@ impl Fields<'_> {
             None | Some(Value::Null) => Ok(None),
             Some(v) => match v.as_u64() {
                 Some(x) if x > 0 && x <= u32::MAX as u64 => Ok(Some(x as usize)),
-                _ => Err(self.err(format!("field \"{name}\" must be a positive integer, got {v}"))),
+                _ => Err(self.err(format!(
+                    "field \"{name}\" must be a positive integer, got {v}"
+                ))),
             },
         }
     }
 
     fn usize(&self, name: &str) -> Result<usize, ModelError> {
-        self.usize_opt(name)?.ok_or_else(|| self.err(format!("missing field \"{name}\"")))
+        self.usize_opt(name)?
+            .ok_or_else(|| self.err(format!("missing field \"{name}\"")))
     }
 
     fn f64_opt(&self, name: &str) -> Result<Option<f64>, ModelError> {
@@ -149,13 +152,16 @@ impl Fields<'_> {
             None | Some(Value::Null) => Ok(None),
             Some(v) => match v.as_f64() {
                 Some(x) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
-                _ => Err(self.err(format!("field \"{name}\" must be a non-negative number, got {v}"))),
+                _ => Err(self.err(format!(
+                    "field \"{name}\" must be a non-negative number, got {v}"
+                ))),
             },
         }
     }
 
     fn f64(&self, name: &str) -> Result<f64, ModelError> {
-        self.f64_opt(name)?.ok_or_else(|| self.err(format!("missing field \"{name}\"")))
+        self.f64_opt(name)?
+            .ok_or_else(|| self.err(format!("missing field \"{name}\"")))
     }
 
     fn bool_or(&self, name: &str, default: bool) -> Result<bool, ModelError> {
@@ -177,8 +183,9 @@ impl Fields<'_> {
     fn activation(&self, name: &str, default: Activation) -> Result<Activation, ModelError> {
         match self.str_opt(name)? {
             None => Ok(default),
-            Some(s) => Activation::parse(s)
-                .ok_or_else(|| self.err(format!("field \"{name}\": unsupported activation \"{s}\""))),
+            Some(s) => Activation::parse(s).ok_or_else(|| {
+                self.err(format!("field \"{name}\": unsupported activation \"{s}\""))
+            }),
         }
     }
 
@@ -187,13 +194,15 @@ impl Fields<'_> {
         match self.obj.get("id2label") {
             None | Some(Value::Null) => self.usize_opt("num_labels"),
             Some(Value::Object(m)) if !m.is_empty() => Ok(Some(m.len())),
-            Some(v) => Err(self.err(format!("field \"id2label\" must be a non-empty object, got {v}"))),
+            Some(v) => Err(self.err(format!(
+                "field \"id2label\" must be a non-empty object, got {v}"
+            ))),
         }
     }
 
     /// `a` must be divisible by `b` (e.g. hidden size by head count).
     fn divisible(&self, a: (&str, usize), b: (&str, usize)) -> Result<(), ModelError> {
-        if a.1 % b.1 != 0 {
+        if a.1.rem_euclid(b.1) > 0 {
             return Err(self.err(format!(
                 "field \"{}\" = {} is not divisible by \"{}\" = {}",
                 a.0, a.1, b.0, b.1
@@ -219,7 +228,9 @@ impl ModelConfig {
             .as_object()
             .ok_or_else(|| ModelError::config(file, "top level must be a JSON object"))?;
         let f = Fields { obj, file };
-        let model_type = f.str_opt("model_type")?.ok_or_else(|| f.err("missing field \"model_type\"".into()))?;
+        let model_type = f
+            .str_opt("model_type")?
+            .ok_or_else(|| f.err("missing field \"model_type\"".into()))?;
         match model_type {
             "bert" => {
                 let c = BertConfig {
@@ -322,9 +333,13 @@ impl ModelConfig {
                 Some(c.vocab_size),
             ),
             ModelConfig::Gpt2(c) => (c.n_layer, c.n_embd, c.n_head, c.n_inner, Some(c.vocab_size)),
-            ModelConfig::Vit(c) => {
-                (c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.intermediate_size, None)
-            }
+            ModelConfig::Vit(c) => (
+                c.num_hidden_layers,
+                c.hidden_size,
+                c.num_attention_heads,
+                c.intermediate_size,
+                None,
+            ),
             ModelConfig::Llama(c) => (
                 c.num_hidden_layers,
                 c.hidden_size,
@@ -387,12 +402,22 @@ mod tests {
 
     #[test]
     fn errors_name_file_and_field() {
-        let e = parse(r#"{"model_type":"bert","vocab_size":10}"#).unwrap_err().to_string();
+        let e = parse(r#"{"model_type":"bert","vocab_size":10}"#)
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "dir/config.json: missing field \"hidden_size\"");
         let e = parse(r#"{"model_type":"t5"}"#).unwrap_err().to_string();
-        assert!(e.starts_with("dir/config.json: field \"model_type\": unsupported"), "{e}");
-        let e = parse(r#"{"model_type":"gpt2","n_embd":8,"vocab_size":"many"}"#).unwrap_err().to_string();
-        assert!(e.contains("\"vocab_size\" must be a positive integer"), "{e}");
+        assert!(
+            e.starts_with("dir/config.json: field \"model_type\": unsupported"),
+            "{e}"
+        );
+        let e = parse(r#"{"model_type":"gpt2","n_embd":8,"vocab_size":"many"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"vocab_size\" must be a positive integer"),
+            "{e}"
+        );
         let e = parse("{not json").unwrap_err().to_string();
         assert!(e.starts_with("dir/config.json: not valid JSON"), "{e}");
         let e = parse(r#"{"hidden_size":4}"#).unwrap_err().to_string();

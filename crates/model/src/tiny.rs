@@ -44,7 +44,10 @@ impl Writer {
         let mut block = [0u8; 16];
         block[..8].copy_from_slice(&seed.to_le_bytes());
         block[8..].copy_from_slice(b"nectiny\0");
-        Writer { prg: Prg::new(block), tensors: Vec::new() }
+        Writer {
+            prg: Prg::new(block),
+            tensors: Vec::new(),
+        }
     }
 
     /// Uniform in `[-1, 1)` with 24 random bits.
@@ -55,12 +58,19 @@ impl Writer {
     /// A tensor with entries `center + scale * U[-1, 1)`.
     fn add(&mut self, name: &str, shape: &[usize], center: f32, scale: f32) {
         let n: usize = shape.iter().product();
-        let data: Vec<u8> = (0..n).flat_map(|_| (center + scale * self.unit()).to_le_bytes()).collect();
+        let data: Vec<u8> = (0..n)
+            .flat_map(|_| (center + scale * self.unit()).to_le_bytes())
+            .collect();
         self.tensors.push((name.to_string(), shape.to_vec(), data));
     }
 
     fn linear(&mut self, name: &str, shape: &[usize], fan_in: usize, bias_len: usize) {
-        self.add(&format!("{name}.weight"), shape, 0.0, 1.5 / (fan_in as f32).sqrt());
+        self.add(
+            &format!("{name}.weight"),
+            shape,
+            0.0,
+            1.5 / (fan_in as f32).sqrt(),
+        );
         self.add(&format!("{name}.bias"), &[bias_len], 0.0, 0.1);
     }
 
@@ -72,7 +82,8 @@ impl Writer {
     fn finish(self, dir: &Path, config: &serde_json::Value) -> Result<(), ModelError> {
         std::fs::create_dir_all(dir).map_err(|e| ModelError::io(dir, e))?;
         let cfg_path = dir.join("config.json");
-        let text = serde_json::to_string_pretty(config).map_err(|e| ModelError::config(&cfg_path, e.to_string()))?;
+        let text = serde_json::to_string_pretty(config)
+            .map_err(|e| ModelError::config(&cfg_path, e.to_string()))?;
         std::fs::write(&cfg_path, text).map_err(|e| ModelError::io(&cfg_path, e))?;
         let st_path = dir.join("model.safetensors");
         let views = self
@@ -93,9 +104,24 @@ impl Writer {
 pub fn write_tiny_bert(dir: &Path, seed: u64) -> Result<(), ModelError> {
     let (h, f) = (BERT_HIDDEN, BERT_FFN);
     let mut w = Writer::new(seed);
-    w.add("bert.embeddings.word_embeddings.weight", &[BERT_VOCAB, h], 0.0, 1.0);
-    w.add("bert.embeddings.position_embeddings.weight", &[BERT_MAX_POS, h], 0.0, 0.5);
-    w.add("bert.embeddings.token_type_embeddings.weight", &[2, h], 0.0, 0.5);
+    w.add(
+        "bert.embeddings.word_embeddings.weight",
+        &[BERT_VOCAB, h],
+        0.0,
+        1.0,
+    );
+    w.add(
+        "bert.embeddings.position_embeddings.weight",
+        &[BERT_MAX_POS, h],
+        0.0,
+        0.5,
+    );
+    w.add(
+        "bert.embeddings.token_type_embeddings.weight",
+        &[2, h],
+        0.0,
+        0.5,
+    );
     w.norm("bert.embeddings.LayerNorm", h);
     for l in 0..BERT_LAYERS {
         let p = format!("bert.encoder.layer.{l}");

@@ -27,20 +27,34 @@ pub struct TextTokenizer {
 
 impl std::fmt::Debug for TextTokenizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TextTokenizer").field("path", &self.path).field("max_len", &self.max_len).finish()
+        f.debug_struct("TextTokenizer")
+            .field("path", &self.path)
+            .field("max_len", &self.max_len)
+            .finish()
     }
 }
 
 impl TextTokenizer {
     /// Loads `path`, truncating encodings to `max_len` tokens (special tokens included).
     pub fn from_file(path: &Path, max_len: usize) -> Result<Self, ModelError> {
-        let err = |msg: String| ModelError::Tokenizer { file: path.display().to_string(), msg };
-        let mut inner = Tokenizer::from_file(path).map_err(|e| err(format!("cannot load tokenizer: {e}")))?;
+        let err = |msg: String| ModelError::Tokenizer {
+            file: path.display().to_string(),
+            msg,
+        };
+        let mut inner =
+            Tokenizer::from_file(path).map_err(|e| err(format!("cannot load tokenizer: {e}")))?;
         inner.with_padding(None);
         inner
-            .with_truncation(Some(TruncationParams { max_length: max_len, ..Default::default() }))
+            .with_truncation(Some(TruncationParams {
+                max_length: max_len,
+                ..Default::default()
+            }))
             .map_err(|e| err(format!("cannot set truncation: {e}")))?;
-        Ok(TextTokenizer { inner, path: path.to_path_buf(), max_len })
+        Ok(TextTokenizer {
+            inner,
+            path: path.to_path_buf(),
+            max_len,
+        })
     }
 
     /// Maximum number of tokens per encoding.
@@ -50,10 +64,13 @@ impl TextTokenizer {
 
     /// Encodes `text` with the special tokens of the model (e.g. `[CLS] ... [SEP]` for BERT).
     pub fn encode(&self, text: &str) -> Result<Encoded, ModelError> {
-        let enc = self.inner.encode(text, true).map_err(|e| ModelError::Tokenizer {
-            file: self.path.display().to_string(),
-            msg: format!("cannot encode text: {e}"),
-        })?;
+        let enc = self
+            .inner
+            .encode(text, true)
+            .map_err(|e| ModelError::Tokenizer {
+                file: self.path.display().to_string(),
+                msg: format!("cannot encode text: {e}"),
+            })?;
         Ok(Encoded {
             ids: enc.get_ids().to_vec(),
             type_ids: enc.get_type_ids().to_vec(),
@@ -63,9 +80,11 @@ impl TextTokenizer {
 
     /// Decodes ids back to text (special tokens skipped).
     pub fn decode(&self, ids: &[u32]) -> Result<String, ModelError> {
-        self.inner.decode(ids, true).map_err(|e| ModelError::Tokenizer {
-            file: self.path.display().to_string(),
-            msg: format!("cannot decode ids: {e}"),
-        })
+        self.inner
+            .decode(ids, true)
+            .map_err(|e| ModelError::Tokenizer {
+                file: self.path.display().to_string(),
+                msg: format!("cannot decode ids: {e}"),
+            })
     }
 }

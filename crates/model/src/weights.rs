@@ -38,21 +38,32 @@ pub struct Weights {
 
 impl std::fmt::Debug for Weights {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Weights").field("path", &self.path).field("tensors", &self.entries.len()).finish()
+        f.debug_struct("Weights")
+            .field("path", &self.path)
+            .field("tensors", &self.entries.len())
+            .finish()
     }
 }
 
 impl Weights {
     /// Maps and validates `path`.
     pub fn open(path: &Path) -> Result<Self, ModelError> {
-        let file = std::fs::File::open(path).map_err(|e| ModelError::weights(path, format!("cannot open: {e}")))?;
-        let len = file.metadata().map_err(|e| ModelError::weights(path, format!("cannot stat: {e}")))?.len();
+        let file = std::fs::File::open(path)
+            .map_err(|e| ModelError::weights(path, format!("cannot open: {e}")))?;
+        let len = file
+            .metadata()
+            .map_err(|e| ModelError::weights(path, format!("cannot stat: {e}")))?
+            .len();
         if len < 8 {
-            return Err(ModelError::weights(path, format!("invalid safetensors file: only {len} bytes")));
+            return Err(ModelError::weights(
+                path,
+                format!("invalid safetensors file: only {len} bytes"),
+            ));
         }
         // SAFETY: the map is read-only; the usual caveat of memory maps applies (another
         // process truncating the file while we run). Model files are not modified in place.
-        let mmap = unsafe { Mmap::map(&file) }.map_err(|e| ModelError::weights(path, format!("cannot map: {e}")))?;
+        let mmap = unsafe { Mmap::map(&file) }
+            .map_err(|e| ModelError::weights(path, format!("cannot map: {e}")))?;
         let st = SafeTensors::deserialize(&mmap)
             .map_err(|e| ModelError::weights(path, format!("invalid safetensors file: {e:?}")))?;
         let base = mmap.as_ptr() as usize;
@@ -60,9 +71,21 @@ impl Weights {
         for (name, view) in st.tensors() {
             let start = view.data().as_ptr() as usize - base;
             let end = start + view.data().len();
-            entries.insert(name, Entry { dtype: view.dtype(), shape: view.shape().to_vec(), start, end });
+            entries.insert(
+                name,
+                Entry {
+                    dtype: view.dtype(),
+                    shape: view.shape().to_vec(),
+                    start,
+                    end,
+                },
+            );
         }
-        Ok(Weights { path: path.to_path_buf(), mmap, entries })
+        Ok(Weights {
+            path: path.to_path_buf(),
+            mmap,
+            entries,
+        })
     }
 
     /// The file this was opened from.
@@ -107,7 +130,10 @@ impl Weights {
         if e.shape != shape {
             return Err(ModelError::weights(
                 &self.path,
-                format!("tensor \"{full}\" has shape {:?}, expected {:?}", e.shape, shape),
+                format!(
+                    "tensor \"{full}\" has shape {:?}, expected {:?}",
+                    e.shape, shape
+                ),
             ));
         }
         let bytes = &self.mmap[e.start..e.end];
@@ -127,7 +153,10 @@ impl Weights {
             }
         };
         if out.len() != shape.iter().product::<usize>() {
-            return Err(ModelError::weights(&self.path, format!("tensor \"{full}\" has inconsistent size")));
+            return Err(ModelError::weights(
+                &self.path,
+                format!("tensor \"{full}\" has inconsistent size"),
+            ));
         }
         Ok(out)
     }
@@ -143,7 +172,11 @@ impl Weights {
                 *by_dtype.entry(format!("{:?}", e.dtype)).or_default() += n;
             }
         }
-        let dtype = by_dtype.into_iter().max_by_key(|(_, n)| *n).map(|(d, _)| d).unwrap_or_else(|| "none".into());
+        let dtype = by_dtype
+            .into_iter()
+            .max_by_key(|(_, n)| *n)
+            .map(|(d, _)| d)
+            .unwrap_or_else(|| "none".into());
         (total, dtype)
     }
 }
@@ -193,20 +226,38 @@ mod tests {
     fn reads_half_types_and_checks_shapes() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("model.safetensors");
-        let f16: Vec<u8> = [0x3c00u16, 0xc000].iter().flat_map(|x| x.to_le_bytes()).collect();
-        let bf16: Vec<u8> = [0x3f80u16, 0xc0a0, 0].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let f16: Vec<u8> = [0x3c00u16, 0xc000]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        let bf16: Vec<u8> = [0x3f80u16, 0xc0a0, 0]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
         let views = vec![
-            ("bert.a".to_string(), safetensors::tensor::TensorView::new(Dtype::F16, vec![2], &f16).unwrap()),
-            ("b".to_string(), safetensors::tensor::TensorView::new(Dtype::BF16, vec![1, 3], &bf16).unwrap()),
+            (
+                "bert.a".to_string(),
+                safetensors::tensor::TensorView::new(Dtype::F16, vec![2], &f16).unwrap(),
+            ),
+            (
+                "b".to_string(),
+                safetensors::tensor::TensorView::new(Dtype::BF16, vec![1, 3], &bf16).unwrap(),
+            ),
         ];
         safetensors::serialize_to_file(views, &None, &p).unwrap();
         let w = Weights::open(&p).unwrap();
         assert_eq!(w.tensor("a", &[2]).unwrap(), vec![1.0, -2.0]);
         assert_eq!(w.tensor("b", &[1, 3]).unwrap(), vec![1.0, -5.0, 0.0]);
         let e = w.tensor("b", &[3]).unwrap_err().to_string();
-        assert!(e.ends_with("model.safetensors: tensor \"b\" has shape [1, 3], expected [3]"), "{e}");
+        assert!(
+            e.ends_with("model.safetensors: tensor \"b\" has shape [1, 3], expected [3]"),
+            "{e}"
+        );
         let e = w.tensor("c", &[3]).unwrap_err().to_string();
-        assert!(e.ends_with("model.safetensors: missing tensor \"c\""), "{e}");
+        assert!(
+            e.ends_with("model.safetensors: missing tensor \"c\""),
+            "{e}"
+        );
         assert_eq!(w.param_stats(), (5, "BF16".to_string()));
     }
 }

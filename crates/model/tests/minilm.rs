@@ -6,17 +6,28 @@ use nectar_model::{cosine, fetch, Model};
 fn minilm_reproduces_sentence_transformers_example() {
     let home = fetch::default_home();
     if !fetch::minilm_present(&home) {
-        eprintln!("skipped: MiniLM not found under {} (run `nectar fetch-model minilm`)", home.display());
+        eprintln!(
+            "skipped: MiniLM not found under {} (run `nectar fetch-model minilm`)",
+            home.display()
+        );
         return;
     }
     let model = Model::load(&fetch::minilm_dir(&home)).unwrap();
-    let texts = ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."];
+    let texts = [
+        "The weather is lovely today.",
+        "It's so sunny outside!",
+        "He drove to the stadium.",
+    ];
     let t0 = std::time::Instant::now();
     let emb = model.embed(&texts).unwrap();
     let secs = t0.elapsed().as_secs_f64();
     eprintln!("MiniLM: 3 sentences embedded in {secs:.3} s");
     // Published in the sentence-transformers documentation (quickstart).
-    let want = [[1.0000, 0.6660, 0.1046], [0.6660, 1.0000, 0.1411], [0.1046, 0.1411, 1.0000]];
+    let want = [
+        [1.0000, 0.6660, 0.1046],
+        [0.6660, 1.0000, 0.1411],
+        [0.1046, 0.1411, 1.0000],
+    ];
     for i in 0..3 {
         assert_eq!(emb[i].len(), 384);
         let norm = emb[i].iter().map(|x| x * x).sum::<f32>().sqrt();

@@ -10,14 +10,26 @@ use serde_json::Value;
 const TOL: f64 = 1e-4;
 
 fn numpy(args: &[&str]) -> Value {
-    let probe = Command::new("python3").args(["-c", "import numpy"]).output();
+    let probe = Command::new("python3")
+        .args(["-c", "import numpy"])
+        .output();
     match probe {
         Ok(o) if o.status.success() => {}
         _ => panic!("python3 with numpy is required for the reference tests: run `pip install numpy` (`make test` does it)"),
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("ref_numpy.py");
-    let out = Command::new("python3").arg(script).args(args).output().expect("run python3");
-    assert!(out.status.success(), "ref_numpy.py failed: {}", String::from_utf8_lossy(&out.stderr));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("ref_numpy.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("run python3");
+    assert!(
+        out.status.success(),
+        "ref_numpy.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("ref_numpy.py output is JSON")
 }
 
@@ -31,12 +43,19 @@ fn floats(v: &Value) -> Vec<f64> {
 
 fn assert_close(what: &str, got: &[f32], want: &[f64]) {
     assert_eq!(got.len(), want.len(), "{what}: length");
-    let worst = got.iter().zip(want).map(|(&g, &w)| (g as f64 - w).abs()).fold(0.0, f64::max);
+    let worst = got
+        .iter()
+        .zip(want)
+        .map(|(&g, &w)| (g as f64 - w).abs())
+        .fold(0.0, f64::max);
     assert!(worst < TOL, "{what}: max abs error {worst:e} >= {TOL:e}");
 }
 
 fn ids_arg(ids: &[u32]) -> String {
-    ids.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+    ids.iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 #[test]
@@ -44,13 +63,31 @@ fn tiny_bert_matches_numpy() {
     let dir = tempfile::tempdir().unwrap();
     tiny::write_tiny_bert(dir.path(), 7).unwrap();
     let model = Model::load(dir.path()).unwrap();
-    let Network::Bert(bert) = model.network() else { panic!("not bert") };
+    let Network::Bert(bert) = model.network() else {
+        panic!("not bert")
+    };
     assert!(bert.has_classifier());
-    for ids in [vec![1u32, 17, 42, 3, 9, 2], vec![5], (0..tiny::BERT_MAX_POS as u32).collect()] {
+    for ids in [
+        vec![1u32, 17, 42, 3, 9, 2],
+        vec![5],
+        (0..tiny::BERT_MAX_POS as u32).collect(),
+    ] {
         let r = numpy(&["bert", dir.path().to_str().unwrap(), &ids_arg(&ids)]);
-        assert_close("hidden", &bert.forward_ids(&ids).unwrap(), &floats(&r["hidden"]));
-        assert_close("embedding", &bert.embed_ids(&ids).unwrap(), &floats(&r["embedding"]));
-        assert_close("logits", &bert.classify_ids(&ids).unwrap(), &floats(&r["logits"]));
+        assert_close(
+            "hidden",
+            &bert.forward_ids(&ids).unwrap(),
+            &floats(&r["hidden"]),
+        );
+        assert_close(
+            "embedding",
+            &bert.embed_ids(&ids).unwrap(),
+            &floats(&r["embedding"]),
+        );
+        assert_close(
+            "logits",
+            &bert.classify_ids(&ids).unwrap(),
+            &floats(&r["logits"]),
+        );
     }
 }
 
@@ -59,10 +96,18 @@ fn tiny_bert_padding_is_masked() {
     let dir = tempfile::tempdir().unwrap();
     tiny::write_tiny_bert(dir.path(), 8).unwrap();
     let model = Model::load(dir.path()).unwrap();
-    let Network::Bert(bert) = model.network() else { panic!("not bert") };
+    let Network::Bert(bert) = model.network() else {
+        panic!("not bert")
+    };
     let plain = bert.embed_ids(&[1, 20, 30, 2]).unwrap();
-    let padded = bert.embed(&[1, 20, 30, 2, 0, 0, 0], &[0; 7], &[1, 1, 1, 1, 0, 0, 0]).unwrap();
-    assert_close("padded embedding", &padded, &plain.iter().map(|&x| x as f64).collect::<Vec<_>>());
+    let padded = bert
+        .embed(&[1, 20, 30, 2, 0, 0, 0], &[0; 7], &[1, 1, 1, 1, 0, 0, 0])
+        .unwrap();
+    assert_close(
+        "padded embedding",
+        &padded,
+        &plain.iter().map(|&x| x as f64).collect::<Vec<_>>(),
+    );
 }
 
 #[test]
@@ -70,13 +115,28 @@ fn tiny_gpt2_matches_numpy() {
     let dir = tempfile::tempdir().unwrap();
     tiny::write_tiny_gpt2(dir.path(), 11).unwrap();
     let model = Model::load(dir.path()).unwrap();
-    let Network::Gpt2(gpt2) = model.network() else { panic!("not gpt2") };
+    let Network::Gpt2(gpt2) = model.network() else {
+        panic!("not gpt2")
+    };
     let prompt = [3u32, 14, 15, 9, 26];
     let n_new = 10;
-    let r = numpy(&["gpt2", dir.path().to_str().unwrap(), &ids_arg(&prompt), &n_new.to_string()]);
-    assert_close("logits", &gpt2.next_token_logits(&prompt).unwrap(), &floats(&r["logits"]));
+    let r = numpy(&[
+        "gpt2",
+        dir.path().to_str().unwrap(),
+        &ids_arg(&prompt),
+        &n_new.to_string(),
+    ]);
+    assert_close(
+        "logits",
+        &gpt2.next_token_logits(&prompt).unwrap(),
+        &floats(&r["logits"]),
+    );
     let want: Vec<u32> = floats(&r["generated"]).iter().map(|&x| x as u32).collect();
-    assert_eq!(gpt2.generate(&prompt, n_new).unwrap(), want, "greedy tokens (KV cache vs recomputation)");
+    assert_eq!(
+        gpt2.generate(&prompt, n_new).unwrap(),
+        want,
+        "greedy tokens (KV cache vs recomputation)"
+    );
 }
 
 #[test]

@@ -31,23 +31,44 @@ pub(crate) fn cts_from_bytes(params: &Params, bytes: &[u8], expected: usize) -> 
 }
 
 pub(crate) fn keys_to_bytes(params: &Params, pk: &PublicKey, gk: Option<&GaloisKeys>) -> Result<Vec<u8>, LinearError> {
-    let _ = (params, pk, gk);
-    Err(LinearError::Unsupported("nectar-he key serialization not available yet".into()))
+    let pkb = pk.serialize(params);
+    let mut out = Vec::with_capacity(pkb.len() + 9);
+    out.extend_from_slice(&(pkb.len() as u32).to_le_bytes());
+    out.extend_from_slice(&pkb);
+    match gk {
+        None => out.push(0),
+        Some(g) => {
+            let gb = g.serialize(params);
+            out.push(1);
+            out.extend_from_slice(&(gb.len() as u32).to_le_bytes());
+            out.extend_from_slice(&gb);
+        }
+    }
+    Ok(out)
 }
 
 pub(crate) fn keys_from_bytes(params: &Params, b: &[u8]) -> Result<(PublicKey, Option<GaloisKeys>), LinearError> {
-    let _ = (params, b);
-    Err(LinearError::Unsupported("nectar-he key serialization not available yet".into()))
+    let mut rd = Reader(b);
+    let len = rd.u32()? as usize;
+    let pk = PublicKey::deserialize(params, rd.take(len)?)?;
+    let gk = match rd.take(1)?[0] {
+        0 => None,
+        1 => {
+            let len = rd.u32()? as usize;
+            Some(GaloisKeys::deserialize(params, rd.take(len)?)?)
+        }
+        f => return Err(LinearError::Malformed(format!("Galois-key flag {f}"))),
+    };
+    rd.end()?;
+    Ok((pk, gk))
 }
 
 fn ct_to_bytes(params: &Params, ct: &Ciphertext) -> Result<Vec<u8>, LinearError> {
-    let _ = (params, ct);
-    Err(LinearError::Unsupported("nectar-he ciphertext serialization not available yet".into()))
+    Ok(ct.serialize(params))
 }
 
 fn ct_from_bytes(params: &Params, b: &[u8]) -> Result<Ciphertext, LinearError> {
-    let _ = (params, b);
-    Err(LinearError::Unsupported("nectar-he ciphertext serialization not available yet".into()))
+    Ok(Ciphertext::deserialize(params, b)?)
 }
 
 struct Reader<'a>(&'a [u8]);

@@ -30,21 +30,28 @@ impl LocalCode {
     pub fn encode(&self, out: &mut [u128], seed: &[u128]) {
         assert_eq!(seed.len(), self.k, "LPN seed length");
         let k = self.k as u64;
-        const ROWS: usize = 8;
+        // Indices of a whole chunk are computed first so that the 10·ROWS independent random
+        // reads are in flight together (memory-level parallelism is what bounds this loop).
+        const ROWS: usize = 32;
         let mut ctr = [0u128; 3 * ROWS];
+        let mut idx = [0usize; D * ROWS];
         for (c, chunk) in out.chunks_mut(ROWS).enumerate() {
             let base = (c * ROWS * 3) as u128;
             for (j, x) in ctr.iter_mut().enumerate() {
                 *x = base + j as u128;
             }
             self.aes.encrypt(&mut ctr[..3 * chunk.len()]);
-            for (r, o) in chunk.iter_mut().enumerate() {
-                let mut acc = 0u128;
+            for r in 0..chunk.len() {
                 let words = &ctr[3 * r..3 * r + 3];
                 for j in 0..D {
                     let w = (words[j / 4] >> (32 * (j % 4))) as u32 as u64;
-                    let idx = ((w * k) >> 32) as usize;
-                    acc ^= seed[idx];
+                    idx[r * D + j] = ((w * k) >> 32) as usize;
+                }
+            }
+            for (r, o) in chunk.iter_mut().enumerate() {
+                let mut acc = 0u128;
+                for &i in &idx[r * D..r * D + D] {
+                    acc ^= seed[i];
                 }
                 *o ^= acc;
             }

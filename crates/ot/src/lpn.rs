@@ -67,7 +67,7 @@ mod tests {
     fn linear() {
         let code = LocalCode::new(100);
         let a: Vec<u128> = (0..100u128).map(|i| i * 31 + 7).collect();
-        let b: Vec<u128> = (0..100u128).map(|i| i * i ^ 0x55).collect();
+        let b: Vec<u128> = (0..100u128).map(|i| (i * i) ^ 0x55).collect();
         let ab: Vec<u128> = a.iter().zip(&b).map(|(x, y)| x ^ y).collect();
         let (mut oa, mut ob, mut oab) = (vec![0u128; 1001], vec![0u128; 1001], vec![0u128; 1001]);
         code.encode(&mut oa, &a);

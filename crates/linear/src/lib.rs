@@ -15,6 +15,7 @@ pub mod h2a;
 pub mod interleave;
 pub mod krdy;
 pub mod liftdown;
+pub mod matmul;
 pub mod olt;
 pub mod parse_mat;
 pub mod session;

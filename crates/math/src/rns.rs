@@ -319,8 +319,16 @@ impl ScaleRound {
             let m = &moduli[i];
             let (w, ws) = self.q_hat_inv[i];
             let y = m.mul_shoup(x, w, ws) as u128;
-            // Integer part: y · floor(t/q_i) mod t.
-            int_acc = (int_acc + y * self.int_part[i] as u128) % self.t;
+            // Integer part: y · floor(t/q_i) mod t (zero whenever t < q_i; a wrapping
+            // add for t = 2^64 — avoids a u128 division on the common paths).
+            let w = self.int_part[i];
+            if w != 0 {
+                if self.t == 1u128 << 64 {
+                    int_acc = (int_acc as u64).wrapping_add((y as u64).wrapping_mul(w)) as u128;
+                } else {
+                    int_acc = (int_acc + y * w as u128) % self.t;
+                }
+            }
             // Fractional part: y · frac(t/q_i), units of 2^-128; keep the top 128 bits of the
             // 192-bit product: integer units (>= 2^128) and 64 fractional bits.
             let fh = self.frac[i] >> 64;
@@ -332,7 +340,11 @@ impl ScaleRound {
             frac_acc += s as u64 as u128;
         }
         let rounded = carry_int as u128 + ((frac_acc + (1u128 << 63)) >> 64);
-        ((int_acc + rounded % self.t) % self.t) as u64
+        if self.t == 1u128 << 64 {
+            return (int_acc as u64).wrapping_add(rounded as u64);
+        }
+        let r = int_acc + rounded;
+        (if r < self.t { r } else { r % self.t }) as u64
     }
 }
 

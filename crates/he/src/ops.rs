@@ -259,9 +259,8 @@ impl Ciphertext {
         Ok(())
     }
 
-    /// Sets the given coefficient positions of both polynomials to zero... of `c0` only:
-    /// keeps the positions in `keep` of the `b` part and zeroes the others (for sending only
-    /// the useful coefficients; the receiver ignores the other positions).
+    /// Keeps the coefficients of `c0` (the `b` part) at the positions in `keep` and zeroes the
+    /// others (the receiver must ignore the other positions of the decryption).
     pub fn keep_c0_positions(&mut self, params: &Params, keep: &[usize]) -> Result<(), HeError> {
         let n = params.n();
         if keep.iter().any(|&k| k >= n) {

@@ -210,6 +210,7 @@ impl Bert {
                     n,
                     m: n,
                     heads,
+                    kv_heads: heads,
                     dh: h / heads,
                 },
                 Some(&key_mask),

@@ -108,6 +108,10 @@ pub struct LlamaConfig {
     pub rope_theta: f64,
     pub tie_word_embeddings: bool,
     pub hidden_act: Activation,
+    /// `rope_scaling.rope_type` (or `type`) when the config rescales RoPE (LLaMA 3.1+).
+    pub rope_scaling: Option<String>,
+    /// Whether the attention projections carry biases (`attention_bias`).
+    pub attention_bias: bool,
 }
 
 /// A parsed `config.json`.
@@ -301,6 +305,18 @@ impl ModelConfig {
                     rope_theta: f.f64_opt("rope_theta")?.unwrap_or(10000.0),
                     tie_word_embeddings: f.bool_or("tie_word_embeddings", false)?,
                     hidden_act: f.activation("hidden_act", Activation::Silu)?,
+                    rope_scaling: match obj.get("rope_scaling") {
+                        None | Some(Value::Null) => None,
+                        Some(Value::Object(m)) => Some(
+                            m.get("rope_type")
+                                .or_else(|| m.get("type"))
+                                .and_then(|t| t.as_str())
+                                .unwrap_or("unknown")
+                                .to_string(),
+                        ),
+                        Some(v) => return Err(f.err(format!("field \"rope_scaling\" must be an object, got {v}"))),
+                    },
+                    attention_bias: f.bool_or("attention_bias", false)?,
                 };
                 f.divisible(("hidden_size", c.hidden_size), ("num_attention_heads", heads))?;
                 f.divisible(("num_attention_heads", heads), ("num_key_value_heads", c.num_key_value_heads))?;

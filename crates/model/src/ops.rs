@@ -107,19 +107,21 @@ pub fn activate(x: &mut [f32], act: crate::config::Activation) {
     x.par_iter_mut().with_min_len(4096).for_each(|v| *v = f(*v));
 }
 
-/// Sizes of one attention call: `n` queries, `m` keys, `heads` heads of width `dh`.
+/// Sizes of one attention call: `n` queries, `m` keys, `heads` query heads of width `dh`
+/// sharing `kv_heads` key/value heads (grouped-query attention; `kv_heads = heads` otherwise).
 #[derive(Debug, Clone, Copy)]
 pub struct AttnShape {
     pub n: usize,
     pub m: usize,
     pub heads: usize,
+    pub kv_heads: usize,
     pub dh: usize,
 }
 
 /// Multi-head scaled dot-product attention.
 ///
 /// `q` is `[n, heads*dh]` for queries at absolute positions `m-n .. m`; `k`, `v` are
-/// `[m, heads*dh]`. `key_mask[j] = false` removes key `j` (padding); `causal` lets query `i`
+/// `[m, kv_heads*dh]`, query head `h` reading key/value head `h / (heads / kv_heads)`. `key_mask[j] = false` removes key `j` (padding); `causal` lets query `i`
 /// see only keys `j <= m - n + i`. Returns `[n, heads*dh]`.
 pub fn attention(
     q: &[f32],
@@ -129,8 +131,16 @@ pub fn attention(
     key_mask: Option<&[bool]>,
     causal: bool,
 ) -> Vec<f32> {
-    let AttnShape { n, m, heads, dh } = shape;
+    let AttnShape {
+        n,
+        m,
+        heads,
+        kv_heads,
+        dh,
+    } = shape;
     let d = heads * dh;
+    let dkv = kv_heads * dh;
+    let group = heads / kv_heads.max(1);
     let scale = 1.0 / (dh as f32).sqrt();
     let per_head: Vec<Vec<f32>> = (0..heads)
         .into_par_iter()
@@ -139,12 +149,13 @@ pub fn attention(
             let mut p = vec![0f32; m];
             for i in 0..n {
                 let qi = &q[i * d + h * dh..i * d + (h + 1) * dh];
+                let g = h / group;
                 let last = if causal { m - n + i } else { m - 1 };
                 let mut max = f32::NEG_INFINITY;
                 for j in 0..m {
                     let visible = j <= last && key_mask.is_none_or(|mk| mk[j]);
                     p[j] = if visible {
-                        dot(qi, &k[j * d + h * dh..j * d + (h + 1) * dh]) * scale
+                        dot(qi, &k[j * dkv + g * dh..j * dkv + (g + 1) * dh]) * scale
                     } else {
                         f32::NEG_INFINITY
                     };
@@ -164,7 +175,7 @@ pub fn attention(
                         continue;
                     }
                     let w = p[j] / sum;
-                    let vj = &v[j * d + h * dh..j * d + (h + 1) * dh];
+                    let vj = &v[j * dkv + g * dh..j * dkv + (g + 1) * dh];
                     for t in 0..dh {
                         oi[t] += w * vj[t];
                     }

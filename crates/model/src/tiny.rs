@@ -7,7 +7,8 @@
 //!
 //! The tiny BERT is stored as `BertForSequenceClassification` (base weights under `bert.`,
 //! with pooler and a 3-way classifier); the tiny GPT-2 as `GPT2LMHeadModel` (under
-//! `transformer.`), so both prefix conventions of HF checkpoints are exercised.
+//! `transformer.`), so both prefix conventions of HF checkpoints are exercised. The tiny LLaMA
+//! (`LlamaForCausalLM`, under `model.`, untied `lm_head`) uses grouped-query attention.
 
 use std::path::Path;
 
@@ -33,6 +34,15 @@ pub const GPT2_EMBD: usize = 16;
 pub const GPT2_LAYERS: usize = 2;
 pub const GPT2_HEADS: usize = 2;
 pub const GPT2_POSITIONS: usize = 32;
+
+/// Sizes of the tiny LLaMA.
+pub const LLAMA_VOCAB: usize = 40;
+pub const LLAMA_HIDDEN: usize = 16;
+pub const LLAMA_LAYERS: usize = 2;
+pub const LLAMA_HEADS: usize = 4;
+pub const LLAMA_KV_HEADS: usize = 2;
+pub const LLAMA_FFN: usize = 24;
+pub const LLAMA_POSITIONS: usize = 32;
 
 struct Writer {
     prg: Prg,
@@ -183,6 +193,51 @@ pub fn write_tiny_gpt2(dir: &Path, seed: u64) -> Result<(), ModelError> {
         "n_inner": null,
         "layer_norm_epsilon": 1e-5,
         "activation_function": "gelu_new",
+    });
+    w.finish(dir, &config)
+}
+
+/// Writes the tiny LLaMA into `dir`.
+pub fn write_tiny_llama(dir: &Path, seed: u64) -> Result<(), ModelError> {
+    let (h, f) = (LLAMA_HIDDEN, LLAMA_FFN);
+    let kv = LLAMA_KV_HEADS * (h / LLAMA_HEADS);
+    let mut w = Writer::new(seed);
+    w.add("model.embed_tokens.weight", &[LLAMA_VOCAB, h], 0.0, 1.0);
+    let s = |fan_in: usize| 1.5 / (fan_in as f32).sqrt();
+    for l in 0..LLAMA_LAYERS {
+        let p = format!("model.layers.{l}");
+        w.add(&format!("{p}.input_layernorm.weight"), &[h], 1.0, 0.2);
+        w.add(&format!("{p}.self_attn.q_proj.weight"), &[h, h], 0.0, s(h));
+        w.add(&format!("{p}.self_attn.k_proj.weight"), &[kv, h], 0.0, s(h));
+        w.add(&format!("{p}.self_attn.v_proj.weight"), &[kv, h], 0.0, s(h));
+        w.add(&format!("{p}.self_attn.o_proj.weight"), &[h, h], 0.0, s(h));
+        w.add(
+            &format!("{p}.post_attention_layernorm.weight"),
+            &[h],
+            1.0,
+            0.2,
+        );
+        w.add(&format!("{p}.mlp.gate_proj.weight"), &[f, h], 0.0, s(h));
+        w.add(&format!("{p}.mlp.up_proj.weight"), &[f, h], 0.0, s(h));
+        w.add(&format!("{p}.mlp.down_proj.weight"), &[h, f], 0.0, s(f));
+    }
+    w.add("model.norm.weight", &[h], 1.0, 0.2);
+    w.add("lm_head.weight", &[LLAMA_VOCAB, h], 0.0, s(h));
+    let config = serde_json::json!({
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "vocab_size": LLAMA_VOCAB,
+        "hidden_size": h,
+        "num_hidden_layers": LLAMA_LAYERS,
+        "num_attention_heads": LLAMA_HEADS,
+        "num_key_value_heads": LLAMA_KV_HEADS,
+        "intermediate_size": f,
+        "max_position_embeddings": LLAMA_POSITIONS,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 10000.0,
+        "rope_scaling": null,
+        "tie_word_embeddings": false,
+        "hidden_act": "silu",
     });
     w.finish(dir, &config)
 }

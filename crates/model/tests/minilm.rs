@@ -36,7 +36,11 @@ fn minilm_reproduces_sentence_transformers_example() {
             let c = cosine(&emb[i], &emb[j]);
             eprint!("{c:.6} ");
             // The published matrix is rounded to 4 decimals; ours must round to the same.
-            assert_eq!(format!("{c:.4}"), format!("{:.4}", want[i][j]), "cos({i},{j}) = {c:.6}");
+            assert_eq!(
+                format!("{c:.4}"),
+                format!("{:.4}", want[i][j]),
+                "cos({i},{j}) = {c:.6}"
+            );
         }
         eprintln!();
     }
@@ -52,7 +56,9 @@ fn fetch_from_pypi() {
     let dir = fetch::fetch_minilm(home.path()).unwrap();
     assert!(fetch::minilm_present(home.path()));
     let model = Model::load(&dir).unwrap();
-    let e = model.embed(&["The weather is lovely today.", "It's so sunny outside!"]).unwrap();
+    let e = model
+        .embed(&["The weather is lovely today.", "It's so sunny outside!"])
+        .unwrap();
     let c = cosine(&e[0], &e[1]);
     assert!((c - 0.6660).abs() < 5e-5, "{c}");
 }

@@ -8,6 +8,7 @@ float64 for the token ids given on the command line and prints JSON on stdout.
 
 usage: ref_numpy.py bert DIR ID,ID,...          -> {"hidden": [[..]], "embedding": [..], "logits": [..]|null}
        ref_numpy.py gpt2 DIR ID,ID,... N_NEW    -> {"logits": [..], "generated": [..]}
+       ref_numpy.py llama DIR ID,ID,... N_NEW   -> {"logits": [..], "generated": [..]}
 """
 import json
 import math
@@ -74,12 +75,13 @@ def softmax(s):
     return e / e.sum(-1, keepdims=True)
 
 
-def mha(q, k, v, heads, causal):
+def mha(q, k, v, heads, causal, kv_heads=None):
     n, d = q.shape
     dh = d // heads
+    kv_heads = kv_heads or heads
     q = q.reshape(n, heads, dh).transpose(1, 0, 2)
-    k = k.reshape(-1, heads, dh).transpose(1, 0, 2)
-    v = v.reshape(-1, heads, dh).transpose(1, 0, 2)
+    k = np.repeat(k.reshape(-1, kv_heads, dh).transpose(1, 0, 2), heads // kv_heads, axis=0)
+    v = np.repeat(v.reshape(-1, kv_heads, dh).transpose(1, 0, 2), heads // kv_heads, axis=0)
     s = q @ k.transpose(0, 2, 1) / math.sqrt(dh)
     if causal:
         s = s + np.triu(np.full((n, n), -np.inf), 1)
@@ -133,13 +135,52 @@ def gpt2_logits(cfg, get, ids):
     return x[-1] @ get("wte.weight").T
 
 
-def gpt2(cfg, t, ids, n_new):
-    get = getter(t, ["transformer."])
-    logits = gpt2_logits(cfg, get, ids)
+
+def rms_norm(x, w, eps):
+    return x / np.sqrt((x**2).mean(-1, keepdims=True) + eps) * w
+
+
+def rope(x, heads, theta):
+    # HF "rotate half": dimension i pairs with i + dh/2.
+    n, d = x.shape
+    dh = d // heads
+    x = x.reshape(n, heads, dh)
+    inv = theta ** (-np.arange(0, dh, 2) / dh)
+    ang = np.arange(n)[:, None] * inv[None, :]
+    cos = np.concatenate([np.cos(ang)] * 2, -1)[:, None, :]
+    sin = np.concatenate([np.sin(ang)] * 2, -1)[:, None, :]
+    rot = np.concatenate([-x[..., dh // 2 :], x[..., : dh // 2]], -1)
+    return (x * cos + rot * sin).reshape(n, d)
+
+
+def llama_logits(cfg, get, ids):
+    eps = cfg["rms_norm_eps"]
+    heads = cfg["num_attention_heads"]
+    kvh = cfg.get("num_key_value_heads", heads)
+    theta = cfg.get("rope_theta", 10000.0)
+    lin = lambda x, name: x @ get(name + ".weight").T
+    silu = lambda x: x / (1.0 + np.exp(-x))
+    x = get("embed_tokens.weight")[ids]
+    for l in range(cfg["num_hidden_layers"]):
+        p = "layers.%d." % l
+        a = rms_norm(x, get(p + "input_layernorm.weight"), eps)
+        q = rope(lin(a, p + "self_attn.q_proj"), heads, theta)
+        k = rope(lin(a, p + "self_attn.k_proj"), kvh, theta)
+        v = lin(a, p + "self_attn.v_proj")
+        x = x + lin(mha(q, k, v, heads, True, kvh), p + "self_attn.o_proj")
+        a = rms_norm(x, get(p + "post_attention_layernorm.weight"), eps)
+        x = x + lin(silu(lin(a, p + "mlp.gate_proj")) * lin(a, p + "mlp.up_proj"), p + "mlp.down_proj")
+    x = rms_norm(x, get("norm.weight"), eps)
+    head = get("lm_head.weight") if not cfg.get("tie_word_embeddings") else get("embed_tokens.weight")
+    return x[-1] @ head.T
+
+
+def decoder(logits_fn, cfg, get, ids, n_new):
+    logits = logits_fn(cfg, get, ids)
     seq = list(ids)
     gen = []
     for _ in range(n_new):
-        nxt = int(np.argmax(gpt2_logits(cfg, get, seq)))  # no cache: recompute the prefix
+        nxt = int(np.argmax(logits_fn(cfg, get, seq)))  # no cache: recompute the prefix
         gen.append(nxt)
         seq.append(nxt)
     return {"logits": logits.tolist(), "generated": gen}
@@ -153,7 +194,9 @@ def main():
     if arch == "bert":
         out = bert(cfg, t, ids)
     elif arch == "gpt2":
-        out = gpt2(cfg, t, ids, int(sys.argv[4]))
+        out = decoder(gpt2_logits, cfg, getter(t, ["transformer."]), ids, int(sys.argv[4]))
+    elif arch == "llama":
+        out = decoder(llama_logits, cfg, getter(t, ["model."]), ids, int(sys.argv[4]))
     else:
         raise SystemExit("unknown architecture " + arch)
     json.dump(out, sys.stdout)

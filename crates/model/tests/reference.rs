@@ -140,6 +140,36 @@ fn tiny_gpt2_matches_numpy() {
 }
 
 #[test]
+fn tiny_llama_matches_numpy() {
+    let dir = tempfile::tempdir().unwrap();
+    tiny::write_tiny_llama(dir.path(), 13).unwrap();
+    let model = Model::load(dir.path()).unwrap();
+    let Network::Llama(llama) = model.network() else {
+        panic!("not llama")
+    };
+    let prompt = [1u32, 7, 22, 35, 4, 18];
+    let n_new = 10;
+    let r = numpy(&[
+        "llama",
+        dir.path().to_str().unwrap(),
+        &ids_arg(&prompt),
+        &n_new.to_string(),
+    ]);
+    assert_close(
+        "logits",
+        &llama.next_token_logits(&prompt).unwrap(),
+        &floats(&r["logits"]),
+    );
+    let want: Vec<u32> = floats(&r["generated"]).iter().map(|&x| x as u32).collect();
+    assert_eq!(
+        llama.generate(&prompt, n_new).unwrap(),
+        want,
+        "greedy tokens (KV cache vs recomputation)"
+    );
+    assert!(model.summary().contains("kv heads:      2"));
+}
+
+#[test]
 fn tiny_models_are_deterministic_and_summarised() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     tiny::write_tiny_gpt2(a.path(), 5).unwrap();

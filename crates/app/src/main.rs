@@ -1,6 +1,8 @@
 //! `nectar`: the command-line interface (see README.md).
 
+mod bench_he;
 mod bench_net;
+mod bench_ot;
 mod report;
 
 use clap::{Args, Parser, Subcommand};
@@ -97,10 +99,23 @@ enum BenchCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Oblivious transfer (issue 3).
-    Ot(Pending),
-    /// Homomorphic encryption primitives (issue 4).
-    He(Pending),
+    /// Oblivious transfer: COT/s and bits per COT (both parties in-process).
+    Ot {
+        #[arg(long, value_parser = ["iknp", "ferret"], default_value = "ferret")]
+        kind: String,
+        #[arg(long, default_value_t = 10_000_000)]
+        count: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Homomorphic encryption primitives per ring degree.
+    He {
+        /// Ring degrees (comma-separated).
+        #[arg(long, value_delimiter = ',', default_values_t = [4096usize, 8192, 16384])]
+        n: Vec<usize>,
+        #[arg(long)]
+        json: bool,
+    },
     /// HE-based linear protocols (issue 5).
     Linear(Pending),
     /// Nonlinear operators (issue 6).
@@ -162,8 +177,14 @@ fn run(cli: Cli) -> Result<(), String> {
                 report::print_lines(&lines, json);
                 Ok(())
             }
-            BenchCmd::Ot(_) => not_yet("`nectar bench ot`"),
-            BenchCmd::He(_) => not_yet("`nectar bench he`"),
+            BenchCmd::Ot { kind, count, json } => {
+                report::print_lines(&[bench_ot::run(&kind, count)?], json);
+                Ok(())
+            }
+            BenchCmd::He { n, json } => {
+                report::print_lines(&bench_he::run(&n)?, json);
+                Ok(())
+            }
             BenchCmd::Linear(_) => not_yet("`nectar bench linear`"),
             BenchCmd::Nn(_) => not_yet("`nectar bench nn`"),
             BenchCmd::Model(_) => not_yet("`nectar bench model`"),

@@ -32,6 +32,10 @@ pub struct OtBench {
     pub steady_bits_per_cot: f64,
     pub seconds: f64,
     pub bytes: u64,
+    /// Bytes sent by the COT sender (P0 in the bench).
+    pub bytes_sender: u64,
+    /// Bytes sent by the COT receiver (P1 in the bench).
+    pub bytes_receiver: u64,
     pub rounds: u64,
     pub base_ot_seconds: f64,
     pub base_ot_bytes: u64,
@@ -91,6 +95,8 @@ pub fn bench_producer(producer: Producer, count: usize) -> Result<OtBench, OtErr
         steady_bits_per_cot: steady,
         seconds,
         bytes,
+        bytes_sender: a.3.bytes_sent,
+        bytes_receiver: b.3.bytes_sent,
         rounds: a.3.rounds + b.3.rounds,
         base_ot_seconds: a.0.max(b.0),
         base_ot_bytes: a.2.bytes_sent + b.2.bytes_sent,

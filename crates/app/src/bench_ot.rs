@@ -1,0 +1,28 @@
+//! `nectar bench ot`: COT throughput and communication (issue 3), from `nectar_ot::bench_ot`.
+
+use crate::report::BenchLine;
+use nectar_ot::{bench_ot, OtKind};
+
+pub fn run(kind: &str, count: usize) -> Result<BenchLine, String> {
+    let k = match kind {
+        "iknp" => OtKind::Iknp,
+        "ferret" => OtKind::Ferret,
+        other => return Err(format!("unknown OT kind '{other}' (iknp, ferret)")),
+    };
+    let b = bench_ot(k, count).map_err(|e| e.to_string())?;
+    let mut l = BenchLine::new("ot", &b.kind)
+        .param("count", b.count)
+        .param("set", b.params.clone())
+        .seconds(b.seconds);
+    // The bench line is written from the COT sender's side (P0).
+    l.bytes_sent = b.bytes_sender;
+    l.bytes_recv = b.bytes_receiver;
+    l.bytes_total = b.bytes;
+    l.rounds = b.rounds;
+    Ok(l.extra("cots_per_second", b.cots_per_second)
+        .extra("bits_per_cot", b.bits_per_cot)
+        .extra("steady_bits_per_cot", b.steady_bits_per_cot)
+        .extra("base_ot_seconds", b.base_ot_seconds)
+        .extra("base_ot_bytes", b.base_ot_bytes)
+        .extra("refills", b.refills))
+}

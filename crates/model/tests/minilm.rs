@@ -44,7 +44,12 @@ fn minilm_reproduces_sentence_transformers_example() {
         }
         eprintln!();
     }
+    // Longer than max_seq_length (256): truncated, not an error.
+    let long = "word ".repeat(1000);
+    let e = model.embed(&[long.as_str()]).unwrap();
+    assert_eq!(e[0].len(), 384);
     let s = model.summary();
+    eprintln!("{s}");
     assert!(s.contains("parameters:    22,713,216"), "{s}");
 }
 

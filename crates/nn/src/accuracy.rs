@@ -77,3 +77,74 @@ pub fn stats(op: &str, range: &str, xs: &[f64], got: &[f64], want: &[f64], fp: F
         paper: paper.to_string(),
     }
 }
+
+/// Softmax on random-ish rows (deterministic), vs f64.
+pub fn measure_softmax(fp: FixedPoint, rows: usize, cols: usize, spread: f64) -> Result<ErrStats, NnError> {
+    let xs: Vec<f64> = (0..rows * cols).map(|i| spread * (((i * 7919 + 13) % 1000) as f64 / 500.0 - 1.0)).collect();
+    let mut b = PlainBackend::new(fp)?;
+    let x = b.encode(&xs)?;
+    let y = crate::softmax::softmax(&mut b, &x, rows, cols, None, &crate::softmax::SOFTMAX_BUMBLEBEE)?;
+    let got = b.decode(&y);
+    let want = crate::softmax::softmax_f64(&b.decode(&x), cols, None);
+    Ok(stats("softmax", &format!("{rows}×{cols}, x ∈ [−{spread}, {spread}]"), &xs, &got, &want, fp, "exp avg err ≤ 2^−10 (§V-B)"))
+}
+
+/// LayerNorm on deterministic rows with γ = 1, β = 0, vs f64.
+pub fn measure_layernorm(fp: FixedPoint, rows: usize, cols: usize, spread: f64) -> Result<ErrStats, NnError> {
+    let xs: Vec<f64> = (0..rows * cols)
+        .map(|i| spread * (((i * 7919 + 13) % 1000) as f64 / 500.0 - 1.0) * (1.0 + (i / cols) as f64) / rows as f64)
+        .collect();
+    let mut b = PlainBackend::new(fp)?;
+    let x = b.encode(&xs)?;
+    let g = b.encode(&vec![1.0; cols])?;
+    let be = b.encode(&vec![0.0; cols])?;
+    let p = crate::layernorm::LAYERNORM_DEFAULT;
+    let y = crate::layernorm::layernorm(&mut b, &x, rows, cols, &g, &be, &p)?;
+    let got = b.decode(&y);
+    let want = crate::layernorm::layernorm_f64(&b.decode(&x), cols, &vec![1.0; cols], &vec![0.0; cols], p.eps);
+    Ok(stats("layernorm", &format!("{rows}×{cols}, |x| ≤ {spread}"), &xs, &got, &want, fp, "—"))
+}
+
+/// The "Approximation accuracy" table of `docs/results/nonlinear.md` (twin vs f64, (64, 18)
+/// unless the row says mixed).
+pub fn approximation_table() -> Result<Vec<ErrStats>, NnError> {
+    use crate::{elu, exp, gelu, reciprocal, rsqrt, silu};
+    let fp = FixedPoint::BUMBLEBEE;
+    let mut out = Vec::new();
+    let g = grid(-5.0, 3.0, 16001);
+    let seg4 = gelu::SEG4_BUMBLEBEE;
+    out.push(measure_elementwise("GeLU Seg4 (64,18)", fp, &g, |b, x| gelu::seg4_gelu(b, x, &seg4), gelu::gelu_f64,
+        "max ≈ 1.5e−2 on [−5, 3], avg ULP ≈ 11 (§V-A, Fig. 7)")?);
+    out.push(measure_elementwise("GeLU Seg4 mixed (32,10)", fp, &g, |b, x| gelu::seg4_gelu_mixed(b, x, &seg4), gelu::gelu_f64, "—")?);
+    out.push(measure_elementwise("GeLU BOLT P4 (64,18)", fp, &g, |b, x| gelu::p4_gelu(b, x, &gelu::P4_BOLT), gelu::gelu_f64,
+        "avg ULP ≈ 4 (§V-A 'Tradeoffs')")?);
+    out.push(measure_elementwise("GeLU BOLT P4 mixed (32,12)", fp, &g, |b, x| gelu::p4_gelu_mixed(b, x, &gelu::P4_BOLT), gelu::gelu_f64, "—")?);
+    let g = grid(-8.0, 8.0, 16001);
+    out.push(measure_elementwise("SiLU (64,18)", fp, &g, |b, x| silu::silu(b, x, &silu::SILU_BUMBLEBEE), silu::silu_f64, "— (App. D)")?);
+    out.push(measure_elementwise("SiLU mixed (32,8)", fp, &g, |b, x| silu::silu_mixed(b, x, &silu::SILU_BUMBLEBEE), silu::silu_f64, "—")?);
+    let g = grid(-14.0, 0.0, 14001);
+    out.push(measure_elementwise("exp (64,18) n=6, T=−14", fp, &g, |b, x| exp::exp_neg(b, x, &exp::EXP_BUMBLEBEE), f64::exp,
+        "avg err within 2^−10 ≈ 9.8e−4 (§V-B)")?);
+    out.push(measure_elementwise("exp mixed (32,12)", fp, &g, |b, x| exp::exp_neg_mixed(b, x, &exp::EXP_BUMBLEBEE), f64::exp, "—")?);
+    let g = grid(-14.0, 4.0, 18001);
+    out.push(measure_elementwise("ELU α=1 (64,18)", fp, &g, |b, x| elu::elu(b, x, 1.0, &exp::EXP_BUMBLEBEE), |x| crate::elu::elu_f64(x, 1.0), "—")?);
+    let g = grid(1.0, 4095.0, 16001);
+    out.push(measure_elementwise("reciprocal (64,18)", fp, &g, |b, x| reciprocal::reciprocal(b, x, &reciprocal::RECIP_SOFTMAX), |x| 1.0 / x, "—")?);
+    let g: Vec<f64> = (0..16001).map(|i| (-18.0 + 36.0 * i as f64 / 16000.0).exp2() * 0.999).collect();
+    out.push(measure_elementwise("rsqrt (64,18)", fp, &g, |b, x| rsqrt::rsqrt(b, x, &rsqrt::RSQRT_LAYERNORM), |x| 1.0 / x.sqrt(), "—")?);
+    out.push(measure_softmax(fp, 64, 128, 8.0)?);
+    out.push(measure_layernorm(fp, 16, 768, 8.0)?);
+    Ok(out)
+}
+
+/// The table as Markdown.
+pub fn markdown(rows: &[ErrStats]) -> String {
+    let mut s = String::from("| operator | input range | samples | max abs err (at x) | mean abs err | mean ULP (2^−18) | paper |\n|---|---|---|---|---|---|---|\n");
+    for r in rows {
+        s.push_str(&format!(
+            "| {} | {} | {} | {:.2e} (x = {:.4}) | {:.2e} | {:.1} | {} |\n",
+            r.op, r.range, r.samples, r.max_abs, r.argmax, r.mean_abs, r.mean_ulp, r.paper
+        ));
+    }
+    s
+}

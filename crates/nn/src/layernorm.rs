@@ -1,1 +1,89 @@
-//! (todo)
+//! LayerNorm `y = γ ⊙ (x − μ) / √(Var + ε) + β` per row (BumbleBee §II-C with the model's
+//! definition; order as BLB App. B Alg. 3; REFERENCE.md §3.6).
+//!
+//! To make a constant row exact, the centring is done without a division first (East §4.2):
+//! `z = n·x − Σx` (local, exact), then `q = z · (1/n)` with one truncation and the constant `1/n`
+//! at `f + 8` bits — so `q` is exactly 0 when the row is constant (twin; the secure truncation
+//! of a zero may give −1 LSB). Then `Var = Σ q² / n`, `r = rsqrt(Var + ε)`, `y = q·r·γ + β`.
+//!
+//! **Constant rows (Var = 0)**: `q = 0`, `r = rsqrt(ε)`, so `y = β` exactly in the twin
+//! (±2 LSB in the secure backend). Tested.
+//! `γ`, `β` are `Val`s of length `cols` (server weights enter as shares; public ones via
+//! [`Backend::constant`]). Domain: `|x − μ| < 2^9` and `Var + ε ∈ [2^−18, 2^18)` at (64, 18)
+//! (see [`crate::rsqrt::RSQRT_LAYERNORM`]).
+//! Cost on rows × cols: trunc 2·rows·cols + rows, square rows·cols, rsqrt on `rows` elements,
+//! mul 2·rows·cols.
+
+use crate::backend::{enc, enc_scaled, int, Backend};
+use crate::max::{broadcast_rows, tile_cols};
+use crate::rsqrt::{rsqrt, RsqrtParams, RSQRT_LAYERNORM};
+use crate::NnError;
+
+/// LayerNorm parameters (AGREEMENT, except ε which is the model's).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LayerNormParams {
+    pub eps: f64,
+    pub rsqrt: RsqrtParams,
+}
+
+/// BERT/GPT-2's ε = 1e−5 (≥ 2^−17, inside the rsqrt domain).
+pub const LAYERNORM_DEFAULT: LayerNormParams = LayerNormParams { eps: 1e-5, rsqrt: RSQRT_LAYERNORM };
+
+/// Extra fractional bits of the constant `1/n` (AGREEMENT).
+pub(crate) const INV_N_EXTRA: u32 = 8;
+
+pub(crate) fn check_rows<B: Backend>(b: &B, x: &B::Val, rows: usize, cols: usize) -> Result<(), NnError> {
+    if cols == 0 || rows.checked_mul(cols) != Some(b.len(x)) {
+        return Err(NnError::Length { op: "row shape", a: b.len(x), b: rows.saturating_mul(cols) });
+    }
+    Ok(())
+}
+
+/// `v · (1/n)` with the constant at `f + INV_N_EXTRA` bits and one truncation.
+pub(crate) fn div_n<B: Backend>(b: &mut B, v: &B::Val, n: usize) -> Result<B::Val, NnError> {
+    let sh = b.format().f() + INV_N_EXTRA;
+    let c = enc_scaled(b, 1.0 / n as f64, sh)?;
+    b.mul_const(v, &[c], sh)
+}
+
+/// LayerNorm of each row of a row-major `rows × cols` matrix.
+pub fn layernorm<B: Backend>(
+    b: &mut B,
+    x: &B::Val,
+    rows: usize,
+    cols: usize,
+    gamma: &B::Val,
+    beta: &B::Val,
+    p: &LayerNormParams,
+) -> Result<B::Val, NnError> {
+    check_rows(b, x, rows, cols)?;
+    let s = b.sum_groups(x, cols)?;
+    let sb = broadcast_rows(b, &s, rows, cols)?;
+    let nx = b.mul_const(x, &[int(b, cols as i64)], 0)?;
+    let z = b.sub(&nx, &sb)?; // n·(x − μ), exact
+    let q = div_n(b, &z, cols)?; // x − μ
+    let q2 = b.square(&q)?;
+    let ss = b.sum_groups(&q2, cols)?;
+    let var = div_n(b, &ss, cols)?;
+    let ve = b.add_const(&var, &[enc(b, p.eps)?])?;
+    let r = rsqrt(b, &ve, &p.rsqrt)?;
+    let rb = broadcast_rows(b, &r, rows, cols)?;
+    let g = tile_cols(b, gamma, rows, cols)?;
+    let be = tile_cols(b, beta, rows, cols)?;
+    let y = b.mul(&q, &rb)?;
+    let y = b.mul(&y, &g)?;
+    b.add(&y, &be)
+}
+
+/// Reference LayerNorm in f64.
+pub fn layernorm_f64(x: &[f64], cols: usize, gamma: &[f64], beta: &[f64], eps: f64) -> Vec<f64> {
+    let mut out = Vec::with_capacity(x.len());
+    for row in x.chunks(cols) {
+        let n = row.len() as f64;
+        let mu = row.iter().sum::<f64>() / n;
+        let var = row.iter().map(|v| (v - mu) * (v - mu)).sum::<f64>() / n;
+        let r = 1.0 / (var + eps).sqrt();
+        out.extend(row.iter().enumerate().map(|(i, v)| (v - mu) * r * gamma[i] + beta[i]));
+    }
+    out
+}

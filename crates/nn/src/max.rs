@@ -1,1 +1,127 @@
-//! (todo)
+//! Row-wise max and argmax by a comparison tree (BumbleBee §V-B; CrypTFlow2 maxpool).
+//!
+//! Level by level, the row's elements are paired `(a, b)`; `s = MSB(a − b) = 1{a < b}` and
+//! `max = a + s·(b − a)` (an odd element is carried to the next level). ⌈log2 cols⌉ levels, each
+//! one `msb` call and one `mux` call over all rows at once. Ties keep the left element, so
+//! [`argmax_rows`] returns the first index of the maximum and rows with equal maxima work.
+//! Cost on rows × cols: msb and mux on < rows·cols elements in total (argmax: mux twice that).
+//! Exact (MSB and mux are exact) for `|x| < 2^(l−2)` (differences must not wrap).
+
+use crate::backend::{int, Backend};
+use crate::NnError;
+
+fn check_shape<B: Backend>(b: &B, x: &B::Val, rows: usize, cols: usize) -> Result<(), NnError> {
+    if cols == 0 || rows.checked_mul(cols) != Some(b.len(x)) {
+        return Err(NnError::Length { op: "row shape", a: b.len(x), b: rows.saturating_mul(cols) });
+    }
+    Ok(())
+}
+
+/// One tree: returns (max, index) if `with_index`, index as a ring integer.
+fn tree<B: Backend>(
+    b: &mut B,
+    x: &B::Val,
+    rows: usize,
+    cols: usize,
+    with_index: bool,
+) -> Result<(B::Val, Option<B::Val>), NnError> {
+    check_shape(b, x, rows, cols)?;
+    let mut v = x.clone();
+    let mut idx = if with_index {
+        let ids: Vec<u64> = (0..rows * cols).map(|p| int(b, (p % cols) as i64)).collect();
+        Some(b.constant(&ids)?)
+    } else {
+        None
+    };
+    let mut m = cols;
+    while m > 1 {
+        let half = m / 2;
+        let next = half + m % 2;
+        let (mut ia, mut ib, mut carry) = (Vec::new(), Vec::new(), Vec::new());
+        for r in 0..rows {
+            for i in 0..half {
+                ia.push(r * m + 2 * i);
+                ib.push(r * m + 2 * i + 1);
+            }
+            if m % 2 == 1 {
+                carry.push(r * m + m - 1);
+            }
+        }
+        let a = b.gather(&v, &ia)?;
+        let c = b.gather(&v, &ib)?;
+        let d = b.sub(&a, &c)?;
+        let s = b.msb(&d)?; // a < c
+        let ca = b.sub(&c, &a)?;
+        let (mx, new_idx) = match &idx {
+            None => {
+                let t = b.mux(&s, &ca)?;
+                (b.add(&a, &t)?, None)
+            }
+            Some(iv) => {
+                let ja = b.gather(iv, &ia)?;
+                let jc = b.gather(iv, &ib)?;
+                let dj = b.sub(&jc, &ja)?;
+                let ss = b.concat_bits(&[&s, &s])?;
+                let both = b.concat(&[&ca, &dj])?;
+                let t = b.mux(&ss, &both)?;
+                let k = ia.len();
+                let t0 = b.gather(&t, &(0..k).collect::<Vec<_>>())?;
+                let t1 = b.gather(&t, &(k..2 * k).collect::<Vec<_>>())?;
+                (b.add(&a, &t0)?, Some(b.add(&ja, &t1)?))
+            }
+        };
+        // Reassemble rows of width `next`: the `half` winners then the carried element.
+        let order = |r: usize, i: usize| if i < half { r * half + i } else { rows * half + r };
+        let perm: Vec<usize> = (0..rows).flat_map(|r| (0..next).map(move |i| order(r, i))).collect();
+        if m % 2 == 1 {
+            let cv = b.gather(&v, &carry)?;
+            let all = b.concat(&[&mx, &cv])?;
+            v = b.gather(&all, &perm)?;
+            if let (Some(ni), Some(iv)) = (new_idx, &idx) {
+                let ci = b.gather(iv, &carry)?;
+                let all = b.concat(&[&ni, &ci])?;
+                idx = Some(b.gather(&all, &perm)?);
+            }
+        } else {
+            v = mx;
+            if new_idx.is_some() {
+                idx = new_idx;
+            }
+        }
+        m = next;
+    }
+    Ok((v, idx))
+}
+
+/// Maximum of each row of a row-major `rows × cols` matrix.
+pub fn max_rows<B: Backend>(b: &mut B, x: &B::Val, rows: usize, cols: usize) -> Result<B::Val, NnError> {
+    Ok(tree(b, x, rows, cols, false)?.0)
+}
+
+/// (max, first index of the max) of each row; the index is a ring integer (not scaled by 2^f).
+pub fn argmax_rows<B: Backend>(
+    b: &mut B,
+    x: &B::Val,
+    rows: usize,
+    cols: usize,
+) -> Result<(B::Val, B::Val), NnError> {
+    let (m, i) = tree(b, x, rows, cols, true)?;
+    let i = i.ok_or_else(|| NnError::BadArgument("argmax index missing".into()))?;
+    Ok((m, i))
+}
+
+/// Broadcast one value per row to every element of its row.
+pub fn broadcast_rows<B: Backend>(b: &mut B, v: &B::Val, rows: usize, cols: usize) -> Result<B::Val, NnError> {
+    if b.len(v) != rows {
+        return Err(NnError::Length { op: "broadcast_rows", a: b.len(v), b: rows });
+    }
+    b.gather(v, &(0..rows * cols).map(|p| p / cols).collect::<Vec<_>>())
+}
+
+/// Tile a per-column vector (length `cols`) over `rows` rows.
+pub fn tile_cols<B: Backend>(b: &mut B, v: &B::Val, rows: usize, cols: usize) -> Result<B::Val, NnError> {
+    if b.len(v) != cols {
+        return Err(NnError::Length { op: "tile_cols", a: b.len(v), b: cols });
+    }
+    b.gather(v, &(0..rows * cols).map(|p| p % cols).collect::<Vec<_>>())
+}

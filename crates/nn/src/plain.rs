@@ -226,10 +226,12 @@ mod tests {
         let lt = b.less_than_const(&x, &t, 0).unwrap();
         assert_eq!(lt[0], vec![true, false, false, false, false, false]);
         assert_eq!(lt[1], vec![true, true, true, true, false, false]);
-        // ignoring 14 low bits (granularity 2^-4 at f = 18): floor(x·16) < floor(t·16)
-        let lt = b.less_than_const(&x, &t, 14).unwrap();
-        assert_eq!(lt[0], vec![true, false, false, false, false, false]);
-        assert_eq!(lt[1], vec![true, true, true, false, false, false]);
+        // ignoring 14 low bits (granularity 2^-4 at f = 18): floor(16x) < floor(16t); the
+        // threshold −1.97 falls inside the bucket [−2, −1.9375), so −1.99 < −1.97 reads false.
+        let x = b.encode(&[-2.01, -1.99, -1.97, -1.95]).unwrap();
+        let t = [enc(&b, -1.97).unwrap()];
+        assert_eq!(b.less_than_const(&x, &t, 0).unwrap()[0], vec![true, true, false, false]);
+        assert_eq!(b.less_than_const(&x, &t, 14).unwrap()[0], vec![true, false, false, false]);
     }
 
     #[test]

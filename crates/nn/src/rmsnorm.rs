@@ -1,1 +1,41 @@
-//! (todo)
+//! RMSNorm `y = γ ⊙ x / √(mean(x²) + ε)` per row (LLaMA), with the rsqrt of [`crate::rsqrt`].
+//! Cost on rows × cols: square rows·cols, trunc rows, rsqrt on `rows` elements, mul 2·rows·cols.
+//! Domain: `mean(x²) + ε ∈ [2^−18, 2^18)` at (64, 18).
+
+use crate::backend::{enc, Backend};
+use crate::layernorm::{check_rows, div_n, LayerNormParams};
+use crate::max::{broadcast_rows, tile_cols};
+use crate::rsqrt::rsqrt;
+use crate::NnError;
+
+/// RMSNorm of each row (`p.eps` is the model's ε, e.g. 1e−6 for LLaMA — rounded to the format).
+pub fn rmsnorm<B: Backend>(
+    b: &mut B,
+    x: &B::Val,
+    rows: usize,
+    cols: usize,
+    gamma: &B::Val,
+    p: &LayerNormParams,
+) -> Result<B::Val, NnError> {
+    check_rows(b, x, rows, cols)?;
+    let x2 = b.square(x)?;
+    let ss = b.sum_groups(&x2, cols)?;
+    let ms = div_n(b, &ss, cols)?;
+    let ve = b.add_const(&ms, &[enc(b, p.eps)?])?;
+    let r = rsqrt(b, &ve, &p.rsqrt)?;
+    let rb = broadcast_rows(b, &r, rows, cols)?;
+    let g = tile_cols(b, gamma, rows, cols)?;
+    let y = b.mul(x, &rb)?;
+    b.mul(&y, &g)
+}
+
+/// Reference RMSNorm in f64.
+pub fn rmsnorm_f64(x: &[f64], cols: usize, gamma: &[f64], eps: f64) -> Vec<f64> {
+    let mut out = Vec::with_capacity(x.len());
+    for row in x.chunks(cols) {
+        let ms = row.iter().map(|v| v * v).sum::<f64>() / row.len() as f64;
+        let r = 1.0 / (ms + eps).sqrt();
+        out.extend(row.iter().enumerate().map(|(i, v)| v * r * gamma[i]));
+    }
+    out
+}

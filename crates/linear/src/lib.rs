@@ -10,6 +10,7 @@
 //! - [`parse_mat`]: where each matrix entry lands after InterLeave (App. E, Fig. 8, corrected);
 //! - [`liftdown`]: `Lift` / `Down` of bOLEe (Prop. 2–3) over a CRT plaintext modulus `t`.
 
+pub mod bench;
 pub mod bole;
 pub mod h2a;
 pub mod interleave;

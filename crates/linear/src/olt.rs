@@ -17,8 +17,9 @@
 //! 4. [H2A: mask each result with `Enc_pk(0) + (r̂, 0)`]; evaluator → encryptor: `n3` ciphertexts;
 //! 5. both parse their share polynomials with [`ResultLayout::parse`] (App. E, Fig. 8).
 //!
-//! Rounds: one flight each way. Bytes: `n1` seeded ciphertexts at the top level plus `n3` full
-//! ciphertexts at the response level (see [`crate::window::OltPlan::bytes`]).
+//! Rounds: one flight each way. Bytes: `n1` seeded ciphertexts at the top level plus `n3`
+//! ciphertexts at the response level, of which only the `b`-coefficients holding matrix entries
+//! travel (all of them after InterLeave; `k_w·n_w` per ciphertext for KRDY).
 //! Output: shares mod `2^64` of `Q·V`; reduce mod `2^l` for a smaller ring. The sum is exact
 //! except with probability about `2^-25` per entry, where it is off by one (H2A-Coeff's LSB error,
 //! see [`crate::h2a`]).
@@ -163,7 +164,7 @@ fn encryptor<C: Channel + ?Sized>(
     ch.flush()?;
     drop(cts);
     let resp = ch.recv()?;
-    let cts = wire::cts_from_bytes(params, &resp, layout.num_polys())?;
+    let cts = wire::cts_from_bytes_partial(params, &resp, &layout.positions())?;
     let polys: Vec<Vec<u64>> = cts.par_iter().map(|c| h2a::open(sess, c)).collect::<Result<_, _>>()?;
     layout.parse(&polys)
 }
@@ -290,7 +291,7 @@ fn evaluator<C: Channel + ?Sized>(
             }
         }
     }
-    ch.send(&wire::cts_to_bytes(params, &out_cts)?)?;
+    ch.send(&wire::cts_to_bytes_partial(params, &out_cts, &layout.positions())?)?;
     ch.flush()?;
     layout.parse(&shares)
 }

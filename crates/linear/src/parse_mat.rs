@@ -89,6 +89,25 @@ impl ResultLayout {
             .collect()
     }
 
+    /// For each returned polynomial, the sorted coefficient positions that hold matrix entries
+    /// (the only `b`-coefficients that need to travel, REFERENCE.md §1.3).
+    pub fn positions(&self) -> Vec<Vec<usize>> {
+        let mut out = vec![Vec::new(); self.num_polys()];
+        for h in 0..self.batch {
+            for r in 0..self.shape.k {
+                for c in 0..self.shape.n {
+                    let (g, p) = self.locate(h, r, c);
+                    out[g].push(p);
+                }
+            }
+        }
+        for v in &mut out {
+            v.sort_unstable();
+            v.dedup();
+        }
+        out
+    }
+
     /// ParseMat: read the `H` row-major `k×n` matrices (concatenated) out of the returned
     /// polynomials (mod 2^64).
     pub fn parse(&self, polys: &[Vec<u64>]) -> Result<Vec<u64>, LinearError> {

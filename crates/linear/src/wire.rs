@@ -30,6 +30,39 @@ pub(crate) fn cts_from_bytes(params: &Params, bytes: &[u8], expected: usize) -> 
     Ok(out)
 }
 
+/// Like [`cts_to_bytes`], sending only the `b`-coefficients at `positions[i]` of ciphertext `i`
+/// when that is not all of them.
+pub(crate) fn cts_to_bytes_partial(params: &Params, cts: &[Ciphertext], positions: &[Vec<usize>]) -> Result<Vec<u8>, LinearError> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&(cts.len() as u32).to_le_bytes());
+    for (ct, pos) in cts.iter().zip(positions) {
+        let b = if pos.len() < params.n() { ct.serialize_partial(params, pos)? } else { ct.serialize(params) };
+        out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+        out.extend_from_slice(&b);
+    }
+    Ok(out)
+}
+
+pub(crate) fn cts_from_bytes_partial(params: &Params, bytes: &[u8], positions: &[Vec<usize>]) -> Result<Vec<Ciphertext>, LinearError> {
+    let mut rd = Reader(bytes);
+    let n = rd.u32()? as usize;
+    if n != positions.len() {
+        return Err(LinearError::Malformed(format!("expected {} ciphertexts, got {n}", positions.len())));
+    }
+    let mut out = Vec::with_capacity(n);
+    for pos in positions {
+        let len = rd.u32()? as usize;
+        let b = rd.take(len)?;
+        out.push(if pos.len() < params.n() {
+            Ciphertext::deserialize_partial(params, b, pos)?
+        } else {
+            Ciphertext::deserialize(params, b)?
+        });
+    }
+    rd.end()?;
+    Ok(out)
+}
+
 pub(crate) fn keys_to_bytes(params: &Params, pk: &PublicKey, gk: Option<&GaloisKeys>) -> Result<Vec<u8>, LinearError> {
     let pkb = pk.serialize(params);
     let mut out = Vec::with_capacity(pkb.len() + 9);

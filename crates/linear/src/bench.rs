@@ -1,0 +1,330 @@
+//! Benchmarks of the linear protocols for `nectar bench linear` (BumbleBee Table II / VII).
+//!
+//! Both parties run in this process over a [`MemChannel`] pair, optionally wrapped in
+//! [`Simulated`] with a LAN/WAN [`LinkModel`]. Key generation and the exchange of public/Galois
+//! keys are excluded (as in BumbleBee Table II); seconds are wall-clock from the end of the
+//! setup to the end of the slower party; bytes are payload plus frame headers as counted by the
+//! channels.
+
+use crate::bole;
+use crate::interleave::{interleave, pack_lwes};
+use crate::krdy::{Shape, Windows};
+use crate::matmul::{batch_matmul_shared_shared, matmul_shared_weight};
+use crate::olt::{olt, CtRing, Side};
+use crate::parse_mat::ResultLayout;
+use crate::session::HeSession;
+use crate::window::{Compression, CostModel, OltPlan, Variant};
+use crate::LinearError;
+use nectar_he::keys::interleave_galois_elements;
+use nectar_he::{Ciphertext, Params, PlainNtt, Plaintext, SecretKey};
+use nectar_math::Prg;
+use nectar_net::{Channel, LinkModel, MemChannel, Role, Simulated, Stats};
+use rand_core::RngCore;
+use std::time::Instant;
+
+/// Which protocol to measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Olt,
+    Matmul,
+    BatchMatmul,
+    Bole,
+    Mul,
+    Square,
+}
+
+impl Op {
+    pub fn parse(s: &str) -> Option<Op> {
+        Some(match s {
+            "olt" => Op::Olt,
+            "matmul" => Op::Matmul,
+            "batch_matmul" => Op::BatchMatmul,
+            "bole" => Op::Bole,
+            "mul" => Op::Mul,
+            "square" => Op::Square,
+            _ => return None,
+        })
+    }
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Olt => "olt",
+            Op::Matmul => "matmul",
+            Op::BatchMatmul => "batch_matmul",
+            Op::Bole => "bole",
+            Op::Mul => "mul",
+            Op::Square => "square",
+        }
+    }
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct LinearBenchSpec {
+    pub op: Op,
+    /// `k, m, n` for the matrix ops; `[size]` for bole/mul/square.
+    pub shape: Vec<usize>,
+    /// Number of products for `BatchMatmul`.
+    pub heads: usize,
+    pub variant: Variant,
+    /// `None`: no simulated link.
+    pub net: Option<LinkModel>,
+    /// Force partition windows instead of the chooser's.
+    pub windows: Option<Windows>,
+    /// Ring width of the shares.
+    pub l: u32,
+}
+
+/// One measurement, plain numbers.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LinearBenchLine {
+    pub op: String,
+    pub variant: String,
+    pub shape: Vec<usize>,
+    pub heads: usize,
+    /// `(k_w, m_w, n_w)` (matrix ops).
+    pub windows: Option<(usize, usize, usize)>,
+    pub compression: String,
+    /// Wall-clock seconds (slower party).
+    pub seconds: f64,
+    pub server_seconds: f64,
+    pub client_seconds: f64,
+    pub bytes_server_to_client: u64,
+    pub bytes_client_to_server: u64,
+    pub bytes_total: u64,
+    /// Flights of both parties.
+    pub rounds: u64,
+    /// Ciphertexts sent by the encrypting party / returned (per OLT, from the plan).
+    pub cts_sent: usize,
+    pub cts_returned: usize,
+    pub automorphisms: usize,
+}
+
+fn channel(c: MemChannel, net: Option<LinkModel>) -> Box<dyn Channel> {
+    match net {
+        Some(m) => Box::new(Simulated::new(c, m)),
+        None => Box::new(c),
+    }
+}
+
+/// Runs `f0` (server) and `f1` (client) after an HE session setup; returns the outputs, times
+/// and traffic excluding the setup.
+fn two_party<A: Send, B: Send>(
+    params: Params,
+    galois: bool,
+    net: Option<LinkModel>,
+    f0: impl FnOnce(&mut dyn Channel, &HeSession, &mut Prg) -> Result<A, LinearError> + Send,
+    f1: impl FnOnce(&mut dyn Channel, &HeSession, &mut Prg) -> Result<B, LinearError> + Send,
+) -> Result<((A, f64, Stats), (B, f64, Stats)), LinearError> {
+    let (c0, c1) = MemChannel::pair();
+    let (mut c0, mut c1) = (channel(c0, net), channel(c1, net));
+    let p1 = params.clone();
+    std::thread::scope(|s| {
+        let h = s.spawn(move || -> Result<(B, f64, Stats), LinearError> {
+            let mut prg = Prg::from_entropy();
+            let sess = HeSession::setup(&mut *c1, Role::Client, p1, galois, &mut prg)?;
+            let before = c1.stats();
+            let t = Instant::now();
+            let out = f1(&mut *c1, &sess, &mut prg)?;
+            Ok((out, t.elapsed().as_secs_f64(), c1.stats() - before))
+        });
+        let r0 = (|| -> Result<(A, f64, Stats), LinearError> {
+            let mut prg = Prg::from_entropy();
+            let sess = HeSession::setup(&mut *c0, Role::Server, params, galois, &mut prg)?;
+            let before = c0.stats();
+            let t = Instant::now();
+            let out = f0(&mut *c0, &sess, &mut prg)?;
+            Ok((out, t.elapsed().as_secs_f64(), c0.stats() - before))
+        })();
+        let r1 = h.join().map_err(|_| LinearError::BadParams("client thread panicked".into()))?;
+        Ok((r0?, r1?))
+    })
+}
+
+fn random_vec(prg: &mut Prg, n: usize, l: u32) -> Vec<u64> {
+    let m = if l >= 64 { u64::MAX } else { (1 << l) - 1 };
+    (0..n).map(|_| prg.next_u64() & m).collect()
+}
+
+/// Runs one benchmark (see [`LinearBenchSpec`]).
+pub fn bench_linear(spec: &LinearBenchSpec) -> Result<Vec<LinearBenchLine>, LinearError> {
+    let mut prg = Prg::from_entropy();
+    let l = spec.l;
+    let mut line = LinearBenchLine {
+        op: spec.op.name().into(),
+        variant: spec.variant.name().into(),
+        shape: spec.shape.clone(),
+        heads: spec.heads,
+        ..Default::default()
+    };
+    let res = match spec.op {
+        Op::Olt | Op::Matmul | Op::BatchMatmul => {
+            let [k, m, n] = spec.shape[..] else {
+                return Err(LinearError::BadShape("matrix benches need --shape k,m,n".into()));
+            };
+            let shape = Shape::new(k, m, n)?;
+            let params = Params::bumblebee_olt();
+            let plan = match spec.windows {
+                Some(w) => OltPlan::new(shape, w, params.n(), spec.variant)?,
+                None => OltPlan::choose(shape, params.n(), spec.variant, &CostModel::default())?,
+            };
+            let w = plan.windows;
+            line.windows = Some((w.kw, w.mw, w.nw));
+            line.compression = format!("{:?}", plan.compression);
+            let heads = if spec.op == Op::BatchMatmul { spec.heads.max(1) } else { 1 };
+            let layout =
+                ResultLayout { shape, windows: w, degree: plan.degree, compression: plan.compression, batch: heads };
+            line.cts_sent = plan.sent_cts * heads;
+            line.cts_returned = layout.num_polys();
+            line.automorphisms = plan.autos * heads;
+            let galois = plan.compression != Compression::None;
+            let qs: Vec<Vec<u64>> = (0..heads).map(|_| random_vec(&mut prg, k * m, l)).collect();
+            let vs: Vec<Vec<u64>> = (0..heads).map(|_| random_vec(&mut prg, m * n, l)).collect();
+            let op = spec.op;
+            let (qs, vs) = (&qs, &vs);
+            let plan = &plan;
+            two_party(
+                params,
+                galois,
+                spec.net,
+                move |ch, s, p| {
+                    let vr: Vec<&[u64]> = vs.iter().map(|v| &v[..]).collect();
+                    let qr: Vec<&[u64]> = qs.iter().map(|v| &v[..]).collect();
+                    match op {
+                        Op::Olt => olt(ch, s, plan, Side::Rhs, &vr, p).map(|_| ()),
+                        Op::Matmul => matmul_shared_weight(ch, s, Role::Server, plan, qr[0], Some(vr[0]), l, p).map(|_| ()),
+                        _ => batch_matmul_shared_shared(ch, s, Role::Server, plan, &qr, &vr, l, p).map(|_| ()),
+                    }
+                },
+                move |ch, s, p| {
+                    let vr: Vec<&[u64]> = vs.iter().map(|v| &v[..]).collect();
+                    let qr: Vec<&[u64]> = qs.iter().map(|v| &v[..]).collect();
+                    match op {
+                        Op::Olt => olt(ch, s, plan, Side::Lhs, &qr, p).map(|_| ()),
+                        Op::Matmul => matmul_shared_weight(ch, s, Role::Client, plan, qr[0], None, l, p).map(|_| ()),
+                        _ => batch_matmul_shared_shared(ch, s, Role::Client, plan, &qr, &vr, l, p).map(|_| ()),
+                    }
+                },
+            )?
+        }
+        Op::Bole | Op::Mul | Op::Square => {
+            let size = *spec.shape.first().ok_or_else(|| LinearError::BadShape("--size needed".into()))?;
+            let params = Params::bumblebee_bole();
+            line.compression = "None".into();
+            let x = random_vec(&mut prg, size, l);
+            let y = random_vec(&mut prg, size, l);
+            let op = spec.op;
+            let (x, y) = (&x, &y);
+            two_party(
+                params,
+                false,
+                spec.net,
+                move |ch, s, p| match op {
+                    Op::Bole => bole::bole(ch, s, Role::Server, x, l, p).map(|_| ()),
+                    Op::Mul => bole::mul(ch, s, Role::Server, x, y, l, p).map(|_| ()),
+                    _ => bole::square(ch, s, Role::Server, x, l, p).map(|_| ()),
+                },
+                move |ch, s, p| match op {
+                    Op::Bole => bole::bole(ch, s, Role::Client, y, l, p).map(|_| ()),
+                    Op::Mul => bole::mul(ch, s, Role::Client, x, y, l, p).map(|_| ()),
+                    _ => bole::square(ch, s, Role::Client, x, l, p).map(|_| ()),
+                },
+            )?
+        }
+    };
+    let ((_, t0, s0), (_, t1, s1)) = res;
+    line.server_seconds = t0;
+    line.client_seconds = t1;
+    line.seconds = t0.max(t1);
+    line.bytes_server_to_client = s0.bytes_sent;
+    line.bytes_client_to_server = s1.bytes_sent;
+    line.bytes_total = s0.bytes_sent + s1.bytes_sent;
+    line.rounds = s0.rounds + s1.rounds;
+    Ok(vec![line])
+}
+
+/// Time of the compression step alone (BumbleBee Table VII): the block products of a `(k, m, n)`
+/// OLT with the given windows, then InterLeave or PackLWEs, in one process.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompressionTiming {
+    pub compression: String,
+    pub inputs: usize,
+    pub outputs: usize,
+    pub automorphisms: usize,
+    pub seconds: f64,
+}
+
+/// Measures InterLeave or PackLWEs on the products of an OLT of `shape` with windows `w`.
+pub fn bench_compression(shape: Shape, w: Windows, compression: Compression) -> Result<CompressionTiming, LinearError> {
+    let params = Params::bumblebee_olt();
+    let n = params.n();
+    let mut prg = Prg::from_entropy();
+    let sk = SecretKey::generate(&params, &mut prg);
+    let gk = sk.galois_keys(&params, &interleave_galois_elements(n), &mut prg)?;
+    let layout = ResultLayout { shape, windows: w, degree: n, compression, batch: 1 };
+    let products = layout.products();
+    // One random product ciphertext per block (the compression cost does not depend on values).
+    let level = crate::h2a::response_level(&params, 64);
+    let mut base = sk.encrypt(&params, &Plaintext::from_coeffs(&params, &random_vec(&mut prg, n, 64), 0)?, &mut prg)?;
+    let pt = PlainNtt::new(&params, &Plaintext::from_coeffs(&params, &random_vec(&mut prg, n, 64), 0)?, params.max_level())?;
+    base = base.mul_plain(&params, &pt)?;
+    base.mod_switch_to(&params, level)?;
+    let prods: Vec<Ciphertext> = (0..products)
+        .map(|i| {
+            let mut c = base.clone();
+            c.mul_monomial_assign(&params, i % (2 * n));
+            c
+        })
+        .collect();
+    let ring = CtRing { params: &params, gk: &gk };
+    let t = Instant::now();
+    let mut autos = 0;
+    let outputs = layout.num_polys();
+    match compression {
+        Compression::Interleave => {
+            for g in 0..outputs {
+                let group: Vec<Option<Ciphertext>> =
+                    prods[g * w.mw..((g + 1) * w.mw).min(products)].iter().cloned().map(Some).collect();
+                autos += interleave(&ring, group, w.mw.trailing_zeros())?.1;
+            }
+        }
+        Compression::PackLwes => {
+            for g in 0..outputs {
+                let inputs: Vec<Option<Ciphertext>> = layout
+                    .pack_sources(g)
+                    .into_iter()
+                    .map(|(b, pos)| {
+                        let mut c = prods[b].clone();
+                        c.mul_monomial_assign(&params, 2 * n - pos);
+                        Some(c)
+                    })
+                    .collect();
+                autos += pack_lwes(&ring, inputs)?.1;
+            }
+        }
+        Compression::None => {}
+    }
+    Ok(CompressionTiming {
+        compression: format!("{compression:?}"),
+        inputs: products,
+        outputs,
+        automorphisms: autos,
+        seconds: t.elapsed().as_secs_f64(),
+    })
+}
+
+/// Seconds of one automorphism (key switch) at the response level on this machine: `P_C` of
+/// the window chooser's cost model (LOCAL). `P_B` is a ciphertext's bytes over the bandwidth.
+pub fn measure_automorphism_seconds() -> Result<f64, LinearError> {
+    let params = Params::bumblebee_olt();
+    let mut prg = Prg::from_entropy();
+    let sk = SecretKey::generate(&params, &mut prg);
+    let gk = sk.galois_keys(&params, &[3], &mut prg)?;
+    let mut ct = sk.encrypt(&params, &Plaintext::from_coeffs(&params, &[1], 0)?, &mut prg)?;
+    ct.mod_switch_to(&params, crate::h2a::response_level(&params, 64))?;
+    let reps = 20;
+    let t = Instant::now();
+    for _ in 0..reps {
+        ct = ct.automorphism(&params, 3, &gk)?;
+    }
+    Ok(t.elapsed().as_secs_f64() / reps as f64)
+}

@@ -14,7 +14,7 @@ use crate::NnError;
 
 /// ELU with parameter `alpha > 0`.
 pub fn elu<B: Backend>(b: &mut B, x: &B::Val, alpha: f64, p: &ExpParams) -> Result<B::Val, NnError> {
-    if !(alpha > 0.0) {
+    if alpha.is_nan() || alpha <= 0.0 {
         return Err(NnError::BadArgument(format!("ELU alpha must be > 0, got {alpha}")));
     }
     let fp = b.format();

@@ -41,6 +41,7 @@ pub struct Seg4Params {
 }
 
 /// The paper's parameters (BumbleBee App. D; REFERENCE.md §3.1).
+#[allow(clippy::excessive_precision)] // the paper's digits, verbatim
 pub const SEG4_BUMBLEBEE: Seg4Params = Seg4Params {
     a: [-0.5054031199708174, -0.4222658115198386, -0.1180761295118195, -0.0110341340306157],
     b: [0.0085263215410380, 0.5, 0.3603292692789629, -0.037688200365904, 0.0018067462606141],
@@ -134,6 +135,7 @@ pub struct P4Params {
 }
 
 /// BOLT's coefficients on [−2.7, 2.7] (BumbleBee App. D; REFERENCE.md §3.2; AGREEMENT).
+#[allow(clippy::excessive_precision)] // the paper's digits, verbatim
 pub const P4_BOLT: P4Params = P4Params {
     c: [0.001620808531841547, -0.03798164612714154, 0.5410550166368381, -0.18352506127082727, 0.020848611754127593],
     range: 2.7,

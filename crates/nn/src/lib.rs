@@ -31,6 +31,7 @@
 
 pub mod accuracy;
 pub mod backend;
+pub mod bench;
 pub mod counting;
 pub mod elu;
 pub mod exp;

@@ -95,7 +95,7 @@ impl Backend for PlainBackend {
         Ok(bs.iter().flat_map(|x| x.iter().copied()).collect())
     }
     fn sum_groups(&mut self, x: &Vec<u64>, group: usize) -> Result<Vec<u64>, NnError> {
-        if group == 0 || x.len() % group != 0 {
+        if group == 0 || !x.len().is_multiple_of(group) {
             return Err(NnError::Length { op: "sum_groups", a: x.len(), b: group });
         }
         Ok(x.chunks(group).map(|c| c.iter().fold(0u64, |a, &v| self.ring.add(a, v))).collect())

@@ -27,6 +27,7 @@ pub struct SiluParams {
     pub less: LessMode,
 }
 
+#[allow(clippy::excessive_precision)] // the paper's digits, verbatim
 pub const SILU_BUMBLEBEE: SiluParams = SiluParams {
     a: [-0.3067541139982155, -0.0819767021525476, -0.0055465625580307],
     b: [0.0085064025895951, 0.5, 0.2281430841728270, -0.011113046708173, 0.0002743776353465],

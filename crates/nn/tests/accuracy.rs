@@ -231,3 +231,24 @@ fn counting_backend_counts_gelu_primitives() {
     assert_eq!(c.count("and").calls, 0);
     println!("{:#?}", c.counts());
 }
+
+/// `cargo test -p nectar-nn --test accuracy -- --ignored --nocapture`: the numbers of
+/// docs/results/nonlinear.md (accuracy table and primitive counts).
+#[test]
+#[ignore]
+fn print_report() {
+    println!("{}", markdown(&approximation_table().unwrap()));
+    for (op, n, cols) in [
+        ("gelu", 1 << 20, 1),
+        ("gelu-mixed", 1 << 20, 1),
+        ("gelu-p4-mixed", 1 << 20, 1),
+        ("softmax", 12 * 128 * 128, 128),
+        ("layernorm", 128 * 768, 768),
+    ] {
+        let p = nectar_nn::bench::profile(op, n, cols).unwrap();
+        println!("{op} n={} twin {:.3}s", p.elements, p.twin_seconds);
+        for (k, c) in &p.counts {
+            println!("  {k}: calls {} elements {} element_bits {}", c.calls, c.elements, c.element_bits);
+        }
+    }
+}

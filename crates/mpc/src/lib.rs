@@ -1,1 +1,67 @@
-//! (layer `mpc`: see DESIGN.md; filled by its issue)
+//! `nectar-mpc`: share-level two-party protocols over `Z_{2^l}` (`l <= 64`) and `Z_2`
+//! (see `DESIGN.md`, layer `mpc`), on top of the OT session of `nectar-ot`.
+//!
+//! Shares: an arithmetic vector is one party's `Vec<u64>` of additive shares mod `2^l` (the
+//! ring width `l` is passed to each call, AGREEMENT); a boolean vector is one party's
+//! `Vec<bool>` of XOR shares. P0 is the server, P1 the client ([`nectar_net::Role`]).
+//!
+//! Every protocol is a method of [`Mpc`], the per-party context (role, [`nectar_ot::OtSession`],
+//! [`nectar_math::Prg`]), taking whole vectors and a `&mut dyn Channel`: one call costs O(1)
+//! rounds whatever the length (O(log l) for the comparison tree). Both parties must make the
+//! same calls with the same public arguments in the same order (the OT pairing rule).
+//!
+//! One file per protocol, each opening with its source, rounds and bytes:
+//! - [`ctx`]: [`Mpc`], opening (reveal), local helpers;
+//! - [`and`]: AND from ROT-derived bit triples; XOR/NOT are local;
+//! - [`b2a`]: boolean → arithmetic from one additive COT per bit;
+//! - [`mux`]: `F_mux` (`b ? x : 0`) from two additive COTs;
+//! - [`millionaire`]: CrypTFlow2 millionaires' protocol, 1-of-16 OT per 4-bit digit, batched
+//!   sender inputs (BumbleBee §V-A2);
+//! - [`msb`]: MSB of a share vector (batched variant shares the receiver's OT);
+//! - [`less_than`]: `1{x < t_j}` for several public thresholds, approximate variant (§V-A1);
+//! - [`equal`]: equality with public constants (one-hot of token ids);
+//! - [`trunc`]: approximate (Cheetah), faithful, known-MSB and heuristic (East §4.3) truncation;
+//! - [`extend`]: ring extension (BumbleBee App. E Alg. 5), reduction, mixed bit-width (§V-C);
+//! - [`mul`]: OT-based (Gilboa) product and square of shared vectors, shared × public;
+//! - [`bench`]: `nectar bench nn --op {less,mux,trunc,...}` measurements.
+
+pub mod and;
+pub mod b2a;
+pub mod bench;
+pub mod ctx;
+pub mod equal;
+pub mod extend;
+pub mod less_than;
+pub mod millionaire;
+pub mod msb;
+pub mod mul;
+pub mod mux;
+pub mod trunc;
+
+pub use bench::{bench_mpc, MpcBench, MpcOp};
+pub use ctx::Mpc;
+pub use extend::MixedWidth;
+
+use nectar_net::NetError;
+use nectar_ot::OtError;
+
+/// Errors of the share-level protocols. Every one ends the session that saw it.
+#[derive(Debug, thiserror::Error)]
+pub enum MpcError {
+    #[error("network: {0}")]
+    Net(#[from] NetError),
+    #[error("ot: {0}")]
+    Ot(#[from] OtError),
+    #[error("length mismatch in {what}: expected {expected}, got {got}")]
+    Length { what: &'static str, expected: usize, got: usize },
+    #[error("malformed {what}: expected {expected} bytes, got {got}")]
+    BadMessage { what: &'static str, expected: usize, got: usize },
+    #[error("invalid argument: {0}")]
+    BadArgument(String),
+}
+
+pub type Result<T> = std::result::Result<T, MpcError>;
+
+/// Digit width of the millionaires' protocol: 1-of-`2^RADIX` OT per digit (AGREEMENT; SCI
+/// `MILL_PARAM 4`, SPU `compare_radix = 4`, BumbleBee App. E "M = 16").
+pub const RADIX: u32 = 4;

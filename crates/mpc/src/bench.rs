@@ -1,0 +1,177 @@
+//! `nectar bench nn --op {less,mux,trunc,...}`: both parties in two threads over an in-memory
+//! channel (optionally through a simulated LAN/WAN link), one protocol call on `size` elements
+//! of random shares.
+//!
+//! Reported: wall seconds of the call (both parties concurrently), bytes both directions (frame
+//! headers included), flows summed over both parties, and bits per element. The OT session
+//! setup (base OTs) and the Ferret bootstrap of both directions are excluded (run before the
+//! measurement); pool refills during the call are included.
+
+use crate::{Mpc, MpcError, Result};
+use nectar_math::Prg;
+use nectar_net::{Channel, LinkModel, MemChannel, Role, Simulated};
+use nectar_ot::Producer;
+use std::time::Instant;
+
+/// Which protocol to measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum OpKind {
+    /// `1{x < t}`, `thresholds` public thresholds (batched), `shift` low bits ignored.
+    Less,
+    Msb,
+    Mux,
+    And,
+    B2a,
+    /// Heuristic (known-MSB) truncation by `shift`.
+    Trunc,
+    /// Cheetah approximate truncation (millionaire wrap).
+    TruncApprox,
+    TruncFaithful,
+    /// Heuristic extension `Z_{2^l} → Z_{2^(l+shift)}`.
+    Extend,
+    ExtendExact,
+    Mul,
+    Square,
+    /// Equality with `thresholds` public constants.
+    Equal,
+}
+
+/// One benchmark configuration (JSON-friendly).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct MpcOp {
+    pub kind: OpKind,
+    /// Ring width.
+    pub l: u32,
+    /// Truncation shift, ignored low bits (less), or extension amount (extend).
+    pub shift: u32,
+    /// Number of public thresholds / constants (less, equal).
+    pub thresholds: usize,
+}
+
+impl MpcOp {
+    /// Names of the CLI (`--op`): `less`, `less3` (3 batched thresholds, as Seg4GeLU),
+    /// `less-approx` (3 thresholds, 14 low bits ignored: BumbleBee's 50-bit MSB), `msb`, `mux`,
+    /// `and`, `b2a`, `trunc`, `trunc-approx`, `trunc-faithful`, `extend` (32 → 64),
+    /// `extend-exact`, `mul`, `square`, `equal`. Defaults: `l = 64`, shift 18 (f of BumbleBee).
+    pub fn parse(name: &str) -> Option<MpcOp> {
+        let op = |kind, shift, thresholds| Some(MpcOp { kind, l: 64, shift, thresholds });
+        match name {
+            "less" => op(OpKind::Less, 0, 1),
+            "less3" => op(OpKind::Less, 0, 3),
+            "less-approx" => op(OpKind::Less, 14, 3),
+            "msb" => op(OpKind::Msb, 0, 1),
+            "mux" => op(OpKind::Mux, 0, 1),
+            "and" => op(OpKind::And, 0, 1),
+            "b2a" => op(OpKind::B2a, 0, 1),
+            "trunc" => op(OpKind::Trunc, 18, 1),
+            "trunc-approx" => op(OpKind::TruncApprox, 18, 1),
+            "trunc-faithful" => op(OpKind::TruncFaithful, 18, 1),
+            "extend" => Some(MpcOp { kind: OpKind::Extend, l: 32, shift: 32, thresholds: 1 }),
+            "extend-exact" => Some(MpcOp { kind: OpKind::ExtendExact, l: 32, shift: 32, thresholds: 1 }),
+            "mul" => op(OpKind::Mul, 0, 1),
+            "square" => op(OpKind::Square, 0, 1),
+            "equal" => Some(MpcOp { kind: OpKind::Equal, l: 16, shift: 0, thresholds: 1 }),
+            _ => None,
+        }
+    }
+
+    /// The same operation in `Z_{2^l}` (e.g. 32 for BumbleBee's small ring; trunc shift 12).
+    pub fn with_l(mut self, l: u32) -> Self {
+        self.l = l;
+        self
+    }
+
+    pub fn with_shift(mut self, s: u32) -> Self {
+        self.shift = s;
+        self
+    }
+}
+
+/// One measurement (JSON-friendly).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct MpcBench {
+    pub op: MpcOp,
+    pub size: usize,
+    pub net: String,
+    pub seconds: f64,
+    /// Bytes both directions.
+    pub bytes: u64,
+    pub bytes_p0: u64,
+    pub bytes_p1: u64,
+    /// Flows (messages) summed over both parties.
+    pub flows: u64,
+    pub bits_per_element: f64,
+}
+
+/// Run `op` on `size` elements; `net = None` is the raw in-memory channel.
+pub fn bench_mpc(op: MpcOp, size: usize, net: Option<LinkModel>) -> Result<MpcBench> {
+    let (c0, c1) = MemChannel::pair();
+    let wrap = |c: MemChannel| -> Box<dyn Channel> {
+        match net {
+            Some(m) => Box::new(Simulated::new(c, m)),
+            None => Box::new(c),
+        }
+    };
+    let (b0, b1) = (wrap(c0), wrap(c1));
+    // Each thread owns (and drops on return) its end, so a failing party closes the link
+    // instead of leaving the other blocked.
+    let (r0, r1) = std::thread::scope(|s| {
+        let h = s.spawn(move || {
+            let mut c = b1;
+            party(Role::Client, c.as_mut(), op, size)
+        });
+        let mut c = b0;
+        let a = party(Role::Server, c.as_mut(), op, size);
+        drop(c);
+        (a, h.join().unwrap_or_else(|_| Err(MpcError::BadArgument("client thread panicked".into()))))
+    });
+    let ((t0, s0), (t1, s1)) = (r0?, r1?);
+    let bytes = s0.bytes_sent + s1.bytes_sent;
+    Ok(MpcBench {
+        op,
+        size,
+        net: match net {
+            None => "none".into(),
+            Some(m) => format!("{:.0} Mbit/s, {:?} one-way", m.bandwidth_bps / 1e6, m.latency),
+        },
+        seconds: t0.max(t1),
+        bytes,
+        bytes_p0: s0.bytes_sent,
+        bytes_p1: s1.bytes_sent,
+        flows: s0.msgs_sent + s1.msgs_sent,
+        bits_per_element: bytes as f64 * 8.0 / size.max(1) as f64,
+    })
+}
+
+fn party(role: Role, ch: &mut dyn Channel, op: MpcOp, n: usize) -> Result<(f64, nectar_net::Stats)> {
+    let mut prg = Prg::from_entropy();
+    let mut mpc = Mpc::setup(role, ch, prg.fork(), Producer::default())?;
+    // Ferret bootstrap of both directions, outside the measurement.
+    mpc.rot_both(ch, 1)?;
+    let l = op.l;
+    let m = crate::ctx::mask(l)?;
+    let x: Vec<u64> = (0..n).map(|_| prg.next_u128() as u64 & m).collect();
+    let y: Vec<u64> = (0..n).map(|_| prg.next_u128() as u64 & m).collect();
+    let b: Vec<bool> = (0..n).map(|_| prg.next_bit()).collect();
+    let ts: Vec<u64> = (0..op.thresholds as u64).map(|j| (j * 12345) & m).collect();
+    ch.flush()?;
+    let s0 = ch.stats();
+    let t = Instant::now();
+    match op.kind {
+        OpKind::Less => drop(mpc.less_than_const(ch, &x, &ts, l, op.shift)?),
+        OpKind::Msb => drop(mpc.msb(ch, &x, l)?),
+        OpKind::Mux => drop(mpc.mux(ch, &b, &x, l)?),
+        OpKind::And => drop(mpc.and(ch, &b, &b)?),
+        OpKind::B2a => drop(mpc.b2a(ch, &b, l)?),
+        OpKind::Trunc => drop(mpc.trunc(ch, &x, l, op.shift)?),
+        OpKind::TruncApprox => drop(mpc.trunc_approx(ch, &x, l, op.shift)?),
+        OpKind::TruncFaithful => drop(mpc.trunc_faithful(ch, &x, l, op.shift)?),
+        OpKind::Extend => drop(mpc.extend(ch, &x, l, l + op.shift)?),
+        OpKind::ExtendExact => drop(mpc.extend_exact(ch, &x, l, l + op.shift)?),
+        OpKind::Mul => drop(mpc.mul(ch, &x, &y, l)?),
+        OpKind::Square => drop(mpc.square(ch, &x, l)?),
+        OpKind::Equal => drop(mpc.equal_const(ch, &x, &ts, l)?),
+    }
+    ch.flush()?;
+    Ok((t.elapsed().as_secs_f64(), ch.stats() - s0))
+}

@@ -1,0 +1,225 @@
+//! [`Mpc`]: one party's context for the share-level protocols, plus the local helpers and the
+//! opening of shares shared by all protocol files.
+//!
+//! Opening costs one exchange (2 flows: P0 sends, P1 answers), `n·l` bits each way for an
+//! arithmetic vector, `n` bits each way for a boolean vector. Exchanges are ordered (P0 first)
+//! rather than simultaneous so that large frames never deadlock a blocking TCP transport.
+
+use crate::{MpcError, Result};
+use nectar_math::Prg;
+use nectar_net::{Channel, Role};
+use nectar_ot::bits::{pack_bits, pack_words, unpack_bits, unpack_words};
+use nectar_ot::{OtSession, Producer};
+
+/// One party's state: its role, its OT session with the peer and a PRG for protocol randomness
+/// (fresh per session; never shared with the OT session's own PRG).
+pub struct Mpc {
+    role: Role,
+    ot: OtSession,
+    prg: Prg,
+}
+
+impl Mpc {
+    /// Wrap an existing OT session. `prg` must be freshly seeded for this session.
+    pub fn new(role: Role, ot: OtSession, prg: Prg) -> Self {
+        Mpc { role, ot, prg }
+    }
+
+    /// Run the OT session setup (base OTs, both directions) with `producer` and return the
+    /// context. The OT session gets a fork of `prg`.
+    pub fn setup(role: Role, ch: &mut dyn Channel, mut prg: Prg, producer: Producer) -> Result<Self> {
+        let ot = OtSession::with_producer(role, ch, prg.fork(), producer)?;
+        Ok(Mpc { role, ot, prg })
+    }
+
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// True for P0 (the server).
+    pub fn is_server(&self) -> bool {
+        self.role == Role::Server
+    }
+
+    pub fn ot(&mut self) -> &mut OtSession {
+        &mut self.ot
+    }
+
+    pub fn prg(&mut self) -> &mut Prg {
+        &mut self.prg
+    }
+
+    pub(crate) fn parts(&mut self) -> (&mut OtSession, &mut Prg) {
+        (&mut self.ot, &mut self.prg)
+    }
+
+    /// Send `mine`, receive the peer's frame; P0 sends first (see module doc).
+    pub(crate) fn exchange(&mut self, ch: &mut dyn Channel, mine: &[u8]) -> Result<Vec<u8>> {
+        if self.is_server() {
+            ch.send(mine)?;
+            Ok(ch.recv()?)
+        } else {
+            let theirs = ch.recv()?;
+            ch.send(mine)?;
+            ch.flush()?;
+            Ok(theirs)
+        }
+    }
+
+    /// Exchange bit vectors of equal length `mine.len()`.
+    pub(crate) fn exchange_bits(&mut self, ch: &mut dyn Channel, mine: &[bool], what: &'static str) -> Result<Vec<bool>> {
+        let got = self.exchange(ch, &pack_bits(mine))?;
+        if got.len() != mine.len().div_ceil(8) {
+            return Err(MpcError::BadMessage { what, expected: mine.len().div_ceil(8), got: got.len() });
+        }
+        Ok(unpack_bits(&got, mine.len())?)
+    }
+
+    /// Additive COT in both directions: this party sends with `deltas` and receives with
+    /// `choices` (the peer does the converse). Returns (sender outputs, receiver outputs).
+    pub(crate) fn acot_both(
+        &mut self,
+        ch: &mut dyn Channel,
+        deltas: &[u64],
+        choices: &[bool],
+        l: u32,
+    ) -> Result<(Vec<u64>, Vec<u64>)> {
+        if self.is_server() {
+            let s = self.ot.send_acot(ch, deltas, l)?;
+            let r = self.ot.recv_acot(ch, choices, l)?;
+            Ok((s, r))
+        } else {
+            let r = self.ot.recv_acot(ch, choices, l)?;
+            let s = self.ot.send_acot(ch, deltas, l)?;
+            Ok((s, r))
+        }
+    }
+
+    /// `n` random OTs in both directions: (pairs sent, (choices, messages) received).
+    pub(crate) fn rot_both(&mut self, ch: &mut dyn Channel, n: usize) -> Result<RotBoth> {
+        if self.is_server() {
+            let s = self.ot.send_rot(ch, n)?;
+            let r = self.ot.recv_rot(ch, n)?;
+            Ok((s, r))
+        } else {
+            let r = self.ot.recv_rot(ch, n)?;
+            let s = self.ot.send_rot(ch, n)?;
+            Ok((s, r))
+        }
+    }
+
+    /// Open an arithmetic vector in `Z_{2^l}` to both parties.
+    pub fn reveal(&mut self, ch: &mut dyn Channel, x: &[u64], l: u32) -> Result<Vec<u64>> {
+        let m = mask(l)?;
+        let words: Vec<u128> = x.iter().map(|&v| (v & m) as u128).collect();
+        let got = self.exchange(ch, &pack_words(&words, l as usize))?;
+        let need = (x.len() * l as usize).div_ceil(8);
+        if got.len() != need {
+            return Err(MpcError::BadMessage { what: "opened shares", expected: need, got: got.len() });
+        }
+        let theirs = unpack_words(&got, x.len(), l as usize)?;
+        Ok(x.iter().zip(theirs).map(|(&a, b)| a.wrapping_add(b as u64) & m).collect())
+    }
+
+    /// Open a boolean vector to both parties.
+    pub fn reveal_bits(&mut self, ch: &mut dyn Channel, b: &[bool]) -> Result<Vec<bool>> {
+        let theirs = self.exchange_bits(ch, b, "opened bits")?;
+        Ok(b.iter().zip(theirs).map(|(a, c)| a ^ c).collect())
+    }
+
+    /// Shares of a public vector: P0 holds `c`, P1 zeros.
+    pub fn constant(&self, c: &[u64], l: u32) -> Result<Vec<u64>> {
+        let m = mask(l)?;
+        Ok(if self.is_server() { c.iter().map(|v| v & m).collect() } else { vec![0; c.len()] })
+    }
+
+    /// Shares of a public bit vector: P0 holds `c`, P1 zeros.
+    pub fn constant_bits(&self, c: &[bool]) -> Vec<bool> {
+        if self.is_server() {
+            c.to_vec()
+        } else {
+            vec![false; c.len()]
+        }
+    }
+
+    /// `x + c` for public `c` (one value broadcast, or one per element); P0 adds. Local.
+    pub fn add_public(&self, x: &[u64], c: &[u64], l: u32) -> Result<Vec<u64>> {
+        let m = mask(l)?;
+        let c = broadcast(c, x.len(), "public addend")?;
+        Ok(if self.is_server() {
+            x.iter().zip(c).map(|(&a, b)| a.wrapping_add(b) & m).collect()
+        } else {
+            x.iter().map(|&a| a & m).collect()
+        })
+    }
+
+    /// `a ⊕ b` on XOR shares. Local.
+    pub fn xor(&self, a: &[bool], b: &[bool]) -> Result<Vec<bool>> {
+        same_len("xor", a.len(), b.len())?;
+        Ok(a.iter().zip(b).map(|(x, y)| x ^ y).collect())
+    }
+
+    /// `¬a`: P0 flips its share. Local.
+    pub fn not(&self, a: &[bool]) -> Vec<bool> {
+        if self.is_server() {
+            a.iter().map(|x| !x).collect()
+        } else {
+            a.to_vec()
+        }
+    }
+}
+
+pub(crate) type RotBoth = (Vec<(u128, u128)>, (Vec<bool>, Vec<u128>));
+
+/// `2^l − 1` for `1 <= l <= 64`.
+pub fn mask(l: u32) -> Result<u64> {
+    match l {
+        1..=63 => Ok((1u64 << l) - 1),
+        64 => Ok(u64::MAX),
+        _ => Err(MpcError::BadArgument(format!("ring width {l} not in 1..=64"))),
+    }
+}
+
+/// `2^k mod 2^64` (0 for `k >= 64`), for shifts that may reach the word size.
+pub(crate) fn pow2(k: u32) -> u64 {
+    if k >= 64 {
+        0
+    } else {
+        1u64 << k
+    }
+}
+
+/// Signed value of the ring element `v` of `Z_{2^l}`.
+pub fn to_signed(v: u64, l: u32) -> i64 {
+    if l >= 64 {
+        v as i64
+    } else {
+        let v = v & ((1u64 << l) - 1);
+        if v >> (l - 1) & 1 == 1 {
+            (v as i64).wrapping_sub(1i64 << l)
+        } else {
+            v as i64
+        }
+    }
+}
+
+/// Most significant bit of `v` in `Z_{2^l}`.
+pub fn msb_of(v: u64, l: u32) -> bool {
+    (v >> (l - 1)) & 1 == 1
+}
+
+pub(crate) fn same_len(what: &'static str, expected: usize, got: usize) -> Result<()> {
+    if expected != got {
+        return Err(MpcError::Length { what, expected, got });
+    }
+    Ok(())
+}
+
+/// A public operand given once (broadcast) or once per element.
+pub(crate) fn broadcast<'a>(c: &'a [u64], n: usize, what: &'static str) -> Result<Box<dyn Iterator<Item = u64> + 'a>> {
+    match c.len() {
+        1 => Ok(Box::new(std::iter::repeat(c[0]).take(n))),
+        m if m == n => Ok(Box::new(c.iter().copied())),
+        m => Err(MpcError::Length { what, expected: n, got: m }),
+    }
+}

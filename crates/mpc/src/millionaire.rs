@@ -1,0 +1,163 @@
+//! CrypTFlow2 millionaires' protocol (Rathee et al., CCS'20 §3; SCI `Millionaire`; REFERENCE.md
+//! §2.4) with BumbleBee's batching of several sender inputs per receiver input (§V-A2,
+//! "batched branch selection").
+//!
+//! P0 (OT sender) holds `B` values `x_{i,b}` per element, P1 (OT receiver) one value `y_i`, all
+//! `bits`-bit unsigned; the output is XOR shares of `1{x_{i,b} > y_i}`.
+//! 1. Split into `q = ⌈bits/4⌉` digits of [`crate::RADIX`] = 4 bits (LSB first).
+//! 2. Per element and digit, one 1-of-16 OT on `2B`-bit messages: P0 samples masks and offers,
+//!    for every digit value `v` of P1, `(gt_b ⊕ 1{x_{j,b} > v}) ‖ (eq_b ⊕ 1{x_{j,b} = v})` for all
+//!    `b`; P1 chooses its digit. One OT serves all `B` thresholds: BumbleBee's `(M choose 1)-OT_{2B}`.
+//! 3. Combine digits in a binary tree, `⌈log2 q⌉` AND rounds:
+//!    `gt(hi,lo) = gt_hi ⊕ eq_hi ∧ gt_lo`, `eq(hi,lo) = eq_hi ∧ eq_lo` (the `eq` of the lowest
+//!    group is never needed and not computed).
+//!
+//! Cost per element (`bits = 63`, `B = 1`): 16 instances × (4 COTs + 4 choice bits + 16·2 bits)
+//! + 2·16 − 2·4 − 1 = 23 ANDs (≈ 4 bits + 2 COTs each): ≈ 670 bits + 110 COTs; flows:
+//! 2 for the OTs + 2 per tree level. Instances are processed in chunks of
+//! [`OT_CHUNK`] (2 more flows per chunk) to bound memory.
+
+use crate::ctx::mask;
+use crate::{Mpc, MpcError, Result, RADIX};
+use nectar_net::Channel;
+
+/// Largest number of 1-of-16 OT instances per OT call (LOCAL: bounds the sender's message
+/// buffer to `16·16·OT_CHUNK` bytes).
+pub const OT_CHUNK: usize = 1 << 17;
+
+/// Number of digits of a `bits`-bit input.
+pub fn digits(bits: u32) -> usize {
+    bits.div_ceil(RADIX) as usize
+}
+
+fn digit(x: u64, j: usize) -> usize {
+    ((x >> (RADIX as usize * j)) & ((1 << RADIX) - 1)) as usize
+}
+
+impl Mpc {
+    /// Digit-wise OT phase shared by the millionaire and equality protocols: for every element
+    /// `i`, digit `j` and sender input `b`, P0 offers `w = msg(x_{i,b} digit, v)` (`width` bits
+    /// per `b`), P1 chooses with its digit. Returns per digit `j` the share words, element-major:
+    /// `out[j][i·B + b]` holds `width` bits.
+    pub(crate) fn digit_ot(
+        &mut self,
+        ch: &mut dyn Channel,
+        input: &[u64],
+        batch: usize,
+        bits: u32,
+        width: usize,
+        msg: impl Fn(usize, usize) -> u128,
+    ) -> Result<Vec<Vec<u128>>> {
+        let m = mask(bits)?;
+        let k = width * batch;
+        if batch == 0 || k > 128 {
+            return Err(MpcError::BadArgument(format!("batch {batch} × {width} bits exceeds a 128-bit OT message")));
+        }
+        let n = if self.is_server() {
+            if input.len() % batch != 0 {
+                return Err(MpcError::Length { what: "batched sender input", expected: input.len().next_multiple_of(batch), got: input.len() });
+            }
+            input.len() / batch
+        } else {
+            input.len()
+        };
+        let q = digits(bits);
+        let nm = 1usize << RADIX;
+        let wmask: u128 = if width >= 128 { u128::MAX } else { (1u128 << width) - 1 };
+        let mut out = vec![vec![0u128; n * batch]; q];
+        // Elements per OT call.
+        let per = (OT_CHUNK / q).max(1);
+        let mut start = 0;
+        while start < n {
+            let end = (start + per).min(n);
+            if self.is_server() {
+                let mut msgs = Vec::with_capacity((end - start) * q * nm);
+                let (_, prg) = self.parts();
+                for i in start..end {
+                    for j in 0..q {
+                        let r = prg.next_u128() & if k == 128 { u128::MAX } else { (1u128 << k) - 1 };
+                        for b in 0..batch {
+                            out[j][i * batch + b] = (r >> (width * b)) & wmask;
+                        }
+                        for v in 0..nm {
+                            let mut w = r;
+                            for b in 0..batch {
+                                w ^= msg(digit(input[i * batch + b] & m, j), v) << (width * b);
+                            }
+                            msgs.push(w);
+                        }
+                    }
+                }
+                self.ot().send_ot1n(ch, &msgs, nm, k)?;
+            } else {
+                let mut choices = Vec::with_capacity((end - start) * q);
+                for &y in &input[start..end] {
+                    for j in 0..q {
+                        choices.push(digit(y & m, j) as u8);
+                    }
+                }
+                let got = self.ot().recv_ot1n(ch, &choices, nm, k)?;
+                for (t, g) in got.iter().enumerate() {
+                    let (i, j) = (start + t / q, t % q);
+                    for b in 0..batch {
+                        out[j][i * batch + b] = (g >> (width * b)) & wmask;
+                    }
+                }
+            }
+            start = end;
+        }
+        Ok(out)
+    }
+
+    /// XOR shares of `1{x_{i,b} > y_i}` for `bits`-bit unsigned inputs (`1 <= bits <= 64`).
+    /// P0 passes `x` element-major (`x[i·batch + b]`), P1 passes `y` (one per element); both get
+    /// `n·batch` shares in P0's layout. `batch <= 64`.
+    pub fn millionaire(&mut self, ch: &mut dyn Channel, input: &[u64], batch: usize, bits: u32) -> Result<Vec<bool>> {
+        let d = self.digit_ot(ch, input, batch, bits, 2, |x, v| ((x > v) as u128) | (((x == v) as u128) << 1))?;
+        let gt: Vec<Vec<bool>> = d.iter().map(|w| w.iter().map(|x| x & 1 == 1).collect()).collect();
+        let eq: Vec<Vec<bool>> = d.iter().map(|w| w.iter().map(|x| x & 2 == 2).collect()).collect();
+        self.comparison_tree(ch, gt, eq)
+    }
+
+    /// The tree combination of step 3 (digits LSB first).
+    pub(crate) fn comparison_tree(&mut self, ch: &mut dyn Channel, gt: Vec<Vec<bool>>, eq: Vec<Vec<bool>>) -> Result<Vec<bool>> {
+        let mut groups: Vec<(Vec<bool>, Option<Vec<bool>>)> =
+            gt.into_iter().zip(eq).enumerate().map(|(j, (g, e))| (g, if j == 0 { None } else { Some(e) })).collect();
+        let Some(m) = groups.first().map(|g| g.0.len()) else {
+            return Err(MpcError::BadArgument("comparison of zero digits".into()));
+        };
+        while groups.len() > 1 {
+            let pairs = groups.len() / 2;
+            let mut a = Vec::with_capacity(2 * pairs * m);
+            let mut b = Vec::with_capacity(2 * pairs * m);
+            for t in 0..pairs {
+                let (lo, hi) = (&groups[2 * t], &groups[2 * t + 1]);
+                a.extend_from_slice(hi.1.as_deref().unwrap_or(&[]));
+                b.extend_from_slice(&lo.0);
+            }
+            for t in 1..pairs {
+                let (lo, hi) = (&groups[2 * t], &groups[2 * t + 1]);
+                a.extend_from_slice(hi.1.as_deref().unwrap_or(&[]));
+                b.extend_from_slice(lo.1.as_deref().unwrap_or(&[]));
+            }
+            if a.len() != b.len() || a.len() != (2 * pairs - 1) * m {
+                return Err(MpcError::BadArgument("inconsistent comparison tree".into()));
+            }
+            let z = self.and(ch, &a, &b)?;
+            let mut next = Vec::with_capacity(pairs + 1);
+            for t in 0..pairs {
+                let hi = &groups[2 * t + 1];
+                let g: Vec<bool> = hi.0.iter().zip(&z[t * m..(t + 1) * m]).map(|(x, y)| x ^ y).collect();
+                let e = if t == 0 { None } else { Some(z[(pairs + t - 1) * m..(pairs + t) * m].to_vec()) };
+                next.push((g, e));
+            }
+            if groups.len() % 2 == 1 {
+                if let Some(last) = groups.pop() {
+                    next.push(last);
+                }
+            }
+            groups = next;
+        }
+        Ok(groups.pop().map(|g| g.0).unwrap_or_default())
+    }
+}

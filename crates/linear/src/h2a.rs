@@ -128,3 +128,82 @@ fn add_to_c0(params: &Params, ct: &mut Ciphertext, r: &[Vec<u64>]) -> Result<(),
     ct.add_assign(params, &mask)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nectar_he::{PlainNtt, SecretKey};
+
+    fn session(params: Params, seed: u8) -> HeSession {
+        let mut prg = Prg::new([seed; 16]);
+        let sk = SecretKey::generate(&params, &mut prg);
+        let pk = sk.public_key(&params, &mut prg);
+        HeSession { params, sk, peer_pk: pk, peer_gk: None }
+    }
+
+    /// Histogram of the top 4 bits of `vals` (values in `[0, 2^bits)`).
+    fn hist(vals: &[u64], bits: u32) -> [usize; 16] {
+        let mut h = [0usize; 16];
+        vals.iter().for_each(|&v| h[(v >> (bits - 4)) as usize & 15] += 1);
+        h
+    }
+
+    fn assert_uniform(h: &[usize; 16], total: usize) {
+        let e = total as f64 / 16.0;
+        for &c in h {
+            // ±6 standard deviations of a binomial bucket.
+            assert!((c as f64 - e).abs() < 6.0 * e.sqrt(), "{h:?}");
+        }
+    }
+
+    /// The key owner's view of a Coeff-masked ciphertext: the phase is uniform mod q (noise
+    /// hidden) and the decrypted share is uniform whatever the message.
+    #[test]
+    fn coeff_mask_hides_message_and_noise() {
+        let s = session(Params::bumblebee_olt(), 1);
+        let p = &s.params;
+        let mut prg = Prg::new([2; 16]);
+        let lvl = response_level(p, 64);
+        for msg in [0u64, u64::MAX / 3] {
+            let m = vec![msg; p.n()];
+            let mut ct = s.sk.encrypt(p, &Plaintext::from_coeffs(p, &m, 0).unwrap(), &mut prg).unwrap();
+            ct.mod_switch_to(p, lvl).unwrap();
+            let z0 = mask_coeff(&s, &mut ct, &mut prg).unwrap();
+            let noise = s.sk.noise(p, &ct).unwrap();
+            // The residual `phase − Δ·z1` fills the whole rounding interval `±q/(2t)`: the
+            // ciphertext noise is drowned by the uniform mask.
+            assert!(noise.budget_bits <= 0, "mask does not cover the rounding interval: {noise:?}");
+            let z1 = open(&s, &ct).unwrap();
+            assert_uniform(&hist(&z1, 64), p.n());
+            let bad = z0.iter().zip(&z1).filter(|(a, b)| a.wrapping_add(**b) != msg).count();
+            assert!(bad <= 2, "{bad} coefficients off");
+        }
+    }
+
+    /// SIMD branch: the flooded noise is at least 40 bits above the product noise, and the
+    /// decrypted share is uniform in Z_t whatever the message.
+    #[test]
+    fn simd_mask_floods_and_hides() {
+        let s = session(Params::bumblebee_bole(), 3);
+        let p = &s.params;
+        let mut prg = Prg::new([4; 16]);
+        let t = p.plain_modulus(0) as u64;
+        assert_eq!(flood_bits(p, 0), 98);
+        for msg in [0u64, t / 2] {
+            let pt = p.encode_simd(&vec![msg; p.n()], 0).unwrap();
+            let ct0 = s.sk.encrypt(p, &pt, &mut prg).unwrap();
+            let y = p.encode_simd(&vec![t - 12345; p.n()], 0).unwrap();
+            let mut ct = ct0.mul_plain(p, &PlainNtt::new(p, &y, p.max_level()).unwrap()).unwrap();
+            let before = s.sk.noise(p, &ct).unwrap().noise_bits;
+            let z0 = mask_simd(&s, &mut ct, &mut prg).unwrap();
+            assert!(flood_bits(p, 0) >= before + STAT_SECURITY_BITS, "noise {before} bits");
+            let z1 = open(&s, &ct).unwrap();
+            let slots = p.decode_simd(&Plaintext::from_coeffs(p, &z1, 0).unwrap()).unwrap();
+            let tb = 64 - t.leading_zeros();
+            assert_uniform(&hist(&slots.iter().map(|v| v % (1 << (tb - 1))).collect::<Vec<_>>(), tb - 1), p.n());
+            let z0s = p.decode_simd(&Plaintext::from_coeffs(p, &z0, 0).unwrap()).unwrap();
+            let want = ((msg as u128 * (t - 12345) as u128) % t as u128) as u64;
+            assert!(slots.iter().zip(&z0s).all(|(a, b)| (*a as u128 + *b as u128) % t as u128 == want as u128));
+        }
+    }
+}

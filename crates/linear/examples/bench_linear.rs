@@ -1,5 +1,7 @@
 //! `cargo run --release -p nectar-linear --example bench_linear -- op k,m,n variant net [heads] [mw]`
-use nectar_linear::bench::{bench_compression, bench_linear, measure_automorphism_seconds, LinearBenchSpec, Op};
+use nectar_linear::bench::{
+    bench_compression, bench_linear, measure_automorphism_seconds, LinearBenchSpec, Op,
+};
 use nectar_linear::window::Compression;
 use nectar_linear::{Shape, Variant, Windows};
 use nectar_net::LinkModel;
@@ -13,7 +15,11 @@ fn main() {
         let s: Vec<usize> = a[2].split(',').map(|x| x.parse().unwrap()).collect();
         let shape = Shape::new(s[0], s[1], s[2]).unwrap();
         let w = Windows::new(s[3], s[4], s[5], 8192, true).unwrap();
-        let c = if a[3] == "pack" { Compression::PackLwes } else { Compression::Interleave };
+        let c = if a[3] == "pack" {
+            Compression::PackLwes
+        } else {
+            Compression::Interleave
+        };
         println!("{:?}", bench_compression(shape, w, c));
         return;
     }

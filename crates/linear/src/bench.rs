@@ -99,6 +99,9 @@ pub struct LinearBenchLine {
     pub automorphisms: usize,
 }
 
+/// A party's output, seconds and traffic.
+type PartyRun<T> = (T, f64, Stats);
+
 fn channel(c: MemChannel, net: Option<LinkModel>) -> Box<dyn Channel> {
     match net {
         Some(m) => Box::new(Simulated::new(c, m)),
@@ -114,7 +117,7 @@ fn two_party<A: Send, B: Send>(
     net: Option<LinkModel>,
     f0: impl FnOnce(&mut dyn Channel, &HeSession, &mut Prg) -> Result<A, LinearError> + Send,
     f1: impl FnOnce(&mut dyn Channel, &HeSession, &mut Prg) -> Result<B, LinearError> + Send,
-) -> Result<((A, f64, Stats), (B, f64, Stats)), LinearError> {
+) -> Result<(PartyRun<A>, PartyRun<B>), LinearError> {
     let (c0, c1) = MemChannel::pair();
     let (mut c0, mut c1) = (channel(c0, net), channel(c1, net));
     let p1 = params.clone();
@@ -135,7 +138,9 @@ fn two_party<A: Send, B: Send>(
             let out = f0(&mut *c0, &sess, &mut prg)?;
             Ok((out, t.elapsed().as_secs_f64(), c0.stats() - before))
         })();
-        let r1 = h.join().map_err(|_| LinearError::BadParams("client thread panicked".into()))?;
+        let r1 = h
+            .join()
+            .map_err(|_| LinearError::BadParams("client thread panicked".into()))?;
         Ok((r0?, r1?))
     })
 }
@@ -159,7 +164,9 @@ pub fn bench_linear(spec: &LinearBenchSpec) -> Result<Vec<LinearBenchLine>, Line
     let res = match spec.op {
         Op::Olt | Op::Matmul | Op::BatchMatmul => {
             let [k, m, n] = spec.shape[..] else {
-                return Err(LinearError::BadShape("matrix benches need --shape k,m,n".into()));
+                return Err(LinearError::BadShape(
+                    "matrix benches need --shape k,m,n".into(),
+                ));
             };
             let shape = Shape::new(k, m, n)?;
             let params = Params::bumblebee_olt();
@@ -170,9 +177,18 @@ pub fn bench_linear(spec: &LinearBenchSpec) -> Result<Vec<LinearBenchLine>, Line
             let w = plan.windows;
             line.windows = Some((w.kw, w.mw, w.nw));
             line.compression = format!("{:?}", plan.compression);
-            let heads = if spec.op == Op::BatchMatmul { spec.heads.max(1) } else { 1 };
-            let layout =
-                ResultLayout { shape, windows: w, degree: plan.degree, compression: plan.compression, batch: heads };
+            let heads = if spec.op == Op::BatchMatmul {
+                spec.heads.max(1)
+            } else {
+                1
+            };
+            let layout = ResultLayout {
+                shape,
+                windows: w,
+                degree: plan.degree,
+                compression: plan.compression,
+                batch: heads,
+            };
             line.cts_sent = plan.sent_cts * heads;
             line.cts_returned = layout.num_polys();
             line.automorphisms = plan.autos * heads;
@@ -191,8 +207,19 @@ pub fn bench_linear(spec: &LinearBenchSpec) -> Result<Vec<LinearBenchLine>, Line
                     let qr: Vec<&[u64]> = qs.iter().map(|v| &v[..]).collect();
                     match op {
                         Op::Olt => olt(ch, s, plan, Side::Rhs, &vr, p).map(|_| ()),
-                        Op::Matmul => matmul_shared_weight(ch, s, Role::Server, plan, qr[0], Some(vr[0]), l, p).map(|_| ()),
-                        _ => batch_matmul_shared_shared(ch, s, Role::Server, plan, &qr, &vr, l, p).map(|_| ()),
+                        Op::Matmul => matmul_shared_weight(
+                            ch,
+                            s,
+                            Role::Server,
+                            plan,
+                            qr[0],
+                            Some(vr[0]),
+                            l,
+                            p,
+                        )
+                        .map(|_| ()),
+                        _ => batch_matmul_shared_shared(ch, s, Role::Server, plan, &qr, &vr, l, p)
+                            .map(|_| ()),
                     }
                 },
                 move |ch, s, p| {
@@ -200,14 +227,21 @@ pub fn bench_linear(spec: &LinearBenchSpec) -> Result<Vec<LinearBenchLine>, Line
                     let qr: Vec<&[u64]> = qs.iter().map(|v| &v[..]).collect();
                     match op {
                         Op::Olt => olt(ch, s, plan, Side::Lhs, &qr, p).map(|_| ()),
-                        Op::Matmul => matmul_shared_weight(ch, s, Role::Client, plan, qr[0], None, l, p).map(|_| ()),
-                        _ => batch_matmul_shared_shared(ch, s, Role::Client, plan, &qr, &vr, l, p).map(|_| ()),
+                        Op::Matmul => {
+                            matmul_shared_weight(ch, s, Role::Client, plan, qr[0], None, l, p)
+                                .map(|_| ())
+                        }
+                        _ => batch_matmul_shared_shared(ch, s, Role::Client, plan, &qr, &vr, l, p)
+                            .map(|_| ()),
                     }
                 },
             )?
         }
         Op::Bole | Op::Mul | Op::Square => {
-            let size = *spec.shape.first().ok_or_else(|| LinearError::BadShape("--size needed".into()))?;
+            let size = *spec
+                .shape
+                .first()
+                .ok_or_else(|| LinearError::BadShape("--size needed".into()))?;
             let params = Params::bumblebee_bole();
             line.compression = "None".into();
             let x = random_vec(&mut prg, size, l);
@@ -254,18 +288,36 @@ pub struct CompressionTiming {
 }
 
 /// Measures InterLeave or PackLWEs on the products of an OLT of `shape` with windows `w`.
-pub fn bench_compression(shape: Shape, w: Windows, compression: Compression) -> Result<CompressionTiming, LinearError> {
+pub fn bench_compression(
+    shape: Shape,
+    w: Windows,
+    compression: Compression,
+) -> Result<CompressionTiming, LinearError> {
     let params = Params::bumblebee_olt();
     let n = params.n();
     let mut prg = Prg::from_entropy();
     let sk = SecretKey::generate(&params, &mut prg);
     let gk = sk.galois_keys(&params, &interleave_galois_elements(n), &mut prg)?;
-    let layout = ResultLayout { shape, windows: w, degree: n, compression, batch: 1 };
+    let layout = ResultLayout {
+        shape,
+        windows: w,
+        degree: n,
+        compression,
+        batch: 1,
+    };
     let products = layout.products();
     // One random product ciphertext per block (the compression cost does not depend on values).
     let level = crate::h2a::response_level(&params, 64);
-    let mut base = sk.encrypt(&params, &Plaintext::from_coeffs(&params, &random_vec(&mut prg, n, 64), 0)?, &mut prg)?;
-    let pt = PlainNtt::new(&params, &Plaintext::from_coeffs(&params, &random_vec(&mut prg, n, 64), 0)?, params.max_level())?;
+    let mut base = sk.encrypt(
+        &params,
+        &Plaintext::from_coeffs(&params, &random_vec(&mut prg, n, 64), 0)?,
+        &mut prg,
+    )?;
+    let pt = PlainNtt::new(
+        &params,
+        &Plaintext::from_coeffs(&params, &random_vec(&mut prg, n, 64), 0)?,
+        params.max_level(),
+    )?;
     base = base.mul_plain(&params, &pt)?;
     base.mod_switch_to(&params, level)?;
     let prods: Vec<Ciphertext> = (0..products)
@@ -275,15 +327,22 @@ pub fn bench_compression(shape: Shape, w: Windows, compression: Compression) -> 
             c
         })
         .collect();
-    let ring = CtRing { params: &params, gk: &gk };
+    let ring = CtRing {
+        params: &params,
+        gk: &gk,
+    };
     let t = Instant::now();
     let mut autos = 0;
     let outputs = layout.num_polys();
     match compression {
         Compression::Interleave => {
             for g in 0..outputs {
-                let group: Vec<Option<Ciphertext>> =
-                    prods[g * w.mw..((g + 1) * w.mw).min(products)].iter().cloned().map(Some).collect();
+                let group: Vec<Option<Ciphertext>> = prods
+                    [g * w.mw..((g + 1) * w.mw).min(products)]
+                    .iter()
+                    .cloned()
+                    .map(Some)
+                    .collect();
                 autos += interleave(&ring, group, w.mw.trailing_zeros())?.1;
             }
         }
@@ -319,7 +378,11 @@ pub fn measure_automorphism_seconds() -> Result<f64, LinearError> {
     let mut prg = Prg::from_entropy();
     let sk = SecretKey::generate(&params, &mut prg);
     let gk = sk.galois_keys(&params, &[3], &mut prg)?;
-    let mut ct = sk.encrypt(&params, &Plaintext::from_coeffs(&params, &[1], 0)?, &mut prg)?;
+    let mut ct = sk.encrypt(
+        &params,
+        &Plaintext::from_coeffs(&params, &[1], 0)?,
+        &mut prg,
+    )?;
     ct.mod_switch_to(&params, crate::h2a::response_level(&params, 64))?;
     let reps = 20;
     let t = Instant::now();

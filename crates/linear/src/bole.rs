@@ -49,7 +49,9 @@ fn crt(params: &Params) -> Result<CrtModulus, LinearError> {
     match &params.literal().plain {
         PlainModulus::Crt(ts) => CrtModulus::new(ts),
         PlainModulus::Prime(t) => CrtModulus::new(&[*t]),
-        PlainModulus::PowerOfTwo(_) => Err(LinearError::BadParams("bOLEe needs a prime or CRT plaintext modulus".into())),
+        PlainModulus::PowerOfTwo(_) => Err(LinearError::BadParams(
+            "bOLEe needs a prime or CRT plaintext modulus".into(),
+        )),
     }
 }
 
@@ -114,7 +116,9 @@ pub fn recv_query<C: Channel + ?Sized>(
     let mut cts = wire::cts_from_bytes(params, &ch.recv()?, expected)?;
     for (i, c) in cts.iter().enumerate() {
         if c.plain_index() != i % k || c.level() != params.max_level() {
-            return Err(LinearError::Malformed("query ciphertext for the wrong CRT component or level".into()));
+            return Err(LinearError::Malformed(
+                "query ciphertext for the wrong CRT component or level".into(),
+            ));
         }
     }
     cts.par_iter_mut().for_each(|c| c.to_ntt(params));
@@ -136,8 +140,13 @@ pub fn respond<C: Channel + ?Sized>(
         Some((q, _)) => (q.len, q.l),
         None => return Err(LinearError::BadShape("bOLEe response with no terms".into())),
     };
-    if terms.iter().any(|(q, y)| q.len != len || q.l != l || y.len() != len) {
-        return Err(LinearError::BadShape("bOLEe terms of different lengths or rings".into()));
+    if terms
+        .iter()
+        .any(|(q, y)| q.len != len || q.l != l || y.len() != len)
+    {
+        return Err(LinearError::BadShape(
+            "bOLEe terms of different lengths or rings".into(),
+        ));
     }
     let nc = chunks(len, n);
     let top = params.max_level();
@@ -194,7 +203,9 @@ pub fn receive_response<C: Channel + ?Sized>(
         .enumerate()
         .map(|(i, c)| {
             if c.plain_index() != i % k {
-                return Err(LinearError::Malformed("response for the wrong CRT component".into()));
+                return Err(LinearError::Malformed(
+                    "response for the wrong CRT component".into(),
+                ));
             }
             Ok(params.decode_simd(&sess.sk.decrypt(params, c)?)?)
         })
@@ -250,8 +261,15 @@ pub enum Queries {
     Client(Vec<ReceivedQuery>),
 }
 
-fn local_product<'a>(a: &'a [u64], b: &'a [u64], l: u32, scale: u64) -> impl Iterator<Item = u64> + 'a {
-    a.iter().zip(b).map(move |(x, y)| x.wrapping_mul(*y).wrapping_mul(scale) & mask(l))
+fn local_product<'a>(
+    a: &'a [u64],
+    b: &'a [u64],
+    l: u32,
+    scale: u64,
+) -> impl Iterator<Item = u64> + 'a {
+    a.iter()
+        .zip(b)
+        .map(move |(x, y)| x.wrapping_mul(*y).wrapping_mul(scale) & mask(l))
 }
 
 /// `Π_mul`: shares of `x ⊙ y + e` (`e ∈ {0, ±1}`) from shares of `x` and `y`. Returns the share
@@ -266,7 +284,11 @@ pub fn mul<C: Channel + ?Sized>(
     prg: &mut Prg,
 ) -> Result<(Vec<u64>, Queries), LinearError> {
     if x.len() != y.len() {
-        return Err(LinearError::BadShape(format!("Π_mul of lengths {} and {}", x.len(), y.len())));
+        return Err(LinearError::BadShape(format!(
+            "Π_mul of lengths {} and {}",
+            x.len(),
+            y.len()
+        )));
     }
     match role {
         Role::Server => {
@@ -303,13 +325,17 @@ pub fn mul_reusing<C: Channel + ?Sized>(
     let l = match &queries {
         QueryPair::Server(a, b) => {
             if a.len != x.len() || b.len != y.len() || a.l != b.l {
-                return Err(LinearError::BadShape("queries do not match the operands".into()));
+                return Err(LinearError::BadShape(
+                    "queries do not match the operands".into(),
+                ));
             }
             a.l
         }
         QueryPair::Client(a, b) => {
             if a.len != x.len() || b.len != y.len() || a.l != b.l {
-                return Err(LinearError::BadShape("queries do not match the operands".into()));
+                return Err(LinearError::BadShape(
+                    "queries do not match the operands".into(),
+                ));
             }
             a.l
         }
@@ -317,12 +343,18 @@ pub fn mul_reusing<C: Channel + ?Sized>(
     match queries {
         QueryPair::Server(qx, _) => {
             let r = receive_response(ch, sess, qx)?;
-            Ok(local_product(x, y, l, 1).zip(r).map(|(a, b)| a.wrapping_add(b) & mask(l)).collect())
+            Ok(local_product(x, y, l, 1)
+                .zip(r)
+                .map(|(a, b)| a.wrapping_add(b) & mask(l))
+                .collect())
         }
         QueryPair::Client(qx, qy) => {
             // q(x0) ⊠ y1 + q(y0) ⊠ x1
             let r = respond(ch, sess, &[(qx, y), (qy, x)], prg)?;
-            Ok(local_product(x, y, l, 1).zip(r).map(|(a, b)| a.wrapping_add(b) & mask(l)).collect())
+            Ok(local_product(x, y, l, 1)
+                .zip(r)
+                .map(|(a, b)| a.wrapping_add(b) & mask(l))
+                .collect())
         }
     }
 }
@@ -341,13 +373,25 @@ pub fn square<C: Channel + ?Sized>(
         Role::Server => {
             let q = send_query(ch, sess, x, l, prg)?;
             let r = receive_response(ch, sess, q)?;
-            Ok((local_product(x, x, l, 1).zip(r).map(|(a, b)| a.wrapping_add(b) & mask(l)).collect(), Queries::Server(vec![q])))
+            Ok((
+                local_product(x, x, l, 1)
+                    .zip(r)
+                    .map(|(a, b)| a.wrapping_add(b) & mask(l))
+                    .collect(),
+                Queries::Server(vec![q]),
+            ))
         }
         Role::Client => {
             let q = recv_query(ch, sess, x.len(), l)?;
             let two_x: Vec<u64> = x.iter().map(|v| v.wrapping_mul(2) & mask(l)).collect();
             let r = respond(ch, sess, &[(&q, &two_x)], prg)?;
-            Ok((local_product(x, x, l, 1).zip(r).map(|(a, b)| a.wrapping_add(b) & mask(l)).collect(), Queries::Client(vec![q])))
+            Ok((
+                local_product(x, x, l, 1)
+                    .zip(r)
+                    .map(|(a, b)| a.wrapping_add(b) & mask(l))
+                    .collect(),
+                Queries::Client(vec![q]),
+            ))
         }
     }
 }

@@ -30,25 +30,41 @@ pub const STAT_SECURITY_BITS: u32 = 40;
 /// The smallest level whose modulus keeps `t·|e|/q ≤ 2^-20` for the noise of a mod-switched
 /// ciphertext (about 2^28 including key switching): `log2 q ≥ log2 t + 48` (AGREEMENT).
 pub fn response_level(params: &Params, plain_bits: u32) -> usize {
-    (1..=params.max_level()).find(|&l| params.q_bits(l) >= plain_bits + 48).unwrap_or(params.max_level())
+    (1..=params.max_level())
+        .find(|&l| params.q_bits(l) >= plain_bits + 48)
+        .unwrap_or(params.max_level())
 }
 
 /// Masker side of the Coeff branch: re-randomises and masks `ct` in place (it must be at the
 /// level it will be sent at) and returns the masker's share (`N` coefficients mod `2^64`).
-pub fn mask_coeff(sess: &HeSession, ct: &mut Ciphertext, prg: &mut Prg) -> Result<Vec<u64>, LinearError> {
+pub fn mask_coeff(
+    sess: &HeSession,
+    ct: &mut Ciphertext,
+    prg: &mut Prg,
+) -> Result<Vec<u64>, LinearError> {
     let params = &sess.params;
     let level = ct.level();
-    let zero = sess.peer_pk.encrypt_zero(params, level, ct.plain_index(), prg)?;
+    let zero = sess
+        .peer_pk
+        .encrypt_zero(params, level, ct.plain_index(), prg)?;
     ct.to_coeff(params);
     ct.add_assign(params, &zero)?;
     let moduli = &params.q_moduli()[..level];
     let n = params.n();
     // r̂ uniform in R_q: uniform residues per prime (CRT).
-    let r: Vec<Vec<u64>> = moduli.iter().map(|m| (0..n).map(|_| uniform_below(prg, m.value())).collect()).collect();
+    let r: Vec<Vec<u64>> = moduli
+        .iter()
+        .map(|m| (0..n).map(|_| uniform_below(prg, m.value())).collect())
+        .collect();
     add_to_c0(params, ct, &r)?;
     let basis = RnsBasis::new(moduli).ok_or_else(|| LinearError::BadParams("RNS basis".into()))?;
     let sr = basis.scale_round_constants(params.plain_modulus(ct.plain_index()));
-    Ok((0..n).map(|k| sr.apply(moduli, r.iter().map(|limb| limb[k])).wrapping_neg()).collect())
+    Ok((0..n)
+        .map(|k| {
+            sr.apply(moduli, r.iter().map(|limb| limb[k]))
+                .wrapping_neg()
+        })
+        .collect())
 }
 
 /// Key-owner side (both branches): the decryption is the share.
@@ -68,7 +84,11 @@ pub fn flood_bits(params: &Params, j: usize) -> u32 {
 
 /// Masker side of the SIMD branch for component `j`: `ct ← ct − Enc(z0) + flood + Enc_pk(0)`;
 /// returns `z0` (the plaintext polynomial's coefficients, uniform in `R_{t_j}`).
-pub fn mask_simd(sess: &HeSession, ct: &mut Ciphertext, prg: &mut Prg) -> Result<Vec<u64>, LinearError> {
+pub fn mask_simd(
+    sess: &HeSession,
+    ct: &mut Ciphertext,
+    prg: &mut Prg,
+) -> Result<Vec<u64>, LinearError> {
     let params = &sess.params;
     let j = ct.plain_index();
     let t = params.plain_modulus(j) as u64;
@@ -87,7 +107,9 @@ pub fn mask_simd(sess: &HeSession, ct: &mut Ciphertext, prg: &mut Prg) -> Result
 /// shrinks with the modulus; the switching rounding stays below `q/(2t_j)`).
 pub fn simd_response_level(params: &Params, j: usize) -> usize {
     let tb = 128 - (params.plain_modulus(j) - 1).leading_zeros();
-    (1..=params.max_level()).find(|&l| params.q_bits(l) >= tb + 10).unwrap_or(params.max_level())
+    (1..=params.max_level())
+        .find(|&l| params.q_bits(l) >= tb + 10)
+        .unwrap_or(params.max_level())
 }
 
 /// Adds the RNS polynomial `r` (one limb per prime of `ct`'s level, coefficient form) to `c0`.
@@ -138,13 +160,19 @@ mod tests {
         let mut prg = Prg::new([seed; 16]);
         let sk = SecretKey::generate(&params, &mut prg);
         let pk = sk.public_key(&params, &mut prg);
-        HeSession { params, sk, peer_pk: pk, peer_gk: None }
+        HeSession {
+            params,
+            sk,
+            peer_pk: pk,
+            peer_gk: None,
+        }
     }
 
     /// Histogram of the top 4 bits of `vals` (values in `[0, 2^bits)`).
     fn hist(vals: &[u64], bits: u32) -> [usize; 16] {
         let mut h = [0usize; 16];
-        vals.iter().for_each(|&v| h[(v >> (bits - 4)) as usize & 15] += 1);
+        vals.iter()
+            .for_each(|&v| h[(v >> (bits - 4)) as usize & 15] += 1);
         h
     }
 
@@ -166,16 +194,25 @@ mod tests {
         let lvl = response_level(p, 64);
         for msg in [0u64, u64::MAX / 3] {
             let m = vec![msg; p.n()];
-            let mut ct = s.sk.encrypt(p, &Plaintext::from_coeffs(p, &m, 0).unwrap(), &mut prg).unwrap();
+            let mut ct =
+                s.sk.encrypt(p, &Plaintext::from_coeffs(p, &m, 0).unwrap(), &mut prg)
+                    .unwrap();
             ct.mod_switch_to(p, lvl).unwrap();
             let z0 = mask_coeff(&s, &mut ct, &mut prg).unwrap();
             let noise = s.sk.noise(p, &ct).unwrap();
             // The residual `phase − Δ·z1` fills the whole rounding interval `±q/(2t)`: the
             // ciphertext noise is drowned by the uniform mask.
-            assert!(noise.budget_bits <= 0, "mask does not cover the rounding interval: {noise:?}");
+            assert!(
+                noise.budget_bits <= 0,
+                "mask does not cover the rounding interval: {noise:?}"
+            );
             let z1 = open(&s, &ct).unwrap();
             assert_uniform(&hist(&z1, 64), p.n());
-            let bad = z0.iter().zip(&z1).filter(|(a, b)| a.wrapping_add(**b) != msg).count();
+            let bad = z0
+                .iter()
+                .zip(&z1)
+                .filter(|(a, b)| a.wrapping_add(**b) != msg)
+                .count();
             assert!(bad <= 2, "{bad} coefficients off");
         }
     }
@@ -193,17 +230,38 @@ mod tests {
             let pt = p.encode_simd(&vec![msg; p.n()], 0).unwrap();
             let ct0 = s.sk.encrypt(p, &pt, &mut prg).unwrap();
             let y = p.encode_simd(&vec![t - 12345; p.n()], 0).unwrap();
-            let mut ct = ct0.mul_plain(p, &PlainNtt::new(p, &y, p.max_level()).unwrap()).unwrap();
+            let mut ct = ct0
+                .mul_plain(p, &PlainNtt::new(p, &y, p.max_level()).unwrap())
+                .unwrap();
             let before = s.sk.noise(p, &ct).unwrap().noise_bits;
             let z0 = mask_simd(&s, &mut ct, &mut prg).unwrap();
-            assert!(flood_bits(p, 0) >= before + STAT_SECURITY_BITS, "noise {before} bits");
+            assert!(
+                flood_bits(p, 0) >= before + STAT_SECURITY_BITS,
+                "noise {before} bits"
+            );
             let z1 = open(&s, &ct).unwrap();
-            let slots = p.decode_simd(&Plaintext::from_coeffs(p, &z1, 0).unwrap()).unwrap();
+            let slots = p
+                .decode_simd(&Plaintext::from_coeffs(p, &z1, 0).unwrap())
+                .unwrap();
             let tb = 64 - t.leading_zeros();
-            assert_uniform(&hist(&slots.iter().map(|v| v % (1 << (tb - 1))).collect::<Vec<_>>(), tb - 1), p.n());
-            let z0s = p.decode_simd(&Plaintext::from_coeffs(p, &z0, 0).unwrap()).unwrap();
+            assert_uniform(
+                &hist(
+                    &slots
+                        .iter()
+                        .map(|v| v % (1 << (tb - 1)))
+                        .collect::<Vec<_>>(),
+                    tb - 1,
+                ),
+                p.n(),
+            );
+            let z0s = p
+                .decode_simd(&Plaintext::from_coeffs(p, &z0, 0).unwrap())
+                .unwrap();
             let want = ((msg as u128 * (t - 12345) as u128) % t as u128) as u64;
-            assert!(slots.iter().zip(&z0s).all(|(a, b)| (*a as u128 + *b as u128) % t as u128 == want as u128));
+            assert!(slots
+                .iter()
+                .zip(&z0s)
+                .all(|(a, b)| (*a as u128 + *b as u128) % t as u128 == want as u128));
         }
     }
 }

@@ -85,23 +85,34 @@ pub fn interleave<R: AutoRing>(
     let mut h = gap / 2;
     while h >= 1 {
         for j in 0..h {
-            let o = b[j + h].take().map(|x| ring.mul_monomial(&x, h)).transpose()?;
+            let o = b[j + h]
+                .take()
+                .map(|x| ring.mul_monomial(&x, h))
+                .transpose()?;
             let e = b[j].take();
             b[j] = butterfly(ring, e, o, n / h + 1, &mut autos)?;
         }
         h /= 2;
     }
-    let out = b.swap_remove(0).ok_or_else(|| LinearError::BadParams("InterLeave of no inputs".into()))?;
+    let out = b
+        .swap_remove(0)
+        .ok_or_else(|| LinearError::BadParams("InterLeave of no inputs".into()))?;
     Ok((out, autos))
 }
 
 /// PackLWEs of up to `N` inputs whose constant terms are the messages (`None` = zero): input `i`
 /// lands at coefficient `i·N/n`, `n` = the input count rounded up to a power of two.
 /// Returns the packed element and the number of automorphisms run.
-pub fn pack_lwes<R: AutoRing>(ring: &R, inputs: Vec<Option<R::Elem>>) -> Result<(R::Elem, usize), LinearError> {
+pub fn pack_lwes<R: AutoRing>(
+    ring: &R,
+    inputs: Vec<Option<R::Elem>>,
+) -> Result<(R::Elem, usize), LinearError> {
     let big_n = ring.degree();
     if inputs.is_empty() || inputs.len() > big_n {
-        return Err(LinearError::BadParams(format!("PackLWEs of {} inputs in degree {big_n}", inputs.len())));
+        return Err(LinearError::BadParams(format!(
+            "PackLWEs of {} inputs in degree {big_n}",
+            inputs.len()
+        )));
     }
     let n = inputs.len().next_power_of_two();
     let log_big_n = big_n.trailing_zeros();
@@ -120,13 +131,18 @@ pub fn pack_lwes<R: AutoRing>(ring: &R, inputs: Vec<Option<R::Elem>>) -> Result<
         let shift = big_n >> d;
         for i in 0..half {
             let e = layer[i].take();
-            let o = layer[i + half].take().map(|x| ring.mul_monomial(&x, shift)).transpose()?;
+            let o = layer[i + half]
+                .take()
+                .map(|x| ring.mul_monomial(&x, shift))
+                .transpose()?;
             layer[i] = butterfly(ring, e, o, (1usize << d) + 1, &mut autos)?;
         }
         width = half;
         d += 1;
     }
-    let mut ct = layer.swap_remove(0).ok_or_else(|| LinearError::BadParams("PackLWEs of no inputs".into()))?;
+    let mut ct = layer
+        .swap_remove(0)
+        .ok_or_else(|| LinearError::BadParams("PackLWEs of no inputs".into()))?;
     let mut j = 0;
     while (big_n >> j) > n {
         // Partial trace: clear the coefficients off multiples of N/n.
@@ -169,7 +185,10 @@ impl AutoRing for PlainRing {
         Ok(a.iter().zip(b).map(|(x, y)| (x + y) % self.q).collect())
     }
     fn sub(&self, a: &Vec<u64>, b: &Vec<u64>) -> Result<Vec<u64>, LinearError> {
-        Ok(a.iter().zip(b).map(|(x, y)| (x + self.q - y) % self.q).collect())
+        Ok(a.iter()
+            .zip(b)
+            .map(|(x, y)| (x + self.q - y) % self.q)
+            .collect())
     }
     fn mul_monomial(&self, a: &Vec<u64>, e: usize) -> Result<Vec<u64>, LinearError> {
         let n = self.n;
@@ -189,8 +208,10 @@ impl AutoRing for PlainRing {
         Ok(a.iter().map(|&x| self.mulmod(x, s)).collect())
     }
     fn automorphism(&self, a: &Vec<u64>, g: usize) -> Result<Vec<u64>, LinearError> {
-        if g % 2 == 0 {
-            return Err(LinearError::BadParams(format!("automorphism index {g} is even")));
+        if g & 1 == 0 {
+            return Err(LinearError::BadParams(format!(
+                "automorphism index {g} is even"
+            )));
         }
         let n = self.n;
         let mut out = vec![0; n];
@@ -220,14 +241,26 @@ mod tests {
     #[test]
     fn interleave_output_rule() {
         let mut prg = Prg::new([1; 16]);
-        for &(n, r, count) in &[(16usize, 2u32, 4usize), (64, 3, 8), (64, 3, 5), (32, 0, 1), (32, 5, 32), (64, 4, 1)] {
+        for &(n, r, count) in &[
+            (16usize, 2u32, 4usize),
+            (64, 3, 8),
+            (64, 3, 5),
+            (32, 0, 1),
+            (32, 5, 32),
+            (64, 4, 1),
+        ] {
             let ring = PlainRing { n, q: Q };
             let inputs: Vec<Vec<u64>> = (0..count).map(|_| random_poly(&mut prg, n)).collect();
-            let (c, autos) = interleave(&ring, inputs.iter().cloned().map(Some).collect(), r).unwrap();
+            let (c, autos) =
+                interleave(&ring, inputs.iter().cloned().map(Some).collect(), r).unwrap();
             let gap = 1 << r;
             for i in 0..n {
                 let j = i % gap;
-                let want = if j < count { inputs[j][(i / gap) * gap] } else { 0 };
+                let want = if j < count {
+                    inputs[j][(i / gap) * gap]
+                } else {
+                    0
+                };
                 assert_eq!(c[i], want, "n={n} r={r} count={count} i={i}");
             }
             if count == gap {

@@ -29,7 +29,9 @@ pub struct Shape {
 impl Shape {
     pub fn new(k: usize, m: usize, n: usize) -> Result<Self, LinearError> {
         if k == 0 || m == 0 || n == 0 {
-            return Err(LinearError::BadShape(format!("({k}, {m}, {n}): dimensions must be >= 1")));
+            return Err(LinearError::BadShape(format!(
+                "({k}, {m}, {n}): dimensions must be >= 1"
+            )));
         }
         Ok(Shape { k, m, n })
     }
@@ -46,13 +48,27 @@ pub struct Windows {
 impl Windows {
     /// Checks `1 ≤ k_w·m_w·n_w ≤ N`; `pow2_mw` additionally requires `m_w` to be a power of two
     /// (needed by InterLeave, whose gap is `m_w`).
-    pub fn new(kw: usize, mw: usize, nw: usize, n: usize, pow2_mw: bool) -> Result<Self, LinearError> {
+    pub fn new(
+        kw: usize,
+        mw: usize,
+        nw: usize,
+        n: usize,
+        pow2_mw: bool,
+    ) -> Result<Self, LinearError> {
         let w = Windows { kw, mw, nw };
-        let bad = |why| LinearError::BadWindows { windows: (kw, mw, nw), n, why };
+        let bad = |why| LinearError::BadWindows {
+            windows: (kw, mw, nw),
+            n,
+            why,
+        };
         if kw == 0 || mw == 0 || nw == 0 {
             return Err(bad("windows must be >= 1"));
         }
-        if kw.checked_mul(mw).and_then(|x| x.checked_mul(nw)).is_none_or(|p| p > n) {
+        if kw
+            .checked_mul(mw)
+            .and_then(|x| x.checked_mul(nw))
+            .is_none_or(|p| p > n)
+        {
             return Err(bad("k_w * m_w * n_w exceeds N"));
         }
         if pow2_mw && !mw.is_power_of_two() {
@@ -63,7 +79,11 @@ impl Windows {
 
     /// Number of blocks `(k', m', n')` along each axis.
     pub fn blocks(&self, s: Shape) -> (usize, usize, usize) {
-        (s.k.div_ceil(self.kw), s.m.div_ceil(self.mw), s.n.div_ceil(self.nw))
+        (
+            s.k.div_ceil(self.kw),
+            s.m.div_ceil(self.mw),
+            s.n.div_ceil(self.nw),
+        )
     }
 
     /// Coefficient of `(Q·V)[i, k]` (in-block indices) in the product polynomial.
@@ -73,7 +93,14 @@ impl Windows {
 }
 
 /// `π_lhs` of block `(α, β)` of the row-major `k×m` matrix `q`, as `N` coefficients mod 2^64.
-pub fn encode_lhs_block(q: &[u64], s: Shape, w: Windows, alpha: usize, beta: usize, n: usize) -> Vec<u64> {
+pub fn encode_lhs_block(
+    q: &[u64],
+    s: Shape,
+    w: Windows,
+    alpha: usize,
+    beta: usize,
+    n: usize,
+) -> Vec<u64> {
     debug_assert_eq!(q.len(), s.k * s.m);
     let mut out = vec![0u64; n];
     for i in 0..w.kw {
@@ -98,7 +125,14 @@ pub fn encode_lhs_block(q: &[u64], s: Shape, w: Windows, alpha: usize, beta: usi
 }
 
 /// `π_rhs` of block `(β, γ)` of the row-major `m×n` matrix `v`, as `N` coefficients mod 2^64.
-pub fn encode_rhs_block(v: &[u64], s: Shape, w: Windows, beta: usize, gamma: usize, n: usize) -> Vec<u64> {
+pub fn encode_rhs_block(
+    v: &[u64],
+    s: Shape,
+    w: Windows,
+    beta: usize,
+    gamma: usize,
+    n: usize,
+) -> Vec<u64> {
     debug_assert_eq!(v.len(), s.m * s.n);
     let mut out = vec![0u64; n];
     for j in 0..w.mw {
@@ -119,7 +153,14 @@ pub fn encode_rhs_block(v: &[u64], s: Shape, w: Windows, beta: usize, gamma: usi
 
 /// Read the `(α, γ)` result block out of a product polynomial `u` (mod 2^64) into the row-major
 /// `k×n` matrix `out` (entries outside the matrix are ignored).
-pub fn decode_result_block(u: &[u64], s: Shape, w: Windows, alpha: usize, gamma: usize, out: &mut [u64]) {
+pub fn decode_result_block(
+    u: &[u64],
+    s: Shape,
+    w: Windows,
+    alpha: usize,
+    gamma: usize,
+    out: &mut [u64],
+) {
     for i in 0..w.kw {
         let row = alpha * w.kw + i;
         if row >= s.k {
@@ -215,7 +256,10 @@ mod tests {
         want_v[2] = 10;
         want_v[3] = 12;
         assert_eq!(vh, want_v);
-        let u: Vec<u64> = negacyclic_mul_u64(&qh, &vh).iter().map(|x| x & 31).collect();
+        let u: Vec<u64> = negacyclic_mul_u64(&qh, &vh)
+            .iter()
+            .map(|x| x & 31)
+            .collect();
         let got: Vec<u64> = (0..8).map(|i| u[2 * i]).collect();
         assert_eq!(got, vec![31, 2, 7, 14, 15, 26, 23, 6]);
         let mut out = vec![0u64; 8];

@@ -38,7 +38,11 @@ pub enum LinearError {
     #[error("invalid shape: {0}")]
     BadShape(String),
     #[error("invalid partition windows {windows:?} for N = {n}: {why}")]
-    BadWindows { windows: (usize, usize, usize), n: usize, why: &'static str },
+    BadWindows {
+        windows: (usize, usize, usize),
+        n: usize,
+        why: &'static str,
+    },
     #[error("invalid parameters: {0}")]
     BadParams(String),
     #[error("malformed message from peer: {0}")]

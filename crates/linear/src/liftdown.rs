@@ -56,7 +56,9 @@ fn mul_small(a: &[u64; 4], b: u64) -> [u64; 4] {
 }
 
 fn mod_small(a: &[u64; 4], m: u64) -> u64 {
-    a.iter().rev().fold(0u64, |r, &limb| (((r as u128) << 64 | limb as u128) % m as u128) as u64)
+    a.iter().rev().fold(0u64, |r, &limb| {
+        (((r as u128) << 64 | limb as u128) % m as u128) as u64
+    })
 }
 
 impl CrtModulus {
@@ -64,13 +66,17 @@ impl CrtModulus {
     /// distinct, odd, size; primality is the HE layer's parameter check).
     pub fn new(primes: &[u64]) -> Result<Self, LinearError> {
         if primes.is_empty() {
-            return Err(LinearError::BadParams("CRT modulus needs at least one prime".into()));
+            return Err(LinearError::BadParams(
+                "CRT modulus needs at least one prime".into(),
+            ));
         }
         let mut t = [1u64, 0, 0, 0];
         let mut bits = 0u32;
         for (i, &p) in primes.iter().enumerate() {
-            if p < 3 || p % 2 == 0 || p >= 1 << 62 || primes[..i].contains(&p) {
-                return Err(LinearError::BadParams(format!("CRT prime {p} invalid or repeated")));
+            if p < 3 || p & 1 == 0 || p >= 1 << 62 || primes[..i].contains(&p) {
+                return Err(LinearError::BadParams(format!(
+                    "CRT prime {p} invalid or repeated"
+                )));
             }
             bits += 64 - p.leading_zeros();
             if bits > 190 {
@@ -81,14 +87,22 @@ impl CrtModulus {
         let hat_inv = primes
             .iter()
             .map(|&p| {
-                let hat = primes.iter().filter(|&&o| o != p).fold(1u64, |acc, &o| mulmod(acc, o % p, p));
+                let hat = primes
+                    .iter()
+                    .filter(|&&o| o != p)
+                    .fold(1u64, |acc, &o| mulmod(acc, o % p, p));
                 powmod(hat, p - 2, p)
             })
             .collect();
         // Exact bit length of t.
         let top = (0..4).rev().find(|&i| t[i] != 0).unwrap_or(0);
         let bits = 64 * top as u32 + (64 - t[top].leading_zeros());
-        Ok(CrtModulus { primes: primes.to_vec(), t, hat_inv, bits })
+        Ok(CrtModulus {
+            primes: primes.to_vec(),
+            t,
+            hat_inv,
+            bits,
+        })
     }
 
     pub fn primes(&self) -> &[u64] {
@@ -124,13 +138,17 @@ impl CrtModulus {
             *limb = r;
             carry = c as u64;
         }
-        let sh = [
-            (v[0] >> (l % 64)) | if l % 64 == 0 { 0 } else { v[1] << (64 - l % 64) },
-            (v[1] >> (l % 64)) | if l % 64 == 0 { 0 } else { v[2] << (64 - l % 64) },
-            (v[2] >> (l % 64)) | if l % 64 == 0 { 0 } else { v[3] << (64 - l % 64) },
-            v[3] >> (l % 64),
-        ];
-        let sh = if l == 64 { [v[1], v[2], v[3], 0] } else { sh };
+        // Shift right by l (1 <= l <= 64).
+        let sh = if l == 64 {
+            [v[1], v[2], v[3], 0]
+        } else {
+            [
+                (v[0] >> l) | (v[1] << (64 - l)),
+                (v[1] >> l) | (v[2] << (64 - l)),
+                (v[2] >> l) | (v[3] << (64 - l)),
+                v[3] >> l,
+            ]
+        };
         for (o, &p) in out.iter_mut().zip(&self.primes) {
             *o = mod_small(&sh, p);
         }
@@ -161,9 +179,17 @@ impl CrtModulus {
     /// A signed value `v ∈ [-2^{l-1}, 2^{l-1})` given as its `l`-bit pattern, reduced mod each prime
     /// (the receiver's centred SIMD encoding of `y`).
     pub fn centred(&self, y: u64, l: u32, out: &mut [u64]) {
-        let s = if l == 64 { y as i64 } else { ((y << (64 - l)) as i64) >> (64 - l) };
+        let s = if l == 64 {
+            y as i64
+        } else {
+            ((y << (64 - l)) as i64) >> (64 - l)
+        };
         for (o, &p) in out.iter_mut().zip(&self.primes) {
-            *o = if s >= 0 { (s as u64) % p } else { p - ((s.unsigned_abs()) % p) } % p;
+            *o = if s >= 0 {
+                (s as u64) % p
+            } else {
+                p - ((s.unsigned_abs()) % p)
+            } % p;
         }
     }
 }
@@ -180,7 +206,7 @@ mod tests {
             return false;
         }
         for p in [2u64, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37] {
-            if n % p == 0 {
+            if n.checked_rem(p) == Some(0) {
                 return n == p;
             }
         }
@@ -218,13 +244,22 @@ mod tests {
     }
 
     fn mul_mod_t(m: &CrtModulus, a: &[u64], b: &[u64]) -> Vec<u64> {
-        a.iter().zip(b).zip(m.primes()).map(|((&x, &y), &p)| mulmod(x, y, p)).collect()
+        a.iter()
+            .zip(b)
+            .zip(m.primes())
+            .map(|((&x, &y), &p)| mulmod(x, y, p))
+            .collect()
     }
 
     #[test]
     fn prop2_exact_and_prop3_error() {
         let mut prg = Prg::new([4; 16]);
-        for &(l, bits, count) in &[(64u32, 47u32, 3usize), (32, 47, 2), (16, 20, 2), (64, 60, 3)] {
+        for &(l, bits, count) in &[
+            (64u32, 47u32, 3usize),
+            (32, 47, 2),
+            (16, 20, 2),
+            (64, 60, 3),
+        ] {
             let m = CrtModulus::new(&ntt_primes(bits, 16384, count)).unwrap();
             m.check_ring(l).unwrap();
             let mask = if l == 64 { u64::MAX } else { (1 << l) - 1 };
@@ -241,8 +276,17 @@ mod tests {
                 m.centred(y, l, &mut cy);
                 let prod = mul_mod_t(&m, &lx, &cy);
                 assert_eq!(m.down(&prod, l), want, "Prop. 2, l={l} x={x} y={y}");
-                let r: Vec<u64> = m.primes().iter().map(|&p| uniform_below(&mut prg, p)).collect();
-                let u: Vec<u64> = prod.iter().zip(&r).zip(m.primes()).map(|((&a, &b), &p)| (a + p - b) % p).collect();
+                let r: Vec<u64> = m
+                    .primes()
+                    .iter()
+                    .map(|&p| uniform_below(&mut prg, p))
+                    .collect();
+                let u: Vec<u64> = prod
+                    .iter()
+                    .zip(&r)
+                    .zip(m.primes())
+                    .map(|((&a, &b), &p)| (a + p - b) % p)
+                    .collect();
                 let e = m.down(&u, l).wrapping_add(m.down(&r, l)).wrapping_sub(want) & mask;
                 assert!(e == 0 || e == 1 || e == mask, "Prop. 3, l={l}: error {e}");
             }

@@ -30,7 +30,10 @@ fn mask(l: u32) -> u64 {
 
 fn check_len(what: &str, v: &[u64], want: usize) -> Result<(), LinearError> {
     if v.len() != want {
-        return Err(LinearError::BadShape(format!("{what}: {} entries, expected {want}", v.len())));
+        return Err(LinearError::BadShape(format!(
+            "{what}: {} entries, expected {want}",
+            v.len()
+        )));
     }
     Ok(())
 }
@@ -55,10 +58,17 @@ pub fn matmul_shared_weight<C: Channel + ?Sized>(
             check_len("W", w, s.m * s.n)?;
             let r = olt(ch, sess, plan, Side::Rhs, &[w], prg)?;
             let local = matmul_u64(x, w, s);
-            r.iter().zip(local).map(|(a, b)| a.wrapping_add(b)).collect()
+            r.iter()
+                .zip(local)
+                .map(|(a, b)| a.wrapping_add(b))
+                .collect()
         }
         (Role::Client, None) => olt(ch, sess, plan, Side::Lhs, &[x], prg)?,
-        _ => return Err(LinearError::BadParams("the weight belongs to the server".into())),
+        _ => {
+            return Err(LinearError::BadParams(
+                "the weight belongs to the server".into(),
+            ))
+        }
     };
     Ok(out.into_iter().map(|v| v & mask(l)).collect())
 }
@@ -93,7 +103,9 @@ pub fn batch_matmul_shared_shared<C: Channel + ?Sized>(
 ) -> Result<Vec<u64>, LinearError> {
     let s: Shape = plan.shape;
     if xs.len() != ys.len() || xs.is_empty() {
-        return Err(LinearError::BadShape("batched matmul needs as many X as Y, at least one".into()));
+        return Err(LinearError::BadShape(
+            "batched matmul needs as many X as Y, at least one".into(),
+        ));
     }
     for (x, y) in xs.iter().zip(ys) {
         check_len("X share", x, s.k * s.m)?;
@@ -112,6 +124,14 @@ pub fn batch_matmul_shared_shared<C: Channel + ?Sized>(
             (a, b)
         }
     };
-    let local: Vec<u64> = xs.iter().zip(ys).flat_map(|(x, y)| matmul_u64(x, y, s)).collect();
-    Ok(local.iter().zip(a.iter().zip(&b)).map(|(c, (p, q))| c.wrapping_add(*p).wrapping_add(*q) & mask(l)).collect())
+    let local: Vec<u64> = xs
+        .iter()
+        .zip(ys)
+        .flat_map(|(x, y)| matmul_u64(x, y, s))
+        .collect();
+    Ok(local
+        .iter()
+        .zip(a.iter().zip(&b))
+        .map(|(c, (p, q))| c.wrapping_add(*p).wrapping_add(*q) & mask(l))
+        .collect())
 }

@@ -101,10 +101,16 @@ pub fn olt<C: Channel + ?Sized>(
         Side::Rhs => s.m * s.n,
     };
     if mats.is_empty() || mats.iter().any(|m| m.len() != want) {
-        return Err(LinearError::BadShape(format!("{side:?} matrices of {want} entries expected for {s:?}")));
+        return Err(LinearError::BadShape(format!(
+            "{side:?} matrices of {want} entries expected for {s:?}"
+        )));
     }
     if plan.degree != sess.degree() {
-        return Err(LinearError::BadParams(format!("plan for N = {}, session N = {}", plan.degree, sess.degree())));
+        return Err(LinearError::BadParams(format!(
+            "plan for N = {}, session N = {}",
+            plan.degree,
+            sess.degree()
+        )));
     }
     let layout = ResultLayout {
         shape: s,
@@ -134,8 +140,22 @@ fn block_count(plan: &OltPlan, side: Side) -> usize {
 fn encode_block(plan: &OltPlan, side: Side, mat: &[u64], idx: usize) -> Vec<u64> {
     let (_, mb, nb) = plan.windows.blocks(plan.shape);
     match side {
-        Side::Lhs => encode_lhs_block(mat, plan.shape, plan.windows, idx / mb, idx % mb, plan.degree),
-        Side::Rhs => encode_rhs_block(mat, plan.shape, plan.windows, idx / nb, idx % nb, plan.degree),
+        Side::Lhs => encode_lhs_block(
+            mat,
+            plan.shape,
+            plan.windows,
+            idx / mb,
+            idx % mb,
+            plan.degree,
+        ),
+        Side::Rhs => encode_rhs_block(
+            mat,
+            plan.shape,
+            plan.windows,
+            idx / nb,
+            idx % nb,
+            plan.degree,
+        ),
     }
 }
 
@@ -157,7 +177,9 @@ fn encryptor<C: Channel + ?Sized>(
         .enumerate()
         .map(|(i, mut p)| {
             let coeffs = encode_block(plan, side, mats[i / per], i % per);
-            Ok(sess.sk.encrypt(params, &Plaintext::from_coeffs(params, &coeffs, 0)?, &mut p)?)
+            Ok(sess
+                .sk
+                .encrypt(params, &Plaintext::from_coeffs(params, &coeffs, 0)?, &mut p)?)
         })
         .collect::<Result<_, LinearError>>()?;
     ch.send(&wire::cts_to_bytes(params, &cts)?)?;
@@ -165,7 +187,10 @@ fn encryptor<C: Channel + ?Sized>(
     drop(cts);
     let resp = ch.recv()?;
     let cts = wire::cts_from_bytes_partial(params, &resp, &layout.positions())?;
-    let polys: Vec<Vec<u64>> = cts.par_iter().map(|c| h2a::open(sess, c)).collect::<Result<_, _>>()?;
+    let polys: Vec<Vec<u64>> = cts
+        .par_iter()
+        .map(|c| h2a::open(sess, c))
+        .collect::<Result<_, _>>()?;
     layout.parse(&polys)
 }
 
@@ -198,10 +223,19 @@ fn evaluator<C: Channel + ?Sized>(
     let per = block_count(plan, side);
     let make_pt = |i: usize| -> Result<PlainNtt, LinearError> {
         let coeffs = encode_block(plan, side, mats[i / per], i % per);
-        Ok(PlainNtt::new(params, &Plaintext::from_coeffs(params, &coeffs, 0)?, top)?)
+        Ok(PlainNtt::new(
+            params,
+            &Plaintext::from_coeffs(params, &coeffs, 0)?,
+            top,
+        )?)
     };
     let cache: Option<Vec<PlainNtt>> = if per * batch * top * n * 8 <= PT_CACHE_BYTES {
-        Some((0..per * batch).into_par_iter().map(make_pt).collect::<Result<_, _>>()?)
+        Some(
+            (0..per * batch)
+                .into_par_iter()
+                .map(make_pt)
+                .collect::<Result<_, _>>()?,
+        )
     } else {
         None
     };
@@ -241,7 +275,11 @@ fn evaluator<C: Channel + ?Sized>(
     let mut prgs: Vec<Prg> = (0..n_out).map(|_| prg.fork()).collect();
     let mut out_cts = Vec::with_capacity(n_out);
     let mut shares = Vec::with_capacity(n_out);
-    let gk = || sess.peer_gk.as_ref().ok_or_else(|| LinearError::BadParams("session has no Galois keys".into()));
+    let gk = || {
+        sess.peer_gk
+            .as_ref()
+            .ok_or_else(|| LinearError::BadParams("session has no Galois keys".into()))
+    };
     match plan.compression {
         Compression::None => {
             let res: Vec<(Ciphertext, Vec<u64>)> = (0..products)
@@ -265,8 +303,10 @@ fn evaluator<C: Channel + ?Sized>(
             for (g, p) in prgs.iter_mut().enumerate() {
                 let lo = g * mw;
                 let hi = ((g + 1) * mw).min(products);
-                let group: Vec<Option<Ciphertext>> =
-                    (lo..hi).into_par_iter().map(|b| product(b).map(Some)).collect::<Result<_, _>>()?;
+                let group: Vec<Option<Ciphertext>> = (lo..hi)
+                    .into_par_iter()
+                    .map(|b| product(b).map(Some))
+                    .collect::<Result<_, _>>()?;
                 let (mut ct, _) = interleave(&ring, group, log_gap)?;
                 shares.push(h2a::mask_coeff(sess, &mut ct, p)?);
                 out_cts.push(ct);
@@ -274,7 +314,10 @@ fn evaluator<C: Channel + ?Sized>(
         }
         Compression::PackLwes => {
             let ring = CtRing { params, gk: gk()? };
-            let prods: Vec<Ciphertext> = (0..products).into_par_iter().map(product).collect::<Result<_, _>>()?;
+            let prods: Vec<Ciphertext> = (0..products)
+                .into_par_iter()
+                .map(product)
+                .collect::<Result<_, _>>()?;
             for (g, p) in prgs.iter_mut().enumerate() {
                 let inputs: Vec<Option<Ciphertext>> = layout
                     .pack_sources(g)
@@ -291,7 +334,11 @@ fn evaluator<C: Channel + ?Sized>(
             }
         }
     }
-    ch.send(&wire::cts_to_bytes_partial(params, &out_cts, &layout.positions())?)?;
+    ch.send(&wire::cts_to_bytes_partial(
+        params,
+        &out_cts,
+        &layout.positions(),
+    )?)?;
     ch.flush()?;
     layout.parse(&shares)
 }

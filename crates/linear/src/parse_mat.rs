@@ -71,7 +71,10 @@ impl ResultLayout {
                 let e = (h * self.shape.k + row) * self.shape.n + col;
                 let g = e / self.degree;
                 let in_g = (self.entries() - g * self.degree).min(self.degree);
-                (g, crate::interleave::pack_lwes_position(e % self.degree, in_g, self.degree))
+                (
+                    g,
+                    crate::interleave::pack_lwes_position(e % self.degree, in_g, self.degree),
+                )
             }
         }
     }
@@ -143,15 +146,32 @@ mod tests {
 
     /// Plaintext simulation of a batched OLT over `Z_q` with small entries (no wrap-around), all
     /// three compressions, then ParseMat; compared with the plain products.
-    fn simulate(shape: Shape, w: Windows, degree: usize, batch: usize, compression: Compression, prg: &mut Prg) {
+    fn simulate(
+        shape: Shape,
+        w: Windows,
+        degree: usize,
+        batch: usize,
+        compression: Compression,
+        prg: &mut Prg,
+    ) {
         let ring = PlainRing { n: degree, q: Q };
-        let lay = ResultLayout { shape, windows: w, degree, compression, batch };
+        let lay = ResultLayout {
+            shape,
+            windows: w,
+            degree,
+            compression,
+            batch,
+        };
         let (kb, mb, nb) = w.blocks(shape);
         let mut want = Vec::new();
         let mut products = Vec::new();
         for _ in 0..batch {
-            let q: Vec<u64> = (0..shape.k * shape.m).map(|_| uniform_below(prg, 100)).collect();
-            let v: Vec<u64> = (0..shape.m * shape.n).map(|_| uniform_below(prg, 100)).collect();
+            let q: Vec<u64> = (0..shape.k * shape.m)
+                .map(|_| uniform_below(prg, 100))
+                .collect();
+            let v: Vec<u64> = (0..shape.m * shape.n)
+                .map(|_| uniform_below(prg, 100))
+                .collect();
             want.extend(matmul_u64(&q, &v, shape));
             for a in 0..kb {
                 for g in 0..nb {
@@ -159,7 +179,10 @@ mod tests {
                     for b in 0..mb {
                         // entries < 100, so the u64 product polynomial has no wrap; lift negatives.
                         let l = encode_lhs_block(&q, shape, w, a, b, degree);
-                        let l: Vec<u64> = l.iter().map(|&x| if x > 1 << 62 { Q - x.wrapping_neg() } else { x }).collect();
+                        let l: Vec<u64> = l
+                            .iter()
+                            .map(|&x| if x > 1 << 62 { Q - x.wrapping_neg() } else { x })
+                            .collect();
                         let r = encode_rhs_block(&v, shape, w, b, g, degree);
                         acc = ring.add(&acc, &plain_mul(&ring, &l, &r)).unwrap();
                     }
@@ -171,14 +194,24 @@ mod tests {
             Compression::None => products,
             Compression::Interleave => products
                 .chunks(w.mw)
-                .map(|ch| interleave(&ring, ch.iter().cloned().map(Some).collect(), w.mw.trailing_zeros()).unwrap().0)
+                .map(|ch| {
+                    interleave(
+                        &ring,
+                        ch.iter().cloned().map(Some).collect(),
+                        w.mw.trailing_zeros(),
+                    )
+                    .unwrap()
+                    .0
+                })
                 .collect(),
             Compression::PackLwes => (0..lay.num_polys())
                 .map(|g| {
                     let ins = lay
                         .pack_sources(g)
                         .into_iter()
-                        .map(|(b, p)| Some(ring.mul_monomial(&products[b], 2 * degree - p).unwrap()))
+                        .map(|(b, p)| {
+                            Some(ring.mul_monomial(&products[b], 2 * degree - p).unwrap())
+                        })
                         .collect();
                     pack_lwes(&ring, ins).unwrap().0
                 })
@@ -218,7 +251,11 @@ mod tests {
         ] {
             let s = Shape::new(k, m, nn).unwrap();
             let w = Windows::new(kw, mw, nw, n, true).unwrap();
-            for c in [Compression::None, Compression::Interleave, Compression::PackLwes] {
+            for c in [
+                Compression::None,
+                Compression::Interleave,
+                Compression::PackLwes,
+            ] {
                 simulate(s, w, n, batch, c, &mut prg);
             }
         }

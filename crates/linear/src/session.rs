@@ -54,7 +54,12 @@ impl HeSession {
         if galois && peer_gk.is_none() {
             return Err(LinearError::Malformed("peer sent no Galois keys".into()));
         }
-        Ok(HeSession { params, sk, peer_pk, peer_gk })
+        Ok(HeSession {
+            params,
+            sk,
+            peer_pk,
+            peer_gk,
+        })
     }
 
     /// Ring degree `N`.
@@ -62,4 +67,3 @@ impl HeSession {
         self.params.n()
     }
 }
-

@@ -66,7 +66,29 @@ pub struct CostModel {
 
 impl Default for CostModel {
     fn default() -> Self {
-        CostModel { per_ct: 1000.0, per_auto: 1.0, per_mult: 0.1 }
+        CostModel {
+            per_ct: 1000.0,
+            per_auto: 1.0,
+            per_mult: 0.1,
+        }
+    }
+}
+
+impl CostModel {
+    /// Prices in seconds from measurements on this machine: `auto_seconds` per automorphism
+    /// (see [`crate::bench::measure_automorphism_seconds`]), `ct_bytes` per ciphertext sent over
+    /// a link of `bandwidth_bps` bits/s; products are priced at `mult_seconds`.
+    pub fn measured(
+        auto_seconds: f64,
+        mult_seconds: f64,
+        ct_bytes: usize,
+        bandwidth_bps: f64,
+    ) -> Self {
+        CostModel {
+            per_ct: ct_bytes as f64 * 8.0 / bandwidth_bps,
+            per_auto: auto_seconds,
+            per_mult: mult_seconds,
+        }
     }
 }
 
@@ -103,7 +125,12 @@ pub struct OltPlan {
 
 impl OltPlan {
     /// The plan for given windows; `Interleave` applies the dynamic strategy.
-    pub fn new(shape: Shape, w: Windows, degree: usize, variant: Variant) -> Result<Self, LinearError> {
+    pub fn new(
+        shape: Shape,
+        w: Windows,
+        degree: usize,
+        variant: Variant,
+    ) -> Result<Self, LinearError> {
         Windows::new(w.kw, w.mw, w.nw, degree, variant != Variant::Krdy)?;
         let (kb, mb, nb) = w.blocks(shape);
         let products = kb * nb;
@@ -162,9 +189,16 @@ impl OltPlan {
     }
 
     /// Choose the windows minimising the cost model for `variant`.
-    pub fn choose(shape: Shape, degree: usize, variant: Variant, c: &CostModel) -> Result<Self, LinearError> {
+    pub fn choose(
+        shape: Shape,
+        degree: usize,
+        variant: Variant,
+        c: &CostModel,
+    ) -> Result<Self, LinearError> {
         if !degree.is_power_of_two() {
-            return Err(LinearError::BadParams(format!("ring degree {degree} is not a power of two")));
+            return Err(LinearError::BadParams(format!(
+                "ring degree {degree} is not a power of two"
+            )));
         }
         let mut best: Option<(f64, OltPlan)> = None;
         for kw in 1..=shape.k.min(degree) {
@@ -179,10 +213,15 @@ impl OltPlan {
                         best = Some((cost, p));
                     }
                 }
-                mw = if variant == Variant::Krdy { mw + 1 } else { mw * 2 };
+                mw = if variant == Variant::Krdy {
+                    mw + 1
+                } else {
+                    mw * 2
+                };
             }
         }
-        best.map(|(_, p)| p).ok_or_else(|| LinearError::BadShape(format!("{shape:?}: no window fits N = {degree}")))
+        best.map(|(_, p)| p)
+            .ok_or_else(|| LinearError::BadShape(format!("{shape:?}: no window fits N = {degree}")))
     }
 }
 
@@ -195,7 +234,10 @@ mod tests {
         let s = Shape::new(128, 768, 768).unwrap();
         let w = Windows::new(8, 64, 16, 8192, true).unwrap();
         let p = OltPlan::new(s, w, 8192, Variant::Interleave).unwrap();
-        assert_eq!((p.sent_cts, p.products, p.returned_cts, p.autos), (12 * 16, 16 * 48, 12, 768));
+        assert_eq!(
+            (p.sent_cts, p.products, p.returned_cts, p.autos),
+            (12 * 16, 16 * 48, 12, 768)
+        );
         assert!(!p.rhs_encrypts);
         let p = OltPlan::new(s, w, 8192, Variant::Krdy).unwrap();
         assert_eq!(p.returned_cts, 768);
@@ -204,7 +246,13 @@ mod tests {
     #[test]
     fn chooser_respects_constraints_and_dynamic_rule() {
         let c = CostModel::default();
-        for &(k, m, n) in &[(1, 50257, 768), (128, 768, 768), (16, 768, 3072), (1, 1, 1), (3, 5, 7)] {
+        for &(k, m, n) in &[
+            (1, 50257, 768),
+            (128, 768, 768),
+            (16, 768, 3072),
+            (1, 1, 1),
+            (3, 5, 7),
+        ] {
             let s = Shape::new(k, m, n).unwrap();
             for v in [Variant::Krdy, Variant::KrdyPlus, Variant::Interleave] {
                 let p = OltPlan::choose(s, 8192, v, &c).unwrap();
@@ -215,11 +263,15 @@ mod tests {
                 }
             }
         }
-        let p = OltPlan::choose(Shape::new(1, 1, 1).unwrap(), 8192, Variant::Interleave, &c).unwrap();
+        let p =
+            OltPlan::choose(Shape::new(1, 1, 1).unwrap(), 8192, Variant::Interleave, &c).unwrap();
         assert_eq!(p.compression, Compression::None);
         // A smaller automorphism price never chooses a smaller m_w.
         let s = Shape::new(128, 768, 768).unwrap();
-        let cheap = CostModel { per_auto: 0.01, ..c };
+        let cheap = CostModel {
+            per_auto: 0.01,
+            ..c
+        };
         let a = OltPlan::choose(s, 8192, Variant::Interleave, &c).unwrap();
         let b = OltPlan::choose(s, 8192, Variant::Interleave, &cheap).unwrap();
         assert!(b.sent_cts + b.returned_cts <= a.sent_cts + a.returned_cts);

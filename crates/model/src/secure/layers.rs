@@ -1,0 +1,482 @@
+//! Building blocks shared by the secure architectures, generic over [`Engine`]: weight encoding
+//! (server side, one tensor at a time), linear layers with one truncation, multi-head attention
+//! on shares (batched `Q·K^T` and `P·V`, public masks, grouped-query heads), RoPE as a public
+//! rotation, normalisations, activations, tanh, embedding lookups, row means.
+//!
+//! Fixed point: values carry `f` fractional bits; weights are encoded at `f` too, so a product
+//! has `2f` and is truncated once by `f` after the whole sum (BumbleBee §II-C).
+
+use crate::secure::engine::{Engine, WeightRef};
+use crate::secure::{EmbedMode, SecureError, WeightSource};
+use nectar_math::FixedPoint;
+use nectar_net::Role;
+use nectar_nn::backend::{enc, enc_scaled, int};
+use nectar_nn::exp::{exp_neg, EXP_BUMBLEBEE};
+use nectar_nn::gelu::{seg4_gelu, seg4_gelu_mixed, SEG4_BUMBLEBEE};
+use nectar_nn::layernorm::{layernorm as nn_layernorm, LayerNormParams, LAYERNORM_DEFAULT};
+use nectar_nn::reciprocal::{reciprocal, RecipParams};
+use nectar_nn::rmsnorm::rmsnorm as nn_rmsnorm;
+use nectar_nn::silu::{silu, silu_mixed, SILU_BUMBLEBEE};
+use nectar_nn::softmax::{softmax, SOFTMAX_BUMBLEBEE};
+
+/// Layout of a weight matrix in the checkpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// PyTorch `nn.Linear`: `[out, in]`.
+    OutIn,
+    /// HF `Conv1D` (GPT-2): `[in, out]`.
+    InOut,
+}
+
+/// A server's dense layer, encoded for the engine: `w` is `in × out` row-major.
+#[derive(Clone, Debug)]
+pub struct EncDense {
+    pub w: Vec<u64>,
+    pub b: Option<Vec<u64>>,
+}
+
+/// A factor applied to the first `cols` output columns of a weight and bias at encoding (the
+/// attention's `1/√dh`, folded into the server's `W_q`, `b_q`).
+#[derive(Clone, Copy, Debug)]
+pub struct ColScale {
+    pub cols: usize,
+    pub by: f64,
+}
+
+/// No scaling.
+pub const NO_SCALE: ColScale = ColScale { cols: 0, by: 1.0 };
+
+impl ColScale {
+    fn of(&self, col: usize) -> f64 {
+        if col < self.cols {
+            self.by
+        } else {
+            1.0
+        }
+    }
+}
+
+/// Encodes reals at the format (an error naming `what` when out of range).
+pub fn encode(
+    fp: FixedPoint,
+    xs: impl Iterator<Item = f64>,
+    what: &str,
+) -> Result<Vec<u64>, SecureError> {
+    xs.map(|x| {
+        fp.encode::<u64>(x)
+            .map_err(|e| SecureError::Role(format!("weight {what}: {e}")))
+    })
+    .collect()
+}
+
+/// Loads and encodes `name.weight` (and `name.bias` if `bias`), scaled by `scale`, as `in × out`.
+/// Returns `None` when this party has no weights (the client).
+pub fn load_dense(
+    src: Option<&dyn WeightSource>,
+    fp: FixedPoint,
+    name: &str,
+    in_dim: usize,
+    out_dim: usize,
+    layout: Layout,
+    bias: bool,
+    scale: ColScale,
+) -> Result<Option<EncDense>, SecureError> {
+    let Some(src) = src else { return Ok(None) };
+    let shape = match layout {
+        Layout::OutIn => [out_dim, in_dim],
+        Layout::InOut => [in_dim, out_dim],
+    };
+    let t = src.tensor(&format!("{name}.weight"), &shape)?;
+    let w = match layout {
+        Layout::InOut => encode(
+            fp,
+            t.iter()
+                .enumerate()
+                .map(|(p, &v)| v as f64 * scale.of(p % out_dim)),
+            name,
+        )?,
+        Layout::OutIn => encode(
+            fp,
+            (0..in_dim * out_dim)
+                .map(|p| t[(p % out_dim) * in_dim + p / out_dim] as f64 * scale.of(p % out_dim)),
+            name,
+        )?,
+    };
+    let b = if bias {
+        let t = src.tensor(&format!("{name}.bias"), &[out_dim])?;
+        Some(encode(
+            fp,
+            t.iter().enumerate().map(|(o, &v)| v as f64 * scale.of(o)),
+            name,
+        )?)
+    } else {
+        None
+    };
+    Ok(Some(EncDense { w, b }))
+}
+
+/// Loads and encodes a vector tensor (`name`, length `n`; LayerNorm γ/β, ...).
+pub fn load_vec(
+    src: Option<&dyn WeightSource>,
+    fp: FixedPoint,
+    name: &str,
+    n: usize,
+) -> Result<Option<Vec<u64>>, SecureError> {
+    match src {
+        None => Ok(None),
+        Some(s) => {
+            let t = s.tensor(name, &[n])?;
+            Ok(Some(encode(fp, t.iter().map(|&v| v as f64), name)?))
+        }
+    }
+}
+
+/// Rows `rows` of a `[?, d]` table tensor `name`, encoded (server-side public-index lookup).
+pub fn load_rows(
+    src: Option<&dyn WeightSource>,
+    fp: FixedPoint,
+    name: &str,
+    shape: [usize; 2],
+    rows: std::ops::Range<usize>,
+) -> Result<Option<Vec<u64>>, SecureError> {
+    match src {
+        None => Ok(None),
+        Some(s) => {
+            let t = s.tensor(name, &shape)?;
+            let d = shape[1];
+            Ok(Some(encode(
+                fp,
+                t[rows.start * d..rows.end * d].iter().map(|&v| v as f64),
+                name,
+            )?))
+        }
+    }
+}
+
+/// `x W + b`, `x` `rows × in`, truncated once by `f` (the bias is added after truncation).
+pub fn linear<E: Engine>(
+    e: &mut E,
+    x: &E::Val,
+    rows: usize,
+    in_dim: usize,
+    out_dim: usize,
+    w: Option<&EncDense>,
+    has_bias: bool,
+) -> Result<E::Val, SecureError> {
+    let raw = e.matmul_weight(
+        x,
+        rows,
+        in_dim,
+        out_dim,
+        WeightRef::from_option(w.map(|d| d.w.as_slice())),
+    )?;
+    let f = e.format().f();
+    let y = e.trunc(&raw, f)?;
+    if has_bias {
+        let b = w.and_then(|d| d.b.as_deref());
+        Ok(e.add_bias(&y, rows, out_dim, WeightRef::from_option(b))?)
+    } else {
+        Ok(y)
+    }
+}
+
+/// The model's ε raised to the smallest value the fixed-point rsqrt domain accepts
+/// (`4·2^−f`, ≈ 1.5e−5 at f = 18; BERT's 1e−12 and LLaMA's 1e−6 are below the resolution).
+pub fn norm_params(fp: FixedPoint, eps: f64) -> LayerNormParams {
+    LayerNormParams {
+        eps: eps.max(4.0 / (fp.f() as f64).exp2()),
+        ..LAYERNORM_DEFAULT
+    }
+}
+
+/// LayerNorm of `rows × cols` with the server's γ, β.
+pub fn layernorm<E: Engine>(
+    e: &mut E,
+    x: &E::Val,
+    rows: usize,
+    cols: usize,
+    g: Option<&[u64]>,
+    b: Option<&[u64]>,
+    eps: f64,
+) -> Result<E::Val, SecureError> {
+    let gv = e.server_input(g, cols)?;
+    let bv = e.server_input(b, cols)?;
+    let p = norm_params(e.format(), eps);
+    Ok(nn_layernorm(e, x, rows, cols, &gv, &bv, &p)?)
+}
+
+/// RMSNorm of `rows × cols` with the server's γ.
+pub fn rmsnorm<E: Engine>(
+    e: &mut E,
+    x: &E::Val,
+    rows: usize,
+    cols: usize,
+    g: Option<&[u64]>,
+    eps: f64,
+) -> Result<E::Val, SecureError> {
+    let gv = e.server_input(g, cols)?;
+    let p = norm_params(e.format(), eps);
+    Ok(nn_rmsnorm(e, x, rows, cols, &gv, &p)?)
+}
+
+/// GeLU (exact and tanh forms alike) by Seg4GeLU (BumbleBee Eq. (2)).
+pub fn gelu<E: Engine>(e: &mut E, x: &E::Val, mixed: bool) -> Result<E::Val, SecureError> {
+    Ok(if mixed {
+        seg4_gelu_mixed(e, x, &SEG4_BUMBLEBEE)?
+    } else {
+        seg4_gelu(e, x, &SEG4_BUMBLEBEE)?
+    })
+}
+
+/// SiLU by BumbleBee's four-segment approximation.
+pub fn silu_op<E: Engine>(e: &mut E, x: &E::Val, mixed: bool) -> Result<E::Val, SecureError> {
+    Ok(if mixed {
+        silu_mixed(e, x, &SILU_BUMBLEBEE)?
+    } else {
+        silu(e, x, &SILU_BUMBLEBEE)?
+    })
+}
+
+/// Reciprocal domain `[1, 4)` for `1 + e^{−2|x|} ∈ [1, 2]`.
+const RECIP_TANH: RecipParams = RecipParams {
+    lo: 0,
+    hi: 2,
+    iters: 3,
+};
+
+/// `tanh(x) = sign(x)·(1 − e^{−2|x|}) / (1 + e^{−2|x|})` (BERT pooler): one msb, two muxes, the
+/// clipped exponential, one reciprocal on [1, 2] and one product.
+pub fn tanh<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, SecureError> {
+    let s = e.msb(x)?;
+    let neg = e.mux(&s, x)?;
+    let two = int(e, 2);
+    let twoneg = e.mul_const(&neg, &[two], 0)?;
+    let a = e.sub(x, &twoneg)?; // |x|
+    let m2 = int(e, -2);
+    let d = e.mul_const(&a, &[m2], 0)?; // −2|x| ≤ 0
+    let ex = exp_neg(e, &d, &EXP_BUMBLEBEE)?;
+    let one = enc(e, 1.0)?;
+    let den = e.add_const(&ex, &[one])?;
+    let nex = e.neg(&ex)?;
+    let num = e.add_const(&nex, &[one])?;
+    let r = reciprocal(e, &den, &RECIP_TANH)?;
+    let t = e.mul(&num, &r)?;
+    let tneg = e.mux(&s, &t)?;
+    let t2 = e.mul_const(&tneg, &[two], 0)?;
+    Ok(e.sub(&t, &t2)?)
+}
+
+/// Sizes of one attention call (like [`crate::ops::AttnShape`]): `n` queries at positions
+/// `m − n .. m`, `m` keys, `heads` query heads of width `dh` over `kv_heads` key/value heads.
+#[derive(Clone, Copy, Debug)]
+pub struct AttnDims {
+    pub n: usize,
+    pub m: usize,
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub dh: usize,
+}
+
+/// Multi-head attention on shares. `q`: `[n, heads·dh]` already scaled by `1/√dh` (folded into
+/// the server's `W_q`); `k`, `v`: `[m, kv_heads·dh]`. `causal`: query `i` sees keys
+/// `j ≤ m − n + i`; `key_mask[j] = false` hides key `j` (padding). Both masks are public.
+/// Returns `[n, heads·dh]`. Operators recorded by the caller's profile: `matmul.qk`,
+/// `softmax`, `matmul.pv`.
+pub fn attention<E: Engine>(
+    e: &mut E,
+    q: &E::Val,
+    k: &E::Val,
+    v: &E::Val,
+    a: AttnDims,
+    key_mask: Option<&[bool]>,
+    causal: bool,
+) -> Result<E::Val, SecureError> {
+    use crate::secure::profile::timed;
+    let AttnDims {
+        n,
+        m,
+        heads,
+        kv_heads,
+        dh,
+    } = a;
+    if kv_heads == 0 || heads % kv_heads != 0 {
+        return Err(SecureError::Unsupported(format!(
+            "{heads} heads over {kv_heads} key/value heads"
+        )));
+    }
+    let (d, dkv, group) = (heads * dh, kv_heads * dh, heads / kv_heads);
+    let f = e.format().f();
+    // Q as [H, n, dh]; K^T as [H, dh, m]; V as [H, m, dh] (query head h reads kv head h/group).
+    let qi: Vec<usize> = (0..heads * n * dh)
+        .map(|p| {
+            let (h, i, t) = (p / (n * dh), (p / dh) % n, p % dh);
+            i * d + h * dh + t
+        })
+        .collect();
+    let kti: Vec<usize> = (0..heads * dh * m)
+        .map(|p| {
+            let (h, t, j) = (p / (dh * m), (p / m) % dh, p % m);
+            j * dkv + (h / group) * dh + t
+        })
+        .collect();
+    let vi: Vec<usize> = (0..heads * m * dh)
+        .map(|p| {
+            let (h, j, t) = (p / (m * dh), (p / dh) % m, p % dh);
+            j * dkv + (h / group) * dh + t
+        })
+        .collect();
+    let qh = e.gather(q, &qi)?;
+    let kt = e.gather(k, &kti)?;
+    let vh = e.gather(v, &vi)?;
+    let scores = timed(e, "matmul.qk", |e| {
+        let raw = e.batch_matmul_shared(&qh, &kt, heads, n, dh, m)?;
+        Ok(e.trunc(&raw, f)?)
+    })?;
+    let hide: Vec<bool> = (0..heads * n * m)
+        .map(|p| {
+            let (i, j) = ((p / m) % n, p % m);
+            (causal && j > m - n + i) || key_mask.is_some_and(|km| !km[j])
+        })
+        .collect();
+    let any = hide.iter().any(|&h| h);
+    let probs = timed(e, "softmax", |e| {
+        Ok(softmax(
+            e,
+            &scores,
+            heads * n,
+            m,
+            any.then_some(&hide[..]),
+            &SOFTMAX_BUMBLEBEE,
+        )?)
+    })?;
+    let ctx = timed(e, "matmul.pv", |e| {
+        let raw = e.batch_matmul_shared(&probs, &vh, heads, n, m, dh)?;
+        Ok(e.trunc(&raw, f)?)
+    })?;
+    // [H, n, dh] -> [n, H·dh]
+    let back: Vec<usize> = (0..n * d)
+        .map(|p| {
+            let (i, h, t) = (p / d, (p % d) / dh, p % dh);
+            h * n * dh + i * dh + t
+        })
+        .collect();
+    Ok(e.gather(&ctx, &back)?)
+}
+
+/// Rotary position embedding (HF "rotate half") of `x` (`[n, heads·dh]`, rows at positions
+/// `start..`): a public rotation, applied locally to each share (two products by public
+/// constants), followed by one truncation.
+pub fn rope<E: Engine>(
+    e: &mut E,
+    x: &E::Val,
+    n: usize,
+    start: usize,
+    heads: usize,
+    dh: usize,
+    theta: f64,
+) -> Result<E::Val, SecureError> {
+    let half = dh / 2;
+    let f = e.format().f();
+    let d = heads * dh;
+    let mut cos = Vec::with_capacity(n * d);
+    let mut sin = Vec::with_capacity(n * d);
+    let mut partner = Vec::with_capacity(n * d);
+    for i in 0..n {
+        let pos = (start + i) as f64;
+        for h in 0..heads {
+            for t in 0..dh {
+                let tt = t % half;
+                let freq = theta.powf(-2.0 * tt as f64 / dh as f64);
+                let (s, c) = (pos * freq).sin_cos();
+                cos.push(enc(e, c)?);
+                sin.push(enc(e, if t < half { -s } else { s })?);
+                partner.push(i * d + h * dh + if t < half { t + half } else { t - half });
+            }
+        }
+    }
+    let a = e.mul_const(x, &cos, 0)?;
+    let p = e.gather(x, &partner)?;
+    let b = e.mul_const(&p, &sin, 0)?;
+    let s = e.add(&a, &b)?;
+    Ok(e.trunc(&s, f)?)
+}
+
+/// Embedding rows of the client's tokens: `one_hot(ids) × table` (`vocab × dim`, the server's,
+/// already encoded as `in × out`) — see [`EmbedMode`]. `ids` is `Some` on the client (and the
+/// twin). One-hot entries are ring integers, so the product needs no truncation.
+pub fn embed_lookup<E: Engine>(
+    e: &mut E,
+    ids: Option<&[u32]>,
+    n: usize,
+    vocab: usize,
+    dim: usize,
+    table: Option<&[u64]>,
+    mode: EmbedMode,
+) -> Result<E::Val, SecureError> {
+    let oh = one_hot_rows(e, ids, n, vocab, mode)?;
+    Ok(e.matmul_weight(&oh, n, vocab, dim, WeightRef::from_option(table))?)
+}
+
+/// One-hot rows `n × vocab` of the client's ids (as shares).
+pub fn one_hot_rows<E: Engine>(
+    e: &mut E,
+    ids: Option<&[u32]>,
+    n: usize,
+    vocab: usize,
+    mode: EmbedMode,
+) -> Result<E::Val, SecureError> {
+    let client_has = e.role() == Role::Client || e.is_twin();
+    if client_has && ids.is_none() {
+        return Err(SecureError::Role(
+            "the client must provide its token ids".into(),
+        ));
+    }
+    let ids = if client_has { ids } else { None };
+    Ok(match mode {
+        EmbedMode::ClientOneHot => {
+            let oh = ids.map(|ids| {
+                let mut v = vec![0u64; n * vocab];
+                for (i, &t) in ids.iter().enumerate() {
+                    v[i * vocab + t as usize] = 1;
+                }
+                v
+            });
+            e.client_input(oh.as_deref(), n * vocab)?
+        }
+        EmbedMode::SharedIds => {
+            let raw: Option<Vec<u64>> = ids.map(|ids| ids.iter().map(|&t| t as u64).collect());
+            let shared = e.client_input(raw.as_deref(), n)?;
+            nectar_nn::onehot::one_hot(e, &shared, vocab)?
+        }
+    })
+}
+
+/// Mean of the `n` rows of `x` (`n × d`): one local sum and one truncation.
+pub fn mean_rows<E: Engine>(
+    e: &mut E,
+    x: &E::Val,
+    n: usize,
+    d: usize,
+) -> Result<E::Val, SecureError> {
+    let t: Vec<usize> = (0..d * n).map(|p| (p % n) * d + p / n).collect();
+    let xt = e.gather(x, &t)?;
+    let s = e.sum_groups(&xt, n)?;
+    let sh = e.format().f() + 8;
+    let c = enc_scaled(e, 1.0 / n as f64, sh)?;
+    Ok(e.mul_const(&s, &[c], sh)?)
+}
+
+/// Rows `r` of a row-major `rows × d` value.
+pub fn take_rows<E: Engine>(
+    e: &mut E,
+    x: &E::Val,
+    r: std::ops::Range<usize>,
+    d: usize,
+) -> Result<E::Val, SecureError> {
+    Ok(e.gather(x, &(r.start * d..r.end * d).collect::<Vec<_>>())?)
+}
+
+/// Decodes a revealed vector (signed, current format).
+pub fn decode<E: Engine>(e: &E, v: &[u64]) -> Vec<f64> {
+    e.format().decode_vec(v)
+}

@@ -1,0 +1,243 @@
+//! Whole-model two-party execution (BumbleBee NDSS'25 §II-C, §VII-B, Fig. 2): BERT, GPT-2 and
+//! LLaMA written once over an [`Engine`] — the fixed-point arithmetic of the protocols plus the
+//! linear operators a transformer needs — so that the same code runs
+//!
+//! - on [`PlainEngine`], the plaintext fixed-point **twin** (one process holds everything; used
+//!   to measure the fixed-point/approximation error against the f32 reference and as the
+//!   expected output of the secure run), and
+//! - on a secure engine (additive shares, OLT matmuls of `nectar-linear`, the OT-based
+//!   nonlinear protocols behind `nectar-nn`'s `Backend`), where each party runs the code with
+//!   its own secrets: the server passes the weights ([`WeightSource`]), the client the token ids.
+//!
+//! # Data flow (DESIGN.md "Data flow of one inference")
+//!
+//! 1. Embedding: the client's one-hot matrix (built locally from its ids, or obtained from
+//!    secret-shared ids with `i_equal`, see [`EmbedMode`]) × the server's table, an OLT.
+//! 2. Per block: linear layers `[X]·W` by OLT followed by one truncation and the server adding
+//!    its bias to its share; `Q·K^T` and `P·V` as batched shared×shared products; softmax with
+//!    a public (padding / causal) mask; LayerNorm / RMSNorm; GeLU (Seg4GeLU) / SiLU.
+//! 3. Output: BERT mean pooling is computed on shares and the pooled vector is revealed **to the
+//!    client only**, who L2-normalises it in plaintext (normalisation of a public-to-the-client
+//!    vector leaks nothing more). Classifier logits, GPT-2/LLaMA argmax tokens: revealed to the
+//!    client only; the argmax index is the client's next input id (generation).
+//!
+//! Public in the threat model: architecture and shapes, sequence length, position of the
+//! generation step, fixed-point format and approximation parameters.
+//!
+//! Weights are never held as a full fixed-point copy: each tensor is read from the (memory-
+//! mapped or pseudo-random) [`WeightSource`] and encoded right before the operator that uses it,
+//! and dropped after it.
+
+pub mod bert;
+pub mod engine;
+pub mod gpt2;
+pub mod layers;
+pub mod llama;
+pub mod plain_engine;
+pub mod profile;
+pub mod random;
+pub mod vit;
+
+pub use bert::SecureBert;
+pub use engine::{Engine, WeightRef};
+pub use gpt2::SecureGpt2;
+pub use llama::SecureLlama;
+pub use plain_engine::PlainEngine;
+pub use profile::{OpRecord, Profile};
+pub use random::{random_config, RandomArch, RandomWeights};
+
+use crate::config::ModelConfig;
+use crate::weights::Weights;
+use crate::ModelError;
+use nectar_nn::NnError;
+
+/// Errors of secure model execution.
+#[derive(Debug, thiserror::Error)]
+pub enum SecureError {
+    /// An operator or a protocol failed (includes channel errors of the secure engine).
+    #[error("operator: {0}")]
+    Nn(#[from] NnError),
+    /// Loading weights or checking inputs failed.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// This party is missing something only it can provide (the server's weights, the
+    /// client's input), or holds something of the wrong shape.
+    #[error("{0}")]
+    Role(String),
+    /// Not implemented for this architecture / option.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+}
+
+impl From<nectar_math::MathError> for SecureError {
+    fn from(e: nectar_math::MathError) -> Self {
+        SecureError::Nn(NnError::Math(e))
+    }
+}
+
+/// Named f32 tensors of a checkpoint, read on demand (never all at once).
+///
+/// Implemented by the memory-mapped [`Weights`] and by [`RandomWeights`] (deterministic
+/// pseudo-random tensors at the real shapes, for benchmarks).
+pub trait WeightSource: Send + Sync {
+    /// Tensor `name` (base name, without task prefix) as f32, checked to have `shape`.
+    fn tensor(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError>;
+    /// Whether the tensor exists.
+    fn contains(&self, name: &str) -> bool;
+    /// Its shape, if present.
+    fn shape(&self, name: &str) -> Option<Vec<usize>>;
+}
+
+impl WeightSource for Weights {
+    fn tensor(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError> {
+        Weights::tensor(self, name, shape)
+    }
+    fn contains(&self, name: &str) -> bool {
+        Weights::contains(self, name)
+    }
+    fn shape(&self, name: &str) -> Option<Vec<usize>> {
+        Weights::shape(self, name).map(|s| s.to_vec())
+    }
+}
+
+/// How the client's token ids enter the embedding lookup (AGREEMENT; both measured).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum EmbedMode {
+    /// The client builds the one-hot rows from its ids in plaintext and inputs them to the
+    /// OLT `one_hot × table` (the server's share is zero): no nonlinear protocol at all.
+    ClientOneHot,
+    /// The ids are secret-shared first and the one-hot rows are computed by `i_equal`
+    /// (BumbleBee Table IV's `i_equal` row: `n·V` equality tests), then the same OLT.
+    SharedIds,
+}
+
+/// Options of a secure run (AGREEMENT: both parties must use the same).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SecureOptions {
+    /// Embedding lookup mode.
+    pub embed: EmbedMode,
+    /// Evaluate GeLU / SiLU in BumbleBee's small activation ring (§V-C).
+    pub mixed_activations: bool,
+    /// Run at most this many transformer blocks (`None`: all); for per-layer benchmarks.
+    pub max_layers: Option<usize>,
+}
+
+impl Default for SecureOptions {
+    fn default() -> Self {
+        SecureOptions {
+            embed: EmbedMode::ClientOneHot,
+            mixed_activations: false,
+            max_layers: None,
+        }
+    }
+}
+
+/// What a query asks for.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Task {
+    /// BERT sentence embedding (mean pooling + L2 normalisation).
+    Embed,
+    /// BERT classifier logits (pooler + classifier head).
+    Classify,
+    /// Greedy generation of `n_new` tokens (GPT-2, LLaMA).
+    Generate { n_new: usize },
+}
+
+/// One query as each party sees it: the client holds the ids, the server only their number.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Query {
+    pub task: Task,
+    /// The token ids (client; `None` on the server).
+    pub ids: Option<Vec<u32>>,
+    /// Number of tokens (public).
+    pub len: usize,
+}
+
+/// What the client learns (the server learns `Output::Nothing`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum Output {
+    /// L2-normalised sentence embedding.
+    Embedding(Vec<f32>),
+    /// Classifier logits.
+    Logits(Vec<f32>),
+    /// Generated token ids.
+    Tokens(Vec<u32>),
+    /// This party learns nothing (the server, by default).
+    Nothing,
+}
+
+/// Any supported architecture, ready to run over an [`Engine`].
+pub enum SecureModel<'w> {
+    Bert(SecureBert<'w>),
+    Gpt2(SecureGpt2<'w>),
+    Llama(SecureLlama<'w>),
+}
+
+impl<'w> SecureModel<'w> {
+    /// The model of `config` with the server's `weights` (`None` on the client).
+    pub fn new(
+        config: &ModelConfig,
+        weights: Option<&'w dyn WeightSource>,
+        opts: SecureOptions,
+    ) -> Result<Self, SecureError> {
+        Ok(match config {
+            ModelConfig::Bert(c) => SecureModel::Bert(SecureBert::new(c.clone(), weights, opts)?),
+            ModelConfig::Gpt2(c) => SecureModel::Gpt2(SecureGpt2::new(c.clone(), weights, opts)?),
+            ModelConfig::Llama(c) => {
+                SecureModel::Llama(SecureLlama::new(c.clone(), weights, opts)?)
+            }
+            ModelConfig::Vit(_) => return Err(vit::unsupported()),
+        })
+    }
+
+    /// Runs `q`; returns what this party learns.
+    pub fn run<E: Engine>(&self, e: &mut E, q: &Query) -> Result<Output, SecureError> {
+        match (self, &q.task) {
+            (SecureModel::Bert(m), Task::Embed) => Ok(m
+                .embed(e, q.ids.as_deref(), q.len)?
+                .map_or(Output::Nothing, Output::Embedding)),
+            (SecureModel::Bert(m), Task::Classify) => Ok(m
+                .classify(e, q.ids.as_deref(), q.len)?
+                .map_or(Output::Nothing, Output::Logits)),
+            (SecureModel::Gpt2(m), Task::Generate { n_new }) => Ok(m
+                .generate(e, q.ids.as_deref(), q.len, *n_new)?
+                .map_or(Output::Nothing, Output::Tokens)),
+            (SecureModel::Llama(m), Task::Generate { n_new }) => Ok(m
+                .generate(e, q.ids.as_deref(), q.len, *n_new)?
+                .map_or(Output::Nothing, Output::Tokens)),
+            (_, t) => Err(SecureError::Unsupported(format!(
+                "task {t:?} for this architecture"
+            ))),
+        }
+    }
+}
+
+/// Client-side check of its own ids (the server cannot check what it does not see).
+pub(crate) fn check_ids(
+    ids: Option<&[u32]>,
+    len: usize,
+    vocab: usize,
+    max_pos: usize,
+) -> Result<(), SecureError> {
+    if len == 0 {
+        return Err(ModelError::Input("empty token sequence".into()).into());
+    }
+    if len > max_pos {
+        return Err(ModelError::Input(format!(
+            "{len} tokens exceed the {max_pos} positions of the model"
+        ))
+        .into());
+    }
+    if let Some(ids) = ids {
+        if ids.len() != len {
+            return Err(SecureError::Role(format!(
+                "{} ids for a query of {len} tokens",
+                ids.len()
+            )));
+        }
+        if let Some(&t) = ids.iter().find(|&&t| t as usize >= vocab) {
+            return Err(ModelError::Input(format!("token id {t} >= vocab_size {vocab}")).into());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,170 @@
+//! Per-operator cost breakdown of a run, like BumbleBee Table IV: for each operator (`embed`,
+//! `linear.qkv`, `matmul.qk`, `softmax`, `gelu`, `layernorm`, ...) the number of calls, the
+//! seconds spent, the bytes sent and received (deltas of the channel counters) and the rounds.
+//!
+//! Records are taken by [`timed`] around top-level operators only (nested calls are part of
+//! their caller's record), so the rows add up to the run's totals.
+
+use crate::secure::engine::Engine;
+use crate::secure::SecureError;
+use nectar_net::Stats;
+use serde::Serialize;
+use std::time::Instant;
+
+/// Aggregated cost of one operator.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct OpRecord {
+    pub op: String,
+    pub calls: u64,
+    pub seconds: f64,
+    pub bytes_sent: u64,
+    pub bytes_recv: u64,
+    pub rounds: u64,
+}
+
+/// The breakdown of a run (operators in order of first use).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Profile {
+    pub ops: Vec<OpRecord>,
+    #[serde(skip)]
+    depth: usize,
+}
+
+impl Profile {
+    /// Adds one call's cost to `op`'s record.
+    pub fn record(&mut self, op: &str, seconds: f64, delta: Stats) {
+        let r = match self.ops.iter_mut().position(|r| r.op == op) {
+            Some(i) => &mut self.ops[i],
+            None => {
+                self.ops.push(OpRecord {
+                    op: op.to_string(),
+                    ..Default::default()
+                });
+                let i = self.ops.len() - 1;
+                &mut self.ops[i]
+            }
+        };
+        r.calls += 1;
+        r.seconds += seconds;
+        r.bytes_sent += delta.bytes_sent;
+        r.bytes_recv += delta.bytes_recv;
+        r.rounds += delta.rounds;
+    }
+
+    /// The sum over all operators.
+    pub fn total(&self) -> OpRecord {
+        let mut t = OpRecord {
+            op: "total".into(),
+            ..Default::default()
+        };
+        for r in &self.ops {
+            t.calls += r.calls;
+            t.seconds += r.seconds;
+            t.bytes_sent += r.bytes_sent;
+            t.bytes_recv += r.bytes_recv;
+            t.rounds += r.rounds;
+        }
+        t
+    }
+
+    /// Adds another profile's records (e.g. of a later query of the same session).
+    pub fn merge(&mut self, other: &Profile) {
+        for r in &other.ops {
+            let s = Stats {
+                bytes_sent: r.bytes_sent,
+                bytes_recv: r.bytes_recv,
+                rounds: r.rounds,
+                ..Default::default()
+            };
+            self.record(&r.op, r.seconds, s);
+            if let Some(x) = self.ops.iter_mut().find(|x| x.op == r.op) {
+                x.calls += r.calls - 1;
+            }
+        }
+    }
+
+    /// Clears all records.
+    pub fn clear(&mut self) {
+        self.ops.clear();
+    }
+
+    /// A fixed-width table (operator, calls, seconds, MB sent, MB received, rounds) with a
+    /// total line.
+    pub fn table(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "{:<16} {:>7} {:>10} {:>11} {:>11} {:>8}",
+            "operator", "calls", "seconds", "MB sent", "MB recv", "rounds"
+        );
+        let line = |s: &mut String, r: &OpRecord| {
+            let _ = writeln!(
+                s,
+                "{:<16} {:>7} {:>10.3} {:>11.3} {:>11.3} {:>8}",
+                r.op,
+                r.calls,
+                r.seconds,
+                r.bytes_sent as f64 / 1e6,
+                r.bytes_recv as f64 / 1e6,
+                r.rounds
+            );
+        };
+        for r in &self.ops {
+            line(&mut s, r);
+        }
+        line(&mut s, &self.total());
+        s
+    }
+
+    /// JSON value `{ "ops": [...], "total": {...} }`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({ "ops": self.ops, "total": self.total() })
+    }
+}
+
+/// Runs `f` and records its time and communication under `op` (only at the outermost level).
+pub fn timed<E, T, F>(e: &mut E, op: &str, f: F) -> Result<T, SecureError>
+where
+    E: Engine,
+    F: FnOnce(&mut E) -> Result<T, SecureError>,
+{
+    let before = e.net_stats();
+    let t0 = Instant::now();
+    e.profile_mut().depth += 1;
+    let out = f(e);
+    e.profile_mut().depth -= 1;
+    if e.profile_mut().depth == 0 {
+        let delta = e.net_stats() - before;
+        e.profile_mut()
+            .record(op, t0.elapsed().as_secs_f64(), delta);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aggregates_and_totals() {
+        let mut p = Profile::default();
+        let s = Stats {
+            bytes_sent: 10,
+            bytes_recv: 20,
+            rounds: 1,
+            ..Default::default()
+        };
+        p.record("softmax", 0.5, s);
+        p.record("gelu", 0.25, s);
+        p.record("softmax", 0.5, s);
+        assert_eq!(p.ops.len(), 2);
+        assert_eq!(p.ops[0].calls, 2);
+        assert_eq!(p.total().bytes_recv, 60);
+        let mut q = Profile::default();
+        q.merge(&p);
+        assert_eq!(q, p);
+        assert!(p.table().contains("softmax"));
+        assert_eq!(p.to_json()["total"]["calls"], 3);
+    }
+}

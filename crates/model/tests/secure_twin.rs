@@ -1,0 +1,211 @@
+//! Whole-model fixed-point twin ([`PlainEngine`]) against the f32 reference forwards: the error
+//! of fixed point (64, 18) and of BumbleBee's approximations (Seg4GeLU, SiLU, clipped exp,
+//! Newton reciprocal / rsqrt) on whole models. The secure run is later checked against the twin.
+
+use nectar_math::FixedPoint;
+use nectar_model::secure::{
+    EmbedMode, Output, PlainEngine, Query, SecureModel, SecureOptions, Task,
+};
+use nectar_model::{cosine, fetch, tiny, Model, Network, Weights};
+
+fn twin() -> PlainEngine {
+    PlainEngine::new(FixedPoint::BUMBLEBEE).unwrap()
+}
+
+fn run(model: &Model, w: &Weights, task: Task, ids: &[u32], opts: SecureOptions) -> Output {
+    let m = SecureModel::new(model.config(), Some(w), opts).unwrap();
+    let q = Query {
+        task,
+        ids: Some(ids.to_vec()),
+        len: ids.len(),
+    };
+    m.run(&mut twin(), &q).unwrap()
+}
+
+fn weights(dir: &std::path::Path) -> Weights {
+    Weights::open(&dir.join("model.safetensors")).unwrap()
+}
+
+#[test]
+fn tiny_bert_embedding_and_logits_match_float() {
+    let dir = tempfile::tempdir().unwrap();
+    tiny::write_tiny_bert(dir.path(), 11).unwrap();
+    let model = Model::load(dir.path()).unwrap();
+    let Network::Bert(bert) = model.network() else {
+        panic!("bert expected")
+    };
+    let w = weights(dir.path());
+    let mut worst = 1f32;
+    for (s, ids) in [
+        vec![1u32, 7, 3, 9, 2],
+        vec![4, 4, 4],
+        (0..20).map(|i| (i * 7 % 50) as u32).collect(),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let want = bert.embed_ids(ids).unwrap();
+        for mode in [EmbedMode::ClientOneHot, EmbedMode::SharedIds] {
+            let opts = SecureOptions {
+                embed: mode,
+                ..Default::default()
+            };
+            let Output::Embedding(got) = run(&model, &w, Task::Embed, ids, opts) else {
+                panic!("embedding expected")
+            };
+            let c = cosine(&want, &got);
+            eprintln!("tiny bert sentence {s} ({mode:?}): cosine {c:.6}");
+            worst = worst.min(c);
+        }
+        let want = bert.classify_ids(ids).unwrap();
+        let Output::Logits(got) = run(&model, &w, Task::Classify, ids, SecureOptions::default())
+        else {
+            panic!()
+        };
+        let err = want
+            .iter()
+            .zip(&got)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        eprintln!("tiny bert sentence {s}: logits {want:?} vs {got:?}, max abs error {err:.2e}");
+        assert!(err < 5e-2, "classifier logits error {err}");
+    }
+    assert!(worst >= 0.99, "worst cosine {worst}");
+}
+
+#[test]
+fn tiny_gpt2_generation_matches_float() {
+    let dir = tempfile::tempdir().unwrap();
+    tiny::write_tiny_gpt2(dir.path(), 5).unwrap();
+    let model = Model::load(dir.path()).unwrap();
+    let Network::Gpt2(g) = model.network() else {
+        panic!("gpt2 expected")
+    };
+    let w = weights(dir.path());
+    let prompt = [3u32, 17, 42, 8];
+    let want = g.generate(&prompt, 8).unwrap();
+    let Output::Tokens(got) = run(
+        &model,
+        &w,
+        Task::Generate { n_new: 8 },
+        &prompt,
+        SecureOptions::default(),
+    ) else {
+        panic!("tokens expected")
+    };
+    eprintln!("tiny gpt2: float {want:?}, twin {got:?}");
+    // Logits of the prompt's next token.
+    let sm = SecureModel::new(model.config(), Some(&w), SecureOptions::default()).unwrap();
+    let SecureModel::Gpt2(sg) = &sm else { panic!() };
+    let mut e = twin();
+    let mut cache = sg.new_cache();
+    let h = sg
+        .forward_step(&mut e, Some(&prompt), prompt.len(), &mut cache)
+        .unwrap();
+    let lg = sg.last_logits(&mut e, &h, prompt.len()).unwrap();
+    let got_logits = FixedPoint::BUMBLEBEE.decode_vec(&lg);
+    let want_logits = g.next_token_logits(&prompt).unwrap();
+    let err = want_logits
+        .iter()
+        .zip(&got_logits)
+        .map(|(a, b)| (*a as f64 - b).abs())
+        .fold(0f64, f64::max);
+    let top = want_logits.iter().fold(0f32, |m, v| m.max(v.abs()));
+    eprintln!("tiny gpt2: next-token logits max abs error {err:.2e} (max |logit| {top:.2})");
+    assert!(err < 1e-1, "logits error {err}");
+    assert_eq!(got, want, "greedy generation differs");
+}
+
+#[test]
+fn tiny_llama_generation_matches_float() {
+    let dir = tempfile::tempdir().unwrap();
+    tiny::write_tiny_llama(dir.path(), 9).unwrap();
+    let model = Model::load(dir.path()).unwrap();
+    let Network::Llama(lm) = model.network() else {
+        panic!("llama expected")
+    };
+    let w = weights(dir.path());
+    let prompt = [1u32, 30, 12, 7, 22];
+    let want = lm.generate(&prompt, 8).unwrap();
+    let Output::Tokens(got) = run(
+        &model,
+        &w,
+        Task::Generate { n_new: 8 },
+        &prompt,
+        SecureOptions::default(),
+    ) else {
+        panic!("tokens expected")
+    };
+    eprintln!("tiny llama: float {want:?}, twin {got:?}");
+    let sm = SecureModel::new(model.config(), Some(&w), SecureOptions::default()).unwrap();
+    let SecureModel::Llama(sl) = &sm else {
+        panic!()
+    };
+    let mut e = twin();
+    let mut cache = sl.new_cache();
+    let h = sl
+        .forward_step(&mut e, Some(&prompt), prompt.len(), &mut cache)
+        .unwrap();
+    let lg = sl.last_logits(&mut e, &h, prompt.len()).unwrap();
+    let got_logits = FixedPoint::BUMBLEBEE.decode_vec(&lg);
+    let want_logits = lm.next_token_logits(&prompt).unwrap();
+    let err = want_logits
+        .iter()
+        .zip(&got_logits)
+        .map(|(a, b)| (*a as f64 - b).abs())
+        .fold(0f64, f64::max);
+    eprintln!("tiny llama: next-token logits max abs error {err:.2e}");
+    assert!(err < 5e-2, "logits error {err}");
+    assert_eq!(got, want, "greedy generation differs");
+}
+
+#[test]
+fn minilm_twin_embeddings_match_plaintext() {
+    let home = fetch::default_home();
+    if !fetch::minilm_present(&home) {
+        eprintln!(
+            "skipped: MiniLM not found under {} (run `nectar fetch-model minilm`)",
+            home.display()
+        );
+        return;
+    }
+    let dir = fetch::minilm_dir(&home);
+    let model = Model::load(&dir).unwrap();
+    let w = weights(&dir);
+    let tok = model.tokenizer().unwrap();
+    let texts = [
+        "The weather is lovely today.",
+        "It's so sunny outside!",
+        "He drove to the stadium.",
+        "A man is playing a guitar on stage, and the crowd sings along with him.",
+        "Numbers: 3.14159, 2.71828 and 1,000,000 — what do they have in common?",
+        "Why?!",
+        "Private inference keeps both the model and the query secret.",
+        "The quick brown fox jumps over the lazy dog.",
+        "Quantum computers may break RSA, but lattices should resist them.",
+        "I bought 12 eggs, 3 loaves of bread, and a bottle of olive oil at the market yesterday afternoon.",
+    ];
+    let t0 = std::time::Instant::now();
+    let mut worst = 1f32;
+    for t in texts {
+        let enc = tok.encode(t).unwrap();
+        let want = model.embed(&[t]).unwrap().remove(0);
+        let Output::Embedding(got) =
+            run(&model, &w, Task::Embed, &enc.ids, SecureOptions::default())
+        else {
+            panic!()
+        };
+        let c = cosine(&want, &got);
+        eprintln!(
+            "minilm twin: cosine {c:.6} ({} tokens) {t:?}",
+            enc.ids.len()
+        );
+        worst = worst.min(c);
+    }
+    eprintln!(
+        "minilm twin: worst cosine {worst:.6} over {} sentences in {:.1} s",
+        texts.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    assert!(worst >= 0.99, "worst cosine {worst}");
+}

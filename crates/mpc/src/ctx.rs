@@ -218,7 +218,7 @@ pub(crate) fn same_len(what: &'static str, expected: usize, got: usize) -> Resul
 /// A public operand given once (broadcast) or once per element.
 pub(crate) fn broadcast<'a>(c: &'a [u64], n: usize, what: &'static str) -> Result<Box<dyn Iterator<Item = u64> + 'a>> {
     match c.len() {
-        1 => Ok(Box::new(std::iter::repeat(c[0]).take(n))),
+        1 => Ok(Box::new(std::iter::repeat_n(c[0], n))),
         m if m == n => Ok(Box::new(c.iter().copied())),
         m => Err(MpcError::Length { what, expected: n, got: m }),
     }

@@ -10,6 +10,7 @@
 //!   (For `l = 64` that is ≈ 8.3 kbit per product — bOLEe is far cheaper in bulk.)
 //! - [`Mpc::square`]: `x² = x_0² + x_1² + 2 x_0 x_1`, one cross term: half the cost, 2 flows.
 //! - [`Mpc::mul_public`]: shared × public, local.
+//!
 //! Fixed-point products follow with [`Mpc::trunc`].
 
 use crate::ctx::{broadcast, mask, same_len};

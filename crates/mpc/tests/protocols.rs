@@ -2,6 +2,8 @@
 //! bound) on every element for random inputs and the edge values of the ring, sizes that are
 //! not multiples of any block, typed errors on bad arguments.
 
+#![allow(clippy::needless_range_loop)]
+
 mod common;
 
 use common::*;
@@ -380,4 +382,25 @@ fn bad_arguments_are_errors() {
     );
     assert!(a.iter().all(|x| *x), "{a:?}");
     assert!(b.iter().all(|x| *x), "{b:?}");
+}
+
+#[test]
+fn malformed_or_missing_peer_messages_are_typed_errors() {
+    let (a, _) = run(
+        |m, c| matches!(m.reveal(c, &[1, 2, 3], 32), Err(nectar_mpc::MpcError::BadMessage { .. })),
+        |_m, c| {
+            let _ = c.recv();
+            c.send(&[1, 2, 3]).unwrap();
+            c.flush().unwrap();
+        },
+    );
+    assert!(a, "short opening frame");
+    let (a, _) = run(
+        |m, c| {
+            let (x0, _) = share(&values(100, 64, 1), 64, 2);
+            [m.msb(c, &x0, 64).is_err(), m.and(c, &[true; 9], &[false; 9]).is_err()]
+        },
+        |_m, _c| (),
+    );
+    assert!(a.iter().all(|x| *x), "disconnected peer");
 }

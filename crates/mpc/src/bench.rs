@@ -101,7 +101,15 @@ pub struct MpcBench {
     /// Flows (messages) summed over both parties.
     pub flows: u64,
     pub bits_per_element: f64,
+    /// COTs consumed per element (both directions).
+    pub cots_per_element: f64,
+    /// `bits_per_element` plus the COTs at Ferret's steady-state cost
+    /// ([`FERRET_BITS_PER_COT`]): the amortised cost once pool refills are spread evenly.
+    pub amortised_bits_per_element: f64,
 }
+
+/// Ferret (b13) steady-state communication per COT, measured in `docs/results/ot.md`.
+pub const FERRET_BITS_PER_COT: f64 = 0.442;
 
 /// Run `op` on `size` elements; `net = None` is the raw in-memory channel.
 pub fn bench_mpc(op: MpcOp, size: usize, net: Option<LinkModel>) -> Result<MpcBench> {
@@ -125,8 +133,10 @@ pub fn bench_mpc(op: MpcOp, size: usize, net: Option<LinkModel>) -> Result<MpcBe
         drop(c);
         (a, h.join().unwrap_or_else(|_| Err(MpcError::BadArgument("client thread panicked".into()))))
     });
-    let ((t0, s0), (t1, s1)) = (r0?, r1?);
+    let ((t0, s0, k0), (t1, s1, k1)) = (r0?, r1?);
     let bytes = s0.bytes_sent + s1.bytes_sent;
+    let bits_per_element = bytes as f64 * 8.0 / size.max(1) as f64;
+    let cots_per_element = (k0 + k1) as f64 / size.max(1) as f64;
     Ok(MpcBench {
         op,
         size,
@@ -139,11 +149,13 @@ pub fn bench_mpc(op: MpcOp, size: usize, net: Option<LinkModel>) -> Result<MpcBe
         bytes_p0: s0.bytes_sent,
         bytes_p1: s1.bytes_sent,
         flows: s0.msgs_sent + s1.msgs_sent,
-        bits_per_element: bytes as f64 * 8.0 / size.max(1) as f64,
+        bits_per_element,
+        cots_per_element,
+        amortised_bits_per_element: bits_per_element + FERRET_BITS_PER_COT * cots_per_element,
     })
 }
 
-fn party(role: Role, ch: &mut dyn Channel, op: MpcOp, n: usize) -> Result<(f64, nectar_net::Stats)> {
+fn party(role: Role, ch: &mut dyn Channel, op: MpcOp, n: usize) -> Result<(f64, nectar_net::Stats, u64)> {
     let mut prg = Prg::from_entropy();
     let mut mpc = Mpc::setup(role, ch, prg.fork(), Producer::default())?;
     // Ferret bootstrap of both directions, outside the measurement.
@@ -156,6 +168,7 @@ fn party(role: Role, ch: &mut dyn Channel, op: MpcOp, n: usize) -> Result<(f64, 
     let ts: Vec<u64> = (0..op.thresholds as u64).map(|j| (j * 12345) & m).collect();
     ch.flush()?;
     let s0 = ch.stats();
+    let k0 = mpc.ot().pools().0.consumed();
     let t = Instant::now();
     match op.kind {
         OpKind::Less => drop(mpc.less_than_const(ch, &x, &ts, l, op.shift)?),
@@ -173,5 +186,6 @@ fn party(role: Role, ch: &mut dyn Channel, op: MpcOp, n: usize) -> Result<(f64, 
         OpKind::Equal => drop(mpc.equal_const(ch, &x, &ts, l)?),
     }
     ch.flush()?;
-    Ok((t.elapsed().as_secs_f64(), ch.stats() - s0))
+    let secs = t.elapsed().as_secs_f64();
+    Ok((secs, ch.stats() - s0, mpc.ot().pools().0.consumed() - k0))
 }

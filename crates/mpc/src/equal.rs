@@ -30,8 +30,8 @@ impl Mpc {
             } else {
                 x.iter().map(|v| v.wrapping_neg() & m).collect()
             };
-            let d = self.digit_ot(ch, &input, b, l, 1, |a, v| (a == v) as u128)?;
-            let mut level: Vec<Vec<bool>> = d.iter().map(|w| w.iter().map(|x| x & 1 == 1).collect()).collect();
+            let mut d = self.digit_ot(ch, &input, b, l, 1, |a, v| (a == v) as u128)?;
+            let mut level: Vec<Vec<bool>> = d.pop().unwrap_or_default();
             while level.len() > 1 {
                 let pairs = level.len() / 2;
                 let mut a = Vec::new();

@@ -37,8 +37,8 @@ fn digit(x: u64, j: usize) -> usize {
 impl Mpc {
     /// Digit-wise OT phase shared by the millionaire and equality protocols: for every element
     /// `i`, digit `j` and sender input `b`, P0 offers `w = msg(x_{i,b} digit, v)` (`width` bits
-    /// per `b`), P1 chooses with its digit. Returns per digit `j` the share words, element-major:
-    /// `out[j][i·B + b]` holds `width` bits.
+    /// per `b`), P1 chooses with its digit. Returns the share bits `out[w][j][i·B + b]`: bit `w`
+    /// of the `width`-bit word for digit `j`, element `i`, input `b`.
     pub(crate) fn digit_ot(
         &mut self,
         ch: &mut dyn Channel,
@@ -47,7 +47,7 @@ impl Mpc {
         bits: u32,
         width: usize,
         msg: impl Fn(usize, usize) -> u128,
-    ) -> Result<Vec<Vec<u128>>> {
+    ) -> Result<Vec<Vec<Vec<bool>>>> {
         let m = mask(bits)?;
         let k = width * batch;
         if batch == 0 || k > 128 {
@@ -63,8 +63,7 @@ impl Mpc {
         };
         let q = digits(bits);
         let nm = 1usize << RADIX;
-        let wmask: u128 = if width >= 128 { u128::MAX } else { (1u128 << width) - 1 };
-        let mut out = vec![vec![0u128; n * batch]; q];
+        let mut out = vec![vec![vec![false; n * batch]; q]; width];
         // Elements per OT call.
         let per = (OT_CHUNK / q).max(1);
         let mut start = 0;
@@ -78,7 +77,9 @@ impl Mpc {
                     for j in 0..q {
                         let r = prg.next_u128() & if k == 128 { u128::MAX } else { (1u128 << k) - 1 };
                         for b in 0..batch {
-                            out[j][i * batch + b] = (r >> (width * b)) & wmask;
+                            for (w, o) in out.iter_mut().enumerate() {
+                                o[j][i * batch + b] = (r >> (width * b + w)) & 1 == 1;
+                            }
                         }
                         for v in 0..nm {
                             let mut w = r;
@@ -101,7 +102,9 @@ impl Mpc {
                 for (t, g) in got.iter().enumerate() {
                     let (i, j) = (start + t / q, t % q);
                     for b in 0..batch {
-                        out[j][i * batch + b] = (g >> (width * b)) & wmask;
+                        for (w, o) in out.iter_mut().enumerate() {
+                            o[j][i * batch + b] = (g >> (width * b + w)) & 1 == 1;
+                        }
                     }
                 }
             }
@@ -114,9 +117,8 @@ impl Mpc {
     /// P0 passes `x` element-major (`x[i·batch + b]`), P1 passes `y` (one per element); both get
     /// `n·batch` shares in P0's layout. `batch <= 64`.
     pub fn millionaire(&mut self, ch: &mut dyn Channel, input: &[u64], batch: usize, bits: u32) -> Result<Vec<bool>> {
-        let d = self.digit_ot(ch, input, batch, bits, 2, |x, v| ((x > v) as u128) | (((x == v) as u128) << 1))?;
-        let gt: Vec<Vec<bool>> = d.iter().map(|w| w.iter().map(|x| x & 1 == 1).collect()).collect();
-        let eq: Vec<Vec<bool>> = d.iter().map(|w| w.iter().map(|x| x & 2 == 2).collect()).collect();
+        let mut d = self.digit_ot(ch, input, batch, bits, 2, |x, v| ((x > v) as u128) | (((x == v) as u128) << 1))?;
+        let (eq, gt) = (d.pop().unwrap_or_default(), d.pop().unwrap_or_default());
         self.comparison_tree(ch, gt, eq)
     }
 

@@ -36,6 +36,7 @@ pub mod llama;
 pub mod plain_engine;
 pub mod profile;
 pub mod random;
+pub mod secure_engine;
 pub mod vit;
 
 pub use bert::SecureBert;
@@ -45,6 +46,7 @@ pub use llama::SecureLlama;
 pub use plain_engine::PlainEngine;
 pub use profile::{OpRecord, Profile};
 pub use random::{random_config, RandomArch, RandomWeights};
+pub use secure_engine::SecureEngine;
 
 use crate::config::ModelConfig;
 use crate::weights::Weights;

@@ -1,0 +1,141 @@
+//! Two-party secure runs ([`SecureEngine`] over an in-memory channel, both parties in threads)
+//! against the fixed-point twin: the secure output must equal the twin's up to the protocols'
+//! error models (±1 LSB per truncation, bOLEe's {0, ±1}, approximate comparisons near
+//! thresholds), i.e. agree to ~1e−3 after a whole model.
+
+use nectar_math::{FixedPoint, Prg};
+use nectar_model::secure::{
+    Output, PlainEngine, Query, SecureEngine, SecureModel, SecureOptions, Task,
+};
+use nectar_model::{cosine, tiny, Model, Weights};
+use nectar_net::{mem::run_pair, Channel, Role};
+use nectar_ot::Producer;
+
+fn twin_run(model: &Model, w: &Weights, task: Task, ids: &[u32]) -> Output {
+    let m = SecureModel::new(model.config(), Some(w), SecureOptions::default()).unwrap();
+    let q = Query {
+        task,
+        ids: Some(ids.to_vec()),
+        len: ids.len(),
+    };
+    m.run(&mut PlainEngine::new(FixedPoint::BUMBLEBEE).unwrap(), &q)
+        .unwrap()
+}
+
+/// Runs `task` on both parties; returns (server output, client output, client profile table,
+/// total bytes both ways).
+fn secure_run(
+    model: &Model,
+    w: &Weights,
+    task: Task,
+    ids: &[u32],
+) -> (Output, Output, String, u64) {
+    let len = ids.len();
+    let (s, c) = run_pair(
+        |ch| {
+            let ch: &mut dyn Channel = ch;
+            let mut e = SecureEngine::setup(
+                ch,
+                Role::Server,
+                FixedPoint::BUMBLEBEE,
+                Prg::from_entropy(),
+                Producer::Iknp,
+            )
+            .unwrap();
+            let m = SecureModel::new(model.config(), Some(w), SecureOptions::default()).unwrap();
+            let out = m
+                .run(
+                    &mut e,
+                    &Query {
+                        task: task.clone(),
+                        ids: None,
+                        len,
+                    },
+                )
+                .unwrap();
+            (out, e.profile().total())
+        },
+        |ch| {
+            let ch: &mut dyn Channel = ch;
+            let mut e = SecureEngine::setup(
+                ch,
+                Role::Client,
+                FixedPoint::BUMBLEBEE,
+                Prg::from_entropy(),
+                Producer::Iknp,
+            )
+            .unwrap();
+            let m = SecureModel::new(model.config(), None, SecureOptions::default()).unwrap();
+            let out = m
+                .run(
+                    &mut e,
+                    &Query {
+                        task: task.clone(),
+                        ids: Some(ids.to_vec()),
+                        len,
+                    },
+                )
+                .unwrap();
+            (out, e.profile().table())
+        },
+    );
+    let bytes = s.1.bytes_sent + s.1.bytes_recv;
+    (s.0, c.0, c.1, bytes)
+}
+
+#[test]
+fn tiny_bert_secure_matches_twin() {
+    let dir = tempfile::tempdir().unwrap();
+    tiny::write_tiny_bert(dir.path(), 11).unwrap();
+    let model = Model::load(dir.path()).unwrap();
+    let w = Weights::open(&dir.path().join("model.safetensors")).unwrap();
+    let ids = [1u32, 7, 3, 9, 2, 14];
+    let t0 = std::time::Instant::now();
+    let (server, client, table, bytes) = secure_run(&model, &w, Task::Embed, &ids);
+    eprintln!(
+        "tiny bert secure embed: {:.1} s, {:.2} MB\n{table}",
+        t0.elapsed().as_secs_f64(),
+        bytes as f64 / 1e6
+    );
+    assert_eq!(server, Output::Nothing, "the server learns nothing");
+    let (Output::Embedding(got), Output::Embedding(want)) =
+        (client, twin_run(&model, &w, Task::Embed, &ids))
+    else {
+        panic!("embeddings expected")
+    };
+    let err = want
+        .iter()
+        .zip(&got)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    let c = cosine(&want, &got);
+    eprintln!("tiny bert secure vs twin: cosine {c:.6}, max abs error {err:.2e}");
+    assert!(
+        c >= 0.999 && err < 1e-2,
+        "secure vs twin: cosine {c}, max error {err}"
+    );
+}
+
+#[test]
+fn tiny_gpt2_secure_generation_equals_twin() {
+    let dir = tempfile::tempdir().unwrap();
+    tiny::write_tiny_gpt2(dir.path(), 5).unwrap();
+    let model = Model::load(dir.path()).unwrap();
+    let w = Weights::open(&dir.path().join("model.safetensors")).unwrap();
+    let prompt = [3u32, 17, 42, 8];
+    let t0 = std::time::Instant::now();
+    let (server, client, table, bytes) =
+        secure_run(&model, &w, Task::Generate { n_new: 8 }, &prompt);
+    eprintln!(
+        "tiny gpt2 secure generation: {:.1} s, {:.2} MB\n{table}",
+        t0.elapsed().as_secs_f64(),
+        bytes as f64 / 1e6
+    );
+    assert_eq!(server, Output::Nothing);
+    let want = twin_run(&model, &w, Task::Generate { n_new: 8 }, &prompt);
+    eprintln!("secure {client:?}, twin {want:?}");
+    assert_eq!(
+        client, want,
+        "secure greedy generation differs from the twin"
+    );
+}

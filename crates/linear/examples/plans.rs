@@ -2,13 +2,27 @@
 //! prices measured on this machine (P_C = automorphism seconds, P_B = response bytes / link).
 use nectar_linear::*;
 fn main() {
-    let pc: f64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0.0022);
+    let pc: f64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0.0022);
     let models = [
         ("artifact", CostModel::default()),
-        ("measured-LAN", CostModel::measured(pc, pc / 40.0, 233_487, 1e9)),
-        ("measured-WAN", CostModel::measured(pc, pc / 40.0, 233_487, 400e6)),
+        (
+            "measured-LAN",
+            CostModel::measured(pc, pc / 40.0, 233_487, 1e9),
+        ),
+        (
+            "measured-WAN",
+            CostModel::measured(pc, pc / 40.0, 233_487, 400e6),
+        ),
     ];
-    for &(k, m, n) in &[(1usize, 50257usize, 768usize), (128, 768, 768), (16, 768, 3072), (16, 768, 768)] {
+    for &(k, m, n) in &[
+        (1usize, 50257usize, 768usize),
+        (128, 768, 768),
+        (16, 768, 3072),
+        (16, 768, 768),
+    ] {
         for v in [Variant::Krdy, Variant::KrdyPlus, Variant::Interleave] {
             for (name, c) in &models {
                 if *name != "artifact" && v != Variant::Interleave {
@@ -17,7 +31,14 @@ fn main() {
                 let p = OltPlan::choose(Shape::new(k, m, n).unwrap(), 8192, v, c).unwrap();
                 println!(
                     "{:?} {:?} [{name}] {:?} sent {} ret {} autos {} flip {} comp {:?}",
-                    (k, m, n), v, p.windows, p.sent_cts, p.returned_cts, p.autos, p.rhs_encrypts, p.compression
+                    (k, m, n),
+                    v,
+                    p.windows,
+                    p.sent_cts,
+                    p.returned_cts,
+                    p.autos,
+                    p.rhs_encrypts,
+                    p.compression
                 );
             }
         }

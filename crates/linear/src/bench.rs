@@ -74,6 +74,82 @@ pub struct LinearBenchSpec {
     pub l: u32,
 }
 
+impl LinearBenchSpec {
+    /// The CLI's arguments: `op` in `olt, matmul, batch_matmul, bole, mul, square`; `shape`
+    /// `"k,m,n"` for the matrix ops or `"size"` for the element-wise ones; `variant` in `krdy,
+    /// krdy_plus, interleave`; `net` in `none, lan, wan`; `heads` for `batch_matmul`; `l` the ring
+    /// width (64 in the paper's benchmarks).
+    pub fn parse(
+        op: &str,
+        shape: &str,
+        variant: &str,
+        net: &str,
+        heads: usize,
+        l: u32,
+    ) -> Result<Self, LinearError> {
+        let op =
+            Op::parse(op).ok_or_else(|| LinearError::BadParams(format!("unknown op {op:?}")))?;
+        let shape: Vec<usize> = shape
+            .split(',')
+            .map(|x| x.trim().parse::<usize>())
+            .collect::<Result<_, _>>()
+            .map_err(|e| LinearError::BadShape(format!("{shape:?}: {e}")))?;
+        let want = match op {
+            Op::Olt | Op::Matmul | Op::BatchMatmul => 3,
+            _ => 1,
+        };
+        if shape.len() != want || shape.contains(&0) {
+            return Err(LinearError::BadShape(format!(
+                "{} needs {want} positive dimension(s)",
+                op.name()
+            )));
+        }
+        let variant = Variant::parse(variant)
+            .ok_or_else(|| LinearError::BadParams(format!("unknown variant {variant:?}")))?;
+        let net = LinkModel::preset(net)
+            .ok_or_else(|| LinearError::BadParams(format!("unknown net {net:?}")))?;
+        if l == 0 || l > 64 {
+            return Err(LinearError::BadParams(format!("ring width {l}")));
+        }
+        Ok(LinearBenchSpec {
+            op,
+            shape,
+            heads: heads.max(1),
+            variant,
+            net,
+            windows: None,
+            l,
+        })
+    }
+}
+
+/// Counts this party's flights (maximal runs of sends) from its creation on.
+struct Flights<'a> {
+    inner: &'a mut dyn Channel,
+    sending: bool,
+    flights: u64,
+}
+
+impl Channel for Flights<'_> {
+    fn send(&mut self, msg: &[u8]) -> Result<(), nectar_net::NetError> {
+        if !self.sending {
+            self.flights += 1;
+            self.sending = true;
+        }
+        self.inner.send(msg)
+    }
+    fn recv(&mut self) -> Result<Vec<u8>, nectar_net::NetError> {
+        self.sending = false;
+        self.inner.recv()
+    }
+    fn flush(&mut self) -> Result<(), nectar_net::NetError> {
+        self.inner.flush()
+    }
+    fn stats(&self) -> Stats {
+        self.inner.stats()
+    }
+}
+
 /// One measurement, plain numbers.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LinearBenchLine {
@@ -91,7 +167,7 @@ pub struct LinearBenchLine {
     pub bytes_server_to_client: u64,
     pub bytes_client_to_server: u64,
     pub bytes_total: u64,
-    /// Flights of both parties.
+    /// Message flights of both parties (one round trip = 2).
     pub rounds: u64,
     /// Ciphertexts sent by the encrypting party / returned (per OLT, from the plan).
     pub cts_sent: usize,
@@ -127,16 +203,32 @@ fn two_party<A: Send, B: Send>(
             let sess = HeSession::setup(&mut *c1, Role::Client, p1, galois, &mut prg)?;
             let before = c1.stats();
             let t = Instant::now();
-            let out = f1(&mut *c1, &sess, &mut prg)?;
-            Ok((out, t.elapsed().as_secs_f64(), c1.stats() - before))
+            let mut fl = Flights {
+                inner: &mut *c1,
+                sending: false,
+                flights: 0,
+            };
+            let out = f1(&mut fl, &sess, &mut prg)?;
+            let flights = fl.flights;
+            let mut st = c1.stats() - before;
+            st.rounds = flights;
+            Ok((out, t.elapsed().as_secs_f64(), st))
         });
         let r0 = (|| -> Result<(A, f64, Stats), LinearError> {
             let mut prg = Prg::from_entropy();
             let sess = HeSession::setup(&mut *c0, Role::Server, params, galois, &mut prg)?;
             let before = c0.stats();
             let t = Instant::now();
-            let out = f0(&mut *c0, &sess, &mut prg)?;
-            Ok((out, t.elapsed().as_secs_f64(), c0.stats() - before))
+            let mut fl = Flights {
+                inner: &mut *c0,
+                sending: false,
+                flights: 0,
+            };
+            let out = f0(&mut fl, &sess, &mut prg)?;
+            let flights = fl.flights;
+            let mut st = c0.stats() - before;
+            st.rounds = flights;
+            Ok((out, t.elapsed().as_secs_f64(), st))
         })();
         let r1 = h
             .join()
@@ -390,4 +482,26 @@ pub fn measure_automorphism_seconds() -> Result<f64, LinearError> {
         ct = ct.automorphism(&params, 3, &gk)?;
     }
     Ok(t.elapsed().as_secs_f64() / reps as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiny_benches_run_and_count() {
+        let s = LinearBenchSpec::parse("olt", "2,3,2", "interleave", "none", 1, 64).unwrap();
+        let l = &bench_linear(&s).unwrap()[0];
+        assert_eq!(l.rounds, 2);
+        assert!(l.bytes_server_to_client > 0 && l.bytes_client_to_server > 0);
+        let s =
+            LinearBenchSpec::parse("batch_matmul", "2,3,2", "interleave", "lan", 2, 64).unwrap();
+        // Query A; response A + query B (same direction, one flight); response B.
+        assert_eq!(bench_linear(&s).unwrap()[0].rounds, 3);
+        let s = LinearBenchSpec::parse("square", "100", "interleave", "none", 1, 64).unwrap();
+        assert_eq!(bench_linear(&s).unwrap()[0].rounds, 2);
+        assert!(LinearBenchSpec::parse("olt", "2,3", "interleave", "none", 1, 64).is_err());
+        assert!(LinearBenchSpec::parse("olt", "2,3,4", "fast", "none", 1, 64).is_err());
+        assert!(LinearBenchSpec::parse("bole", "10", "krdy", "moon", 1, 64).is_err());
+    }
 }

@@ -95,14 +95,21 @@ fn olt_batched_equals_separate_products() {
 fn malformed_peer_messages_are_errors() {
     let n = 8192;
     let s = Shape::new(2, 3, 2).unwrap();
-    let plan = OltPlan::new(s, Windows::new(2, 4, 2, n, true).unwrap(), n, Variant::Interleave).unwrap();
+    let plan = OltPlan::new(
+        s,
+        Windows::new(2, 4, 2, n, true).unwrap(),
+        n,
+        Variant::Interleave,
+    )
+    .unwrap();
     let q = vec![1u64; 6];
     let v = vec![2u64; 6];
     // The evaluator (V holder) answers garbage; then the encryptor gets a truncated query.
     let (a, b) = run_pair(
         |ch| {
             let mut p = Prg::new([1; 16]);
-            let sess = HeSession::setup(ch, Role::Server, Params::bumblebee_olt(), true, &mut p).unwrap();
+            let sess =
+                HeSession::setup(ch, Role::Server, Params::bumblebee_olt(), true, &mut p).unwrap();
             let r1 = olt(ch, &sess, &plan, Side::Lhs, &[&q], &mut p);
             use nectar_net::Channel;
             ch.send(&[1, 0, 0, 0, 9, 9]).unwrap();
@@ -110,7 +117,8 @@ fn malformed_peer_messages_are_errors() {
         },
         |ch| {
             let mut p = Prg::new([2; 16]);
-            let sess = HeSession::setup(ch, Role::Client, Params::bumblebee_olt(), true, &mut p).unwrap();
+            let sess =
+                HeSession::setup(ch, Role::Client, Params::bumblebee_olt(), true, &mut p).unwrap();
             use nectar_net::Channel;
             let _ = ch.recv().unwrap();
             ch.send(b"NH garbage").unwrap();
@@ -122,7 +130,8 @@ fn malformed_peer_messages_are_errors() {
     let (a, _) = run_pair(
         |ch| {
             let mut p = Prg::new([1; 16]);
-            let sess = HeSession::setup(ch, Role::Server, Params::bumblebee_olt(), false, &mut p).unwrap();
+            let sess =
+                HeSession::setup(ch, Role::Server, Params::bumblebee_olt(), false, &mut p).unwrap();
             olt(ch, &sess, &plan, Side::Lhs, &[&q[..5]], &mut p).is_err()
         },
         |ch| {

@@ -32,6 +32,7 @@ fn main() {
         net: LinkModel::preset(&a[4]).unwrap(),
         windows: None,
         l: 64,
+        verify: true,
     };
     println!("{:?}", bench_linear(&spec));
 }

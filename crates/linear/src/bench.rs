@@ -8,7 +8,7 @@
 
 use crate::bole;
 use crate::interleave::{interleave, pack_lwes};
-use crate::krdy::{Shape, Windows};
+use crate::krdy::{matmul_u64, Shape, Windows};
 use crate::matmul::{batch_matmul_shared_shared, matmul_shared_weight};
 use crate::olt::{olt, CtRing, Side};
 use crate::parse_mat::ResultLayout;
@@ -72,6 +72,8 @@ pub struct LinearBenchSpec {
     pub windows: Option<Windows>,
     /// Ring width of the shares.
     pub l: u32,
+    /// Reconstruct the output and compare it with the plaintext result.
+    pub verify: bool,
 }
 
 impl LinearBenchSpec {
@@ -119,6 +121,7 @@ impl LinearBenchSpec {
             net,
             windows: None,
             l,
+            verify: true,
         })
     }
 }
@@ -173,6 +176,9 @@ pub struct LinearBenchLine {
     pub cts_sent: usize,
     pub cts_returned: usize,
     pub automorphisms: usize,
+    /// With `verify`: entries whose reconstruction is off by more than the protocol's bound
+    /// (0 for the matrix ops, 1 for bOLEe / mul / square).
+    pub mismatches: Option<usize>,
 }
 
 /// A party's output, seconds and traffic.
@@ -253,6 +259,8 @@ pub fn bench_linear(spec: &LinearBenchSpec) -> Result<Vec<LinearBenchLine>, Line
         heads: spec.heads,
         ..Default::default()
     };
+    let mut expected: Vec<u64> = Vec::new();
+    let mut tolerance = 0u64;
     let res = match spec.op {
         Op::Olt | Op::Matmul | Op::BatchMatmul => {
             let [k, m, n] = spec.shape[..] else {
@@ -288,6 +296,22 @@ pub fn bench_linear(spec: &LinearBenchSpec) -> Result<Vec<LinearBenchLine>, Line
             let qs: Vec<Vec<u64>> = (0..heads).map(|_| random_vec(&mut prg, k * m, l)).collect();
             let vs: Vec<Vec<u64>> = (0..heads).map(|_| random_vec(&mut prg, m * n, l)).collect();
             let op = spec.op;
+            // Both parties feed the same random matrices, so the shared inputs are 2Q (and 2V).
+            let want = |scale: u64| -> Vec<u64> {
+                if !spec.verify {
+                    return Vec::new();
+                }
+                qs.iter()
+                    .zip(&vs)
+                    .flat_map(|(q, v)| matmul_u64(q, v, shape))
+                    .map(|x| x.wrapping_mul(scale))
+                    .collect()
+            };
+            expected = match op {
+                Op::Olt => want(1),
+                Op::Matmul => want(2),
+                _ => want(4),
+            };
             let (qs, vs) = (&qs, &vs);
             let plan = &plan;
             two_party(
@@ -298,7 +322,7 @@ pub fn bench_linear(spec: &LinearBenchSpec) -> Result<Vec<LinearBenchLine>, Line
                     let vr: Vec<&[u64]> = vs.iter().map(|v| &v[..]).collect();
                     let qr: Vec<&[u64]> = qs.iter().map(|v| &v[..]).collect();
                     match op {
-                        Op::Olt => olt(ch, s, plan, Side::Rhs, &vr, p).map(|_| ()),
+                        Op::Olt => olt(ch, s, plan, Side::Rhs, &vr, p),
                         Op::Matmul => matmul_shared_weight(
                             ch,
                             s,
@@ -308,23 +332,19 @@ pub fn bench_linear(spec: &LinearBenchSpec) -> Result<Vec<LinearBenchLine>, Line
                             Some(vr[0]),
                             l,
                             p,
-                        )
-                        .map(|_| ()),
-                        _ => batch_matmul_shared_shared(ch, s, Role::Server, plan, &qr, &vr, l, p)
-                            .map(|_| ()),
+                        ),
+                        _ => batch_matmul_shared_shared(ch, s, Role::Server, plan, &qr, &vr, l, p),
                     }
                 },
                 move |ch, s, p| {
                     let vr: Vec<&[u64]> = vs.iter().map(|v| &v[..]).collect();
                     let qr: Vec<&[u64]> = qs.iter().map(|v| &v[..]).collect();
                     match op {
-                        Op::Olt => olt(ch, s, plan, Side::Lhs, &qr, p).map(|_| ()),
+                        Op::Olt => olt(ch, s, plan, Side::Lhs, &qr, p),
                         Op::Matmul => {
                             matmul_shared_weight(ch, s, Role::Client, plan, qr[0], None, l, p)
-                                .map(|_| ())
                         }
-                        _ => batch_matmul_shared_shared(ch, s, Role::Client, plan, &qr, &vr, l, p)
-                            .map(|_| ()),
+                        _ => batch_matmul_shared_shared(ch, s, Role::Client, plan, &qr, &vr, l, p),
                     }
                 },
             )?
@@ -339,25 +359,51 @@ pub fn bench_linear(spec: &LinearBenchSpec) -> Result<Vec<LinearBenchLine>, Line
             let x = random_vec(&mut prg, size, l);
             let y = random_vec(&mut prg, size, l);
             let op = spec.op;
+            tolerance = 1;
+            if spec.verify {
+                expected = x
+                    .iter()
+                    .zip(&y)
+                    .map(|(a, b)| match op {
+                        Op::Bole => a.wrapping_mul(*b),
+                        Op::Mul => a.wrapping_mul(*b).wrapping_mul(4),
+                        _ => a.wrapping_mul(*a).wrapping_mul(4),
+                    })
+                    .collect();
+            }
             let (x, y) = (&x, &y);
             two_party(
                 params,
                 false,
                 spec.net,
                 move |ch, s, p| match op {
-                    Op::Bole => bole::bole(ch, s, Role::Server, x, l, p).map(|_| ()),
-                    Op::Mul => bole::mul(ch, s, Role::Server, x, y, l, p).map(|_| ()),
-                    _ => bole::square(ch, s, Role::Server, x, l, p).map(|_| ()),
+                    Op::Bole => bole::bole(ch, s, Role::Server, x, l, p),
+                    Op::Mul => bole::mul(ch, s, Role::Server, x, y, l, p).map(|r| r.0),
+                    _ => bole::square(ch, s, Role::Server, x, l, p).map(|r| r.0),
                 },
                 move |ch, s, p| match op {
-                    Op::Bole => bole::bole(ch, s, Role::Client, y, l, p).map(|_| ()),
-                    Op::Mul => bole::mul(ch, s, Role::Client, x, y, l, p).map(|_| ()),
-                    _ => bole::square(ch, s, Role::Client, x, l, p).map(|_| ()),
+                    Op::Bole => bole::bole(ch, s, Role::Client, y, l, p),
+                    Op::Mul => bole::mul(ch, s, Role::Client, x, y, l, p).map(|r| r.0),
+                    _ => bole::square(ch, s, Role::Client, x, l, p).map(|r| r.0),
                 },
             )?
         }
     };
-    let ((_, t0, s0), (_, t1, s1)) = res;
+    let ((r0, t0, s0), (r1, t1, s1)) = res;
+    if spec.verify {
+        let mask = if l >= 64 { u64::MAX } else { (1u64 << l) - 1 };
+        line.mismatches = Some(
+            r0.iter()
+                .zip(&r1)
+                .zip(&expected)
+                .filter(|((a, b), w)| {
+                    let e = a.wrapping_add(**b).wrapping_sub(**w) & mask;
+                    e.min(e.wrapping_neg() & mask) > tolerance
+                })
+                .count()
+                + expected.len().abs_diff(r0.len()),
+        );
+    }
     line.server_seconds = t0;
     line.client_seconds = t1;
     line.seconds = t0.max(t1);
@@ -493,13 +539,18 @@ mod tests {
         let s = LinearBenchSpec::parse("olt", "2,3,2", "interleave", "none", 1, 64).unwrap();
         let l = &bench_linear(&s).unwrap()[0];
         assert_eq!(l.rounds, 2);
+        assert_eq!(l.mismatches, Some(0));
         assert!(l.bytes_server_to_client > 0 && l.bytes_client_to_server > 0);
         let s =
             LinearBenchSpec::parse("batch_matmul", "2,3,2", "interleave", "lan", 2, 64).unwrap();
         // Query A; response A + query B (same direction, one flight); response B.
-        assert_eq!(bench_linear(&s).unwrap()[0].rounds, 3);
-        let s = LinearBenchSpec::parse("square", "100", "interleave", "none", 1, 64).unwrap();
-        assert_eq!(bench_linear(&s).unwrap()[0].rounds, 2);
+        let b = &bench_linear(&s).unwrap()[0];
+        assert_eq!((b.rounds, b.mismatches), (3, Some(0)));
+        for op in ["square", "mul", "bole"] {
+            let s = LinearBenchSpec::parse(op, "100", "interleave", "none", 1, 64).unwrap();
+            let b = &bench_linear(&s).unwrap()[0];
+            assert_eq!((b.rounds, b.mismatches), (2, Some(0)), "{op}");
+        }
         assert!(LinearBenchSpec::parse("olt", "2,3", "interleave", "none", 1, 64).is_err());
         assert!(LinearBenchSpec::parse("olt", "2,3,4", "fast", "none", 1, 64).is_err());
         assert!(LinearBenchSpec::parse("bole", "10", "krdy", "moon", 1, 64).is_err());

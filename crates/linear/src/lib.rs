@@ -1,14 +1,24 @@
 //! `nectar-linear`: HE-backed two-party linear algebra (see `DESIGN.md`, layer `linear`).
 //!
-//! BumbleBee (NDSS'25) §III–IV, App. C and E:
-//! - [`krdy`]: the KRDY/Cheetah coefficient encodings `π_lhs`, `π_rhs` (Eq. 1) and the block
-//!   partition of a `(k, m, n)` matrix product into windows `(k_w, m_w, n_w)`;
-//! - [`window`]: the partition-window chooser (§III-D) and the plaintext cost model that predicts
-//!   ciphertext counts and bytes of one OLT;
-//! - [`interleave`]: InterLeave (Fig. 6, FFT-style) and PackLWEs (the KRDY⁺ baseline), written
-//!   once over any ring with automorphisms ([`interleave::AutoRing`]);
-//! - [`parse_mat`]: where each matrix entry lands after InterLeave (App. E, Fig. 8, corrected);
-//! - [`liftdown`]: `Lift` / `Down` of bOLEe (Prop. 2–3) over a CRT plaintext modulus `t`.
+//! BumbleBee (NDSS'25) §III–IV, App. C and E. Protocols (each the code one party runs over a
+//! `Channel`, whole tensors per call, additive shares over `Z_{2^l}` out):
+//! - [`olt`](mod@olt): OLT `[Q·V] ← (Q, V)` with KRDY / KRDY⁺ (PackLWEs) / InterLeave compression,
+//!   role flip, batched form (Alg. 1, Fig. 6, §III-E);
+//! - [`matmul`]: `[X]·W`, `[X]·[Y]` and the batched multi-head `[X_h]·[Y_h]`;
+//! - [`bole`]: bOLEe (Alg. 2), `Π_mul`, `Π_square`, query reuse (§V-A3);
+//! - [`h2a`]: H2A, Coeff and SIMD branches (App. C, Alg. 4);
+//! - [`session`]: per-session keys (own secret key, peer's public and Galois keys).
+//!
+//! Plaintext machinery (tested without HE):
+//! - [`krdy`]: the encodings `π_lhs`, `π_rhs` (Eq. 1, with the `m_w·n_w` row offset) and the
+//!   block partition into windows `(k_w, m_w, n_w)`;
+//! - [`window`]: the partition-window chooser (§III-D), the dynamic compression rule (§III-E2)
+//!   and the cost model predicting ciphertext counts and bytes;
+//! - [`interleave`]: InterLeave and PackLWEs over any ring with automorphisms
+//!   ([`interleave::AutoRing`]), with a plain `Z_q` twin;
+//! - [`parse_mat`]: where each matrix entry lands (App. E, Fig. 8, corrected);
+//! - [`liftdown`]: `Lift` / `Down` (Prop. 2–3) over a CRT plaintext modulus `t`;
+//! - [`bench`](mod@bench): `nectar bench linear` (Table II / VII).
 
 pub mod bench;
 pub mod bole;

@@ -62,6 +62,11 @@ impl HeSession {
         })
     }
 
+    /// A session from key material exchanged elsewhere (e.g. by the application's handshake).
+    pub fn from_keys(params: Params, sk: SecretKey, peer_pk: PublicKey, peer_gk: Option<GaloisKeys>) -> Self {
+        HeSession { params, sk, peer_pk, peer_gk }
+    }
+
     /// Ring degree `N`.
     pub fn degree(&self) -> usize {
         self.params.n()

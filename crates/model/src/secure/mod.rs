@@ -28,6 +28,7 @@
 //! mapped or pseudo-random) [`WeightSource`] and encoded right before the operator that uses it,
 //! and dropped after it.
 
+pub mod bench;
 pub mod bert;
 pub mod engine;
 pub mod gpt2;
@@ -190,6 +191,15 @@ impl<'w> SecureModel<'w> {
             }
             ModelConfig::Vit(_) => return Err(vit::unsupported()),
         })
+    }
+
+    /// Reports progress after each transformer block (e.g. a progress line on stderr).
+    pub fn with_progress(self, p: bert::Progress<'w>) -> Self {
+        match self {
+            SecureModel::Bert(m) => SecureModel::Bert(m.with_progress(p)),
+            SecureModel::Gpt2(m) => SecureModel::Gpt2(m.with_progress(p)),
+            SecureModel::Llama(m) => SecureModel::Llama(m.with_progress(p)),
+        }
     }
 
     /// Runs `q`; returns what this party learns.

@@ -31,6 +31,11 @@ pub struct Profile {
 }
 
 impl Profile {
+    /// A profile holding these records.
+    pub fn from_ops(ops: Vec<OpRecord>) -> Self {
+        Profile { ops, depth: 0 }
+    }
+
     /// Adds one call's cost to `op`'s record.
     pub fn record(&mut self, op: &str, seconds: f64, delta: Stats) {
         let r = match self.ops.iter_mut().position(|r| r.op == op) {

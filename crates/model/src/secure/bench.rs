@@ -1,0 +1,255 @@
+//! `nectar bench model`: one secure inference of an architecture at its real shapes with
+//! deterministic random weights ([`crate::secure::random`]), both parties in this process (two
+//! threads over an in-memory channel, optionally with a simulated LAN/WAN link), reporting the
+//! totals and each party's per-operator breakdown (Table IV style).
+//!
+//! BERT runs `Task::Embed` on `seq` tokens; GPT-2 and LLaMA run the prompt of `seq` tokens and
+//! produce one token (`Task::Generate { n_new: 1 }`: the full forward, the LM head on the last
+//! row and the argmax). The session setup (base OTs, HE keys) is measured separately.
+
+use crate::config::ModelConfig;
+use crate::secure::engine::Engine;
+use crate::secure::profile::{OpRecord, Profile};
+use crate::secure::random::{random_config, RandomArch, RandomWeights};
+use crate::secure::{
+    EmbedMode, Output, Query, SecureEngine, SecureError, SecureModel, SecureOptions, Task,
+};
+use nectar_math::{FixedPoint, Prg};
+use nectar_net::{Channel, LinkModel, MemChannel, Role, Simulated, Stats};
+use nectar_ot::Producer;
+use serde::Serialize;
+use std::time::Instant;
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct BenchSpec {
+    pub arch: RandomArch,
+    /// Number of input tokens.
+    pub seq: usize,
+    /// Run only this many blocks (`None`: all).
+    pub layers: Option<usize>,
+    /// Simulated link (`None`: in-memory, no delay).
+    pub net: Option<LinkModel>,
+    pub embed: EmbedMode,
+    pub mixed_activations: bool,
+    /// Seed of the random weights and token ids.
+    pub seed: u64,
+    /// Print a line per block on stderr.
+    pub progress: bool,
+}
+
+impl BenchSpec {
+    /// Defaults: all layers, no link simulation, client one-hot, seed 1, progress on.
+    pub fn new(arch: RandomArch, seq: usize) -> Self {
+        BenchSpec {
+            arch,
+            seq,
+            layers: None,
+            net: None,
+            embed: EmbedMode::ClientOneHot,
+            mixed_activations: false,
+            seed: 1,
+            progress: true,
+        }
+    }
+}
+
+/// One party's measurements.
+#[derive(Clone, Debug, Serialize)]
+pub struct PartyBench {
+    pub setup_seconds: f64,
+    pub setup_bytes_sent: u64,
+    pub seconds: f64,
+    pub bytes_sent: u64,
+    pub bytes_recv: u64,
+    pub rounds: u64,
+    pub profile: Vec<OpRecord>,
+}
+
+/// The result of [`bench_model`].
+#[derive(Clone, Debug, Serialize)]
+pub struct ModelBench {
+    pub arch: String,
+    pub seq: usize,
+    pub layers: usize,
+    pub embed: EmbedMode,
+    /// Inference wall-clock seconds (the client's; setup excluded).
+    pub seconds: f64,
+    /// Bytes of the inference, both directions (setup excluded).
+    pub bytes_total: u64,
+    /// Flights of both parties.
+    pub rounds: u64,
+    /// Bytes of the session setup (base OTs, HE public and Galois keys), both directions.
+    pub setup_bytes: u64,
+    /// Peak RSS of this process, which runs **both** parties (an upper bound for each).
+    pub peak_rss_bytes: u64,
+    pub server: PartyBench,
+    pub client: PartyBench,
+}
+
+/// Peak resident set size of this process (`VmHWM`; 0 where unknown).
+pub fn peak_rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|kb| kb.parse::<u64>().ok())
+                    .map(|kb| kb * 1024)
+            })
+        })
+        .unwrap_or(0)
+}
+
+fn party(
+    ch: &mut dyn Channel,
+    role: Role,
+    config: &ModelConfig,
+    weights: Option<&RandomWeights>,
+    opts: SecureOptions,
+    q: &Query,
+    progress: bool,
+) -> Result<PartyBench, SecureError> {
+    let t0 = Instant::now();
+    let s0 = ch.stats();
+    let mut e = SecureEngine::setup(
+        ch,
+        role,
+        FixedPoint::BUMBLEBEE,
+        Prg::from_entropy(),
+        Producer::default(),
+    )?;
+    let setup_seconds = t0.elapsed().as_secs_f64();
+    let setup: Stats = e.net_stats() - s0;
+    let w = weights.map(|w| w as &dyn crate::secure::WeightSource);
+    let mut m = SecureModel::new(config, w, opts)?;
+    if progress {
+        m = m.with_progress(Box::new(|l, n| eprintln!("  block {l}/{n} done")));
+    }
+    let s1 = e.net_stats();
+    let t1 = Instant::now();
+    let out = m.run(&mut e, q)?;
+    let seconds = t1.elapsed().as_secs_f64();
+    let d = e.net_stats() - s1;
+    if role == Role::Server && out != Output::Nothing {
+        return Err(SecureError::Role("the server learned an output".into()));
+    }
+    Ok(PartyBench {
+        setup_seconds,
+        setup_bytes_sent: setup.bytes_sent,
+        seconds,
+        bytes_sent: d.bytes_sent,
+        bytes_recv: d.bytes_recv,
+        rounds: d.rounds,
+        profile: e.profile().ops.clone(),
+    })
+}
+
+/// Runs one secure inference per [`BenchSpec`] (see module docs).
+pub fn bench_model(spec: &BenchSpec) -> Result<ModelBench, SecureError> {
+    let config = random_config(spec.arch, spec.layers);
+    let (layers, vocab) = match &config {
+        ModelConfig::Bert(c) => (c.num_hidden_layers, c.vocab_size),
+        ModelConfig::Gpt2(c) => (c.n_layer, c.vocab_size),
+        ModelConfig::Llama(c) => (c.num_hidden_layers, c.vocab_size),
+        ModelConfig::Vit(_) => return Err(crate::secure::vit::unsupported()),
+    };
+    let task = match config {
+        ModelConfig::Bert(_) => Task::Embed,
+        _ => Task::Generate { n_new: 1 },
+    };
+    let mut prg = Prg::new({
+        let mut k = [0u8; 16];
+        k[..8].copy_from_slice(&spec.seed.to_le_bytes());
+        k[8] = 0x1d;
+        k
+    });
+    let ids: Vec<u32> = (0..spec.seq)
+        .map(|_| (prg.next_u128() % vocab as u128) as u32)
+        .collect();
+    let weights = RandomWeights::new(spec.seed);
+    let opts = SecureOptions {
+        embed: spec.embed,
+        mixed_activations: spec.mixed_activations,
+        max_layers: None,
+    };
+    let (c0, c1) = MemChannel::pair();
+    let wrap = |c: MemChannel| -> Box<dyn Channel + Send> {
+        match spec.net {
+            Some(l) => Box::new(Simulated::new(c, l)),
+            None => Box::new(c),
+        }
+    };
+    let (mut c0, mut c1) = (wrap(c0), wrap(c1));
+    let qs = Query {
+        task: task.clone(),
+        ids: None,
+        len: spec.seq,
+    };
+    let qc = Query {
+        task,
+        ids: Some(ids),
+        len: spec.seq,
+    };
+    let (rs, rc) = std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            party(
+                &mut *c1,
+                Role::Client,
+                &config,
+                None,
+                opts,
+                &qc,
+                spec.progress,
+            )
+        });
+        let rs = party(
+            &mut *c0,
+            Role::Server,
+            &config,
+            Some(&weights),
+            opts,
+            &qs,
+            false,
+        );
+        let rc = h
+            .join()
+            .unwrap_or_else(|_| Err(SecureError::Role("the client thread panicked".into())));
+        (rs, rc)
+    });
+    let (server, client) = (rs?, rc?);
+    Ok(ModelBench {
+        arch: spec.arch.name().into(),
+        seq: spec.seq,
+        layers,
+        embed: spec.embed,
+        seconds: client.seconds,
+        bytes_total: server.bytes_sent + client.bytes_sent,
+        rounds: server.rounds + client.rounds,
+        setup_bytes: server.setup_bytes_sent + client.setup_bytes_sent,
+        peak_rss_bytes: peak_rss_bytes(),
+        server,
+        client,
+    })
+}
+
+impl ModelBench {
+    /// A human-readable summary with the client's breakdown.
+    pub fn summary(&self) -> String {
+        let p = Profile::from_ops(self.client.profile.clone());
+        format!(
+            "{} seq {} ({} layers, {:?}): {:.2} s, {:.3} GB total, {} rounds; setup {:.1} MB; peak RSS {:.2} GiB (both parties)\nclient breakdown:\n{}",
+            self.arch,
+            self.seq,
+            self.layers,
+            self.embed,
+            self.seconds,
+            self.bytes_total as f64 / 1e9,
+            self.rounds,
+            self.setup_bytes as f64 / 1e6,
+            self.peak_rss_bytes as f64 / (1u64 << 30) as f64,
+            p.table()
+        )
+    }
+}

@@ -14,6 +14,9 @@ use crate::ctx::same_len;
 use crate::{Mpc, Result};
 use nectar_net::Channel;
 
+/// Triples generated per random-OT call (LOCAL: bounds memory; no extra flows).
+pub const TRIPLE_CHUNK: usize = 1 << 20;
+
 /// One party's shares of `n` bit triples `c = a ∧ b`.
 pub struct BitTriples {
     pub a: Vec<bool>,
@@ -22,17 +25,24 @@ pub struct BitTriples {
 }
 
 impl Mpc {
-    /// `n` Beaver bit triples (no flow of its own beyond COT refills).
+    /// `n` Beaver bit triples (no flow of its own beyond COT refills). Generated in chunks of
+    /// [`TRIPLE_CHUNK`] so that the 48 bytes of OT output per triple never pile up.
     pub fn bit_triples(&mut self, ch: &mut dyn Channel, n: usize) -> Result<BitTriples> {
-        let (sent, (choice, got)) = self.rot_both(ch, n)?;
-        let mut t = BitTriples { a: choice, b: Vec::with_capacity(n), c: Vec::with_capacity(n) };
-        for i in 0..n {
-            let (m0, m1) = sent[i];
-            let b = ((m0 ^ m1) & 1) == 1;
-            let v = (m0 & 1) == 1;
-            let w = (got[i] & 1) == 1;
-            t.b.push(b);
-            t.c.push((t.a[i] & b) ^ v ^ w);
+        let mut t = BitTriples { a: Vec::with_capacity(n), b: Vec::with_capacity(n), c: Vec::with_capacity(n) };
+        let mut done = 0;
+        while done < n {
+            let m = TRIPLE_CHUNK.min(n - done);
+            let (sent, (choice, got)) = self.rot_both(ch, m)?;
+            for i in 0..m {
+                let (m0, m1) = sent[i];
+                let (a, b) = (choice[i], ((m0 ^ m1) & 1) == 1);
+                let v = (m0 & 1) == 1;
+                let w = (got[i] & 1) == 1;
+                t.a.push(a);
+                t.b.push(b);
+                t.c.push((a & b) ^ v ^ w);
+            }
+            done += m;
         }
         Ok(t)
     }

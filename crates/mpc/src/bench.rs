@@ -189,3 +189,21 @@ fn party(role: Role, ch: &mut dyn Channel, op: MpcOp, n: usize) -> Result<(f64, 
     let secs = t.elapsed().as_secs_f64();
     Ok((secs, ch.stats() - s0, mpc.ot().pools().0.consumed() - k0))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn op_names() {
+        for name in [
+            "less", "less3", "less-approx", "msb", "mux", "and", "b2a", "trunc", "trunc-approx", "trunc-faithful", "extend",
+            "extend-exact", "mul", "square", "equal",
+        ] {
+            assert!(MpcOp::parse(name).is_some(), "{name}");
+        }
+        assert!(MpcOp::parse("gelu").is_none());
+        let op = MpcOp::parse("trunc").map(|o| o.with_l(32).with_shift(12));
+        assert_eq!(op, Some(MpcOp { kind: OpKind::Trunc, l: 32, shift: 12, thresholds: 1 }));
+    }
+}

@@ -530,6 +530,40 @@ pub fn measure_automorphism_seconds() -> Result<f64, LinearError> {
     Ok(t.elapsed().as_secs_f64() / reps as f64)
 }
 
+/// The window chooser's prices measured on this machine for a link: one automorphism and one
+/// ciphertext × plaintext product timed here, one response ciphertext's bytes over the link's
+/// bandwidth (LOCAL; the paper's §III-D recipe).
+pub fn measured_cost_model(link: LinkModel) -> Result<CostModel, LinearError> {
+    let params = Params::bumblebee_olt();
+    let mut prg = Prg::from_entropy();
+    let sk = SecretKey::generate(&params, &mut prg);
+    let ct = sk.encrypt(
+        &params,
+        &Plaintext::from_coeffs(&params, &random_vec(&mut prg, 16, 64), 0)?,
+        &mut prg,
+    )?;
+    let pt = PlainNtt::new(
+        &params,
+        &Plaintext::from_coeffs(&params, &random_vec(&mut prg, 16, 64), 0)?,
+        params.max_level(),
+    )?;
+    let reps = 20;
+    let t = Instant::now();
+    let mut acc = ct.mul_plain(&params, &pt)?;
+    for _ in 1..reps {
+        acc.mul_plain_accumulate(&params, &ct, &pt)?;
+    }
+    let mult = t.elapsed().as_secs_f64() / reps as f64;
+    acc.mod_switch_to(&params, crate::h2a::response_level(&params, 64))?;
+    let bytes = acc.serialized_len(&params);
+    Ok(CostModel::measured(
+        measure_automorphism_seconds()?,
+        mult,
+        bytes,
+        link.bandwidth_bps,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -546,6 +580,8 @@ mod tests {
         // Query A; response A + query B (same direction, one flight); response B.
         let b = &bench_linear(&s).unwrap()[0];
         assert_eq!((b.rounds, b.mismatches), (3, Some(0)));
+        let c = measured_cost_model(LinkModel::LAN).unwrap();
+        assert!(c.per_auto > 0.0 && c.per_ct > 0.0 && c.per_mult > 0.0);
         for op in ["square", "mul", "bole"] {
             let s = LinearBenchSpec::parse(op, "100", "interleave", "none", 1, 64).unwrap();
             let b = &bench_linear(&s).unwrap()[0];

@@ -63,8 +63,18 @@ impl HeSession {
     }
 
     /// A session from key material exchanged elsewhere (e.g. by the application's handshake).
-    pub fn from_keys(params: Params, sk: SecretKey, peer_pk: PublicKey, peer_gk: Option<GaloisKeys>) -> Self {
-        HeSession { params, sk, peer_pk, peer_gk }
+    pub fn from_keys(
+        params: Params,
+        sk: SecretKey,
+        peer_pk: PublicKey,
+        peer_gk: Option<GaloisKeys>,
+    ) -> Self {
+        HeSession {
+            params,
+            sk,
+            peer_pk,
+            peer_gk,
+        }
     }
 
     /// Ring degree `N`.

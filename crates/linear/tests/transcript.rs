@@ -128,3 +128,11 @@ fn transcripts_are_deterministic() {
         b.0, b.1
     );
 }
+
+/// Pinned hashes (setup + protocol, each direction). A change here means the bytes on the wire
+/// changed: this crate's framing, the HE layer's serialization or sampling, or the PRG.
+#[test]
+fn transcripts_are_pinned() {
+    assert_eq!(olt_hashes(), (0x49f7332eee0acbc8, 0xf07e786852018c26));
+    assert_eq!(bole_hashes(), (0x7663f6d33ad056ff, 0x85591b27e59b93c9));
+}

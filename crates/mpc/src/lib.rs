@@ -10,6 +10,29 @@
 //! rounds whatever the length (O(log l) for the comparison tree). Both parties must make the
 //! same calls with the same public arguments in the same order (the OT pairing rule).
 //!
+//! ```
+//! use nectar_math::Prg;
+//! use nectar_mpc::Mpc;
+//! use nectar_net::{mem::run_pair, Role};
+//! use nectar_ot::Producer;
+//!
+//! // x = 5 − 9 = −4 in Z_2^32, shared as (5, −9); is x < 0? is x < −10?
+//! let l = 32;
+//! let party = |role, share: u64| {
+//!     move |c: &mut nectar_net::MemChannel| {
+//!         let seed = [role as u8 + 1; 16]; // fixed for the example; use Prg::from_entropy()
+//!         let mut m = Mpc::setup(role, c, Prg::new(seed), Producer::Iknp).unwrap();
+//!         let t = [0, (-10i64 as u64) & 0xffff_ffff];
+//!         let lt = m.less_than_const(c, &[share], &t, l, 0).unwrap();
+//!         let bits: Vec<bool> = lt.iter().map(|v| v[0]).collect();
+//!         m.reveal_bits(c, &bits).unwrap()
+//!     }
+//! };
+//! let (a, b) = run_pair(party(Role::Server, 5), party(Role::Client, (-9i64 as u64) & 0xffff_ffff));
+//! assert_eq!(a, vec![true, false]);
+//! assert_eq!(a, b);
+//! ```
+//!
 //! One file per protocol, each opening with its source, rounds and bytes:
 //! - [`ctx`]: [`Mpc`], opening (reveal), local helpers;
 //! - [`and`]: AND from ROT-derived bit triples; XOR/NOT are local;

@@ -21,7 +21,7 @@
 //! ciphertexts at the response level, of which only the `b`-coefficients holding matrix entries
 //! travel (all of them after InterLeave; `k_w·n_w` per ciphertext for KRDY).
 //! Output: shares mod `2^64` of `Q·V`; reduce mod `2^l` for a smaller ring. The sum is exact
-//! except with probability about `2^-25` per entry, where it is off by one (H2A-Coeff's LSB error,
+//! except with probability about `2^-27` per entry, where it is off by one (H2A-Coeff's LSB error,
 //! see [`crate::h2a`]).
 
 use crate::h2a;

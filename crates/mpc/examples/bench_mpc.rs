@@ -8,7 +8,10 @@ use nectar_net::LinkModel;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let size: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(1 << 16);
-    let net = args.get(1).and_then(|s| LinkModel::preset(s)).unwrap_or(None);
+    let net = args
+        .get(1)
+        .and_then(|s| LinkModel::preset(s))
+        .unwrap_or(None);
     println!("| op | l | shift/k | thresholds | elements | seconds | bytes | bits/element | COTs/element | amortised bits/element | flows |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for spec in args.iter().skip(2) {
@@ -27,8 +30,16 @@ fn main() {
         match bench_mpc(op, size, net) {
             Ok(b) => println!(
                 "| {name} | {} | {} | {} | {} | {:.3} | {} | {:.1} | {:.1} | {:.1} | {} |",
-                op.l, op.shift, op.thresholds, b.size, b.seconds, b.bytes, b.bits_per_element, b.cots_per_element,
-                b.amortised_bits_per_element, b.flows
+                op.l,
+                op.shift,
+                op.thresholds,
+                b.size,
+                b.seconds,
+                b.bytes,
+                b.bits_per_element,
+                b.cots_per_element,
+                b.amortised_bits_per_element,
+                b.flows
             ),
             Err(e) => eprintln!("{name}: {e}"),
         }

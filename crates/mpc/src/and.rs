@@ -28,7 +28,11 @@ impl Mpc {
     /// `n` Beaver bit triples (no flow of its own beyond COT refills). Generated in chunks of
     /// [`TRIPLE_CHUNK`] so that the 48 bytes of OT output per triple never pile up.
     pub fn bit_triples(&mut self, ch: &mut dyn Channel, n: usize) -> Result<BitTriples> {
-        let mut t = BitTriples { a: Vec::with_capacity(n), b: Vec::with_capacity(n), c: Vec::with_capacity(n) };
+        let mut t = BitTriples {
+            a: Vec::with_capacity(n),
+            b: Vec::with_capacity(n),
+            c: Vec::with_capacity(n),
+        };
         let mut done = 0;
         while done < n {
             let m = TRIPLE_CHUNK.min(n - done);

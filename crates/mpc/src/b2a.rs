@@ -20,10 +20,16 @@ impl Mpc {
         if self.is_server() {
             let d: Vec<u64> = b.iter().map(|&x| x as u64).collect();
             let x = self.ot().send_acot(ch, &d, l)?;
-            Ok(b.iter().zip(x).map(|(&bi, xi)| (bi as u64).wrapping_add(xi.wrapping_mul(2)) & m).collect())
+            Ok(b.iter()
+                .zip(x)
+                .map(|(&bi, xi)| (bi as u64).wrapping_add(xi.wrapping_mul(2)) & m)
+                .collect())
         } else {
             let y = self.ot().recv_acot(ch, b, l)?;
-            Ok(b.iter().zip(y).map(|(&bi, yi)| (bi as u64).wrapping_sub(yi.wrapping_mul(2)) & m).collect())
+            Ok(b.iter()
+                .zip(y)
+                .map(|(&bi, yi)| (bi as u64).wrapping_sub(yi.wrapping_mul(2)) & m)
+                .collect())
         }
     }
 }

@@ -54,7 +54,14 @@ impl MpcOp {
     /// `and`, `b2a`, `trunc`, `trunc-approx`, `trunc-faithful`, `extend` (32 → 64),
     /// `extend-exact`, `mul`, `square`, `equal`. Defaults: `l = 64`, shift 18 (f of BumbleBee).
     pub fn parse(name: &str) -> Option<MpcOp> {
-        let op = |kind, shift, thresholds| Some(MpcOp { kind, l: 64, shift, thresholds });
+        let op = |kind, shift, thresholds| {
+            Some(MpcOp {
+                kind,
+                l: 64,
+                shift,
+                thresholds,
+            })
+        };
         match name {
             "less" => op(OpKind::Less, 0, 1),
             "less3" => op(OpKind::Less, 0, 3),
@@ -66,11 +73,26 @@ impl MpcOp {
             "trunc" => op(OpKind::Trunc, 18, 1),
             "trunc-approx" => op(OpKind::TruncApprox, 18, 1),
             "trunc-faithful" => op(OpKind::TruncFaithful, 18, 1),
-            "extend" => Some(MpcOp { kind: OpKind::Extend, l: 32, shift: 32, thresholds: 1 }),
-            "extend-exact" => Some(MpcOp { kind: OpKind::ExtendExact, l: 32, shift: 32, thresholds: 1 }),
+            "extend" => Some(MpcOp {
+                kind: OpKind::Extend,
+                l: 32,
+                shift: 32,
+                thresholds: 1,
+            }),
+            "extend-exact" => Some(MpcOp {
+                kind: OpKind::ExtendExact,
+                l: 32,
+                shift: 32,
+                thresholds: 1,
+            }),
             "mul" => op(OpKind::Mul, 0, 1),
             "square" => op(OpKind::Square, 0, 1),
-            "equal" => Some(MpcOp { kind: OpKind::Equal, l: 16, shift: 0, thresholds: 1 }),
+            "equal" => Some(MpcOp {
+                kind: OpKind::Equal,
+                l: 16,
+                shift: 0,
+                thresholds: 1,
+            }),
             _ => None,
         }
     }
@@ -131,7 +153,11 @@ pub fn bench_mpc(op: MpcOp, size: usize, net: Option<LinkModel>) -> Result<MpcBe
         let mut c = b0;
         let a = party(Role::Server, c.as_mut(), op, size);
         drop(c);
-        (a, h.join().unwrap_or_else(|_| Err(MpcError::BadArgument("client thread panicked".into()))))
+        (
+            a,
+            h.join()
+                .unwrap_or_else(|_| Err(MpcError::BadArgument("client thread panicked".into()))),
+        )
     });
     let ((t0, s0, k0), (t1, s1, k1)) = (r0?, r1?);
     let bytes = s0.bytes_sent + s1.bytes_sent;
@@ -142,7 +168,11 @@ pub fn bench_mpc(op: MpcOp, size: usize, net: Option<LinkModel>) -> Result<MpcBe
         size,
         net: match net {
             None => "none".into(),
-            Some(m) => format!("{:.0} Mbit/s, {:?} one-way", m.bandwidth_bps / 1e6, m.latency),
+            Some(m) => format!(
+                "{:.0} Mbit/s, {:?} one-way",
+                m.bandwidth_bps / 1e6,
+                m.latency
+            ),
         },
         seconds: t0.max(t1),
         bytes,
@@ -155,7 +185,12 @@ pub fn bench_mpc(op: MpcOp, size: usize, net: Option<LinkModel>) -> Result<MpcBe
     })
 }
 
-fn party(role: Role, ch: &mut dyn Channel, op: MpcOp, n: usize) -> Result<(f64, nectar_net::Stats, u64)> {
+fn party(
+    role: Role,
+    ch: &mut dyn Channel,
+    op: MpcOp,
+    n: usize,
+) -> Result<(f64, nectar_net::Stats, u64)> {
     let mut prg = Prg::from_entropy();
     let mut mpc = Mpc::setup(role, ch, prg.fork(), Producer::default())?;
     // Ferret bootstrap of both directions, outside the measurement.
@@ -197,13 +232,34 @@ mod tests {
     #[test]
     fn op_names() {
         for name in [
-            "less", "less3", "less-approx", "msb", "mux", "and", "b2a", "trunc", "trunc-approx", "trunc-faithful", "extend",
-            "extend-exact", "mul", "square", "equal",
+            "less",
+            "less3",
+            "less-approx",
+            "msb",
+            "mux",
+            "and",
+            "b2a",
+            "trunc",
+            "trunc-approx",
+            "trunc-faithful",
+            "extend",
+            "extend-exact",
+            "mul",
+            "square",
+            "equal",
         ] {
             assert!(MpcOp::parse(name).is_some(), "{name}");
         }
         assert!(MpcOp::parse("gelu").is_none());
         let op = MpcOp::parse("trunc").map(|o| o.with_l(32).with_shift(12));
-        assert_eq!(op, Some(MpcOp { kind: OpKind::Trunc, l: 32, shift: 12, thresholds: 1 }));
+        assert_eq!(
+            op,
+            Some(MpcOp {
+                kind: OpKind::Trunc,
+                l: 32,
+                shift: 12,
+                thresholds: 1
+            })
+        );
     }
 }

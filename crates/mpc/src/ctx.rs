@@ -27,7 +27,12 @@ impl Mpc {
 
     /// Run the OT session setup (base OTs, both directions) with `producer` and return the
     /// context. The OT session gets a fork of `prg`.
-    pub fn setup(role: Role, ch: &mut dyn Channel, mut prg: Prg, producer: Producer) -> Result<Self> {
+    pub fn setup(
+        role: Role,
+        ch: &mut dyn Channel,
+        mut prg: Prg,
+        producer: Producer,
+    ) -> Result<Self> {
         let ot = OtSession::with_producer(role, ch, prg.fork(), producer)?;
         Ok(Mpc { role, ot, prg })
     }
@@ -67,10 +72,19 @@ impl Mpc {
     }
 
     /// Exchange bit vectors of equal length `mine.len()`.
-    pub(crate) fn exchange_bits(&mut self, ch: &mut dyn Channel, mine: &[bool], what: &'static str) -> Result<Vec<bool>> {
+    pub(crate) fn exchange_bits(
+        &mut self,
+        ch: &mut dyn Channel,
+        mine: &[bool],
+        what: &'static str,
+    ) -> Result<Vec<bool>> {
         let got = self.exchange(ch, &pack_bits(mine))?;
         if got.len() != mine.len().div_ceil(8) {
-            return Err(MpcError::BadMessage { what, expected: mine.len().div_ceil(8), got: got.len() });
+            return Err(MpcError::BadMessage {
+                what,
+                expected: mine.len().div_ceil(8),
+                got: got.len(),
+            });
         }
         Ok(unpack_bits(&got, mine.len())?)
     }
@@ -115,10 +129,17 @@ impl Mpc {
         let got = self.exchange(ch, &pack_words(&words, l as usize))?;
         let need = (x.len() * l as usize).div_ceil(8);
         if got.len() != need {
-            return Err(MpcError::BadMessage { what: "opened shares", expected: need, got: got.len() });
+            return Err(MpcError::BadMessage {
+                what: "opened shares",
+                expected: need,
+                got: got.len(),
+            });
         }
         let theirs = unpack_words(&got, x.len(), l as usize)?;
-        Ok(x.iter().zip(theirs).map(|(&a, b)| a.wrapping_add(b as u64) & m).collect())
+        Ok(x.iter()
+            .zip(theirs)
+            .map(|(&a, b)| a.wrapping_add(b as u64) & m)
+            .collect())
     }
 
     /// Open a boolean vector to both parties.
@@ -130,7 +151,11 @@ impl Mpc {
     /// Shares of a public vector: P0 holds `c`, P1 zeros.
     pub fn constant(&self, c: &[u64], l: u32) -> Result<Vec<u64>> {
         let m = mask(l)?;
-        Ok(if self.is_server() { c.iter().map(|v| v & m).collect() } else { vec![0; c.len()] })
+        Ok(if self.is_server() {
+            c.iter().map(|v| v & m).collect()
+        } else {
+            vec![0; c.len()]
+        })
     }
 
     /// Shares of a public bit vector: P0 holds `c`, P1 zeros.
@@ -147,7 +172,10 @@ impl Mpc {
         let m = mask(l)?;
         let c = broadcast(c, x.len(), "public addend")?;
         Ok(if self.is_server() {
-            x.iter().zip(c).map(|(&a, b)| a.wrapping_add(b) & m).collect()
+            x.iter()
+                .zip(c)
+                .map(|(&a, b)| a.wrapping_add(b) & m)
+                .collect()
         } else {
             x.iter().map(|&a| a & m).collect()
         })
@@ -176,7 +204,9 @@ pub fn mask(l: u32) -> Result<u64> {
     match l {
         1..=63 => Ok((1u64 << l) - 1),
         64 => Ok(u64::MAX),
-        _ => Err(MpcError::BadArgument(format!("ring width {l} not in 1..=64"))),
+        _ => Err(MpcError::BadArgument(format!(
+            "ring width {l} not in 1..=64"
+        ))),
     }
 }
 
@@ -210,16 +240,28 @@ pub fn msb_of(v: u64, l: u32) -> bool {
 
 pub(crate) fn same_len(what: &'static str, expected: usize, got: usize) -> Result<()> {
     if expected != got {
-        return Err(MpcError::Length { what, expected, got });
+        return Err(MpcError::Length {
+            what,
+            expected,
+            got,
+        });
     }
     Ok(())
 }
 
 /// A public operand given once (broadcast) or once per element.
-pub(crate) fn broadcast<'a>(c: &'a [u64], n: usize, what: &'static str) -> Result<Box<dyn Iterator<Item = u64> + 'a>> {
+pub(crate) fn broadcast<'a>(
+    c: &'a [u64],
+    n: usize,
+    what: &'static str,
+) -> Result<Box<dyn Iterator<Item = u64> + 'a>> {
     match c.len() {
         1 => Ok(Box::new(std::iter::repeat_n(c[0], n))),
         m if m == n => Ok(Box::new(c.iter().copied())),
-        m => Err(MpcError::Length { what, expected: n, got: m }),
+        m => Err(MpcError::Length {
+            what,
+            expected: n,
+            got: m,
+        }),
     }
 }

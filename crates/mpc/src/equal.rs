@@ -20,13 +20,21 @@ pub const MAX_EQ_BATCH: usize = 128;
 
 impl Mpc {
     /// For each public constant `c_j`, XOR shares of `1{x = c_j}` on every element; `out[j][i]`.
-    pub fn equal_const(&mut self, ch: &mut dyn Channel, x: &[u64], consts: &[u64], l: u32) -> Result<Vec<Vec<bool>>> {
+    pub fn equal_const(
+        &mut self,
+        ch: &mut dyn Channel,
+        x: &[u64],
+        consts: &[u64],
+        l: u32,
+    ) -> Result<Vec<Vec<bool>>> {
         let m = mask(l)?;
         let mut out = Vec::with_capacity(consts.len());
         for group in consts.chunks(MAX_EQ_BATCH) {
             let b = group.len();
             let input: Vec<u64> = if self.is_server() {
-                x.iter().flat_map(|&v| group.iter().map(move |&c| v.wrapping_sub(c) & m)).collect()
+                x.iter()
+                    .flat_map(|&v| group.iter().map(move |&c| v.wrapping_sub(c) & m))
+                    .collect()
             } else {
                 x.iter().map(|v| v.wrapping_neg() & m).collect()
             };
@@ -42,7 +50,11 @@ impl Mpc {
                 }
                 let z = self.and(ch, &a, &c)?;
                 let sz = level[0].len();
-                let mut next: Vec<Vec<bool>> = z.chunks(sz.max(1)).take(pairs).map(|s| s.to_vec()).collect();
+                let mut next: Vec<Vec<bool>> = z
+                    .chunks(sz.max(1))
+                    .take(pairs)
+                    .map(|s| s.to_vec())
+                    .collect();
                 if sz == 0 {
                     next = vec![Vec::new(); pairs];
                 }

@@ -31,14 +31,26 @@ pub struct MixedWidth {
 
 impl MixedWidth {
     /// BumbleBee §V-C / §VII: `(64, 18)` outside, `(32, 12)` inside activations.
-    pub const BUMBLEBEE: MixedWidth = MixedWidth { l: 64, f: 18, l_small: 32, f_small: 12 };
+    pub const BUMBLEBEE: MixedWidth = MixedWidth {
+        l: 64,
+        f: 18,
+        l_small: 32,
+        f_small: 12,
+    };
 
     /// Checked constructor: `f_small <= f`, `l_small < l <= 64`, `f_small + 2 < l_small`.
     pub fn new(l: u32, f: u32, l_small: u32, f_small: u32) -> Result<Self> {
         if !(l <= 64 && l_small < l && f_small <= f && f_small + 2 < l_small && f + 2 < l) {
-            return Err(MpcError::BadArgument(format!("bad mixed width ({l},{f}) / ({l_small},{f_small})")));
+            return Err(MpcError::BadArgument(format!(
+                "bad mixed width ({l},{f}) / ({l_small},{f_small})"
+            )));
         }
-        Ok(MixedWidth { l, f, l_small, f_small })
+        Ok(MixedWidth {
+            l,
+            f,
+            l_small,
+            f_small,
+        })
     }
 
     /// Values representable in the small format without failure of [`Mpc::extend`]:
@@ -57,47 +69,85 @@ impl Mpc {
 
     fn check_ext(from: u32, to: u32) -> Result<()> {
         if !(from >= 3 && from < to && to <= 64) {
-            return Err(MpcError::BadArgument(format!("extension Z_2^{from} -> Z_2^{to} not supported")));
+            return Err(MpcError::BadArgument(format!(
+                "extension Z_2^{from} -> Z_2^{to} not supported"
+            )));
         }
         Ok(())
     }
 
     /// Heuristic signed extension (Alg. 5): exact for `|x| < 2^(from−2)` (module doc).
-    pub fn extend(&mut self, ch: &mut dyn Channel, x: &[u64], from: u32, to: u32) -> Result<Vec<u64>> {
+    pub fn extend(
+        &mut self,
+        ch: &mut dyn Channel,
+        x: &[u64],
+        from: u32,
+        to: u32,
+    ) -> Result<Vec<u64>> {
         Self::check_ext(from, to)?;
         let off = pow2(from - 2);
         let xs = self.add_public(x, &[off], from)?;
         let w = self.wrap_known_msb(ch, &xs, from, false, to - from)?;
         let mt = mask(to)?;
-        let y: Vec<u64> = xs.iter().zip(&w).map(|(&v, &wi)| v.wrapping_sub(wi.wrapping_mul(pow2(from))) & mt).collect();
+        let y: Vec<u64> = xs
+            .iter()
+            .zip(&w)
+            .map(|(&v, &wi)| v.wrapping_sub(wi.wrapping_mul(pow2(from))) & mt)
+            .collect();
         self.add_public(&y, &[off.wrapping_neg()], to)
     }
 
     /// Exact signed extension for any input (SiRNN).
-    pub fn extend_exact(&mut self, ch: &mut dyn Channel, x: &[u64], from: u32, to: u32) -> Result<Vec<u64>> {
+    pub fn extend_exact(
+        &mut self,
+        ch: &mut dyn Channel,
+        x: &[u64],
+        from: u32,
+        to: u32,
+    ) -> Result<Vec<u64>> {
         Self::check_ext(from, to)?;
         let off = pow2(from - 1);
         let xs = self.add_public(x, &[off], from)?;
         let wb = self.wrap(ch, &xs, from)?;
         let w = self.b2a(ch, &wb, to - from)?;
         let mt = mask(to)?;
-        let y: Vec<u64> = xs.iter().zip(&w).map(|(&v, &wi)| v.wrapping_sub(wi.wrapping_mul(pow2(from))) & mt).collect();
+        let y: Vec<u64> = xs
+            .iter()
+            .zip(&w)
+            .map(|(&v, &wi)| v.wrapping_sub(wi.wrapping_mul(pow2(from))) & mt)
+            .collect();
         self.add_public(&y, &[off.wrapping_neg()], to)
     }
 
     /// Big → small format: truncate by `f − f_small` in `Z_{2^l}` ([`Mpc::trunc`], error
     /// `{0, −1}` LSB of the small format), then reduce to `Z_{2^l_small}`. Values must satisfy
     /// [`MixedWidth::small_bound`].
-    pub fn to_small(&mut self, ch: &mut dyn Channel, x: &[u64], mw: MixedWidth) -> Result<Vec<u64>> {
-        let t = if mw.f > mw.f_small { self.trunc(ch, x, mw.l, mw.f - mw.f_small)? } else { x.to_vec() };
+    pub fn to_small(
+        &mut self,
+        ch: &mut dyn Channel,
+        x: &[u64],
+        mw: MixedWidth,
+    ) -> Result<Vec<u64>> {
+        let t = if mw.f > mw.f_small {
+            self.trunc(ch, x, mw.l, mw.f - mw.f_small)?
+        } else {
+            x.to_vec()
+        };
         self.reduce(&t, mw.l_small)
     }
 
     /// Small → big format: [`Mpc::extend`] to `Z_{2^l}`, then scale by `2^(f − f_small)`
     /// (local, exact). Exact within [`MixedWidth::small_bound`].
-    pub fn to_large(&mut self, ch: &mut dyn Channel, x: &[u64], mw: MixedWidth) -> Result<Vec<u64>> {
+    pub fn to_large(
+        &mut self,
+        ch: &mut dyn Channel,
+        x: &[u64],
+        mw: MixedWidth,
+    ) -> Result<Vec<u64>> {
         let e = self.extend(ch, x, mw.l_small, mw.l)?;
         let ml = mask(mw.l)?;
-        Ok(e.iter().map(|v| v.wrapping_mul(pow2(mw.f - mw.f_small)) & ml).collect())
+        Ok(e.iter()
+            .map(|v| v.wrapping_mul(pow2(mw.f - mw.f_small)) & ml)
+            .collect())
     }
 }

@@ -33,18 +33,28 @@ impl Mpc {
     ) -> Result<Vec<Vec<bool>>> {
         mask(l)?;
         if ignore_low_bits + 2 > l {
-            return Err(MpcError::BadArgument(format!("ignoring {ignore_low_bits} of {l} bits leaves no MSB")));
+            return Err(MpcError::BadArgument(format!(
+                "ignoring {ignore_low_bits} of {l} bits leaves no MSB"
+            )));
         }
         let lk = l - ignore_low_bits;
         let mk = mask(lk)?;
         let ml = mask(l)?;
-        let xs: Vec<u64> = x.iter().map(|v| ((v & ml) >> ignore_low_bits) & mk).collect();
+        let xs: Vec<u64> = x
+            .iter()
+            .map(|v| ((v & ml) >> ignore_low_bits) & mk)
+            .collect();
         let mut out = Vec::with_capacity(thresholds.len());
         for group in thresholds.chunks(MAX_BATCH) {
             let b = group.len();
-            let ts: Vec<u64> = group.iter().map(|&t| (to_signed(t & ml, l) >> ignore_low_bits) as u64 & mk).collect();
+            let ts: Vec<u64> = group
+                .iter()
+                .map(|&t| (to_signed(t & ml, l) >> ignore_low_bits) as u64 & mk)
+                .collect();
             let z: Vec<u64> = if self.is_server() {
-                xs.iter().flat_map(|&v| ts.iter().map(move |&t| v.wrapping_sub(t) & mk)).collect()
+                xs.iter()
+                    .flat_map(|&v| ts.iter().map(move |&t| v.wrapping_sub(t) & mk))
+                    .collect()
             } else {
                 xs.clone()
             };
@@ -57,7 +67,13 @@ impl Mpc {
     }
 
     /// `1{x < y}` for two shared vectors: `MSB(x − y)`; exact for `|x − y| < 2^(l−1)`.
-    pub fn less_than(&mut self, ch: &mut dyn Channel, x: &[u64], y: &[u64], l: u32) -> Result<Vec<bool>> {
+    pub fn less_than(
+        &mut self,
+        ch: &mut dyn Channel,
+        x: &[u64],
+        y: &[u64],
+        l: u32,
+    ) -> Result<Vec<bool>> {
         crate::ctx::same_len("less_than operands", x.len(), y.len())?;
         let d: Vec<u64> = x.iter().zip(y).map(|(a, b)| a.wrapping_sub(*b)).collect();
         self.msb(ch, &d, l)

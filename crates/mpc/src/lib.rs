@@ -76,9 +76,17 @@ pub enum MpcError {
     #[error("ot: {0}")]
     Ot(#[from] OtError),
     #[error("length mismatch in {what}: expected {expected}, got {got}")]
-    Length { what: &'static str, expected: usize, got: usize },
+    Length {
+        what: &'static str,
+        expected: usize,
+        got: usize,
+    },
     #[error("malformed {what}: expected {expected} bytes, got {got}")]
-    BadMessage { what: &'static str, expected: usize, got: usize },
+    BadMessage {
+        what: &'static str,
+        expected: usize,
+        got: usize,
+    },
     #[error("invalid argument: {0}")]
     BadArgument(String),
 }

@@ -51,11 +51,17 @@ impl Mpc {
         let m = mask(bits)?;
         let k = width * batch;
         if batch == 0 || k > 128 {
-            return Err(MpcError::BadArgument(format!("batch {batch} × {width} bits exceeds a 128-bit OT message")));
+            return Err(MpcError::BadArgument(format!(
+                "batch {batch} × {width} bits exceeds a 128-bit OT message"
+            )));
         }
         let n = if self.is_server() {
             if !input.len().is_multiple_of(batch) {
-                return Err(MpcError::Length { what: "batched sender input", expected: input.len().next_multiple_of(batch), got: input.len() });
+                return Err(MpcError::Length {
+                    what: "batched sender input",
+                    expected: input.len().next_multiple_of(batch),
+                    got: input.len(),
+                });
             }
             input.len() / batch
         } else {
@@ -75,7 +81,12 @@ impl Mpc {
                 for i in start..end {
                     #[allow(clippy::needless_range_loop)]
                     for j in 0..q {
-                        let r = prg.next_u128() & if k == 128 { u128::MAX } else { (1u128 << k) - 1 };
+                        let r = prg.next_u128()
+                            & if k == 128 {
+                                u128::MAX
+                            } else {
+                                (1u128 << k) - 1
+                            };
                         for b in 0..batch {
                             for (w, o) in out.iter_mut().enumerate() {
                                 o[j][i * batch + b] = (r >> (width * b + w)) & 1 == 1;
@@ -116,16 +127,33 @@ impl Mpc {
     /// XOR shares of `1{x_{i,b} > y_i}` for `bits`-bit unsigned inputs (`1 <= bits <= 64`).
     /// P0 passes `x` element-major (`x[i·batch + b]`), P1 passes `y` (one per element); both get
     /// `n·batch` shares in P0's layout. `batch <= 64`.
-    pub fn millionaire(&mut self, ch: &mut dyn Channel, input: &[u64], batch: usize, bits: u32) -> Result<Vec<bool>> {
-        let mut d = self.digit_ot(ch, input, batch, bits, 2, |x, v| ((x > v) as u128) | (((x == v) as u128) << 1))?;
+    pub fn millionaire(
+        &mut self,
+        ch: &mut dyn Channel,
+        input: &[u64],
+        batch: usize,
+        bits: u32,
+    ) -> Result<Vec<bool>> {
+        let mut d = self.digit_ot(ch, input, batch, bits, 2, |x, v| {
+            ((x > v) as u128) | (((x == v) as u128) << 1)
+        })?;
         let (eq, gt) = (d.pop().unwrap_or_default(), d.pop().unwrap_or_default());
         self.comparison_tree(ch, gt, eq)
     }
 
     /// The tree combination of step 3 (digits LSB first).
-    pub(crate) fn comparison_tree(&mut self, ch: &mut dyn Channel, gt: Vec<Vec<bool>>, eq: Vec<Vec<bool>>) -> Result<Vec<bool>> {
-        let mut groups: Vec<(Vec<bool>, Option<Vec<bool>>)> =
-            gt.into_iter().zip(eq).enumerate().map(|(j, (g, e))| (g, if j == 0 { None } else { Some(e) })).collect();
+    pub(crate) fn comparison_tree(
+        &mut self,
+        ch: &mut dyn Channel,
+        gt: Vec<Vec<bool>>,
+        eq: Vec<Vec<bool>>,
+    ) -> Result<Vec<bool>> {
+        let mut groups: Vec<(Vec<bool>, Option<Vec<bool>>)> = gt
+            .into_iter()
+            .zip(eq)
+            .enumerate()
+            .map(|(j, (g, e))| (g, if j == 0 { None } else { Some(e) }))
+            .collect();
         let Some(m) = groups.first().map(|g| g.0.len()) else {
             return Err(MpcError::BadArgument("comparison of zero digits".into()));
         };
@@ -150,8 +178,16 @@ impl Mpc {
             let mut next = Vec::with_capacity(pairs + 1);
             for t in 0..pairs {
                 let hi = &groups[2 * t + 1];
-                let g: Vec<bool> = hi.0.iter().zip(&z[t * m..(t + 1) * m]).map(|(x, y)| x ^ y).collect();
-                let e = if t == 0 { None } else { Some(z[(pairs + t - 1) * m..(pairs + t) * m].to_vec()) };
+                let g: Vec<bool> =
+                    hi.0.iter()
+                        .zip(&z[t * m..(t + 1) * m])
+                        .map(|(x, y)| x ^ y)
+                        .collect();
+                let e = if t == 0 {
+                    None
+                } else {
+                    Some(z[(pairs + t - 1) * m..(pairs + t) * m].to_vec())
+                };
                 next.push((g, e));
             }
             if groups.len() % 2 == 1 {

@@ -18,12 +18,24 @@ impl Mpc {
 
     /// Batched MSB: P0 passes `n·batch` shares (element-major), P1 `n` shares; the result has
     /// `n·batch` bits, bit `i·batch + b` = `MSB(x0[i·batch + b] + x1[i])`.
-    pub fn msb_batched(&mut self, ch: &mut dyn Channel, x: &[u64], batch: usize, l: u32) -> Result<Vec<bool>> {
+    pub fn msb_batched(
+        &mut self,
+        ch: &mut dyn Channel,
+        x: &[u64],
+        batch: usize,
+        l: u32,
+    ) -> Result<Vec<bool>> {
         if !(2..=64).contains(&l) {
-            return Err(MpcError::BadArgument(format!("MSB needs 2 <= l <= 64, got {l}")));
+            return Err(MpcError::BadArgument(format!(
+                "MSB needs 2 <= l <= 64, got {l}"
+            )));
         }
         let low = mask(l - 1)?;
-        let input: Vec<u64> = if self.is_server() { x.iter().map(|v| v & low).collect() } else { x.iter().map(|v| low - (v & low)).collect() };
+        let input: Vec<u64> = if self.is_server() {
+            x.iter().map(|v| v & low).collect()
+        } else {
+            x.iter().map(|v| low - (v & low)).collect()
+        };
         let carry = self.millionaire(ch, &input, batch, l - 1)?;
         let server = self.is_server();
         Ok(carry

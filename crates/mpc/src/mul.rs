@@ -18,11 +18,15 @@ use crate::{Mpc, Result};
 use nectar_net::Channel;
 
 fn bits_of(y: &[u64], l: u32) -> Vec<bool> {
-    y.iter().flat_map(|&v| (0..l).map(move |j| (v >> j) & 1 == 1)).collect()
+    y.iter()
+        .flat_map(|&v| (0..l).map(move |j| (v >> j) & 1 == 1))
+        .collect()
 }
 
 fn corr_of(x: &[u64], l: u32, m: u64) -> Vec<u64> {
-    x.iter().flat_map(|&v| (0..l).map(move |j| (v << j) & m)).collect()
+    x.iter()
+        .flat_map(|&v| (0..l).map(move |j| (v << j) & m))
+        .collect()
 }
 
 impl Mpc {
@@ -37,8 +41,12 @@ impl Mpc {
         let (sent, got) = self.acot_both(ch, &corr_of(x, l, m), &bits_of(y, l), l)?;
         Ok((0..x.len())
             .map(|i| {
-                let s: u64 = sent[i * lu..(i + 1) * lu].iter().fold(0u64, |a, b| a.wrapping_add(*b));
-                let r: u64 = got[i * lu..(i + 1) * lu].iter().fold(0u64, |a, b| a.wrapping_add(*b));
+                let s: u64 = sent[i * lu..(i + 1) * lu]
+                    .iter()
+                    .fold(0u64, |a, b| a.wrapping_add(*b));
+                let r: u64 = got[i * lu..(i + 1) * lu]
+                    .iter()
+                    .fold(0u64, |a, b| a.wrapping_add(*b));
                 x[i].wrapping_mul(y[i]).wrapping_sub(s).wrapping_add(r) & m
             })
             .collect())
@@ -54,18 +62,28 @@ impl Mpc {
         let cross = if self.is_server() {
             let two: Vec<u64> = x.iter().map(|v| v.wrapping_mul(2)).collect();
             let s = self.ot().send_acot(ch, &corr_of(&two, l, m), l)?;
-            s.chunks(lu).map(|c| c.iter().fold(0u64, |a, b| a.wrapping_sub(*b))).collect::<Vec<_>>()
+            s.chunks(lu)
+                .map(|c| c.iter().fold(0u64, |a, b| a.wrapping_sub(*b)))
+                .collect::<Vec<_>>()
         } else {
             let r = self.ot().recv_acot(ch, &bits_of(x, l), l)?;
-            r.chunks(lu).map(|c| c.iter().fold(0u64, |a, b| a.wrapping_add(*b))).collect::<Vec<_>>()
+            r.chunks(lu)
+                .map(|c| c.iter().fold(0u64, |a, b| a.wrapping_add(*b)))
+                .collect::<Vec<_>>()
         };
-        Ok(x.iter().zip(cross).map(|(&v, c)| v.wrapping_mul(v).wrapping_add(c) & m).collect())
+        Ok(x.iter()
+            .zip(cross)
+            .map(|(&v, c)| v.wrapping_mul(v).wrapping_add(c) & m)
+            .collect())
     }
 
     /// `x · c mod 2^l` for public `c` (one value broadcast or one per element). Local, exact.
     pub fn mul_public(&self, x: &[u64], c: &[u64], l: u32) -> Result<Vec<u64>> {
         let m = mask(l)?;
         let c = broadcast(c, x.len(), "public factor")?;
-        Ok(x.iter().zip(c).map(|(&a, b)| a.wrapping_mul(b) & m).collect())
+        Ok(x.iter()
+            .zip(c)
+            .map(|(&a, b)| a.wrapping_mul(b) & m)
+            .collect())
     }
 }

@@ -19,7 +19,11 @@ impl Mpc {
         if x.is_empty() {
             return Ok(Vec::new());
         }
-        let deltas: Vec<u64> = x.iter().zip(b).map(|(&xi, &bi)| if bi { xi.wrapping_neg() } else { xi } & m).collect();
+        let deltas: Vec<u64> = x
+            .iter()
+            .zip(b)
+            .map(|(&xi, &bi)| if bi { xi.wrapping_neg() } else { xi } & m)
+            .collect();
         let (sent, got) = self.acot_both(ch, &deltas, b, l)?;
         Ok((0..x.len())
             .map(|i| {
@@ -30,11 +34,21 @@ impl Mpc {
     }
 
     /// `b ? x : y` = `y + mux(b, x − y)`; exact.
-    pub fn select(&mut self, ch: &mut dyn Channel, b: &[bool], x: &[u64], y: &[u64], l: u32) -> Result<Vec<u64>> {
+    pub fn select(
+        &mut self,
+        ch: &mut dyn Channel,
+        b: &[bool],
+        x: &[u64],
+        y: &[u64],
+        l: u32,
+    ) -> Result<Vec<u64>> {
         same_len("select operands", x.len(), y.len())?;
         let d: Vec<u64> = x.iter().zip(y).map(|(a, c)| a.wrapping_sub(*c)).collect();
         let t = self.mux(ch, b, &d, l)?;
         let m = mask(l)?;
-        Ok(t.iter().zip(y).map(|(a, c)| a.wrapping_add(*c) & m).collect())
+        Ok(t.iter()
+            .zip(y)
+            .map(|(a, c)| a.wrapping_add(*c) & m)
+            .collect())
     }
 }

@@ -24,13 +24,23 @@ impl Mpc {
     /// Arithmetic shares in `Z_{2^w}` of the wrap bit `1{x_0 + x_1 ≥ 2^l}` when the MSB of
     /// `x` is public: `msb_value = false` gives `msb(x_0) ∨ msb(x_1)`, `true` gives
     /// `msb(x_0) ∧ msb(x_1)`. One additive COT (P0 sender), 2 flows, `1 + w` bits.
-    pub fn wrap_known_msb(&mut self, ch: &mut dyn Channel, x: &[u64], l: u32, msb_value: bool, w: u32) -> Result<Vec<u64>> {
+    pub fn wrap_known_msb(
+        &mut self,
+        ch: &mut dyn Channel,
+        x: &[u64],
+        l: u32,
+        msb_value: bool,
+        w: u32,
+    ) -> Result<Vec<u64>> {
         mask(l)?;
         let mw = mask(w)?;
         let m: Vec<bool> = x.iter().map(|&v| msb_of(v, l)).collect();
         if self.is_server() {
             // OR: w = m0 + m1(1 − m0); AND: w = m1·m0.
-            let d: Vec<u64> = m.iter().map(|&b| if msb_value { b as u64 } else { 1 - b as u64 }).collect();
+            let d: Vec<u64> = m
+                .iter()
+                .map(|&b| if msb_value { b as u64 } else { 1 - b as u64 })
+                .collect();
             let r = self.ot().send_acot(ch, &d, w)?;
             Ok(r.iter().zip(&m).map(|(&ri, &b)| if msb_value { ri.wrapping_neg() } else { (b as u64).wrapping_sub(ri) } & mw).collect())
         } else {
@@ -41,20 +51,32 @@ impl Mpc {
     /// Shares of `(x_i >> s) − 2^(l−s)·w_i` from shares of `w` in `Z_{2^s}` or wider.
     fn shift_minus_wrap(&self, x: &[u64], w: &[u64], l: u32, s: u32) -> Result<Vec<u64>> {
         let ml = mask(l)?;
-        Ok(x.iter().zip(w).map(|(&v, &wi)| ((v & ml) >> s).wrapping_sub(wi.wrapping_mul(pow2(l - s))) & ml).collect())
+        Ok(x.iter()
+            .zip(w)
+            .map(|(&v, &wi)| ((v & ml) >> s).wrapping_sub(wi.wrapping_mul(pow2(l - s))) & ml)
+            .collect())
     }
 
     fn check_shift(l: u32, s: u32, min_top: u32) -> Result<()> {
         mask(l)?;
         if s + min_top > l {
-            return Err(MpcError::BadArgument(format!("shift {s} too large for Z_2^{l}")));
+            return Err(MpcError::BadArgument(format!(
+                "shift {s} too large for Z_2^{l}"
+            )));
         }
         Ok(())
     }
 
     /// Truncation when the MSB of every element is the public `msb_value` (Cheetah; East §4.3).
     /// Result `floor(x / 2^s) − c`, `c ∈ {0, 1}`.
-    pub fn trunc_known_msb(&mut self, ch: &mut dyn Channel, x: &[u64], l: u32, s: u32, msb_value: bool) -> Result<Vec<u64>> {
+    pub fn trunc_known_msb(
+        &mut self,
+        ch: &mut dyn Channel,
+        x: &[u64],
+        l: u32,
+        s: u32,
+        msb_value: bool,
+    ) -> Result<Vec<u64>> {
         Self::check_shift(l, s, 1)?;
         if s == 0 {
             return Ok(x.iter().map(|v| v & mask(l).unwrap_or(u64::MAX)).collect());
@@ -64,7 +86,8 @@ impl Mpc {
         if msb_value && self.is_server() {
             // floor(x/2^s) = (x_u >> s) − 2^(l−s) for negative x.
             let ml = mask(l)?;
-            y.iter_mut().for_each(|v| *v = v.wrapping_sub(pow2(l - s)) & ml);
+            y.iter_mut()
+                .for_each(|v| *v = v.wrapping_sub(pow2(l - s)) & ml);
         }
         Ok(y)
     }
@@ -72,9 +95,18 @@ impl Mpc {
     /// Truncation with a public bound `|x| < 2^bound_bits`: P0 adds `M = 2^bound_bits`, so the
     /// MSB is known to be 0 (East §4.3 with `M` a power of two), and subtracts `M / 2^s` after.
     /// Needs `bound_bits <= l − 2`. Error `{0, −1}`.
-    pub fn trunc_bounded(&mut self, ch: &mut dyn Channel, x: &[u64], l: u32, s: u32, bound_bits: u32) -> Result<Vec<u64>> {
+    pub fn trunc_bounded(
+        &mut self,
+        ch: &mut dyn Channel,
+        x: &[u64],
+        l: u32,
+        s: u32,
+        bound_bits: u32,
+    ) -> Result<Vec<u64>> {
         if bound_bits + 2 > l || s > bound_bits {
-            return Err(MpcError::BadArgument(format!("bound 2^{bound_bits} with shift {s} does not fit Z_2^{l}")));
+            return Err(MpcError::BadArgument(format!(
+                "bound 2^{bound_bits} with shift {s} does not fit Z_2^{l}"
+            )));
         }
         let off = pow2(bound_bits);
         let xs = self.add_public(x, &[off], l)?;
@@ -86,7 +118,9 @@ impl Mpc {
     /// for `|x| < 2^(l−2)`, error `{0, −1}` (the [`nectar-nn` `Backend::trunc`] model).
     pub fn trunc(&mut self, ch: &mut dyn Channel, x: &[u64], l: u32, s: u32) -> Result<Vec<u64>> {
         if l < 3 {
-            return Err(MpcError::BadArgument(format!("heuristic truncation needs l >= 3, got {l}")));
+            return Err(MpcError::BadArgument(format!(
+                "heuristic truncation needs l >= 3, got {l}"
+            )));
         }
         self.trunc_bounded(ch, x, l, s, l - 2)
     }
@@ -95,12 +129,22 @@ impl Mpc {
     /// P0 input `x_0`, P1 input `2^bits − 1 − x_1`).
     pub fn wrap(&mut self, ch: &mut dyn Channel, x: &[u64], bits: u32) -> Result<Vec<bool>> {
         let m = mask(bits)?;
-        let input: Vec<u64> = if self.is_server() { x.iter().map(|v| v & m).collect() } else { x.iter().map(|v| m - (v & m)).collect() };
+        let input: Vec<u64> = if self.is_server() {
+            x.iter().map(|v| v & m).collect()
+        } else {
+            x.iter().map(|v| m - (v & m)).collect()
+        };
         self.millionaire(ch, &input, 1, bits)
     }
 
     /// Cheetah approximate truncation for any signed input: error `{0, −1}`.
-    pub fn trunc_approx(&mut self, ch: &mut dyn Channel, x: &[u64], l: u32, s: u32) -> Result<Vec<u64>> {
+    pub fn trunc_approx(
+        &mut self,
+        ch: &mut dyn Channel,
+        x: &[u64],
+        l: u32,
+        s: u32,
+    ) -> Result<Vec<u64>> {
         Self::check_shift(l, s, 1)?;
         if s == 0 {
             return Ok(x.to_vec());
@@ -113,7 +157,13 @@ impl Mpc {
     }
 
     /// Faithful (exact floor) truncation for any signed input (SiRNN).
-    pub fn trunc_faithful(&mut self, ch: &mut dyn Channel, x: &[u64], l: u32, s: u32) -> Result<Vec<u64>> {
+    pub fn trunc_faithful(
+        &mut self,
+        ch: &mut dyn Channel,
+        x: &[u64],
+        l: u32,
+        s: u32,
+    ) -> Result<Vec<u64>> {
         Self::check_shift(l, s, 1)?;
         if s == 0 {
             return Ok(x.to_vec());
@@ -131,7 +181,9 @@ impl Mpc {
         let p0 = self.is_server();
         Ok((0..n)
             .map(|i| {
-                let v = ((xs[i] & ml) >> s).wrapping_add(a[i]).wrapping_sub(a[n + i].wrapping_mul(pow2(l - s)));
+                let v = ((xs[i] & ml) >> s)
+                    .wrapping_add(a[i])
+                    .wrapping_sub(a[n + i].wrapping_mul(pow2(l - s)));
                 (if p0 { v.wrapping_add(off) } else { v }) & ml
             })
             .collect())

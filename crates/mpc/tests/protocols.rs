@@ -20,10 +20,26 @@ fn and_xor_not() {
         let (a0, a1) = share_bits(&a, 5);
         let (b0, b1) = share_bits(&b, 6);
         let ((z0, x0, n0), (z1, x1, n1)) = run(
-            move |m, c| (m.and(c, &a0, &b0).unwrap(), m.xor(&a0, &b0).unwrap(), m.not(&a0)),
-            move |m, c| (m.and(c, &a1, &b1).unwrap(), m.xor(&a1, &b1).unwrap(), m.not(&a1)),
+            move |m, c| {
+                (
+                    m.and(c, &a0, &b0).unwrap(),
+                    m.xor(&a0, &b0).unwrap(),
+                    m.not(&a0),
+                )
+            },
+            move |m, c| {
+                (
+                    m.and(c, &a1, &b1).unwrap(),
+                    m.xor(&a1, &b1).unwrap(),
+                    m.not(&a1),
+                )
+            },
         );
-        let (z, x, nn) = (open_bits(&z0, &z1), open_bits(&x0, &x1), open_bits(&n0, &n1));
+        let (z, x, nn) = (
+            open_bits(&z0, &z1),
+            open_bits(&x0, &x1),
+            open_bits(&n0, &n1),
+        );
         for i in 0..a.len() {
             assert_eq!(z[i], a[i] & b[i], "and at {i}");
             assert_eq!(x[i], a[i] ^ b[i]);
@@ -36,7 +52,10 @@ fn and_xor_not() {
 fn b2a_and_mux() {
     for l in [1u32, 13, 32, 64] {
         let b: Vec<bool> = values(N, 8, 7).iter().map(|v| v & 1 == 1).collect();
-        let x = values(N, l.max(2), 8).iter().map(|v| v & mask(l)).collect::<Vec<_>>();
+        let x = values(N, l.max(2), 8)
+            .iter()
+            .map(|v| v & mask(l))
+            .collect::<Vec<_>>();
         let (b0, b1) = share_bits(&b, 9);
         let (x0, x1) = share(&x, l, 10);
         let ((a0, m0), (a1, m1)) = run(
@@ -55,15 +74,24 @@ fn b2a_and_mux() {
 fn millionaire_batched_all_widths() {
     for bits in [1u32, 4, 5, 31, 63, 64] {
         let batch = 3;
-        let y = values(200, bits.max(2), 11).iter().map(|v| v & mask(bits)).collect::<Vec<_>>();
-        let mut x = values(208 * batch - 8, bits.max(2), 12).iter().map(|v| v & mask(bits)).collect::<Vec<_>>();
+        let y = values(200, bits.max(2), 11)
+            .iter()
+            .map(|v| v & mask(bits))
+            .collect::<Vec<_>>();
+        let mut x = values(208 * batch - 8, bits.max(2), 12)
+            .iter()
+            .map(|v| v & mask(bits))
+            .collect::<Vec<_>>();
         // Equal values and neighbours for the first elements.
         for i in 0..y.len() {
             x[i * batch] = y[i];
             x[i * batch + 1] = y[i].wrapping_add(1) & mask(bits);
         }
         let (xx, yy) = (x.clone(), y.clone());
-        let (g0, g1) = run(move |m, c| m.millionaire(c, &xx, batch, bits).unwrap(), move |m, c| m.millionaire(c, &yy, batch, bits).unwrap());
+        let (g0, g1) = run(
+            move |m, c| m.millionaire(c, &xx, batch, bits).unwrap(),
+            move |m, c| m.millionaire(c, &yy, batch, bits).unwrap(),
+        );
         let g = open_bits(&g0, &g1);
         assert_eq!(g.len(), x.len());
         for (t, &gt) in g.iter().enumerate() {
@@ -77,7 +105,10 @@ fn msb_exact_with_edges() {
     for l in [2u32, 17, 32, 64] {
         let x = values(N, l, 13);
         let (x0, x1) = share(&x, l, 14);
-        let (s0, s1) = run(move |m, c| m.msb(c, &x0, l).unwrap(), move |m, c| m.msb(c, &x1, l).unwrap());
+        let (s0, s1) = run(
+            move |m, c| m.msb(c, &x0, l).unwrap(),
+            move |m, c| m.msb(c, &x1, l).unwrap(),
+        );
         let s = open_bits(&s0, &s1);
         for i in 0..x.len() {
             assert_eq!(s[i], (x[i] >> (l - 1)) & 1 == 1, "l={l} x={:#x}", x[i]);
@@ -90,9 +121,15 @@ fn less_than_batched_thresholds() {
     let l = 64;
     let f = 18;
     // Seg4GeLU-like thresholds -5, -1.97, 3 plus 0, and inputs hitting them exactly.
-    let ts: Vec<u64> = [-5.0f64, -1.97, 3.0, 0.0].iter().map(|t| ring((t * (1u64 << f) as f64).round() as i64, l)).collect();
+    let ts: Vec<u64> = [-5.0f64, -1.97, 3.0, 0.0]
+        .iter()
+        .map(|t| ring((t * (1u64 << f) as f64).round() as i64, l))
+        .collect();
     let mut x = bounded(N, l, 40, 15);
-    x.extend(ts.iter().flat_map(|&t| [t, t.wrapping_sub(1), t.wrapping_add(1)]));
+    x.extend(
+        ts.iter()
+            .flat_map(|&t| [t, t.wrapping_sub(1), t.wrapping_add(1)]),
+    );
     let (x0, x1) = share(&x, l, 16);
     let (t0, t1) = (ts.clone(), ts.clone());
     let (r0, r1) = run(
@@ -103,7 +140,12 @@ fn less_than_batched_thresholds() {
     for j in 0..ts.len() {
         let b = open_bits(&r0[j], &r1[j]);
         for i in 0..x.len() {
-            assert_eq!(b[i], signed(x[i], l) < signed(ts[j], l), "t{j} x={}", signed(x[i], l));
+            assert_eq!(
+                b[i],
+                signed(x[i], l) < signed(ts[j], l),
+                "t{j} x={}",
+                signed(x[i], l)
+            );
         }
     }
 }
@@ -132,7 +174,10 @@ fn less_than_many_thresholds_and_small_ring() {
 #[test]
 fn approximate_less_than_ignores_low_bits() {
     let (l, k) = (64u32, 14u32);
-    let ts: Vec<u64> = [-516_424i64, 0, 786_432, 12_345].iter().map(|&t| ring(t, l)).collect();
+    let ts: Vec<u64> = [-516_424i64, 0, 786_432, 12_345]
+        .iter()
+        .map(|&t| ring(t, l))
+        .collect();
     let mut x = bounded(N, l, 24, 19);
     for &t in &ts {
         for d in [-20000i64, -16385, -16384, -1, 0, 1, 16383, 16384, 20000] {
@@ -169,7 +214,10 @@ fn equality_one_hot() {
     let consts: Vec<u64> = (0..150u64).collect(); // two OT groups (128 + 22)
     let (x0, x1) = share(&ids, l, 21);
     let (c0, c1) = (consts.clone(), consts.clone());
-    let (r0, r1) = run(move |m, c| m.equal_const(c, &x0, &c0, l).unwrap(), move |m, c| m.equal_const(c, &x1, &c1, l).unwrap());
+    let (r0, r1) = run(
+        move |m, c| m.equal_const(c, &x0, &c0, l).unwrap(),
+        move |m, c| m.equal_const(c, &x1, &c1, l).unwrap(),
+    );
     for j in 0..consts.len() {
         let b = open_bits(&r0[j], &r1[j]);
         for i in 0..ids.len() {
@@ -182,7 +230,10 @@ fn equality_one_hot() {
     let consts = vec![0, u64::MAX, 1 << 63, x[20]];
     let (x0, x1) = share(&x, l, 23);
     let (c0, c1) = (consts.clone(), consts.clone());
-    let (r0, r1) = run(move |m, c| m.equal_const(c, &x0, &c0, l).unwrap(), move |m, c| m.equal_const(c, &x1, &c1, l).unwrap());
+    let (r0, r1) = run(
+        move |m, c| m.equal_const(c, &x0, &c0, l).unwrap(),
+        move |m, c| m.equal_const(c, &x1, &c1, l).unwrap(),
+    );
     for j in 0..consts.len() {
         let b = open_bits(&r0[j], &r1[j]);
         for i in 0..x.len() {
@@ -197,7 +248,12 @@ fn trunc_errors(x: &[u64], y: &[u64], l: u32, s: u32) -> [usize; 3] {
     for i in 0..x.len() {
         let want = signed(x[i], l) >> s;
         let e = signed(y[i].wrapping_sub(ring(want, l)) & mask(l), l);
-        assert!((-1..=1).contains(&e), "x={} want {want} got {}", signed(x[i], l), signed(y[i], l));
+        assert!(
+            (-1..=1).contains(&e),
+            "x={} want {want} got {}",
+            signed(x[i], l),
+            signed(y[i], l)
+        );
         h[(e + 1) as usize] += 1;
     }
     h
@@ -207,7 +263,10 @@ type TruncFn = fn(&mut Mpc, &mut dyn Channel, &[u64], u32, u32) -> Vec<u64>;
 
 fn run_trunc(x: &[u64], l: u32, s: u32, f: TruncFn) -> Vec<u64> {
     let (x0, x1) = share(x, l, 24);
-    let (y0, y1) = run(move |m, c| f(m, c, &x0, l, s), move |m, c| f(m, c, &x1, l, s));
+    let (y0, y1) = run(
+        move |m, c| f(m, c, &x0, l, s),
+        move |m, c| f(m, c, &x1, l, s),
+    );
     open(&y0, &y1, l)
 }
 
@@ -227,7 +286,11 @@ fn known_msb_truncation() {
     let (l, s) = (64u32, 18u32);
     let x: Vec<u64> = values(N, l, 26);
     for msb in [false, true] {
-        let xs: Vec<u64> = x.iter().copied().filter(|v| (v >> 63 == 1) == msb).collect();
+        let xs: Vec<u64> = x
+            .iter()
+            .copied()
+            .filter(|v| (v >> 63 == 1) == msb)
+            .collect();
         let f: TruncFn = if msb {
             |m, c, x, l, s| m.trunc_known_msb(c, x, l, s, true).unwrap()
         } else {
@@ -243,13 +306,21 @@ fn known_msb_truncation() {
 fn approximate_and_faithful_truncation_any_input() {
     for (l, s) in [(64u32, 18u32), (32, 12), (17, 16), (64, 1)] {
         let x = values(N, l, 27);
-        let y = run_trunc(&x, l, s, |m, c, x, l, s| m.trunc_approx(c, x, l, s).unwrap());
+        let y = run_trunc(&x, l, s, |m, c, x, l, s| {
+            m.trunc_approx(c, x, l, s).unwrap()
+        });
         let h = trunc_errors(&x, &y, l, s);
         assert_eq!(h[2], 0);
         println!("trunc (Cheetah approx) l={l} s={s}: errors -1/0/+1 = {h:?}");
-        let y = run_trunc(&x, l, s, |m, c, x, l, s| m.trunc_faithful(c, x, l, s).unwrap());
+        let y = run_trunc(&x, l, s, |m, c, x, l, s| {
+            m.trunc_faithful(c, x, l, s).unwrap()
+        });
         for i in 0..x.len() {
-            assert_eq!(signed(y[i], l), signed(x[i], l) >> s, "faithful l={l} s={s}");
+            assert_eq!(
+                signed(y[i], l),
+                signed(x[i], l) >> s,
+                "faithful l={l} s={s}"
+            );
         }
     }
 }
@@ -259,17 +330,34 @@ fn ring_extension_and_reduction() {
     for (m, n) in [(32u32, 64u32), (20, 37), (3, 64)] {
         let x = bounded(N, m, m - 2, 28);
         let (x0, x1) = share(&x, m, 29);
-        let (y0, y1) = run(move |mp, c| mp.extend(c, &x0, m, n).unwrap(), move |mp, c| mp.extend(c, &x1, m, n).unwrap());
+        let (y0, y1) = run(
+            move |mp, c| mp.extend(c, &x0, m, n).unwrap(),
+            move |mp, c| mp.extend(c, &x1, m, n).unwrap(),
+        );
         let y = open(&y0, &y1, n);
         for i in 0..x.len() {
-            assert_eq!(signed(y[i], n), signed(x[i], m), "heuristic extension {m}->{n}");
+            assert_eq!(
+                signed(y[i], n),
+                signed(x[i], m),
+                "heuristic extension {m}->{n}"
+            );
         }
         // Exact extension on the whole ring.
         let x = values(N, m, 30);
         let (x0, x1) = share(&x, m, 31);
         let (y0, y1) = run(
-            move |mp, c| (mp.extend_exact(c, &x0, m, n).unwrap(), mp.reduce(&x0, m).unwrap()),
-            move |mp, c| (mp.extend_exact(c, &x1, m, n).unwrap(), mp.reduce(&x1, m).unwrap()),
+            move |mp, c| {
+                (
+                    mp.extend_exact(c, &x0, m, n).unwrap(),
+                    mp.reduce(&x0, m).unwrap(),
+                )
+            },
+            move |mp, c| {
+                (
+                    mp.extend_exact(c, &x1, m, n).unwrap(),
+                    mp.reduce(&x1, m).unwrap(),
+                )
+            },
         );
         let y = open(&y0.0, &y1.0, n);
         let r = open(&y0.1, &y1.1, m);
@@ -310,15 +398,37 @@ fn mixed_bit_width_round_trip() {
 #[test]
 fn ot_based_products() {
     for l in [64u32, 37, 1] {
-        let x = values(300, l.max(2), 34).iter().map(|v| v & mask(l)).collect::<Vec<_>>();
-        let y = values(300, l.max(2), 35).iter().map(|v| v & mask(l)).collect::<Vec<_>>();
+        let x = values(300, l.max(2), 34)
+            .iter()
+            .map(|v| v & mask(l))
+            .collect::<Vec<_>>();
+        let y = values(300, l.max(2), 35)
+            .iter()
+            .map(|v| v & mask(l))
+            .collect::<Vec<_>>();
         let (x0, x1) = share(&x, l, 36);
         let (y0, y1) = share(&y, l, 37);
         let (r0, r1) = run(
-            move |m, c| (m.mul(c, &x0, &y0, l).unwrap(), m.square(c, &x0, l).unwrap(), m.mul_public(&x0, &[3], l).unwrap()),
-            move |m, c| (m.mul(c, &x1, &y1, l).unwrap(), m.square(c, &x1, l).unwrap(), m.mul_public(&x1, &[3], l).unwrap()),
+            move |m, c| {
+                (
+                    m.mul(c, &x0, &y0, l).unwrap(),
+                    m.square(c, &x0, l).unwrap(),
+                    m.mul_public(&x0, &[3], l).unwrap(),
+                )
+            },
+            move |m, c| {
+                (
+                    m.mul(c, &x1, &y1, l).unwrap(),
+                    m.square(c, &x1, l).unwrap(),
+                    m.mul_public(&x1, &[3], l).unwrap(),
+                )
+            },
         );
-        let (p, s, t) = (open(&r0.0, &r1.0, l), open(&r0.1, &r1.1, l), open(&r0.2, &r1.2, l));
+        let (p, s, t) = (
+            open(&r0.0, &r1.0, l),
+            open(&r0.1, &r1.1, l),
+            open(&r0.2, &r1.2, l),
+        );
         for i in 0..x.len() {
             assert_eq!(p[i], x[i].wrapping_mul(y[i]) & mask(l));
             assert_eq!(s[i], x[i].wrapping_mul(x[i]) & mask(l));
@@ -336,12 +446,20 @@ fn reveal_and_constants() {
         move |m, c| {
             let k = m.constant(&[5, 6], l).unwrap();
             let y = m.add_public(&x0, &[1], l).unwrap();
-            (m.reveal(c, &y, l).unwrap(), m.reveal(c, &k, l).unwrap(), m.reveal_bits(c, &[true, false]).unwrap())
+            (
+                m.reveal(c, &y, l).unwrap(),
+                m.reveal(c, &k, l).unwrap(),
+                m.reveal_bits(c, &[true, false]).unwrap(),
+            )
         },
         move |m, c| {
             let k = m.constant(&[5, 6], l).unwrap();
             let y = m.add_public(&x1, &[1], l).unwrap();
-            (m.reveal(c, &y, l).unwrap(), m.reveal(c, &k, l).unwrap(), m.reveal_bits(c, &[true, true]).unwrap())
+            (
+                m.reveal(c, &y, l).unwrap(),
+                m.reveal(c, &k, l).unwrap(),
+                m.reveal_bits(c, &[true, true]).unwrap(),
+            )
         },
     );
     assert_eq!(a, b);
@@ -387,7 +505,12 @@ fn bad_arguments_are_errors() {
 #[test]
 fn malformed_or_missing_peer_messages_are_typed_errors() {
     let (a, _) = run(
-        |m, c| matches!(m.reveal(c, &[1, 2, 3], 32), Err(nectar_mpc::MpcError::BadMessage { .. })),
+        |m, c| {
+            matches!(
+                m.reveal(c, &[1, 2, 3], 32),
+                Err(nectar_mpc::MpcError::BadMessage { .. })
+            )
+        },
         |_m, c| {
             let _ = c.recv();
             c.send(&[1, 2, 3]).unwrap();
@@ -398,7 +521,10 @@ fn malformed_or_missing_peer_messages_are_typed_errors() {
     let (a, _) = run(
         |m, c| {
             let (x0, _) = share(&values(100, 64, 1), 64, 2);
-            [m.msb(c, &x0, 64).is_err(), m.and(c, &[true; 9], &[false; 9]).is_err()]
+            [
+                m.msb(c, &x0, 64).is_err(),
+                m.and(c, &[true; 9], &[false; 9]).is_err(),
+            ]
         },
         |_m, _c| (),
     );

@@ -12,7 +12,10 @@ use nectar_net::{Channel, Role};
 use nectar_ot::Producer;
 
 fn party(role: Role, c: &mut dyn Channel, op: &str) -> String {
-    let mut r = Recording { inner: c, hash: Default::default() };
+    let mut r = Recording {
+        inner: c,
+        hash: Default::default(),
+    };
     let seed = if role == Role::Server { 1 } else { 2 };
     let mut m = Mpc::setup(role, &mut r, Prg::new([seed; 16]), Producer::Iknp).expect("setup");
     let l = 32;
@@ -38,7 +41,10 @@ fn party(role: Role, c: &mut dyn Channel, op: &str) -> String {
 }
 
 fn transcript(op: &'static str) -> String {
-    let (a, b) = run_pair(move |c| party(Role::Server, c, op), move |c| party(Role::Client, c, op));
+    let (a, b) = run_pair(
+        move |c| party(Role::Server, c, op),
+        move |c| party(Role::Client, c, op),
+    );
     format!("{a}/{b}")
 }
 
@@ -62,7 +68,11 @@ fn pinned_transcripts() {
     for (op, want) in pinned {
         let got = transcript(op);
         println!("(\"{op}\", \"{got}\"),");
-        assert_eq!(got, transcript(op), "{op}: transcript is deterministic under fixed seeds");
+        assert_eq!(
+            got,
+            transcript(op),
+            "{op}: transcript is deterministic under fixed seeds"
+        );
         if got != want {
             bad.push(op);
         }

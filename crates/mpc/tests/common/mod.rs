@@ -16,11 +16,13 @@ pub fn run<A: Send, B: Send>(
 ) -> (A, B) {
     run_pair(
         move |c| {
-            let mut m = Mpc::setup(Role::Server, c, Prg::new([1; 16]), Producer::Iknp).expect("setup");
+            let mut m =
+                Mpc::setup(Role::Server, c, Prg::new([1; 16]), Producer::Iknp).expect("setup");
             fa(&mut m, c)
         },
         move |c| {
-            let mut m = Mpc::setup(Role::Client, c, Prg::new([2; 16]), Producer::Iknp).expect("setup");
+            let mut m =
+                Mpc::setup(Role::Client, c, Prg::new([2; 16]), Producer::Iknp).expect("setup");
             fb(&mut m, c)
         },
     )
@@ -46,7 +48,11 @@ pub fn ring(v: i64, l: u32) -> u64 {
 pub fn share(x: &[u64], l: u32, seed: u8) -> (Vec<u64>, Vec<u64>) {
     let mut p = Prg::new([seed; 16]);
     let x1: Vec<u64> = x.iter().map(|_| p.next_u128() as u64 & mask(l)).collect();
-    let x0 = x.iter().zip(&x1).map(|(a, b)| a.wrapping_sub(*b) & mask(l)).collect();
+    let x0 = x
+        .iter()
+        .zip(&x1)
+        .map(|(a, b)| a.wrapping_sub(*b) & mask(l))
+        .collect();
     (x0, x1)
 }
 
@@ -57,7 +63,10 @@ pub fn share_bits(b: &[bool], seed: u8) -> (Vec<bool>, Vec<bool>) {
 }
 
 pub fn open(a: &[u64], b: &[u64], l: u32) -> Vec<u64> {
-    a.iter().zip(b).map(|(x, y)| x.wrapping_add(*y) & mask(l)).collect()
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| x.wrapping_add(*y) & mask(l))
+        .collect()
 }
 
 pub fn open_bits(a: &[bool], b: &[bool]) -> Vec<bool> {
@@ -106,5 +115,9 @@ impl Channel for Recording<'_> {
 }
 
 pub fn hex(h: Sha256) -> String {
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect::<String>()[..16].to_string()
+    h.finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<String>()[..16]
+        .to_string()
 }

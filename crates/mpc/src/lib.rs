@@ -61,7 +61,7 @@ pub mod mul;
 pub mod mux;
 pub mod trunc;
 
-pub use bench::{bench_mpc, MpcBench, MpcOp};
+pub use bench::{bench_mpc, MpcBench, MpcOp, OpKind};
 pub use ctx::Mpc;
 pub use extend::MixedWidth;
 

@@ -1,6 +1,7 @@
 //! `nectar`: the command-line interface (see README.md).
 
 mod bench_he;
+mod bench_linear;
 mod bench_net;
 mod bench_ot;
 mod report;
@@ -116,8 +117,29 @@ enum BenchCmd {
         #[arg(long)]
         json: bool,
     },
-    /// HE-based linear protocols (issue 5).
-    Linear(Pending),
+    /// HE-based linear protocols: OLT, shared matmuls, bOLEe (both parties in-process).
+    Linear {
+        #[arg(long, value_parser = ["olt", "matmul", "batch_matmul", "bole", "mul", "square"], default_value = "olt")]
+        op: String,
+        /// k,m,n for the matrix ops.
+        #[arg(long, default_value = "128,768,768")]
+        shape: Option<String>,
+        /// Vector length for bole / mul / square (instead of --shape).
+        #[arg(long)]
+        size: Option<usize>,
+        #[arg(long, value_parser = ["krdy", "krdy_plus", "interleave"], default_value = "interleave")]
+        variant: String,
+        #[arg(long, value_parser = ["none", "lan", "wan"], default_value = "none")]
+        net: String,
+        /// Heads of batch_matmul.
+        #[arg(long, default_value_t = 12)]
+        heads: usize,
+        /// Ring width l.
+        #[arg(long, default_value_t = 64)]
+        l: u32,
+        #[arg(long)]
+        json: bool,
+    },
     /// Nonlinear operators (issue 6).
     Nn(Pending),
     /// Whole models (issue 7).
@@ -185,7 +207,17 @@ fn run(cli: Cli) -> Result<(), String> {
                 report::print_lines(&bench_he::run(&n)?, json);
                 Ok(())
             }
-            BenchCmd::Linear(_) => not_yet("`nectar bench linear`"),
+            BenchCmd::Linear { op, shape, size, variant, net, heads, l, json } => {
+                let elementwise = matches!(op.as_str(), "bole" | "mul" | "square");
+                let shape = match (elementwise, size) {
+                    (true, Some(s)) => s.to_string(),
+                    (true, None) => (1usize << 20).to_string(),
+                    (false, _) => shape.unwrap_or_default(),
+                };
+                let args = bench_linear::Args { op: &op, shape: &shape, variant: &variant, net: &net, heads, l };
+                report::print_lines(&bench_linear::run(&args)?, json);
+                Ok(())
+            }
             BenchCmd::Nn(_) => not_yet("`nectar bench nn`"),
             BenchCmd::Model(_) => not_yet("`nectar bench model`"),
         },

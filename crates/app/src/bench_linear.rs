@@ -1,0 +1,49 @@
+//! `nectar bench linear`: BumbleBee's HE linear protocols (issue 5), from
+//! `nectar_linear::bench::bench_linear`. The line is written from the server's side (P0).
+
+use crate::report::BenchLine;
+use nectar_linear::bench::{bench_linear, LinearBenchSpec};
+
+pub struct Args<'a> {
+    pub op: &'a str,
+    pub shape: &'a str,
+    pub variant: &'a str,
+    pub net: &'a str,
+    pub heads: usize,
+    pub l: u32,
+}
+
+pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
+    let spec = LinearBenchSpec::parse(a.op, a.shape, a.variant, a.net, a.heads, a.l)
+        .map_err(|e| e.to_string())?;
+    let lines = bench_linear(&spec).map_err(|e| e.to_string())?;
+    Ok(lines
+        .into_iter()
+        .map(|r| {
+            let mut l = BenchLine::new("linear", &format!("{}/{}", r.op, r.variant))
+                .param("shape", r.shape.clone())
+                .param("heads", r.heads)
+                .param("net", a.net)
+                .param("l", a.l)
+                .seconds(r.seconds);
+            l.bytes_sent = r.bytes_server_to_client;
+            l.bytes_recv = r.bytes_client_to_server;
+            l.bytes_total = r.bytes_total;
+            l.rounds = r.rounds;
+            let mut l = l
+                .extra("compression", r.compression.clone())
+                .extra("server_seconds", r.server_seconds)
+                .extra("client_seconds", r.client_seconds)
+                .extra("cts_sent", r.cts_sent)
+                .extra("cts_returned", r.cts_returned)
+                .extra("automorphisms", r.automorphisms);
+            if let Some((kw, mw, nw)) = r.windows {
+                l = l.extra("windows", vec![kw, mw, nw]);
+            }
+            if let Some(m) = r.mismatches {
+                l = l.extra("mismatches", m);
+            }
+            l
+        })
+        .collect())
+}

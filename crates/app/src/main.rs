@@ -3,6 +3,7 @@
 mod bench_he;
 mod bench_linear;
 mod bench_net;
+mod bench_nn;
 mod bench_ot;
 mod report;
 
@@ -140,8 +141,24 @@ enum BenchCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Nonlinear operators (issue 6).
-    Nn(Pending),
+    /// Nonlinear operators and share-level protocols (both parties in-process).
+    Nn {
+        #[arg(long, default_value = "less")]
+        op: String,
+        /// Number of elements.
+        #[arg(long, default_value_t = 1 << 16)]
+        size: usize,
+        #[arg(long, value_parser = ["none", "lan", "wan"], default_value = "none")]
+        net: String,
+        /// Ring width l of a share-level op (default: the op's own, usually 64).
+        #[arg(long)]
+        bits: Option<u32>,
+        /// Truncation shift / ignored low bits of a share-level op.
+        #[arg(long)]
+        shift: Option<u32>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Whole models (issue 7).
     Model(Pending),
 }
@@ -218,7 +235,11 @@ fn run(cli: Cli) -> Result<(), String> {
                 report::print_lines(&bench_linear::run(&args)?, json);
                 Ok(())
             }
-            BenchCmd::Nn(_) => not_yet("`nectar bench nn`"),
+            BenchCmd::Nn { op, size, net, bits, shift, json } => {
+                let args = bench_nn::Args { op: &op, size, net: &net, bits, shift };
+                report::print_lines(&bench_nn::run(&args)?, json);
+                Ok(())
+            }
             BenchCmd::Model(_) => not_yet("`nectar bench model`"),
         },
     }

@@ -10,7 +10,8 @@
 //! backends run the *same* operator code:
 //!
 //! - [`plain::PlainBackend`], the plaintext fixed-point twin (values in `Z_{2^l}`);
-//! - the secure backend of `nectar-mpc` (additive shares, OT-based protocols), later.
+//! - [`secure::SecureBackend`], one party of the two-party protocols (additive shares; OT-based
+//!   protocols of `nectar-mpc`, bOLEe products of `nectar-linear`).
 //!
 //! Hence twin-vs-protocol differences come only from the primitives' stated error models
 //! (documented on each [`Backend`] method: ±1 LSB per truncation, {0, ±1} per bOLEe product,
@@ -45,12 +46,14 @@ pub mod poly;
 pub mod reciprocal;
 pub mod rmsnorm;
 pub mod rsqrt;
+pub mod secure;
 pub mod silu;
 pub mod softmax;
 
 pub use backend::Backend;
 pub use counting::CountingBackend;
 pub use plain::PlainBackend;
+pub use secure::{MulProtocol, SecureBackend, SecureOpts};
 
 /// Errors of the operator layer.
 #[derive(Debug, thiserror::Error)]

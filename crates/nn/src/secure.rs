@@ -1,0 +1,425 @@
+//! [`SecureBackend`]: the two-party [`Backend`] of BumbleBee (NDSS'25 §IV–§V, App. E) — one
+//! party's additive shares mod `2^l` (`Val = Vec<u64>`) and XOR shares (`Bit = Vec<bool>`),
+//! every primitive one whole-vector protocol call (O(1) rounds, O(log l) for comparisons).
+//!
+//! Mapping of the [`Backend`] primitives to protocols (error models as stated on the trait):
+//!
+//! | primitive | protocol | rounds (flows) | error vs twin |
+//! |---|---|---|---|
+//! | `add`, `sub`, `neg`, `gather`, `concat`, `sum_groups`, `xor`, `not`, `reduce` | local | 0 | exact |
+//! | `constant`, `add_const` | P0 holds / adds `c`, P1 zeros | 0 | exact |
+//! | `mul_const(c, s)` | local product, then `trunc(s)` | 2 if `s > 0` | `{0, −1}` |
+//! | `mul` | Π_mul by bOLEe (§IV; `nectar_linear::bole::mul`) or Gilboa OT (`Mpc::mul`), then `trunc(f)` | 2 + 2 (4 + 2 by OT) | ring product `{0, ±1}` (bOLEe; OT exact), then `{0, −1}`: within `[−2, +1]` LSB |
+//! | `square` | Π_square (bOLEe: 1 query + 1 response) or OT square, then `trunc(f)` | 2 + 2 | as `mul` |
+//! | `trunc(s)` | heuristic known-MSB truncation (`Mpc::trunc`, SPU `TruncAprox`), needs `|x| < 2^(l−2)` | 2 | `{0, −1}` |
+//! | `less_than_const(t, k)` | batched millionaire on `l − k` bits (`Mpc::less_than_const`, §V-A1/A2) | ≈ 2 + 2·log2(⌈(l−k−1)/4⌉) | exact for `k = 0`; may differ for `|x − t| < 2^k` |
+//! | `msb` | millionaire (`Mpc::msb`) | as above | exact |
+//! | `mux` | F_mux from two additive COTs | 4 | exact |
+//! | `and` | bit triples from ROT | 2 | exact |
+//! | `b2a` | one additive COT | 2 | exact |
+//! | `extend(from, to)` | App. E Alg. 5, heuristic offset `2^(from−2)` (`Mpc::extend`) | 2 | exact for `|x| < 2^(from−2)` |
+//! | `reveal`, `reveal_bits` | one ordered exchange | 2 | exact |
+//!
+//! Multiplication protocol ([`MulProtocol`], AGREEMENT — both parties must choose the same):
+//! BumbleBee's default is bOLEe ([`MulProtocol::Bole`]); one bOLEe query covers `N = 8192`
+//! slots however short the vector, so vectors shorter than [`SecureOpts::bole_min_len`] use the
+//! OT-based product (for `l = 64`, `2l(1 + l)` ≈ 8.3 kbit per element, equal to one bOLEe
+//! product's ≈ 10.2 Mbit at ≈ 1 200 elements). [`MulProtocol::Ot`] uses OT products only (no
+//! HE key exchange at setup).
+//!
+//! The channel is borrowed (`&'c mut dyn Channel`) so the caller keeps it for other protocols
+//! (the model layer's OLT matmuls): see [`SecureBackend::channel_mut`] and
+//! [`SecureBackend::parts`]. Byte counts of any stretch of operators are
+//! `stats()` after minus `stats()` before.
+//!
+//! Not done: the `x^3`-by-reused-queries optimisation of §V-A3 (the [`Backend`] trait has no
+//! notion of a retained query; `nectar_linear::bole::mul_reusing` provides the protocol);
+//! products therefore always send fresh queries.
+
+use crate::backend::Backend;
+use crate::NnError;
+use nectar_he::Params;
+use nectar_linear::HeSession;
+use nectar_math::{FixedPoint, Prg};
+use nectar_mpc::Mpc;
+use nectar_net::{Channel, Role, Stats};
+use nectar_ot::{FerretParams, Producer};
+
+/// Which protocol computes the ring products of `mul` / `square` (AGREEMENT).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum MulProtocol {
+    /// BumbleBee Π_mul / Π_square from bOLEe (§IV), OT products below `bole_min_len`.
+    Bole,
+    /// OT-based (Gilboa) products only (`nectar_mpc::Mpc::mul` / `square`).
+    Ot,
+}
+
+/// Session options (AGREEMENT: both parties must pass the same values).
+#[derive(Clone, Copy, Debug)]
+pub struct SecureOpts {
+    /// Initial fixed-point format (the operators switch formats themselves, see [`crate::mixed`]).
+    pub format: FixedPoint,
+    pub mul: MulProtocol,
+    /// COT producer of the OT session (Ferret b13 in production).
+    pub producer: Producer,
+    /// With [`MulProtocol::Bole`]: vectors shorter than this use OT products.
+    pub bole_min_len: usize,
+}
+
+/// Default crossover of bOLEe vs OT products (see the module docs).
+pub const BOLE_MIN_LEN: usize = 1024;
+
+impl SecureOpts {
+    /// BumbleBee's configuration: `(l, f) = (64, 18)`, bOLEe products, Ferret b13.
+    pub fn bumblebee() -> Self {
+        SecureOpts {
+            format: FixedPoint::BUMBLEBEE,
+            mul: MulProtocol::Bole,
+            producer: Producer::Ferret(FerretParams::b13()),
+            bole_min_len: BOLE_MIN_LEN,
+        }
+    }
+
+    /// Fast setup for tests: Ferret's small (b13 bootstrap) parameter set, OT products.
+    pub fn test() -> Self {
+        SecureOpts {
+            format: FixedPoint::BUMBLEBEE,
+            mul: MulProtocol::Ot,
+            producer: Producer::Ferret(FerretParams::small()),
+            bole_min_len: BOLE_MIN_LEN,
+        }
+    }
+
+    pub fn with_mul(mut self, mul: MulProtocol) -> Self {
+        self.mul = mul;
+        self
+    }
+
+    pub fn with_producer(mut self, producer: Producer) -> Self {
+        self.producer = producer;
+        self
+    }
+
+    pub fn with_format(mut self, fp: FixedPoint) -> Self {
+        self.format = fp;
+        self
+    }
+
+    pub fn with_bole_min_len(mut self, n: usize) -> Self {
+        self.bole_min_len = n;
+        self
+    }
+}
+
+impl Default for SecureOpts {
+    fn default() -> Self {
+        Self::bumblebee()
+    }
+}
+
+fn be<E: std::error::Error + Send + Sync + 'static>(e: E) -> NnError {
+    NnError::Backend(Box::new(e))
+}
+
+/// One party's secure backend over a borrowed channel (see module docs).
+pub struct SecureBackend<'c> {
+    ch: &'c mut dyn Channel,
+    role: Role,
+    fp: FixedPoint,
+    mpc: Mpc,
+    he: Option<HeSession>,
+    prg: Prg,
+    opts: SecureOpts,
+}
+
+impl<'c> SecureBackend<'c> {
+    /// Session setup over `ch`: the OT session (base OTs both directions, `opts.producer`) and,
+    /// with [`MulProtocol::Bole`], the bOLEe HE key exchange (`Params::bumblebee_bole()`, no
+    /// Galois keys). `prg` must be freshly seeded for this session (e.g. `Prg::from_entropy()`);
+    /// the OT session and the HE keys get forks of it.
+    pub fn setup(role: Role, ch: &'c mut dyn Channel, mut prg: Prg, opts: SecureOpts) -> Result<Self, NnError> {
+        let mpc = Mpc::setup(role, &mut *ch, prg.fork(), opts.producer).map_err(be)?;
+        let he = match opts.mul {
+            MulProtocol::Bole => {
+                let mut kp = prg.fork();
+                Some(HeSession::setup(&mut *ch, role, Params::bumblebee_bole(), false, &mut kp).map_err(be)?)
+            }
+            MulProtocol::Ot => None,
+        };
+        Ok(SecureBackend { ch, role, fp: opts.format, mpc, he, prg, opts })
+    }
+
+    /// A backend from pieces set up elsewhere (e.g. by the model layer, which shares the OT
+    /// session and the bOLEe keys with its own protocols). With [`MulProtocol::Bole`], `he`
+    /// must hold bOLEe keys (`Params::bumblebee_bole()`), else an error.
+    pub fn from_parts(
+        ch: &'c mut dyn Channel,
+        mpc: Mpc,
+        he: Option<HeSession>,
+        prg: Prg,
+        opts: SecureOpts,
+    ) -> Result<Self, NnError> {
+        if opts.mul == MulProtocol::Bole && he.is_none() {
+            return Err(NnError::BadArgument("MulProtocol::Bole needs an HeSession with bOLEe keys".into()));
+        }
+        Ok(SecureBackend { role: mpc.role(), ch, fp: opts.format, mpc, he, prg, opts })
+    }
+
+    /// This party's role (P0 = server, P1 = client).
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// The options of this session.
+    pub fn opts(&self) -> &SecureOpts {
+        &self.opts
+    }
+
+    /// Traffic counters of the channel (cumulative; subtract two readings to cost a stretch).
+    pub fn stats(&self) -> Stats {
+        self.ch.stats()
+    }
+
+    /// The channel, for protocols outside this backend (same session, same order on both sides).
+    pub fn channel_mut(&mut self) -> &mut dyn Channel {
+        &mut *self.ch
+    }
+
+    /// All pieces at once: channel, share-level context, bOLEe keys (if any), PRG.
+    pub fn parts(&mut self) -> (&mut dyn Channel, &mut Mpc, Option<&HeSession>, &mut Prg) {
+        (&mut *self.ch, &mut self.mpc, self.he.as_ref(), &mut self.prg)
+    }
+
+    /// COTs consumed so far by this party's sending and receiving pools.
+    pub fn cots_consumed(&mut self) -> u64 {
+        let (a, b) = self.mpc.ot().pools();
+        a.consumed() + b.consumed()
+    }
+
+    /// Takes the pieces back (the channel borrow ends with `self`).
+    pub fn into_parts(self) -> (Mpc, Option<HeSession>, Prg) {
+        (self.mpc, self.he, self.prg)
+    }
+
+    fn l(&self) -> u32 {
+        self.fp.l()
+    }
+
+    fn mask(&self) -> u64 {
+        match self.l() {
+            l if l >= 64 => u64::MAX,
+            l => (1u64 << l) - 1,
+        }
+    }
+
+    fn same(op: &'static str, a: usize, b: usize) -> Result<(), NnError> {
+        if a == b {
+            Ok(())
+        } else {
+            Err(NnError::Length { op, a, b })
+        }
+    }
+
+    fn check_const(op: &'static str, n: usize, c: &[u64]) -> Result<(), NnError> {
+        if c.len() == 1 || c.len() == n {
+            Ok(())
+        } else {
+            Err(NnError::Length { op, a: n, b: c.len() })
+        }
+    }
+
+    fn zip(&self, op: &'static str, x: &[u64], y: &[u64], f: impl Fn(u64, u64) -> u64) -> Result<Vec<u64>, NnError> {
+        Self::same(op, x.len(), y.len())?;
+        let m = self.mask();
+        Ok(x.iter().zip(y).map(|(&a, &b)| f(a, b) & m).collect())
+    }
+
+    /// bOLEe for this length? (public decision: both parties know `n` and the options)
+    fn use_bole(&self, n: usize) -> bool {
+        self.opts.mul == MulProtocol::Bole && self.he.is_some() && n >= self.opts.bole_min_len
+    }
+
+    /// Ring product (no truncation) of two shared vectors (`y = None`: square).
+    fn ring_product(&mut self, x: &[u64], y: Option<&[u64]>) -> Result<Vec<u64>, NnError> {
+        let l = self.l();
+        if self.use_bole(x.len()) {
+            let he = self.he.as_ref().ok_or_else(|| NnError::BadArgument("no bOLEe session".into()))?;
+            let r = match y {
+                Some(y) => nectar_linear::bole::mul(&mut *self.ch, he, self.role, x, y, l, &mut self.prg),
+                None => nectar_linear::bole::square(&mut *self.ch, he, self.role, x, l, &mut self.prg),
+            };
+            Ok(r.map_err(be)?.0)
+        } else {
+            match y {
+                Some(y) => self.mpc.mul(&mut *self.ch, x, y, l).map_err(be),
+                None => self.mpc.square(&mut *self.ch, x, l).map_err(be),
+            }
+        }
+    }
+}
+
+impl Backend for SecureBackend<'_> {
+    type Val = Vec<u64>;
+    type Bit = Vec<bool>;
+
+    fn format(&self) -> FixedPoint {
+        self.fp
+    }
+    fn set_format(&mut self, fp: FixedPoint) {
+        self.fp = fp;
+    }
+    fn len(&self, x: &Vec<u64>) -> usize {
+        x.len()
+    }
+    fn bit_len(&self, b: &Vec<bool>) -> usize {
+        b.len()
+    }
+
+    fn constant(&mut self, c: &[u64]) -> Result<Vec<u64>, NnError> {
+        self.mpc.constant(c, self.l()).map_err(be)
+    }
+    fn gather(&mut self, x: &Vec<u64>, idx: &[usize]) -> Result<Vec<u64>, NnError> {
+        idx.iter()
+            .map(|&i| x.get(i).copied().ok_or(NnError::Index { op: "gather", index: i, len: x.len() }))
+            .collect()
+    }
+    fn gather_bits(&mut self, b: &Vec<bool>, idx: &[usize]) -> Result<Vec<bool>, NnError> {
+        idx.iter()
+            .map(|&i| b.get(i).copied().ok_or(NnError::Index { op: "gather_bits", index: i, len: b.len() }))
+            .collect()
+    }
+    fn concat(&mut self, xs: &[&Vec<u64>]) -> Result<Vec<u64>, NnError> {
+        Ok(xs.iter().flat_map(|x| x.iter().copied()).collect())
+    }
+    fn concat_bits(&mut self, bs: &[&Vec<bool>]) -> Result<Vec<bool>, NnError> {
+        Ok(bs.iter().flat_map(|x| x.iter().copied()).collect())
+    }
+    fn sum_groups(&mut self, x: &Vec<u64>, group: usize) -> Result<Vec<u64>, NnError> {
+        if group == 0 || !x.len().is_multiple_of(group) {
+            return Err(NnError::Length { op: "sum_groups", a: x.len(), b: group });
+        }
+        let m = self.mask();
+        Ok(x.chunks(group).map(|c| c.iter().fold(0u64, |a, &v| a.wrapping_add(v)) & m).collect())
+    }
+
+    fn add(&mut self, x: &Vec<u64>, y: &Vec<u64>) -> Result<Vec<u64>, NnError> {
+        self.zip("add", x, y, u64::wrapping_add)
+    }
+    fn sub(&mut self, x: &Vec<u64>, y: &Vec<u64>) -> Result<Vec<u64>, NnError> {
+        self.zip("sub", x, y, u64::wrapping_sub)
+    }
+    fn neg(&mut self, x: &Vec<u64>) -> Result<Vec<u64>, NnError> {
+        let m = self.mask();
+        Ok(x.iter().map(|&a| a.wrapping_neg() & m).collect())
+    }
+    fn add_const(&mut self, x: &Vec<u64>, c: &[u64]) -> Result<Vec<u64>, NnError> {
+        Self::check_const("add_const", x.len(), c)?;
+        self.mpc.add_public(x, c, self.l()).map_err(be)
+    }
+    fn mul_const(&mut self, x: &Vec<u64>, c: &[u64], shift: u32) -> Result<Vec<u64>, NnError> {
+        Self::check_const("mul_const", x.len(), c)?;
+        let y = self.mpc.mul_public(x, c, self.l()).map_err(be)?;
+        self.trunc(&y, shift)
+    }
+
+    fn mul(&mut self, x: &Vec<u64>, y: &Vec<u64>) -> Result<Vec<u64>, NnError> {
+        Self::same("mul", x.len(), y.len())?;
+        if x.is_empty() {
+            return Ok(vec![]);
+        }
+        let p = self.ring_product(x, Some(y))?;
+        let f = self.fp.f();
+        self.trunc(&p, f)
+    }
+    fn square(&mut self, x: &Vec<u64>) -> Result<Vec<u64>, NnError> {
+        if x.is_empty() {
+            return Ok(vec![]);
+        }
+        let p = self.ring_product(x, None)?;
+        let f = self.fp.f();
+        self.trunc(&p, f)
+    }
+    fn trunc(&mut self, x: &Vec<u64>, shift: u32) -> Result<Vec<u64>, NnError> {
+        if shift == 0 || x.is_empty() {
+            return Ok(x.clone());
+        }
+        let l = self.l();
+        if shift + 2 > l {
+            return Err(NnError::BadArgument(format!("truncation by {shift} in Z_2^{l}")));
+        }
+        self.mpc.trunc(&mut *self.ch, x, l, shift).map_err(be)
+    }
+    fn less_than_const(&mut self, x: &Vec<u64>, thresholds: &[u64], ignore_low_bits: u32) -> Result<Vec<Vec<bool>>, NnError> {
+        let l = self.l();
+        if ignore_low_bits + 2 > l {
+            return Err(NnError::BadArgument(format!("ignore_low_bits {ignore_low_bits} leaves < 2 bits of Z_2^{l}")));
+        }
+        if x.is_empty() || thresholds.is_empty() {
+            return Ok(vec![vec![]; thresholds.len()]);
+        }
+        self.mpc.less_than_const(&mut *self.ch, x, thresholds, l, ignore_low_bits).map_err(be)
+    }
+    fn msb(&mut self, x: &Vec<u64>) -> Result<Vec<bool>, NnError> {
+        if x.is_empty() {
+            return Ok(vec![]);
+        }
+        let l = self.l();
+        self.mpc.msb(&mut *self.ch, x, l).map_err(be)
+    }
+    fn mux(&mut self, b: &Vec<bool>, x: &Vec<u64>) -> Result<Vec<u64>, NnError> {
+        Self::same("mux", b.len(), x.len())?;
+        if x.is_empty() {
+            return Ok(vec![]);
+        }
+        let l = self.l();
+        self.mpc.mux(&mut *self.ch, b, x, l).map_err(be)
+    }
+    fn and(&mut self, a: &Vec<bool>, b: &Vec<bool>) -> Result<Vec<bool>, NnError> {
+        Self::same("and", a.len(), b.len())?;
+        if a.is_empty() {
+            return Ok(vec![]);
+        }
+        self.mpc.and(&mut *self.ch, a, b).map_err(be)
+    }
+    fn xor(&mut self, a: &Vec<bool>, b: &Vec<bool>) -> Result<Vec<bool>, NnError> {
+        Self::same("xor", a.len(), b.len())?;
+        self.mpc.xor(a, b).map_err(be)
+    }
+    fn not(&mut self, a: &Vec<bool>) -> Result<Vec<bool>, NnError> {
+        Ok(self.mpc.not(a))
+    }
+    fn b2a(&mut self, b: &Vec<bool>) -> Result<Vec<u64>, NnError> {
+        if b.is_empty() {
+            return Ok(vec![]);
+        }
+        let l = self.l();
+        self.mpc.b2a(&mut *self.ch, b, l).map_err(be)
+    }
+
+    fn extend(&mut self, x: &Vec<u64>, from_bits: u32, to_bits: u32) -> Result<Vec<u64>, NnError> {
+        if from_bits >= to_bits {
+            return Err(NnError::BadArgument(format!("extend from {from_bits} to {to_bits} bits")));
+        }
+        if x.is_empty() {
+            return Ok(vec![]);
+        }
+        self.mpc.extend(&mut *self.ch, x, from_bits, to_bits).map_err(be)
+    }
+    fn reduce(&mut self, x: &Vec<u64>, to_bits: u32) -> Result<Vec<u64>, NnError> {
+        self.mpc.reduce(x, to_bits).map_err(be)
+    }
+
+    fn reveal(&mut self, x: &Vec<u64>) -> Result<Vec<u64>, NnError> {
+        if x.is_empty() {
+            return Ok(vec![]);
+        }
+        let l = self.l();
+        self.mpc.reveal(&mut *self.ch, x, l).map_err(be)
+    }
+    fn reveal_bits(&mut self, b: &Vec<bool>) -> Result<Vec<bool>, NnError> {
+        if b.is_empty() {
+            return Ok(vec![]);
+        }
+        self.mpc.reveal_bits(&mut *self.ch, b).map_err(be)
+    }
+}

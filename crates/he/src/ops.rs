@@ -102,6 +102,49 @@ impl Ciphertext {
         self.add_plain_sign(params, pt, true)
     }
 
+    /// `c0 += r` for an arbitrary polynomial `r ∈ R_q` given by its RNS residues in
+    /// **coefficient form**: `residues[i][k]` is coefficient `k` modulo the `i`-th ciphertext
+    /// prime, one limb per prime of the ciphertext's level, each `< q_i` (H2A adds a uniform
+    /// `r̂` this way, BumbleBee App. C). Works in either representation of `c0` (the residues
+    /// are transformed when `c0` is in NTT form; the ciphertext keeps its form). Only `c0`
+    /// changes, so a seeded ciphertext stays seeded. The decryption becomes
+    /// `round(t·(c0 + r + c1·s)/q)`: a noiseless shift of the phase by `r`.
+    pub fn add_c0_assign(&mut self, params: &Params, residues: &[Vec<u64>]) -> Result<(), HeError> {
+        let r = Self::poly_from_residues(params, self.level(), residues)?;
+        let r = same_form(params, &self.c0, &r);
+        self.c0.add_assign(params, &r, false);
+        Ok(())
+    }
+
+    /// The trivial (noiseless, unseeded) ciphertext `(r, 0)` at `level` for plaintext component
+    /// `j`, with `r` given by its RNS residues in coefficient form as in
+    /// [`Ciphertext::add_c0_assign`]; the result is in coefficient form.
+    pub fn trivial(params: &Params, level: usize, j: usize, residues: &[Vec<u64>]) -> Result<Ciphertext, HeError> {
+        params.check_plain_index(j)?;
+        if level == 0 || level > params.max_level() {
+            return Err(HeError::OutOfRange(format!("level {level} of {}", params.max_level())));
+        }
+        let c0 = Self::poly_from_residues(params, level, residues)?;
+        let c1 = RnsPoly::zero_level(params.n(), level, false);
+        Ok(Ciphertext { c0, c1, seed: None, plain_index: j })
+    }
+
+    fn poly_from_residues(params: &Params, level: usize, residues: &[Vec<u64>]) -> Result<RnsPoly, HeError> {
+        let n = params.n();
+        if residues.len() != level || residues.iter().any(|l| l.len() != n) {
+            return Err(HeError::Mismatch(format!("expected {level} limbs of {n} residues")));
+        }
+        let mut p = RnsPoly::zero_level(n, level, false);
+        for (i, limb) in residues.iter().enumerate() {
+            let q = params.modulus(i).value();
+            if limb.iter().any(|&x| x >= q) {
+                return Err(HeError::OutOfRange(format!("residue not below prime {i}")));
+            }
+            p.limb_mut(i).copy_from_slice(limb);
+        }
+        Ok(p)
+    }
+
     fn check_pt(&self, pt: &PlainNtt) -> Result<(), HeError> {
         if pt.plain_index != self.plain_index || pt.level() < self.level() {
             return Err(HeError::Mismatch(format!(

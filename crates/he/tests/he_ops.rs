@@ -240,3 +240,51 @@ fn bole_crt_batching_flood_modswitch() {
     }
     assert_eq!(params.crt_join(&out).unwrap().len(), n);
 }
+
+#[test]
+fn add_c0_assign_matches_trivial_ciphertext_in_both_forms() {
+    let params = Params::bumblebee_olt();
+    let mut prg = Prg::new([7; 16]);
+    let sk = SecretKey::generate(&params, &mut prg);
+    let n = params.n();
+    let m = rand_u64s(&mut prg, n, 1u128 << 64);
+    let pt = Plaintext::from_coeffs(&params, &m, 0).unwrap();
+    let ct = sk.encrypt(&params, &pt, &mut prg).unwrap();
+    let level = ct.level();
+    let r: Vec<Vec<u64>> = params.q_moduli()[..level]
+        .iter()
+        .map(|q| (0..n).map(|_| prg.next_u64() % q.value()).collect())
+        .collect();
+    // Reference: add the trivial ciphertext (r, 0).
+    let triv = Ciphertext::trivial(&params, level, 0, &r).unwrap();
+    assert!(!triv.is_seeded() && triv.level() == level);
+    let mut reference = ct.clone();
+    reference.add_assign(&params, &triv).unwrap();
+    // Coefficient form: only c0 changes, the seed survives.
+    let mut a = ct.clone();
+    a.add_c0_assign(&params, &r).unwrap();
+    assert!(a.is_seeded());
+    assert_eq!(a.c0(), reference.c0());
+    assert_eq!(a.c1(), reference.c1());
+    // NTT form: same polynomial.
+    let mut b = ct.clone();
+    b.to_ntt(&params);
+    b.add_c0_assign(&params, &r).unwrap();
+    assert!(b.c0().is_ntt());
+    b.to_coeff(&params);
+    assert_eq!(b.c0(), reference.c0());
+    // Adding −r back restores the message exactly.
+    let neg: Vec<Vec<u64>> = r
+        .iter()
+        .zip(params.q_moduli())
+        .map(|(l, q)| l.iter().map(|&x| if x == 0 { 0 } else { q.value() - x }).collect())
+        .collect();
+    a.add_c0_assign(&params, &neg).unwrap();
+    assert_eq!(sk.decrypt(&params, &a).unwrap().coeffs(), &m[..]);
+    // Malformed input is an error, not a panic.
+    assert!(a.add_c0_assign(&params, &r[..level - 1]).is_err());
+    let mut big = r.clone();
+    big[0][3] = params.q_moduli()[0].value();
+    assert!(a.add_c0_assign(&params, &big).is_err());
+    assert!(Ciphertext::trivial(&params, level + 1, 0, &r).is_err());
+}

@@ -59,7 +59,7 @@ pub fn mask_coeff(
         .iter()
         .map(|m| (0..n).map(|_| uniform_below(prg, m.value())).collect())
         .collect();
-    add_to_c0(params, ct, &r)?;
+    ct.add_c0_assign(params, &r)?;
     let basis = RnsBasis::new(moduli).ok_or_else(|| LinearError::BadParams("RNS basis".into()))?;
     let sr = basis.scale_round_constants(params.plain_modulus(ct.plain_index()));
     Ok((0..n)
@@ -113,45 +113,6 @@ pub fn simd_response_level(params: &Params, j: usize) -> usize {
     (1..=params.max_level())
         .find(|&l| params.q_bits(l) >= tb + 10)
         .unwrap_or(params.max_level())
-}
-
-/// Adds the RNS polynomial `r` (one limb per prime of `ct`'s level, coefficient form) to `c0`.
-///
-/// `nectar-he` has no public operation adding an arbitrary `R_q` polynomial to `c0`, so the
-/// trivial ciphertext `(r, 0)` is built in the HE layer's documented wire format (header, level,
-/// plaintext index, flags = coefficient form, bit-packed residues) and added homomorphically.
-/// To be replaced by a direct `Ciphertext` operation when the HE layer offers one.
-fn add_to_c0(params: &Params, ct: &mut Ciphertext, r: &[Vec<u64>]) -> Result<(), LinearError> {
-    let level = ct.level();
-    let moduli = &params.q_moduli()[..level];
-    if r.len() != level {
-        return Err(LinearError::BadParams("mask limbs".into()));
-    }
-    let mut out = vec![b'N', b'H', nectar_he::serialize::WIRE_VERSION, 1];
-    out.extend_from_slice(&params.fingerprint().to_le_bytes());
-    out.extend_from_slice(&[level as u8, ct.plain_index() as u8, 0]);
-    let (mut acc, mut nbits) = (0u128, 0u32);
-    let zeros = vec![0u64; params.n()];
-    for poly in [r, &vec![zeros; level][..]] {
-        for (limb, m) in poly.iter().zip(moduli) {
-            let b = m.bits();
-            for &v in limb {
-                acc |= (v as u128) << nbits;
-                nbits += b;
-                while nbits >= 8 {
-                    out.push(acc as u8);
-                    acc >>= 8;
-                    nbits -= 8;
-                }
-            }
-        }
-    }
-    if nbits > 0 {
-        out.push(acc as u8);
-    }
-    let mask = Ciphertext::deserialize(params, &out)?;
-    ct.add_assign(params, &mask)?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 
 use nectar_math::{FixedPoint, Prg};
 use nectar_model::secure::{
+    EmbedMode,
     Output, PlainEngine, Query, SecureEngine, SecureModel, SecureOptions, Task,
 };
 use nectar_model::{cosine, tiny, Model, Weights};
@@ -12,7 +13,11 @@ use nectar_net::{mem::run_pair, Channel, Role};
 use nectar_ot::Producer;
 
 fn twin_run(model: &Model, w: &Weights, task: Task, ids: &[u32]) -> Output {
-    let m = SecureModel::new(model.config(), Some(w), SecureOptions::default()).unwrap();
+    twin_run_with(model, w, task, ids, SecureOptions::default())
+}
+
+fn twin_run_with(model: &Model, w: &Weights, task: Task, ids: &[u32], opts: SecureOptions) -> Output {
+    let m = SecureModel::new(model.config(), Some(w), opts).unwrap();
     let q = Query {
         task,
         ids: Some(ids.to_vec()),
@@ -30,6 +35,16 @@ fn secure_run(
     task: Task,
     ids: &[u32],
 ) -> (Output, Output, String, u64) {
+    secure_run_with(model, w, task, ids, SecureOptions::default())
+}
+
+fn secure_run_with(
+    model: &Model,
+    w: &Weights,
+    task: Task,
+    ids: &[u32],
+    opts: SecureOptions,
+) -> (Output, Output, String, u64) {
     let len = ids.len();
     let (s, c) = run_pair(
         |ch| {
@@ -42,7 +57,7 @@ fn secure_run(
                 Producer::Iknp,
             )
             .unwrap();
-            let m = SecureModel::new(model.config(), Some(w), SecureOptions::default()).unwrap();
+            let m = SecureModel::new(model.config(), Some(w), opts).unwrap();
             let out = m
                 .run(
                     &mut e,
@@ -65,7 +80,7 @@ fn secure_run(
                 Producer::Iknp,
             )
             .unwrap();
-            let m = SecureModel::new(model.config(), None, SecureOptions::default()).unwrap();
+            let m = SecureModel::new(model.config(), None, opts).unwrap();
             let out = m
                 .run(
                     &mut e,
@@ -138,4 +153,23 @@ fn tiny_gpt2_secure_generation_equals_twin() {
         client, want,
         "secure greedy generation differs from the twin"
     );
+}
+
+#[test]
+fn tiny_bert_secure_classifier_with_shared_ids_matches_twin() {
+    let dir = tempfile::tempdir().unwrap();
+    tiny::write_tiny_bert(dir.path(), 12).unwrap();
+    let model = Model::load(dir.path()).unwrap();
+    let w = Weights::open(&dir.path().join("model.safetensors")).unwrap();
+    let ids = [2u32, 40, 41, 5, 17];
+    let opts = SecureOptions { embed: EmbedMode::SharedIds, ..Default::default() };
+    let (server, client, table, bytes) = secure_run_with(&model, &w, Task::Classify, &ids, opts);
+    eprintln!("tiny bert secure classify (shared ids): {:.2} MB\n{table}", bytes as f64 / 1e6);
+    assert_eq!(server, Output::Nothing);
+    let (Output::Logits(got), Output::Logits(want)) = (client, twin_run_with(&model, &w, Task::Classify, &ids, opts)) else {
+        panic!("logits expected")
+    };
+    let err = want.iter().zip(&got).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+    eprintln!("tiny bert secure logits {got:?} vs twin {want:?}: max abs error {err:.2e}");
+    assert!(err < 1e-2, "secure vs twin logits error {err}");
 }

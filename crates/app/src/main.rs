@@ -1,6 +1,9 @@
 //! `nectar`: the command-line interface (see README.md).
 
 mod bench_he;
+mod demo;
+mod private;
+mod session;
 mod bench_linear;
 mod bench_net;
 mod bench_nn;
@@ -47,27 +50,54 @@ enum Cmd {
         #[command(flatten)]
         model: ModelArg,
     },
-    /// Serve a model to clients (secure inference).
+    /// Serve a model to clients (secure inference; one session per connection).
     Serve {
         #[command(flatten)]
         model: ModelArg,
         #[arg(long, default_value = "127.0.0.1:7878")]
         listen: String,
+        /// The server also learns each output (default: only the client does).
+        #[arg(long)]
+        reveal_to_server: bool,
+        /// Stop after this many sessions (default: serve forever).
+        #[arg(long)]
+        max_sessions: Option<usize>,
+        #[command(flatten)]
+        suite: SuiteArgs,
     },
-    /// Run a private inference against a server.
+    /// Run a private inference against a server (the client side).
     Infer {
         #[arg(long, default_value = "127.0.0.1:7878")]
         connect: String,
+        /// Local copy of the model's config.json / tokenizer.json (weights are not read).
+        #[command(flatten)]
+        model: ModelArg,
+        /// Token ids instead of texts (comma-separated; repeat for several queries).
+        #[arg(long)]
+        ids: Vec<String>,
+        /// Tokens to generate (GPT-2, LLaMA).
+        #[arg(long, default_value_t = 8)]
+        tokens: usize,
+        /// BERT classifier logits instead of the sentence embedding.
+        #[arg(long)]
+        classify: bool,
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        suite: SuiteArgs,
         texts: Vec<String>,
     },
     /// Server and client on loopback: private outputs next to the plaintext reference.
     Demo {
         #[command(flatten)]
         model: ModelArg,
+        /// Tokens to generate (GPT-2, LLaMA).
+        #[arg(long, default_value_t = 8)]
+        tokens: usize,
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        suite: SuiteArgs,
         texts: Vec<String>,
     },
     /// Benchmarks (JSON lines with --json; see README "Benchmarks").
@@ -163,6 +193,36 @@ enum BenchCmd {
     Model(Pending),
 }
 
+/// Protocol choices (AGREEMENT: server and client must pass the same).
+#[derive(Args, Clone)]
+struct SuiteArgs {
+    /// COT producer: ferret_b13 (production), ferret_small (same security, less memory per
+    /// refill), iknp.
+    #[arg(long, default_value = "ferret_b13")]
+    ot: String,
+    /// Evaluate GeLU/SiLU in BumbleBee's small activation ring (§V-C).
+    #[arg(long)]
+    mixed: bool,
+    /// The client secret-shares its token ids and the one-hot rows are computed securely
+    /// (i_equal) instead of the client inputting one-hot rows directly.
+    #[arg(long)]
+    shared_ids: bool,
+}
+
+impl SuiteArgs {
+    fn suite(&self) -> private::Suite {
+        use nectar_model::secure::{EmbedMode, SecureOptions};
+        private::Suite {
+            ot: self.ot.clone(),
+            options: SecureOptions {
+                embed: if self.shared_ids { EmbedMode::SharedIds } else { EmbedMode::ClientOneHot },
+                mixed_activations: self.mixed,
+                max_layers: None,
+            },
+        }
+    }
+}
+
 /// Arguments of a bench that is not available yet (accepted so the error is clear).
 #[derive(Args)]
 struct Pending {
@@ -207,9 +267,37 @@ fn run(cli: Cli) -> Result<(), String> {
             println!("{}", m.summary());
             Ok(())
         }
-        Cmd::Serve { .. } => not_yet("`nectar serve` (secure inference server)"),
-        Cmd::Infer { .. } => not_yet("`nectar infer` (secure inference client)"),
-        Cmd::Demo { .. } => not_yet("`nectar demo` (secure inference on loopback)"),
+        Cmd::Serve { model, listen, reveal_to_server, max_sessions, suite } => {
+            let m = std::sync::Arc::new(private::ServerModel::load(&model.dir())?);
+            let listener = std::net::TcpListener::bind(&listen).map_err(|e| format!("listen {listen}: {e}"))?;
+            eprintln!(
+                "serving {} ({}) on {} — suite {}, OT {}{}",
+                model.dir().display(),
+                m.config.model_type(),
+                listener.local_addr().map(|a| a.to_string()).unwrap_or(listen),
+                session::SUITE,
+                suite.ot,
+                if reveal_to_server { ", outputs revealed to the server too" } else { "" }
+            );
+            private::serve(m, listener, &suite.suite(), reveal_to_server, max_sessions, false)
+        }
+        Cmd::Infer { connect, model, ids, tokens, classify, json, suite, texts } => {
+            let (inputs, labels, expected) = if !ids.is_empty() {
+                let inputs = ids.iter().map(|s| private::parse_ids(s)).collect::<Result<Vec<_>, _>>()?;
+                let expected = model.model.as_ref().map(|d| private::ClientModel::load(d)).transpose()?.and_then(|m| m.config);
+                (inputs, ids.clone(), expected)
+            } else {
+                if texts.is_empty() {
+                    return Err("give TEXTs or --ids".into());
+                }
+                let cm = private::ClientModel::load(&model.dir())?;
+                (private::tokenize(cm.tokenizer.as_ref(), &texts)?, texts.clone(), cm.config)
+            };
+            let (run, _) = private::run_client(&connect, &suite.suite(), expected.as_ref(), &inputs, tokens, classify)?;
+            demo::print_run(&labels, &run, None, json);
+            Ok(())
+        }
+        Cmd::Demo { model, tokens, json, suite, texts } => demo::demo(&model.dir(), &suite.suite(), &texts, tokens, json),
         Cmd::Bench { what } => match what {
             BenchCmd::Net { mb, json } => {
                 let lines = bench_net::run(mb).map_err(|e| e.to_string())?;

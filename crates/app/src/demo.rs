@@ -1,0 +1,163 @@
+//! `nectar demo` and the output of `nectar infer`: private outputs next to the plaintext
+//! reference, similarity matrix, time, communication and the per-operator breakdown.
+
+use crate::private::{self, ClientModel, ServerModel, Suite};
+use crate::session::{ClientRun, QueryReport};
+use nectar_model::secure::Output;
+use nectar_model::Network;
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Default demo sentences (paraphrase pairs and an unrelated one).
+pub const DEFAULT_TEXTS: [&str; 4] = [
+    "The weather is lovely today.",
+    "It's so sunny outside!",
+    "He drove to the stadium.",
+    "A man is playing a guitar.",
+];
+
+/// The plaintext reference output for the same ids and task.
+fn reference(net: &Network, ids: &[u32], out: &Output) -> Result<Output, String> {
+    let e = |e: nectar_model::ModelError| e.to_string();
+    Ok(match (net, out) {
+        (Network::Bert(b), Output::Embedding(_)) => Output::Embedding(b.embed_ids(ids).map_err(e)?),
+        (Network::Bert(b), Output::Logits(_)) => Output::Logits(b.classify_ids(ids).map_err(e)?),
+        (Network::Gpt2(g), Output::Tokens(t)) => Output::Tokens(g.generate(ids, t.len()).map_err(e)?),
+        (Network::Llama(g), Output::Tokens(t)) => Output::Tokens(g.generate(ids, t.len()).map_err(e)?),
+        _ => return Err("no plaintext reference for this model/task".into()),
+    })
+}
+
+fn agreement_score(private: &Output, plain: &Output) -> Option<f64> {
+    match (private, plain) {
+        (Output::Embedding(a), Output::Embedding(b)) | (Output::Logits(a), Output::Logits(b)) => {
+            Some(nectar_model::cosine(a, b) as f64)
+        }
+        (Output::Tokens(a), Output::Tokens(b)) => {
+            Some(a.iter().zip(b).filter(|(x, y)| x == y).count() as f64 / a.len().max(1) as f64)
+        }
+        _ => None,
+    }
+}
+
+fn output_json(o: &Output) -> serde_json::Value {
+    serde_json::to_value(o).unwrap_or(serde_json::Value::Null)
+}
+
+/// Print a client run (shared by `demo` and `infer`); `plain` holds the references if known.
+pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, json: bool) {
+    let total_secs: f64 = run.reports.iter().map(|r| r.seconds).sum();
+    let sent: u64 = run.reports.iter().map(|r| r.bytes_sent).sum();
+    let recv: u64 = run.reports.iter().map(|r| r.bytes_recv).sum();
+    let profile = private::total_profile(&run.reports);
+    if json {
+        for (i, r) in run.reports.iter().enumerate() {
+            let mut o = serde_json::json!({
+                "text": texts.get(i),
+                "task": r.task,
+                "tokens": r.len,
+                "private": output_json(&r.output),
+                "seconds": r.seconds,
+                "bytes_sent": r.bytes_sent,
+                "bytes_recv": r.bytes_recv,
+                "rounds": r.rounds,
+            });
+            if let Some(p) = plain.and_then(|p| p.get(i)) {
+                o["plaintext"] = output_json(p);
+                o["agreement"] = serde_json::json!(agreement_score(&r.output, p));
+            }
+            println!("{o}");
+        }
+        let t = serde_json::json!({
+            "totals": {
+                "queries": run.reports.len(),
+                "seconds": total_secs,
+                "setup_seconds": run.setup_seconds,
+                "setup_bytes_total": run.setup_stats.bytes_sent + run.setup_stats.bytes_recv,
+                "bytes_sent": sent,
+                "bytes_recv": recv,
+                "bytes_total": sent + recv,
+                "peak_rss_bytes": crate::report::peak_rss_bytes(),
+                "breakdown": profile.to_json(),
+            }
+        });
+        println!("{t}");
+        return;
+    }
+    for (i, r) in run.reports.iter().enumerate() {
+        let text = texts.get(i).map(String::as_str).unwrap_or("");
+        let head = describe(&r.output);
+        match plain.and_then(|p| p.get(i)) {
+            Some(p) => {
+                let score = agreement_score(&r.output, p).unwrap_or(f64::NAN);
+                let what = if matches!(r.output, Output::Tokens(_)) { "tokens equal to plaintext" } else { "cosine to plaintext" };
+                println!("[{i}] {what} {score:.5}  {head}  ({} tokens, {:.2} s, {:.1} MB)  {text:?}", r.len, r.seconds, (r.bytes_sent + r.bytes_recv) as f64 / 1e6);
+                if let (Output::Tokens(_), Output::Tokens(b)) = (&r.output, p) {
+                    println!("     plaintext tokens {b:?}");
+                }
+            }
+            None => println!("[{i}] {head}  ({} tokens, {:.2} s, {:.1} MB)  {text:?}", r.len, r.seconds, (r.bytes_sent + r.bytes_recv) as f64 / 1e6),
+        }
+    }
+    let embs: Vec<&Vec<f32>> = run.reports.iter().filter_map(|r| match &r.output {
+        Output::Embedding(e) => Some(e),
+        _ => None,
+    }).collect();
+    if embs.len() > 1 {
+        println!("cosine similarity of the private embeddings:");
+        for a in &embs {
+            let row: Vec<String> = embs.iter().map(|b| format!("{:.4}", nectar_model::cosine(a, b))).collect();
+            println!("  {}", row.join("  "));
+        }
+    }
+    println!(
+        "session setup {:.2} s, {:.1} MB; inference {:.2} s, {:.1} MB sent + {:.1} MB received (client view)",
+        run.setup_seconds,
+        (run.setup_stats.bytes_sent + run.setup_stats.bytes_recv) as f64 / 1e6,
+        total_secs,
+        sent as f64 / 1e6,
+        recv as f64 / 1e6
+    );
+    println!("per-operator breakdown (client view, all queries):\n{}", profile.table());
+}
+
+fn describe(o: &Output) -> String {
+    match o {
+        Output::Embedding(e) | Output::Logits(e) => {
+            let head: Vec<String> = e.iter().take(4).map(|x| format!("{x:+.4}")).collect();
+            format!("[{} ...] (dim {})", head.join(", "), e.len())
+        }
+        Output::Tokens(t) => format!("tokens {t:?}"),
+        Output::Nothing => "(nothing)".into(),
+    }
+}
+
+/// Server and client on loopback TCP, then the comparison with the plaintext reference.
+pub fn demo(dir: &Path, suite: &Suite, texts: &[String], tokens: usize, json: bool) -> Result<(), String> {
+    let texts: Vec<String> = if texts.is_empty() { DEFAULT_TEXTS.iter().map(|s| s.to_string()).collect() } else { texts.to_vec() };
+    let server = Arc::new(ServerModel::load(dir)?);
+    let client = ClientModel::load(dir)?;
+    let inputs = private::tokenize(client.tokenizer.as_ref(), &texts)?;
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?.to_string();
+    if !json {
+        println!("== nectar demo: private inference ({} suite, OT {}) on {} ==", crate::session::SUITE, suite.ot, dir.display());
+        println!("server and client on {addr}; {} queries in one session", texts.len());
+    }
+    let s2 = suite.clone();
+    let srv = std::thread::spawn(move || private::serve(server, listener, &s2, false, Some(1), true));
+    let res = private::run_client(&addr, suite, client.config.as_ref(), &inputs, tokens, false);
+    let srv_res = srv.join().map_err(|_| "server thread panicked".to_string())?;
+    let (run, _cfg) = res?;
+    srv_res?;
+    let reference_model = nectar_model::Model::load(dir).map_err(|e| e.to_string())?;
+    let plain: Vec<Output> = run
+        .reports
+        .iter()
+        .zip(&inputs)
+        .map(|(r, ids): (&QueryReport, &Vec<u32>)| reference(reference_model.network(), ids, &r.output))
+        .collect::<Result<_, _>>()?;
+    print_run(&texts, &run, Some(&plain), json);
+    Ok(())
+}

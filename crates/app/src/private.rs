@@ -1,0 +1,197 @@
+//! `nectar serve`, `nectar infer` and `nectar demo`: private inference over TCP.
+
+use crate::session::{serve_session, Agreement, ClientRun, ClientSession, QueryReport, Served};
+use nectar_math::Prg;
+use nectar_model::config::ModelConfig;
+use nectar_model::secure::{Output, SecureOptions, Task};
+use nectar_model::tokenizer::TextTokenizer;
+use nectar_model::weights::Weights;
+use nectar_net::TcpChannel;
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Protocol choices shared by `serve`, `infer` and `demo` (all AGREEMENT).
+#[derive(Clone, Debug)]
+pub struct Suite {
+    pub ot: String,
+    pub options: SecureOptions,
+}
+
+impl Suite {
+    pub fn agreement(&self) -> Result<Agreement, String> {
+        Agreement::new(&self.ot, self.options)
+    }
+}
+
+/// The public architecture and the server's memory-mapped weights of a model directory.
+pub struct ServerModel {
+    pub config: ModelConfig,
+    pub config_json: String,
+    pub weights: Weights,
+}
+
+impl ServerModel {
+    pub fn load(dir: &Path) -> Result<Self, String> {
+        if !dir.is_dir() {
+            return Err(format!("{}: model directory not found", dir.display()));
+        }
+        let cfg_path = dir.join("config.json");
+        let config_json = std::fs::read_to_string(&cfg_path).map_err(|e| format!("{}: {e}", cfg_path.display()))?;
+        let config = ModelConfig::from_json_str(&config_json, &cfg_path).map_err(|e| e.to_string())?;
+        let weights = Weights::open(&dir.join("model.safetensors")).map_err(|e| e.to_string())?;
+        Ok(ServerModel { config, config_json, weights })
+    }
+}
+
+/// Serve `model` on `listener`: one thread and one session per connection. With
+/// `max_sessions`, stop accepting after that many connections and return once they end.
+pub fn serve(
+    model: Arc<ServerModel>,
+    listener: TcpListener,
+    suite: &Suite,
+    reveal_to_server: bool,
+    max_sessions: Option<usize>,
+    quiet: bool,
+) -> Result<(), String> {
+    let agreement = suite.agreement()?;
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for conn in listener.incoming() {
+            let id = next.fetch_add(1, Ordering::SeqCst);
+            let model = Arc::clone(&model);
+            let agreement = agreement.clone();
+            match conn {
+                Err(e) => eprintln!("serve: accept failed: {e}"),
+                Ok(stream) => {
+                    scope.spawn(move || {
+                        let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+                        let ch = match TcpChannel::from_stream(stream) {
+                            Ok(c) => c,
+                            Err(e) => return eprintln!("session {id} ({peer}): {e}"),
+                        };
+                        let served = Served {
+                            config: model.config.clone(),
+                            config_json: model.config_json.clone(),
+                            weights: &model.weights,
+                            agreement,
+                            reveal_to_server,
+                        };
+                        match serve_session(Box::new(ch), &served, Prg::from_entropy()) {
+                            Ok(reports) => {
+                                if !quiet {
+                                    for r in &reports {
+                                        eprintln!(
+                                            "session {id} ({peer}): {:?} of {} tokens in {:.2} s, {:.1} MB sent, {:.1} MB received{}",
+                                            r.task,
+                                            r.len,
+                                            r.seconds,
+                                            r.bytes_sent as f64 / 1e6,
+                                            r.bytes_recv as f64 / 1e6,
+                                            match &r.output {
+                                                Output::Nothing => String::new(),
+                                                o => format!(", output {o:?}"),
+                                            }
+                                        );
+                                    }
+                                    eprintln!("session {id} ({peer}): closed after {} queries", reports.len());
+                                }
+                            }
+                            Err(e) => eprintln!("session {id} ({peer}): ended with error: {e}"),
+                        }
+                    });
+                }
+            }
+            if max_sessions.is_some_and(|m| id + 1 >= m) {
+                break;
+            }
+        }
+    });
+    Ok(())
+}
+
+/// The client's view of a model: its public config and the tokenizer of a local copy.
+pub struct ClientModel {
+    pub config: Option<ModelConfig>,
+    pub tokenizer: Option<TextTokenizer>,
+}
+
+impl ClientModel {
+    /// Config and tokenizer from `dir` (the client never reads weights). The tokenizer
+    /// truncates as the plaintext loader does: `sentence_bert_config.json`'s `max_seq_length`
+    /// when present, else the model's positions.
+    pub fn load(dir: &Path) -> Result<Self, String> {
+        let config = ModelConfig::from_file(&dir.join("config.json")).map_err(|e| e.to_string())?;
+        let positions = match &config {
+            ModelConfig::Bert(c) => c.max_position_embeddings,
+            ModelConfig::Gpt2(c) => c.n_positions,
+            ModelConfig::Llama(c) => c.max_position_embeddings,
+            ModelConfig::Vit(_) => 0,
+        };
+        let st: Option<usize> = std::fs::read_to_string(dir.join("sentence_bert_config.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v.get("max_seq_length").and_then(|m| m.as_u64()))
+            .map(|m| m as usize);
+        let max_len = st.unwrap_or(positions).min(positions);
+        let tok_path = dir.join("tokenizer.json");
+        let tokenizer = if tok_path.exists() {
+            Some(TextTokenizer::from_file(&tok_path, max_len).map_err(|e| e.to_string())?)
+        } else {
+            None
+        };
+        Ok(ClientModel { config: Some(config), tokenizer })
+    }
+}
+
+/// The task a model's architecture answers by default.
+pub fn default_task(cfg: &ModelConfig, tokens: usize, classify: bool) -> Task {
+    match cfg {
+        ModelConfig::Bert(_) if classify => Task::Classify,
+        ModelConfig::Bert(_) => Task::Embed,
+        _ => Task::Generate { n_new: tokens },
+    }
+}
+
+/// Connect to `addr` and run `inputs` (token ids) as one session.
+pub fn run_client(
+    addr: &str,
+    suite: &Suite,
+    expected: Option<&ModelConfig>,
+    inputs: &[Vec<u32>],
+    tokens: usize,
+    classify: bool,
+) -> Result<(ClientRun, ModelConfig), String> {
+    let ch = TcpChannel::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
+    let session = ClientSession::connect(Box::new(ch), suite.agreement()?, expected, Prg::from_entropy())
+        .map_err(|e| e.to_string())?;
+    if session.reveal_to_server() {
+        eprintln!("note: this server also learns each output (its reveal-to-server option is on)");
+    }
+    let cfg = session.config().clone();
+    let task = default_task(&cfg, tokens, classify);
+    let queries: Vec<(Task, Vec<u32>)> = inputs.iter().map(|ids| (task.clone(), ids.clone())).collect();
+    let run = session.run(&queries).map_err(|e| e.to_string())?;
+    Ok((run, cfg))
+}
+
+/// Token ids of each text.
+pub fn tokenize(tok: Option<&TextTokenizer>, texts: &[String]) -> Result<Vec<Vec<u32>>, String> {
+    let tok = tok.ok_or("this model directory has no tokenizer.json: pass --ids instead")?;
+    texts.iter().map(|t| tok.encode(t).map(|e| e.ids).map_err(|e| e.to_string())).collect()
+}
+
+/// `--ids 101,2023,102` (one sequence per flag).
+pub fn parse_ids(s: &str) -> Result<Vec<u32>, String> {
+    s.split(',').map(|x| x.trim().parse::<u32>().map_err(|e| format!("--ids {s:?}: {e}"))).collect()
+}
+
+/// Sum of a run's per-query profiles.
+pub fn total_profile(reports: &[QueryReport]) -> nectar_model::secure::Profile {
+    let mut p = nectar_model::secure::Profile::default();
+    for r in reports {
+        p.merge(&r.profile);
+    }
+    p
+}

@@ -1,0 +1,352 @@
+//! Two-party sessions of the BumbleBee suite: handshake, session setup, queries.
+//!
+//! Wire protocol (pinned; JSON control frames on the same [`Channel`] as the protocols):
+//! 1. client → server `Hello { agreement }`: protocol version, suite, fixed-point format, OT
+//!    producer, HE parameter fingerprints and the [`SecureOptions`] (every AGREEMENT value);
+//! 2. server → client `Welcome { config_json, reveal_to_server }` (the public architecture) or
+//!    `Reject { reason }`; the client compares the architecture with its own copy when it has
+//!    one (model-shape mismatch ends the session);
+//! 3. session setup of the engine: base OTs both ways, HE public and Galois keys (once per session);
+//! 4. any number of `Query { task, len }` (the sequence length is public; the ids stay with the
+//!    client), each followed by the secure run; if the server announced `reveal_to_server`, the
+//!    client sends its output after each query (semi-honest: equivalent to revealing to both);
+//! 5. `Bye`.
+//! Any error ends that session, on both sides, with a message; the server keeps serving others.
+
+use nectar_math::{FixedPoint, Prg};
+use nectar_model::config::ModelConfig;
+use nectar_model::secure::{Output, Profile, Query, SecureEngine, SecureModel, SecureOptions, Task, WeightSource};
+use nectar_net::{Channel, NetError, Role, Stats};
+use nectar_ot::{FerretParams, Producer};
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Version of this wire protocol (AGREEMENT).
+pub const PROTOCOL_VERSION: u32 = 1;
+/// The protocol suite this build runs.
+pub const SUITE: &str = "bumblebee";
+
+/// Everything both parties must agree on, compared in the handshake.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Agreement {
+    pub version: u32,
+    pub suite: String,
+    /// `(l, f)`.
+    pub fixed_point: (u32, u32),
+    /// COT producer: `ferret_b13`, `ferret_small` or `iknp`.
+    pub ot: String,
+    /// `Params::fingerprint()` of the OLT and bOLEe HE parameter sets.
+    pub he_olt: u64,
+    pub he_bole: u64,
+    pub options: SecureOptions,
+}
+
+impl Agreement {
+    pub fn new(ot: &str, options: SecureOptions) -> Result<Self, String> {
+        producer(ot)?;
+        let fp = FixedPoint::BUMBLEBEE;
+        Ok(Agreement {
+            version: PROTOCOL_VERSION,
+            suite: SUITE.into(),
+            fixed_point: (fp.l(), fp.f()),
+            ot: ot.into(),
+            he_olt: nectar_he::Params::bumblebee_olt().fingerprint(),
+            he_bole: nectar_he::Params::bumblebee_bole().fingerprint(),
+            options,
+        })
+    }
+
+    /// Why `peer` (the client's) differs from ours, field by field.
+    fn mismatch(&self, peer: &Agreement) -> Option<String> {
+        if peer.version != self.version {
+            return Some(format!(
+                "protocol version mismatch: client speaks {}, server speaks {}",
+                peer.version, self.version
+            ));
+        }
+        if peer.suite != self.suite {
+            return Some(format!("suite mismatch: client '{}', server '{}'", peer.suite, self.suite));
+        }
+        if peer.fixed_point != self.fixed_point {
+            return Some(format!("fixed-point mismatch: client {:?}, server {:?}", peer.fixed_point, self.fixed_point));
+        }
+        if peer.ot != self.ot {
+            return Some(format!("OT producer mismatch: client '{}', server '{}'", peer.ot, self.ot));
+        }
+        if (peer.he_olt, peer.he_bole) != (self.he_olt, self.he_bole) {
+            return Some("HE parameter sets differ (fingerprints do not match)".into());
+        }
+        if peer.options != self.options {
+            return Some(format!("options mismatch: client {:?}, server {:?}", peer.options, self.options));
+        }
+        None
+    }
+}
+
+/// The COT producer named in an [`Agreement`].
+pub fn producer(name: &str) -> Result<Producer, String> {
+    match name {
+        "ferret_b13" => Ok(Producer::Ferret(FerretParams::b13())),
+        "ferret_small" => Ok(Producer::Ferret(FerretParams::small())),
+        "iknp" => Ok(Producer::Iknp),
+        other => Err(format!("unknown OT producer '{other}' (ferret_b13, ferret_small, iknp)")),
+    }
+}
+
+#[derive(Serialize, Deserialize, Debug)]
+enum ClientMsg {
+    Hello { agreement: Agreement },
+    Query { task: Task, len: usize },
+    Output { output: Output },
+    Bye,
+}
+
+#[derive(Serialize, Deserialize, Debug)]
+enum ServerMsg {
+    Welcome { config_json: String, reveal_to_server: bool },
+    Reject { reason: String },
+}
+
+/// Errors that end a session.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("network: {0}")]
+    Net(#[from] NetError),
+    #[error("malformed {what} message from the peer: {detail}")]
+    Malformed { what: &'static str, detail: String },
+    #[error("session rejected: {0}")]
+    Rejected(String),
+    #[error("{0}")]
+    Mismatch(String),
+    #[error("unexpected message from the peer: {0}")]
+    Unexpected(String),
+    #[error("{0}")]
+    Secure(#[from] nectar_model::secure::SecureError),
+    #[error("{0}")]
+    Model(#[from] nectar_model::ModelError),
+}
+
+fn send_json<T: Serialize>(ch: &mut dyn Channel, m: &T) -> Result<(), SessionError> {
+    let b = serde_json::to_vec(m).map_err(|e| SessionError::Malformed { what: "outgoing", detail: e.to_string() })?;
+    ch.send(&b)?;
+    ch.flush()?;
+    Ok(())
+}
+
+fn recv_json<T: for<'de> Deserialize<'de>>(ch: &mut dyn Channel, what: &'static str) -> Result<T, SessionError> {
+    let b = ch.recv()?;
+    serde_json::from_slice(&b).map_err(|e| SessionError::Malformed { what, detail: e.to_string() })
+}
+
+/// One channel used by two holders in turn: the engine (protocol messages) and the session loop
+/// (control messages). Never used by both at once; the lock only satisfies the borrow checker.
+#[derive(Clone)]
+pub struct SharedChannel(Arc<Mutex<Box<dyn Channel>>>);
+
+impl SharedChannel {
+    pub fn new(ch: Box<dyn Channel>) -> Self {
+        SharedChannel(Arc::new(Mutex::new(ch)))
+    }
+    fn with<R>(&self, f: impl FnOnce(&mut dyn Channel) -> R) -> R {
+        let mut g = match self.0.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        f(g.as_mut())
+    }
+}
+
+impl Channel for SharedChannel {
+    fn send(&mut self, msg: &[u8]) -> Result<(), NetError> {
+        self.with(|c| c.send(msg))
+    }
+    fn recv(&mut self) -> Result<Vec<u8>, NetError> {
+        self.with(|c| c.recv())
+    }
+    fn flush(&mut self) -> Result<(), NetError> {
+        self.with(|c| c.flush())
+    }
+    fn stats(&self) -> Stats {
+        self.with(|c| c.stats())
+    }
+}
+
+/// What the server serves: a model's public config and its weights.
+pub struct Served<'w> {
+    pub config: ModelConfig,
+    pub config_json: String,
+    pub weights: &'w dyn WeightSource,
+    pub agreement: Agreement,
+    pub reveal_to_server: bool,
+}
+
+/// Per-query record of a session.
+#[derive(Clone, Debug, Serialize)]
+pub struct QueryReport {
+    pub task: Task,
+    pub len: usize,
+    pub seconds: f64,
+    pub bytes_sent: u64,
+    pub bytes_recv: u64,
+    pub rounds: u64,
+    pub output: Output,
+    #[serde(skip)]
+    pub profile: Profile,
+}
+
+/// Server side of one session. Returns the queries it served.
+pub fn serve_session(ch: Box<dyn Channel>, s: &Served, prg: Prg) -> Result<Vec<QueryReport>, SessionError> {
+    let shared = SharedChannel::new(ch);
+    let mut ctl = shared.clone();
+    let hello: ClientMsg = recv_json(&mut ctl, "hello")?;
+    let ClientMsg::Hello { agreement } = hello else {
+        return Err(SessionError::Unexpected("expected Hello".into()));
+    };
+    if let Some(reason) = s.agreement.mismatch(&agreement) {
+        send_json(&mut ctl, &ServerMsg::Reject { reason: reason.clone() })?;
+        return Err(SessionError::Mismatch(reason));
+    }
+    send_json(&mut ctl, &ServerMsg::Welcome { config_json: s.config_json.clone(), reveal_to_server: s.reveal_to_server })?;
+    let model = SecureModel::new(&s.config, Some(s.weights), s.agreement.options)?;
+    let mut engine_ch = shared.clone();
+    let fp = FixedPoint::new(s.agreement.fixed_point.0, s.agreement.fixed_point.1)
+        .map_err(|e| SessionError::Mismatch(e.to_string()))?;
+    let prod = producer(&s.agreement.ot).map_err(SessionError::Mismatch)?;
+    let mut engine = SecureEngine::setup(&mut engine_ch, Role::Server, fp, prg, prod)?;
+    let mut reports = Vec::new();
+    loop {
+        match recv_json::<ClientMsg>(&mut ctl, "query")? {
+            ClientMsg::Query { task, len } => {
+                let q = Query { task: task.clone(), ids: None, len };
+                let s0 = ctl.stats();
+                let t = Instant::now();
+                let _ = model.run(&mut engine, &q)?;
+                let output = if s.reveal_to_server {
+                    match recv_json::<ClientMsg>(&mut ctl, "output")? {
+                        ClientMsg::Output { output } => output,
+                        other => return Err(SessionError::Unexpected(format!("{other:?}"))),
+                    }
+                } else {
+                    Output::Nothing
+                };
+                let d = ctl.stats() - s0;
+                reports.push(QueryReport {
+                    task,
+                    len,
+                    seconds: t.elapsed().as_secs_f64(),
+                    bytes_sent: d.bytes_sent,
+                    bytes_recv: d.bytes_recv,
+                    rounds: d.rounds,
+                    output,
+                    profile: engine.take_profile(),
+                });
+            }
+            ClientMsg::Bye => return Ok(reports),
+            other => return Err(SessionError::Unexpected(format!("{other:?}"))),
+        }
+    }
+}
+
+/// Client side of a session: handshake and setup, then queries via [`ClientSession::query`].
+pub struct ClientSession {
+    shared: SharedChannel,
+    engine_ch: Box<SharedChannel>,
+    config: ModelConfig,
+    reveal_to_server: bool,
+    agreement: Agreement,
+    setup_stats: Stats,
+    setup_seconds: f64,
+    prg: Option<Prg>,
+}
+
+impl ClientSession {
+    /// Handshake: `expected` is the client's own copy of the architecture, if it has one.
+    pub fn connect(ch: Box<dyn Channel>, agreement: Agreement, expected: Option<&ModelConfig>, prg: Prg) -> Result<Self, SessionError> {
+        let shared = SharedChannel::new(ch);
+        let mut ctl = shared.clone();
+        let t = Instant::now();
+        send_json(&mut ctl, &ClientMsg::Hello { agreement: agreement.clone() })?;
+        let (config_json, reveal_to_server) = match recv_json::<ServerMsg>(&mut ctl, "welcome")? {
+            ServerMsg::Welcome { config_json, reveal_to_server } => (config_json, reveal_to_server),
+            ServerMsg::Reject { reason } => return Err(SessionError::Rejected(reason)),
+        };
+        let config = ModelConfig::from_json_str(&config_json, std::path::Path::new("<server config.json>"))?;
+        if let Some(e) = expected {
+            if e != &config {
+                let _ = send_json(&mut ctl, &ClientMsg::Bye);
+                return Err(SessionError::Mismatch(format!(
+                    "model-shape mismatch: the server serves {} {:?}, the client expects {} {:?}",
+                    config.model_type(),
+                    config.dims(),
+                    e.model_type(),
+                    e.dims()
+                )));
+            }
+        }
+        Ok(ClientSession {
+            engine_ch: Box::new(shared.clone()),
+            shared,
+            config,
+            reveal_to_server,
+            agreement,
+            setup_stats: Stats::default(),
+            setup_seconds: t.elapsed().as_secs_f64(),
+            prg: Some(prg),
+        })
+    }
+
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    /// Whether the server will also learn each output.
+    pub fn reveal_to_server(&self) -> bool {
+        self.reveal_to_server
+    }
+
+    /// Run the whole session: setup once, then `queries` in order, then `Bye`.
+    pub fn run(mut self, queries: &[(Task, Vec<u32>)]) -> Result<ClientRun, SessionError> {
+        let fp = FixedPoint::new(self.agreement.fixed_point.0, self.agreement.fixed_point.1)
+            .map_err(|e| SessionError::Mismatch(e.to_string()))?;
+        let prod = producer(&self.agreement.ot).map_err(SessionError::Mismatch)?;
+        let model = SecureModel::new(&self.config, None, self.agreement.options)?;
+        let mut ctl = self.shared.clone();
+        let t = Instant::now();
+        let prg = self.prg.take().unwrap_or_else(Prg::from_entropy);
+        let mut engine = SecureEngine::setup(self.engine_ch.as_mut(), Role::Client, fp, prg, prod)?;
+        self.setup_seconds += t.elapsed().as_secs_f64();
+        self.setup_stats = ctl.stats();
+        let mut reports = Vec::new();
+        for (task, ids) in queries {
+            send_json(&mut ctl, &ClientMsg::Query { task: task.clone(), len: ids.len() })?;
+            let s0 = ctl.stats();
+            let t = Instant::now();
+            let q = Query { task: task.clone(), ids: Some(ids.clone()), len: ids.len() };
+            let output = model.run(&mut engine, &q)?;
+            if self.reveal_to_server {
+                send_json(&mut ctl, &ClientMsg::Output { output: output.clone() })?;
+            }
+            let d = ctl.stats() - s0;
+            reports.push(QueryReport {
+                task: task.clone(),
+                len: ids.len(),
+                seconds: t.elapsed().as_secs_f64(),
+                bytes_sent: d.bytes_sent,
+                bytes_recv: d.bytes_recv,
+                rounds: d.rounds,
+                output,
+                profile: engine.take_profile(),
+            });
+        }
+        send_json(&mut ctl, &ClientMsg::Bye)?;
+        Ok(ClientRun { reports, setup_seconds: self.setup_seconds, setup_stats: self.setup_stats })
+    }
+}
+
+/// What a client session measured.
+pub struct ClientRun {
+    pub reports: Vec<QueryReport>,
+    pub setup_seconds: f64,
+    pub setup_stats: Stats,
+}

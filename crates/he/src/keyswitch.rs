@@ -5,78 +5,240 @@
 //! `q·P`), which decrypts to `d·τ_g(s) + Σ_j [d]_{q_j}·e_j / P`. Added noise:
 //! `<= l·N·max q_j·B/P + (1 + |s|_1)/2` (about `2^10·sqrt(N)·B` for the OLT preset,
 //! far below its `2^98` budget).
-//! Cost at level `l`: `l·(l+1)` forward NTTs, `2(l+1)` inverse NTTs, `2·l·(l+1)` point-wise
+//! Cost at level `l`: `l·(l+1)` forward NTTs and `2(l+1)` inverse NTTs for a coefficient-form
+//! input; for an NTT-form input `l` inverse NTTs (of `c1`) plus `l·l` forward and `2(l+1)`
+//! inverse, `c0` being permuted in the evaluation domain. `2·l·(l+1)` point-wise
 //! multiply-accumulates; parallel over the `l+1` target primes.
 
 use crate::ciphertext::Ciphertext;
 use crate::keys::{GaloisKey, GaloisKeys};
 use crate::params::Params;
-use crate::poly::{automorphism, RnsPoly};
+use crate::poly::RnsPoly;
 use crate::HeError;
-use nectar_math::rns::div_round_by_last;
+use nectar_math::modulus::Modulus;
 use rayon::prelude::*;
 
-/// Key-switches the coefficient-form polynomial `d` (level `l`) with `key`; returns the pair
-/// `(k0, k1)` in coefficient form at level `l` such that `k0 + k1·s ≈ d·s'`.
-pub(crate) fn key_switch(params: &Params, d: &RnsPoly, key: &GaloisKey) -> Result<(RnsPoly, RnsPoly), HeError> {
+/// `dst ← τ_g(src)` for one coefficient-form limb: `dst[k·g mod 2N] = ±src[k]` (`X^N = −1`).
+#[inline]
+pub(crate) fn auto_coeff_limb(m: &Modulus, src: &[u64], dst: &mut [u64], g: u64) {
+    let n = src.len();
+    let mask = 2 * n - 1;
+    let step = g as usize & mask;
+    let mut j = 0usize;
+    for &x in src {
+        if j < n {
+            dst[j] = x;
+        } else {
+            dst[j - n] = m.neg(x);
+        }
+        j = (j + step) & mask;
+    }
+}
+
+/// `dst ← dst + τ_g(src)` for one coefficient-form limb.
+#[inline]
+fn auto_coeff_limb_add(m: &Modulus, src: &[u64], dst: &mut [u64], g: u64) {
+    let n = src.len();
+    let mask = 2 * n - 1;
+    let step = g as usize & mask;
+    let mut j = 0usize;
+    for &x in src {
+        if j < n {
+            dst[j] = m.add(dst[j], x);
+        } else {
+            dst[j - n] = m.sub(dst[j - n], x);
+        }
+        j = (j + step) & mask;
+    }
+}
+
+/// `τ_g(ct)` key-switched back to `s` with `key` (coefficient-form result, level unchanged).
+///
+/// With `d = τ_g(c1)` and digits `d_j = [d]_{q_j}`, each target prime `t` (the level's primes
+/// and `P`) accumulates `Σ_j NTT_t(d_j)·(b_j, a_j)` (lazily, in the evaluation domain) and is
+/// transformed back once; the mod-down `round(·/P)` then adds `τ_g(c0)`. When the input is in
+/// NTT form, `τ_g` is a slot permutation ([`Params::ntt_galois_perm`]): the diagonal digits
+/// need no forward transform and `τ_g(c0)` enters as `P·τ_g(c0)` before the inverse transform
+/// (`(x + P·c − [x]_P)/P = (x − [x]_P)/P + c` exactly), so `c0` is never transformed. Same
+/// residues as transforming everything to coefficients first, bit for bit.
+fn automorphism_key_switch(params: &Params, ct: &Ciphertext, g: u64, key: &GaloisKey) -> Result<Ciphertext, HeError> {
     let sp = params.special_modulus().copied().ok_or(HeError::NoSpecialPrime)?;
-    debug_assert!(!d.ntt);
-    let l = d.limbs();
+    let l = ct.level();
     let n = params.n();
     let sp_idx = params.max_level();
-    let targets: Vec<usize> = (0..l).chain(std::iter::once(sp_idx)).collect();
-    let accs: Vec<(Vec<u64>, Vec<u64>)> = targets
-        .par_iter()
-        .map(|&t| {
+    let perm = if ct.c0.ntt || ct.c1.ntt { params.ntt_galois_perm(g) } else { None };
+    let perm = perm.as_deref().map(|p| &p[..]);
+    // Digits: d = τ_g(c1) in coefficient form, and its NTT form when it comes for free.
+    let mut d = vec![0u64; l * n];
+    let mut d_ntt: Option<Vec<u64>> = None;
+    match (ct.c1.ntt, perm) {
+        (false, _) => d.par_chunks_mut(n).enumerate().for_each(|(j, dj)| {
+            auto_coeff_limb(params.modulus(j), ct.c1.limb(j), dj, g);
+        }),
+        (true, Some(perm)) => {
+            let mut dn = vec![0u64; l * n];
+            dn.par_chunks_mut(n).zip(d.par_chunks_mut(n)).enumerate().for_each(|(j, (dnj, dj))| {
+                let src = ct.c1.limb(j);
+                dnj.iter_mut().zip(perm).for_each(|(o, &p)| *o = src[p as usize]);
+                dj.copy_from_slice(dnj);
+                params.plan(j).inverse(dj);
+            });
+            d_ntt = Some(dn);
+        }
+        (true, None) => {
+            let mut c1 = ct.c1.clone();
+            c1.to_coeff(params);
+            d.par_chunks_mut(n).enumerate().for_each(|(j, dj)| {
+                auto_coeff_limb(params.modulus(j), c1.limb(j), dj, g);
+            });
+        }
+    }
+    // c0 folded in the evaluation domain (NTT input with a permutation), else added after.
+    let c0_perm = if ct.c0.ntt { perm } else { None };
+    let c0_coeff = if ct.c0.ntt && c0_perm.is_none() {
+        let mut c0 = ct.c0.clone();
+        c0.to_coeff(params);
+        Some(c0)
+    } else {
+        None
+    };
+    let mut acc0 = vec![0u64; (l + 1) * n];
+    let mut acc1 = vec![0u64; (l + 1) * n];
+    acc0.par_chunks_mut(n).zip(acc1.par_chunks_mut(n)).enumerate().for_each_init(
+        || vec![0u64; l * n],
+        |scratch, (ti, (a0, a1))| {
+            let t = if ti < l { ti } else { sp_idx };
             let m = params.modulus(t);
             let plan = params.plan(t);
-            let mut acc0 = vec![0u64; n];
-            let mut acc1 = vec![0u64; n];
-            let mut tmp = vec![0u64; n];
-            for j in 0..l {
-                let src = d.limb(j);
-                if t == j {
-                    tmp.copy_from_slice(src);
-                } else {
-                    tmp.iter_mut().zip(src).for_each(|(x, &y)| *x = m.reduce(y));
+            // NTT_t of every digit (the diagonal one may already be at hand).
+            for (j, tmp) in scratch.chunks_mut(n).enumerate() {
+                if d_ntt.is_some() && t == j {
+                    continue;
                 }
-                plan.forward(&mut tmp);
-                plan.mul_accumulate(&mut acc0, &tmp, key.b[j].limb(t));
-                plan.mul_accumulate(&mut acc1, &tmp, key.a[j].limb(t));
+                let dj = &d[j * n..(j + 1) * n];
+                if params.modulus(j).value() < m.value() {
+                    tmp.copy_from_slice(dj);
+                } else {
+                    tmp.iter_mut().zip(dj).for_each(|(x, &y)| *x = m.reduce(y));
+                }
+                plan.forward(tmp);
             }
-            plan.inverse(&mut acc0);
-            plan.inverse(&mut acc1);
-            (acc0, acc1)
-        })
-        .collect();
-    let (p0, p1) = &accs[l];
-    let mut k0 = RnsPoly::zero_level(n, l, false);
-    let mut k1 = RnsPoly::zero_level(n, l, false);
-    for (out, pl, which) in [(&mut k0, p0, 0usize), (&mut k1, p1, 1usize)] {
-        out.data.par_chunks_mut(n).enumerate().for_each(|(i, o)| {
+            let digits: Vec<&[u64]> = (0..l)
+                .map(|j| match &d_ntt {
+                    Some(dn) if t == j => &dn[j * n..(j + 1) * n],
+                    _ => &scratch[j * n..(j + 1) * n],
+                })
+                .collect();
+            let b: Vec<&[u64]> = (0..l).map(|j| key.b[j].limb(t)).collect();
+            let a: Vec<&[u64]> = (0..l).map(|j| key.a[j].limb(t)).collect();
+            let fold = if ti < l { c0_perm } else { None };
+            inner_product(m, &digits, &b, &a, fold.map(|p| (p, ct.c0.limb(ti), m.reduce(sp.value()))), a0, a1);
+            plan.inverse(a0);
+            plan.inverse(a1);
+        },
+    );
+    // Mod-down by P (exact rounding), plus τ_g(c0) in the coefficient domain if not folded.
+    {
+        let (k0, p0) = acc0.split_at_mut(l * n);
+        let (k1, p1) = acc1.split_at_mut(l * n);
+        let (p0, p1): (&[u64], &[u64]) = (p0, p1);
+        let c0_src = c0_coeff.as_ref().unwrap_or(&ct.c0);
+        k0.par_chunks_mut(n).zip(k1.par_chunks_mut(n)).enumerate().for_each(|(i, (o0, o1))| {
             let m = params.modulus(i);
-            let inv = m.inv(sp.value()).unwrap_or(0);
-            let inv = (inv, m.shoup(inv));
-            let src = if which == 0 { &accs[i].0 } else { &accs[i].1 };
-            for k in 0..n {
-                o[k] = div_round_by_last(src[k], pl[k], &sp, m, inv);
+            mod_down_limb(m, &sp, o0, p0);
+            mod_down_limb(m, &sp, o1, p1);
+            if c0_perm.is_none() {
+                auto_coeff_limb_add(m, c0_src.limb(i), o0, g);
             }
         });
     }
-    Ok((k0, k1))
+    acc0.truncate(l * n);
+    acc1.truncate(l * n);
+    let mods: Vec<usize> = (0..l).collect();
+    Ok(Ciphertext {
+        c0: RnsPoly { n, data: acc0, ntt: false, mods: mods.clone() },
+        c1: RnsPoly { n, data: acc1, ntt: false, mods },
+        seed: None,
+        plain_index: ct.plain_index,
+    })
+}
+
+/// `(a0, a1) ← (Σ_j d_j ⊙ b_j, Σ_j d_j ⊙ a_j) (+ P·c0[perm] in a0)` modulo `m`, evaluation
+/// domain, with lazy reduction: products are summed as 128-bit integers and reduced once per
+/// output (in groups small enough not to overflow).
+#[allow(clippy::type_complexity)]
+fn inner_product(
+    m: &Modulus,
+    d: &[&[u64]],
+    b: &[&[u64]],
+    a: &[&[u64]],
+    fold: Option<(&[u32], &[u64], u64)>,
+    a0: &mut [u64],
+    a1: &mut [u64],
+) {
+    let q1 = (m.value() - 1) as u128;
+    let group = ((u128::MAX / (q1 * q1)) as usize).max(1);
+    let l = d.len();
+    if l + fold.is_some() as usize <= group {
+        // Common case: one reduction per output.
+        for k in 0..a0.len() {
+            let (mut s0, mut s1) = (0u128, 0u128);
+            for j in 0..l {
+                let x = d[j][k] as u128;
+                s0 += x * b[j][k] as u128;
+                s1 += x * a[j][k] as u128;
+            }
+            if let Some((perm, c0, pm)) = fold {
+                s0 += c0[perm[k] as usize] as u128 * pm as u128;
+            }
+            a0[k] = m.reduce_u128(s0);
+            a1[k] = m.reduce_u128(s1);
+        }
+        return;
+    }
+    for k in 0..a0.len() {
+        let (mut r0, mut r1) = (0u64, 0u64);
+        for js in (0..l).collect::<Vec<_>>().chunks(group) {
+            let (mut s0, mut s1) = (0u128, 0u128);
+            for &j in js {
+                let x = d[j][k] as u128;
+                s0 += x * b[j][k] as u128;
+                s1 += x * a[j][k] as u128;
+            }
+            r0 = m.add(r0, m.reduce_u128(s0));
+            r1 = m.add(r1, m.reduce_u128(s1));
+        }
+        if let Some((perm, c0, pm)) = fold {
+            r0 = m.add(r0, m.mul(c0[perm[k] as usize], pm));
+        }
+        a0[k] = r0;
+        a1[k] = r1;
+    }
+}
+
+/// `x ← round(x / P) mod q_i` given `x mod q_i` (in `x`) and `x mod P` (in `xp`), coefficient
+/// form: `(x − [x]_P) · P^{-1}` with `[x]_P` the centred residue.
+fn mod_down_limb(m: &Modulus, p: &Modulus, x: &mut [u64], xp: &[u64]) {
+    let pv = p.value();
+    let half = pv / 2;
+    let p_mod = m.reduce(pv);
+    let inv = m.inv(pv).unwrap_or(0);
+    let inv_s = m.shoup(inv);
+    for (x, &y) in x.iter_mut().zip(xp) {
+        let mut r = m.reduce(y);
+        if y > half {
+            r = m.sub(r, p_mod);
+        }
+        *x = m.mul_shoup(m.sub(*x, r), inv, inv_s);
+    }
 }
 
 impl Ciphertext {
     /// The automorphism `X -> X^g` (`g` odd, `< 2N`) applied to the plaintext, with key
-    /// switching back to `s`. The result is in coefficient form.
+    /// switching back to `s`. The input may be in either form (NTT form saves the transforms
+    /// of `c0` and of the diagonal digits); the result is in coefficient form.
     pub fn automorphism(&self, params: &Params, g: u64, keys: &GaloisKeys) -> Result<Ciphertext, HeError> {
         let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
-        let mut ct = self.clone();
-        ct.to_coeff(params);
-        let c0 = automorphism(params, &ct.c0, g);
-        let c1 = automorphism(params, &ct.c1, g);
-        let (mut k0, k1) = key_switch(params, &c1, key)?;
-        k0.add_assign(params, &c0, false);
-        Ok(Ciphertext { c0: k0, c1: k1, seed: None, plain_index: self.plain_index })
+        automorphism_key_switch(params, self, g, key)
     }
 }

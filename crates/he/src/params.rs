@@ -10,7 +10,8 @@ use crate::HeError;
 use nectar_math::modulus::{is_ntt_friendly, ntt_primes, Modulus};
 use nectar_math::ntt::NttPlan;
 use nectar_math::rns::{RnsBasis, ScaleRound};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// Max `log2(q·P)` for 128-bit classical security with a ternary secret (HE standard).
 pub const SECURITY_TABLE_128: [(usize, u32); 6] =
@@ -98,6 +99,10 @@ pub(crate) struct Inner {
     /// CRT basis of the plaintext primes (for `Crt`).
     pub t_basis: Option<RnsBasis>,
     pub fingerprint: u64,
+    /// Per Galois element `g`: the permutation of NTT slots that `X -> X^g` induces (the same
+    /// for every modulus), or `None` if the NTT order did not allow one (then automorphisms go
+    /// through the coefficient domain). Filled lazily by [`Params::ntt_galois_perm`].
+    pub galois_perms: Mutex<HashMap<u64, Option<Arc<Vec<u32>>>>>,
 }
 
 /// A validated, immutable parameter set (cheap to clone).
@@ -217,7 +222,8 @@ impl Params {
         }
         fp.extend_from_slice(&lit.error_eta.to_le_bytes());
         let fingerprint = fnv1a(&fp);
-        Ok(Self(Arc::new(Inner { lit, moduli, plans, levels, t, t_plans, t_basis, fingerprint })))
+        let galois_perms = Mutex::new(HashMap::new());
+        Ok(Self(Arc::new(Inner { lit, moduli, plans, levels, t, t_plans, t_basis, fingerprint, galois_perms })))
     }
 
     /// BumbleBee OLT (matrix multiplication) parameters, as in the artifact (REFERENCE.md §1.1):
@@ -297,6 +303,57 @@ impl Params {
     pub(crate) fn level_consts(&self, level: usize) -> &LevelConsts {
         &self.0.levels[level - 1]
     }
+    /// The slot permutation `perm` with `NTT(τ_g(a))[i] = NTT(a)[perm[i]]` on every modulus,
+    /// computed once per `g` (odd, `< 2N`) and cached: the NTT evaluates at the primitive
+    /// `2N`-th roots `ω_i`, and `τ_g(a)(ω_i) = a(ω_i^g)`, so `perm[i]` is the slot of `ω_i^g`.
+    /// Found from the transforms of `X` and `X^g` on the first prime and checked on all.
+    pub(crate) fn ntt_galois_perm(&self, g: u64) -> Option<Arc<Vec<u32>>> {
+        if let Some(p) = self.0.galois_perms.lock().ok()?.get(&g) {
+            return p.clone();
+        }
+        let perm = self.compute_galois_perm(g).map(Arc::new);
+        if let Ok(mut cache) = self.0.galois_perms.lock() {
+            cache.insert(g, perm.clone());
+        }
+        perm
+    }
+
+    fn compute_galois_perm(&self, g: u64) -> Option<Vec<u32>> {
+        let n = self.n();
+        let g = g % (2 * n as u64);
+        if g % 2 == 0 {
+            return None;
+        }
+        let transforms = |i: usize| {
+            let m = self.modulus(i);
+            let mut x = vec![0u64; n];
+            x[1] = 1;
+            let mut xg = vec![0u64; n];
+            let gi = g as usize;
+            if gi < n {
+                xg[gi] = 1;
+            } else {
+                xg[gi - n] = m.neg(1);
+            }
+            self.plan(i).forward(&mut x);
+            self.plan(i).forward(&mut xg);
+            (x, xg)
+        };
+        let (x, xg) = transforms(0);
+        let slot: HashMap<u64, u32> = x.iter().enumerate().map(|(i, &v)| (v, i as u32)).collect();
+        if slot.len() != n {
+            return None;
+        }
+        let perm: Vec<u32> = xg.iter().map(|v| slot.get(v).copied()).collect::<Option<_>>()?;
+        for i in 1..self.0.moduli.len() {
+            let (x, xg) = transforms(i);
+            if xg.iter().zip(&perm).any(|(&v, &p)| x[p as usize] != v) {
+                return None;
+            }
+        }
+        Some(perm)
+    }
+
     pub(crate) fn eta(&self) -> u32 {
         self.0.lit.error_eta
     }

@@ -288,3 +288,31 @@ fn add_c0_assign_matches_trivial_ciphertext_in_both_forms() {
     assert!(a.add_c0_assign(&params, &big).is_err());
     assert!(Ciphertext::trivial(&params, level + 1, 0, &r).is_err());
 }
+
+#[test]
+fn automorphism_same_result_from_either_form() {
+    let params = Params::bumblebee_olt();
+    let mut prg = Prg::new([8; 16]);
+    let sk = SecretKey::generate(&params, &mut prg);
+    let n = params.n();
+    let elems = [3u64, 5, 2 * n as u64 - 1, n as u64 + 1];
+    let gk = sk.galois_keys(&params, &elems, &mut prg).unwrap();
+    let m = rand_u64s(&mut prg, n, 1u128 << 64);
+    let pt = Plaintext::from_coeffs(&params, &m, 0).unwrap();
+    let mut ct = sk.encrypt(&params, &pt, &mut prg).unwrap();
+    ct.to_coeff(&params);
+    for level in [3usize, 2, 1] {
+        ct.mod_switch_to(&params, level).unwrap();
+        let mut ntt = ct.clone();
+        ntt.to_ntt(&params);
+        for &g in &elems {
+            let a = ct.automorphism(&params, g, &gk).unwrap();
+            let b = ntt.automorphism(&params, g, &gk).unwrap();
+            assert_eq!(a, b, "g = {g}, level {level}");
+            assert!(!a.c0().is_ntt() && !a.c1().is_ntt());
+            if level >= 2 {
+                assert_eq!(sk.decrypt(&params, &a).unwrap().coeffs(), &auto_u64(&m, g)[..]);
+            }
+        }
+    }
+}

@@ -11,7 +11,7 @@ use nectar_net::mem::run_pair;
 use nectar_net::Role;
 use nectar_nn::backend::{enc, int, Backend};
 use nectar_nn::secure::{MulProtocol, SecureBackend, SecureOpts};
-use nectar_nn::{exp, gelu, layernorm, max, onehot, reciprocal, rmsnorm, rsqrt, silu, softmax, NnError, PlainBackend};
+use nectar_nn::{exp, gelu, layernorm, max, reciprocal, rmsnorm, rsqrt, silu, softmax, NnError, PlainBackend};
 use nectar_ot::Producer;
 
 const FP: FixedPoint = FixedPoint::BUMBLEBEE;
@@ -46,10 +46,23 @@ struct Item {
     xs: Vec<f64>,
     case: Box<dyn Case>,
     tol: i64,
+    /// Optional f64 reference of the output (decoded in `FP`) and its tolerance.
+    float: Option<(Vec<f64>, f64)>,
 }
 
 fn item(name: &'static str, xs: Vec<f64>, tol: i64, case: Box<dyn Case>) -> Item {
-    Item { name, xs, case, tol }
+    Item { name, xs, case, tol, float: None }
+}
+
+impl Item {
+    fn float(mut self, f: impl Fn(f64) -> f64, tol: f64) -> Self {
+        self.float = Some((self.xs.iter().map(|&v| f(v)).collect(), tol));
+        self
+    }
+    fn float_vec(mut self, want: Vec<f64>, tol: f64) -> Self {
+        self.float = Some((want, tol));
+        self
+    }
 }
 
 fn signed(v: u64, l: u32) -> i64 {
@@ -105,7 +118,7 @@ fn check(opts: SecureOpts, items: Vec<Item>) {
             let d = signed(b.wrapping_sub(*a), FP.l()).abs();
             worst = worst.max(d);
             assert!(
-                d <= it.tol,
+                d <= it.tol || calibrating(),
                 "{}: element {i} (x = {:?}): twin {} secure {} differ by {d} > {} LSB",
                 it.name,
                 it.xs.get(i),
@@ -114,8 +127,27 @@ fn check(opts: SecureOpts, items: Vec<Item>) {
                 it.tol
             );
         }
-        println!("{:<28} n = {:>5}  max |secure − twin| = {worst} LSB (tolerance {})", it.name, tw.len(), it.tol);
+        let mut fworst = 0.0f64;
+        if let Some((want, ftol)) = &it.float {
+            assert_eq!(want.len(), se.len(), "{}", it.name);
+            for (i, (w, g)) in want.iter().zip(FP.decode_vec(&se)).enumerate() {
+                let e = (w - g).abs();
+                fworst = fworst.max(e);
+                assert!(e <= *ftol || calibrating(), "{}: element {i} (x = {:?}): f64 {w} secure {g} (err {e} > {ftol})", it.name, it.xs.get(i));
+            }
+        }
+        println!(
+            "{:<28} n = {:>5}  max |secure − twin| = {worst:>6} LSB (tol {:>6})  max |secure − f64| = {fworst:.2e}",
+            it.name,
+            tw.len(),
+            it.tol
+        );
     }
+}
+
+/// `NECTAR_CALIBRATE=1`: print the measured differences without asserting (to re-derive tolerances).
+fn calibrating() -> bool {
+    std::env::var_os("NECTAR_CALIBRATE").is_some()
 }
 
 fn grid(lo: f64, hi: f64, n: usize) -> Vec<f64> {
@@ -129,8 +161,6 @@ fn opts() -> SecureOpts {
 #[test]
 fn primitives_match_twin() {
     let xs = grid(-100.0, 100.0, 301);
-    let ys: Vec<f64> = xs.iter().map(|v| 0.37 * v - 3.1).collect();
-    let ye = PlainBackend::new(FP).unwrap().encode(&ys).unwrap();
     let items = vec![
         item("add/sub/neg/add_const", xs.clone(), 0, case!(|b, x| {
             let c = enc(b, 1.25)?;
@@ -204,6 +234,344 @@ fn primitives_match_twin() {
             b.reveal(&e)
         })),
     ];
-    let _ = ye;
     check(opts(), items);
+}
+
+/// Inputs on `[lo, hi]` at least `gap` away from every pivot in `ts` (where approximate
+/// comparisons may legitimately pick the neighbouring segment).
+fn off_pivots(lo: f64, hi: f64, n: usize, ts: &[f64], gap: f64) -> Vec<f64> {
+    grid(lo, hi, n).into_iter().filter(|x| ts.iter().all(|t| (x - t).abs() > gap)).collect()
+}
+
+/// Deterministic pseudo-random reals in `[lo, hi)`.
+fn randu(n: usize, lo: f64, hi: f64, seed: u64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
+        })
+        .collect()
+}
+
+// ---- tolerances (twin vs secure, raw LSB of the (64, 18) output) ----
+// Primitive errors (Backend docs): trunc {0, −1}; a product is the ring product (exact by OT,
+// {0, ±1} by bOLEe) then trunc, so |ε_mul| ≤ 2. Bounds below propagate these through each
+// operator (inputs exact; `|x|` the segment bound); mixed variants add the entering truncation
+// (δ ∈ {0, −1} LSB' of the input) and scale by 2^(f − f').
+/// Seg4GeLU at f = 18 on P6 (|x| ≤ 3): errors x² 2, x³ 8, x⁴ 38, x⁶ 434; weighted by
+/// |b2|, |b4|, |b6| = 0.36, 0.038, 0.0018: 2.9, + 1 (truncation) + 1 (floor of the sum) ≤ 5
+/// (P3, |x| ≤ 5: ≤ 3; identity: 0).
+const SEG4_TOL: i64 = 5;
+/// Seg4GeLU mixed at f' = 10: max|P'| · δ ≤ 1.2, + 5 as above, + 1 → 8 LSB' · 2^8.
+const SEG4_MIXED_TOL: i64 = 8 << 8;
+/// P4 at f = 18 (|x| < 2.7): x² 2, x³ 7.4, x⁴ 31; |c2|, |c3|, |c4| = 0.54, 0.18, 0.021: 3.1 + 2 ≤ 5.
+const P4_TOL: i64 = 5;
+/// P4 mixed at f' = 12: 1.2 + 5 + 1 → 8 LSB' · 2^6.
+const P4_MIXED_TOL: i64 = 8 << 6;
+/// SiLU at f = 18 (P6 on |x| ≤ 4): x² 2, x⁴ 66, x³ 10, x⁶ 1282; |b2|, |b4|, |b6| = 0.23, 0.011,
+/// 2.7e−4: 1.5 + 2 ≤ 4.
+const SILU_TOL: i64 = 4;
+/// SiLU mixed at f' = 8: 1.1 + 4 + 1 → 7 LSB' · 2^10.
+const SILU_MIXED_TOL: i64 = 7 << 10;
+/// exp = (1 + x/2^n)^(2^n), y_k ≤ 1: e_0 ≤ 1 (trunc), e_{k+1} ≤ 2·e_k + 2, so e_n ≤ 3·2^n − 2
+/// = 190 for n = 6 (by OT products: 2^(n+1) − 1 = 127, which is attained).
+const EXP_TOL: i64 = 190;
+/// exp mixed at f' = 12: e_0 ≤ 2 (entering δ and the division's truncation): 4·2^n − 2 = 254 LSB'
+/// · 2^6.
+const EXP_MIXED_TOL: i64 = 254 << 6;
+/// ELU (α = 1): the unclipped exp's 190 + the α product's truncation.
+const ELU_TOL: i64 = EXP_TOL + 2;
+/// Reciprocal: Newton's map has zero derivative at the fixed point, so only the last step's
+/// rounding survives: c·y (2) times y ≤ 2 (4) + the product (2) ≤ 6, times 2^−e ≤ 1, + the
+/// final product (2) → 8.
+const RECIP_TOL: i64 = 8;
+/// rsqrt for x ≥ 1 (2^−e ≤ 1): last Newton step y(1.5 − (u/2)y²): y² 2, (u/2)·y² 2 + 1, times y
+/// ≤ 2: 10, + 2 → 12, times 2^−e ≤ 1, + 2 → 14.
+const RSQRT_TOL: i64 = 14;
+/// LayerNorm / RMSNorm on rows with variance ≳ 0.1: x − μ 1 (one truncation), the variance's
+/// error ≤ 2 + 1 + 1 LSB gives a relative error ≤ 4·2^−18/0.1 in var, i.e. ≤ 2^−15 in rsqrt,
+/// which on outputs |q·r·γ| ≤ 6 is ≤ 12 LSB; rsqrt's own 14, the products q·r and ·γ (2 + 2·1.5)
+/// and |q|·14·γ/… bound the rest: 64 (measured ≤ 8).
+const NORM_TOL: i64 = 64;
+
+#[test]
+fn activations_match_twin_and_f64() {
+    let p = gelu::SEG4_BUMBLEBEE;
+    // approximate comparisons (BUMBLEBEE_LESS, precision 4) may pick the neighbouring segment
+    // within 2^(f−4) LSB = 2^−4 of a pivot: the LSB tolerances hold off the pivots, and at the
+    // pivots only the f64 bound (approximation error + segment jump) applies
+    let gap = 1.0 / 16.0;
+    let g = off_pivots(-6.0, 6.0, 301, &p.t, gap);
+    let gp4 = off_pivots(-6.0, 6.0, 301, &[-2.7, 0.0, 2.7], gap);
+    let gs = off_pivots(-10.0, 9.0, 241, &[-8.0, -4.0, 4.0], gap);
+    let pivots: Vec<f64> = p.t.iter().flat_map(|&t| [t - 0.05, t - 1e-5, t, t + 1e-5, t + 0.05]).collect();
+    let ge = off_pivots(-16.0, 0.0, 241, &[-14.0], gap);
+    let ulp = 1.0 / FP.scale();
+    let items = vec![
+        item("gelu seg4", g.clone(), SEG4_TOL, case!(|b, x| {
+            let y = gelu::seg4_gelu(b, x, &gelu::SEG4_BUMBLEBEE)?;
+            b.reveal(&y)
+        }))
+        .float(gelu::gelu_f64, 3.5e-2 + SEG4_TOL as f64 * ulp),
+        item("gelu seg4 at pivots", pivots, i64::MAX, case!(|b, x| {
+            let y = gelu::seg4_gelu(b, x, &gelu::SEG4_BUMBLEBEE)?;
+            b.reveal(&y)
+        }))
+        .float(gelu::gelu_f64, 3.5e-2),
+        item("gelu seg4 mixed", g.clone(), SEG4_MIXED_TOL, case!(|b, x| {
+            let y = gelu::seg4_gelu_mixed(b, x, &gelu::SEG4_BUMBLEBEE)?;
+            b.reveal(&y)
+        }))
+        .float(gelu::gelu_f64, 3.5e-2 + SEG4_MIXED_TOL as f64 * ulp),
+        item("gelu p4", gp4.clone(), P4_TOL, case!(|b, x| {
+            let y = gelu::p4_gelu(b, x, &gelu::P4_BOLT)?;
+            b.reveal(&y)
+        }))
+        .float(gelu::gelu_f64, 1e-2 + P4_TOL as f64 * ulp),
+        item("gelu p4 mixed", gp4.clone(), P4_MIXED_TOL, case!(|b, x| {
+            let y = gelu::p4_gelu_mixed(b, x, &gelu::P4_BOLT)?;
+            b.reveal(&y)
+        }))
+        .float(gelu::gelu_f64, 1e-2 + P4_MIXED_TOL as f64 * ulp),
+        item("silu", gs.clone(), SILU_TOL, case!(|b, x| {
+            let y = silu::silu(b, x, &silu::SILU_BUMBLEBEE)?;
+            b.reveal(&y)
+        }))
+        .float(silu::silu_f64, 7.5e-2 + SILU_TOL as f64 * ulp),
+        item("silu mixed", gs.clone(), SILU_MIXED_TOL, case!(|b, x| {
+            let y = silu::silu_mixed(b, x, &silu::SILU_BUMBLEBEE)?;
+            b.reveal(&y)
+        }))
+        .float(silu::silu_f64, 8e-2 + SILU_MIXED_TOL as f64 * ulp),
+        item("exp", ge.clone(), EXP_TOL, case!(|b, x| {
+            let y = exp::exp_neg(b, x, &exp::EXP_BUMBLEBEE)?;
+            b.reveal(&y)
+        }))
+        .float(|v: f64| v.exp(), 5e-3 + EXP_TOL as f64 * ulp),
+        item("exp mixed", ge.clone(), EXP_MIXED_TOL, case!(|b, x| {
+            let y = exp::exp_neg_mixed(b, x, &exp::EXP_BUMBLEBEE)?;
+            b.reveal(&y)
+        }))
+        .float(|v: f64| v.exp(), 2e-2 + EXP_MIXED_TOL as f64 * ulp),
+        item("elu", off_pivots(-16.0, 4.0, 241, &[-14.0, 0.0], gap), ELU_TOL, case!(|b, x| {
+            let y = nectar_nn::elu::elu(b, x, 1.0, &exp::EXP_BUMBLEBEE)?;
+            b.reveal(&y)
+        }))
+        .float(|v: f64| nectar_nn::elu::elu_f64(v, 1.0), 5e-3 + ELU_TOL as f64 * ulp),
+        item("reciprocal", grid(1.0, 4000.0, 241), RECIP_TOL, case!(|b, x| {
+            let y = reciprocal::reciprocal(b, x, &reciprocal::RECIP_SOFTMAX)?;
+            b.reveal(&y)
+        }))
+        .float(|v: f64| 1.0 / v, 1e-4),
+        item("rsqrt x ≥ 1", randu(241, 1.0, 60000.0, 3), RSQRT_TOL, case!(|b, x| {
+            let y = rsqrt::rsqrt(b, x, &rsqrt::RSQRT_LAYERNORM)?;
+            b.reveal(&y)
+        }))
+        .float(|v: f64| 1.0 / v.sqrt(), 2e-3),
+        // x < 1: the final scaling by 2^−e ≤ 2^9 multiplies the Newton rounding (≤ 12) first
+        item("rsqrt x < 1", randu(241, 1e-4, 1.0, 4), 12 * 512 + 2, case!(|b, x| {
+            let y = rsqrt::rsqrt(b, x, &rsqrt::RSQRT_LAYERNORM)?;
+            b.reveal(&y)
+        }))
+        .float(|v: f64| 1.0 / v.sqrt(), 2e-3 * 100.0f64.sqrt()),
+    ];
+    check(opts(), items);
+}
+
+#[test]
+fn row_operators_match_twin_and_f64() {
+    let (rows, cols) = (6, 48);
+    // softmax: random rows, one row with equal maxima, one partially masked, one fully masked
+    let mut sx = randu(rows * cols, -6.0, 6.0, 5);
+    for c in [3, 17, 40] {
+        sx[cols + c] = 7.5;
+    }
+    let mut mask = vec![false; rows * cols];
+    for c in 0..cols {
+        mask[2 * cols + c] = c > 20; // causal-like
+        mask[3 * cols + c] = true; // fully masked: uniform
+    }
+    let m2 = mask.clone();
+    let smax_want = softmax::softmax_f64(&sx, cols, Some(&mask));
+    // LayerNorm / RMSNorm: random rows, one constant row (variance 0)
+    let mut lx = randu(rows * cols, -3.0, 3.0, 9);
+    for c in 0..cols {
+        lx[4 * cols + c] = 1.75;
+    }
+    let gamma: Vec<f64> = (0..cols).map(|c| 0.5 + c as f64 / cols as f64).collect();
+    let beta: Vec<f64> = (0..cols).map(|c| 0.1 * c as f64 / cols as f64 - 0.05).collect();
+    let ln_want = layernorm::layernorm_f64(&lx, cols, &gamma, &beta, 1e-5);
+    let rms_want = rmsnorm::rmsnorm_f64(&lx, cols, &gamma, 1e-5);
+    // argmax with ties (first index wins)
+    let mut ax = randu(rows * cols, -50.0, 50.0, 11);
+    for c in [5, 9, 30] {
+        ax[c] = 60.0;
+    }
+    let mut am_want = vec![];
+    for row in ax.chunks(cols) {
+        let mx = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        am_want.push(row.iter().position(|&v| v == mx).unwrap() as f64);
+    }
+    // token ids → one-hot over a vocabulary of 40
+    let ids: Vec<f64> = [0, 39, 7, 7, 22].iter().map(|&i| i as f64 / FP.scale()).collect();
+    let mut oh_want = vec![0.0; ids.len() * 40];
+    for (r, &i) in [0usize, 39, 7, 7, 22].iter().enumerate() {
+        oh_want[r * 40 + i] = 1.0 / FP.scale();
+    }
+    let items = vec![
+        item("softmax (masked, ties)", sx.clone(), 3 * EXP_TOL, Box::new(SoftmaxCase { rows, cols, mask: m2 })).float_vec(smax_want, 5e-3 + (3 * EXP_TOL) as f64 / FP.scale()),
+        item("layernorm", lx[..4 * cols].to_vec(), NORM_TOL, Box::new(NormCase { rows: 4, cols, gamma: gamma.clone(), beta: Some(beta.clone()) }))
+            .float_vec(ln_want[..4 * cols].to_vec(), 1e-2 + NORM_TOL as f64 / FP.scale()),
+        // variance 0: the twin returns β exactly; the secure x − μ is 0 or −1 LSB (one
+        // truncation), the variance ≥ −2 LSB so var + ε ≥ 1 LSB stays in rsqrt's domain, and
+        // the output is β − {0, 1 LSB}·rsqrt(var + ε)·γ: within 2^(f/2)·max γ + 8 LSB of β
+        item("layernorm constant row", lx[4 * cols..5 * cols].to_vec(), 512 * 3 / 2 + 8, Box::new(NormCase { rows: 1, cols, gamma: gamma.clone(), beta: Some(beta.clone()) }))
+            .float_vec(beta.clone(), (512.0 * 1.5 + 8.0) / FP.scale()),
+        item("rmsnorm", lx.clone(), NORM_TOL, Box::new(NormCase { rows, cols, gamma: gamma.clone(), beta: None }))
+            .float_vec(rms_want, 1e-2 + NORM_TOL as f64 / FP.scale()),
+        item("argmax (ties)", ax.clone(), 0, Box::new(ArgmaxCase { rows, cols })).float_vec(
+            am_want.iter().map(|&i| i / FP.scale()).collect(),
+            0.0,
+        ),
+        item("one-hot", ids, 0, case!(|b, x| {
+            let y = nectar_nn::onehot::one_hot(b, x, 40)?;
+            b.reveal(&y)
+        }))
+        .float_vec(oh_want, 0.0),
+    ];
+    check(opts(), items);
+}
+
+struct SoftmaxCase {
+    rows: usize,
+    cols: usize,
+    mask: Vec<bool>,
+}
+impl SoftmaxCase {
+    fn go<B: Backend<Val = Vec<u64>, Bit = Vec<bool>>>(&self, b: &mut B, x: &Vec<u64>) -> R {
+        let y = softmax::softmax(b, x, self.rows, self.cols, Some(&self.mask), &softmax::SOFTMAX_BUMBLEBEE)?;
+        b.reveal(&y)
+    }
+}
+impl Case for SoftmaxCase {
+    fn plain(&self, b: &mut PlainBackend, x: &Vec<u64>) -> R {
+        self.go(b, x)
+    }
+    fn secure(&self, b: &mut SecureBackend<'_>, x: &Vec<u64>) -> R {
+        self.go(b, x)
+    }
+}
+
+struct NormCase {
+    rows: usize,
+    cols: usize,
+    gamma: Vec<f64>,
+    beta: Option<Vec<f64>>,
+}
+impl NormCase {
+    fn go<B: Backend<Val = Vec<u64>, Bit = Vec<bool>>>(&self, b: &mut B, x: &Vec<u64>) -> R {
+        let g = b.constant(&FP.encode_vec::<u64>(&self.gamma)?)?;
+        let y = match &self.beta {
+            Some(beta) => {
+                let be = b.constant(&FP.encode_vec::<u64>(beta)?)?;
+                layernorm::layernorm(b, x, self.rows, self.cols, &g, &be, &layernorm::LAYERNORM_DEFAULT)?
+            }
+            None => rmsnorm::rmsnorm(b, x, self.rows, self.cols, &g, &layernorm::LAYERNORM_DEFAULT)?,
+        };
+        b.reveal(&y)
+    }
+}
+impl Case for NormCase {
+    fn plain(&self, b: &mut PlainBackend, x: &Vec<u64>) -> R {
+        self.go(b, x)
+    }
+    fn secure(&self, b: &mut SecureBackend<'_>, x: &Vec<u64>) -> R {
+        self.go(b, x)
+    }
+}
+
+struct ArgmaxCase {
+    rows: usize,
+    cols: usize,
+}
+impl Case for ArgmaxCase {
+    fn plain(&self, b: &mut PlainBackend, x: &Vec<u64>) -> R {
+        let (_, i) = max::argmax_rows(b, x, self.rows, self.cols)?;
+        b.reveal(&i)
+    }
+    fn secure(&self, b: &mut SecureBackend<'_>, x: &Vec<u64>) -> R {
+        let (_, i) = max::argmax_rows(b, x, self.rows, self.cols)?;
+        b.reveal(&i)
+    }
+}
+
+/// bOLEe products (BumbleBee's default): the same operators with `bole_min_len = 0`, so every
+/// product goes through Π_mul / Π_square (ring error {0, ±1} before the truncation).
+#[test]
+fn bole_products_match_twin() {
+    let o = SecureOpts::test().with_mul(MulProtocol::Bole).with_bole_min_len(0);
+    let g = off_pivots(-6.0, 6.0, 201, &gelu::SEG4_BUMBLEBEE.t, 1.0 / 16.0);
+    let items = vec![
+        item("bole mul", grid(-100.0, 100.0, 201), 2, case!(|b, x| {
+            let y = b.add_const(x, &[enc(b, 0.5)?])?;
+            let z = b.mul(x, &y)?;
+            b.reveal(&z)
+        })),
+        item("bole square", grid(-100.0, 100.0, 201), 2, case!(|b, x| {
+            let z = b.square(x)?;
+            b.reveal(&z)
+        })),
+        item("bole gelu seg4", g.clone(), SEG4_TOL, case!(|b, x| {
+            let y = gelu::seg4_gelu(b, x, &gelu::SEG4_BUMBLEBEE)?;
+            b.reveal(&y)
+        }))
+        .float(gelu::gelu_f64, 3.5e-2 + SEG4_TOL as f64 / FP.scale()),
+        item("bole gelu seg4 mixed", g, SEG4_MIXED_TOL, case!(|b, x| {
+            let y = gelu::seg4_gelu_mixed(b, x, &gelu::SEG4_BUMBLEBEE)?;
+            b.reveal(&y)
+        })),
+    ];
+    check(o, items);
+}
+
+/// IKNP as the COT producer gives the same results (the producer only changes the OT layer).
+#[test]
+fn iknp_producer_works() {
+    let o = SecureOpts::test().with_producer(Producer::Iknp);
+    let items = vec![item("iknp exp", grid(-10.0, 0.0, 101), EXP_TOL, case!(|b, x| {
+        let y = exp::exp_neg(b, x, &exp::EXP_BUMBLEBEE)?;
+        b.reveal(&y)
+    }))];
+    check(o, items);
+}
+
+/// Length mismatches and bad arguments are errors, not panics, and leave the session usable.
+#[test]
+fn bad_arguments_are_errors() {
+    let party = |role: Role| {
+        move |c: &mut nectar_net::MemChannel| {
+            let mut b = SecureBackend::setup(role, c, Prg::new([role as u8 + 40; 16]), SecureOpts::test()).unwrap();
+            assert!(matches!(b.add(&vec![1, 2], &vec![1]), Err(NnError::Length { .. })));
+            assert!(b.mul(&vec![1, 2], &vec![1]).is_err());
+            assert!(b.mux(&vec![true], &vec![1, 2]).is_err());
+            assert!(b.and(&vec![true], &vec![]).is_err());
+            assert!(b.add_const(&vec![1, 2, 3], &[1, 2]).is_err());
+            assert!(b.gather(&vec![1], &[3]).is_err());
+            assert!(b.sum_groups(&vec![1, 2, 3], 2).is_err());
+            assert!(b.extend(&vec![1], 64, 32).is_err());
+            assert!(b.less_than_const(&vec![1], &[0], 63).is_err());
+            assert!(b.trunc(&vec![1], 63).is_err());
+            // empty vectors are no-ops
+            assert_eq!(b.mul(&vec![], &vec![]).unwrap(), Vec::<u64>::new());
+            // still in step with the peer
+            let x = b.constant(&[int(&b, 42)]).unwrap();
+            b.reveal(&x).unwrap()
+        }
+    };
+    let (a, c) = run_pair(party(Role::Server), party(Role::Client));
+    assert_eq!(a, vec![42]);
+    assert_eq!(a, c);
 }

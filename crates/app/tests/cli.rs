@@ -31,7 +31,7 @@ fn bench_net_json_lines_follow_the_convention() {
 
 #[test]
 fn unavailable_commands_fail_clearly() {
-    for args in [vec!["serve"], vec!["bench", "model"], vec!["embed", "some text"]] {
+    for args in [vec!["bench", "model"], vec!["embed", "some text"]] {
         let out = nectar().args(&args).output().unwrap();
         assert!(!out.status.success(), "{args:?} must fail");
         let err = String::from_utf8_lossy(&out.stderr);

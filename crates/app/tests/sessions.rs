@@ -1,0 +1,119 @@
+//! Private inference over TCP with the real binary: concurrent clients, handshake mismatches,
+//! a client that disconnects mid-session. Runs on the tiny BERT (random weights, real format).
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+fn nectar() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_nectar"))
+}
+
+struct Server {
+    child: Child,
+    addr: String,
+    log: std::sync::mpsc::Receiver<String>,
+}
+
+/// Start `nectar serve` on an ephemeral port and read the address it prints.
+fn start_server(dir: &std::path::Path, max_sessions: usize) -> Server {
+    let mut child = nectar()
+        .args(["serve", "--listen", "127.0.0.1:0", "--ot", "ferret_small", "--max-sessions"])
+        .arg(max_sessions.to_string())
+        .arg("--model")
+        .arg(dir)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let first = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("server banner");
+    let addr = first.split(" on ").nth(1).and_then(|s| s.split_whitespace().next()).expect("address in banner").to_string();
+    Server { child, addr, log: rx }
+}
+
+fn infer(addr: &str, dir: &std::path::Path, ids: &str, extra: &[&str]) -> std::process::Output {
+    nectar()
+        .args(["infer", "--connect", addr, "--json", "--ot", "ferret_small", "--ids", ids, "--model"])
+        .arg(dir)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn plaintext_embedding(dir: &std::path::Path, ids: &[u32]) -> Vec<f32> {
+    let m = nectar_model::Model::load(dir).unwrap();
+    match m.network() {
+        nectar_model::Network::Bert(b) => b.embed_ids(ids).unwrap(),
+        _ => panic!("tiny BERT expected"),
+    }
+}
+
+#[test]
+fn concurrent_clients_mismatches_and_disconnects() {
+    let dir = std::env::temp_dir().join(format!("nectar-sessions-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    nectar_model::tiny::write_tiny_bert(&dir, 11).unwrap();
+    // 4 good clients + 1 option mismatch + 1 that disconnects at once.
+    let mut server = start_server(&dir, 6);
+    let addr = server.addr.clone();
+
+    // A client that connects and goes away: its session ends with an error, others go on.
+    drop(std::net::TcpStream::connect(&addr).unwrap());
+
+    let inputs = ["1,2,3,4,5", "7,7,9", "10,11,12,13,14,15,16", "3,1,4,1,5,9,2,6"];
+    let outs: Vec<std::process::Output> = std::thread::scope(|s| {
+        let hs: Vec<_> = inputs.iter().map(|ids| s.spawn(|| infer(&addr, &dir, ids, &[]))).collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (ids, out) in inputs.iter().zip(&outs) {
+        assert!(out.status.success(), "client {ids}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout.clone()).unwrap();
+        let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        let private: Vec<f32> = serde_json::from_value(first["private"]["Embedding"].clone()).unwrap();
+        let ids: Vec<u32> = ids.split(',').map(|x| x.parse().unwrap()).collect();
+        let plain = plaintext_embedding(&dir, &ids);
+        let cos = nectar_model::cosine(&private, &plain);
+        assert!(cos > 0.99, "client {ids:?}: cosine {cos}");
+        let totals: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert!(totals["totals"]["bytes_total"].as_u64().unwrap() > 0);
+    }
+
+    // Option mismatch: a clear message on the client, the server logs it and goes on.
+    let bad = infer(&addr, &dir, "1,2,3", &["--mixed"]);
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("session rejected: options mismatch"), "{err}");
+
+    let status = server.child.wait().unwrap();
+    assert!(status.success());
+    let log: Vec<String> = server.log.try_iter().collect();
+    let errors = log.iter().filter(|l| l.contains("ended with error")).count();
+    let closed = log.iter().filter(|l| l.contains("closed after 1 queries")).count();
+    assert_eq!(closed, 4, "{log:#?}");
+    assert_eq!(errors, 2, "{log:#?}");
+    assert!(log.iter().any(|l| l.contains("options mismatch")), "{log:#?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn model_shape_mismatch_ends_the_session() {
+    let base = std::env::temp_dir().join(format!("nectar-shape-{}", std::process::id()));
+    let (a, b) = (base.join("bert"), base.join("gpt2"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    nectar_model::tiny::write_tiny_bert(&a, 1).unwrap();
+    nectar_model::tiny::write_tiny_gpt2(&b, 1).unwrap();
+    let mut server = start_server(&a, 1);
+    // The client believes it talks to the GPT-2 model.
+    let out = infer(&server.addr, &b, "1,2,3", &[]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("model-shape mismatch"), "{err}");
+    assert!(server.child.wait().unwrap().success());
+    let _ = std::fs::remove_dir_all(&base);
+}

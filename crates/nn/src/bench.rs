@@ -1,7 +1,10 @@
-//! Operator profiles on the plaintext twin: primitive counts (→ cost model of the secure
-//! backend) and twin wall time. A `pub fn` for the `nectar bench nn` CLI; the secure timings
-//! and bytes come later from the secure backend running the same operator code.
+//! Operator benchmarks for the `nectar bench nn` CLI:
+//! - [`profile`]: primitive counts on the plaintext twin (→ cost model) and twin wall time;
+//! - [`bench_secure`]: both parties of [`crate::secure::SecureBackend`] in two threads over an
+//!   in-memory channel (optionally through a simulated LAN/WAN link) running the same operator
+//!   code: seconds, bytes each way, flights, bits per element.
 
+use crate::backend::Backend;
 use crate::counting::OpCount;
 use crate::NnError;
 use nectar_math::FixedPoint;
@@ -72,6 +75,247 @@ pub fn profile(op: &str, elements: usize, cols: usize) -> Result<Profile, NnErro
     Ok(Profile { op: op.to_string(), elements: n, twin_seconds: t.elapsed().as_secs_f64(), counts: b.counts().clone() })
 }
 
+/// One two-party measurement of an operator (JSON-friendly; see [`bench_secure`]).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SecureBench {
+    pub op: String,
+    /// Elements (for row operators: rows × cols).
+    pub elements: usize,
+    /// Row length of row operators (softmax, layernorm, argmax); 1 otherwise.
+    pub cols: usize,
+    /// `bole` or `ot` products, and the COT producer.
+    pub variant: String,
+    pub net: String,
+    /// Wall seconds of the operator (both parties concurrently; setup excluded).
+    pub seconds: f64,
+    /// Bytes sent by P0 (server) and by P1 (client) during the operator, frame headers included.
+    pub bytes_p0: u64,
+    pub bytes_p1: u64,
+    pub bytes_total: u64,
+    /// Flights: bursts of sends, summed over both parties.
+    pub rounds: u64,
+    pub bits_per_element: f64,
+    /// COTs consumed (both parties, both directions) per element; their production cost is
+    /// included in the bytes only where a pool refill happened during the operator.
+    pub cots_per_element: f64,
+    /// `bits_per_element` + COTs at Ferret's steady-state 0.442 bit/COT
+    /// (`nectar_mpc::bench::FERRET_BITS_PER_COT`): the amortised per-element cost.
+    pub amortised_bits_per_element: f64,
+    /// Session setup (OT base OTs + Ferret bootstrap of both directions + bOLEe key exchange).
+    pub setup_seconds: f64,
+    pub setup_bytes: u64,
+    /// Largest |revealed − twin| over the outputs, in LSB of the output format (sanity check).
+    pub max_lsb_vs_twin: i64,
+}
+
+/// Operators [`bench_secure`] knows ([`OPS`] plus `silu-mixed`, `elu`, `rmsnorm`, `onehot`).
+pub const SECURE_OPS: [&str; 16] = [
+    "gelu", "gelu-mixed", "gelu-p4", "gelu-p4-mixed", "silu", "silu-mixed", "exp", "exp-mixed", "elu", "softmax",
+    "layernorm", "rmsnorm", "rsqrt", "reciprocal", "argmax", "onehot",
+];
+
+/// Parsed `variant`: `+`-separated tokens, `bole` (default) or `ot` for the products, `b13`
+/// (default), `small` or `iknp` for the COT producer; e.g. `"ot+small"`.
+pub fn parse_variant(variant: &str) -> Result<crate::secure::SecureOpts, NnError> {
+    use crate::secure::{MulProtocol, SecureOpts};
+    use nectar_ot::{FerretParams, Producer};
+    let mut o = SecureOpts::bumblebee();
+    for t in variant.split(['+', ',']).map(str::trim).filter(|t| !t.is_empty() && *t != "default") {
+        o = match t {
+            "bole" => o.with_mul(MulProtocol::Bole),
+            "ot" => o.with_mul(MulProtocol::Ot),
+            "b13" => o.with_producer(Producer::Ferret(FerretParams::b13())),
+            "small" => o.with_producer(Producer::Ferret(FerretParams::small())),
+            "iknp" => o.with_producer(Producer::Iknp),
+            other => {
+                return Err(NnError::BadArgument(format!(
+                    "unknown variant token {other}; known: bole, ot, b13, small, iknp"
+                )))
+            }
+        };
+    }
+    Ok(o)
+}
+
+/// Input reals of a benchmark (deterministic; inside each operator's documented domain).
+fn bench_inputs(op: &str, n: usize, cols: usize) -> Vec<f64> {
+    let u = |i: usize| ((i.wrapping_mul(7919) + 13) % 1000) as f64 / 1000.0;
+    (0..n)
+        .map(|i| match op {
+            "exp" | "exp-mixed" => -16.0 * u(i),
+            "elu" => 20.0 * u(i) - 16.0,
+            "rsqrt" => 0.01 + 1000.0 * u(i),
+            "reciprocal" => 1.0 + 4000.0 * u(i),
+            "softmax" => 12.0 * u(i) - 6.0,
+            "argmax" => 100.0 * u(i) - 50.0,
+            "onehot" => ((i * 31) % cols.max(1)) as f64 / FixedPoint::BUMBLEBEE.scale(),
+            _ => 8.0 * u(i) - 4.0,
+        })
+        .collect()
+}
+
+/// Runs `op` on the backend `b` (one party, or the twin) on `x`; returns the revealed output.
+fn run_op<B: crate::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
+    b: &mut B,
+    op: &str,
+    x: &Vec<u64>,
+    rows: usize,
+    cols: usize,
+) -> Result<Vec<u64>, NnError> {
+    use crate::*;
+    let fp = b.format();
+    let y = match op {
+        "gelu" => gelu::seg4_gelu(b, x, &gelu::SEG4_BUMBLEBEE)?,
+        "gelu-mixed" => gelu::seg4_gelu_mixed(b, x, &gelu::SEG4_BUMBLEBEE)?,
+        "gelu-p4" => gelu::p4_gelu(b, x, &gelu::P4_BOLT)?,
+        "gelu-p4-mixed" => gelu::p4_gelu_mixed(b, x, &gelu::P4_BOLT)?,
+        "silu" => silu::silu(b, x, &silu::SILU_BUMBLEBEE)?,
+        "silu-mixed" => silu::silu_mixed(b, x, &silu::SILU_BUMBLEBEE)?,
+        "exp" => exp::exp_neg(b, x, &exp::EXP_BUMBLEBEE)?,
+        "exp-mixed" => exp::exp_neg_mixed(b, x, &exp::EXP_BUMBLEBEE)?,
+        "elu" => elu::elu(b, x, 1.0, &exp::EXP_BUMBLEBEE)?,
+        "softmax" => softmax::softmax(b, x, rows, cols, None, &softmax::SOFTMAX_BUMBLEBEE)?,
+        "layernorm" | "rmsnorm" => {
+            let g = b.constant(&fp.encode_vec::<u64>(&vec![1.0; cols])?)?;
+            if op == "layernorm" {
+                let be = b.constant(&vec![0; cols])?;
+                layernorm::layernorm(b, x, rows, cols, &g, &be, &layernorm::LAYERNORM_DEFAULT)?
+            } else {
+                rmsnorm::rmsnorm(b, x, rows, cols, &g, &layernorm::LAYERNORM_DEFAULT)?
+            }
+        }
+        "rsqrt" => rsqrt::rsqrt(b, x, &rsqrt::RSQRT_LAYERNORM)?,
+        "reciprocal" => reciprocal::reciprocal(b, x, &reciprocal::RECIP_SOFTMAX)?,
+        "argmax" => max::argmax_rows(b, x, rows, cols)?.1,
+        "onehot" => onehot::one_hot(b, x, cols)?,
+        other => return Err(NnError::BadArgument(format!("unknown operator {other}; known: {SECURE_OPS:?}"))),
+    };
+    b.reveal(&y)
+}
+
+/// Both parties of the secure backend run `op` on `size` elements (row operators: rows of
+/// `cols`, `size` rounded up to whole rows; `onehot`: `size` ids over a vocabulary of `cols`)
+/// over an in-memory channel, through `net` if given. `variant`: see [`parse_variant`].
+/// Session setup (base OTs, the Ferret bootstrap of both pools, bOLEe keys) is run first and
+/// reported apart; pool refills during the operator are included.
+pub fn bench_secure(
+    op: &str,
+    size: usize,
+    cols: usize,
+    variant: &str,
+    net: Option<nectar_net::LinkModel>,
+) -> Result<SecureBench, NnError> {
+    use crate::secure::SecureBackend;
+    use nectar_math::Prg;
+    use nectar_net::{Channel, MemChannel, Role, Simulated};
+    if !SECURE_OPS.contains(&op) {
+        return Err(NnError::BadArgument(format!("unknown operator {op}; known: {SECURE_OPS:?}")));
+    }
+    let opts = parse_variant(variant)?;
+    let cols = cols.max(1);
+    let row_op = matches!(op, "softmax" | "layernorm" | "rmsnorm" | "argmax");
+    let rows = if row_op { size.div_ceil(cols) } else { size };
+    let n = if row_op { rows * cols } else { size };
+    let fp = opts.format;
+    let mut twin = crate::PlainBackend::new(fp)?;
+    let x = twin.encode(&bench_inputs(op, n, cols))?;
+    let want = run_op(&mut twin, op, &x, rows, cols)?;
+    let mut prg = Prg::from_entropy();
+    let r: Vec<u64> = x.iter().map(|_| prg.next_u128() as u64).collect();
+    let x0: Vec<u64> = x.iter().zip(&r).map(|(a, b)| a.wrapping_sub(*b) & ring_mask(fp.l())).collect();
+    let x1: Vec<u64> = r.iter().map(|v| v & ring_mask(fp.l())).collect();
+
+    type PartyOut = (f64, nectar_net::Stats, f64, nectar_net::Stats, u64, Vec<u64>);
+    let party = |role: Role, ch: &mut dyn Channel, share: Vec<u64>| -> Result<PartyOut, NnError> {
+        let t = Instant::now();
+        let mut b = SecureBackend::setup(role, ch, Prg::from_entropy(), opts)?;
+        // Ferret bootstrap of both pools (one AND uses a random OT in each direction).
+        let one = vec![role == Role::Server];
+        b.and(&one, &one)?;
+        b.channel_mut().flush().map_err(|e| NnError::Backend(Box::new(e)))?;
+        let (setup_s, setup_stats) = (t.elapsed().as_secs_f64(), b.stats());
+        let k0 = b.cots_consumed();
+        let t = Instant::now();
+        let out = run_op(&mut b, op, &share, rows, cols)?;
+        b.channel_mut().flush().map_err(|e| NnError::Backend(Box::new(e)))?;
+        let secs = t.elapsed().as_secs_f64();
+        let k = b.cots_consumed() - k0;
+        Ok((secs, b.stats() - setup_stats, setup_s, setup_stats, k, out))
+    };
+    let (c0, c1) = MemChannel::pair();
+    let wrap = |c: MemChannel| -> Box<dyn Channel> {
+        match net {
+            Some(m) => Box::new(Simulated::new(c, m)),
+            None => Box::new(c),
+        }
+    };
+    let (b0, b1) = (wrap(c0), wrap(c1));
+    let (r0, r1) = std::thread::scope(|s| {
+        let h = s.spawn(move || {
+            let mut c = b1;
+            party(Role::Client, c.as_mut(), x1)
+        });
+        let mut c = b0;
+        let a = party(Role::Server, c.as_mut(), x0);
+        drop(c); // a failing party closes the link instead of leaving the other blocked
+        (a, h.join().unwrap_or_else(|_| Err(NnError::BadArgument("client thread panicked".into()))))
+    });
+    let ((t0, s0, u0, ss0, k0, out), (t1, s1, u1, ss1, k1, _)) = (r0?, r1?);
+    let l = fp.l();
+    let max_lsb_vs_twin = out
+        .iter()
+        .zip(&want)
+        .map(|(a, b)| {
+            let d = a.wrapping_sub(*b) & ring_mask(l);
+            let d = if l < 64 && d >> (l - 1) & 1 == 1 { d as i128 - (1i128 << l) } else { d as i64 as i128 };
+            d.unsigned_abs().min(i64::MAX as u128) as i64
+        })
+        .max()
+        .unwrap_or(0);
+    let bytes_total = s0.bytes_sent + s1.bytes_sent;
+    let bits_per_element = bytes_total as f64 * 8.0 / n.max(1) as f64;
+    let cots_per_element = (k0 + k1) as f64 / n.max(1) as f64;
+    Ok(SecureBench {
+        op: op.to_string(),
+        elements: n,
+        cols: if row_op || op == "onehot" { cols } else { 1 },
+        variant: format!(
+            "{}+{}",
+            match opts.mul {
+                crate::secure::MulProtocol::Bole => "bole",
+                crate::secure::MulProtocol::Ot => "ot",
+            },
+            match opts.producer {
+                nectar_ot::Producer::Iknp => "iknp",
+                nectar_ot::Producer::Ferret(p) => p.name,
+            }
+        ),
+        net: match net {
+            None => "none".into(),
+            Some(m) => format!("{:.0} Mbit/s, {:?} one-way", m.bandwidth_bps / 1e6, m.latency),
+        },
+        seconds: t0.max(t1),
+        bytes_p0: s0.bytes_sent,
+        bytes_p1: s1.bytes_sent,
+        bytes_total,
+        rounds: s0.rounds + s1.rounds,
+        bits_per_element,
+        cots_per_element,
+        amortised_bits_per_element: bits_per_element + nectar_mpc::bench::FERRET_BITS_PER_COT * cots_per_element,
+        setup_seconds: u0.max(u1),
+        setup_bytes: ss0.bytes_sent + ss1.bytes_sent,
+        max_lsb_vs_twin,
+    })
+}
+
+fn ring_mask(l: u32) -> u64 {
+    if l >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << l) - 1
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -81,5 +325,18 @@ mod tests {
             assert!(!p.counts.is_empty(), "{op}");
         }
         assert!(super::profile("nope", 4, 1).is_err());
+    }
+
+    #[test]
+    fn secure_bench_small() {
+        let r = super::bench_secure("gelu-mixed", 64, 1, "ot+small", None).unwrap();
+        assert_eq!(r.elements, 64);
+        assert!(r.bytes_total > 0 && r.bytes_p0 > 0 && r.bytes_p1 > 0 && r.rounds > 0);
+        assert!(r.max_lsb_vs_twin <= 8 << 8, "{r:?}");
+        let r = super::bench_secure("softmax", 64, 16, "ot+small", None).unwrap();
+        assert_eq!((r.elements, r.cols), (64, 16));
+        assert!(super::bench_secure("nope", 4, 1, "", None).is_err());
+        assert!(super::parse_variant("bole+iknp").is_ok());
+        assert!(super::parse_variant("fast").is_err());
     }
 }

@@ -66,27 +66,52 @@ impl SecretKey {
         let seed = prg.gen_block();
         let a = expand_seed(params, seed, (0..level).collect());
         let e = sample_error(params, prg);
-        let mut b = self.rlwe_body(params, &a, &e);
-        b.to_coeff(params);
-        b.add_assign(params, &pt.scaled(params, level), false);
+        // b = e − INTT(a ⊙ s) + round(q·m/t), all limb-wise: the error never goes through
+        // the NTT (same residues as transforming e and subtracting in the NTT domain).
+        let scaled = pt.scaled(params, level);
+        let n = params.n();
+        let mut b = RnsPoly::zero_level(n, level, false);
+        b.data.par_chunks_mut(n).enumerate().for_each(|(i, l)| {
+            let m = params.modulus(i);
+            let (al, sl) = (a.limb(i), self.s_ntt.limb(i));
+            l.iter_mut().zip(al).zip(sl).for_each(|((x, &y), &z)| *x = m.mul(y, z));
+            params.plan(i).inverse(l);
+            let sc = scaled.limb(i);
+            for ((x, &ek), &d) in l.iter_mut().zip(&e).zip(sc) {
+                *x = m.add(m.sub(m.reduce_i64(ek), *x), d);
+            }
+        });
         Ok(Ciphertext { c0: b, c1: a, seed: Some(seed), plain_index: pt.plain_index })
     }
 
-    /// `c0 + c1·s mod q` in coefficient form.
+    /// `c0 + c1·s mod q` in coefficient form (one pass per limb: `c1` to NTT form if needed,
+    /// times `s`, back, plus `c0`).
     fn phase(&self, params: &Params, ct: &Ciphertext) -> RnsPoly {
-        let mut c1 = ct.c1.clone();
-        c1.to_ntt(params);
         let n = params.n();
-        c1.data.par_chunks_mut(n).enumerate().for_each(|(i, l)| {
+        let level = ct.level();
+        let mut out = RnsPoly::zero_level(n, level, false);
+        let c0_coeff;
+        let c0 = if ct.c0.ntt {
+            let mut c = ct.c0.clone();
+            c.to_coeff(params);
+            c0_coeff = c;
+            &c0_coeff
+        } else {
+            &ct.c0
+        };
+        out.data.par_chunks_mut(n).enumerate().for_each(|(i, l)| {
             let m = params.modulus(i);
+            let plan = params.plan(i);
+            l.copy_from_slice(ct.c1.limb(i));
+            if !ct.c1.ntt {
+                plan.forward(l);
+            }
             let s = self.s_ntt.limb(i);
             l.iter_mut().zip(s).for_each(|(x, &y)| *x = m.mul(*x, y));
+            plan.inverse(l);
+            l.iter_mut().zip(c0.limb(i)).for_each(|(x, &y)| *x = m.add(*x, y));
         });
-        c1.to_coeff(params);
-        let mut c0 = ct.c0.clone();
-        c0.to_coeff(params);
-        c1.add_assign(params, &c0, false);
-        c1
+        out
     }
 
     fn check_decodable(params: &Params, ct: &Ciphertext) -> Result<(), HeError> {

@@ -219,17 +219,28 @@ fn inner_product(
 /// `x ← round(x / P) mod q_i` given `x mod q_i` (in `x`) and `x mod P` (in `xp`), coefficient
 /// form: `(x − [x]_P) · P^{-1}` with `[x]_P` the centred residue.
 fn mod_down_limb(m: &Modulus, p: &Modulus, x: &mut [u64], xp: &[u64]) {
-    let pv = p.value();
+    let (pv, q) = (p.value(), m.value());
     let half = pv / 2;
     let p_mod = m.reduce(pv);
     let inv = m.inv(pv).unwrap_or(0);
     let inv_s = m.shoup(inv);
-    for (x, &y) in x.iter_mut().zip(xp) {
-        let mut r = m.reduce(y);
-        if y > half {
-            r = m.sub(r, p_mod);
+    // Branch-free selects (the residues are uniform, so branches would mispredict half the time).
+    let sel = |c: bool, v: u64| v & (c as u64).wrapping_neg();
+    let sub = |a: u64, b: u64| {
+        let d = a.wrapping_sub(b);
+        d.wrapping_add(sel(d >> 63 == 1, q))
+    };
+    if pv < 2 * q {
+        for (x, &y) in x.iter_mut().zip(xp) {
+            let r = y - sel(y >= q, q);
+            let r = sub(r, sel(y > half, p_mod));
+            *x = m.mul_shoup(sub(*x, r), inv, inv_s);
         }
-        *x = m.mul_shoup(m.sub(*x, r), inv, inv_s);
+    } else {
+        for (x, &y) in x.iter_mut().zip(xp) {
+            let r = sub(m.reduce(y), sel(y > half, p_mod));
+            *x = m.mul_shoup(sub(*x, r), inv, inv_s);
+        }
     }
 }
 

@@ -160,13 +160,14 @@ impl Ciphertext {
 
     /// `self ⊠ pt` (negacyclic product with the plaintext). The result is in NTT form.
     pub fn mul_plain(&self, params: &Params, pt: &PlainNtt) -> Result<Ciphertext, HeError> {
+        self.check_pt(pt)?;
         let mut acc = Ciphertext {
             c0: RnsPoly::zero_level(params.n(), self.level(), true),
             c1: RnsPoly::zero_level(params.n(), self.level(), true),
             seed: None,
             plain_index: self.plain_index,
         };
-        acc.mul_plain_accumulate(params, self, pt)?;
+        acc.accumulate_product(params, self, pt);
         Ok(acc)
     }
 
@@ -177,22 +178,30 @@ impl Ciphertext {
         ct.check_pt(pt)?;
         self.to_ntt(params);
         self.seed = None;
-        let conv;
-        let src = if ct.c0.ntt && ct.c1.ntt {
-            ct
-        } else {
-            let mut c = ct.clone();
-            c.to_ntt(params);
-            conv = c;
-            &conv
-        };
-        let n = params.n();
-        for (dst, s) in [(&mut self.c0, &src.c0), (&mut self.c1, &src.c1)] {
-            dst.data.par_chunks_mut(n).enumerate().for_each(|(i, acc)| {
-                params.plan(i).mul_accumulate(acc, s.limb(i), pt.poly.limb(i));
-            });
-        }
+        self.accumulate_product(params, ct, pt);
         Ok(())
+    }
+
+    /// `self += ct ⊠ pt` with `self` in NTT form: one parallel pass over the `2·l` limbs, each
+    /// transformed (if `ct` is in coefficient form) into a per-thread scratch buffer.
+    fn accumulate_product(&mut self, params: &Params, ct: &Ciphertext, pt: &PlainNtt) {
+        let n = params.n();
+        let l = self.level();
+        self.c0.data.par_chunks_mut(n).chain(self.c1.data.par_chunks_mut(n)).enumerate().for_each_init(
+            || vec![0u64; n],
+            |tmp, (idx, acc)| {
+                let (src, i) = if idx < l { (&ct.c0, idx) } else { (&ct.c1, idx - l) };
+                let plan = params.plan(i);
+                let x: &[u64] = if src.ntt {
+                    src.limb(i)
+                } else {
+                    tmp.copy_from_slice(src.limb(i));
+                    plan.forward(tmp);
+                    tmp
+                };
+                plan.mul_accumulate(acc, x, pt.poly.limb(i));
+            },
+        );
     }
 
     /// Multiplies by the monomial `X^k` (`k` taken mod `2N`; `X^N = −1`). Exact, no noise growth.

@@ -45,16 +45,21 @@ fn tiny_bert_embedding_and_logits_match_float() {
     .enumerate()
     {
         let want = bert.embed_ids(ids).unwrap();
-        for mode in [EmbedMode::ClientOneHot, EmbedMode::SharedIds] {
+        for (mode, mixed) in [
+            (EmbedMode::ClientOneHot, false),
+            (EmbedMode::SharedIds, false),
+            (EmbedMode::ClientOneHot, true),
+        ] {
             let opts = SecureOptions {
                 embed: mode,
+                mixed_activations: mixed,
                 ..Default::default()
             };
             let Output::Embedding(got) = run(&model, &w, Task::Embed, ids, opts) else {
                 panic!("embedding expected")
             };
             let c = cosine(&want, &got);
-            eprintln!("tiny bert sentence {s} ({mode:?}): cosine {c:.6}");
+            eprintln!("tiny bert sentence {s} ({mode:?}, mixed activations {mixed}): cosine {c:.6}");
             worst = worst.min(c);
         }
         let want = bert.classify_ids(ids).unwrap();

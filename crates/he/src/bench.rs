@@ -109,6 +109,9 @@ fn bench_set(name: &str, params: &Params, out: &mut Vec<HeBenchLine>) -> Result<
     push("automorphism_keyswitch", median_micros(|| {
         let _ = ctc.automorphism(params, 3, &gk);
     }), None);
+    push("automorphism_keyswitch_ntt_input", median_micros(|| {
+        let _ = ctn.automorphism(params, 3, &gk);
+    }), None);
     push("mod_switch_down", median_micros(|| {
         let mut c = ctc.clone();
         let _ = c.mod_switch_down(params);

@@ -13,7 +13,7 @@
 use crate::ciphertext::Ciphertext;
 use crate::keys::{GaloisKey, GaloisKeys};
 use crate::params::Params;
-use crate::poly::RnsPoly;
+use crate::poly::{with_scratch, RnsPoly};
 use crate::HeError;
 use nectar_math::modulus::Modulus;
 use rayon::prelude::*;
@@ -104,9 +104,8 @@ fn automorphism_key_switch(params: &Params, ct: &Ciphertext, g: u64, key: &Galoi
     };
     let mut acc0 = vec![0u64; (l + 1) * n];
     let mut acc1 = vec![0u64; (l + 1) * n];
-    acc0.par_chunks_mut(n).zip(acc1.par_chunks_mut(n)).enumerate().for_each_init(
-        || vec![0u64; l * n],
-        |scratch, (ti, (a0, a1))| {
+    acc0.par_chunks_mut(n).zip(acc1.par_chunks_mut(n)).enumerate().for_each(|(ti, (a0, a1))| {
+        with_scratch(l * n, |scratch| {
             let t = if ti < l { ti } else { sp_idx };
             let m = params.modulus(t);
             let plan = params.plan(t);
@@ -135,8 +134,8 @@ fn automorphism_key_switch(params: &Params, ct: &Ciphertext, g: u64, key: &Galoi
             inner_product(m, &digits, &b, &a, fold.map(|p| (p, ct.c0.limb(ti), m.reduce(sp.value()))), a0, a1);
             plan.inverse(a0);
             plan.inverse(a1);
-        },
-    );
+        })
+    });
     // Mod-down by P (exact rounding), plus τ_g(c0) in the coefficient domain if not folded.
     {
         let (k0, p0) = acc0.split_at_mut(l * n);

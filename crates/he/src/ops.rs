@@ -11,7 +11,7 @@
 use crate::ciphertext::Ciphertext;
 use crate::encoding::{PlainNtt, Plaintext};
 use crate::params::Params;
-use crate::poly::RnsPoly;
+use crate::poly::{with_scratch, RnsPoly};
 use crate::HeError;
 use nectar_math::rns::div_round_by_last;
 use nectar_math::Prg;
@@ -187,21 +187,19 @@ impl Ciphertext {
     fn accumulate_product(&mut self, params: &Params, ct: &Ciphertext, pt: &PlainNtt) {
         let n = params.n();
         let l = self.level();
-        self.c0.data.par_chunks_mut(n).chain(self.c1.data.par_chunks_mut(n)).enumerate().for_each_init(
-            || vec![0u64; n],
-            |tmp, (idx, acc)| {
-                let (src, i) = if idx < l { (&ct.c0, idx) } else { (&ct.c1, idx - l) };
-                let plan = params.plan(i);
-                let x: &[u64] = if src.ntt {
-                    src.limb(i)
-                } else {
+        self.c0.data.par_chunks_mut(n).chain(self.c1.data.par_chunks_mut(n)).enumerate().for_each(|(idx, acc)| {
+            let (src, i) = if idx < l { (&ct.c0, idx) } else { (&ct.c1, idx - l) };
+            let plan = params.plan(i);
+            if src.ntt {
+                plan.mul_accumulate(acc, src.limb(i), pt.poly.limb(i));
+            } else {
+                with_scratch(n, |tmp| {
                     tmp.copy_from_slice(src.limb(i));
                     plan.forward(tmp);
-                    tmp
-                };
-                plan.mul_accumulate(acc, x, pt.poly.limb(i));
-            },
-        );
+                    plan.mul_accumulate(acc, tmp, pt.poly.limb(i));
+                });
+            }
+        });
     }
 
     /// Multiplies by the monomial `X^k` (`k` taken mod `2N`; `X^N = −1`). Exact, no noise growth.

@@ -138,6 +138,25 @@ impl RnsPoly {
     }
 }
 
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` on a per-thread scratch buffer of `len` words (contents unspecified), kept between
+/// calls so that hot loops do not allocate (and fault in) fresh pages. Re-entrant use (a rayon
+/// worker stealing another job while inside `f`) falls back to a fresh buffer.
+pub(crate) fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [u64]) -> R) -> R {
+    SCRATCH.with(|c| match c.try_borrow_mut() {
+        Ok(mut v) => {
+            if v.len() < len {
+                v.resize(len, 0);
+            }
+            f(&mut v[..len])
+        }
+        Err(_) => f(&mut vec![0u64; len]),
+    })
+}
+
 /// The image of `p` under `X -> X^g` (coefficient form, `g` odd): `X^k -> ± X^{k·g mod N}`.
 pub(crate) fn automorphism(params: &Params, p: &RnsPoly, g: u64) -> RnsPoly {
     debug_assert!(!p.ntt);

@@ -11,10 +11,10 @@ NECTAR_RELEASE = $(CARGO) run --quiet --release -p nectar-app --bin nectar --
 .PHONY: demo test deps toolchain pydeps model bench fmt lint clean
 
 demo: deps model
-	@echo "== nectar demo: plaintext reference (secure inference lands with the BumbleBee suite) =="
-	$(NECTAR) embed --plaintext \
-		"The weather is lovely today." "It's so sunny outside!" "He drove to the stadium." \
-		"A man is playing a guitar." "Someone plays an instrument." "The stock market fell sharply."
+	@echo "== plaintext reference =="
+	@$(NECTAR) embed --plaintext "The weather is lovely today." "It's so sunny outside!" "He drove to the stadium."
+	@echo
+	$(NECTAR) demo "The weather is lovely today." "It's so sunny outside!" "He drove to the stadium."
 
 test: deps
 	@$(MAKE) --no-print-directory model || echo "warning: MiniLM could not be fetched; its real-model tests will be skipped"

@@ -5,18 +5,29 @@
 
 use nectar_math::{FixedPoint, Prg};
 use nectar_model::secure::{
-    EmbedMode,
-    Output, PlainEngine, Query, SecureEngine, SecureModel, SecureOptions, Task,
+    EmbedMode, Output, PlainEngine, Query, SecureEngine, SecureModel, SecureOptions, Task,
 };
 use nectar_model::{cosine, tiny, Model, Weights};
 use nectar_net::{mem::run_pair, Channel, Role};
+use nectar_nn::secure::SecureOpts;
 use nectar_ot::Producer;
+
+/// BumbleBee's protocol choices with IKNP (fast session setup in tests).
+fn opts_nn() -> SecureOpts {
+    SecureOpts::bumblebee().with_producer(Producer::Iknp)
+}
 
 fn twin_run(model: &Model, w: &Weights, task: Task, ids: &[u32]) -> Output {
     twin_run_with(model, w, task, ids, SecureOptions::default())
 }
 
-fn twin_run_with(model: &Model, w: &Weights, task: Task, ids: &[u32], opts: SecureOptions) -> Output {
+fn twin_run_with(
+    model: &Model,
+    w: &Weights,
+    task: Task,
+    ids: &[u32],
+    opts: SecureOptions,
+) -> Output {
     let m = SecureModel::new(model.config(), Some(w), opts).unwrap();
     let q = Query {
         task,
@@ -49,14 +60,8 @@ fn secure_run_with(
     let (s, c) = run_pair(
         |ch| {
             let ch: &mut dyn Channel = ch;
-            let mut e = SecureEngine::setup(
-                ch,
-                Role::Server,
-                FixedPoint::BUMBLEBEE,
-                Prg::from_entropy(),
-                Producer::Iknp,
-            )
-            .unwrap();
+            let mut e =
+                SecureEngine::setup(ch, Role::Server, opts_nn(), Prg::from_entropy()).unwrap();
             let m = SecureModel::new(model.config(), Some(w), opts).unwrap();
             let out = m
                 .run(
@@ -72,14 +77,8 @@ fn secure_run_with(
         },
         |ch| {
             let ch: &mut dyn Channel = ch;
-            let mut e = SecureEngine::setup(
-                ch,
-                Role::Client,
-                FixedPoint::BUMBLEBEE,
-                Prg::from_entropy(),
-                Producer::Iknp,
-            )
-            .unwrap();
+            let mut e =
+                SecureEngine::setup(ch, Role::Client, opts_nn(), Prg::from_entropy()).unwrap();
             let m = SecureModel::new(model.config(), None, opts).unwrap();
             let out = m
                 .run(
@@ -162,14 +161,27 @@ fn tiny_bert_secure_classifier_with_shared_ids_matches_twin() {
     let model = Model::load(dir.path()).unwrap();
     let w = Weights::open(&dir.path().join("model.safetensors")).unwrap();
     let ids = [2u32, 40, 41, 5, 17];
-    let opts = SecureOptions { embed: EmbedMode::SharedIds, ..Default::default() };
+    let opts = SecureOptions {
+        embed: EmbedMode::SharedIds,
+        ..Default::default()
+    };
     let (server, client, table, bytes) = secure_run_with(&model, &w, Task::Classify, &ids, opts);
-    eprintln!("tiny bert secure classify (shared ids): {:.2} MB\n{table}", bytes as f64 / 1e6);
+    eprintln!(
+        "tiny bert secure classify (shared ids): {:.2} MB\n{table}",
+        bytes as f64 / 1e6
+    );
     assert_eq!(server, Output::Nothing);
-    let (Output::Logits(got), Output::Logits(want)) = (client, twin_run_with(&model, &w, Task::Classify, &ids, opts)) else {
+    let (Output::Logits(got), Output::Logits(want)) = (
+        client,
+        twin_run_with(&model, &w, Task::Classify, &ids, opts),
+    ) else {
         panic!("logits expected")
     };
-    let err = want.iter().zip(&got).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+    let err = want
+        .iter()
+        .zip(&got)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
     eprintln!("tiny bert secure logits {got:?} vs twin {want:?}: max abs error {err:.2e}");
     assert!(err < 1e-2, "secure vs twin logits error {err}");
 }

@@ -14,9 +14,9 @@ use crate::secure::random::{random_config, RandomArch, RandomWeights};
 use crate::secure::{
     EmbedMode, Output, Query, SecureEngine, SecureError, SecureModel, SecureOptions, Task,
 };
-use nectar_math::{FixedPoint, Prg};
+use nectar_math::Prg;
 use nectar_net::{Channel, LinkModel, MemChannel, Role, Simulated, Stats};
-use nectar_ot::Producer;
+use nectar_nn::secure::SecureOpts;
 use serde::Serialize;
 use std::time::Instant;
 
@@ -113,13 +113,7 @@ fn party(
 ) -> Result<PartyBench, SecureError> {
     let t0 = Instant::now();
     let s0 = ch.stats();
-    let mut e = SecureEngine::setup(
-        ch,
-        role,
-        FixedPoint::BUMBLEBEE,
-        Prg::from_entropy(),
-        Producer::default(),
-    )?;
+    let mut e = SecureEngine::setup(ch, role, SecureOpts::bumblebee(), Prg::from_entropy())?;
     let setup_seconds = t0.elapsed().as_secs_f64();
     let setup: Stats = e.net_stats() - s0;
     let w = weights.map(|w| w as &dyn crate::secure::WeightSource);

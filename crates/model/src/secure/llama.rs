@@ -43,7 +43,9 @@ impl<'w> SecureLlama<'w> {
         let dh = config.hidden_size / config.num_attention_heads;
         if dh % 2 == 1
             || config.num_key_value_heads == 0
-            || config.num_attention_heads % config.num_key_value_heads != 0
+            || !config
+                .num_attention_heads
+                .is_multiple_of(config.num_key_value_heads)
         {
             return Err(SecureError::Unsupported(format!(
                 "head dimension {dh} with {} heads over {} key/value heads",

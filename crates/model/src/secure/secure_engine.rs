@@ -1,21 +1,16 @@
-//! [`SecureEngine`]: the [`Engine`] of one party of the BumbleBee suite — additive shares over
-//! `Z_{2^l}`, linear layers by OLT (`nectar-linear`, BumbleBee §III), element-wise products by
-//! bOLEe `Π_mul` / `Π_square` (§IV) and the OT-based protocols of `nectar-mpc` (comparison,
-//! MSB, mux, AND, B2A, truncation, ring extension; §V, App. E) for everything else.
+//! [`SecureEngine`]: the [`Engine`] of one party of the BumbleBee suite — `nectar-nn`'s
+//! [`SecureBackend`] (additive shares over `Z_{2^l}`; bOLEe `Π_mul` / `Π_square`, §IV; the OT
+//! protocols of `nectar-mpc` for comparison, MSB, mux, AND, B2A, truncation, ring extension, §V,
+//! App. E) plus the linear operators by OLT (`nectar-linear`, BumbleBee §III, InterLeave).
 //!
-//! This is the secure twin of [`crate::secure::PlainEngine`]: every `Backend` method maps to one
-//! protocol call on whole vectors (O(1) rounds), with the error models documented on
-//! [`nectar_nn::Backend`]. (`nectar-nn` has no secure `Backend` of its own yet; this one lives
-//! here, next to the engine that needs the channel for the OLTs as well.)
+//! This is the secure twin of [`crate::secure::PlainEngine`]: every method is one protocol call
+//! on whole vectors (O(1) rounds), with the error models documented on [`nectar_nn::Backend`]
+//! and [`Engine`].
 //!
-//! Session setup ([`SecureEngine::setup`]): the OT session (base OTs both directions and the
-//! COT producer), then two HE key exchanges: the OLT parameters (with Galois keys for
-//! InterLeave) and the bOLEe parameters. All from the party's own fresh `Prg`.
-//!
-//! Products: `Π_mul` / `Π_square` by bOLEe cost a full `N = 8192`-slot query per call however
-//! short the vector, so vectors shorter than [`BOLE_MIN_LEN`] use the OT-based Gilboa product of
-//! `nectar-mpc` instead (cheaper below that length; AGREEMENT — both parties decide from the
-//! public length). Both are followed by the truncation `Backend::mul` promises.
+//! Session setup ([`SecureEngine::setup`]): the backend's (OT session: base OTs both
+//! directions and the COT producer; bOLEe keys), then the OLT key exchange (public and Galois
+//! keys for InterLeave, `Params::bumblebee_olt()`). All from the party's own fresh `Prg`.
+//! One engine serves any number of queries of the session.
 
 use crate::secure::engine::{Engine, WeightRef};
 use crate::secure::profile::Profile;
@@ -24,14 +19,10 @@ use nectar_he::Params;
 use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_weight};
 use nectar_linear::{CostModel, HeSession, OltPlan, Shape, Variant};
 use nectar_math::{FixedPoint, Prg};
-use nectar_mpc::Mpc;
 use nectar_net::{Channel, Role, Stats};
+use nectar_nn::secure::{SecureBackend, SecureOpts};
 use nectar_nn::{Backend, NnError};
-use nectar_ot::Producer;
 use std::collections::HashMap;
-
-/// Vectors shorter than this use the OT-based product instead of bOLEe (AGREEMENT).
-pub const BOLE_MIN_LEN: usize = 1024;
 
 fn be<E: std::error::Error + Send + Sync + 'static>(e: E) -> NnError {
     NnError::Backend(Box::new(e))
@@ -39,41 +30,34 @@ fn be<E: std::error::Error + Send + Sync + 'static>(e: E) -> NnError {
 
 /// One party's secure engine over a channel (see module docs).
 pub struct SecureEngine<'c> {
-    ch: &'c mut dyn Channel,
-    role: Role,
-    fp: FixedPoint,
-    mpc: Mpc,
+    b: SecureBackend<'c>,
     olt: HeSession,
-    bole: HeSession,
-    prg: Prg,
     variant: Variant,
     plans: HashMap<(usize, usize, usize), OltPlan>,
     profile: Profile,
 }
 
 impl<'c> SecureEngine<'c> {
-    /// Runs the session setup over `ch` (both parties call it; the peer must use the same
-    /// `fp` and `producer`). `prg` must be freshly seeded for this session.
+    /// Runs the session setup over `ch` (both parties call it with the same `opts`,
+    /// AGREEMENT). `prg` must be freshly seeded for this session.
     pub fn setup(
         ch: &'c mut dyn Channel,
         role: Role,
-        fp: FixedPoint,
+        opts: SecureOpts,
         mut prg: Prg,
-        producer: Producer,
     ) -> Result<Self, SecureError> {
-        let mpc = Mpc::setup(role, &mut *ch, prg.fork(), producer).map_err(be)?;
-        let olt = HeSession::setup(&mut *ch, role, Params::bumblebee_olt(), true, &mut prg)
-            .map_err(be)?;
-        let bole = HeSession::setup(&mut *ch, role, Params::bumblebee_bole(), false, &mut prg)
-            .map_err(be)?;
-        Ok(SecureEngine {
-            ch,
+        let mut b = SecureBackend::setup(role, ch, prg.fork(), opts)?;
+        let olt = HeSession::setup(
+            b.channel_mut(),
             role,
-            fp,
-            mpc,
+            Params::bumblebee_olt(),
+            true,
+            &mut prg,
+        )
+        .map_err(be)?;
+        Ok(SecureEngine {
+            b,
             olt,
-            bole,
-            prg,
             variant: Variant::Interleave,
             plans: HashMap::new(),
             profile: Profile::default(),
@@ -90,15 +74,17 @@ impl<'c> SecureEngine<'c> {
         std::mem::take(&mut self.profile)
     }
 
-    fn l(&self) -> u32 {
-        self.fp.l()
+    /// The nonlinear backend (e.g. to clear its bOLEe query cache).
+    pub fn backend_mut(&mut self) -> &mut SecureBackend<'c> {
+        &mut self.b
     }
 
     fn mask(&self) -> u64 {
-        if self.l() >= 64 {
+        let l = self.b.format().l();
+        if l >= 64 {
             u64::MAX
         } else {
-            (1u64 << self.l()) - 1
+            (1u64 << l) - 1
         }
     }
 
@@ -125,18 +111,6 @@ impl<'c> SecureEngine<'c> {
             Err(NnError::Length { op, a, b })
         }
     }
-
-    fn zip(
-        &self,
-        op: &'static str,
-        x: &[u64],
-        y: &[u64],
-        f: impl Fn(u64, u64) -> u64,
-    ) -> Result<Vec<u64>, NnError> {
-        Self::same(op, x.len(), y.len())?;
-        let m = self.mask();
-        Ok(x.iter().zip(y).map(|(&a, &b)| f(a, b) & m).collect())
-    }
 }
 
 impl Backend for SecureEngine<'_> {
@@ -144,10 +118,10 @@ impl Backend for SecureEngine<'_> {
     type Bit = Vec<bool>;
 
     fn format(&self) -> FixedPoint {
-        self.fp
+        self.b.format()
     }
     fn set_format(&mut self, fp: FixedPoint) {
-        self.fp = fp;
+        self.b.set_format(fp)
     }
     fn len(&self, x: &Vec<u64>) -> usize {
         x.len()
@@ -156,115 +130,46 @@ impl Backend for SecureEngine<'_> {
         b.len()
     }
     fn constant(&mut self, c: &[u64]) -> Result<Vec<u64>, NnError> {
-        self.mpc.constant(c, self.l()).map_err(be)
+        self.b.constant(c)
     }
     fn gather(&mut self, x: &Vec<u64>, idx: &[usize]) -> Result<Vec<u64>, NnError> {
-        idx.iter()
-            .map(|&i| {
-                x.get(i).copied().ok_or(NnError::Index {
-                    op: "gather",
-                    index: i,
-                    len: x.len(),
-                })
-            })
-            .collect()
+        self.b.gather(x, idx)
     }
     fn gather_bits(&mut self, b: &Vec<bool>, idx: &[usize]) -> Result<Vec<bool>, NnError> {
-        idx.iter()
-            .map(|&i| {
-                b.get(i).copied().ok_or(NnError::Index {
-                    op: "gather_bits",
-                    index: i,
-                    len: b.len(),
-                })
-            })
-            .collect()
+        self.b.gather_bits(b, idx)
     }
     fn concat(&mut self, xs: &[&Vec<u64>]) -> Result<Vec<u64>, NnError> {
-        Ok(xs.iter().flat_map(|x| x.iter().copied()).collect())
+        self.b.concat(xs)
     }
     fn concat_bits(&mut self, bs: &[&Vec<bool>]) -> Result<Vec<bool>, NnError> {
-        Ok(bs.iter().flat_map(|x| x.iter().copied()).collect())
+        self.b.concat_bits(bs)
     }
     fn sum_groups(&mut self, x: &Vec<u64>, group: usize) -> Result<Vec<u64>, NnError> {
-        if group == 0 || x.len() % group != 0 {
-            return Err(NnError::Length {
-                op: "sum_groups",
-                a: x.len(),
-                b: group,
-            });
-        }
-        let m = self.mask();
-        Ok(x.chunks(group)
-            .map(|c| c.iter().fold(0u64, |a, &v| a.wrapping_add(v)) & m)
-            .collect())
+        self.b.sum_groups(x, group)
     }
     fn add(&mut self, x: &Vec<u64>, y: &Vec<u64>) -> Result<Vec<u64>, NnError> {
-        self.zip("add", x, y, u64::wrapping_add)
+        self.b.add(x, y)
     }
     fn sub(&mut self, x: &Vec<u64>, y: &Vec<u64>) -> Result<Vec<u64>, NnError> {
-        self.zip("sub", x, y, u64::wrapping_sub)
+        self.b.sub(x, y)
     }
     fn neg(&mut self, x: &Vec<u64>) -> Result<Vec<u64>, NnError> {
-        let m = self.mask();
-        Ok(x.iter().map(|&a| a.wrapping_neg() & m).collect())
+        self.b.neg(x)
     }
     fn add_const(&mut self, x: &Vec<u64>, c: &[u64]) -> Result<Vec<u64>, NnError> {
-        if c.len() != 1 && c.len() != x.len() {
-            return Err(NnError::Length {
-                op: "add_const",
-                a: x.len(),
-                b: c.len(),
-            });
-        }
-        self.mpc.add_public(x, c, self.l()).map_err(be)
+        self.b.add_const(x, c)
     }
     fn mul_const(&mut self, x: &Vec<u64>, c: &[u64], shift: u32) -> Result<Vec<u64>, NnError> {
-        if c.len() != 1 && c.len() != x.len() {
-            return Err(NnError::Length {
-                op: "mul_const",
-                a: x.len(),
-                b: c.len(),
-            });
-        }
-        let y = self.mpc.mul_public(x, c, self.l()).map_err(be)?;
-        if shift == 0 {
-            Ok(y)
-        } else {
-            self.trunc(&y, shift)
-        }
+        self.b.mul_const(x, c, shift)
     }
     fn mul(&mut self, x: &Vec<u64>, y: &Vec<u64>) -> Result<Vec<u64>, NnError> {
-        Self::same("mul", x.len(), y.len())?;
-        let l = self.l();
-        let p = if x.len() < BOLE_MIN_LEN {
-            self.mpc.mul(&mut *self.ch, x, y, l).map_err(be)?
-        } else {
-            nectar_linear::bole::mul(&mut *self.ch, &self.bole, self.role, x, y, l, &mut self.prg)
-                .map_err(be)?
-                .0
-        };
-        let f = self.fp.f();
-        self.trunc(&p, f)
+        self.b.mul(x, y)
     }
     fn square(&mut self, x: &Vec<u64>) -> Result<Vec<u64>, NnError> {
-        let l = self.l();
-        let p = if x.len() < BOLE_MIN_LEN {
-            self.mpc.square(&mut *self.ch, x, l).map_err(be)?
-        } else {
-            nectar_linear::bole::square(&mut *self.ch, &self.bole, self.role, x, l, &mut self.prg)
-                .map_err(be)?
-                .0
-        };
-        let f = self.fp.f();
-        self.trunc(&p, f)
+        self.b.square(x)
     }
     fn trunc(&mut self, x: &Vec<u64>, shift: u32) -> Result<Vec<u64>, NnError> {
-        if shift == 0 || x.is_empty() {
-            return Ok(x.clone());
-        }
-        let l = self.l();
-        self.mpc.trunc(&mut *self.ch, x, l, shift).map_err(be)
+        self.b.trunc(x, shift)
     }
     fn less_than_const(
         &mut self,
@@ -272,57 +177,47 @@ impl Backend for SecureEngine<'_> {
         t: &[u64],
         k: u32,
     ) -> Result<Vec<Vec<bool>>, NnError> {
-        let l = self.l();
-        self.mpc
-            .less_than_const(&mut *self.ch, x, t, l, k)
-            .map_err(be)
+        self.b.less_than_const(x, t, k)
     }
     fn msb(&mut self, x: &Vec<u64>) -> Result<Vec<bool>, NnError> {
-        let l = self.l();
-        self.mpc.msb(&mut *self.ch, x, l).map_err(be)
+        self.b.msb(x)
     }
     fn mux(&mut self, b: &Vec<bool>, x: &Vec<u64>) -> Result<Vec<u64>, NnError> {
-        Self::same("mux", b.len(), x.len())?;
-        let l = self.l();
-        self.mpc.mux(&mut *self.ch, b, x, l).map_err(be)
+        self.b.mux(b, x)
     }
     fn and(&mut self, a: &Vec<bool>, b: &Vec<bool>) -> Result<Vec<bool>, NnError> {
-        Self::same("and", a.len(), b.len())?;
-        self.mpc.and(&mut *self.ch, a, b).map_err(be)
+        self.b.and(a, b)
     }
     fn xor(&mut self, a: &Vec<bool>, b: &Vec<bool>) -> Result<Vec<bool>, NnError> {
-        self.mpc.xor(a, b).map_err(be)
+        self.b.xor(a, b)
     }
     fn not(&mut self, a: &Vec<bool>) -> Result<Vec<bool>, NnError> {
-        Ok(self.mpc.not(a))
+        self.b.not(a)
     }
     fn b2a(&mut self, b: &Vec<bool>) -> Result<Vec<u64>, NnError> {
-        let l = self.l();
-        self.mpc.b2a(&mut *self.ch, b, l).map_err(be)
+        self.b.b2a(b)
     }
     fn extend(&mut self, x: &Vec<u64>, from: u32, to: u32) -> Result<Vec<u64>, NnError> {
-        self.mpc.extend(&mut *self.ch, x, from, to).map_err(be)
+        self.b.extend(x, from, to)
     }
     fn reduce(&mut self, x: &Vec<u64>, to: u32) -> Result<Vec<u64>, NnError> {
-        let m = if to >= 64 { u64::MAX } else { (1u64 << to) - 1 };
-        Ok(x.iter().map(|&v| v & m).collect())
+        self.b.reduce(x, to)
     }
     fn reveal(&mut self, x: &Vec<u64>) -> Result<Vec<u64>, NnError> {
-        let l = self.l();
-        self.mpc.reveal(&mut *self.ch, x, l).map_err(be)
+        self.b.reveal(x)
     }
     fn reveal_bits(&mut self, b: &Vec<bool>) -> Result<Vec<bool>, NnError> {
-        self.mpc.reveal_bits(&mut *self.ch, b).map_err(be)
+        self.b.reveal_bits(b)
     }
 }
 
 impl Engine for SecureEngine<'_> {
     fn role(&self) -> Role {
-        self.role
+        self.b.role()
     }
     fn server_input(&mut self, v: Option<&[u64]>, n: usize) -> Result<Vec<u64>, NnError> {
         let m = self.mask();
-        match (self.role, v) {
+        match (self.b.role(), v) {
             (Role::Server, Some(v)) if v.len() == n => Ok(v.iter().map(|&a| a & m).collect()),
             (Role::Server, Some(v)) => Err(NnError::Length {
                 op: "server_input",
@@ -337,7 +232,7 @@ impl Engine for SecureEngine<'_> {
     }
     fn client_input(&mut self, v: Option<&[u64]>, n: usize) -> Result<Vec<u64>, NnError> {
         let m = self.mask();
-        match (self.role, v) {
+        match (self.b.role(), v) {
             (Role::Client, Some(v)) if v.len() == n => Ok(v.iter().map(|&a| a & m).collect()),
             (Role::Client, Some(v)) => Err(NnError::Length {
                 op: "client_input",
@@ -359,24 +254,15 @@ impl Engine for SecureEngine<'_> {
         w: WeightRef<'_>,
     ) -> Result<Vec<u64>, NnError> {
         Self::same("matmul_weight X", x.len(), rows * in_dim)?;
-        if self.role == Role::Server && w.values().is_none() {
+        if self.b.role() == Role::Server && w.values().is_none() {
             return Err(NnError::BadArgument(
                 "the server must provide the weight".into(),
             ));
         }
         let plan = self.plan(rows, in_dim, out_dim)?;
-        let l = self.l();
-        matmul_shared_weight(
-            &mut *self.ch,
-            &self.olt,
-            self.role,
-            &plan,
-            x,
-            w.values(),
-            l,
-            &mut self.prg,
-        )
-        .map_err(be)
+        let (l, role) = (self.b.format().l(), self.b.role());
+        let (ch, _, _, prg) = self.b.parts();
+        matmul_shared_weight(ch, &self.olt, role, &plan, x, w.values(), l, prg).map_err(be)
     }
     fn batch_matmul_shared(
         &mut self,
@@ -392,23 +278,14 @@ impl Engine for SecureEngine<'_> {
         let plan = self.plan(k, m, n)?;
         let xs: Vec<&[u64]> = a.chunks(k * m).collect();
         let ys: Vec<&[u64]> = b.chunks(m * n).collect();
-        let l = self.l();
-        batch_matmul_shared_shared(
-            &mut *self.ch,
-            &self.olt,
-            self.role,
-            &plan,
-            &xs,
-            &ys,
-            l,
-            &mut self.prg,
-        )
-        .map_err(be)
+        let (l, role) = (self.b.format().l(), self.b.role());
+        let (ch, _, _, prg) = self.b.parts();
+        batch_matmul_shared_shared(ch, &self.olt, role, &plan, &xs, &ys, l, prg).map_err(be)
     }
     fn reveal_to(&mut self, x: &Vec<u64>, to: Role) -> Result<Option<Vec<u64>>, NnError> {
         let m = self.mask();
-        if self.role == to {
-            let theirs = self.ch.recv_u64s_exact(x.len()).map_err(be)?;
+        if self.b.role() == to {
+            let theirs = self.b.channel_mut().recv_u64s_exact(x.len()).map_err(be)?;
             Ok(Some(
                 x.iter()
                     .zip(theirs)
@@ -417,13 +294,14 @@ impl Engine for SecureEngine<'_> {
             ))
         } else {
             let mine: Vec<u64> = x.iter().map(|&a| a & m).collect();
-            self.ch.send_u64s(&mine).map_err(be)?;
-            self.ch.flush().map_err(be)?;
+            let ch = self.b.channel_mut();
+            ch.send_u64s(&mine).map_err(be)?;
+            ch.flush().map_err(be)?;
             Ok(None)
         }
     }
     fn net_stats(&self) -> Stats {
-        self.ch.stats()
+        self.b.stats()
     }
     fn profile_mut(&mut self) -> &mut Profile {
         &mut self.profile

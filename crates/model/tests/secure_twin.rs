@@ -59,7 +59,9 @@ fn tiny_bert_embedding_and_logits_match_float() {
                 panic!("embedding expected")
             };
             let c = cosine(&want, &got);
-            eprintln!("tiny bert sentence {s} ({mode:?}, mixed activations {mixed}): cosine {c:.6}");
+            eprintln!(
+                "tiny bert sentence {s} ({mode:?}, mixed activations {mixed}): cosine {c:.6}"
+            );
             worst = worst.min(c);
         }
         let want = bert.classify_ids(ids).unwrap();

@@ -173,24 +173,24 @@ impl PublicKey {
         let u: Vec<i64> = (0..n).map(|_| ternary(prg) as i64).collect();
         let mut u = from_small(params, &u, (0..level).collect());
         u.to_ntt(params);
-        let mut c0 = RnsPoly::zero_level(n, level, true);
-        let mut c1 = RnsPoly::zero_level(n, level, true);
-        for i in 0..level {
-            let m = *params.modulus(i);
-            let ul = u.limb(i).to_vec();
-            let (p0, p1) = (self.p0.limb(i), self.p1.limb(i));
-            for (k, x) in c0.limb_mut(i).iter_mut().enumerate() {
-                *x = m.mul(p0[k], ul[k]);
+        let e1 = sample_error(params, prg);
+        let e2 = sample_error(params, prg);
+        let scaled = pt.scaled(params, level);
+        // One pass per (polynomial, limb): INTT(p_b ⊙ u) + e_b (+ round(q·m/t) in c0).
+        let mut c0 = RnsPoly::zero_level(n, level, false);
+        let mut c1 = RnsPoly::zero_level(n, level, false);
+        c0.data.par_chunks_mut(n).chain(c1.data.par_chunks_mut(n)).enumerate().for_each(|(idx, out)| {
+            let (first, i) = (idx < level, idx % level);
+            let m = params.modulus(i);
+            let pk = if first { self.p0.limb(i) } else { self.p1.limb(i) };
+            out.iter_mut().zip(pk).zip(u.limb(i)).for_each(|((x, &a), &b)| *x = m.mul(a, b));
+            params.plan(i).inverse(out);
+            let e = if first { &e1 } else { &e2 };
+            out.iter_mut().zip(e).for_each(|(x, &ek)| *x = m.add(*x, m.reduce_i64(ek)));
+            if first {
+                out.iter_mut().zip(scaled.limb(i)).for_each(|(x, &d)| *x = m.add(*x, d));
             }
-            for (k, x) in c1.limb_mut(i).iter_mut().enumerate() {
-                *x = m.mul(p1[k], ul[k]);
-            }
-        }
-        c0.to_coeff(params);
-        c1.to_coeff(params);
-        c0.add_small(params, &sample_error(params, prg));
-        c1.add_small(params, &sample_error(params, prg));
-        c0.add_assign(params, &pt.scaled(params, level), false);
+        });
         Ok(Ciphertext { c0, c1, seed: None, plain_index: pt.plain_index })
     }
 

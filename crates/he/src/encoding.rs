@@ -95,8 +95,10 @@ impl Plaintext {
         for i in 0..level {
             let m = *params.modulus(i);
             let (d, ds) = (delta[i], m.shoup(delta[i]));
+            // `a mod q_i` for any 64-bit `a` as a Shoup product by 1 (cheaper than Barrett).
+            let one_s = m.shoup(1);
             for (k, x) in p.limb_mut(i).iter_mut().enumerate() {
-                *x = m.add(m.mul_shoup(self.coeffs[k], d, ds), m.reduce(fracs[k]));
+                *x = m.add(m.mul_shoup(self.coeffs[k], d, ds), m.mul_shoup(fracs[k], 1, one_s));
             }
         }
         p

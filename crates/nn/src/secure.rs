@@ -32,14 +32,22 @@
 //! [`SecureBackend::parts`]. Byte counts of any stretch of operators are
 //! `stats()` after minus `stats()` before.
 //!
-//! Not done: the `x^3`-by-reused-queries optimisation of §V-A3 (the [`Backend`] trait has no
-//! notion of a retained query; `nectar_linear::bole::mul_reusing` provides the protocol);
-//! products therefore always send fresh queries.
+//! bOLEe refinements (both AGREEMENT, on by default):
+//! - **query reuse** (§V-A3, "x³ by reusing sent ciphertexts"): the last [`QUERY_CACHE`]
+//!   queries are kept by both parties; P0 names a cached query in a 5-byte header instead of
+//!   re-sending it when its share of an operand is unchanged. Seg4GeLU's `x², x³, x⁴, x⁶` then
+//!   send 3 queries instead of 5 (4 responses either way); SiLU's 2 instead of 5.
+//! - **narrow plaintext modulus for `l <= 32`**: Prop. 3 needs `t > 2^(2l)`; the 3-prime
+//!   `t ≈ 2^141` of `Params::bumblebee_bole()` serves `l = 64`, while the mixed bit-width ring
+//!   (`l' = 32`) only needs two of the primes (`t ≈ 2^94`), i.e. 2 instead of 3 ciphertexts
+//!   per query and per response ([`bole_narrow_params`]; one more public-key exchange at setup).
 
 use crate::backend::Backend;
 use crate::NnError;
-use nectar_he::Params;
+use nectar_he::{Params, ParamsLiteral, PlainModulus};
+use nectar_linear::bole::{ReceivedQuery, SentQuery};
 use nectar_linear::HeSession;
+use std::collections::VecDeque;
 use nectar_math::{FixedPoint, Prg};
 use nectar_mpc::Mpc;
 use nectar_net::{Channel, Role, Stats};
@@ -64,10 +72,50 @@ pub struct SecureOpts {
     pub producer: Producer,
     /// With [`MulProtocol::Bole`]: vectors shorter than this use OT products.
     pub bole_min_len: usize,
+    /// With [`MulProtocol::Bole`]: a second bOLEe key set with a 2-prime plaintext modulus
+    /// (`t ≈ 2^94 > 2^64`) for rings `l <= 32` (mixed bit-width), whose queries and responses
+    /// are 2/3 of the 3-prime set's (`t ≈ 2^141`, needed for `l = 64`).
+    pub bole_narrow: bool,
+    /// With [`MulProtocol::Bole`]: reuse already-sent queries (§V-A3; see [`QUERY_CACHE`]).
+    pub reuse_queries: bool,
 }
 
 /// Default crossover of bOLEe vs OT products (see the module docs).
 pub const BOLE_MIN_LEN: usize = 1024;
+
+/// Largest ring width served by the narrow (2-prime) bOLEe key set (`2l < 93 ≤ log2 t`).
+pub const NARROW_MAX_L: u32 = 32;
+
+/// Queries kept for reuse (FIFO, both parties mirror it; AGREEMENT). Two suffice for the
+/// power chains of Seg4GeLU / P4 / SiLU (`x`, `x²` reused by `x³ = x²·x` and `x⁴ = (x²)²`); each
+/// entry holds the received ciphertexts on P1 (≈ 100–150 MB per 2^20 elements).
+pub const QUERY_CACHE: usize = 2;
+const _: () = assert!(QUERY_CACHE >= 2);
+
+/// The bOLEe parameters with only the first two CRT primes of `Params::bumblebee_bole()` as
+/// plaintext modulus (same ciphertext primes, same noise flooding per ciphertext).
+pub fn bole_narrow_params() -> Result<Params, NnError> {
+    let wide = Params::bumblebee_bole();
+    let ts = match &wide.literal().plain {
+        PlainModulus::Crt(ts) if ts.len() >= 2 => ts[..2].to_vec(),
+        _ => return Err(NnError::BadArgument("bOLEe preset without ≥ 2 CRT primes".into())),
+    };
+    let lit = ParamsLiteral { plain: PlainModulus::Crt(ts), ..wide.literal().clone() };
+    Params::new(lit).map_err(be)
+}
+
+/// One cached query: P0 keeps its share (to recognise the operand), P1 the ciphertexts.
+enum Cached {
+    Sent { share: Vec<u64> },
+    Received(ReceivedQuery),
+}
+
+struct CacheEntry {
+    id: u32,
+    l: u32,
+    len: usize,
+    q: Cached,
+}
 
 impl SecureOpts {
     /// BumbleBee's configuration: `(l, f) = (64, 18)`, bOLEe products, Ferret b13.
@@ -77,6 +125,8 @@ impl SecureOpts {
             mul: MulProtocol::Bole,
             producer: Producer::Ferret(FerretParams::b13()),
             bole_min_len: BOLE_MIN_LEN,
+            bole_narrow: true,
+            reuse_queries: true,
         }
     }
 
@@ -87,6 +137,8 @@ impl SecureOpts {
             mul: MulProtocol::Ot,
             producer: Producer::Ferret(FerretParams::small()),
             bole_min_len: BOLE_MIN_LEN,
+            bole_narrow: true,
+            reuse_queries: true,
         }
     }
 
@@ -109,6 +161,16 @@ impl SecureOpts {
         self.bole_min_len = n;
         self
     }
+
+    pub fn with_bole_narrow(mut self, on: bool) -> Self {
+        self.bole_narrow = on;
+        self
+    }
+
+    pub fn with_reuse_queries(mut self, on: bool) -> Self {
+        self.reuse_queries = on;
+        self
+    }
 }
 
 impl Default for SecureOpts {
@@ -128,41 +190,64 @@ pub struct SecureBackend<'c> {
     fp: FixedPoint,
     mpc: Mpc,
     he: Option<HeSession>,
+    he_narrow: Option<HeSession>,
     prg: Prg,
     opts: SecureOpts,
+    cache: VecDeque<CacheEntry>,
+    next_id: u32,
 }
 
 impl<'c> SecureBackend<'c> {
     /// Session setup over `ch`: the OT session (base OTs both directions, `opts.producer`) and,
     /// with [`MulProtocol::Bole`], the bOLEe HE key exchange (`Params::bumblebee_bole()`, no
-    /// Galois keys). `prg` must be freshly seeded for this session (e.g. `Prg::from_entropy()`);
+    /// Galois keys; with `opts.bole_narrow` a second one for [`bole_narrow_params`]). `prg` must be freshly seeded for this session (e.g. `Prg::from_entropy()`);
     /// the OT session and the HE keys get forks of it.
     pub fn setup(role: Role, ch: &'c mut dyn Channel, mut prg: Prg, opts: SecureOpts) -> Result<Self, NnError> {
         let mpc = Mpc::setup(role, &mut *ch, prg.fork(), opts.producer).map_err(be)?;
-        let he = match opts.mul {
+        let (he, he_narrow) = match opts.mul {
             MulProtocol::Bole => {
                 let mut kp = prg.fork();
-                Some(HeSession::setup(&mut *ch, role, Params::bumblebee_bole(), false, &mut kp).map_err(be)?)
+                let he = HeSession::setup(&mut *ch, role, Params::bumblebee_bole(), false, &mut kp).map_err(be)?;
+                let narrow = if opts.bole_narrow {
+                    Some(HeSession::setup(&mut *ch, role, bole_narrow_params()?, false, &mut kp).map_err(be)?)
+                } else {
+                    None
+                };
+                (Some(he), narrow)
             }
-            MulProtocol::Ot => None,
+            MulProtocol::Ot => (None, None),
         };
-        Ok(SecureBackend { ch, role, fp: opts.format, mpc, he, prg, opts })
+        Ok(SecureBackend { ch, role, fp: opts.format, mpc, he, he_narrow, prg, opts, cache: VecDeque::new(), next_id: 0 })
     }
 
     /// A backend from pieces set up elsewhere (e.g. by the model layer, which shares the OT
     /// session and the bOLEe keys with its own protocols). With [`MulProtocol::Bole`], `he`
-    /// must hold bOLEe keys (`Params::bumblebee_bole()`), else an error.
+    /// must hold bOLEe keys (`Params::bumblebee_bole()`), else an error; `he_narrow` (keys for
+    /// [`bole_narrow_params`]) is used for `l <= 32` when given and `opts.bole_narrow` is set.
     pub fn from_parts(
         ch: &'c mut dyn Channel,
         mpc: Mpc,
         he: Option<HeSession>,
+        he_narrow: Option<HeSession>,
         prg: Prg,
         opts: SecureOpts,
     ) -> Result<Self, NnError> {
         if opts.mul == MulProtocol::Bole && he.is_none() {
             return Err(NnError::BadArgument("MulProtocol::Bole needs an HeSession with bOLEe keys".into()));
         }
-        Ok(SecureBackend { role: mpc.role(), ch, fp: opts.format, mpc, he, prg, opts })
+        let he_narrow = if opts.bole_narrow { he_narrow } else { None };
+        Ok(SecureBackend {
+            role: mpc.role(),
+            ch,
+            fp: opts.format,
+            mpc,
+            he,
+            he_narrow,
+            prg,
+            opts,
+            cache: VecDeque::new(),
+            next_id: 0,
+        })
     }
 
     /// This party's role (P0 = server, P1 = client).
@@ -196,9 +281,16 @@ impl<'c> SecureBackend<'c> {
         a.consumed() + b.consumed()
     }
 
-    /// Takes the pieces back (the channel borrow ends with `self`).
-    pub fn into_parts(self) -> (Mpc, Option<HeSession>, Prg) {
-        (self.mpc, self.he, self.prg)
+    /// Takes the pieces back (the channel borrow ends with `self`): OT context, bOLEe keys
+    /// (wide, narrow), PRG.
+    pub fn into_parts(self) -> (Mpc, Option<HeSession>, Option<HeSession>, Prg) {
+        (self.mpc, self.he, self.he_narrow, self.prg)
+    }
+
+    /// Drops the cached bOLEe queries (frees memory between layers; both parties must call it
+    /// at the same point, AGREEMENT).
+    pub fn clear_query_cache(&mut self) {
+        self.cache.clear();
     }
 
     fn l(&self) -> u32 {
@@ -243,18 +335,145 @@ impl<'c> SecureBackend<'c> {
     fn ring_product(&mut self, x: &[u64], y: Option<&[u64]>) -> Result<Vec<u64>, NnError> {
         let l = self.l();
         if self.use_bole(x.len()) {
-            let he = self.he.as_ref().ok_or_else(|| NnError::BadArgument("no bOLEe session".into()))?;
-            let r = match y {
-                Some(y) => nectar_linear::bole::mul(&mut *self.ch, he, self.role, x, y, l, &mut self.prg),
-                None => nectar_linear::bole::square(&mut *self.ch, he, self.role, x, l, &mut self.prg),
-            };
-            Ok(r.map_err(be)?.0)
+            self.bole_product(x, y)
         } else {
             match y {
                 Some(y) => self.mpc.mul(&mut *self.ch, x, y, l).map_err(be),
                 None => self.mpc.square(&mut *self.ch, x, l).map_err(be),
             }
         }
+    }
+
+    /// Π_mul / Π_square from bOLEe queries (BumbleBee §IV–V) with query reuse (§V-A3).
+    ///
+    /// P0 (query side) first sends a header naming, per operand, either a cached query id or
+    /// "fresh"; then the fresh queries (encryptions of its shares under its own key); P1 answers
+    /// `q(x0) ⊠ y1 + q(y0) ⊠ x1` (mul) or `q(x0) ⊠ 2x1` (square) in one H2A response. Shares:
+    /// P0 `x0·y0 + r0`, P1 `x1·y1 + r1`. A query is reused when P0's share vector (and `l`,
+    /// length) equals a cached one: the ciphertext then encrypts the same plaintext, and the
+    /// response is freshly flooded, so reuse reveals only that P0 re-used a share (which in
+    /// this backend happens only for the same shared value, e.g. `x` in `x²` and `x²·x`).
+    /// Flights: 2 (header + queries, response), as without reuse.
+    fn bole_product(&mut self, x: &[u64], y: Option<&[u64]>) -> Result<Vec<u64>, NnError> {
+        let l = self.l();
+        let m = self.mask();
+        let narrow = l <= NARROW_MAX_L && self.he_narrow.is_some();
+        let ops: Vec<&[u64]> = match y {
+            Some(y) => vec![x, y],
+            None => vec![x],
+        };
+        let n = x.len();
+        let local: Vec<u64> = match y {
+            Some(y) => x.iter().zip(y).map(|(a, b)| a.wrapping_mul(*b) & m).collect(),
+            None => x.iter().map(|a| a.wrapping_mul(*a) & m).collect(),
+        };
+        let r = match self.role {
+            Role::Server => {
+                // header: per operand (flag, id): flag 1 = reuse id, 0 = fresh (gets the next id)
+                let mut header = Vec::with_capacity(5 * ops.len());
+                let mut fresh = Vec::new();
+                for (k, op) in ops.iter().enumerate() {
+                    let hit = if self.opts.reuse_queries {
+                        self.cache.iter().find(|e| {
+                            e.l == l && e.len == n && matches!(&e.q, Cached::Sent { share } if share.as_slice() == *op)
+                        })
+                    } else {
+                        None
+                    };
+                    match hit {
+                        Some(e) => {
+                            header.push(1u8);
+                            header.extend_from_slice(&e.id.to_le_bytes());
+                        }
+                        None => {
+                            header.push(0u8);
+                            header.extend_from_slice(&0u32.to_le_bytes());
+                            fresh.push(k);
+                            let id = self.next_id;
+                            self.next_id = self.next_id.wrapping_add(1);
+                            self.push_cache(CacheEntry {
+                                id,
+                                l,
+                                len: n,
+                                q: Cached::Sent { share: op.to_vec() },
+                            });
+                        }
+                    }
+                }
+                self.ch.send(&header).map_err(be)?;
+                let he = (if narrow { self.he_narrow.as_ref() } else { self.he.as_ref() })
+                    .ok_or_else(|| NnError::BadArgument("no bOLEe session".into()))?;
+                for &k in &fresh {
+                    nectar_linear::bole::send_query(&mut *self.ch, he, ops[k], l, &mut self.prg).map_err(be)?;
+                }
+                self.ch.flush().map_err(be)?;
+                let he = (if narrow { self.he_narrow.as_ref() } else { self.he.as_ref() })
+                    .ok_or_else(|| NnError::BadArgument("no bOLEe session".into()))?;
+                nectar_linear::bole::receive_response(&mut *self.ch, he, SentQuery { len: n, l }).map_err(be)?
+            }
+            Role::Client => {
+                let header = self.ch.recv().map_err(be)?;
+                if header.len() != 5 * ops.len() {
+                    return Err(NnError::Backend(
+                        format!("bOLEe header of {} bytes, expected {}", header.len(), 5 * ops.len()).into(),
+                    ));
+                }
+                let mut ids = Vec::with_capacity(ops.len());
+                for h in header.chunks(5) {
+                    let id = u32::from_le_bytes([h[1], h[2], h[3], h[4]]);
+                    match h[0] {
+                        1 => ids.push(id),
+                        0 => {
+                            let he = (if narrow { self.he_narrow.as_ref() } else { self.he.as_ref() })
+                    .ok_or_else(|| NnError::BadArgument("no bOLEe session".into()))?;
+                            let q = nectar_linear::bole::recv_query(&mut *self.ch, he, n, l).map_err(be)?;
+                            let id = self.next_id;
+                            self.next_id = self.next_id.wrapping_add(1);
+                            self.push_cache(CacheEntry { id, l, len: n, q: Cached::Received(q) });
+                            ids.push(id);
+                        }
+                        f => return Err(NnError::Backend(format!("bOLEe header flag {f}").into())),
+                    }
+                }
+                let find = |id: u32| -> Result<&ReceivedQuery, NnError> {
+                    match self.cache.iter().find(|e| e.id == id && e.l == l && e.len == n) {
+                        Some(CacheEntry { q: Cached::Received(q), .. }) => Ok(q),
+                        _ => Err(NnError::Backend(format!("peer reuses unknown bOLEe query {id}").into())),
+                    }
+                };
+                let he = match if narrow { self.he_narrow.as_ref() } else { self.he.as_ref() } {
+                    Some(h) => h,
+                    None => return Err(NnError::BadArgument("no bOLEe session".into())),
+                };
+                match y {
+                    Some(y) => {
+                        let (qx, qy) = (find(ids[0])?, find(ids[1])?);
+                        nectar_linear::bole::respond(&mut *self.ch, he, &[(qx, y), (qy, x)], &mut self.prg)
+                            .map_err(be)?
+                    }
+                    None => {
+                        let two: Vec<u64> = x.iter().map(|v| v.wrapping_mul(2) & m).collect();
+                        let qx = find(ids[0])?;
+                        nectar_linear::bole::respond(&mut *self.ch, he, &[(qx, &two)], &mut self.prg).map_err(be)?
+                    }
+                }
+            }
+        };
+        if !self.opts.reuse_queries {
+            self.cache.clear();
+        }
+        if r.len() != n {
+            return Err(NnError::Length { op: "bOLEe response", a: r.len(), b: n });
+        }
+        Ok(local.iter().zip(r).map(|(a, b)| a.wrapping_add(b) & m).collect())
+    }
+
+    /// FIFO insert (capacity [`QUERY_CACHE`] ≥ 2: a product's two fresh queries must fit).
+    fn push_cache(&mut self, e: CacheEntry) {
+        while self.cache.len() >= QUERY_CACHE {
+            self.cache.pop_front();
+        }
+        self.cache.push_back(e);
     }
 }
 

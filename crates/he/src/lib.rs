@@ -13,7 +13,8 @@
 //!   reuse in products.
 //! - [`ciphertext`]: secret-/public-key encryption with a seeded `a`, exact decryption,
 //!   exact noise measurement.
-//! - [`ops`]: add/sub, plaintext products, monomial shifts, modulus switching, noise flooding.
+//! - [`ops`]: add/sub, plaintext products, monomial shifts, modulus switching, noise flooding,
+//!   adding an arbitrary `R_q` polynomial to `c0` ([`Ciphertext::add_c0_assign`], H2A's mask).
 //! - [`keyswitch`]: automorphisms `X -> X^g` with key switching.
 //! - [`serialize`]: versioned, length-checked, bit-packed wire formats.
 //! - [`bench`]: per-operation timings for `nectar bench he`.

@@ -5,6 +5,7 @@ mod demo;
 mod private;
 mod session;
 mod bench_linear;
+mod bench_model;
 mod bench_net;
 mod bench_nn;
 mod bench_ot;
@@ -189,8 +190,35 @@ enum BenchCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Whole models (issue 7).
-    Model(Pending),
+    /// A whole model at its real shapes with random weights (both parties in-process).
+    Model {
+        #[arg(long, value_parser = ["bert-base", "bert-large", "gpt2", "vit-base", "llama", "llama-7b"], default_value = "bert-base")]
+        arch: String,
+        /// Input tokens.
+        #[arg(long, default_value_t = 128)]
+        seq: usize,
+        /// Run only this many blocks.
+        #[arg(long)]
+        layers: Option<usize>,
+        /// Deterministic random weights at the real shapes (the only mode: no download).
+        #[arg(long, default_value_t = true)]
+        random_weights: bool,
+        #[arg(long, value_parser = ["none", "lan", "wan"], default_value = "none")]
+        net: String,
+        /// Secret-shared token ids (i_equal one-hot) instead of client-side one-hot.
+        #[arg(long)]
+        shared_ids: bool,
+        /// GeLU/SiLU in the small activation ring.
+        #[arg(long)]
+        mixed: bool,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// No progress lines / summary on stderr.
+        #[arg(long)]
+        quiet: bool,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Protocol choices (AGREEMENT: server and client must pass the same).
@@ -200,6 +228,9 @@ struct SuiteArgs {
     /// refill), iknp.
     #[arg(long, default_value = "ferret_b13")]
     ot: String,
+    /// Element-wise products: bole (BumbleBee Π_mul, default) or ot (Gilboa products).
+    #[arg(long, default_value = "bole")]
+    mul: String,
     /// Evaluate GeLU/SiLU in BumbleBee's small activation ring (§V-C).
     #[arg(long)]
     mixed: bool,
@@ -214,6 +245,7 @@ impl SuiteArgs {
         use nectar_model::secure::{EmbedMode, SecureOptions};
         private::Suite {
             ot: self.ot.clone(),
+            mul: self.mul.clone(),
             options: SecureOptions {
                 embed: if self.shared_ids { EmbedMode::SharedIds } else { EmbedMode::ClientOneHot },
                 mixed_activations: self.mixed,
@@ -221,17 +253,6 @@ impl SuiteArgs {
             },
         }
     }
-}
-
-/// Arguments of a bench that is not available yet (accepted so the error is clear).
-#[derive(Args)]
-struct Pending {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    rest: Vec<String>,
-}
-
-fn not_yet(what: &str) -> Result<(), String> {
-    Err(format!("{what} is not available yet in this build of nectar (see the open issues); nothing was run"))
 }
 
 fn main() -> ExitCode {
@@ -258,7 +279,9 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Cmd::Embed { plaintext, model, json, texts } => {
             if !plaintext {
-                return not_yet("secure embedding (use --plaintext for the reference; secure inference is `nectar demo`)");
+                return Err("`nectar embed` computes the plaintext reference: pass --plaintext. Private \
+                            embeddings: `nectar demo`, or `nectar serve` + `nectar infer`"
+                    .into());
             }
             embed_plaintext(&model.dir(), &texts, json)
         }
@@ -328,7 +351,11 @@ fn run(cli: Cli) -> Result<(), String> {
                 report::print_lines(&bench_nn::run(&args)?, json);
                 Ok(())
             }
-            BenchCmd::Model(_) => not_yet("`nectar bench model`"),
+            BenchCmd::Model { arch, seq, layers, random_weights: _, net, shared_ids, mixed, seed, quiet, json } => {
+                let args = bench_model::Args { arch: &arch, seq, layers, net: &net, shared_ids, mixed, seed, quiet };
+                report::print_lines(&bench_model::run(&args)?, json);
+                Ok(())
+            }
         },
     }
 }

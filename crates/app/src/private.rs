@@ -16,12 +16,13 @@ use std::sync::Arc;
 #[derive(Clone, Debug)]
 pub struct Suite {
     pub ot: String,
+    pub mul: String,
     pub options: SecureOptions,
 }
 
 impl Suite {
     pub fn agreement(&self) -> Result<Agreement, String> {
-        Agreement::new(&self.ot, self.options)
+        Agreement::new(&self.ot, &self.mul, self.options)
     }
 }
 

@@ -17,6 +17,7 @@ use nectar_math::{FixedPoint, Prg};
 use nectar_model::config::ModelConfig;
 use nectar_model::secure::{Output, Profile, Query, SecureEngine, SecureModel, SecureOptions, Task, WeightSource};
 use nectar_net::{Channel, NetError, Role, Stats};
+use nectar_nn::secure::{MulProtocol, SecureOpts};
 use nectar_ot::{FerretParams, Producer};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
@@ -36,6 +37,8 @@ pub struct Agreement {
     pub fixed_point: (u32, u32),
     /// COT producer: `ferret_b13`, `ferret_small` or `iknp`.
     pub ot: String,
+    /// Element-wise products: `bole` (BumbleBee Π_mul) or `ot` (Gilboa products).
+    pub mul: String,
     /// `Params::fingerprint()` of the OLT and bOLEe HE parameter sets.
     pub he_olt: u64,
     pub he_bole: u64,
@@ -43,14 +46,16 @@ pub struct Agreement {
 }
 
 impl Agreement {
-    pub fn new(ot: &str, options: SecureOptions) -> Result<Self, String> {
+    pub fn new(ot: &str, mul: &str, options: SecureOptions) -> Result<Self, String> {
         producer(ot)?;
+        mul_protocol(mul)?;
         let fp = FixedPoint::BUMBLEBEE;
         Ok(Agreement {
             version: PROTOCOL_VERSION,
             suite: SUITE.into(),
             fixed_point: (fp.l(), fp.f()),
             ot: ot.into(),
+            mul: mul.into(),
             he_olt: nectar_he::Params::bumblebee_olt().fingerprint(),
             he_bole: nectar_he::Params::bumblebee_bole().fingerprint(),
             options,
@@ -74,6 +79,9 @@ impl Agreement {
         if peer.ot != self.ot {
             return Some(format!("OT producer mismatch: client '{}', server '{}'", peer.ot, self.ot));
         }
+        if peer.mul != self.mul {
+            return Some(format!("product protocol mismatch: client '{}', server '{}'", peer.mul, self.mul));
+        }
         if (peer.he_olt, peer.he_bole) != (self.he_olt, self.he_bole) {
             return Some("HE parameter sets differ (fingerprints do not match)".into());
         }
@@ -81,6 +89,23 @@ impl Agreement {
             return Some(format!("options mismatch: client {:?}, server {:?}", peer.options, self.options));
         }
         None
+    }
+}
+
+impl Agreement {
+    /// The engine options this agreement fixes.
+    pub fn secure_opts(&self) -> Result<SecureOpts, String> {
+        let format = FixedPoint::new(self.fixed_point.0, self.fixed_point.1).map_err(|e| e.to_string())?;
+        Ok(SecureOpts { format, producer: producer(&self.ot)?, mul: mul_protocol(&self.mul)?, ..SecureOpts::bumblebee() })
+    }
+}
+
+/// The product protocol named in an [`Agreement`].
+pub fn mul_protocol(name: &str) -> Result<MulProtocol, String> {
+    match name {
+        "bole" => Ok(MulProtocol::Bole),
+        "ot" => Ok(MulProtocol::Ot),
+        other => Err(format!("unknown product protocol '{other}' (bole, ot)")),
     }
 }
 
@@ -210,10 +235,8 @@ pub fn serve_session(ch: Box<dyn Channel>, s: &Served, prg: Prg) -> Result<Vec<Q
     send_json(&mut ctl, &ServerMsg::Welcome { config_json: s.config_json.clone(), reveal_to_server: s.reveal_to_server })?;
     let model = SecureModel::new(&s.config, Some(s.weights), s.agreement.options)?;
     let mut engine_ch = shared.clone();
-    let fp = FixedPoint::new(s.agreement.fixed_point.0, s.agreement.fixed_point.1)
-        .map_err(|e| SessionError::Mismatch(e.to_string()))?;
-    let prod = producer(&s.agreement.ot).map_err(SessionError::Mismatch)?;
-    let mut engine = SecureEngine::setup(&mut engine_ch, Role::Server, fp, prg, prod)?;
+    let opts = s.agreement.secure_opts().map_err(SessionError::Mismatch)?;
+    let mut engine = SecureEngine::setup(&mut engine_ch, Role::Server, opts, prg)?;
     let mut reports = Vec::new();
     loop {
         match recv_json::<ClientMsg>(&mut ctl, "query")? {
@@ -307,14 +330,12 @@ impl ClientSession {
 
     /// Run the whole session: setup once, then `queries` in order, then `Bye`.
     pub fn run(mut self, queries: &[(Task, Vec<u32>)]) -> Result<ClientRun, SessionError> {
-        let fp = FixedPoint::new(self.agreement.fixed_point.0, self.agreement.fixed_point.1)
-            .map_err(|e| SessionError::Mismatch(e.to_string()))?;
-        let prod = producer(&self.agreement.ot).map_err(SessionError::Mismatch)?;
+        let opts = self.agreement.secure_opts().map_err(SessionError::Mismatch)?;
         let model = SecureModel::new(&self.config, None, self.agreement.options)?;
         let mut ctl = self.shared.clone();
         let t = Instant::now();
         let prg = self.prg.take().unwrap_or_else(Prg::from_entropy);
-        let mut engine = SecureEngine::setup(self.engine_ch.as_mut(), Role::Client, fp, prg, prod)?;
+        let mut engine = SecureEngine::setup(self.engine_ch.as_mut(), Role::Client, opts, prg)?;
         self.setup_seconds += t.elapsed().as_secs_f64();
         self.setup_stats = ctl.stats();
         let mut reports = Vec::new();

@@ -30,12 +30,17 @@ fn bench_net_json_lines_follow_the_convention() {
 }
 
 #[test]
-fn unavailable_commands_fail_clearly() {
-    for args in [vec!["bench", "model"], vec!["embed", "some text"]] {
-        let out = nectar().args(&args).output().unwrap();
+fn wrong_usage_fails_clearly() {
+    let cases: [(&[&str], &str); 3] = [
+        (&["embed", "some text"], "pass --plaintext"),
+        (&["bench", "nn", "--op", "nosuchop"], "not available"),
+        (&["bench", "model", "--arch", "bert-base", "--net", "moon"], "invalid value"),
+    ];
+    for (args, needle) in cases {
+        let out = nectar().args(args).output().unwrap();
         assert!(!out.status.success(), "{args:?} must fail");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("not available yet"), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
         assert!(out.stdout.is_empty(), "{args:?} printed output");
     }
 }

@@ -74,8 +74,8 @@ impl SecretKey {
         b.data.par_chunks_mut(n).enumerate().for_each(|(i, l)| {
             let m = params.modulus(i);
             let (al, sl) = (a.limb(i), self.s_ntt.limb(i));
-            l.iter_mut().zip(al).zip(sl).for_each(|((x, &y), &z)| *x = m.mul(y, z));
-            params.plan(i).inverse(l);
+            l.copy_from_slice(al);
+            params.plan(i).mul_inverse(l, sl);
             let sc = scaled.limb(i);
             for ((x, &ek), &d) in l.iter_mut().zip(&e).zip(sc) {
                 *x = m.add(m.sub(m.reduce_i64(ek), *x), d);
@@ -106,9 +106,7 @@ impl SecretKey {
             if !ct.c1.ntt {
                 plan.forward(l);
             }
-            let s = self.s_ntt.limb(i);
-            l.iter_mut().zip(s).for_each(|(x, &y)| *x = m.mul(*x, y));
-            plan.inverse(l);
+            plan.mul_inverse(l, self.s_ntt.limb(i));
             l.iter_mut().zip(c0.limb(i)).for_each(|(x, &y)| *x = m.add(*x, y));
         });
         out
@@ -183,8 +181,8 @@ impl PublicKey {
             let (first, i) = (idx < level, idx % level);
             let m = params.modulus(i);
             let pk = if first { self.p0.limb(i) } else { self.p1.limb(i) };
-            out.iter_mut().zip(pk).zip(u.limb(i)).for_each(|((x, &a), &b)| *x = m.mul(a, b));
-            params.plan(i).inverse(out);
+            out.copy_from_slice(pk);
+            params.plan(i).mul_inverse(out, u.limb(i));
             let e = if first { &e1 } else { &e2 };
             out.iter_mut().zip(e).for_each(|(x, &ek)| *x = m.add(*x, m.reduce_i64(ek)));
             if first {

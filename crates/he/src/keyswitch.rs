@@ -169,7 +169,7 @@ fn automorphism_key_switch(params: &Params, ct: &Ciphertext, g: u64, key: &Galoi
 fn inner_product(
     m: &Modulus,
     d: &[&[u64]],
-    b: &[&[u64]],
+    b_: &[&[u64]],
     a: &[&[u64]],
     fold: Option<(&[u32], &[u64], u64)>,
     a0: &mut [u64],
@@ -178,20 +178,27 @@ fn inner_product(
     let q1 = (m.value() - 1) as u128;
     let group = ((u128::MAX / (q1 * q1)) as usize).max(1);
     let l = d.len();
-    if l + fold.is_some() as usize <= group {
-        // Common case: one reduction per output.
-        for k in 0..a0.len() {
-            let (mut s0, mut s1) = (0u128, 0u128);
-            for j in 0..l {
-                let x = d[j][k] as u128;
-                s0 += x * b[j][k] as u128;
-                s1 += x * a[j][k] as u128;
-            }
-            if let Some((perm, c0, pm)) = fold {
-                s0 += c0[perm[k] as usize] as u128 * pm as u128;
-            }
-            a0[k] = m.reduce_u128(s0);
-            a1[k] = m.reduce_u128(s1);
+    let terms = l + fold.is_some() as usize;
+    if terms <= group {
+        // Common case: one reduction per output. With `x < 2^(2b+δ)` (`b` = bits of q,
+        // `2^δ >= terms`) and `b + δ + 1 <= 64`, a one-word Barrett quotient
+        // `⌊⌊x/2^(b−1)⌋·μ/2^(b+δ+1)⌋`, `μ = ⌊2^(2b+δ)/q⌋`, is at most 2 below `⌊x/q⌋`
+        // (three truncations, each losing < 1), so two conditional subtractions finish it.
+        let (q, b) = (m.value(), m.bits());
+        let delta = (terms as u64).next_power_of_two().trailing_zeros();
+        if b + delta < 64 {
+            let mu = ((1u128 << (2 * b + delta)) / q as u128) as u64;
+            let (sh_in, sh_out) = (b - 1, b + delta + 1);
+            let red = move |x: u128| {
+                let q1 = (x >> sh_in) as u64;
+                let qe = ((q1 as u128 * mu as u128) >> sh_out) as u64;
+                let r = (x as u64).wrapping_sub(qe.wrapping_mul(q));
+                let r = r - q * (r >= q) as u64;
+                r - q * (r >= q) as u64
+            };
+            ip_loop(d, b_, a, fold, a0, a1, red);
+        } else {
+            ip_loop(d, b_, a, fold, a0, a1, |x| m.reduce_u128(x));
         }
         return;
     }
@@ -201,7 +208,7 @@ fn inner_product(
             let (mut s0, mut s1) = (0u128, 0u128);
             for &j in js {
                 let x = d[j][k] as u128;
-                s0 += x * b[j][k] as u128;
+                s0 += x * b_[j][k] as u128;
                 s1 += x * a[j][k] as u128;
             }
             r0 = m.add(r0, m.reduce_u128(s0));
@@ -212,6 +219,34 @@ fn inner_product(
         }
         a0[k] = r0;
         a1[k] = r1;
+    }
+}
+
+/// The common-case loop of [`inner_product`] with the reduction `red` (monomorphised per
+/// reduction so the hot loop has no branch on it).
+#[inline(always)]
+fn ip_loop(
+    d: &[&[u64]],
+    b: &[&[u64]],
+    a: &[&[u64]],
+    fold: Option<(&[u32], &[u64], u64)>,
+    a0: &mut [u64],
+    a1: &mut [u64],
+    red: impl Fn(u128) -> u64,
+) {
+    let l = d.len();
+    for k in 0..a0.len() {
+        let (mut s0, mut s1) = (0u128, 0u128);
+        for j in 0..l {
+            let x = d[j][k] as u128;
+            s0 += x * b[j][k] as u128;
+            s1 += x * a[j][k] as u128;
+        }
+        if let Some((perm, c0, pm)) = fold {
+            s0 += c0[perm[k] as usize] as u128 * pm as u128;
+        }
+        a0[k] = red(s0);
+        a1[k] = red(s1);
     }
 }
 
@@ -250,5 +285,58 @@ impl Ciphertext {
     pub fn automorphism(&self, params: &Params, g: u64, keys: &GaloisKeys) -> Result<Ciphertext, HeError> {
         let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
         automorphism_key_switch(params, self, g, key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nectar_math::modulus::ntt_primes;
+    use nectar_math::Prg;
+    use rand_core::RngCore;
+
+    fn refs(v: &[Vec<u64>]) -> Vec<&[u64]> {
+        v.iter().map(|x| &x[..]).collect()
+    }
+
+    /// The lazy inner product against a term-by-term reference, including all-maximal inputs
+    /// (the worst case of the one-word Barrett bound) and moduli where it falls back.
+    #[test]
+    fn inner_product_matches_reference() {
+        let n = 64;
+        let mut prg = Prg::new([3; 16]);
+        for bits in [30u32, 49, 55, 59, 61, 62] {
+            let m = Modulus::new(ntt_primes(bits, n, 1, &[]).unwrap()[0]).unwrap();
+            let q = m.value();
+            for l in [1usize, 3, 8] {
+                for extreme in [false, true] {
+                    let gen = |prg: &mut Prg| -> Vec<u64> {
+                        (0..n).map(|_| if extreme { q - 1 } else { prg.next_u64() % q }).collect()
+                    };
+                    let d: Vec<Vec<u64>> = (0..l).map(|_| gen(&mut prg)).collect();
+                    let b: Vec<Vec<u64>> = (0..l).map(|_| gen(&mut prg)).collect();
+                    let a: Vec<Vec<u64>> = (0..l).map(|_| gen(&mut prg)).collect();
+                    let c0 = gen(&mut prg);
+                    let perm: Vec<u32> = (0..n as u32).rev().collect();
+                    let pm = q - 1;
+                    for fold in [None, Some((&perm[..], &c0[..], pm))] {
+                        let (mut a0, mut a1) = (vec![0; n], vec![0; n]);
+                        inner_product(&m, &refs(&d), &refs(&b), &refs(&a), fold, &mut a0, &mut a1);
+                        for k in 0..n {
+                            let mut r0 = 0;
+                            let mut r1 = 0;
+                            for j in 0..l {
+                                r0 = m.add(r0, m.mul(d[j][k], b[j][k]));
+                                r1 = m.add(r1, m.mul(d[j][k], a[j][k]));
+                            }
+                            if let Some((p, c, w)) = fold {
+                                r0 = m.add(r0, m.mul(c[p[k] as usize], w));
+                            }
+                            assert_eq!((a0[k], a1[k]), (r0, r1), "bits {bits} l {l} k {k}");
+                        }
+                    }
+                }
+            }
+        }
     }
 }

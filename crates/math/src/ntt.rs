@@ -45,6 +45,15 @@ impl NttPlan {
         self.plan.normalize(buf);
     }
 
+    /// `buf ← INTT(buf ⊙ rhs)` (both in the evaluation domain, entries `< p`): the point-wise
+    /// product with the `N^{-1}` normalisation folded in, then the unnormalised inverse
+    /// transform — one pass fewer than [`Self::mul_assign`] followed by [`Self::inverse`], same
+    /// result.
+    pub fn mul_inverse(&self, buf: &mut [u64], rhs: &[u64]) {
+        self.plan.mul_assign_normalize(buf, rhs);
+        self.plan.inv(buf);
+    }
+
     /// `acc += a ⊙ b` point-wise (evaluation domain).
     pub fn mul_accumulate(&self, acc: &mut [u64], a: &[u64], b: &[u64]) {
         self.plan.mul_accumulate(acc, a, b);
@@ -102,6 +111,9 @@ mod tests {
             assert!(acc.iter().all(|&x| x < p));
             plan.inverse(&mut acc);
             assert_eq!(acc, naive(&a, &b, &m));
+            let mut fused = fa.clone();
+            plan.mul_inverse(&mut fused, &fb);
+            assert_eq!(fused, naive(&a, &b, &m));
             plan.inverse(&mut fa);
             assert_eq!(fa, a);
         }

@@ -19,6 +19,7 @@ use crate::params::Params;
 use crate::poly::RnsPoly;
 use crate::HeError;
 use nectar_math::rns::BigUint;
+use rayon::prelude::*;
 
 /// A plaintext polynomial: `N` coefficients in `[0, t_j)` for plaintext component `j`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -120,13 +121,24 @@ impl PlainNtt {
             return Err(HeError::OutOfRange(format!("level {level}")));
         }
         let n = params.n();
-        let mut poly = RnsPoly::zero_level(n, level, false);
-        let lifted: Vec<i128> = (0..n).map(|k| pt.centered(params, k)).collect();
-        for i in 0..level {
-            let m = *params.modulus(i);
-            poly.limb_mut(i).iter_mut().zip(&lifted).for_each(|(x, &v)| *x = m.reduce_i128(v));
-        }
-        poly.to_ntt(params);
+        let mut poly = RnsPoly::zero_level(n, level, true);
+        // Centred lift `(-t/2, t/2]` as (magnitude, sign): `t <= 2^64`, so the magnitude fits a
+        // u64 and reduces with a Shoup product by 1; one parallel pass per limb incl. the NTT.
+        let lifted: Vec<(u64, bool)> = (0..n)
+            .map(|k| {
+                let v = pt.centered(params, k);
+                (v.unsigned_abs() as u64, v < 0)
+            })
+            .collect();
+        poly.data.par_chunks_mut(n).enumerate().for_each(|(i, l)| {
+            let m = params.modulus(i);
+            let one_s = m.shoup(1);
+            l.iter_mut().zip(&lifted).for_each(|(x, &(a, neg))| {
+                let r = m.mul_shoup(a, 1, one_s);
+                *x = if neg { m.neg(r) } else { r };
+            });
+            params.plan(i).forward(l);
+        });
         Ok(Self { poly, plain_index: pt.plain_index })
     }
 

@@ -252,7 +252,7 @@ fn ip_loop(
 
 /// `x ← round(x / P) mod q_i` given `x mod q_i` (in `x`) and `x mod P` (in `xp`), coefficient
 /// form: `(x − [x]_P) · P^{-1}` with `[x]_P` the centred residue.
-fn mod_down_limb(m: &Modulus, p: &Modulus, x: &mut [u64], xp: &[u64]) {
+pub(crate) fn mod_down_limb(m: &Modulus, p: &Modulus, x: &mut [u64], xp: &[u64]) {
     let (pv, q) = (p.value(), m.value());
     let half = pv / 2;
     let p_mod = m.reduce(pv);

@@ -13,7 +13,7 @@ use crate::encoding::{PlainNtt, Plaintext};
 use crate::params::Params;
 use crate::poly::{with_scratch, RnsPoly};
 use crate::HeError;
-use nectar_math::rns::div_round_by_last;
+use crate::keyswitch::mod_down_limb;
 use nectar_math::Prg;
 use rayon::prelude::*;
 
@@ -252,19 +252,18 @@ impl Ciphertext {
         self.to_coeff(params);
         let n = params.n();
         let last = *params.modulus(l - 1);
-        for p in [&mut self.c0, &mut self.c1] {
-            let (keep, tail) = p.data.split_at_mut((l - 1) * n);
-            let tail: &[u64] = tail;
-            keep.par_chunks_mut(n).enumerate().for_each(|(i, limb)| {
-                let m = params.modulus(i);
-                let inv = m.inv(last.value()).unwrap_or(0);
-                let inv = (inv, m.shoup(inv));
-                for (x, &y) in limb.iter_mut().zip(tail) {
-                    *x = div_round_by_last(*x, y, &last, m, inv);
-                }
+        {
+            let (keep0, tail0) = self.c0.data.split_at_mut((l - 1) * n);
+            let (keep1, tail1) = self.c1.data.split_at_mut((l - 1) * n);
+            let (tail0, tail1): (&[u64], &[u64]) = (tail0, tail1);
+            keep0.par_chunks_mut(n).chain(keep1.par_chunks_mut(n)).enumerate().for_each(|(idx, limb)| {
+                let i = idx % (l - 1);
+                let tail = if idx < l - 1 { tail0 } else { tail1 };
+                mod_down_limb(params.modulus(i), &last, limb, tail);
             });
-            p.truncate_limbs(l - 1);
         }
+        self.c0.truncate_limbs(l - 1);
+        self.c1.truncate_limbs(l - 1);
         self.seed = None;
         Ok(())
     }

@@ -6,6 +6,8 @@
 //! Tolerances (LSB of the output's format, measured on the raw ring difference secure − twin):
 //! see each case; the derivations are in `docs/results/nonlinear.md` ("Secure operators").
 
+#![allow(clippy::ptr_arg)] // the Backend trait fixes `Val = Vec<u64>`
+
 use nectar_math::{FixedPoint, Prg};
 use nectar_net::mem::run_pair;
 use nectar_net::Role;

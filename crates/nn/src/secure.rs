@@ -36,7 +36,7 @@
 //! - **query reuse** (§V-A3, "x³ by reusing sent ciphertexts"): the last [`QUERY_CACHE`]
 //!   queries are kept by both parties; P0 names a cached query in a 5-byte header instead of
 //!   re-sending it when its share of an operand is unchanged. Seg4GeLU's `x², x³, x⁴, x⁶` then
-//!   send 3 queries instead of 5 (4 responses either way); SiLU's 2 instead of 5.
+//!   send 3 queries instead of 5 (4 responses either way), as do SiLU's.
 //! - **narrow plaintext modulus for `l <= 32`**: Prop. 3 needs `t > 2^(2l)`; the 3-prime
 //!   `t ≈ 2^141` of `Params::bumblebee_bole()` serves `l = 64`, while the mixed bit-width ring
 //!   (`l' = 32`) only needs two of the primes (`t ≈ 2^94`), i.e. 2 instead of 3 ciphertexts

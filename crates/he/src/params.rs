@@ -321,7 +321,7 @@ impl Params {
     fn compute_galois_perm(&self, g: u64) -> Option<Vec<u32>> {
         let n = self.n();
         let g = g % (2 * n as u64);
-        if g % 2 == 0 {
+        if g & 1 == 0 {
             return None;
         }
         let transforms = |i: usize| {

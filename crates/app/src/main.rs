@@ -179,6 +179,12 @@ enum BenchCmd {
         /// Number of elements.
         #[arg(long, default_value_t = 1 << 16)]
         size: usize,
+        /// Row length of row operators (softmax, layernorm, rmsnorm, argmax).
+        #[arg(long, default_value_t = 128)]
+        cols: usize,
+        /// Operators: `+`-separated bole|ot, b13|small|iknp, noreuse, wide.
+        #[arg(long, default_value = "bole+b13")]
+        variant: String,
         #[arg(long, value_parser = ["none", "lan", "wan"], default_value = "none")]
         net: String,
         /// Ring width l of a share-level op (default: the op's own, usually 64).
@@ -346,8 +352,8 @@ fn run(cli: Cli) -> Result<(), String> {
                 report::print_lines(&bench_linear::run(&args)?, json);
                 Ok(())
             }
-            BenchCmd::Nn { op, size, net, bits, shift, json } => {
-                let args = bench_nn::Args { op: &op, size, net: &net, bits, shift };
+            BenchCmd::Nn { op, size, cols, variant, net, bits, shift, json } => {
+                let args = bench_nn::Args { op: &op, size, cols, variant: &variant, net: &net, bits, shift };
                 report::print_lines(&bench_nn::run(&args)?, json);
                 Ok(())
             }

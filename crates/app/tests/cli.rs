@@ -33,7 +33,7 @@ fn bench_net_json_lines_follow_the_convention() {
 fn wrong_usage_fails_clearly() {
     let cases: [(&[&str], &str); 3] = [
         (&["embed", "some text"], "pass --plaintext"),
-        (&["bench", "nn", "--op", "nosuchop"], "not available"),
+        (&["bench", "nn", "--op", "nosuchop"], "unknown --op"),
         (&["bench", "model", "--arch", "bert-base", "--net", "moon"], "invalid value"),
     ];
     for (args, needle) in cases {

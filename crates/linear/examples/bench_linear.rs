@@ -1,9 +1,10 @@
-//! `cargo run --release -p nectar-linear --example bench_linear -- op k,m,n variant net [heads] [mw]`
+//! `cargo run --release -p nectar-linear --example bench_linear -- op k,m,n variant net [heads] [model]`
+//! (`model`: a `CostModel::by_name` name for the window chooser, default `artifact`).
 use nectar_linear::bench::{
     bench_compression, bench_linear, measure_automorphism_seconds, LinearBenchSpec, Op,
 };
 use nectar_linear::window::Compression;
-use nectar_linear::{Shape, Variant, Windows};
+use nectar_linear::{CostModel, OltPlan, Shape, Variant, Windows};
 use nectar_net::LinkModel;
 fn main() {
     let a: Vec<String> = std::env::args().collect();
@@ -24,13 +25,19 @@ fn main() {
         return;
     }
     let shape: Vec<usize> = a[2].split(',').map(|x| x.parse().unwrap()).collect();
+    let variant = Variant::parse(&a[3]).unwrap();
+    let windows = a.get(6).map(|name| {
+        let c = CostModel::by_name(name).expect("cost model name");
+        let sh = Shape::new(shape[0], shape[1], shape[2]).unwrap();
+        OltPlan::choose(sh, 8192, variant, &c).unwrap().windows
+    });
     let spec = LinearBenchSpec {
         op: Op::parse(&a[1]).unwrap(),
         shape,
         heads: a.get(5).map_or(1, |h| h.parse().unwrap()),
-        variant: Variant::parse(&a[3]).unwrap(),
+        variant,
         net: LinkModel::preset(&a[4]).unwrap(),
-        windows: None,
+        windows,
         l: 64,
         verify: true,
     };

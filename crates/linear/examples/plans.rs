@@ -12,6 +12,7 @@ fn main() {
             "measured-LAN",
             CostModel::measured(pc, pc / 40.0, 233_487, 1e9),
         ),
+        ("lan_commodity", CostModel::lan_commodity()),
         (
             "measured-WAN",
             CostModel::measured(pc, pc / 40.0, 233_487, 400e6),
@@ -22,6 +23,9 @@ fn main() {
         (128, 768, 768),
         (16, 768, 3072),
         (16, 768, 768),
+        (8, 1536, 384),
+        (16, 3072, 768),
+        (16, 30522, 384),
     ] {
         for v in [Variant::Krdy, Variant::KrdyPlus, Variant::Interleave] {
             for (name, c) in &models {
@@ -30,13 +34,15 @@ fn main() {
                 }
                 let p = OltPlan::choose(Shape::new(k, m, n).unwrap(), 8192, v, c).unwrap();
                 println!(
-                    "{:?} {:?} [{name}] {:?} sent {} ret {} autos {} flip {} comp {:?}",
+                    "{:?} {:?} [{name}] {:?} sent {} ret {} autos {} mults {} encodes {} flip {} comp {:?}",
                     (k, m, n),
                     v,
                     p.windows,
                     p.sent_cts,
                     p.returned_cts,
                     p.autos,
+                    p.mults,
+                    p.encodes(),
                     p.rhs_encrypts,
                     p.compression
                 );

@@ -62,6 +62,9 @@ pub struct CostModel {
     pub per_auto: f64,
     /// One ciphertext × plaintext product.
     pub per_mult: f64,
+    /// One plaintext block of the evaluating party encoded and transformed to NTT form
+    /// ([`OltPlan::encodes`] per call). Zero in the artifact's model, which ignores it.
+    pub per_encode: f64,
 }
 
 impl Default for CostModel {
@@ -70,11 +73,44 @@ impl Default for CostModel {
             per_ct: 1000.0,
             per_auto: 1.0,
             per_mult: 0.1,
+            per_encode: 0.0,
         }
     }
 }
 
 impl CostModel {
+    /// AGREEMENT (both parties must choose the same windows): prices in milliseconds of wall
+    /// time for a commodity machine (2 cores) on a 1 Gbit/s LAN, measured on the development VM
+    /// (`examples/profile_olt.rs`, `docs/results/linear.md`, "Server-side profile"):
+    /// - `per_ct` = 2.5: a ciphertext on the wire (167 kB query / 233 kB response at 1 Gbit/s,
+    ///   1.3–1.9 ms) plus the client's encryption or decryption of it (~1 ms);
+    /// - `per_auto` = 2.5: one InterLeave step at the response level: the automorphism with key
+    ///   switch (1.1 ms), the monomial/add/sub glue (0.8 ms) and the mod switch of the block
+    ///   product that feeds it (0.6 ms);
+    /// - `per_mult` = 0.09: one ct × pt multiply-accumulate in NTT form (6 limbs);
+    /// - `per_encode` = 0.3: one evaluator block `π(·)` lifted and transformed (3 forward NTTs).
+    ///
+    /// On such a machine an automorphism costs about as much as sending a ciphertext, so the
+    /// chooser lands on much smaller `m_w` than with the artifact's 1000 : 1 ratio (which assumes
+    /// 64 cores and a 1 : 1000 compute : network ratio).
+    pub fn lan_commodity() -> Self {
+        CostModel {
+            per_ct: 2.5,
+            per_auto: 2.5,
+            per_mult: 0.09,
+            per_encode: 0.3,
+        }
+    }
+
+    /// A named model: `artifact` (the default) or `lan_commodity`.
+    pub fn by_name(name: &str) -> Option<Self> {
+        match name {
+            "artifact" | "default" => Some(CostModel::default()),
+            "lan_commodity" | "lan-commodity" | "commodity" => Some(CostModel::lan_commodity()),
+            _ => None,
+        }
+    }
+
     /// Prices in seconds from measurements on this machine: `auto_seconds` per automorphism
     /// (see [`crate::bench::measure_automorphism_seconds`]), `ct_bytes` per ciphertext sent over
     /// a link of `bandwidth_bps` bits/s; products are priced at `mult_seconds`.
@@ -88,6 +124,7 @@ impl CostModel {
             per_ct: ct_bytes as f64 * 8.0 / bandwidth_bps,
             per_auto: auto_seconds,
             per_mult: mult_seconds,
+            per_encode: 0.0,
         }
     }
 }
@@ -176,11 +213,28 @@ impl OltPlan {
         })
     }
 
+    /// Plaintext blocks the evaluating party encodes per call: its own matrix's blocks
+    /// (`k'·m'` when the rhs holder encrypts, `m'·n'` otherwise).
+    pub fn encodes(&self) -> usize {
+        let (kb, mb, nb) = self.windows.blocks(self.shape);
+        if self.rhs_encrypts {
+            kb * mb
+        } else {
+            mb * nb
+        }
+    }
+
     /// The model's cost of this plan.
     pub fn cost(&self, c: &CostModel) -> f64 {
-        c.per_ct * (self.sent_cts + self.returned_cts) as f64
+        let base = c.per_ct * (self.sent_cts + self.returned_cts) as f64
             + c.per_auto * self.autos as f64
-            + c.per_mult * self.mults as f64
+            + c.per_mult * self.mults as f64;
+        if c.per_encode == 0.0 {
+            // Bit-identical to the artifact's formula (the default model's choices are pinned).
+            base
+        } else {
+            base + c.per_encode * self.encodes() as f64
+        }
     }
 
     /// Predicted payload bytes `(encryptor → evaluator, evaluator → encryptor)`.

@@ -71,6 +71,7 @@ pub fn encode(
 
 /// Loads and encodes `name.weight` (and `name.bias` if `bias`), scaled by `scale`, as `in × out`.
 /// Returns `None` when this party has no weights (the client).
+#[allow(clippy::too_many_arguments)]
 pub fn load_dense(
     src: Option<&dyn WeightSource>,
     fp: FixedPoint,

@@ -124,19 +124,34 @@ impl PlainNtt {
         let mut poly = RnsPoly::zero_level(n, level, true);
         // Centred lift `(-t/2, t/2]` as (magnitude, sign): `t <= 2^64`, so the magnitude fits a
         // u64 and reduces with a Shoup product by 1; one parallel pass per limb incl. the NTT.
-        let lifted: Vec<(u64, bool)> = (0..n)
-            .map(|k| {
-                let v = pt.centered(params, k);
-                (v.unsigned_abs() as u64, v < 0)
-            })
-            .collect();
+        // For `t = 2^64` the lift is `c` if `c <= 2^63`, else `-(2^64 - c)`: pure u64, done per
+        // limb without an intermediate vector (same values as `centered`).
+        let t = params.plain_modulus(pt.plain_index);
+        let lifted: Vec<(u64, bool)> = if t == 1u128 << 64 {
+            Vec::new()
+        } else {
+            (0..n)
+                .map(|k| {
+                    let v = pt.centered(params, k);
+                    (v.unsigned_abs() as u64, v < 0)
+                })
+                .collect()
+        };
         poly.data.par_chunks_mut(n).enumerate().for_each(|(i, l)| {
             let m = params.modulus(i);
             let one_s = m.shoup(1);
-            l.iter_mut().zip(&lifted).for_each(|(x, &(a, neg))| {
-                let r = m.mul_shoup(a, 1, one_s);
-                *x = if neg { m.neg(r) } else { r };
-            });
+            if lifted.is_empty() {
+                l.iter_mut().zip(&pt.coeffs).for_each(|(x, &c)| {
+                    let neg = c > 1u64 << 63;
+                    let r = m.mul_shoup(if neg { c.wrapping_neg() } else { c }, 1, one_s);
+                    *x = if neg { m.neg(r) } else { r };
+                });
+            } else {
+                l.iter_mut().zip(&lifted).for_each(|(x, &(a, neg))| {
+                    let r = m.mul_shoup(a, 1, one_s);
+                    *x = if neg { m.neg(r) } else { r };
+                });
+            }
             params.plan(i).forward(l);
         });
         Ok(Self { poly, plain_index: pt.plain_index })

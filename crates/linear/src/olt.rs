@@ -240,34 +240,84 @@ fn evaluator<C: Channel + ?Sized>(
         None
     };
 
-    // Block product b = h·k'n' + α·n' + γ, switched down to the response level.
-    let product = |b: usize| -> Result<Ciphertext, LinearError> {
-        let (h, r) = (b / (kb * nb), b % (kb * nb));
-        let (alpha, gamma) = (r / nb, r % nb);
-        let mut acc: Option<Ciphertext> = None;
-        for beta in 0..mb {
-            let (ct_idx, pt_idx) = match side {
-                // This party holds V: cts are lhs blocks (α, β), pts rhs blocks (β, γ).
-                Side::Rhs => (alpha * mb + beta, beta * nb + gamma),
-                Side::Lhs => (beta * nb + gamma, alpha * mb + beta),
-            };
-            let ct = &cts[h * peer_per + ct_idx];
-            let owned;
-            let pt = match &cache {
-                Some(c) => &c[h * per + pt_idx],
-                None => {
-                    owned = make_pt(h * per + pt_idx)?;
-                    &owned
-                }
-            };
-            match acc.as_mut() {
-                None => acc = Some(ct.mul_plain(params, pt)?),
-                Some(a) => a.mul_plain_accumulate(params, ct, pt)?,
+    // Block products b = h·k'n' + α·n' + γ for b in `lo..hi`, switched down to the response
+    // level. The products that share this party's plaintext blocks (same `(h, γ)` when this
+    // party holds V, same `(h, α)` when it holds Q) are computed together, so that each
+    // plaintext block is encoded and transformed once per call even when it is not cached.
+    let products_range = |lo: usize, hi: usize| -> Result<Vec<Ciphertext>, LinearError> {
+        // Column key of product b and its position among the products sharing it.
+        let key = |b: usize| -> usize {
+            let (h, r) = (b / (kb * nb), b % (kb * nb));
+            let (alpha, gamma) = (r / nb, r % nb);
+            match side {
+                Side::Rhs => h * nb + gamma,
+                Side::Lhs => h * kb + alpha,
+            }
+        };
+        let mut cols: Vec<(usize, Vec<usize>)> = Vec::new();
+        {
+            let mut index: std::collections::HashMap<usize, usize> =
+                std::collections::HashMap::new();
+            for b in lo..hi {
+                let c = *index.entry(key(b)).or_insert_with(|| {
+                    cols.push((key(b), Vec::new()));
+                    cols.len() - 1
+                });
+                cols[c].1.push(b);
             }
         }
-        let mut acc = acc.ok_or_else(|| LinearError::BadShape("empty inner dimension".into()))?;
-        acc.mod_switch_to(params, resp_level)?;
-        Ok(acc)
+        let done: Vec<Vec<(usize, Ciphertext)>> = cols
+            .into_par_iter()
+            .map(|(_, bs)| -> Result<Vec<(usize, Ciphertext)>, LinearError> {
+                let mut accs: Vec<Option<Ciphertext>> = vec![None; bs.len()];
+                let idx = |b: usize, beta: usize| -> (usize, usize, usize) {
+                    let (h, r) = (b / (kb * nb), b % (kb * nb));
+                    let (alpha, gamma) = (r / nb, r % nb);
+                    match side {
+                        // This party holds V: cts are lhs blocks (α, β), pts rhs blocks (β, γ).
+                        Side::Rhs => (h, alpha * mb + beta, beta * nb + gamma),
+                        Side::Lhs => (h, beta * nb + gamma, alpha * mb + beta),
+                    }
+                };
+                for beta in 0..mb {
+                    // Every product of the column uses the same plaintext block.
+                    let (h0, _, pt0) = idx(bs[0], beta);
+                    let owned;
+                    let pt = match &cache {
+                        Some(c) => &c[h0 * per + pt0],
+                        None => {
+                            owned = make_pt(h0 * per + pt0)?;
+                            &owned
+                        }
+                    };
+                    for (acc, &b) in accs.iter_mut().zip(&bs) {
+                        let (h, ct_idx, _) = idx(b, beta);
+                        let ct = &cts[h * peer_per + ct_idx];
+                        match acc.as_mut() {
+                            None => *acc = Some(ct.mul_plain(params, pt)?),
+                            Some(a) => a.mul_plain_accumulate(params, ct, pt)?,
+                        }
+                    }
+                }
+                bs.iter()
+                    .zip(accs)
+                    .map(|(&b, acc)| {
+                        let mut acc = acc.ok_or_else(|| {
+                            LinearError::BadShape("empty inner dimension".into())
+                        })?;
+                        acc.mod_switch_to(params, resp_level)?;
+                        Ok((b, acc))
+                    })
+                    .collect()
+            })
+            .collect::<Result<_, _>>()?;
+        let mut out: Vec<Option<Ciphertext>> = vec![None; hi - lo];
+        for (b, c) in done.into_iter().flatten() {
+            out[b - lo] = Some(c);
+        }
+        out.into_iter()
+            .map(|c| c.ok_or_else(|| LinearError::BadShape("missing block product".into())))
+            .collect()
     };
 
     let products = layout.products();
@@ -282,11 +332,10 @@ fn evaluator<C: Channel + ?Sized>(
     };
     match plan.compression {
         Compression::None => {
-            let res: Vec<(Ciphertext, Vec<u64>)> = (0..products)
+            let res: Vec<(Ciphertext, Vec<u64>)> = products_range(0, products)?
                 .into_par_iter()
                 .zip(prgs.par_iter_mut())
-                .map(|(b, p)| {
-                    let mut ct = product(b)?;
+                .map(|(mut ct, p)| {
                     let sh = h2a::mask_coeff(sess, &mut ct, p)?;
                     Ok((ct, sh))
                 })
@@ -303,10 +352,8 @@ fn evaluator<C: Channel + ?Sized>(
             for (g, p) in prgs.iter_mut().enumerate() {
                 let lo = g * mw;
                 let hi = ((g + 1) * mw).min(products);
-                let group: Vec<Option<Ciphertext>> = (lo..hi)
-                    .into_par_iter()
-                    .map(|b| product(b).map(Some))
-                    .collect::<Result<_, _>>()?;
+                let group: Vec<Option<Ciphertext>> =
+                    products_range(lo, hi)?.into_iter().map(Some).collect();
                 let (mut ct, _) = interleave(&ring, group, log_gap)?;
                 shares.push(h2a::mask_coeff(sess, &mut ct, p)?);
                 out_cts.push(ct);
@@ -314,10 +361,7 @@ fn evaluator<C: Channel + ?Sized>(
         }
         Compression::PackLwes => {
             let ring = CtRing { params, gk: gk()? };
-            let prods: Vec<Ciphertext> = (0..products)
-                .into_par_iter()
-                .map(product)
-                .collect::<Result<_, _>>()?;
+            let prods: Vec<Ciphertext> = products_range(0, products)?;
             for (g, p) in prgs.iter_mut().enumerate() {
                 let inputs: Vec<Option<Ciphertext>> = layout
                     .pack_sources(g)

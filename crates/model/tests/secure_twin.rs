@@ -216,3 +216,56 @@ fn minilm_twin_embeddings_match_plaintext() {
     );
     assert!(worst >= 0.99, "worst cosine {worst}");
 }
+
+#[test]
+fn bad_queries_are_errors_not_panics() {
+    use nectar_model::secure::{random_config, RandomArch, SecureError};
+    let dir = tempfile::tempdir().unwrap();
+    tiny::write_tiny_bert(dir.path(), 3).unwrap();
+    let model = Model::load(dir.path()).unwrap();
+    let w = weights(dir.path());
+    let m = SecureModel::new(model.config(), Some(&w), SecureOptions::default()).unwrap();
+    let bad_id = Query {
+        task: Task::Embed,
+        ids: Some(vec![1, 999]),
+        len: 2,
+    };
+    assert!(m.run(&mut twin(), &bad_id).is_err());
+    let wrong_len = Query {
+        task: Task::Embed,
+        ids: Some(vec![1, 2]),
+        len: 3,
+    };
+    assert!(m.run(&mut twin(), &wrong_len).is_err());
+    let empty = Query {
+        task: Task::Embed,
+        ids: Some(vec![]),
+        len: 0,
+    };
+    assert!(m.run(&mut twin(), &empty).is_err());
+    let wrong_task = Query {
+        task: Task::Generate { n_new: 2 },
+        ids: Some(vec![1]),
+        len: 1,
+    };
+    assert!(matches!(
+        m.run(&mut twin(), &wrong_task),
+        Err(SecureError::Unsupported(_))
+    ));
+    // The twin plays both parties: without weights it must refuse, not panic.
+    let no_w = SecureModel::new(model.config(), None, SecureOptions::default()).unwrap();
+    let q = Query {
+        task: Task::Embed,
+        ids: Some(vec![1, 2]),
+        len: 2,
+    };
+    assert!(no_w.run(&mut twin(), &q).is_err());
+    assert!(matches!(
+        SecureModel::new(
+            &random_config(RandomArch::VitBase, Some(1)),
+            None,
+            SecureOptions::default()
+        ),
+        Err(SecureError::Unsupported(_))
+    ));
+}

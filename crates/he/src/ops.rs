@@ -55,10 +55,15 @@ impl Ciphertext {
 
     fn add_sub(&mut self, params: &Params, other: &Ciphertext, neg: bool) -> Result<(), HeError> {
         self.check_compat(other)?;
-        let o0 = same_form(params, &self.c0, &other.c0);
-        let o1 = same_form(params, &self.c1, &other.c1);
-        self.c0.add_assign(params, &o0, neg);
-        self.c1.add_assign(params, &o1, neg);
+        // Converted copies only when the representations differ.
+        for (mine, theirs) in [(&mut self.c0, &other.c0), (&mut self.c1, &other.c1)] {
+            if mine.ntt == theirs.ntt {
+                mine.add_assign(params, theirs, neg);
+            } else {
+                let o = same_form(params, mine, theirs);
+                mine.add_assign(params, &o, neg);
+            }
+        }
         self.seed = None;
         Ok(())
     }

@@ -59,6 +59,14 @@ fn main() {
         .encrypt(&p, &Plaintext::from_coeffs(&p, &q, 0).unwrap(), &mut prg)
         .unwrap();
     ct.to_ntt(&p);
+    let fresh = sk
+        .encrypt(&p, &Plaintext::from_coeffs(&p, &q, 0).unwrap(), &mut prg)
+        .unwrap();
+    time("query ct -> NTT form (top, 6 limbs)", reps, || {
+        let mut c = fresh.clone();
+        c.to_ntt(&p);
+        c
+    });
     let mut bi = 0usize;
     time("encode_rhs_block (16,512,1)", reps * 10, || {
         bi = (bi + 1) % 384;

@@ -33,6 +33,22 @@ pub trait AutoRing {
     fn div_pow2(&self, a: &Self::Elem, log_d: u32) -> Result<Self::Elem, LinearError>;
     /// `a(X) ↦ a(X^g)`, `g` odd (needs the Galois key of `g` for ciphertexts).
     fn automorphism(&self, a: &Self::Elem, g: usize) -> Result<Self::Elem, LinearError>;
+    /// `a + b`, consuming `a` (rings with large elements override this to work in place).
+    fn add_owned(&self, a: Self::Elem, b: &Self::Elem) -> Result<Self::Elem, LinearError> {
+        self.add(&a, b)
+    }
+    /// `a − b`, consuming `a`.
+    fn sub_owned(&self, a: Self::Elem, b: &Self::Elem) -> Result<Self::Elem, LinearError> {
+        self.sub(&a, b)
+    }
+    /// `a · X^e`, consuming `a`.
+    fn mul_monomial_owned(&self, a: Self::Elem, e: usize) -> Result<Self::Elem, LinearError> {
+        self.mul_monomial(&a, e)
+    }
+    /// `a · 2^{-log_d}`, consuming `a`.
+    fn div_pow2_owned(&self, a: Self::Elem, log_d: u32) -> Result<Self::Elem, LinearError> {
+        self.div_pow2(&a, log_d)
+    }
 }
 
 /// `E + O + Auto(E − O, g)` with absent operands treated as zero; counts automorphisms.
@@ -47,16 +63,21 @@ fn butterfly<R: AutoRing>(
         (None, None) => None,
         (Some(e), None) => {
             *autos += 1;
-            Some(ring.add(&e, &ring.automorphism(&e, g)?)?)
+            let a = ring.automorphism(&e, g)?;
+            Some(ring.add_owned(e, &a)?)
         }
         (None, Some(o)) => {
             *autos += 1;
-            Some(ring.sub(&o, &ring.automorphism(&o, g)?)?)
+            let a = ring.automorphism(&o, g)?;
+            Some(ring.sub_owned(o, &a)?)
         }
         (Some(e), Some(o)) => {
             *autos += 1;
             let d = ring.sub(&e, &o)?;
-            Some(ring.add(&ring.add(&e, &o)?, &ring.automorphism(&d, g)?)?)
+            let a = ring.automorphism(&d, g)?;
+            drop(d);
+            let s = ring.add_owned(e, &o)?;
+            Some(ring.add_owned(s, &a)?)
         }
     })
 }
@@ -78,7 +99,7 @@ pub fn interleave<R: AutoRing>(
     }
     let mut b = Vec::with_capacity(gap);
     for x in inputs {
-        b.push(x.map(|a| ring.div_pow2(&a, log_gap)).transpose()?);
+        b.push(x.map(|a| ring.div_pow2_owned(a, log_gap)).transpose()?);
     }
     b.resize(gap, None);
     let mut autos = 0;
@@ -87,7 +108,7 @@ pub fn interleave<R: AutoRing>(
         for j in 0..h {
             let o = b[j + h]
                 .take()
-                .map(|x| ring.mul_monomial(&x, h))
+                .map(|x| ring.mul_monomial_owned(x, h))
                 .transpose()?;
             let e = b[j].take();
             b[j] = butterfly(ring, e, o, n / h + 1, &mut autos)?;
@@ -118,7 +139,7 @@ pub fn pack_lwes<R: AutoRing>(
     let log_big_n = big_n.trailing_zeros();
     let mut layer = Vec::with_capacity(n);
     for x in inputs {
-        layer.push(x.map(|a| ring.div_pow2(&a, log_big_n)).transpose()?);
+        layer.push(x.map(|a| ring.div_pow2_owned(a, log_big_n)).transpose()?);
     }
     layer.resize(n, None);
     let mut autos = 0;
@@ -133,7 +154,7 @@ pub fn pack_lwes<R: AutoRing>(
             let e = layer[i].take();
             let o = layer[i + half]
                 .take()
-                .map(|x| ring.mul_monomial(&x, shift))
+                .map(|x| ring.mul_monomial_owned(x, shift))
                 .transpose()?;
             layer[i] = butterfly(ring, e, o, (1usize << d) + 1, &mut autos)?;
         }
@@ -146,7 +167,8 @@ pub fn pack_lwes<R: AutoRing>(
     let mut j = 0;
     while (big_n >> j) > n {
         // Partial trace: clear the coefficients off multiples of N/n.
-        ct = ring.add(&ct, &ring.automorphism(&ct, (big_n >> j) + 1)?)?;
+        let a = ring.automorphism(&ct, (big_n >> j) + 1)?;
+        ct = ring.add_owned(ct, &a)?;
         autos += 1;
         j += 1;
     }

@@ -82,6 +82,22 @@ impl AutoRing for CtRing<'_> {
     fn automorphism(&self, a: &Ciphertext, g: usize) -> Result<Ciphertext, LinearError> {
         Ok(a.automorphism(self.params, g as u64, self.gk)?)
     }
+    fn add_owned(&self, mut a: Ciphertext, b: &Ciphertext) -> Result<Ciphertext, LinearError> {
+        a.add_assign(self.params, b)?;
+        Ok(a)
+    }
+    fn sub_owned(&self, mut a: Ciphertext, b: &Ciphertext) -> Result<Ciphertext, LinearError> {
+        a.sub_assign(self.params, b)?;
+        Ok(a)
+    }
+    fn mul_monomial_owned(&self, mut a: Ciphertext, e: usize) -> Result<Ciphertext, LinearError> {
+        a.mul_monomial_assign(self.params, e);
+        Ok(a)
+    }
+    fn div_pow2_owned(&self, mut a: Ciphertext, log_d: u32) -> Result<Ciphertext, LinearError> {
+        a.mul_inv_pow2_assign(self.params, log_d);
+        Ok(a)
+    }
 }
 
 /// One party's side of a (batched) OLT: `mats` are this party's `H` row-major matrices (`k×m`

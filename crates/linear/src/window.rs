@@ -330,4 +330,34 @@ mod tests {
         let b = OltPlan::choose(s, 8192, Variant::Interleave, &cheap).unwrap();
         assert!(b.sent_cts + b.returned_cts <= a.sent_cts + a.returned_cts);
     }
+
+    /// The default (artifact) model's choices are pinned (the e2e engine and the paper
+    /// comparison depend on them); `lan_commodity` trades automorphisms and plaintext encodings
+    /// for query ciphertexts.
+    #[test]
+    fn default_choices_pinned_and_lan_commodity() {
+        let cases = [
+            ((8, 1536, 384), (8, 1024, 1), (4, 64, 32)),
+            ((16, 768, 768), (16, 512, 1), (8, 32, 32)),
+            ((16, 768, 3072), (16, 256, 2), (4, 32, 64)),
+            ((16, 3072, 768), (16, 512, 1), (4, 64, 32)),
+            ((16, 30522, 384), (16, 512, 1), (2, 512, 8)),
+            ((128, 768, 768), (128, 64, 1), (32, 16, 16)),
+        ];
+        for ((k, m, n), art, lan) in cases {
+            let s = Shape::new(k, m, n).unwrap();
+            let w = |c: &CostModel| {
+                let p = OltPlan::choose(s, 8192, Variant::Interleave, c).unwrap();
+                (p.windows.kw, p.windows.mw, p.windows.nw)
+            };
+            assert_eq!(w(&CostModel::default()), art, "{:?}", (k, m, n));
+            assert_eq!(w(&CostModel::lan_commodity()), lan, "{:?}", (k, m, n));
+        }
+        assert_eq!(CostModel::by_name("artifact"), Some(CostModel::default()));
+        assert_eq!(
+            CostModel::by_name("lan_commodity"),
+            Some(CostModel::lan_commodity())
+        );
+        assert_eq!(CostModel::by_name("nope"), None);
+    }
 }

@@ -33,7 +33,11 @@ fn time<R>(name: &str, reps: usize, mut f: impl FnMut() -> R) {
     }
     let wall = w.elapsed().as_secs_f64() / reps as f64;
     let cpu = (cpu_ns() - c) as f64 * 1e-9 / reps as f64;
-    println!("{name:<44} wall {:>9.1} us   cpu {:>9.1} us", wall * 1e6, cpu * 1e6);
+    println!(
+        "{name:<44} wall {:>9.1} us   cpu {:>9.1} us",
+        wall * 1e6,
+        cpu * 1e6
+    );
 }
 
 fn main() {
@@ -81,7 +85,9 @@ fn main() {
         PlainNtt::new(&p, &pt, top).unwrap()
     });
     let pn = PlainNtt::new(&p, &pt, top).unwrap();
-    time("mul_plain (ct NTT)", reps * 4, || ct.mul_plain(&p, &pn).unwrap());
+    time("mul_plain (ct NTT)", reps * 4, || {
+        ct.mul_plain(&p, &pn).unwrap()
+    });
     let mut acc = ct.mul_plain(&p, &pn).unwrap();
     time("mul_plain_accumulate (ct NTT)", reps * 4, || {
         acc.mul_plain_accumulate(&p, &ct, &pn).unwrap()
@@ -99,7 +105,9 @@ fn main() {
     // One InterLeave butterfly's glue as run: O = b·X^h in place, d = e − O (one copy),
     // e += O, e += Auto(d) (the automorphism itself is timed above). The inputs are copied
     // first (measured separately and subtracted in the docs).
-    time("copy two ciphertexts (response level)", reps, || (low.clone(), low.clone()));
+    time("copy two ciphertexts (response level)", reps, || {
+        (low.clone(), low.clone())
+    });
     time("butterfly glue incl. the two copies", reps, || {
         let (mut e, mut o) = (low.clone(), low.clone());
         o.mul_monomial_assign(&p, 17);

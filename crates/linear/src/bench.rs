@@ -124,6 +124,18 @@ impl LinearBenchSpec {
             verify: true,
         })
     }
+
+    /// Fixes the windows to the chooser's choice under the cost model `c` (e.g.
+    /// [`CostModel::lan_commodity`]) instead of the default model's; element-wise ops are
+    /// returned unchanged. Both parties of the bench use the same windows (AGREEMENT).
+    pub fn with_cost_model(mut self, c: &CostModel) -> Result<Self, LinearError> {
+        if let (Op::Olt | Op::Matmul | Op::BatchMatmul, [k, m, n]) = (self.op, &self.shape[..]) {
+            let shape = Shape::new(*k, *m, *n)?;
+            let degree = Params::bumblebee_olt().n();
+            self.windows = Some(OltPlan::choose(shape, degree, self.variant, c)?.windows);
+        }
+        Ok(self)
+    }
 }
 
 /// Counts this party's flights (maximal runs of sends) from its creation on.

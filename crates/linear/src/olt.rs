@@ -318,9 +318,8 @@ fn evaluator<C: Channel + ?Sized>(
                 bs.iter()
                     .zip(accs)
                     .map(|(&b, acc)| {
-                        let mut acc = acc.ok_or_else(|| {
-                            LinearError::BadShape("empty inner dimension".into())
-                        })?;
+                        let mut acc = acc
+                            .ok_or_else(|| LinearError::BadShape("empty inner dimension".into()))?;
                         acc.mod_switch_to(params, resp_level)?;
                         Ok((b, acc))
                     })

@@ -261,7 +261,7 @@ fn evaluator<C: Channel + ?Sized>(
     // party holds V, same `(h, α)` when it holds Q) are computed together, so that each
     // plaintext block is encoded and transformed once per call even when it is not cached.
     let products_range = |lo: usize, hi: usize| -> Result<Vec<Ciphertext>, LinearError> {
-        // Column key of product b and its position among the products sharing it.
+        // Column key of product b: the products with the same key share the plaintext blocks.
         let key = |b: usize| -> usize {
             let (h, r) = (b / (kb * nb), b % (kb * nb));
             let (alpha, gamma) = (r / nb, r % nb);
@@ -306,16 +306,19 @@ fn evaluator<C: Channel + ?Sized>(
                             &owned
                         }
                     };
-                    for (acc, &b) in accs.iter_mut().zip(&bs) {
-                        let (h, ct_idx, _) = idx(b, beta);
-                        let ct = &cts[h * peer_per + ct_idx];
-                        match acc.as_mut() {
-                            None => *acc = Some(ct.mul_plain(params, pt)?),
-                            Some(a) => a.mul_plain_accumulate(params, ct, pt)?,
-                        }
-                    }
+                    accs.par_iter_mut().zip(bs.par_iter()).try_for_each(
+                        |(acc, &b)| -> Result<(), LinearError> {
+                            let (h, ct_idx, _) = idx(b, beta);
+                            let ct = &cts[h * peer_per + ct_idx];
+                            match acc.as_mut() {
+                                None => *acc = Some(ct.mul_plain(params, pt)?),
+                                Some(a) => a.mul_plain_accumulate(params, ct, pt)?,
+                            }
+                            Ok(())
+                        },
+                    )?;
                 }
-                bs.iter()
+                bs.par_iter()
                     .zip(accs)
                     .map(|(&b, acc)| {
                         let mut acc = acc

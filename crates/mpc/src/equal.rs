@@ -38,7 +38,7 @@ impl Mpc {
             } else {
                 x.iter().map(|v| v.wrapping_neg() & m).collect()
             };
-            let mut d = self.digit_ot(ch, &input, b, l, 1, |a, v| (a == v) as u128)?;
+            let mut d = self.digit_ot(ch, &input, b, l, 1, 1, |a, v| (a == v) as u128)?;
             let mut level: Vec<Vec<bool>> = d.pop().unwrap_or_default();
             while level.len() > 1 {
                 let pairs = level.len() / 2;

@@ -4,18 +4,24 @@
 //!
 //! P0 (OT sender) holds `B` values `x_{i,b}` per element, P1 (OT receiver) one value `y_i`, all
 //! `bits`-bit unsigned; the output is XOR shares of `1{x_{i,b} > y_i}`.
-//! 1. Split into `q = ⌈bits/4⌉` digits of [`crate::RADIX`] = 4 bits (LSB first).
-//! 2. Per element and digit, one 1-of-16 OT on `2B`-bit messages: P0 samples masks and offers,
-//!    for every digit value `v` of P1, `(gt_b ⊕ 1{x_{j,b} > v}) ‖ (eq_b ⊕ 1{x_{j,b} = v})` for all
-//!    `b`; P1 chooses its digit. One OT serves all `B` thresholds: BumbleBee's `(M choose 1)-OT_{2B}`.
+//! 1. Split into `q = ⌈bits/4⌉` digits of [`crate::RADIX`] = 4 bits (LSB first); the top digit
+//!    has `r = bits − 4(q − 1)` bits.
+//! 2. Per element and digit, one 1-of-`2^r` OT (`r = 4` but for the top digit) on `2B`-bit
+//!    messages: P0 samples masks and offers, for every digit value `v` of P1,
+//!    `(gt_b ⊕ 1{x_{j,b} > v}) ‖ (eq_b ⊕ 1{x_{j,b} = v})` for all `b`; P1 chooses its digit. One
+//!    OT serves all `B` thresholds: BumbleBee's `(M choose 1)-OT_{2B}`. Digit 0 offers only the
+//!    `gt` bits (`B`-bit messages): its `eq` is never used (as in SCI). Digits of the same OT
+//!    shape share one OT call: up to 3 calls (digit 0, full digits, a short top digit).
 //! 3. Combine digits in a binary tree, `⌈log2 q⌉` AND rounds:
 //!    `gt(hi,lo) = gt_hi ⊕ eq_hi ∧ gt_lo`, `eq(hi,lo) = eq_hi ∧ eq_lo` (the `eq` of the lowest
 //!    group is never needed and not computed).
 //!
-//! Cost per element (`bits = 63`, `B = 1`): 16 OT instances of 4 COTs + 4 choice bits + 16·2
-//! message bits each, then 23 ANDs (≈ 4 bits + 2 COTs each): ≈ 670 bits + 110 COTs
-//! (measured: 680 bits/element, SPU reports 690.5); flows: 2 for the OTs + 2 per tree level.
-//! Instances are processed in chunks of [`OT_CHUNK`] (2 more flows per chunk) to bound memory.
+//! Cost per element (`bits = 63`, `B = 1`): 15 1-of-16 OTs (4 COTs + 4 choice bits + 16·2
+//! message bits each, but 16·1 for digit 0) and one 1-of-8 OT (3 COTs + 3 bits + 8·2 bits) for
+//! the 3-bit top digit, then 23 ANDs (≈ 4 bits + 2 COTs each): ≈ 635 bits + 109 COTs
+//! (measured: 647 bits/element; before the two trims 680, SPU reports 690.5); flows: 2 per OT
+//! call (up to 6) + 2 per tree level. Instances are processed in chunks of [`OT_CHUNK`] (the OT
+//! flows repeat per chunk) to bound memory.
 
 use crate::ctx::mask;
 use crate::{Mpc, MpcError, Result, RADIX};
@@ -39,6 +45,13 @@ impl Mpc {
     /// `i`, digit `j` and sender input `b`, P0 offers `w = msg(x_{i,b} digit, v)` (`width` bits
     /// per `b`), P1 chooses with its digit. Returns the share bits `out[w][j][i·B + b]`: bit `w`
     /// of the `width`-bit word for digit `j`, element `i`, input `b`.
+    ///
+    /// Two trims keep the OT messages to the bits that are used (REFERENCE.md §2.4 step 3):
+    /// digit 0 carries only the low `low_width` bits of `msg` (the millionaire never uses the
+    /// `eq` of the lowest digit; `out[w][0]` stays `false` for `w >= low_width`), and a top digit
+    /// of `r < 4` bits uses a `(2^r choose 1)`-OT. Digits with the same `(N, k)` share one OT
+    /// call, so a chunk takes 1 to 3 calls (2 flows each).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn digit_ot(
         &mut self,
         ch: &mut dyn Channel,
@@ -46,13 +59,13 @@ impl Mpc {
         batch: usize,
         bits: u32,
         width: usize,
+        low_width: usize,
         msg: impl Fn(usize, usize) -> u128,
     ) -> Result<Vec<Vec<Vec<bool>>>> {
         let m = mask(bits)?;
-        let k = width * batch;
-        if batch == 0 || k > 128 {
+        if batch == 0 || width * batch > 128 || low_width == 0 || low_width > width {
             return Err(MpcError::BadArgument(format!(
-                "batch {batch} × {width} bits exceeds a 128-bit OT message"
+                "batch {batch} × {width} bits (digit 0: {low_width}) does not fit a 128-bit OT message"
             )));
         }
         let n = if self.is_server() {
@@ -68,53 +81,67 @@ impl Mpc {
             input.len()
         };
         let q = digits(bits);
-        let nm = 1usize << RADIX;
+        // Per digit: (number of OT messages N, message bits per input b).
+        let shape = |j: usize| -> (usize, usize) {
+            let r = (bits - RADIX * j as u32).min(RADIX);
+            (1usize << r, if j == 0 { low_width } else { width })
+        };
+        // Classes of digits sharing (N, per-input bits), in order of first digit.
+        let mut classes: Vec<((usize, usize), Vec<usize>)> = Vec::new();
+        for j in 0..q {
+            let s = shape(j);
+            match classes.iter_mut().find(|c| c.0 == s) {
+                Some(c) => c.1.push(j),
+                None => classes.push((s, vec![j])),
+            }
+        }
         let mut out = vec![vec![vec![false; n * batch]; q]; width];
-        // Elements per OT call.
+        // Elements per OT chunk.
         let per = (OT_CHUNK / q).max(1);
         let mut start = 0;
         while start < n {
             let end = (start + per).min(n);
-            if self.is_server() {
-                let mut msgs = Vec::with_capacity((end - start) * q * nm);
-                let (_, prg) = self.parts();
-                for i in start..end {
-                    #[allow(clippy::needless_range_loop)]
-                    for j in 0..q {
-                        let r = prg.next_u128()
-                            & if k == 128 {
-                                u128::MAX
-                            } else {
-                                (1u128 << k) - 1
-                            };
-                        for b in 0..batch {
-                            for (w, o) in out.iter_mut().enumerate() {
-                                o[j][i * batch + b] = (r >> (width * b + w)) & 1 == 1;
-                            }
-                        }
-                        for v in 0..nm {
-                            let mut w = r;
+            for ((nm, wj), ds) in &classes {
+                let (nm, wj) = (*nm, *wj);
+                let k = wj * batch;
+                let km = if k == 128 { u128::MAX } else { (1u128 << k) - 1 };
+                let wm = (1u128 << wj) - 1;
+                if self.is_server() {
+                    let mut msgs = Vec::with_capacity((end - start) * ds.len() * nm);
+                    let (_, prg) = self.parts();
+                    for i in start..end {
+                        for &j in ds {
+                            let r = prg.next_u128() & km;
                             for b in 0..batch {
-                                w ^= msg(digit(input[i * batch + b] & m, j), v) << (width * b);
+                                for (w, o) in out.iter_mut().take(wj).enumerate() {
+                                    o[j][i * batch + b] = (r >> (wj * b + w)) & 1 == 1;
+                                }
                             }
-                            msgs.push(w);
+                            for v in 0..nm {
+                                let mut w = r;
+                                for b in 0..batch {
+                                    w ^= (msg(digit(input[i * batch + b] & m, j), v) & wm)
+                                        << (wj * b);
+                                }
+                                msgs.push(w);
+                            }
                         }
                     }
-                }
-                self.ot().send_ot1n(ch, &msgs, nm, k)?;
-            } else {
-                let mut choices = Vec::with_capacity((end - start) * q);
-                for &y in &input[start..end] {
-                    for j in 0..q {
-                        choices.push(digit(y & m, j) as u8);
+                    self.ot().send_ot1n(ch, &msgs, nm, k)?;
+                } else {
+                    let mut choices = Vec::with_capacity((end - start) * ds.len());
+                    for &y in &input[start..end] {
+                        for &j in ds {
+                            choices.push(digit(y & m, j) as u8);
+                        }
                     }
-                }
-                let got = self.ot().recv_ot1n(ch, &choices, nm, k)?;
-                for (t, g) in got.iter().enumerate() {
-                    let (i, j) = (start + t / q, t % q);
-                    for b in 0..batch {
-                        for (w, o) in out.iter_mut().enumerate() {
-                            o[j][i * batch + b] = (g >> (width * b + w)) & 1 == 1;
+                    let got = self.ot().recv_ot1n(ch, &choices, nm, k)?;
+                    for (t, g) in got.iter().enumerate() {
+                        let (i, j) = (start + t / ds.len(), ds[t % ds.len()]);
+                        for b in 0..batch {
+                            for (w, o) in out.iter_mut().take(wj).enumerate() {
+                                o[j][i * batch + b] = (g >> (wj * b + w)) & 1 == 1;
+                            }
                         }
                     }
                 }
@@ -134,7 +161,7 @@ impl Mpc {
         batch: usize,
         bits: u32,
     ) -> Result<Vec<bool>> {
-        let mut d = self.digit_ot(ch, input, batch, bits, 2, |x, v| {
+        let mut d = self.digit_ot(ch, input, batch, bits, 2, 1, |x, v| {
             ((x > v) as u128) | (((x == v) as u128) << 1)
         })?;
         let (eq, gt) = (d.pop().unwrap_or_default(), d.pop().unwrap_or_default());

@@ -237,6 +237,10 @@ struct SuiteArgs {
     /// Element-wise products: bole (BumbleBee Π_mul, default) or ot (Gilboa products).
     #[arg(long, default_value = "bole")]
     mul: String,
+    /// OLT window prices: artifact (fewest bytes, as the paper) or lan_commodity (several
+    /// times faster on a small machine, more bytes).
+    #[arg(long, default_value = "artifact")]
+    olt_cost: String,
     /// Evaluate GeLU/SiLU in BumbleBee's small activation ring (§V-C).
     #[arg(long)]
     mixed: bool,
@@ -252,6 +256,7 @@ impl SuiteArgs {
         private::Suite {
             ot: self.ot.clone(),
             mul: self.mul.clone(),
+            olt_cost: self.olt_cost.clone(),
             options: SecureOptions {
                 embed: if self.shared_ids { EmbedMode::SharedIds } else { EmbedMode::ClientOneHot },
                 mixed_activations: self.mixed,

@@ -17,12 +17,13 @@ use std::sync::Arc;
 pub struct Suite {
     pub ot: String,
     pub mul: String,
+    pub olt_cost: String,
     pub options: SecureOptions,
 }
 
 impl Suite {
     pub fn agreement(&self) -> Result<Agreement, String> {
-        Agreement::new(&self.ot, &self.mul, self.options)
+        Agreement::new(&self.ot, &self.mul, &self.olt_cost, self.options)
     }
 }
 

@@ -17,6 +17,7 @@ use nectar_math::{FixedPoint, Prg};
 use nectar_model::config::ModelConfig;
 use nectar_model::secure::{Output, Profile, Query, SecureEngine, SecureModel, SecureOptions, Task, WeightSource};
 use nectar_net::{Channel, NetError, Role, Stats};
+use nectar_linear::CostModel;
 use nectar_nn::secure::{MulProtocol, SecureOpts};
 use nectar_ot::{FerretParams, Producer};
 use serde::{Deserialize, Serialize};
@@ -39,6 +40,9 @@ pub struct Agreement {
     pub ot: String,
     /// Element-wise products: `bole` (BumbleBee Π_mul) or `ot` (Gilboa products).
     pub mul: String,
+    /// OLT window prices: `artifact` (fewest bytes, the paper's) or `lan_commodity` (faster on
+    /// small machines, more bytes).
+    pub olt_cost: String,
     /// `Params::fingerprint()` of the OLT and bOLEe HE parameter sets.
     pub he_olt: u64,
     pub he_bole: u64,
@@ -46,9 +50,10 @@ pub struct Agreement {
 }
 
 impl Agreement {
-    pub fn new(ot: &str, mul: &str, options: SecureOptions) -> Result<Self, String> {
+    pub fn new(ot: &str, mul: &str, olt_cost: &str, options: SecureOptions) -> Result<Self, String> {
         producer(ot)?;
         mul_protocol(mul)?;
+        cost_model(olt_cost)?;
         let fp = FixedPoint::BUMBLEBEE;
         Ok(Agreement {
             version: PROTOCOL_VERSION,
@@ -56,6 +61,7 @@ impl Agreement {
             fixed_point: (fp.l(), fp.f()),
             ot: ot.into(),
             mul: mul.into(),
+            olt_cost: olt_cost.into(),
             he_olt: nectar_he::Params::bumblebee_olt().fingerprint(),
             he_bole: nectar_he::Params::bumblebee_bole().fingerprint(),
             options,
@@ -82,6 +88,9 @@ impl Agreement {
         if peer.mul != self.mul {
             return Some(format!("product protocol mismatch: client '{}', server '{}'", peer.mul, self.mul));
         }
+        if peer.olt_cost != self.olt_cost {
+            return Some(format!("OLT cost model mismatch: client '{}', server '{}'", peer.olt_cost, self.olt_cost));
+        }
         if (peer.he_olt, peer.he_bole) != (self.he_olt, self.he_bole) {
             return Some("HE parameter sets differ (fingerprints do not match)".into());
         }
@@ -97,6 +106,15 @@ impl Agreement {
     pub fn secure_opts(&self) -> Result<SecureOpts, String> {
         let format = FixedPoint::new(self.fixed_point.0, self.fixed_point.1).map_err(|e| e.to_string())?;
         Ok(SecureOpts { format, producer: producer(&self.ot)?, mul: mul_protocol(&self.mul)?, ..SecureOpts::bumblebee() })
+    }
+}
+
+/// The OLT window cost model named in an [`Agreement`].
+pub fn cost_model(name: &str) -> Result<CostModel, String> {
+    match name {
+        "artifact" => Ok(CostModel::default()),
+        "lan_commodity" => Ok(CostModel::lan_commodity()),
+        other => Err(format!("unknown OLT cost model '{other}' (artifact, lan_commodity)")),
     }
 }
 
@@ -237,6 +255,7 @@ pub fn serve_session(ch: Box<dyn Channel>, s: &Served, prg: Prg) -> Result<Vec<Q
     let mut engine_ch = shared.clone();
     let opts = s.agreement.secure_opts().map_err(SessionError::Mismatch)?;
     let mut engine = SecureEngine::setup(&mut engine_ch, Role::Server, opts, prg)?;
+    engine.set_cost_model(cost_model(&s.agreement.olt_cost).map_err(SessionError::Mismatch)?);
     let mut reports = Vec::new();
     loop {
         match recv_json::<ClientMsg>(&mut ctl, "query")? {
@@ -336,6 +355,7 @@ impl ClientSession {
         let t = Instant::now();
         let prg = self.prg.take().unwrap_or_else(Prg::from_entropy);
         let mut engine = SecureEngine::setup(self.engine_ch.as_mut(), Role::Client, opts, prg)?;
+        engine.set_cost_model(cost_model(&self.agreement.olt_cost).map_err(SessionError::Mismatch)?);
         self.setup_seconds += t.elapsed().as_secs_f64();
         self.setup_stats = ctl.stats();
         let mut reports = Vec::new();

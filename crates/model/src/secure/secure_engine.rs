@@ -33,6 +33,9 @@ pub struct SecureEngine<'c> {
     b: SecureBackend<'c>,
     olt: HeSession,
     variant: Variant,
+    /// Prices the OLT window chooser minimises (AGREEMENT: both parties must use the same,
+    /// or their plans differ). Default: the artifact's, which minimise bytes.
+    cost: CostModel,
     plans: HashMap<(usize, usize, usize), OltPlan>,
     profile: Profile,
 }
@@ -59,9 +62,17 @@ impl<'c> SecureEngine<'c> {
             b,
             olt,
             variant: Variant::Interleave,
+            cost: CostModel::default(),
             plans: HashMap::new(),
             profile: Profile::default(),
         })
+    }
+
+    /// Choose OLT windows with `cost` from now on (AGREEMENT; e.g.
+    /// [`CostModel::lan_commodity`] trades bytes for time on small machines).
+    pub fn set_cost_model(&mut self, cost: CostModel) {
+        self.cost = cost;
+        self.plans.clear();
     }
 
     /// The recorded per-operator profile.
@@ -97,7 +108,7 @@ impl<'c> SecureEngine<'c> {
             shape,
             self.olt.degree(),
             self.variant,
-            &CostModel::default(),
+            &self.cost,
         )
         .map_err(be)?;
         self.plans.insert((k, m, n), p);

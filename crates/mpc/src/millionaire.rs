@@ -20,14 +20,15 @@
 //! message bits each, but 16·1 for digit 0) and one 1-of-8 OT (3 COTs + 3 bits + 8·2 bits) for
 //! the 3-bit top digit, then 23 ANDs (≈ 4 bits + 2 COTs each): ≈ 635 bits + 109 COTs
 //! (measured: 647 bits/element; before the two trims 680, SPU reports 690.5); flows: 2 per OT
-//! call (up to 6) + 2 per tree level. Instances are processed in chunks of [`OT_CHUNK`] (the OT
-//! flows repeat per chunk) to bound memory.
+//! call (one call per shape for up to [`OT_CHUNK`] instances, i.e. 3 calls = 6 flows below
+//! `OT_CHUNK / 14` ≈ 9 362 elements at `bits = 63`) + 2 per tree level. Each call is split into chunks of at most
+//! [`OT_CHUNK`] instances (2 more flows per chunk) to bound memory.
 
 use crate::ctx::mask;
 use crate::{Mpc, MpcError, Result, RADIX};
 use nectar_net::Channel;
 
-/// Largest number of 1-of-16 OT instances per OT call (LOCAL: bounds the sender's message
+/// Largest number of 1-of-2^r OT instances per OT call (LOCAL: bounds the sender's message
 /// buffer to `16·16·OT_CHUNK` bytes).
 pub const OT_CHUNK: usize = 1 << 17;
 
@@ -50,7 +51,7 @@ impl Mpc {
     /// digit 0 carries only the low `low_width` bits of `msg` (the millionaire never uses the
     /// `eq` of the lowest digit; `out[w][0]` stays `false` for `w >= low_width`), and a top digit
     /// of `r < 4` bits uses a `(2^r choose 1)`-OT. Digits with the same `(N, k)` share one OT
-    /// call, so a chunk takes 1 to 3 calls (2 flows each).
+    /// call (per chunk of [`OT_CHUNK`] instances), so the trims add at most 2 calls (4 flows).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn digit_ot(
         &mut self,
@@ -96,16 +97,20 @@ impl Mpc {
             }
         }
         let mut out = vec![vec![vec![false; n * batch]; q]; width];
-        // Elements per OT chunk.
-        let per = (OT_CHUNK / q).max(1);
-        let mut start = 0;
-        while start < n {
-            let end = (start + per).min(n);
-            for ((nm, wj), ds) in &classes {
-                let (nm, wj) = (*nm, *wj);
-                let k = wj * batch;
-                let km = if k == 128 { u128::MAX } else { (1u128 << k) - 1 };
-                let wm = (1u128 << wj) - 1;
+        for ((nm, wj), ds) in &classes {
+            let (nm, wj) = (*nm, *wj);
+            let k = wj * batch;
+            let km = if k == 128 {
+                u128::MAX
+            } else {
+                (1u128 << k) - 1
+            };
+            let wm = (1u128 << wj) - 1;
+            // Elements per OT call of this class.
+            let per = (OT_CHUNK / ds.len()).max(1);
+            let mut start = 0;
+            while start < n {
+                let end = (start + per).min(n);
                 if self.is_server() {
                     let mut msgs = Vec::with_capacity((end - start) * ds.len() * nm);
                     let (_, prg) = self.parts();
@@ -145,8 +150,8 @@ impl Mpc {
                         }
                     }
                 }
+                start = end;
             }
-            start = end;
         }
         Ok(out)
     }

@@ -12,7 +12,7 @@
 //! | `mul` | Π_mul by bOLEe (§IV; `nectar_linear::bole::mul`) or Gilboa OT (`Mpc::mul`), then `trunc(f)` | 2 + 2 (4 + 2 by OT) | ring product `{0, ±1}` (bOLEe; OT exact), then `{0, −1}`: within `[−2, +1]` LSB |
 //! | `square` | Π_square (bOLEe: 1 query + 1 response) or OT square, then `trunc(f)` | 2 + 2 | as `mul` |
 //! | `trunc(s)` | heuristic known-MSB truncation (`Mpc::trunc`, SPU `TruncAprox`), needs `|x| < 2^(l−2)` | 2 | `{0, −1}` |
-//! | `less_than_const(t, k)` | batched millionaire on `l − k` bits (`Mpc::less_than_const`, §V-A1/A2) | ≈ 2 + 2·log2(⌈(l−k−1)/4⌉) | exact for `k = 0`; may differ for `|x − t| < 2^k` |
+//! | `less_than_const(t, k)` | batched millionaire on `l − k` bits (`Mpc::less_than_const`, §V-A1/A2) | ≈ 2 + 2·log2(⌈(l−k−1)/4⌉), up to 4 more when the width is not a multiple of 4 (trimmed digit OTs) | exact for `k = 0`; may differ for `|x − t| < 2^k` |
 //! | `msb` | millionaire (`Mpc::msb`) | as above | exact |
 //! | `mux` | F_mux from two additive COTs | 4 | exact |
 //! | `and` | bit triples from ROT | 2 | exact |

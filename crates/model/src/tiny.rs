@@ -1,4 +1,4 @@
-//! Deterministic tiny BERT and GPT-2 checkpoints for tests.
+//! Deterministic tiny BERT, GPT-2, LLaMA and ViT checkpoints for tests.
 //!
 //! Each writer puts a real `config.json` and `model.safetensors` (F32, HF tensor names) into a
 //! directory, with weights drawn from a [`Prg`] seeded by the caller, so the same seed always
@@ -8,7 +8,9 @@
 //! The tiny BERT is stored as `BertForSequenceClassification` (base weights under `bert.`,
 //! with pooler and a 3-way classifier); the tiny GPT-2 as `GPT2LMHeadModel` (under
 //! `transformer.`), so both prefix conventions of HF checkpoints are exercised. The tiny LLaMA
-//! (`LlamaForCausalLM`, under `model.`, untied `lm_head`) uses grouped-query attention.
+//! (`LlamaForCausalLM`, under `model.`, untied `lm_head`) uses grouped-query attention. The tiny
+//! ViT is `ViTForImageClassification` (under `vit.`, 3-way `classifier`); its input is pixels,
+//! see [`tiny_image`].
 
 use std::path::Path;
 
@@ -43,6 +45,16 @@ pub const LLAMA_HEADS: usize = 4;
 pub const LLAMA_KV_HEADS: usize = 2;
 pub const LLAMA_FFN: usize = 24;
 pub const LLAMA_POSITIONS: usize = 32;
+
+/// Sizes of the tiny ViT: an 8x8 RGB image in 4x4 patches (4 patches + `[CLS]`).
+pub const VIT_IMAGE: usize = 8;
+pub const VIT_PATCH: usize = 4;
+pub const VIT_CHANNELS: usize = 3;
+pub const VIT_HIDDEN: usize = 16;
+pub const VIT_LAYERS: usize = 2;
+pub const VIT_HEADS: usize = 2;
+pub const VIT_FFN: usize = 32;
+pub const VIT_LABELS: usize = 3;
 
 struct Writer {
     prg: Prg,
@@ -240,4 +252,61 @@ pub fn write_tiny_llama(dir: &Path, seed: u64) -> Result<(), ModelError> {
         "hidden_act": "silu",
     });
     w.finish(dir, &config)
+}
+
+/// Writes the tiny ViT (with classifier head) into `dir`.
+pub fn write_tiny_vit(dir: &Path, seed: u64) -> Result<(), ModelError> {
+    let (h, f) = (VIT_HIDDEN, VIT_FFN);
+    let patches = (VIT_IMAGE / VIT_PATCH).pow(2);
+    let pd = VIT_CHANNELS * VIT_PATCH * VIT_PATCH;
+    let mut w = Writer::new(seed);
+    w.add("vit.embeddings.cls_token", &[1, 1, h], 0.0, 0.5);
+    w.add(
+        "vit.embeddings.position_embeddings",
+        &[1, patches + 1, h],
+        0.0,
+        0.5,
+    );
+    w.linear(
+        "vit.embeddings.patch_embeddings.projection",
+        &[h, VIT_CHANNELS, VIT_PATCH, VIT_PATCH],
+        pd,
+        h,
+    );
+    for l in 0..VIT_LAYERS {
+        let p = format!("vit.encoder.layer.{l}");
+        w.norm(&format!("{p}.layernorm_before"), h);
+        for m in ["query", "key", "value"] {
+            w.linear(&format!("{p}.attention.attention.{m}"), &[h, h], h, h);
+        }
+        w.linear(&format!("{p}.attention.output.dense"), &[h, h], h, h);
+        w.norm(&format!("{p}.layernorm_after"), h);
+        w.linear(&format!("{p}.intermediate.dense"), &[f, h], h, f);
+        w.linear(&format!("{p}.output.dense"), &[h, f], f, h);
+    }
+    w.norm("vit.layernorm", h);
+    w.linear("classifier", &[VIT_LABELS, h], h, VIT_LABELS);
+    let config = serde_json::json!({
+        "architectures": ["ViTForImageClassification"],
+        "model_type": "vit",
+        "hidden_size": h,
+        "num_hidden_layers": VIT_LAYERS,
+        "num_attention_heads": VIT_HEADS,
+        "intermediate_size": f,
+        "image_size": VIT_IMAGE,
+        "patch_size": VIT_PATCH,
+        "num_channels": VIT_CHANNELS,
+        "layer_norm_eps": 1e-12,
+        "hidden_act": "gelu",
+        "qkv_bias": true,
+        "id2label": {"0": "cat", "1": "dog", "2": "bird"},
+    });
+    w.finish(dir, &config)
+}
+
+/// A deterministic pseudo-random image `[channels, size, size]` with values in `[-1, 1)` (the
+/// range of pixels normalised with mean 0.5 and std 0.5), for tests and benchmarks.
+pub fn tiny_image(channels: usize, size: usize, seed: u64) -> Vec<f32> {
+    let mut w = Writer::new(seed ^ 0x1a6e);
+    (0..channels * size * size).map(|_| w.unit()).collect()
 }

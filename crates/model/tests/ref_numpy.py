@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""Independent numpy reference for nectar's plaintext BERT and GPT-2 forwards.
+"""Independent numpy reference for nectar's plaintext BERT, GPT-2, LLaMA and ViT forwards.
 
 Reads a Hugging Face directory (config.json + model.safetensors) with nothing but the standard
 library and numpy (the safetensors format is an 8-byte little-endian header length, a JSON header
 of {name: {dtype, shape, data_offsets}}, then the raw little-endian data), runs the forward in
-float64 for the token ids given on the command line and prints JSON on stdout.
+float64 for the token ids (or, for ViT, the image) given on the command line and prints JSON on
+stdout.
 
 usage: ref_numpy.py bert DIR ID,ID,...          -> {"hidden": [[..]], "embedding": [..], "logits": [..]|null}
        ref_numpy.py gpt2 DIR ID,ID,... N_NEW    -> {"logits": [..], "generated": [..]}
        ref_numpy.py llama DIR ID,ID,... N_NEW   -> {"logits": [..], "generated": [..]}
+       ref_numpy.py vit DIR PIXELS.f32          -> {"hidden": [[..]], "logits": [..]|null}
+         (PIXELS.f32: the image [C, H, W] as raw little-endian float32)
 """
 import json
 import math
@@ -175,6 +178,37 @@ def llama_logits(cfg, get, ids):
     return x[-1] @ head.T
 
 
+def vit(cfg, t, pixels):
+    get = getter(t, ["vit."])
+    eps = cfg.get("layer_norm_eps", 1e-12)
+    heads = cfg["num_attention_heads"]
+    c, size, p = cfg.get("num_channels", 3), cfg["image_size"], cfg["patch_size"]
+    lin = lambda x, name: x @ get(name + ".weight").T + get(name + ".bias")
+    ln = lambda x, name: layer_norm(x, get(name + ".weight"), get(name + ".bias"), eps)
+    img = pixels.reshape(c, size, size)
+    # The patch embedding as the stride-p convolution it is: one output row per window.
+    wconv = get("embeddings.patch_embeddings.projection.weight")  # [hidden, C, p, p]
+    bconv = get("embeddings.patch_embeddings.projection.bias")
+    g = size // p
+    rows = []
+    for gy in range(g):
+        for gx in range(g):
+            window = img[:, gy * p : (gy + 1) * p, gx * p : (gx + 1) * p]
+            rows.append(np.einsum("ocyx,cyx->o", wconv, window) + bconv)
+    cls = get("embeddings.cls_token").reshape(1, -1)
+    x = np.concatenate([cls, np.array(rows)], 0) + get("embeddings.position_embeddings")[0]
+    for l in range(cfg["num_hidden_layers"]):
+        pre = "encoder.layer.%d." % l
+        a = ln(x, pre + "layernorm_before")
+        q, k, v = (lin(a, pre + "attention.attention." + m) for m in ("query", "key", "value"))
+        x = x + lin(mha(q, k, v, heads, False), pre + "attention.output.dense")
+        a = ln(x, pre + "layernorm_after")
+        x = x + lin(gelu(lin(a, pre + "intermediate.dense")), pre + "output.dense")
+    x = ln(x, "layernorm")
+    logits = lin(x[0], "classifier").tolist() if "classifier.weight" in t else None
+    return {"hidden": x.tolist(), "logits": logits}
+
+
 def decoder(logits_fn, cfg, get, ids, n_new):
     logits = logits_fn(cfg, get, ids)
     seq = list(ids)
@@ -187,10 +221,16 @@ def decoder(logits_fn, cfg, get, ids, n_new):
 
 
 def main():
-    arch, d, ids = sys.argv[1], sys.argv[2], [int(i) for i in sys.argv[3].split(",")]
+    arch, d = sys.argv[1], sys.argv[2]
     with open(d + "/config.json") as f:
         cfg = json.load(f)
     t = load_safetensors(d + "/model.safetensors")
+    if arch == "vit":
+        with open(sys.argv[3], "rb") as f:
+            pixels = np.frombuffer(f.read(), dtype="<f4").astype(np.float64)
+        json.dump(vit(cfg, t, pixels), sys.stdout)
+        return
+    ids = [int(i) for i in sys.argv[3].split(",")]
     if arch == "bert":
         out = bert(cfg, t, ids)
     elif arch == "gpt2":

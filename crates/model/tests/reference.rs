@@ -185,3 +185,32 @@ fn tiny_models_are_deterministic_and_summarised() {
     let e = m.embed(&["hello"]).unwrap_err().to_string();
     assert!(e.contains("BERT-family"), "{e}");
 }
+
+#[test]
+fn tiny_vit_matches_numpy() {
+    let dir = tempfile::tempdir().unwrap();
+    tiny::write_tiny_vit(dir.path(), 17).unwrap();
+    let model = Model::load(dir.path()).unwrap();
+    let Network::Vit(vit) = model.network() else {
+        panic!("not vit")
+    };
+    assert_eq!(vit.num_labels(), Some(tiny::VIT_LABELS));
+    let s = model.summary();
+    assert!(s.contains("8x8x3, patch 4 (4 patches + [CLS])"), "{s}");
+    assert!(s.contains("classifier head on [CLS]"), "{s}");
+    for seed in [1u64, 2] {
+        let px = tiny::tiny_image(tiny::VIT_CHANNELS, tiny::VIT_IMAGE, seed);
+        let file = dir.path().join(format!("img{seed}.f32"));
+        let raw: Vec<u8> = px.iter().flat_map(|v| v.to_le_bytes()).collect();
+        std::fs::write(&file, raw).unwrap();
+        assert_eq!(nectar_model::vit::read_pixels(&file).unwrap(), px);
+        let r = numpy(&["vit", dir.path().to_str().unwrap(), file.to_str().unwrap()]);
+        assert_close("hidden", &vit.forward(&px).unwrap(), &floats(&r["hidden"]));
+        let logits = model.classify_image(&px).unwrap();
+        assert_close("logits", &logits, &floats(&r["logits"]));
+    }
+    let e = model.classify_image(&[0.0; 5]).unwrap_err().to_string();
+    assert!(e.contains("expected 192"), "{e}");
+    let e = model.embed(&["hi"]).unwrap_err().to_string();
+    assert!(e.contains("unsupported"), "{e}");
+}

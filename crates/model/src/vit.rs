@@ -1,0 +1,332 @@
+//! Plaintext vision transformer (Dosovitskiy et al., ICLR'21; HF `ViTModel` /
+//! `ViTForImageClassification`), the reference the secure ViT is checked against.
+//!
+//! Input: one image as normalised `f32` pixels `[C, H, W]` (channel-major, as a PyTorch
+//! `pixel_values` tensor after the image processor; `H = W = image_size`). The image is cut into
+//! `P = (image_size / patch_size)^2` non-overlapping patches in row-major patch order; each patch is
+//! flattened as `(channel, row, column)` — the order of the patch-embedding convolution's weight
+//! `[hidden, C, p, p]`, so that the stride-`p` convolution is exactly `patches · W^T + b` with
+//! `W` read as `[hidden, C·p·p]`. A `[CLS]` row is prepended and the learned position embeddings
+//! (`[P + 1, hidden]`) added. Pre-LN blocks: `x += Attn(LN_before(x))` (no mask),
+//! `x += W2 gelu(W1 LN_after(x))`; a final LayerNorm; the classifier head reads the `[CLS]` row.
+//!
+//! Tensor names (under `vit.` in `ViTForImageClassification`): `embeddings.cls_token`
+//! `[1, 1, h]`, `embeddings.position_embeddings` `[1, P + 1, h]`,
+//! `embeddings.patch_embeddings.projection.{weight,bias}`,
+//! `encoder.layer.{i}.{layernorm_before, attention.attention.{query,key,value},
+//! attention.output.dense, layernorm_after, intermediate.dense, output.dense}`, `layernorm`,
+//! and `classifier` (unprefixed) when the checkpoint has a head.
+
+use crate::bert::{Dense, Norm};
+use crate::config::VitConfig;
+use crate::ops::{activate, add_assign, attention, layer_norm, AttnShape};
+use crate::weights::Weights;
+use crate::ModelError;
+
+#[derive(Debug, Clone)]
+struct Layer {
+    ln_before: Norm,
+    q: Dense,
+    k: Dense,
+    v: Dense,
+    attn_out: Dense,
+    ln_after: Norm,
+    ffn_in: Dense,
+    ffn_out: Dense,
+}
+
+/// ViT with its weights in memory (f32).
+#[derive(Debug, Clone)]
+pub struct Vit {
+    pub config: VitConfig,
+    /// Patch embedding as a dense layer `[hidden, C·p·p]` (the convolution weight, flattened).
+    proj: Dense,
+    cls: Vec<f32>,
+    /// `[P + 1, hidden]`.
+    position: Vec<f32>,
+    layers: Vec<Layer>,
+    ln: Norm,
+    classifier: Option<Dense>,
+}
+
+/// Number of patches `P` of an image of `config` (the sequence is `P + 1` rows with `[CLS]`).
+pub fn num_patches(c: &VitConfig) -> usize {
+    (c.image_size / c.patch_size).pow(2)
+}
+
+/// Length of the flattened patch vector, `C·p·p`.
+pub fn patch_dim(c: &VitConfig) -> usize {
+    c.num_channels * c.patch_size * c.patch_size
+}
+
+/// Number of pixel values of one input image, `C·H·W`.
+pub fn pixel_count(c: &VitConfig) -> usize {
+    c.num_channels * c.image_size * c.image_size
+}
+
+/// Checks that `pixels` is one finite `[C, H, W]` image of `config`.
+pub fn check_pixels(c: &VitConfig, pixels: &[f32]) -> Result<(), ModelError> {
+    let want = pixel_count(c);
+    if pixels.len() != want {
+        return Err(ModelError::Input(format!(
+            "{} pixel values, expected {want} ({} channels x {size} x {size})",
+            pixels.len(),
+            c.num_channels,
+            size = c.image_size,
+        )));
+    }
+    if let Some(i) = pixels.iter().position(|v| !v.is_finite()) {
+        return Err(ModelError::Input(format!(
+            "pixel value {i} is not finite ({})",
+            pixels[i]
+        )));
+    }
+    Ok(())
+}
+
+/// The patch matrix `[P, C·p·p]` of a `[C, H, W]` image (see module docs for the order).
+/// `pixels` must have [`pixel_count`] values (checked by [`check_pixels`]).
+pub fn patchify(c: &VitConfig, pixels: &[f32]) -> Vec<f32> {
+    let (ch, img, p) = (c.num_channels, c.image_size, c.patch_size);
+    let g = img / p;
+    let mut out = Vec::with_capacity(num_patches(c) * patch_dim(c));
+    for gy in 0..g {
+        for gx in 0..g {
+            for k in 0..ch {
+                for ky in 0..p {
+                    let row = k * img * img + (gy * p + ky) * img + gx * p;
+                    out.extend_from_slice(&pixels[row..row + p]);
+                }
+            }
+        }
+    }
+    out
+}
+
+impl Vit {
+    /// Loads the weights named as in HF `ViTModel` (optionally under `vit.`), and the
+    /// `classifier` head of `ViTForImageClassification` when present.
+    pub fn load(config: &VitConfig, w: &Weights) -> Result<Self, ModelError> {
+        let c = config;
+        let (h, f) = (c.hidden_size, c.intermediate_size);
+        let (np, pd) = (num_patches(c), patch_dim(c));
+        let mut layers = Vec::with_capacity(c.num_hidden_layers);
+        for l in 0..c.num_hidden_layers {
+            let p = format!("encoder.layer.{l}");
+            layers.push(Layer {
+                ln_before: Norm::load(w, &format!("{p}.layernorm_before"), h)?,
+                q: Dense::load(w, &format!("{p}.attention.attention.query"), h, h)?,
+                k: Dense::load(w, &format!("{p}.attention.attention.key"), h, h)?,
+                v: Dense::load(w, &format!("{p}.attention.attention.value"), h, h)?,
+                attn_out: Dense::load(w, &format!("{p}.attention.output.dense"), h, h)?,
+                ln_after: Norm::load(w, &format!("{p}.layernorm_after"), h)?,
+                ffn_in: Dense::load(w, &format!("{p}.intermediate.dense"), h, f)?,
+                ffn_out: Dense::load(w, &format!("{p}.output.dense"), f, h)?,
+            });
+        }
+        let proj_name = "embeddings.patch_embeddings.projection";
+        let proj = Dense {
+            w: w.tensor(
+                &format!("{proj_name}.weight"),
+                &[h, c.num_channels, c.patch_size, c.patch_size],
+            )?,
+            b: w.tensor(&format!("{proj_name}.bias"), &[h])?,
+            in_dim: pd,
+            out_dim: h,
+        };
+        let classifier = match w.shape("classifier.weight") {
+            Some(s) if s.len() == 2 => Some(Dense::load(w, "classifier", h, s[0])?),
+            _ => None,
+        };
+        if let (Some(cls), Some(n)) = (&classifier, c.num_labels) {
+            if cls.out_dim != n {
+                return Err(ModelError::weights(
+                    w.path(),
+                    format!(
+                        "tensor \"classifier.weight\" has {} outputs but config names {n} labels",
+                        cls.out_dim
+                    ),
+                ));
+            }
+        }
+        Ok(Vit {
+            config: c.clone(),
+            proj,
+            cls: w.tensor("embeddings.cls_token", &[1, 1, h])?,
+            position: w.tensor("embeddings.position_embeddings", &[1, np + 1, h])?,
+            layers,
+            ln: Norm::load(w, "layernorm", h)?,
+            classifier,
+        })
+    }
+
+    /// Whether a classifier head was loaded.
+    pub fn has_classifier(&self) -> bool {
+        self.classifier.is_some()
+    }
+
+    /// Number of classifier outputs, if a head was loaded.
+    pub fn num_labels(&self) -> Option<usize> {
+        self.classifier.as_ref().map(|d| d.out_dim)
+    }
+
+    /// Final-LayerNorm hidden states `[P + 1, hidden]` (row 0 is `[CLS]`) of one image.
+    pub fn forward(&self, pixels: &[f32]) -> Result<Vec<f32>, ModelError> {
+        let c = &self.config;
+        check_pixels(c, pixels)?;
+        let (h, heads) = (c.hidden_size, c.num_attention_heads);
+        let np = num_patches(c);
+        let n = np + 1;
+        let patches = self.proj.apply(&patchify(c, pixels), np);
+        let mut x = Vec::with_capacity(n * h);
+        x.extend_from_slice(&self.cls);
+        x.extend_from_slice(&patches);
+        add_assign(&mut x, &self.position);
+        let eps = c.layer_norm_eps;
+        for l in &self.layers {
+            let mut a = x.clone();
+            layer_norm(&mut a, h, &l.ln_before.g, &l.ln_before.b, eps);
+            let q = l.q.apply(&a, n);
+            let k = l.k.apply(&a, n);
+            let v = l.v.apply(&a, n);
+            let ctx = attention(
+                &q,
+                &k,
+                &v,
+                AttnShape {
+                    n,
+                    m: n,
+                    heads,
+                    kv_heads: heads,
+                    dh: h / heads,
+                },
+                None,
+                false,
+            );
+            add_assign(&mut x, &l.attn_out.apply(&ctx, n));
+            let mut a = x.clone();
+            layer_norm(&mut a, h, &l.ln_after.g, &l.ln_after.b, eps);
+            let mut f = l.ffn_in.apply(&a, n);
+            activate(&mut f, c.hidden_act);
+            add_assign(&mut x, &l.ffn_out.apply(&f, n));
+        }
+        layer_norm(&mut x, h, &self.ln.g, &self.ln.b, eps);
+        Ok(x)
+    }
+
+    /// Classifier logits of one image (`ViTForImageClassification`: the head on the final
+    /// `[CLS]` row).
+    pub fn classify(&self, pixels: &[f32]) -> Result<Vec<f32>, ModelError> {
+        let Some(cls) = &self.classifier else {
+            return Err(ModelError::Unsupported(
+                "this ViT checkpoint has no classifier weights".into(),
+            ));
+        };
+        let hidden = self.forward(pixels)?;
+        Ok(cls.apply(&hidden[..self.config.hidden_size], 1))
+    }
+}
+
+/// Reads one image's pixel values from `path`: a `.json` file holding numbers (a flat array or
+/// nested `[C][H][W]` arrays, flattened in order), or any other file as raw little-endian `f32`.
+/// The values are taken as already normalised; the length is checked by the forward.
+pub fn read_pixels(path: &std::path::Path) -> Result<Vec<f32>, ModelError> {
+    let bytes = std::fs::read(path).map_err(|e| ModelError::io(path, e))?;
+    let is_json = path
+        .extension()
+        .is_some_and(|x| x.eq_ignore_ascii_case("json"));
+    if is_json {
+        let v: serde_json::Value = serde_json::from_slice(&bytes)
+            .map_err(|e| ModelError::Input(format!("{}: not valid JSON: {e}", path.display())))?;
+        let mut out = Vec::new();
+        flatten_json(&v, &mut out)
+            .map_err(|m| ModelError::Input(format!("{}: {m}", path.display())))?;
+        Ok(out)
+    } else {
+        if bytes.len() % 4 != 0 {
+            return Err(ModelError::Input(format!(
+                "{}: {} bytes is not a whole number of little-endian f32 values",
+                path.display(),
+                bytes.len()
+            )));
+        }
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
+    }
+}
+
+fn flatten_json(v: &serde_json::Value, out: &mut Vec<f32>) -> Result<(), String> {
+    match v {
+        serde_json::Value::Array(a) => a.iter().try_for_each(|x| flatten_json(x, out)),
+        serde_json::Value::Number(n) => {
+            out.push(n.as_f64().ok_or("number out of range")? as f32);
+            Ok(())
+        }
+        other => Err(format!(
+            "expected numbers or arrays of numbers, found {other}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Activation;
+
+    fn cfg() -> VitConfig {
+        VitConfig {
+            hidden_size: 4,
+            num_hidden_layers: 0,
+            num_attention_heads: 1,
+            intermediate_size: 4,
+            image_size: 4,
+            patch_size: 2,
+            num_channels: 2,
+            layer_norm_eps: 1e-12,
+            hidden_act: Activation::Gelu,
+            num_labels: None,
+        }
+    }
+
+    #[test]
+    fn patch_order_matches_the_convolution_weight() {
+        let c = cfg();
+        // pixel (k, y, x) = 100k + 10y + x
+        let px: Vec<f32> = (0..2)
+            .flat_map(|k| {
+                (0..4).flat_map(move |y| (0..4).map(move |x| (100 * k + 10 * y + x) as f32))
+            })
+            .collect();
+        let p = patchify(&c, &px);
+        assert_eq!(p.len(), 4 * 8);
+        // patch 1 = (gy 0, gx 1): channel 0 rows 0..2 cols 2..4, then channel 1.
+        assert_eq!(&p[8..16], &[2., 3., 12., 13., 102., 103., 112., 113.]);
+        // patch 2 = (gy 1, gx 0).
+        assert_eq!(&p[16..20], &[20., 21., 30., 31.]);
+        assert!(check_pixels(&c, &px[1..]).is_err());
+        let mut bad = px.clone();
+        bad[3] = f32::NAN;
+        assert!(check_pixels(&c, &bad).is_err());
+    }
+
+    #[test]
+    fn pixels_from_json_and_raw_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = dir.path().join("img.json");
+        std::fs::write(&j, "[[[1, 2], [3, 4.5]]]").unwrap();
+        assert_eq!(read_pixels(&j).unwrap(), vec![1.0, 2.0, 3.0, 4.5]);
+        let r = dir.path().join("img.f32");
+        let raw: Vec<u8> = [0.5f32, -1.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        std::fs::write(&r, raw).unwrap();
+        assert_eq!(read_pixels(&r).unwrap(), vec![0.5, -1.0]);
+        std::fs::write(&r, [0u8; 3]).unwrap();
+        assert!(read_pixels(&r).is_err());
+        std::fs::write(&j, "[1, \"x\"]").unwrap();
+        assert!(read_pixels(&j).is_err());
+    }
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Joins JSON-lines outputs of nectar's HE bench and of seal_bench into one table.
+
+Usage: compare.py NECTAR.jsonl [NECTAR2.jsonl ...] -- SEAL.jsonl [SEAL2.jsonl ...]
+Each side may be given several runs; per (N, op) the minimum over runs is taken (the run least
+disturbed by other load). Prints a Markdown table: N, op, nectar µs, SEAL µs, ratio
+nectar/SEAL, and whether ratio <= 1.5. Only nectar's `seal-default` parameter set is compared
+(it uses SEAL's CoeffModulus::BFVDefault primes and a 20-bit batching t, as seal_bench does).
+"""
+import json
+import sys
+
+# nectar op -> SEAL op it is compared with.
+PAIRS = [
+    ("ntt_fwd_inv_prime0", "ntt_fwd_inv_prime0", "NTT fwd+inv, one prime (first)"),
+    ("encrypt_sk", "encrypt_sk", "encrypt, secret key (seeded)"),
+    ("encrypt_pk", "encrypt_pk", "encrypt, public key"),
+    ("decrypt", "decrypt", "decrypt"),
+    ("mul_plain_ntt_form", "mul_plain_ntt_form", "pt x ct, both NTT form"),
+    ("mul_plain_incl_ntt", "mul_plain_incl_ntt", "pt x ct, ct coeff -> NTT incl."),
+    ("mul_plain_incl_ntt", "mul_plain_seal_default_coeff", "pt x ct vs SEAL default (coeff pt, coeff result)"),
+    ("plain_to_ntt", "plain_to_ntt", "plaintext -> NTT form"),
+    ("automorphism_keyswitch", "automorphism_keyswitch", "automorphism + key switch (apply_galois)"),
+    ("mod_switch_down", "mod_switch_down", "mod switch (drop one prime)"),
+]
+SIZES = ["ct_bytes_fresh_seeded", "ct_bytes_full", "ct_bytes_one_prime"]
+
+
+def load(paths, impl):
+    best = {}
+    for p in paths:
+        with open(p) as f:
+            for line in f:
+                line = line.strip()
+                if not line.startswith("{"):
+                    continue
+                r = json.loads(line)
+                if r.get("impl") != impl or r.get("params") != "seal-default":
+                    continue
+                op = r["op"]
+                if op.startswith("ntt_fwd_inv_prime0"):
+                    op = "ntt_fwd_inv_prime0"
+                key = (r["n"], op)
+                if "bytes" in r:
+                    best[key] = r["bytes"]
+                elif key not in best or r["micros"] < best[key]:
+                    best[key] = r["micros"]
+    return best
+
+
+def main():
+    args = sys.argv[1:]
+    if "--" not in args:
+        sys.exit(__doc__)
+    i = args.index("--")
+    ours, seal = load(args[:i], "nectar"), load(args[i + 1 :], "seal")
+    print("| N | op | nectar µs | SEAL µs | nectar / SEAL | ≤ 1.5× |")
+    print("|---|---|---|---|---|---|")
+    for n in sorted({k[0] for k in ours} | {k[0] for k in seal}):
+        for o, s, label in PAIRS:
+            a, b = ours.get((n, o)), seal.get((n, s))
+            if a is None or b is None:
+                continue
+            r = a / b
+            print(f"| {n} | {label} | {a:.0f} | {b:.0f} | {r:.2f} | {'yes' if r <= 1.5 else 'no'} |")
+    print()
+    print("| N | size | nectar bytes | SEAL bytes |")
+    print("|---|---|---|---|")
+    for n in sorted({k[0] for k in ours} | {k[0] for k in seal}):
+        for s in SIZES:
+            a, b = ours.get((n, s)), seal.get((n, s))
+            if a is not None and b is not None:
+                print(f"| {n} | {s} | {a} | {b} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -185,3 +185,64 @@ fn tiny_bert_secure_classifier_with_shared_ids_matches_twin() {
     eprintln!("tiny bert secure logits {got:?} vs twin {want:?}: max abs error {err:.2e}");
     assert!(err < 1e-2, "secure vs twin logits error {err}");
 }
+
+#[test]
+fn tiny_vit_secure_classifier_matches_twin() {
+    let dir = tempfile::tempdir().unwrap();
+    tiny::write_tiny_vit(dir.path(), 21).unwrap();
+    let model = Model::load(dir.path()).unwrap();
+    let w = Weights::open(&dir.path().join("model.safetensors")).unwrap();
+    let px = tiny::tiny_image(tiny::VIT_CHANNELS, tiny::VIT_IMAGE, 5);
+    let opts = SecureOptions::default();
+    let t0 = std::time::Instant::now();
+    let (s, c) = run_pair(
+        |ch| {
+            let ch: &mut dyn Channel = ch;
+            let mut e =
+                SecureEngine::setup(ch, Role::Server, opts_nn(), Prg::from_entropy()).unwrap();
+            let m = SecureModel::new(model.config(), Some(&w), opts).unwrap();
+            // The server runs the ordinary query path: its query carries no input.
+            let q = Query {
+                task: Task::Classify,
+                ids: None,
+                len: 0,
+            };
+            let out = m.run(&mut e, &q).unwrap();
+            (out, e.profile().total())
+        },
+        |ch| {
+            let ch: &mut dyn Channel = ch;
+            let mut e =
+                SecureEngine::setup(ch, Role::Client, opts_nn(), Prg::from_entropy()).unwrap();
+            let m = SecureModel::new(model.config(), None, opts).unwrap();
+            let out = m.run_image(&mut e, Some(&px)).unwrap();
+            (out, e.profile().table())
+        },
+    );
+    eprintln!(
+        "tiny vit secure classify: {:.1} s, {:.2} MB\n{}",
+        t0.elapsed().as_secs_f64(),
+        (s.1.bytes_sent + s.1.bytes_recv) as f64 / 1e6,
+        c.1
+    );
+    assert_eq!(s.0, Output::Nothing, "the server learns nothing");
+    let twin = SecureModel::new(model.config(), Some(&w), opts)
+        .unwrap()
+        .run_image(
+            &mut PlainEngine::new(FixedPoint::BUMBLEBEE).unwrap(),
+            Some(&px),
+        )
+        .unwrap();
+    let (Output::Logits(got), Output::Logits(want)) = (c.0, twin) else {
+        panic!("logits expected")
+    };
+    let err = want
+        .iter()
+        .zip(&got)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    eprintln!("tiny vit secure logits {got:?} vs twin {want:?}: max abs error {err:.2e}");
+    assert!(err < 1e-2, "secure vs twin logits error {err}");
+    let top = |v: &[f32]| nectar_model::ops::argmax(v);
+    assert_eq!(top(&got), top(&want), "argmax differs");
+}

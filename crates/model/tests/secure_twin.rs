@@ -260,12 +260,77 @@ fn bad_queries_are_errors_not_panics() {
         len: 2,
     };
     assert!(no_w.run(&mut twin(), &q).is_err());
+    // ViT: the image is the client's input; a text query or a missing image is refused.
+    let vit = SecureModel::new(
+        &random_config(RandomArch::VitBase, Some(1)),
+        None,
+        SecureOptions::default(),
+    )
+    .unwrap();
     assert!(matches!(
-        SecureModel::new(
-            &random_config(RandomArch::VitBase, Some(1)),
-            None,
-            SecureOptions::default()
-        ),
+        vit.run(&mut twin(), &wrong_task),
         Err(SecureError::Unsupported(_))
     ));
+    assert!(matches!(
+        vit.run_image(&mut twin(), None),
+        Err(SecureError::Role(_))
+    ));
+    assert!(matches!(
+        m.run_image(&mut twin(), Some(&[0.0; 4])),
+        Err(SecureError::Unsupported(_))
+    ));
+}
+
+#[test]
+fn tiny_vit_logits_match_float() {
+    let dir = tempfile::tempdir().unwrap();
+    tiny::write_tiny_vit(dir.path(), 21).unwrap();
+    let model = Model::load(dir.path()).unwrap();
+    let Network::Vit(vit) = model.network() else {
+        panic!("vit expected")
+    };
+    let w = weights(dir.path());
+    for seed in [1u64, 2, 3] {
+        let px = tiny::tiny_image(tiny::VIT_CHANNELS, tiny::VIT_IMAGE, seed);
+        let want = vit.classify(&px).unwrap();
+        for mixed in [false, true] {
+            let opts = SecureOptions {
+                mixed_activations: mixed,
+                ..Default::default()
+            };
+            let m = SecureModel::new(model.config(), Some(&w), opts).unwrap();
+            let Output::Logits(got) = m.run_image(&mut twin(), Some(&px)).unwrap() else {
+                panic!("logits expected")
+            };
+            let err = want
+                .iter()
+                .zip(&got)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0f32, f32::max);
+            eprintln!(
+                "tiny vit image {seed} (mixed activations {mixed}): float {want:?}, twin {got:?}, max abs error {err:.2e}"
+            );
+            assert!(err < 5e-2, "logits error {err}");
+            assert_eq!(argmax(&got), argmax(&want), "argmax differs");
+        }
+    }
+    // All final hidden rows, not only [CLS].
+    let px = tiny::tiny_image(tiny::VIT_CHANNELS, tiny::VIT_IMAGE, 4);
+    let want = vit.forward(&px).unwrap();
+    let sm = SecureModel::new(model.config(), Some(&w), SecureOptions::default()).unwrap();
+    let SecureModel::Vit(sv) = &sm else { panic!() };
+    let h = sv.forward(&mut twin(), Some(&px)).unwrap();
+    let got = FixedPoint::BUMBLEBEE.decode_vec(&h);
+    let err = want
+        .iter()
+        .zip(&got)
+        .map(|(a, b)| (*a as f64 - b).abs())
+        .fold(0f64, f64::max);
+    eprintln!("tiny vit: final hidden states max abs error {err:.2e}");
+    assert_eq!(got.len(), want.len());
+    assert!(err < 5e-2, "hidden error {err}");
+}
+
+fn argmax(x: &[f32]) -> usize {
+    nectar_model::ops::argmax(x)
 }

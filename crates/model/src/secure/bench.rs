@@ -5,7 +5,10 @@
 //!
 //! BERT runs `Task::Embed` on `seq` tokens; GPT-2 and LLaMA run the prompt of `seq` tokens and
 //! produce one token (`Task::Generate { n_new: 1 }`: the full forward, the LM head on the last
-//! row and the argmax). The session setup (base OTs, HE keys) is measured separately.
+//! row and the argmax). ViT runs `Task::Classify` on a pseudo-random image of the config's size
+//! (ViT-base: 224×224 in 16×16 patches, 196 patches + `[CLS]` = 197 rows) with a 1000-way head;
+//! `seq` is ignored for ViT (the image size fixes the rows) and the report's `seq` is the number
+//! of rows actually run. The session setup (base OTs, HE keys) is measured separately.
 
 use crate::config::ModelConfig;
 use crate::secure::engine::Engine;
@@ -24,7 +27,7 @@ use std::time::Instant;
 #[derive(Clone, Debug)]
 pub struct BenchSpec {
     pub arch: RandomArch,
-    /// Number of input tokens.
+    /// Number of input tokens (ignored for ViT: the image size fixes it).
     pub seq: usize,
     /// Run only this many blocks (`None`: all).
     pub layers: Option<usize>,
@@ -109,6 +112,7 @@ fn party(
     weights: Option<&RandomWeights>,
     opts: SecureOptions,
     q: &Query,
+    pixels: Option<&[f32]>,
     progress: bool,
 ) -> Result<PartyBench, SecureError> {
     let t0 = Instant::now();
@@ -123,7 +127,10 @@ fn party(
     }
     let s1 = e.net_stats();
     let t1 = Instant::now();
-    let out = m.run(&mut e, q)?;
+    let out = match pixels {
+        Some(px) => m.run_image(&mut e, Some(px))?,
+        None => m.run(&mut e, q)?,
+    };
     let seconds = t1.elapsed().as_secs_f64();
     let d = e.net_stats() - s1;
     if role == Role::Server && out != Output::Nothing {
@@ -147,11 +154,23 @@ pub fn bench_model(spec: &BenchSpec) -> Result<ModelBench, SecureError> {
         ModelConfig::Bert(c) => (c.num_hidden_layers, c.vocab_size),
         ModelConfig::Gpt2(c) => (c.n_layer, c.vocab_size),
         ModelConfig::Llama(c) => (c.num_hidden_layers, c.vocab_size),
-        ModelConfig::Vit(_) => return Err(crate::secure::vit::unsupported()),
+        ModelConfig::Vit(c) => (c.num_hidden_layers, 0),
     };
     let task = match config {
         ModelConfig::Bert(_) => Task::Embed,
+        ModelConfig::Vit(_) => Task::Classify,
         _ => Task::Generate { n_new: 1 },
+    };
+    let (seq, pixels) = match &config {
+        ModelConfig::Vit(c) => (
+            crate::vit::num_patches(c) + 1,
+            Some(crate::tiny::tiny_image(
+                c.num_channels,
+                c.image_size,
+                spec.seed,
+            )),
+        ),
+        _ => (spec.seq, None),
     };
     let mut prg = Prg::new({
         let mut k = [0u8; 16];
@@ -159,10 +178,16 @@ pub fn bench_model(spec: &BenchSpec) -> Result<ModelBench, SecureError> {
         k[8] = 0x1d;
         k
     });
-    let ids: Vec<u32> = (0..spec.seq)
-        .map(|_| (prg.next_u128() % vocab as u128) as u32)
-        .collect();
-    let weights = RandomWeights::new(spec.seed);
+    let ids: Vec<u32> = match pixels {
+        Some(_) => Vec::new(),
+        None => (0..seq)
+            .map(|_| (prg.next_u128() % vocab as u128) as u32)
+            .collect(),
+    };
+    let weights = match pixels {
+        Some(_) => RandomWeights::new(spec.seed).with_classifier(),
+        None => RandomWeights::new(spec.seed),
+    };
     let opts = SecureOptions {
         embed: spec.embed,
         mixed_activations: spec.mixed_activations,
@@ -179,12 +204,12 @@ pub fn bench_model(spec: &BenchSpec) -> Result<ModelBench, SecureError> {
     let qs = Query {
         task: task.clone(),
         ids: None,
-        len: spec.seq,
+        len: seq,
     };
     let qc = Query {
         task,
         ids: Some(ids),
-        len: spec.seq,
+        len: seq,
     };
     let (rs, rc) = std::thread::scope(|s| {
         let h = s.spawn(|| {
@@ -195,6 +220,7 @@ pub fn bench_model(spec: &BenchSpec) -> Result<ModelBench, SecureError> {
                 None,
                 opts,
                 &qc,
+                pixels.as_deref(),
                 spec.progress,
             )
         });
@@ -205,6 +231,7 @@ pub fn bench_model(spec: &BenchSpec) -> Result<ModelBench, SecureError> {
             Some(&weights),
             opts,
             &qs,
+            None,
             false,
         );
         let rc = h
@@ -215,7 +242,7 @@ pub fn bench_model(spec: &BenchSpec) -> Result<ModelBench, SecureError> {
     let (server, client) = (rs?, rc?);
     Ok(ModelBench {
         arch: spec.arch.name().into(),
-        seq: spec.seq,
+        seq,
         layers,
         embed: spec.embed,
         seconds: client.seconds,

@@ -1,5 +1,5 @@
-//! Whole-model two-party execution (BumbleBee NDSS'25 §II-C, §VII-B, Fig. 2): BERT, GPT-2 and
-//! LLaMA written once over an [`Engine`] — the fixed-point arithmetic of the protocols plus the
+//! Whole-model two-party execution (BumbleBee NDSS'25 §II-C, §VII-B, Fig. 2): BERT, GPT-2,
+//! LLaMA and ViT written once over an [`Engine`] — the fixed-point arithmetic of the protocols plus the
 //! linear operators a transformer needs — so that the same code runs
 //!
 //! - on [`PlainEngine`], the plaintext fixed-point **twin** (one process holds everything; used
@@ -7,7 +7,8 @@
 //!   expected output of the secure run), and
 //! - on a secure engine (additive shares, OLT matmuls of `nectar-linear`, the OT-based
 //!   nonlinear protocols behind `nectar-nn`'s `Backend`), where each party runs the code with
-//!   its own secrets: the server passes the weights ([`WeightSource`]), the client the token ids.
+//!   its own secrets: the server passes the weights ([`WeightSource`]), the client the token ids
+//!   (or, for ViT, its image's pixels: [`SecureModel::run_image`]).
 //!
 //! # Data flow (DESIGN.md "Data flow of one inference")
 //!
@@ -48,6 +49,7 @@ pub use plain_engine::PlainEngine;
 pub use profile::{OpRecord, Profile};
 pub use random::{random_config, RandomArch, RandomWeights};
 pub use secure_engine::SecureEngine;
+pub use vit::SecureVit;
 
 use crate::config::ModelConfig;
 use crate::weights::Weights;
@@ -140,7 +142,8 @@ impl Default for SecureOptions {
 pub enum Task {
     /// BERT sentence embedding (mean pooling + L2 normalisation).
     Embed,
-    /// BERT classifier logits (pooler + classifier head).
+    /// Classifier logits: BERT (pooler + classifier head) or ViT (head on `[CLS]`; the client's
+    /// pixels go through [`SecureModel::run_image`]).
     Classify,
     /// Greedy generation of `n_new` tokens (GPT-2, LLaMA).
     Generate { n_new: usize },
@@ -174,6 +177,7 @@ pub enum SecureModel<'w> {
     Bert(SecureBert<'w>),
     Gpt2(SecureGpt2<'w>),
     Llama(SecureLlama<'w>),
+    Vit(SecureVit<'w>),
 }
 
 impl<'w> SecureModel<'w> {
@@ -189,7 +193,7 @@ impl<'w> SecureModel<'w> {
             ModelConfig::Llama(c) => {
                 SecureModel::Llama(SecureLlama::new(c.clone(), weights, opts)?)
             }
-            ModelConfig::Vit(_) => return Err(vit::unsupported()),
+            ModelConfig::Vit(c) => SecureModel::Vit(SecureVit::new(c.clone(), weights, opts)?),
         })
     }
 
@@ -199,10 +203,14 @@ impl<'w> SecureModel<'w> {
             SecureModel::Bert(m) => SecureModel::Bert(m.with_progress(p)),
             SecureModel::Gpt2(m) => SecureModel::Gpt2(m.with_progress(p)),
             SecureModel::Llama(m) => SecureModel::Llama(m.with_progress(p)),
+            SecureModel::Vit(m) => SecureModel::Vit(m.with_progress(p)),
         }
     }
 
     /// Runs `q`; returns what this party learns.
+    ///
+    /// ViT: `Task::Classify` runs the image classifier; the server may call this (its query
+    /// carries no input), the client must call [`SecureModel::run_image`] with its pixels.
     pub fn run<E: Engine>(&self, e: &mut E, q: &Query) -> Result<Output, SecureError> {
         match (self, &q.task) {
             (SecureModel::Bert(m), Task::Embed) => Ok(m
@@ -217,9 +225,31 @@ impl<'w> SecureModel<'w> {
             (SecureModel::Llama(m), Task::Generate { n_new }) => Ok(m
                 .generate(e, q.ids.as_deref(), q.len, *n_new)?
                 .map_or(Output::Nothing, Output::Tokens)),
+            (SecureModel::Vit(_), Task::Classify) => self.run_image(e, None),
             (_, t) => Err(SecureError::Unsupported(format!(
                 "task {t:?} for this architecture"
             ))),
+        }
+    }
+}
+
+impl SecureModel<'_> {
+    /// Classifies an image (ViT): the client passes its normalised `[C, H, W]` pixels
+    /// (`Some`; the twin too), the server `None`. Returns `Output::Logits` on the client,
+    /// `Output::Nothing` on the server. The number of rows is public (fixed by the config's
+    /// image size), so no length is exchanged.
+    pub fn run_image<E: Engine>(
+        &self,
+        e: &mut E,
+        pixels: Option<&[f32]>,
+    ) -> Result<Output, SecureError> {
+        match self {
+            SecureModel::Vit(m) => Ok(m
+                .classify(e, pixels)?
+                .map_or(Output::Nothing, Output::Logits)),
+            _ => Err(SecureError::Unsupported(
+                "image input needs a ViT model".into(),
+            )),
         }
     }
 }

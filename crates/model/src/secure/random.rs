@@ -107,16 +107,27 @@ pub fn random_config(arch: RandomArch, layers: Option<usize>) -> ModelConfig {
 }
 
 /// Pseudo-random tensors keyed by `(seed, name)` (see module docs). Every name exists except
-/// the optional BERT pooler/classifier head.
+/// the optional pooler/classifier head (unless [`RandomWeights::with_classifier`]).
 #[derive(Clone, Debug)]
 pub struct RandomWeights {
     seed: u64,
+    classifier: bool,
 }
 
 impl RandomWeights {
     /// Weights derived from `seed`.
     pub fn new(seed: u64) -> Self {
-        RandomWeights { seed }
+        RandomWeights {
+            seed,
+            classifier: false,
+        }
+    }
+
+    /// Also provides `classifier.{weight,bias}` (the ViT benchmark classifies; its shape comes
+    /// from the config's label count).
+    pub fn with_classifier(mut self) -> Self {
+        self.classifier = true;
+        self
     }
 
     fn prg(&self, name: &str) -> Prg {
@@ -180,7 +191,7 @@ impl WeightSource for RandomWeights {
             .collect())
     }
     fn contains(&self, name: &str) -> bool {
-        !(name.starts_with("classifier") || name.starts_with("pooler"))
+        !(name.starts_with("pooler") || (name.starts_with("classifier") && !self.classifier))
     }
     fn shape(&self, _name: &str) -> Option<Vec<usize>> {
         None
@@ -203,6 +214,7 @@ mod tests {
         let g = w.tensor("h.0.ln_1.weight", &[16]).unwrap();
         assert!(g.iter().all(|v| (v - 1.0).abs() <= 0.1 + 1e-6));
         assert!(!w.contains("classifier.weight"));
+        assert!(w.clone().with_classifier().contains("classifier.weight"));
         assert_eq!(RandomArch::parse("llama"), Some(RandomArch::Llama7b));
         match random_config(RandomArch::Llama7b, Some(1)) {
             ModelConfig::Llama(c) => assert_eq!(c.num_hidden_layers, 1),

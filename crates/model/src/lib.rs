@@ -299,6 +299,31 @@ impl Model {
         }
     }
 
+    /// Reads one image for [`Model::classify_image`] (ViT): a binary PPM (`.ppm`, 8-bit RGB,
+    /// already `image_size` square) normalised with the directory's
+    /// `preprocessor_config.json` (HF defaults 0.5 / 0.5), or pre-normalised `[C, H, W]`
+    /// values (`.json` numbers, otherwise raw little-endian f32). The result is checked
+    /// against the config's image shape.
+    pub fn read_image(&self, path: &Path) -> Result<Vec<f32>, ModelError> {
+        let ModelConfig::Vit(c) = &self.config else {
+            return Err(ModelError::Unsupported(format!(
+                "image input needs a ViT model, this is {}",
+                self.config.model_type()
+            )));
+        };
+        let is_ppm = path
+            .extension()
+            .is_some_and(|x| x.eq_ignore_ascii_case("ppm"));
+        let px = if is_ppm {
+            let norm = vit::Normalize::from_dir(&self.dir, c.num_channels)?;
+            vit::read_ppm(path, c, &norm)?
+        } else {
+            vit::read_pixels(path)?
+        };
+        vit::check_pixels(c, &px)?;
+        Ok(px)
+    }
+
     /// Greedy continuation of `prompt` by `n_new` tokens (GPT-2, LLaMA); returns the new text only.
     pub fn generate(&self, prompt: &str, n_new: usize) -> Result<String, ModelError> {
         let Network::Gpt2(gpt2) = &self.network else {

@@ -257,6 +257,123 @@ pub fn read_pixels(path: &std::path::Path) -> Result<Vec<f32>, ModelError> {
     }
 }
 
+/// Per-channel normalisation of the HF image processor: `(v / 255 - mean) / std`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Normalize {
+    pub mean: Vec<f32>,
+    pub std: Vec<f32>,
+}
+
+impl Normalize {
+    /// `image_mean` / `image_std` of `dir/preprocessor_config.json`, or HF ViT's default 0.5 / 0.5
+    /// per channel when the file or a field is absent.
+    pub fn from_dir(dir: &std::path::Path, channels: usize) -> Result<Self, ModelError> {
+        let path = dir.join("preprocessor_config.json");
+        let v: serde_json::Value = match std::fs::read(&path) {
+            Ok(b) => serde_json::from_slice(&b)
+                .map_err(|e| ModelError::config(&path, format!("not valid JSON: {e}")))?,
+            Err(_) => serde_json::Value::Null,
+        };
+        let field = |name: &str| -> Result<Vec<f32>, ModelError> {
+            match v.get(name) {
+                None | Some(serde_json::Value::Null) => Ok(vec![0.5; channels]),
+                Some(serde_json::Value::Array(a)) if a.len() == channels => a
+                    .iter()
+                    .map(|x| {
+                        x.as_f64().map(|x| x as f32).ok_or_else(|| {
+                            ModelError::config(&path, format!("field \"{name}\" must hold numbers"))
+                        })
+                    })
+                    .collect(),
+                Some(other) => Err(ModelError::config(
+                    &path,
+                    format!("field \"{name}\" must be {channels} numbers, got {other}"),
+                )),
+            }
+        };
+        let n = Normalize {
+            mean: field("image_mean")?,
+            std: field("image_std")?,
+        };
+        if n.std.iter().any(|&s| !(s > 0.0)) {
+            return Err(ModelError::config(
+                &path,
+                "field \"image_std\" must be positive",
+            ));
+        }
+        Ok(n)
+    }
+}
+
+/// Reads a binary PPM (`P6`, 8-bit RGB) of exactly `image_size × image_size` pixels (resize it
+/// beforehand, e.g. `convert in.jpg -resize 224x224! in.ppm`) and returns the normalised
+/// `[3, H, W]` pixel values.
+pub fn read_ppm(
+    path: &std::path::Path,
+    c: &VitConfig,
+    norm: &Normalize,
+) -> Result<Vec<f32>, ModelError> {
+    let bytes = std::fs::read(path).map_err(|e| ModelError::io(path, e))?;
+    let bad = |m: &str| ModelError::Input(format!("{}: {m}", path.display()));
+    // Header: "P6" then width, height, maxval as ASCII decimals separated by whitespace
+    // (comments from '#' to the end of a line), then one whitespace byte before the data.
+    let mut fields = Vec::new();
+    let mut i = 0;
+    while fields.len() < 4 {
+        while i < bytes.len() && (bytes[i].is_ascii_whitespace() || bytes[i] == b'#') {
+            if bytes[i] == b'#' {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            } else {
+                i += 1;
+            }
+        }
+        let start = i;
+        while i < bytes.len() && !bytes[i].is_ascii_whitespace() && bytes[i] != b'#' {
+            i += 1;
+        }
+        if start == i {
+            return Err(bad("truncated PPM header"));
+        }
+        fields.push(String::from_utf8_lossy(&bytes[start..i]).into_owned());
+    }
+    if fields[0] != "P6" {
+        return Err(bad("not a binary PPM (P6) file"));
+    }
+    let num = |s: &str| {
+        s.parse::<usize>()
+            .map_err(|_| bad("bad number in the PPM header"))
+    };
+    let (w, h, maxval) = (num(&fields[1])?, num(&fields[2])?, num(&fields[3])?);
+    if maxval != 255 {
+        return Err(bad("only 8-bit PPM (maxval 255) is supported"));
+    }
+    if w != c.image_size || h != c.image_size {
+        return Err(bad(&format!(
+            "image is {w}x{h}, the model takes {0}x{0} (resize it first)",
+            c.image_size
+        )));
+    }
+    if c.num_channels != 3 || norm.mean.len() != 3 || norm.std.len() != 3 {
+        return Err(bad(
+            "PPM images have 3 channels, the model takes another number",
+        ));
+    }
+    let data = bytes.get(i + 1..).unwrap_or(&[]);
+    if data.len() < w * h * 3 {
+        return Err(bad("truncated PPM pixel data"));
+    }
+    let mut out = vec![0f32; 3 * w * h];
+    for p in 0..w * h {
+        for k in 0..3 {
+            let v = data[p * 3 + k] as f32 / 255.0;
+            out[k * w * h + p] = (v - norm.mean[k]) / norm.std[k];
+        }
+    }
+    Ok(out)
+}
+
 fn flatten_json(v: &serde_json::Value, out: &mut Vec<f32>) -> Result<(), String> {
     match v {
         serde_json::Value::Array(a) => a.iter().try_for_each(|x| flatten_json(x, out)),
@@ -309,6 +426,45 @@ mod tests {
         let mut bad = px.clone();
         bad[3] = f32::NAN;
         assert!(check_pixels(&c, &bad).is_err());
+    }
+
+    #[test]
+    fn ppm_images_are_normalised_channel_major() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = VitConfig {
+            num_channels: 3,
+            image_size: 2,
+            ..cfg()
+        };
+        let p = dir.path().join("img.ppm");
+        let mut f = b"P6\n# comment\n2 2\n255\n".to_vec();
+        f.extend_from_slice(&[255, 0, 51, 0, 0, 0, 0, 0, 0, 0, 0, 255]);
+        std::fs::write(&p, &f).unwrap();
+        let n = Normalize::from_dir(dir.path(), 3).unwrap();
+        assert_eq!(n.mean, vec![0.5; 3]);
+        let px = read_ppm(&p, &c, &n).unwrap();
+        // channel 0 of pixel 0 is 255 -> 1; channel 2 of pixel 0 is 51 -> 0.2*2-1 = -0.6.
+        assert_eq!(px.len(), 12);
+        assert!((px[0] - 1.0).abs() < 1e-6 && (px[1] + 1.0).abs() < 1e-6);
+        assert!((px[8] + 0.6).abs() < 1e-6 && (px[11] - 1.0).abs() < 1e-6);
+        std::fs::write(
+            dir.path().join("preprocessor_config.json"),
+            r#"{"image_mean": [0.0, 0.0, 0.0], "image_std": [1.0, 1.0, 0.5]}"#,
+        )
+        .unwrap();
+        let n = Normalize::from_dir(dir.path(), 3).unwrap();
+        let px = read_ppm(&p, &c, &n).unwrap();
+        assert!((px[0] - 1.0).abs() < 1e-6 && (px[8] - 0.4).abs() < 1e-6);
+        let big = VitConfig {
+            image_size: 4,
+            ..c.clone()
+        };
+        let e = read_ppm(&p, &big, &n).unwrap_err().to_string();
+        assert!(e.contains("resize"), "{e}");
+        std::fs::write(&p, b"P6\n2 2\n255\n\x01").unwrap();
+        assert!(read_ppm(&p, &c, &n).is_err());
+        std::fs::write(&p, b"P3\n2 2\n255\n").unwrap();
+        assert!(read_ppm(&p, &c, &n).is_err());
     }
 
     #[test]

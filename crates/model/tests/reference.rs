@@ -209,6 +209,22 @@ fn tiny_vit_matches_numpy() {
         let logits = model.classify_image(&px).unwrap();
         assert_close("logits", &logits, &floats(&r["logits"]));
     }
+    // An 8-bit PPM, normalised with HF's default mean/std 0.5 (no preprocessor_config.json).
+    let ppm = dir.path().join("img.ppm");
+    let mut bytes = b"P6\n8 8\n255\n".to_vec();
+    bytes.extend((0..8 * 8 * 3).map(|i| (i * 37 % 256) as u8));
+    std::fs::write(&ppm, &bytes).unwrap();
+    let px = model.read_image(&ppm).unwrap();
+    assert!((px[1] - ((3.0 * 37.0 % 256.0) / 255.0 - 0.5) / 0.5).abs() < 1e-6);
+    let file = dir.path().join("ppm.f32");
+    let raw: Vec<u8> = px.iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(&file, raw).unwrap();
+    let r = numpy(&["vit", dir.path().to_str().unwrap(), file.to_str().unwrap()]);
+    assert_close(
+        "ppm logits",
+        &model.classify_image(&px).unwrap(),
+        &floats(&r["logits"]),
+    );
     let e = model.classify_image(&[0.0; 5]).unwrap_err().to_string();
     assert!(e.contains("expected 192"), "{e}");
     let e = model.embed(&["hi"]).unwrap_err().to_string();

@@ -5,8 +5,8 @@
 // Parameters: N in {4096, 8192, 16384}, CoeffModulus::BFVDefault(N) (the last prime is SEAL's
 // special prime), t = PlainModulus::Batching(N, 20) — the `seal-default` set of
 // crates/he/src/bench.rs. Each time is the median of repeated runs (at least 5, up to ~0.3 s
-// per operation), microseconds, single thread (SEAL does not multi-thread). Output: one JSON
-// object per line.
+// per operation), microseconds, wall-clock and process CPU time, single thread (SEAL does not
+// multi-thread). Output: one JSON object per line.
 #include <seal/seal.h>
 #include <seal/util/ntt.h>
 
@@ -16,35 +16,54 @@
 #include <cstdlib>
 #include <functional>
 #include <random>
+#include <sstream>
 #include <string>
+#include <time.h>
 #include <vector>
 
 using namespace seal;
 
-static double median_micros(const std::function<void()> &f)
+// Process CPU time (all threads) in microseconds.
+static double cpu_micros()
 {
-    std::vector<double> v;
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+struct Timing
+{
+    double wall, cpu;
+};
+
+// Median wall-clock and median CPU time of repeated runs (same rule as nectar's bench_he).
+static Timing median_micros(const std::function<void()> &f)
+{
+    std::vector<double> wall, cpu;
     auto start = std::chrono::steady_clock::now();
     auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
-    while (v.size() < 5 || (elapsed() < 0.3 && v.size() < 200))
+    while (wall.size() < 5 || (elapsed() < 0.3 && wall.size() < 200))
     {
+        double c = cpu_micros();
         auto t = std::chrono::steady_clock::now();
         f();
-        v.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count());
+        wall.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count());
+        cpu.push_back(cpu_micros() - c);
     }
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
+    std::sort(wall.begin(), wall.end());
+    std::sort(cpu.begin(), cpu.end());
+    return { wall[wall.size() / 2], cpu[cpu.size() / 2] };
 }
 
 static std::string g_moduli;
 static size_t g_n;
 
-static void emit(const std::string &op, double micros, long long bytes = -1)
+static void emit(const std::string &op, Timing t, long long bytes = -1)
 {
     std::printf(
         "{\"impl\":\"seal\",\"version\":\"%d.%d.%d\",\"n\":%zu,\"params\":\"seal-default\",\"moduli\":\"%s\","
-        "\"op\":\"%s\",\"micros\":%.2f",
-        SEAL_VERSION_MAJOR, SEAL_VERSION_MINOR, SEAL_VERSION_PATCH, g_n, g_moduli.c_str(), op.c_str(), micros);
+        "\"op\":\"%s\",\"micros\":%.2f,\"cpu_micros\":%.2f",
+        SEAL_VERSION_MAJOR, SEAL_VERSION_MINOR, SEAL_VERSION_PATCH, g_n, g_moduli.c_str(), op.c_str(), t.wall, t.cpu);
     if (bytes >= 0)
         std::printf(",\"bytes\":%lld", bytes);
     std::printf("}\n");
@@ -79,7 +98,7 @@ static void bench(size_t n)
         std::vector<uint64_t> buf(n);
         for (auto &x : buf)
             x = rng() % cm[i].value();
-        double t = median_micros([&] {
+        Timing t = median_micros([&] {
             util::ntt_negacyclic_harvey(buf.data(), tables);
             util::inverse_ntt_negacyclic_harvey(buf.data(), tables);
         });
@@ -113,9 +132,15 @@ static void bench(size_t n)
              Ciphertext c;
              enc_pk.encrypt(pt, c);
          }));
+    // Serialized sizes: uncompressed (SEAL stores 8 bytes per residue) and, when SEAL was
+    // built with zstd, compressed (SEAL's default mode; the zero high bits of the residues go).
     {
         Serializable<Ciphertext> s = enc_sk.encrypt_symmetric(pt);
-        emit("ct_bytes_fresh_seeded", 0, (long long)s.save_size(compr_mode_type::none));
+        emit("ct_bytes_fresh_seeded", { 0, 0 }, (long long)s.save_size(compr_mode_type::none));
+#ifdef SEAL_USE_ZSTD
+        std::stringstream ss;
+        emit("ct_bytes_fresh_seeded_zstd", { 0, 0 }, (long long)s.save(ss, compr_mode_type::zstd));
+#endif
     }
     emit("decrypt", median_micros([&] {
              Plaintext out;
@@ -158,11 +183,18 @@ static void bench(size_t n)
              Ciphertext out;
              ev.mod_switch_to_next(ct, out);
          }));
-    emit("ct_bytes_full", 0, (long long)ct.save_size(compr_mode_type::none));
+    emit("ct_bytes_full", { 0, 0 }, (long long)ct.save_size(compr_mode_type::none));
     Ciphertext low = ct;
     while (context.get_context_data(low.parms_id())->next_context_data())
         ev.mod_switch_to_next_inplace(low);
-    emit("ct_bytes_one_prime", 0, (long long)low.save_size(compr_mode_type::none));
+    emit("ct_bytes_one_prime", { 0, 0 }, (long long)low.save_size(compr_mode_type::none));
+#ifdef SEAL_USE_ZSTD
+    {
+        std::stringstream s1, s2;
+        emit("ct_bytes_full_zstd", { 0, 0 }, (long long)ct.save(s1, compr_mode_type::zstd));
+        emit("ct_bytes_one_prime_zstd", { 0, 0 }, (long long)low.save(s2, compr_mode_type::zstd));
+    }
+#endif
 }
 
 int main(int argc, char **argv)

@@ -14,7 +14,8 @@ pub fn run(ns: &[usize]) -> Result<Vec<BenchLine>, String> {
                 .param("moduli", h.moduli.clone())
                 .param("threads", h.threads)
                 .seconds(h.micros / 1e6)
-                .extra("micros", h.micros);
+                .extra("micros", h.micros)
+                .extra("cpu_micros", h.cpu_micros);
             if let Some(b) = h.bytes {
                 l = l.extra("ciphertext_bytes", b);
             }

@@ -45,12 +45,12 @@ impl FixedPoint {
     /// `2^f`.
     #[inline]
     pub fn scale(&self) -> f64 {
-        (self.f as f64).exp2()
+        pow2(self.f)
     }
 
     /// The largest magnitude that encodes without wrapping: `2^(l-1-f)`.
     pub fn bound(&self) -> f64 {
-        ((self.l - 1 - self.f) as f64).exp2()
+        pow2(self.l - 1 - self.f)
     }
 
     /// The ring `Z_{2^l}` on words `T` (`T::BITS >= l`).
@@ -61,11 +61,12 @@ impl FixedPoint {
     /// `round(x * 2^f)` as a signed integer; an error if `|x|` exceeds [`Self::bound`] or is NaN.
     pub fn to_int(&self, x: f64) -> Result<i128, MathError> {
         let v = (x * self.scale()).round();
-        let lim = ((self.l - 1) as f64).exp2();
+        let lim = pow2(self.l - 1);
         if !(v >= -lim && v < lim) {
             return Err(MathError::OutOfRange { value: x, bound: self.bound() });
         }
-        Ok(v as i128)
+        // |v| < 2^(l-1): the i64 conversion is exact for l <= 64 and much cheaper than i128's.
+        Ok(if self.l <= 64 { v as i64 as i128 } else { v as i128 })
     }
 
     /// Encode `x` into `Z_{2^l}`; an error when out of range.
@@ -76,7 +77,7 @@ impl FixedPoint {
 
     /// Encode with saturation at the range ends (NaN encodes as 0).
     pub fn encode_saturating<T: Word>(&self, x: f64) -> T {
-        let lim = ((self.l - 1) as f64).exp2();
+        let lim = pow2(self.l - 1);
         let v = (x * self.scale()).round();
         let v = if v.is_nan() { 0.0 } else { v.clamp(-lim, lim - 1.0) };
         // `lim - 1.0` rounds to `lim` in f64 when l > 54; cap the integer instead.
@@ -104,10 +105,24 @@ impl FixedPoint {
     }
 }
 
+/// `2^e` exactly, from the exponent bits (`e <= 128` here, far inside f64's range); the
+/// weight encoders call this per element, where `exp2` showed up in profiles.
+#[inline]
+fn pow2(e: u32) -> f64 {
+    f64::from_bits((1023 + e as u64) << 52)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn pow2_is_exact() {
+        for e in 0..=128u32 {
+            assert_eq!(pow2(e), (e as f64).exp2(), "2^{e}");
+        }
+    }
 
     #[test]
     fn formats() {

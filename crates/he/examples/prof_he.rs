@@ -38,13 +38,26 @@ fn measure(name: &str, iters: usize, mut f: impl FnMut()) {
 fn main() {
     let which: Vec<String> = std::env::args().skip(1).collect();
     let want = |s: &str| which.is_empty() || which.iter().any(|w| w == s);
-    let params = Params::bumblebee_olt();
+    // PROF_N=4096|8192|16384 profiles `bench_he`'s seal-default set instead of the OLT preset.
+    let params = match std::env::var("PROF_N").ok().and_then(|v| v.parse::<usize>().ok()) {
+        Some(n) => {
+            let (q, sp): (&[u32], u32) = match n {
+                4096 => (&[36, 36], 37),
+                8192 => (&[43, 43, 44, 44], 44),
+                _ => (&[48, 48, 48, 49, 49, 49, 49, 49], 49),
+            };
+            let t = nectar_math::modulus::ntt_primes(20, n, 1, &[]).unwrap()[0];
+            Params::new(ParamsLiteral::from_bit_sizes(n, q, Some(sp), PlainModulus::Prime(t)).unwrap()).unwrap()
+        }
+        None => Params::bumblebee_olt(),
+    };
     let n = params.n();
     let mut prg = Prg::new([1; 16]);
     let sk = SecretKey::generate(&params, &mut prg);
     let pk = sk.public_key(&params, &mut prg);
     let gk = sk.galois_keys(&params, &[3], &mut prg).unwrap();
-    let m: Vec<u64> = (0..n).map(|_| prg.next_u64()).collect();
+    let tm = params.plain_modulus(0);
+    let m: Vec<u64> = (0..n).map(|_| (prg.next_u64() as u128 % tm) as u64).collect();
     let pt = Plaintext::from_coeffs(&params, &m, 0).unwrap();
     let pntt = PlainNtt::new(&params, &pt, params.max_level()).unwrap();
     let mut ct = sk.encrypt(&params, &pt, &mut prg).unwrap();
@@ -53,13 +66,52 @@ fn main() {
     ctn.to_ntt(&params);
     let plan = nectar_math::ntt::NttPlan::new(n, params.q_moduli()[0].value()).unwrap();
     let mut buf: Vec<u64> = (0..n).map(|_| prg.next_u64() % params.q_moduli()[0].value()).collect();
-    if want("ntt") { measure("ntt_fwd_inv_59bit", 200, || { plan.forward(&mut buf); plan.inverse(&mut buf); }); }
-    if want("auto") { measure("auto_ks_coeff_in", 40, || { black_box(ct.automorphism(&params, 3, &gk).unwrap()); }); }
-    if want("auto_ntt") { measure("auto_ks_ntt_in", 40, || { black_box(ctn.automorphism(&params, 3, &gk).unwrap()); }); }
-    if want("mulplain") { measure("mul_plain_ntt_form", 100, || { black_box(ctn.mul_plain(&params, &pntt).unwrap()); }); }
-    if want("mulplain_incl") { measure("mul_plain_incl_ntt", 40, || { black_box(ct.mul_plain(&params, &pntt).unwrap()); }); }
-    if want("dec") { measure("decrypt", 40, || { black_box(sk.decrypt(&params, &ct).unwrap()); }); }
-    if want("enc") { measure("encrypt_sk", 40, || { black_box(sk.encrypt(&params, &pt, &mut prg).unwrap()); }); }
-    if want("encpk") { measure("encrypt_pk", 40, || { black_box(pk.encrypt(&params, &pt, &mut prg).unwrap()); }); }
-    if want("modsw") { measure("mod_switch_down", 40, || { let mut c = ct.clone(); c.mod_switch_down(&params).unwrap(); black_box(c); }); }
+    if want("ntt") {
+        measure("ntt_fwd_inv_59bit", 200, || {
+            plan.forward(&mut buf);
+            plan.inverse(&mut buf);
+        });
+    }
+    if want("auto") {
+        measure("auto_ks_coeff_in", 40, || {
+            black_box(ct.automorphism(&params, 3, &gk).unwrap());
+        });
+    }
+    if want("auto_ntt") {
+        measure("auto_ks_ntt_in", 40, || {
+            black_box(ctn.automorphism(&params, 3, &gk).unwrap());
+        });
+    }
+    if want("mulplain") {
+        measure("mul_plain_ntt_form", 100, || {
+            black_box(ctn.mul_plain(&params, &pntt).unwrap());
+        });
+    }
+    if want("mulplain_incl") {
+        measure("mul_plain_incl_ntt", 40, || {
+            black_box(ct.mul_plain(&params, &pntt).unwrap());
+        });
+    }
+    if want("dec") {
+        measure("decrypt", 40, || {
+            black_box(sk.decrypt(&params, &ct).unwrap());
+        });
+    }
+    if want("enc") {
+        measure("encrypt_sk", 40, || {
+            black_box(sk.encrypt(&params, &pt, &mut prg).unwrap());
+        });
+    }
+    if want("encpk") {
+        measure("encrypt_pk", 40, || {
+            black_box(pk.encrypt(&params, &pt, &mut prg).unwrap());
+        });
+    }
+    if want("modsw") {
+        measure("mod_switch_down", 40, || {
+            let mut c = ct.clone();
+            c.mod_switch_down(&params).unwrap();
+            black_box(c);
+        });
+    }
 }

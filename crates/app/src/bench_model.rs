@@ -1,10 +1,19 @@
 //! `nectar bench model`: a whole architecture at its real shapes with deterministic random
-//! weights, both parties in one process (issue 7), from `nectar_model::secure::bench`.
+//! weights (issue 7), from `nectar_model::secure::bench`.
+//!
+//! With `--net none` (the default) the server party runs in a child process (this binary with
+//! the hidden `--server-party ADDR`) connected over loopback TCP, so each party's peak RSS is
+//! its own process's. `--in-process`, and every simulated link (`--net lan|wan`, whose frame
+//! clock lives in one process), run both parties as threads of one process instead; both
+//! parties then report that process's peak RSS (`rss_per_party: false`).
 
 use crate::report::BenchLine;
-use nectar_model::secure::bench::{bench_model, BenchSpec};
+use nectar_model::secure::bench::{bench_model, bench_party, combine_parties, BenchSpec, ModelBench, PartyBench};
 use nectar_model::secure::{EmbedMode, RandomArch};
-use nectar_net::LinkModel;
+use nectar_net::{LinkModel, Role, TcpChannel};
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 pub struct Args<'a> {
     pub arch: &'a str,
@@ -15,9 +24,13 @@ pub struct Args<'a> {
     pub mixed: bool,
     pub seed: u64,
     pub quiet: bool,
+    pub in_process: bool,
 }
 
-pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
+/// How long the parent waits for its child server party to connect.
+const CHILD_CONNECT_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn spec(a: &Args) -> Result<(RandomArch, BenchSpec), String> {
     let arch = RandomArch::parse(a.arch)
         .ok_or_else(|| format!("unknown --arch '{}' (bert-base, bert-large, gpt2, vit-base, llama)", a.arch))?;
     let net = LinkModel::preset(a.net).ok_or_else(|| format!("unknown --net '{}' (none, lan, wan)", a.net))?;
@@ -28,7 +41,16 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
     spec.mixed_activations = a.mixed;
     spec.seed = a.seed;
     spec.progress = !a.quiet;
-    let b = bench_model(&spec).map_err(|e| e.to_string())?;
+    Ok((arch, spec))
+}
+
+pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
+    let (arch, spec) = spec(a)?;
+    let b = if a.in_process || spec.net.is_some() {
+        bench_model(&spec).map_err(|e| e.to_string())?
+    } else {
+        two_processes(a, &spec)?
+    };
     let mut l = BenchLine::new("model", arch.name())
         .param("seq", b.seq)
         .param("layers", b.layers)
@@ -43,6 +65,7 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
     l.rounds = b.rounds;
     l.peak_rss_bytes = b.peak_rss_bytes;
     let l = l
+        .extra("rss_per_party", b.rss_per_party)
         .extra("setup_seconds", b.server.setup_seconds.max(b.client.setup_seconds))
         .extra("setup_bytes", b.setup_bytes)
         .extra("server", serde_json::to_value(&b.server).unwrap_or_default())
@@ -51,4 +74,80 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
         eprintln!("{}", b.summary());
     }
     Ok(vec![l])
+}
+
+/// The child's side: the server party, connected to the parent at `addr`; prints its
+/// [`PartyBench`] as one JSON line on stdout.
+pub fn run_server_party(a: &Args, addr: &str) -> Result<(), String> {
+    let (_, mut spec) = spec(a)?;
+    spec.progress = false;
+    let mut ch = TcpChannel::connect(addr).map_err(|e| format!("server party: connect {addr}: {e}"))?;
+    // The parent watches this process; a long local computation must not time the link out.
+    ch.set_timeout(None).map_err(|e| e.to_string())?;
+    let s = bench_party(&spec, Role::Server, &mut ch).map_err(|e| format!("server party: {e}"))?;
+    println!("{}", serde_json::to_string(&s).map_err(|e| e.to_string())?);
+    Ok(())
+}
+
+/// Runs the server party as a child process and the client party here, over loopback TCP.
+fn two_processes(a: &Args, spec: &BenchSpec) -> Result<ModelBench, String> {
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind loopback: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let exe = std::env::current_exe().map_err(|e| format!("locating this binary: {e}"))?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["bench", "model", "--arch", a.arch, "--net", "none", "--quiet"])
+        .args(["--seq", &a.seq.to_string(), "--seed", &a.seed.to_string()])
+        .args(["--server-party", &addr.to_string()]);
+    if let Some(l) = a.layers {
+        cmd.args(["--layers", &l.to_string()]);
+    }
+    if a.mixed {
+        cmd.arg("--mixed");
+    }
+    if a.shared_ids {
+        cmd.arg("--shared-ids");
+    }
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("starting the server party: {e}"))?;
+    let client = (|| -> Result<PartyBench, String> {
+        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let t0 = Instant::now();
+        let stream = loop {
+            match listener.accept() {
+                Ok((s, _)) => break s,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if let Ok(Some(st)) = child.try_wait() {
+                        return Err(format!("the server party exited before connecting ({st})"));
+                    }
+                    if t0.elapsed() > CHILD_CONNECT_TIMEOUT {
+                        return Err("the server party did not connect".into());
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(format!("accept: {e}")),
+            }
+        };
+        stream.set_nonblocking(false).map_err(|e| e.to_string())?;
+        let mut ch = TcpChannel::from_stream(stream).map_err(|e| e.to_string())?;
+        ch.set_timeout(None).map_err(|e| e.to_string())?;
+        bench_party(spec, Role::Client, &mut ch).map_err(|e| format!("client party: {e}"))
+    })();
+    let client = match client {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
+    let out = child.wait_with_output().map_err(|e| format!("waiting for the server party: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("the server party failed ({})", out.status));
+    }
+    let server: PartyBench = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("the server party's report is not valid JSON: {e}"))?;
+    Ok(combine_parties(spec, server, client))
 }

@@ -222,6 +222,13 @@ enum BenchCmd {
         /// No progress lines / summary on stderr.
         #[arg(long)]
         quiet: bool,
+        /// Both parties as threads of this process (one peak RSS for both) instead of the
+        /// server in a child process over loopback TCP (the default with `--net none`).
+        #[arg(long)]
+        in_process: bool,
+        /// Internal: run only the server party, connected to this address (the child process).
+        #[arg(long, hide = true)]
+        server_party: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -362,10 +369,28 @@ fn run(cli: Cli) -> Result<(), String> {
                 report::print_lines(&bench_nn::run(&args)?, json);
                 Ok(())
             }
-            BenchCmd::Model { arch, seq, layers, random_weights: _, net, shared_ids, mixed, seed, quiet, json } => {
-                let args = bench_model::Args { arch: &arch, seq, layers, net: &net, shared_ids, mixed, seed, quiet };
-                report::print_lines(&bench_model::run(&args)?, json);
-                Ok(())
+            BenchCmd::Model {
+                arch,
+                seq,
+                layers,
+                random_weights: _,
+                net,
+                shared_ids,
+                mixed,
+                seed,
+                quiet,
+                in_process,
+                server_party,
+                json,
+            } => {
+                let args = bench_model::Args { arch: &arch, seq, layers, net: &net, shared_ids, mixed, seed, quiet, in_process };
+                match server_party {
+                    Some(addr) => bench_model::run_server_party(&args, &addr),
+                    None => {
+                        report::print_lines(&bench_model::run(&args)?, json);
+                        Ok(())
+                    }
+                }
             }
         },
     }

@@ -20,7 +20,7 @@ use crate::secure::{
 use nectar_math::Prg;
 use nectar_net::{Channel, LinkModel, MemChannel, Role, Simulated, Stats};
 use nectar_nn::secure::SecureOpts;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 /// What to measure.
@@ -58,9 +58,11 @@ impl BenchSpec {
 }
 
 /// One party's measurements.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PartyBench {
     pub setup_seconds: f64,
+    /// Peak RSS of the process that ran this party (both parties when they share a process).
+    pub peak_rss_bytes: u64,
     pub setup_bytes_sent: u64,
     pub seconds: f64,
     pub bytes_sent: u64,
@@ -84,8 +86,11 @@ pub struct ModelBench {
     pub rounds: u64,
     /// Bytes of the session setup (base OTs, HE public and Galois keys), both directions.
     pub setup_bytes: u64,
-    /// Peak RSS of this process, which runs **both** parties (an upper bound for each).
+    /// The larger party's peak RSS (see `rss_per_party`).
     pub peak_rss_bytes: u64,
+    /// Whether the parties ran in separate processes (each `peak_rss_bytes` is then its own);
+    /// otherwise both are the shared process's peak, an upper bound for each.
+    pub rss_per_party: bool,
     pub server: PartyBench,
     pub client: PartyBench,
 }
@@ -138,6 +143,7 @@ fn party(
     }
     Ok(PartyBench {
         setup_seconds,
+        peak_rss_bytes: peak_rss_bytes(),
         setup_bytes_sent: setup.bytes_sent,
         seconds,
         bytes_sent: d.bytes_sent,
@@ -147,8 +153,20 @@ fn party(
     })
 }
 
-/// Runs one secure inference per [`BenchSpec`] (see module docs).
-pub fn bench_model(spec: &BenchSpec) -> Result<ModelBench, SecureError> {
+/// What both parties derive from a [`BenchSpec`]: the public configuration and query shape,
+/// the client's input (random ids or image) and the server's random weights.
+struct Prepared {
+    config: ModelConfig,
+    layers: usize,
+    seq: usize,
+    task: Task,
+    ids: Vec<u32>,
+    pixels: Option<Vec<f32>>,
+    weights: RandomWeights,
+    opts: SecureOptions,
+}
+
+fn prepare(spec: &BenchSpec) -> Prepared {
     let config = random_config(spec.arch, spec.layers);
     let (layers, vocab) = match &config {
         ModelConfig::Bert(c) => (c.num_hidden_layers, c.vocab_size),
@@ -193,6 +211,102 @@ pub fn bench_model(spec: &BenchSpec) -> Result<ModelBench, SecureError> {
         mixed_activations: spec.mixed_activations,
         max_layers: None,
     };
+    Prepared {
+        config,
+        layers,
+        seq,
+        task,
+        ids,
+        pixels,
+        weights,
+        opts,
+    }
+}
+
+impl Prepared {
+    /// `role`'s side of the run over `ch` (the server holds the weights, the client the input).
+    fn run_party(
+        &self,
+        ch: &mut dyn Channel,
+        role: Role,
+        progress: bool,
+    ) -> Result<PartyBench, SecureError> {
+        match role {
+            Role::Server => party(
+                ch,
+                Role::Server,
+                &self.config,
+                Some(&self.weights),
+                self.opts,
+                &Query {
+                    task: self.task.clone(),
+                    ids: None,
+                    len: self.seq,
+                },
+                None,
+                false,
+            ),
+            Role::Client => party(
+                ch,
+                Role::Client,
+                &self.config,
+                None,
+                self.opts,
+                &Query {
+                    task: self.task.clone(),
+                    ids: Some(self.ids.clone()),
+                    len: self.seq,
+                },
+                self.pixels.as_deref(),
+                progress,
+            ),
+        }
+    }
+
+    fn combine(
+        &self,
+        spec: &BenchSpec,
+        server: PartyBench,
+        client: PartyBench,
+        rss_per_party: bool,
+    ) -> ModelBench {
+        ModelBench {
+            arch: spec.arch.name().into(),
+            seq: self.seq,
+            layers: self.layers,
+            embed: spec.embed,
+            seconds: client.seconds,
+            bytes_total: server.bytes_sent + client.bytes_sent,
+            rounds: server.rounds + client.rounds,
+            setup_bytes: server.setup_bytes_sent + client.setup_bytes_sent,
+            peak_rss_bytes: server.peak_rss_bytes.max(client.peak_rss_bytes),
+            rss_per_party,
+            server,
+            client,
+        }
+    }
+}
+
+/// One party of the [`BenchSpec`]'s inference over `ch`, for runs with the two parties in
+/// separate processes (its `peak_rss_bytes` is then this party's own).
+pub fn bench_party(
+    spec: &BenchSpec,
+    role: Role,
+    ch: &mut dyn Channel,
+) -> Result<PartyBench, SecureError> {
+    prepare(spec).run_party(ch, role, spec.progress)
+}
+
+/// Combines the two parties' [`bench_party`] results, each measured in its own process.
+pub fn combine_parties(spec: &BenchSpec, server: PartyBench, client: PartyBench) -> ModelBench {
+    // Cheap: the random weights are generated lazily, tensor by tensor.
+    prepare(spec).combine(spec, server, client, true)
+}
+
+/// Runs one secure inference per [`BenchSpec`] (see module docs), both parties in this
+/// process (so each party's `peak_rss_bytes` is the process's, an upper bound).
+pub fn bench_model(spec: &BenchSpec) -> Result<ModelBench, SecureError> {
+    let p = prepare(spec);
     let (c0, c1) = MemChannel::pair();
     let wrap = |c: MemChannel| -> Box<dyn Channel + Send> {
         match spec.net {
@@ -201,58 +315,19 @@ pub fn bench_model(spec: &BenchSpec) -> Result<ModelBench, SecureError> {
         }
     };
     let (mut c0, mut c1) = (wrap(c0), wrap(c1));
-    let qs = Query {
-        task: task.clone(),
-        ids: None,
-        len: seq,
-    };
-    let qc = Query {
-        task,
-        ids: Some(ids),
-        len: seq,
-    };
     let (rs, rc) = std::thread::scope(|s| {
-        let h = s.spawn(|| {
-            party(
-                &mut *c1,
-                Role::Client,
-                &config,
-                None,
-                opts,
-                &qc,
-                pixels.as_deref(),
-                spec.progress,
-            )
-        });
-        let rs = party(
-            &mut *c0,
-            Role::Server,
-            &config,
-            Some(&weights),
-            opts,
-            &qs,
-            None,
-            false,
-        );
+        let h = s.spawn(|| p.run_party(&mut *c1, Role::Client, spec.progress));
+        let rs = p.run_party(&mut *c0, Role::Server, false);
         let rc = h
             .join()
             .unwrap_or_else(|_| Err(SecureError::Role("the client thread panicked".into())));
         (rs, rc)
     });
-    let (server, client) = (rs?, rc?);
-    Ok(ModelBench {
-        arch: spec.arch.name().into(),
-        seq,
-        layers,
-        embed: spec.embed,
-        seconds: client.seconds,
-        bytes_total: server.bytes_sent + client.bytes_sent,
-        rounds: server.rounds + client.rounds,
-        setup_bytes: server.setup_bytes_sent + client.setup_bytes_sent,
-        peak_rss_bytes: peak_rss_bytes(),
-        server,
-        client,
-    })
+    let (mut server, mut client) = (rs?, rc?);
+    let rss = peak_rss_bytes();
+    server.peak_rss_bytes = rss;
+    client.peak_rss_bytes = rss;
+    Ok(p.combine(spec, server, client, false))
 }
 
 impl ModelBench {
@@ -260,7 +335,7 @@ impl ModelBench {
     pub fn summary(&self) -> String {
         let p = Profile::from_ops(self.client.profile.clone());
         format!(
-            "{} seq {} ({} layers, {:?}): {:.2} s, {:.3} GB total, {} rounds; setup {:.1} MB; peak RSS {:.2} GiB (both parties)\nclient breakdown:\n{}",
+            "{} seq {} ({} layers, {:?}): {:.2} s, {:.3} GB total, {} rounds; setup {:.1} MB; peak RSS {}\nclient breakdown:\n{}",
             self.arch,
             self.seq,
             self.layers,
@@ -269,8 +344,20 @@ impl ModelBench {
             self.bytes_total as f64 / 1e9,
             self.rounds,
             self.setup_bytes as f64 / 1e6,
-            self.peak_rss_bytes as f64 / (1u64 << 30) as f64,
+            if self.rss_per_party {
+                format!(
+                    "server {:.2} GiB, client {:.2} GiB",
+                    gib(self.server.peak_rss_bytes),
+                    gib(self.client.peak_rss_bytes)
+                )
+            } else {
+                format!("{:.2} GiB (both parties in one process)", gib(self.peak_rss_bytes))
+            },
             p.table()
         )
     }
+}
+
+fn gib(b: u64) -> f64 {
+    b as f64 / (1u64 << 30) as f64
 }

@@ -12,7 +12,7 @@ use serde::Serialize;
 use std::time::Instant;
 
 /// Aggregated cost of one operator.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct OpRecord {
     pub op: String,
     pub calls: u64,

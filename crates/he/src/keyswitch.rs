@@ -224,9 +224,10 @@ fn inner_product(
 }
 
 /// The common-case loop of [`inner_product`] with the reduction `red` (monomorphised per
-/// reduction so the hot loop has no branch on it). Blocked over `IP_BLOCK` coefficients: per
-/// block, the 128-bit sums are accumulated digit by digit (three sequential streams per pass,
-/// no bounds checks, instead of `3·l` interleaved streams per coefficient), then reduced once.
+/// reduction so the hot loop has no branch on it). With more than four digits it is blocked over
+/// `IP_BLOCK` coefficients: per block, the 128-bit sums are accumulated two digits per pass
+/// (six sequential streams, no bounds checks, instead of `3·l` interleaved streams per
+/// coefficient), then reduced once (~30% less time at `N = 16384`, eight digits).
 #[inline(always)]
 fn ip_loop(
     d: &[&[u64]],
@@ -237,6 +238,24 @@ fn ip_loop(
     a1: &mut [u64],
     red: impl Fn(u128) -> u64,
 ) {
+    if d.len() <= 4 {
+        // Few digits: coefficient by coefficient, the sums stay in registers (measured faster
+        // than the blocked loop below at N = 4096 / 8192 with two and four digits).
+        for k in 0..a0.len() {
+            let (mut s0, mut s1) = (0u128, 0u128);
+            for j in 0..d.len() {
+                let x = d[j][k] as u128;
+                s0 += x * b[j][k] as u128;
+                s1 += x * a[j][k] as u128;
+            }
+            if let Some((perm, c0, pm)) = fold {
+                s0 += c0[perm[k] as usize] as u128 * pm as u128;
+            }
+            a0[k] = red(s0);
+            a1[k] = red(s1);
+        }
+        return;
+    }
     const IP_BLOCK: usize = 256;
     let n = a0.len();
     let (mut s0, mut s1) = ([0u128; IP_BLOCK], [0u128; IP_BLOCK]);
@@ -244,28 +263,41 @@ fn ip_loop(
     while start < n {
         let end = (start + IP_BLOCK).min(n);
         let (s0, s1) = (&mut s0[..end - start], &mut s1[..end - start]);
-        s0.fill(0);
-        s1.fill(0);
-        // Two digits per pass: half the accumulator read-modify-writes (four were not faster).
+        // Two digits per pass (half the accumulator read-modify-writes; four were not faster);
+        // the first pass stores instead of adding.
+        let r = start..end;
+        let mut first = true;
         let mut j = 0;
-        while j + 1 < d.len() {
-            let r = start..end;
-            let (d0, b0, a0_) = (&d[j][r.clone()], &b[j][r.clone()], &a[j][r.clone()]);
-            let (d1, b1, a1_) = (&d[j + 1][r.clone()], &b[j + 1][r.clone()], &a[j + 1][r]);
-            for (k, (x0, x1)) in s0.iter_mut().zip(s1.iter_mut()).enumerate() {
-                let (u, v) = (d0[k] as u128, d1[k] as u128);
-                *x0 += u * b0[k] as u128 + v * b1[k] as u128;
-                *x1 += u * a0_[k] as u128 + v * a1_[k] as u128;
+        while j < d.len() {
+            let two = j + 1 < d.len();
+            let k = if two { j + 1 } else { j };
+            let (d0, d1) = (&d[j][r.clone()], &d[k][r.clone()]);
+            let (b0, b1) = (&b[j][r.clone()], &b[k][r.clone()]);
+            let (a0_, a1_) = (&a[j][r.clone()], &a[k][r.clone()]);
+            let it =
+                s0.iter_mut().zip(s1.iter_mut()).zip(d0.iter().zip(d1)).zip(b0.iter().zip(b1)).zip(a0_.iter().zip(a1_));
+            match (first, two) {
+                (true, true) => it.for_each(|((((x0, x1), (&u, &v)), (&p, &q)), (&e, &f))| {
+                    let (u, v) = (u as u128, v as u128);
+                    *x0 = u * p as u128 + v * q as u128;
+                    *x1 = u * e as u128 + v * f as u128;
+                }),
+                (false, true) => it.for_each(|((((x0, x1), (&u, &v)), (&p, &q)), (&e, &f))| {
+                    let (u, v) = (u as u128, v as u128);
+                    *x0 += u * p as u128 + v * q as u128;
+                    *x1 += u * e as u128 + v * f as u128;
+                }),
+                (true, false) => it.for_each(|((((x0, x1), (&u, _)), (&p, _)), (&e, _))| {
+                    *x0 = u as u128 * p as u128;
+                    *x1 = u as u128 * e as u128;
+                }),
+                (false, false) => it.for_each(|((((x0, x1), (&u, _)), (&p, _)), (&e, _))| {
+                    *x0 += u as u128 * p as u128;
+                    *x1 += u as u128 * e as u128;
+                }),
             }
-            j += 2;
-        }
-        if j < d.len() {
-            let (dj, bj, aj) = (&d[j][start..end], &b[j][start..end], &a[j][start..end]);
-            for ((((x0, x1), &dv), &bv), &av) in s0.iter_mut().zip(s1.iter_mut()).zip(dj).zip(bj).zip(aj) {
-                let x = dv as u128;
-                *x0 += x * bv as u128;
-                *x1 += x * av as u128;
-            }
+            first = false;
+            j += 1 + two as usize;
         }
         if let Some((perm, c0, pm)) = fold {
             for (x0, &p) in s0.iter_mut().zip(&perm[start..end]) {
@@ -333,12 +365,12 @@ mod tests {
     /// (the worst case of the one-word Barrett bound) and moduli where it falls back.
     #[test]
     fn inner_product_matches_reference() {
-        let n = 64;
+        let n = 512; // two blocks of the blocked loop
         let mut prg = Prg::new([3; 16]);
         for bits in [30u32, 49, 55, 59, 61, 62] {
             let m = Modulus::new(ntt_primes(bits, n, 1, &[]).unwrap()[0]).unwrap();
             let q = m.value();
-            for l in [1usize, 3, 8] {
+            for l in [1usize, 3, 5, 8] {
                 for extreme in [false, true] {
                     let gen = |prg: &mut Prg| -> Vec<u64> {
                         (0..n).map(|_| if extreme { q - 1 } else { prg.next_u64() % q }).collect()

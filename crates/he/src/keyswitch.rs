@@ -116,8 +116,13 @@ fn automorphism_key_switch(params: &Params, ct: &Ciphertext, g: u64, key: &Galoi
                     continue;
                 }
                 let dj = &d[j * n..(j + 1) * n];
-                if params.modulus(j).value() < m.value() {
+                let (qj, qt) = (params.modulus(j).value(), m.value());
+                if qj < qt {
                     tmp.copy_from_slice(dj);
+                } else if qj <= 2 * qt {
+                    // One branch-free conditional subtraction (about half the residues need it,
+                    // so a branch would mispredict).
+                    tmp.iter_mut().zip(dj).for_each(|(x, &y)| *x = y - (qt & ((y >= qt) as u64).wrapping_neg()));
                 } else {
                     tmp.iter_mut().zip(dj).for_each(|(x, &y)| *x = m.reduce(y));
                 }

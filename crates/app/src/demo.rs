@@ -1,12 +1,12 @@
 //! `nectar demo` and the output of `nectar infer`: private outputs next to the plaintext
 //! reference, similarity matrix, time, communication and the per-operator breakdown.
 
-use crate::private::{self, ClientModel, ServerModel, Suite};
+use crate::private::{self, ClientModel, Input, ServerModel, Suite};
 use crate::session::{ClientRun, QueryReport};
 use nectar_model::secure::Output;
 use nectar_model::Network;
 use std::net::TcpListener;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Default demo sentences (paraphrase pairs and an unrelated one).
@@ -17,14 +17,15 @@ pub const DEFAULT_TEXTS: [&str; 4] = [
     "A man is playing a guitar.",
 ];
 
-/// The plaintext reference output for the same ids and task.
-fn reference(net: &Network, ids: &[u32], out: &Output) -> Result<Output, String> {
+/// The plaintext reference output for the same input and task.
+fn reference(net: &Network, input: &Input, out: &Output) -> Result<Output, String> {
     let e = |e: nectar_model::ModelError| e.to_string();
-    Ok(match (net, out) {
-        (Network::Bert(b), Output::Embedding(_)) => Output::Embedding(b.embed_ids(ids).map_err(e)?),
-        (Network::Bert(b), Output::Logits(_)) => Output::Logits(b.classify_ids(ids).map_err(e)?),
-        (Network::Gpt2(g), Output::Tokens(t)) => Output::Tokens(g.generate(ids, t.len()).map_err(e)?),
-        (Network::Llama(g), Output::Tokens(t)) => Output::Tokens(g.generate(ids, t.len()).map_err(e)?),
+    Ok(match (net, input, out) {
+        (Network::Bert(b), Input::Ids(ids), Output::Embedding(_)) => Output::Embedding(b.embed_ids(ids).map_err(e)?),
+        (Network::Bert(b), Input::Ids(ids), Output::Logits(_)) => Output::Logits(b.classify_ids(ids).map_err(e)?),
+        (Network::Gpt2(g), Input::Ids(ids), Output::Tokens(t)) => Output::Tokens(g.generate(ids, t.len()).map_err(e)?),
+        (Network::Llama(g), Input::Ids(ids), Output::Tokens(t)) => Output::Tokens(g.generate(ids, t.len()).map_err(e)?),
+        (Network::Vit(v), Input::Pixels(px), Output::Logits(_)) => Output::Logits(v.classify(px).map_err(e)?),
         _ => return Err("no plaintext reference for this model/task".into()),
     })
 }
@@ -124,9 +125,14 @@ pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, js
 
 fn describe(o: &Output) -> String {
     match o {
-        Output::Embedding(e) | Output::Logits(e) => {
+        Output::Embedding(e) => {
             let head: Vec<String> = e.iter().take(4).map(|x| format!("{x:+.4}")).collect();
             format!("[{} ...] (dim {})", head.join(", "), e.len())
+        }
+        Output::Logits(e) => {
+            let head: Vec<String> = e.iter().take(4).map(|x| format!("{x:+.4}")).collect();
+            let top = e.iter().enumerate().fold((0, f32::NEG_INFINITY), |b, (i, &x)| if x > b.1 { (i, x) } else { b });
+            format!("logits [{} ...] (dim {}, argmax {})", head.join(", "), e.len(), top.0)
         }
         Output::Tokens(t) => format!("tokens {t:?}"),
         Output::Nothing => "(nothing)".into(),
@@ -134,11 +140,21 @@ fn describe(o: &Output) -> String {
 }
 
 /// Server and client on loopback TCP, then the comparison with the plaintext reference.
-pub fn demo(dir: &Path, suite: &Suite, texts: &[String], tokens: usize, json: bool) -> Result<(), String> {
-    let texts: Vec<String> = if texts.is_empty() { DEFAULT_TEXTS.iter().map(|s| s.to_string()).collect() } else { texts.to_vec() };
+pub fn demo(dir: &Path, suite: &Suite, texts: &[String], images: &[PathBuf], tokens: usize, json: bool) -> Result<(), String> {
     let server = Arc::new(ServerModel::load(dir)?);
     let client = ClientModel::load(dir)?;
-    let inputs = private::tokenize(client.tokenizer.as_ref(), &texts)?;
+    let is_vit = matches!(client.config, Some(nectar_model::config::ModelConfig::Vit(_)));
+    let (texts, inputs) = if is_vit || !images.is_empty() {
+        if images.is_empty() {
+            return Err("this is a ViT model: give the images to classify with --image".into());
+        }
+        let labels: Vec<String> = images.iter().map(|p| p.display().to_string()).collect();
+        (labels, private::read_images(dir, client.config.as_ref(), images)?)
+    } else {
+        let texts: Vec<String> = if texts.is_empty() { DEFAULT_TEXTS.iter().map(|s| s.to_string()).collect() } else { texts.to_vec() };
+        let inputs = private::tokenize(client.tokenizer.as_ref(), &texts)?;
+        (texts, inputs)
+    };
     let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?.to_string();
     if !json {
@@ -156,7 +172,7 @@ pub fn demo(dir: &Path, suite: &Suite, texts: &[String], tokens: usize, json: bo
         .reports
         .iter()
         .zip(&inputs)
-        .map(|(r, ids): (&QueryReport, &Vec<u32>)| reference(reference_model.network(), ids, &r.output))
+        .map(|(r, input): (&QueryReport, &Input)| reference(reference_model.network(), input, &r.output))
         .collect::<Result<_, _>>()?;
     print_run(&texts, &run, Some(&plain), json);
     Ok(())

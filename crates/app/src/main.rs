@@ -76,6 +76,10 @@ enum Cmd {
         /// Token ids instead of texts (comma-separated; repeat for several queries).
         #[arg(long)]
         ids: Vec<String>,
+        /// ViT: an image to classify (binary PPM at the model's size, normalised with its
+        /// preprocessor_config.json, or pre-normalised pixels as .json / raw f32); repeatable.
+        #[arg(long)]
+        image: Vec<PathBuf>,
         /// Tokens to generate (GPT-2, LLaMA).
         #[arg(long, default_value_t = 8)]
         tokens: usize,
@@ -95,6 +99,9 @@ enum Cmd {
         /// Tokens to generate (GPT-2, LLaMA).
         #[arg(long, default_value_t = 8)]
         tokens: usize,
+        /// ViT: an image to classify (as for `infer --image`); repeatable.
+        #[arg(long)]
+        image: Vec<PathBuf>,
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -322,14 +329,21 @@ fn run(cli: Cli) -> Result<(), String> {
             );
             private::serve(m, listener, &suite.suite(), reveal_to_server, max_sessions, false)
         }
-        Cmd::Infer { connect, model, ids, tokens, classify, json, suite, texts } => {
-            let (inputs, labels, expected) = if !ids.is_empty() {
-                let inputs = ids.iter().map(|s| private::parse_ids(s)).collect::<Result<Vec<_>, _>>()?;
+        Cmd::Infer { connect, model, ids, image, tokens, classify, json, suite, texts } => {
+            let (inputs, labels, expected) = if !image.is_empty() {
+                let cm = private::ClientModel::load(&model.dir())?;
+                let inputs = private::read_images(&model.dir(), cm.config.as_ref(), &image)?;
+                (inputs, image.iter().map(|p| p.display().to_string()).collect(), cm.config)
+            } else if !ids.is_empty() {
+                let inputs = ids
+                    .iter()
+                    .map(|s| private::parse_ids(s).map(private::Input::Ids))
+                    .collect::<Result<Vec<_>, _>>()?;
                 let expected = model.model.as_ref().map(|d| private::ClientModel::load(d)).transpose()?.and_then(|m| m.config);
                 (inputs, ids.clone(), expected)
             } else {
                 if texts.is_empty() {
-                    return Err("give TEXTs or --ids".into());
+                    return Err("give TEXTs, --ids or --image".into());
                 }
                 let cm = private::ClientModel::load(&model.dir())?;
                 (private::tokenize(cm.tokenizer.as_ref(), &texts)?, texts.clone(), cm.config)
@@ -338,7 +352,9 @@ fn run(cli: Cli) -> Result<(), String> {
             demo::print_run(&labels, &run, None, json);
             Ok(())
         }
-        Cmd::Demo { model, tokens, json, suite, texts } => demo::demo(&model.dir(), &suite.suite(), &texts, tokens, json),
+        Cmd::Demo { model, tokens, image, json, suite, texts } => {
+            demo::demo(&model.dir(), &suite.suite(), &texts, &image, tokens, json)
+        }
         Cmd::Bench { what } => match what {
             BenchCmd::Net { mb, json } => {
                 let lines = bench_net::run(mb).map_err(|e| e.to_string())?;

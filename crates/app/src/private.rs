@@ -1,5 +1,6 @@
 //! `nectar serve`, `nectar infer` and `nectar demo`: private inference over TCP.
 
+pub use crate::session::Input;
 use crate::session::{serve_session, Agreement, ClientRun, ClientSession, QueryReport, Served};
 use nectar_math::Prg;
 use nectar_model::config::ModelConfig;
@@ -8,7 +9,7 @@ use nectar_model::tokenizer::TextTokenizer;
 use nectar_model::weights::Weights;
 use nectar_net::TcpChannel;
 use std::net::TcpListener;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -152,16 +153,17 @@ pub fn default_task(cfg: &ModelConfig, tokens: usize, classify: bool) -> Task {
     match cfg {
         ModelConfig::Bert(_) if classify => Task::Classify,
         ModelConfig::Bert(_) => Task::Embed,
+        ModelConfig::Vit(_) => Task::Classify,
         _ => Task::Generate { n_new: tokens },
     }
 }
 
-/// Connect to `addr` and run `inputs` (token ids) as one session.
+/// Connect to `addr` and run `inputs` (token ids or images) as one session.
 pub fn run_client(
     addr: &str,
     suite: &Suite,
     expected: Option<&ModelConfig>,
-    inputs: &[Vec<u32>],
+    inputs: &[Input],
     tokens: usize,
     classify: bool,
 ) -> Result<(ClientRun, ModelConfig), String> {
@@ -173,15 +175,26 @@ pub fn run_client(
     }
     let cfg = session.config().clone();
     let task = default_task(&cfg, tokens, classify);
-    let queries: Vec<(Task, Vec<u32>)> = inputs.iter().map(|ids| (task.clone(), ids.clone())).collect();
+    let queries: Vec<(Task, Input)> = inputs.iter().map(|i| (task.clone(), i.clone())).collect();
     let run = session.run(&queries).map_err(|e| e.to_string())?;
     Ok((run, cfg))
 }
 
 /// Token ids of each text.
-pub fn tokenize(tok: Option<&TextTokenizer>, texts: &[String]) -> Result<Vec<Vec<u32>>, String> {
+pub fn tokenize(tok: Option<&TextTokenizer>, texts: &[String]) -> Result<Vec<Input>, String> {
     let tok = tok.ok_or("this model directory has no tokenizer.json: pass --ids instead")?;
-    texts.iter().map(|t| tok.encode(t).map(|e| e.ids).map_err(|e| e.to_string())).collect()
+    texts.iter().map(|t| tok.encode(t).map(|e| Input::Ids(e.ids)).map_err(|e| e.to_string())).collect()
+}
+
+/// Pixels of each image for the ViT in `dir` (see `nectar_model::vit::read_image`).
+pub fn read_images(dir: &Path, cfg: Option<&ModelConfig>, images: &[PathBuf]) -> Result<Vec<Input>, String> {
+    let Some(ModelConfig::Vit(c)) = cfg else {
+        return Err("--image needs a ViT model directory".into());
+    };
+    images
+        .iter()
+        .map(|p| nectar_model::vit::read_image(dir, c, p).map(Input::Pixels).map_err(|e| e.to_string()))
+        .collect()
 }
 
 /// `--ids 101,2023,102` (one sequence per flag).

@@ -348,7 +348,7 @@ impl ClientSession {
     }
 
     /// Run the whole session: setup once, then `queries` in order, then `Bye`.
-    pub fn run(mut self, queries: &[(Task, Vec<u32>)]) -> Result<ClientRun, SessionError> {
+    pub fn run(mut self, queries: &[(Task, Input)]) -> Result<ClientRun, SessionError> {
         let opts = self.agreement.secure_opts().map_err(SessionError::Mismatch)?;
         let model = SecureModel::new(&self.config, None, self.agreement.options)?;
         let mut ctl = self.shared.clone();
@@ -359,19 +359,22 @@ impl ClientSession {
         self.setup_seconds += t.elapsed().as_secs_f64();
         self.setup_stats = ctl.stats();
         let mut reports = Vec::new();
-        for (task, ids) in queries {
-            send_json(&mut ctl, &ClientMsg::Query { task: task.clone(), len: ids.len() })?;
+        for (task, input) in queries {
+            let len = input.len(&self.config);
+            send_json(&mut ctl, &ClientMsg::Query { task: task.clone(), len })?;
             let s0 = ctl.stats();
             let t = Instant::now();
-            let q = Query { task: task.clone(), ids: Some(ids.clone()), len: ids.len() };
-            let output = model.run(&mut engine, &q)?;
+            let output = match input {
+                Input::Ids(ids) => model.run(&mut engine, &Query { task: task.clone(), ids: Some(ids.clone()), len })?,
+                Input::Pixels(px) => model.run_image(&mut engine, Some(px))?,
+            };
             if self.reveal_to_server {
                 send_json(&mut ctl, &ClientMsg::Output { output: output.clone() })?;
             }
             let d = ctl.stats() - s0;
             reports.push(QueryReport {
                 task: task.clone(),
-                len: ids.len(),
+                len,
                 seconds: t.elapsed().as_secs_f64(),
                 bytes_sent: d.bytes_sent,
                 bytes_recv: d.bytes_recv,
@@ -382,6 +385,24 @@ impl ClientSession {
         }
         send_json(&mut ctl, &ClientMsg::Bye)?;
         Ok(ClientRun { reports, setup_seconds: self.setup_seconds, setup_stats: self.setup_stats })
+    }
+}
+
+/// One private input of the client: token ids (text models) or normalised pixels (ViT).
+#[derive(Clone, Debug)]
+pub enum Input {
+    Ids(Vec<u32>),
+    Pixels(Vec<f32>),
+}
+
+impl Input {
+    /// The public length the server is told: tokens, or a ViT's rows (patches + `[CLS]`).
+    pub fn len(&self, cfg: &ModelConfig) -> usize {
+        match (self, cfg) {
+            (Input::Ids(ids), _) => ids.len(),
+            (Input::Pixels(_), ModelConfig::Vit(c)) => nectar_model::vit::num_patches(c) + 1,
+            (Input::Pixels(_), _) => 0,
+        }
     }
 }
 

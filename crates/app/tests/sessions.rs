@@ -117,3 +117,45 @@ fn model_shape_mismatch_ends_the_session() {
     assert!(server.child.wait().unwrap().success());
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// `nectar demo` on a tiny ViT: the client's images (pre-normalised JSON pixels and a binary
+/// PPM) are classified privately; the logits match the plaintext reference.
+#[test]
+fn vit_demo_classifies_images_privately() {
+    let dir = std::env::temp_dir().join(format!("nectar-vit-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    nectar_model::tiny::write_tiny_vit(&dir, 5).unwrap();
+    let px = nectar_model::tiny::tiny_image(3, 8, 9);
+    let json_px = dir.join("img.json");
+    std::fs::write(&json_px, serde_json::to_string(&px).unwrap()).unwrap();
+    let ppm = dir.join("img.ppm");
+    let mut bytes = b"P6\n8 8\n255\n".to_vec();
+    bytes.extend((0..8 * 8 * 3).map(|i| (i * 37 % 256) as u8));
+    std::fs::write(&ppm, bytes).unwrap();
+    let out = nectar()
+        .args(["demo", "--json", "--ot", "iknp", "--model"])
+        .arg(&dir)
+        .arg("--image")
+        .arg(&json_px)
+        .arg("--image")
+        .arg(&ppm)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "demo failed: {}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 3, "two images and the totals: {stdout}");
+    for l in &lines[..2] {
+        let private: Vec<f64> = serde_json::from_value(l["private"]["Logits"].clone()).unwrap();
+        let plain: Vec<f64> = serde_json::from_value(l["plaintext"]["Logits"].clone()).unwrap();
+        assert_eq!(private.len(), 3);
+        let err = private.iter().zip(&plain).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        assert!(err < 5e-2, "logits {private:?} vs plaintext {plain:?}");
+        assert!(l["agreement"].as_f64().unwrap() > 0.99, "{l}");
+    }
+    // A text model's demo refuses images, a ViT's refuses texts, both with one clear line.
+    let out = nectar().args(["demo", "--ot", "iknp", "--model"]).arg(&dir).arg("some text").output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--image"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

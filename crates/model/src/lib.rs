@@ -311,17 +311,7 @@ impl Model {
                 self.config.model_type()
             )));
         };
-        let is_ppm = path
-            .extension()
-            .is_some_and(|x| x.eq_ignore_ascii_case("ppm"));
-        let px = if is_ppm {
-            let norm = vit::Normalize::from_dir(&self.dir, c.num_channels)?;
-            vit::read_ppm(path, c, &norm)?
-        } else {
-            vit::read_pixels(path)?
-        };
-        vit::check_pixels(c, &px)?;
-        Ok(px)
+        vit::read_image(&self.dir, c, path)
     }
 
     /// Greedy continuation of `prompt` by `n_new` tokens (GPT-2, LLaMA); returns the new text only.

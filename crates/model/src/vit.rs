@@ -227,6 +227,28 @@ impl Vit {
     }
 }
 
+/// One image for a ViT whose files are in `dir` (the client side needs only the config and
+/// `preprocessor_config.json`): a binary PPM (`.ppm`, 8-bit RGB, already `image_size` square)
+/// normalised with the directory's `preprocessor_config.json` (HF defaults 0.5 / 0.5), or
+/// pre-normalised `[C, H, W]` values ([`read_pixels`]); checked against the config's shape.
+pub fn read_image(
+    dir: &std::path::Path,
+    c: &VitConfig,
+    path: &std::path::Path,
+) -> Result<Vec<f32>, ModelError> {
+    let is_ppm = path
+        .extension()
+        .is_some_and(|x| x.eq_ignore_ascii_case("ppm"));
+    let px = if is_ppm {
+        let norm = Normalize::from_dir(dir, c.num_channels)?;
+        read_ppm(path, c, &norm)?
+    } else {
+        read_pixels(path)?
+    };
+    check_pixels(c, &px)?;
+    Ok(px)
+}
+
 /// Reads one image's pixel values from `path`: a `.json` file holding numbers (a flat array or
 /// nested `[C][H][W]` arrays, flattened in order), or any other file as raw little-endian `f32`.
 /// The values are taken as already normalised; the length is checked by the forward.

@@ -17,8 +17,8 @@
 use crate::config::BertConfig;
 use crate::secure::engine::Engine;
 use crate::secure::layers::{
-    attention, embed_lookup, gelu, layernorm, linear, load_dense, load_rows, load_vec, mean_rows,
-    take_rows, tanh, AttnDims, ColScale, EncDense, Layout, NO_SCALE,
+    attention, embed_lookup, gelu, linear, load_dense, load_rows, mean_rows, named_layernorm,
+    split_qkv, take_rows, tanh, AttnDims, ColScale, EncDense, Layout, NO_SCALE,
 };
 use crate::secure::profile::timed;
 use crate::secure::{check_ids, SecureError, SecureOptions, WeightSource};
@@ -162,11 +162,7 @@ impl<'w> SecureBert<'w> {
             let a = e.server_input(add.as_deref(), n * h)?;
             Ok(e.add(&words, &a)?)
         })?;
-        x = timed(e, "layernorm", |e| {
-            let g = load_vec(src, fp, "embeddings.LayerNorm.weight", h)?;
-            let b = load_vec(src, fp, "embeddings.LayerNorm.bias", h)?;
-            layernorm(e, &x, n, h, g.as_deref(), b.as_deref(), c.layer_norm_eps)
-        })?;
+        x = named_layernorm(e, src, "embeddings.LayerNorm", &x, n, h, c.layer_norm_eps)?;
         let scale = 1.0 / (dh as f64).sqrt();
         let total = self.layers();
         for l in 0..total {
@@ -207,13 +203,7 @@ impl<'w> SecureBert<'w> {
                 let w = concat_cols(&parts, h, &[h, h, h]);
                 linear(e, &x, n, h, 3 * h, w.as_ref(), true)
             })?;
-            let split = |e: &mut E, which: usize| -> Result<E::Val, SecureError> {
-                let idx: Vec<usize> = (0..n * h)
-                    .map(|q| (q / h) * 3 * h + which * h + q % h)
-                    .collect();
-                Ok(e.gather(&qkv, &idx)?)
-            };
-            let (q, k, v) = (split(e, 0)?, split(e, 1)?, split(e, 2)?);
+            let (q, k, v) = split_qkv(e, &qkv, n, h)?;
             let ctx = attention(
                 e,
                 &q,
@@ -243,16 +233,15 @@ impl<'w> SecureBert<'w> {
                 let o = linear(e, &ctx, n, h, h, w.as_ref(), true)?;
                 Ok(e.add(&o, &x)?)
             })?;
-            let a = timed(e, "layernorm", |e| {
-                let g = load_vec(
-                    src,
-                    fp,
-                    &format!("{p}.attention.output.LayerNorm.weight"),
-                    h,
-                )?;
-                let b = load_vec(src, fp, &format!("{p}.attention.output.LayerNorm.bias"), h)?;
-                layernorm(e, &o, n, h, g.as_deref(), b.as_deref(), c.layer_norm_eps)
-            })?;
+            let a = named_layernorm(
+                e,
+                src,
+                &format!("{p}.attention.output.LayerNorm"),
+                &o,
+                n,
+                h,
+                c.layer_norm_eps,
+            )?;
             let f1 = timed(e, "linear.ffn1", |e| {
                 let w = load_dense(
                     src,
@@ -281,11 +270,15 @@ impl<'w> SecureBert<'w> {
                 let y = linear(e, &g, n, ff, h, w.as_ref(), true)?;
                 Ok(e.add(&y, &a)?)
             })?;
-            x = timed(e, "layernorm", |e| {
-                let g = load_vec(src, fp, &format!("{p}.output.LayerNorm.weight"), h)?;
-                let b = load_vec(src, fp, &format!("{p}.output.LayerNorm.bias"), h)?;
-                layernorm(e, &f2, n, h, g.as_deref(), b.as_deref(), c.layer_norm_eps)
-            })?;
+            x = named_layernorm(
+                e,
+                src,
+                &format!("{p}.output.LayerNorm"),
+                &f2,
+                n,
+                h,
+                c.layer_norm_eps,
+            )?;
             if let Some(pr) = &self.progress {
                 pr(l + 1, total);
             }

@@ -13,8 +13,8 @@ use crate::config::Gpt2Config;
 use crate::secure::bert::Progress;
 use crate::secure::engine::Engine;
 use crate::secure::layers::{
-    attention, embed_lookup, gelu, layernorm, linear, load_dense, load_rows, load_vec, take_rows,
-    AttnDims, ColScale, Layout, NO_SCALE,
+    attention, embed_lookup, gelu, linear, load_dense, load_rows, named_layernorm, split_qkv,
+    take_rows, AttnDims, ColScale, Layout, NO_SCALE,
 };
 use crate::secure::profile::timed;
 use crate::secure::{check_ids, SecureError, SecureOptions, WeightSource};
@@ -176,11 +176,7 @@ impl<'w> SecureGpt2<'w> {
         let total = self.layers();
         for l in 0..total {
             let p = format!("h.{l}");
-            let a = timed(e, "layernorm", |e| {
-                let g = load_vec(src, fp, &format!("{p}.ln_1.weight"), d)?;
-                let b = load_vec(src, fp, &format!("{p}.ln_1.bias"), d)?;
-                layernorm(e, &x, n, d, g.as_deref(), b.as_deref(), eps)
-            })?;
+            let a = named_layernorm(e, src, &format!("{p}.ln_1"), &x, n, d, eps)?;
             let qkv = timed(e, "linear.qkv", |e| {
                 let w = load_dense(
                     src,
@@ -194,13 +190,7 @@ impl<'w> SecureGpt2<'w> {
                 )?;
                 linear(e, &a, n, d, 3 * d, w.as_ref(), true)
             })?;
-            let split = |e: &mut E, which: usize| -> Result<E::Val, SecureError> {
-                let idx: Vec<usize> = (0..n * d)
-                    .map(|q| (q / d) * 3 * d + which * d + q % d)
-                    .collect();
-                Ok(e.gather(&qkv, &idx)?)
-            };
-            let (q, k, v) = (split(e, 0)?, split(e, 1)?, split(e, 2)?);
+            let (q, k, v) = split_qkv(e, &qkv, n, d)?;
             let kc = append(e, &mut cache.k[l], k)?;
             let vc = append(e, &mut cache.v[l], v)?;
             let m = start + n;
@@ -233,11 +223,7 @@ impl<'w> SecureGpt2<'w> {
                 let o = linear(e, &ctx, n, d, d, w.as_ref(), true)?;
                 Ok(e.add(&o, &x)?)
             })?;
-            let a = timed(e, "layernorm", |e| {
-                let g = load_vec(src, fp, &format!("{p}.ln_2.weight"), d)?;
-                let b = load_vec(src, fp, &format!("{p}.ln_2.bias"), d)?;
-                layernorm(e, &x, n, d, g.as_deref(), b.as_deref(), eps)
-            })?;
+            let a = named_layernorm(e, src, &format!("{p}.ln_2"), &x, n, d, eps)?;
             let f1 = timed(e, "linear.ffn1", |e| {
                 let w = load_dense(
                     src,
@@ -271,11 +257,7 @@ impl<'w> SecureGpt2<'w> {
             }
         }
         cache.advance(n);
-        timed(e, "layernorm", |e| {
-            let g = load_vec(src, fp, "ln_f.weight", d)?;
-            let b = load_vec(src, fp, "ln_f.bias", d)?;
-            layernorm(e, &x, n, d, g.as_deref(), b.as_deref(), eps)
-        })
+        named_layernorm(e, src, "ln_f", &x, n, d, eps)
     }
 
     /// Logits `[vocab]` of the last of `n` hidden rows (tied LM head, shares).

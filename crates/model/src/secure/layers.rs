@@ -7,6 +7,7 @@
 //! has `2f` and is truncated once by `f` after the whole sum (BumbleBee §II-C).
 
 use crate::secure::engine::{Engine, WeightRef};
+use crate::secure::profile::timed;
 use crate::secure::{EmbedMode, SecureError, WeightSource};
 use nectar_math::FixedPoint;
 use nectar_net::Role;
@@ -204,6 +205,59 @@ pub fn layernorm<E: Engine>(
     let bv = e.server_input(b, cols)?;
     let p = norm_params(e.format(), eps);
     Ok(nn_layernorm(e, x, rows, cols, &gv, &bv, &p)?)
+}
+
+/// The checkpoint's LayerNorm `{prefix}.weight` / `{prefix}.bias` on `x` (`rows × cols`),
+/// recorded as one `layernorm` operator.
+#[allow(clippy::too_many_arguments)]
+pub fn named_layernorm<E: Engine>(
+    e: &mut E,
+    src: Option<&dyn WeightSource>,
+    prefix: &str,
+    x: &E::Val,
+    rows: usize,
+    cols: usize,
+    eps: f64,
+) -> Result<E::Val, SecureError> {
+    timed(e, "layernorm", |e| {
+        let fp = e.format();
+        let g = load_vec(src, fp, &format!("{prefix}.weight"), cols)?;
+        let b = load_vec(src, fp, &format!("{prefix}.bias"), cols)?;
+        layernorm(e, x, rows, cols, g.as_deref(), b.as_deref(), eps)
+    })
+}
+
+/// The checkpoint's RMSNorm `{prefix}.weight` on `x` (`rows × cols`), recorded as one
+/// `rmsnorm` operator.
+pub fn named_rmsnorm<E: Engine>(
+    e: &mut E,
+    src: Option<&dyn WeightSource>,
+    prefix: &str,
+    x: &E::Val,
+    rows: usize,
+    cols: usize,
+    eps: f64,
+) -> Result<E::Val, SecureError> {
+    timed(e, "rmsnorm", |e| {
+        let g = load_vec(src, e.format(), &format!("{prefix}.weight"), cols)?;
+        rmsnorm(e, x, rows, cols, g.as_deref(), eps)
+    })
+}
+
+/// Splits fused `rows × 3h` projections `[Q | K | V]` into `Q`, `K`, `V` (`rows × h` each).
+pub fn split_qkv<E: Engine>(
+    e: &mut E,
+    qkv: &E::Val,
+    rows: usize,
+    h: usize,
+) -> Result<(E::Val, E::Val, E::Val), SecureError> {
+    let mut part = |which: usize| -> Result<E::Val, SecureError> {
+        let idx: Vec<usize> = (0..rows * h)
+            .map(|q| (q / h) * 3 * h + which * h + q % h)
+            .collect();
+        Ok(e.gather(qkv, &idx)?)
+    };
+    Ok((part(0)?, part(1)?, part(2)?))
 }
 
 /// RMSNorm of `rows × cols` with the server's γ.

@@ -11,8 +11,8 @@ use crate::secure::bert::{concat_cols, Progress};
 use crate::secure::engine::Engine;
 use crate::secure::gpt2::{append, generate_loop, SharedKvCache};
 use crate::secure::layers::{
-    attention, embed_lookup, linear, load_dense, load_vec, rmsnorm, rope, silu_op, take_rows,
-    AttnDims, ColScale, Layout, NO_SCALE,
+    attention, embed_lookup, linear, load_dense, named_rmsnorm, rope, silu_op, take_rows, AttnDims,
+    ColScale, Layout, NO_SCALE,
 };
 use crate::secure::profile::timed;
 use crate::secure::{check_ids, SecureError, SecureOptions, WeightSource};
@@ -134,10 +134,7 @@ impl<'w> SecureLlama<'w> {
         let total = self.layers();
         for l in 0..total {
             let p = format!("layers.{l}");
-            let a = timed(e, "rmsnorm", |e| {
-                let g = load_vec(src, fp, &format!("{p}.input_layernorm.weight"), h)?;
-                rmsnorm(e, &x, n, h, g.as_deref(), eps)
-            })?;
+            let a = named_rmsnorm(e, src, &format!("{p}.input_layernorm"), &x, n, h, eps)?;
             let qkv = timed(e, "linear.qkv", |e| {
                 let parts = [
                     load_dense(
@@ -219,10 +216,15 @@ impl<'w> SecureLlama<'w> {
                 let o = linear(e, &ctx, n, h, h, w.as_ref(), false)?;
                 Ok(e.add(&o, &x)?)
             })?;
-            let a = timed(e, "rmsnorm", |e| {
-                let g = load_vec(src, fp, &format!("{p}.post_attention_layernorm.weight"), h)?;
-                rmsnorm(e, &x, n, h, g.as_deref(), eps)
-            })?;
+            let a = named_rmsnorm(
+                e,
+                src,
+                &format!("{p}.post_attention_layernorm"),
+                &x,
+                n,
+                h,
+                eps,
+            )?;
             let gu = timed(e, "linear.ffn1", |e| {
                 let parts = [
                     load_dense(
@@ -275,10 +277,7 @@ impl<'w> SecureLlama<'w> {
             }
         }
         cache.advance(n);
-        timed(e, "rmsnorm", |e| {
-            let g = load_vec(src, fp, "norm.weight", h)?;
-            rmsnorm(e, &x, n, h, g.as_deref(), eps)
-        })
+        named_rmsnorm(e, src, "norm", &x, n, h, eps)
     }
 
     /// Logits of the last of `n` hidden rows (`lm_head`, or the tied embedding).

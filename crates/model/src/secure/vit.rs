@@ -30,8 +30,8 @@ use crate::config::VitConfig;
 use crate::secure::bert::{concat_cols, Progress};
 use crate::secure::engine::Engine;
 use crate::secure::layers::{
-    attention, encode, gelu, layernorm, linear, load_dense, load_vec, take_rows, AttnDims,
-    ColScale, EncDense, Layout, NO_SCALE,
+    attention, encode, gelu, linear, load_dense, load_vec, named_layernorm, split_qkv, take_rows,
+    AttnDims, ColScale, EncDense, Layout, NO_SCALE,
 };
 use crate::secure::profile::timed;
 use crate::secure::{SecureError, SecureOptions, WeightSource};
@@ -187,11 +187,7 @@ impl<'w> SecureVit<'w> {
         let total = self.layers();
         for l in 0..total {
             let p = format!("encoder.layer.{l}");
-            let a = timed(e, "layernorm", |e| {
-                let g = load_vec(src, fp, &format!("{p}.layernorm_before.weight"), h)?;
-                let b = load_vec(src, fp, &format!("{p}.layernorm_before.bias"), h)?;
-                layernorm(e, &x, n, h, g.as_deref(), b.as_deref(), eps)
-            })?;
+            let a = named_layernorm(e, src, &format!("{p}.layernorm_before"), &x, n, h, eps)?;
             let qkv = timed(e, "linear.qkv", |e| {
                 let load = |m: &str, s: ColScale| {
                     load_dense(
@@ -213,13 +209,7 @@ impl<'w> SecureVit<'w> {
                 let w = concat_cols(&parts, h, &[h, h, h]);
                 linear(e, &a, n, h, 3 * h, w.as_ref(), true)
             })?;
-            let split = |e: &mut E, which: usize| -> Result<E::Val, SecureError> {
-                let idx: Vec<usize> = (0..n * h)
-                    .map(|q| (q / h) * 3 * h + which * h + q % h)
-                    .collect();
-                Ok(e.gather(&qkv, &idx)?)
-            };
-            let (q, k, v) = (split(e, 0)?, split(e, 1)?, split(e, 2)?);
+            let (q, k, v) = split_qkv(e, &qkv, n, h)?;
             let ctx = attention(
                 e,
                 &q,
@@ -249,11 +239,7 @@ impl<'w> SecureVit<'w> {
                 let o = linear(e, &ctx, n, h, h, w.as_ref(), true)?;
                 Ok(e.add(&o, &x)?)
             })?;
-            let a = timed(e, "layernorm", |e| {
-                let g = load_vec(src, fp, &format!("{p}.layernorm_after.weight"), h)?;
-                let b = load_vec(src, fp, &format!("{p}.layernorm_after.bias"), h)?;
-                layernorm(e, &x, n, h, g.as_deref(), b.as_deref(), eps)
-            })?;
+            let a = named_layernorm(e, src, &format!("{p}.layernorm_after"), &x, n, h, eps)?;
             let f1 = timed(e, "linear.ffn1", |e| {
                 let w = load_dense(
                     src,
@@ -297,21 +283,8 @@ impl<'w> SecureVit<'w> {
         rows: usize,
     ) -> Result<E::Val, SecureError> {
         let h = self.config.hidden_size;
-        let fp = e.format();
         let src = self.weights;
-        timed(e, "layernorm", |e| {
-            let g = load_vec(src, fp, "layernorm.weight", h)?;
-            let b = load_vec(src, fp, "layernorm.bias", h)?;
-            layernorm(
-                e,
-                x,
-                rows,
-                h,
-                g.as_deref(),
-                b.as_deref(),
-                self.config.layer_norm_eps,
-            )
-        })
+        named_layernorm(e, src, "layernorm", x, rows, h, self.config.layer_norm_eps)
     }
 
     /// Final-LayerNorm hidden states `[P + 1, hidden]` as shares (row 0 is `[CLS]`).

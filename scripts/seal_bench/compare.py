@@ -2,12 +2,15 @@
 """Joins JSON-lines outputs of nectar's HE bench and of seal_bench into one table.
 
 Usage: compare.py NECTAR.jsonl [NECTAR2.jsonl ...] -- SEAL.jsonl [SEAL2.jsonl ...]
-Each side may be given several runs; per (N, op) and metric the minimum over runs is taken (the
+NECTAR files: output of `nectar bench he --json` or of
+`cargo run --release -p nectar-he --example bench_he -- --json`.
+Files may be gzipped (`.gz`). Each side may be given several runs; per (N, op) and metric the minimum over runs is taken (the
 run least disturbed by other load). Prints a Markdown table: N, op, then for CPU time (process,
 all threads) and wall-clock time: nectar µs, SEAL µs, ratio nectar/SEAL; and whether the CPU
 ratio is <= 1.5. Only nectar's `seal-default` parameter set is compared
 (it uses SEAL's CoeffModulus::BFVDefault primes and a 20-bit batching t, as seal_bench does).
 """
+import gzip
 import json
 import sys
 
@@ -31,12 +34,17 @@ SEAL_ZSTD = {s: s + "_zstd" for s in SIZES}
 def load(paths, impl):
     best = {}
     for p in paths:
-        with open(p) as f:
+        with (gzip.open(p, "rt") if p.endswith(".gz") else open(p)) as f:
             for line in f:
                 line = line.strip()
                 if not line.startswith("{"):
                     continue
                 r = json.loads(line)
+                if r.get("bench") == "he":  # `nectar bench he --json` (the CLI's report format)
+                    p = r["params"]
+                    r = {"impl": "nectar", "n": p["n"], "params": p["set"], "op": r["variant"],
+                         "micros": r["micros"], "cpu_micros": r.get("cpu_micros", r["micros"]),
+                         **({"bytes": r["ciphertext_bytes"]} if "ciphertext_bytes" in r else {})}
                 if r.get("impl") != impl or r.get("params") != "seal-default":
                     continue
                 op = r["op"]

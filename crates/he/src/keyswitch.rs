@@ -189,18 +189,19 @@ fn inner_product(
         // Common case: one reduction per output. With `x < 2^(2b+δ)` (`b` = bits of q,
         // `2^δ >= terms`) and `b + δ + 1 <= 64`, a one-word Barrett quotient
         // `⌊⌊x/2^(b−1)⌋·μ/2^(b+δ+1)⌋`, `μ = ⌊2^(2b+δ)/q⌋`, is at most 2 below `⌊x/q⌋`
-        // (three truncations, each losing < 1), so two conditional subtractions finish it.
+        // (three truncations, each losing < 1), so two conditional subtractions finish it
+        // (done with sign-bit masks, which needs `3q < 2^63`, i.e. `b <= 61`).
         let (q, b) = (m.value(), m.bits());
         let delta = (terms as u64).next_power_of_two().trailing_zeros();
-        if b + delta < 64 {
+        if b + delta < 64 && b <= 61 {
             let mu = ((1u128 << (2 * b + delta)) / q as u128) as u64;
             let (sh_in, sh_out) = (b - 1, b + delta + 1);
             let red = move |x: u128| {
                 let q1 = (x >> sh_in) as u64;
                 let qe = ((q1 as u128 * mu as u128) >> sh_out) as u64;
-                let r = (x as u64).wrapping_sub(qe.wrapping_mul(q));
-                let r = r - q * (r >= q) as u64;
-                r - q * (r >= q) as u64
+                let r = (x as u64).wrapping_sub(qe.wrapping_mul(q)); // < 3q < 2^63
+                let r = r - (q & !lt_mask(r, q));
+                r - (q & !lt_mask(r, q))
             };
             ip_loop(d, b_, a, fold, a0, a1, red);
         } else {
@@ -325,24 +326,36 @@ pub(crate) fn mod_down_limb(m: &Modulus, p: &Modulus, x: &mut [u64], xp: &[u64])
     let p_mod = m.reduce(pv);
     let inv = m.inv(pv).unwrap_or(0);
     let inv_s = m.shoup(inv);
-    // Branch-free selects (the residues are uniform, so branches would mispredict half the time).
-    let sel = |c: bool, v: u64| v & (c as u64).wrapping_neg();
+    // Branch-free arithmetic (the residues are uniform, so branches would mispredict about half
+    // the time; masks from the sign bit of a wrapping difference, all values < 2^62, so that
+    // the compiler emits neither branches nor cmovs that it might turn back into branches).
     let sub = |a: u64, b: u64| {
         let d = a.wrapping_sub(b);
-        d.wrapping_add(sel(d >> 63 == 1, q))
+        d.wrapping_add(q & lt_mask(a, b))
+    };
+    let mul_inv = |a: u64| {
+        let qt = ((a as u128 * inv_s as u128) >> 64) as u64;
+        let r = a.wrapping_mul(inv).wrapping_sub(qt.wrapping_mul(q)); // < 2q
+        r - (q & !lt_mask(r, q))
     };
     if pv < 2 * q {
         for (x, &y) in x.iter_mut().zip(xp) {
-            let r = y - sel(y >= q, q);
-            let r = sub(r, sel(y > half, p_mod));
-            *x = m.mul_shoup(sub(*x, r), inv, inv_s);
+            let r = y - (q & !lt_mask(y, q));
+            let r = sub(r, p_mod & lt_mask(half, y));
+            *x = mul_inv(sub(*x, r));
         }
     } else {
         for (x, &y) in x.iter_mut().zip(xp) {
-            let r = sub(m.reduce(y), sel(y > half, p_mod));
-            *x = m.mul_shoup(sub(*x, r), inv, inv_s);
+            let r = sub(m.reduce(y), p_mod & lt_mask(half, y));
+            *x = mul_inv(sub(*x, r));
         }
     }
+}
+
+/// All ones if `a < b`, else zero, for `a, b < 2^63`: the sign bit of `a − b`, as arithmetic.
+#[inline(always)]
+fn lt_mask(a: u64, b: u64) -> u64 {
+    (a.wrapping_sub(b) >> 63).wrapping_neg()
 }
 
 impl Ciphertext {

@@ -24,6 +24,7 @@ pub struct Args<'a> {
     pub mixed: bool,
     pub seed: u64,
     pub quiet: bool,
+    pub olt_cost: &'a str,
     pub in_process: bool,
 }
 
@@ -32,7 +33,7 @@ const CHILD_CONNECT_TIMEOUT: Duration = Duration::from_secs(120);
 
 fn spec(a: &Args) -> Result<(RandomArch, BenchSpec), String> {
     let arch = RandomArch::parse(a.arch)
-        .ok_or_else(|| format!("unknown --arch '{}' (bert-base, bert-large, gpt2, vit-base, llama)", a.arch))?;
+        .ok_or_else(|| format!("unknown --arch '{}' (bert-tiny, bert-base, bert-large, gpt2, vit-base, llama)", a.arch))?;
     let net = LinkModel::preset(a.net).ok_or_else(|| format!("unknown --net '{}' (none, lan, wan)", a.net))?;
     let mut spec = BenchSpec::new(arch, a.seq);
     spec.layers = a.layers;
@@ -41,6 +42,7 @@ fn spec(a: &Args) -> Result<(RandomArch, BenchSpec), String> {
     spec.mixed_activations = a.mixed;
     spec.seed = a.seed;
     spec.progress = !a.quiet;
+    spec.olt_cost = crate::session::cost_model(a.olt_cost)?;
     Ok((arch, spec))
 }
 
@@ -57,6 +59,7 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
         .param("net", a.net)
         .param("embed", format!("{:?}", b.embed))
         .param("mixed_activations", a.mixed)
+        .param("olt_cost", a.olt_cost)
         .param("random_weights", true)
         .seconds(b.seconds);
     l.bytes_sent = b.server.bytes_sent;
@@ -97,6 +100,7 @@ fn two_processes(a: &Args, spec: &BenchSpec) -> Result<ModelBench, String> {
     let mut cmd = Command::new(exe);
     cmd.args(["bench", "model", "--arch", a.arch, "--net", "none", "--quiet"])
         .args(["--seq", &a.seq.to_string(), "--seed", &a.seed.to_string()])
+        .args(["--olt-cost", a.olt_cost])
         .args(["--server-party", &addr.to_string()]);
     if let Some(l) = a.layers {
         cmd.args(["--layers", &l.to_string()]);

@@ -205,7 +205,7 @@ enum BenchCmd {
     },
     /// A whole model at its real shapes with random weights (both parties in-process).
     Model {
-        #[arg(long, value_parser = ["bert-base", "bert-large", "gpt2", "vit-base", "llama", "llama-7b"], default_value = "bert-base")]
+        #[arg(long, value_parser = ["bert-tiny", "bert-base", "bert-large", "gpt2", "vit-base", "llama", "llama-7b"], default_value = "bert-base")]
         arch: String,
         /// Input tokens.
         #[arg(long, default_value_t = 128)]
@@ -229,6 +229,9 @@ enum BenchCmd {
         /// No progress lines / summary on stderr.
         #[arg(long)]
         quiet: bool,
+        /// OLT window prices: artifact (fewest bytes, the paper's; default) or lan_commodity.
+        #[arg(long, default_value = "artifact")]
+        olt_cost: String,
         /// Both parties as threads of this process (one peak RSS for both) instead of the
         /// server in a child process over loopback TCP (the default with `--net none`).
         #[arg(long)]
@@ -395,11 +398,23 @@ fn run(cli: Cli) -> Result<(), String> {
                 mixed,
                 seed,
                 quiet,
+                olt_cost,
                 in_process,
                 server_party,
                 json,
             } => {
-                let args = bench_model::Args { arch: &arch, seq, layers, net: &net, shared_ids, mixed, seed, quiet, in_process };
+                let args = bench_model::Args {
+                    arch: &arch,
+                    seq,
+                    layers,
+                    net: &net,
+                    shared_ids,
+                    mixed,
+                    seed,
+                    quiet,
+                    olt_cost: &olt_cost,
+                    in_process,
+                };
                 match server_party {
                     Some(addr) => bench_model::run_server_party(&args, &addr),
                     None => {

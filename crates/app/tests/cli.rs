@@ -63,3 +63,27 @@ fn bad_model_dirs_are_one_line_errors() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("config.json"), "{err}");
 }
+
+/// `bench model` runs the server party in its own process: each party reports its own peak
+/// RSS, and the two parties' byte counts agree with each other and with the totals.
+#[test]
+fn bench_model_reports_each_partys_peak_rss() {
+    let out = nectar()
+        .args(["bench", "model", "--arch", "bert-tiny", "--seq", "4", "--layers", "1", "--quiet", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let l: serde_json::Value = serde_json::from_str(text.trim()).expect("one JSON line");
+    assert_eq!(l["variant"], "bert-tiny");
+    assert_eq!(l["rss_per_party"], true);
+    let (s, c) = (&l["server"], &l["client"]);
+    let rss = |p: &serde_json::Value| p["peak_rss_bytes"].as_u64().unwrap();
+    assert!(rss(s) > 0 && rss(c) > 0);
+    assert_eq!(l["peak_rss_bytes"].as_u64().unwrap(), rss(s).max(rss(c)));
+    let b = |p: &serde_json::Value, k: &str| p[k].as_u64().unwrap();
+    assert_eq!(b(s, "bytes_sent"), b(c, "bytes_recv"));
+    assert_eq!(b(c, "bytes_sent"), b(s, "bytes_recv"));
+    assert_eq!(l["bytes_total"].as_u64().unwrap(), b(s, "bytes_sent") + b(c, "bytes_sent"));
+    assert!(s["profile"].as_array().unwrap().iter().any(|o| o["op"] == "embed"));
+}

@@ -17,6 +17,7 @@ use crate::secure::random::{random_config, RandomArch, RandomWeights};
 use crate::secure::{
     EmbedMode, Output, Query, SecureEngine, SecureError, SecureModel, SecureOptions, Task,
 };
+use nectar_linear::CostModel;
 use nectar_math::Prg;
 use nectar_net::{Channel, LinkModel, MemChannel, Role, Simulated, Stats};
 use nectar_nn::secure::SecureOpts;
@@ -39,6 +40,8 @@ pub struct BenchSpec {
     pub seed: u64,
     /// Print a line per block on stderr.
     pub progress: bool,
+    /// OLT window prices (the paper comparisons use the artifact's, the default).
+    pub olt_cost: CostModel,
 }
 
 impl BenchSpec {
@@ -53,6 +56,7 @@ impl BenchSpec {
             mixed_activations: false,
             seed: 1,
             progress: true,
+            olt_cost: CostModel::default(),
         }
     }
 }
@@ -108,49 +112,6 @@ pub fn peak_rss_bytes() -> u64 {
             })
         })
         .unwrap_or(0)
-}
-
-fn party(
-    ch: &mut dyn Channel,
-    role: Role,
-    config: &ModelConfig,
-    weights: Option<&RandomWeights>,
-    opts: SecureOptions,
-    q: &Query,
-    pixels: Option<&[f32]>,
-    progress: bool,
-) -> Result<PartyBench, SecureError> {
-    let t0 = Instant::now();
-    let s0 = ch.stats();
-    let mut e = SecureEngine::setup(ch, role, SecureOpts::bumblebee(), Prg::from_entropy())?;
-    let setup_seconds = t0.elapsed().as_secs_f64();
-    let setup: Stats = e.net_stats() - s0;
-    let w = weights.map(|w| w as &dyn crate::secure::WeightSource);
-    let mut m = SecureModel::new(config, w, opts)?;
-    if progress {
-        m = m.with_progress(Box::new(|l, n| eprintln!("  block {l}/{n} done")));
-    }
-    let s1 = e.net_stats();
-    let t1 = Instant::now();
-    let out = match pixels {
-        Some(px) => m.run_image(&mut e, Some(px))?,
-        None => m.run(&mut e, q)?,
-    };
-    let seconds = t1.elapsed().as_secs_f64();
-    let d = e.net_stats() - s1;
-    if role == Role::Server && out != Output::Nothing {
-        return Err(SecureError::Role("the server learned an output".into()));
-    }
-    Ok(PartyBench {
-        setup_seconds,
-        peak_rss_bytes: peak_rss_bytes(),
-        setup_bytes_sent: setup.bytes_sent,
-        seconds,
-        bytes_sent: d.bytes_sent,
-        bytes_recv: d.bytes_recv,
-        rounds: d.rounds,
-        profile: e.profile().ops.clone(),
-    })
 }
 
 /// What both parties derive from a [`BenchSpec`]: the public configuration and query shape,
@@ -229,38 +190,46 @@ impl Prepared {
         &self,
         ch: &mut dyn Channel,
         role: Role,
-        progress: bool,
+        spec: &BenchSpec,
     ) -> Result<PartyBench, SecureError> {
-        match role {
-            Role::Server => party(
-                ch,
-                Role::Server,
-                &self.config,
-                Some(&self.weights),
-                self.opts,
-                &Query {
-                    task: self.task.clone(),
-                    ids: None,
-                    len: self.seq,
-                },
-                None,
-                false,
-            ),
-            Role::Client => party(
-                ch,
-                Role::Client,
-                &self.config,
-                None,
-                self.opts,
-                &Query {
-                    task: self.task.clone(),
-                    ids: Some(self.ids.clone()),
-                    len: self.seq,
-                },
-                self.pixels.as_deref(),
-                progress,
-            ),
+        let server = role == Role::Server;
+        let t0 = Instant::now();
+        let s0 = ch.stats();
+        let mut e = SecureEngine::setup(ch, role, SecureOpts::bumblebee(), Prg::from_entropy())?;
+        e.set_cost_model(spec.olt_cost);
+        let setup_seconds = t0.elapsed().as_secs_f64();
+        let setup: Stats = e.net_stats() - s0;
+        let w = server.then_some(&self.weights as &dyn crate::secure::WeightSource);
+        let mut m = SecureModel::new(&self.config, w, self.opts)?;
+        if spec.progress && !server {
+            m = m.with_progress(Box::new(|l, n| eprintln!("  block {l}/{n} done")));
         }
+        let q = Query {
+            task: self.task.clone(),
+            ids: (!server).then(|| self.ids.clone()),
+            len: self.seq,
+        };
+        let s1 = e.net_stats();
+        let t1 = Instant::now();
+        let out = match (&self.pixels, server) {
+            (Some(px), false) => m.run_image(&mut e, Some(px))?,
+            _ => m.run(&mut e, &q)?,
+        };
+        let seconds = t1.elapsed().as_secs_f64();
+        let d = e.net_stats() - s1;
+        if server && out != Output::Nothing {
+            return Err(SecureError::Role("the server learned an output".into()));
+        }
+        Ok(PartyBench {
+            setup_seconds,
+            peak_rss_bytes: peak_rss_bytes(),
+            setup_bytes_sent: setup.bytes_sent,
+            seconds,
+            bytes_sent: d.bytes_sent,
+            bytes_recv: d.bytes_recv,
+            rounds: d.rounds,
+            profile: e.profile().ops.clone(),
+        })
     }
 
     fn combine(
@@ -294,7 +263,7 @@ pub fn bench_party(
     role: Role,
     ch: &mut dyn Channel,
 ) -> Result<PartyBench, SecureError> {
-    prepare(spec).run_party(ch, role, spec.progress)
+    prepare(spec).run_party(ch, role, spec)
 }
 
 /// Combines the two parties' [`bench_party`] results, each measured in its own process.
@@ -316,8 +285,8 @@ pub fn bench_model(spec: &BenchSpec) -> Result<ModelBench, SecureError> {
     };
     let (mut c0, mut c1) = (wrap(c0), wrap(c1));
     let (rs, rc) = std::thread::scope(|s| {
-        let h = s.spawn(|| p.run_party(&mut *c1, Role::Client, spec.progress));
-        let rs = p.run_party(&mut *c0, Role::Server, false);
+        let h = s.spawn(|| p.run_party(&mut *c1, Role::Client, spec));
+        let rs = p.run_party(&mut *c0, Role::Server, spec);
         let rc = h
             .join()
             .unwrap_or_else(|_| Err(SecureError::Role("the client thread panicked".into())));

@@ -16,6 +16,8 @@ use rand_core::RngCore;
 /// An architecture with real shapes for benchmarks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum RandomArch {
+    /// BERT-tiny shapes (google/bert_uncased_L-2_H-128_A-2): smoke tests of the bench path.
+    BertTiny,
     BertBase,
     BertLarge,
     Gpt2,
@@ -25,9 +27,11 @@ pub enum RandomArch {
 }
 
 impl RandomArch {
-    /// The CLI names: `bert-base`, `bert-large`, `gpt2`, `vit-base`, `llama` (or `llama-7b`).
+    /// The CLI names: `bert-tiny`, `bert-base`, `bert-large`, `gpt2`, `vit-base`, `llama` (or
+    /// `llama-7b`).
     pub fn parse(name: &str) -> Option<Self> {
         Some(match name {
+            "bert-tiny" => RandomArch::BertTiny,
             "bert-base" => RandomArch::BertBase,
             "bert-large" => RandomArch::BertLarge,
             "gpt2" | "gpt2-base" => RandomArch::Gpt2,
@@ -40,6 +44,7 @@ impl RandomArch {
     /// The CLI name.
     pub fn name(self) -> &'static str {
         match self {
+            RandomArch::BertTiny => "bert-tiny",
             RandomArch::BertBase => "bert-base",
             RandomArch::BertLarge => "bert-large",
             RandomArch::Gpt2 => "gpt2",
@@ -64,6 +69,7 @@ pub fn random_config(arch: RandomArch, layers: Option<usize>) -> ModelConfig {
         num_labels: None,
     };
     match arch {
+        RandomArch::BertTiny => ModelConfig::Bert(bert(128, 2, 2, 512)),
         RandomArch::BertBase => ModelConfig::Bert(bert(768, 12, 12, 3072)),
         RandomArch::BertLarge => ModelConfig::Bert(bert(1024, 24, 16, 4096)),
         RandomArch::Gpt2 => ModelConfig::Gpt2(Gpt2Config {

@@ -122,7 +122,7 @@ fn automorphism_key_switch(params: &Params, ct: &Ciphertext, g: u64, key: &Galoi
                 } else if qj <= 2 * qt {
                     // One branch-free conditional subtraction (about half the residues need it,
                     // so a branch would mispredict).
-                    tmp.iter_mut().zip(dj).for_each(|(x, &y)| *x = y - (qt & ((y >= qt) as u64).wrapping_neg()));
+                    tmp.iter_mut().zip(dj).for_each(|(x, &y)| *x = y - (qt & !lt_mask(y, qt)));
                 } else {
                     tmp.iter_mut().zip(dj).for_each(|(x, &y)| *x = m.reduce(y));
                 }

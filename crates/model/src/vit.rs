@@ -317,7 +317,7 @@ impl Normalize {
             mean: field("image_mean")?,
             std: field("image_std")?,
         };
-        if n.std.iter().any(|&s| !(s > 0.0)) {
+        if n.std.iter().any(|&s| s.is_nan() || s <= 0.0) {
             return Err(ModelError::config(
                 &path,
                 "field \"image_std\" must be positive",

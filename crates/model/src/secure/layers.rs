@@ -244,13 +244,16 @@ pub fn named_rmsnorm<E: Engine>(
     })
 }
 
+/// `(Q, K, V)`.
+pub type Qkv<V> = (V, V, V);
+
 /// Splits fused `rows × 3h` projections `[Q | K | V]` into `Q`, `K`, `V` (`rows × h` each).
 pub fn split_qkv<E: Engine>(
     e: &mut E,
     qkv: &E::Val,
     rows: usize,
     h: usize,
-) -> Result<(E::Val, E::Val, E::Val), SecureError> {
+) -> Result<Qkv<E::Val>, SecureError> {
     let mut part = |which: usize| -> Result<E::Val, SecureError> {
         let idx: Vec<usize> = (0..rows * h)
             .map(|q| (q / h) * 3 * h + which * h + q % h)

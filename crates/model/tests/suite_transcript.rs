@@ -1,0 +1,271 @@
+//! Whole-model wire pinning (DESIGN.md "Wire formats are pinned"; issue 12 item 6): each tiny
+//! architecture runs end to end between two parties with fixed PRG seeds under the
+//! `bumblebee` suite (and variants of it); the bytes each party sends are hashed (FNV-1a 64
+//! over every frame, with its length), and so are the client's output and the fixed-point
+//! twin's output. A refactor of the transformer block or of the suite plumbing that changes
+//! what goes on the wire, or any output bit, changes a pinned value.
+
+use nectar_math::{FixedPoint, Prg};
+use nectar_model::secure::{
+    EmbedMode, Output, PlainEngine, Query, SecureEngine, SecureModel, SecureOptions, Task,
+};
+use nectar_model::{tiny, Model, Weights};
+use nectar_net::mem::run_pair;
+use nectar_net::{Channel, MemChannel, NetError, Role, Stats};
+use nectar_nn::secure::{MulProtocol, SecureOpts};
+use nectar_ot::Producer;
+use std::path::Path;
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+fn fnv(h: &mut u64, bytes: &[u8]) {
+    for &b in bytes {
+        *h ^= b as u64;
+        *h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+}
+
+struct Hashing<'a> {
+    inner: &'a mut MemChannel,
+    h: u64,
+}
+
+impl Channel for Hashing<'_> {
+    fn send(&mut self, msg: &[u8]) -> Result<(), NetError> {
+        fnv(&mut self.h, &(msg.len() as u64).to_le_bytes());
+        fnv(&mut self.h, msg);
+        self.inner.send(msg)
+    }
+    fn recv(&mut self) -> Result<Vec<u8>, NetError> {
+        self.inner.recv()
+    }
+    fn flush(&mut self) -> Result<(), NetError> {
+        self.inner.flush()
+    }
+    fn stats(&self) -> Stats {
+        self.inner.stats()
+    }
+}
+
+fn output_hash(o: &Output) -> u64 {
+    let mut h = FNV_OFFSET;
+    match o {
+        Output::Embedding(v) | Output::Logits(v) => {
+            for x in v {
+                fnv(&mut h, &x.to_bits().to_le_bytes());
+            }
+        }
+        Output::Tokens(t) => {
+            for x in t {
+                fnv(&mut h, &x.to_le_bytes());
+            }
+        }
+        Output::Nothing => fnv(&mut h, b"nothing"),
+    }
+    h
+}
+
+/// The client's private input of a case.
+#[derive(Clone)]
+enum In {
+    Ids(Vec<u32>),
+    Pixels(Vec<f32>),
+}
+
+struct Case {
+    name: &'static str,
+    write: fn(&Path, u64) -> Result<(), nectar_model::ModelError>,
+    seed: u64,
+    task: Task,
+    input: In,
+    options: SecureOptions,
+    mul: MulProtocol,
+}
+
+/// Pinned values: (server bytes hash, client bytes hash, client output hash, twin output hash).
+type Pins = (u64, u64, u64, u64);
+
+fn run(case: &Case) -> Pins {
+    let dir = tempfile::tempdir().unwrap();
+    (case.write)(dir.path(), case.seed).unwrap();
+    let model = Model::load(dir.path()).unwrap();
+    let w = Weights::open(&dir.path().join("model.safetensors")).unwrap();
+    let opts = SecureOpts::bumblebee()
+        .with_producer(Producer::Iknp)
+        .with_mul(case.mul);
+    let len = match &case.input {
+        In::Ids(ids) => ids.len(),
+        In::Pixels(_) => 0,
+    };
+    let party = |role: Role, ch: &mut MemChannel| -> (u64, Output) {
+        let mut hc = Hashing {
+            inner: ch,
+            h: FNV_OFFSET,
+        };
+        let out = {
+            let mut e = SecureEngine::setup(&mut hc, role, opts, Prg::new([role as u8 + 40; 16]))
+                .unwrap();
+            let weights: Option<&dyn nectar_model::secure::WeightSource> =
+                (role == Role::Server).then_some(&w);
+            let m = SecureModel::new(model.config(), weights, case.options).unwrap();
+            match (&case.input, role) {
+                (In::Pixels(px), Role::Client) => m.run_image(&mut e, Some(px)).unwrap(),
+                (input, _) => {
+                    let ids = match (input, role) {
+                        (In::Ids(ids), Role::Client) => Some(ids.clone()),
+                        _ => None,
+                    };
+                    m.run(
+                        &mut e,
+                        &Query {
+                            task: case.task.clone(),
+                            ids,
+                            len,
+                        },
+                    )
+                    .unwrap()
+                }
+            }
+        };
+        (hc.h, out)
+    };
+    let ((hs, so), (hc, co)) = run_pair(|ch| party(Role::Server, ch), |ch| party(Role::Client, ch));
+    assert_eq!(so, Output::Nothing, "{}: the server learns nothing", case.name);
+    let twin = {
+        let m = SecureModel::new(model.config(), Some(&w), case.options).unwrap();
+        let mut e = PlainEngine::new(FixedPoint::BUMBLEBEE).unwrap();
+        match &case.input {
+            In::Pixels(px) => m.run_image(&mut e, Some(px)).unwrap(),
+            In::Ids(ids) => m
+                .run(
+                    &mut e,
+                    &Query {
+                        task: case.task.clone(),
+                        ids: Some(ids.clone()),
+                        len,
+                    },
+                )
+                .unwrap(),
+        }
+    };
+    (hs, hc, output_hash(&co), output_hash(&twin))
+}
+
+fn check(case: Case, want: Pins) {
+    let got = run(&case);
+    println!(
+        "{}: ({:#018x}, {:#018x}, {:#018x}, {:#018x})",
+        case.name, got.0, got.1, got.2, got.3
+    );
+    assert_eq!(got, want, "{}: transcript or output changed", case.name);
+}
+
+#[test]
+fn bert_embed_transcript() {
+    check(
+        Case {
+            name: "bert embed",
+            write: tiny::write_tiny_bert,
+            seed: 11,
+            task: Task::Embed,
+            input: In::Ids(vec![1, 7, 3, 9, 2, 14]),
+            options: SecureOptions::default(),
+            mul: MulProtocol::Bole,
+        },
+        PIN_BERT_EMBED,
+    );
+}
+
+#[test]
+fn bert_classify_shared_ids_mixed_transcript() {
+    check(
+        Case {
+            name: "bert classify shared-ids mixed",
+            write: tiny::write_tiny_bert,
+            seed: 12,
+            task: Task::Classify,
+            input: In::Ids(vec![2, 40, 41, 5, 17]),
+            options: SecureOptions {
+                embed: EmbedMode::SharedIds,
+                mixed_activations: true,
+                max_layers: None,
+            },
+            mul: MulProtocol::Bole,
+        },
+        PIN_BERT_CLASSIFY,
+    );
+}
+
+#[test]
+fn gpt2_generate_transcript() {
+    check(
+        Case {
+            name: "gpt2 generate",
+            write: tiny::write_tiny_gpt2,
+            seed: 5,
+            task: Task::Generate { n_new: 3 },
+            input: In::Ids(vec![3, 17, 42, 8]),
+            options: SecureOptions::default(),
+            mul: MulProtocol::Bole,
+        },
+        PIN_GPT2,
+    );
+}
+
+#[test]
+fn gpt2_generate_ot_products_mixed_transcript() {
+    check(
+        Case {
+            name: "gpt2 generate mul=ot mixed",
+            write: tiny::write_tiny_gpt2,
+            seed: 6,
+            task: Task::Generate { n_new: 2 },
+            input: In::Ids(vec![9, 1, 30]),
+            options: SecureOptions {
+                mixed_activations: true,
+                ..SecureOptions::default()
+            },
+            mul: MulProtocol::Ot,
+        },
+        PIN_GPT2_OT_MIXED,
+    );
+}
+
+#[test]
+fn llama_generate_transcript() {
+    check(
+        Case {
+            name: "llama generate",
+            write: tiny::write_tiny_llama,
+            seed: 7,
+            task: Task::Generate { n_new: 2 },
+            input: In::Ids(vec![5, 11, 2]),
+            options: SecureOptions::default(),
+            mul: MulProtocol::Bole,
+        },
+        PIN_LLAMA,
+    );
+}
+
+#[test]
+fn vit_classify_transcript() {
+    check(
+        Case {
+            name: "vit classify",
+            write: tiny::write_tiny_vit,
+            seed: 21,
+            task: Task::Classify,
+            input: In::Pixels(tiny::tiny_image(tiny::VIT_CHANNELS, tiny::VIT_IMAGE, 5)),
+            options: SecureOptions::default(),
+            mul: MulProtocol::Bole,
+        },
+        PIN_VIT,
+    );
+}
+
+const PIN_BERT_EMBED: Pins = (0x6d73eae972b3fbeb, 0xdd416c1fa06eb481, 0x79757c137c46eeb6, 0x8ec501907e481c0d);
+const PIN_BERT_CLASSIFY: Pins = (0xffba17ecb624eb89, 0xbf1879af280e5db6, 0x5e9d2316630bc8b9, 0x8db6e6678bfd5016);
+const PIN_GPT2: Pins = (0x9fabded31a2635ac, 0xb89486e050d1381e, 0x0682f5d74db5bd9d, 0x0682f5d74db5bd9d);
+const PIN_GPT2_OT_MIXED: Pins = (0x56f1bfeeef488963, 0x8a2a3bea623084de, 0x391b611203cbca15, 0x391b611203cbca15);
+const PIN_LLAMA: Pins = (0x55d66fe607d34454, 0x4de3fae1e70cfeb0, 0x67ff4ec09152fb1a, 0x67ff4ec09152fb1a);
+const PIN_VIT: Pins = (0x918adfd21bb634f5, 0x550b3b02fb8321e2, 0xd6b9229c6444b3e9, 0x2df31807b27da284);

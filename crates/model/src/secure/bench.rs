@@ -14,13 +14,10 @@ use crate::config::ModelConfig;
 use crate::secure::engine::Engine;
 use crate::secure::profile::{OpRecord, Profile};
 use crate::secure::random::{random_config, RandomArch, RandomWeights};
-use crate::secure::{
-    EmbedMode, Output, Query, SecureEngine, SecureError, SecureModel, SecureOptions, Task,
-};
-use nectar_linear::CostModel;
+use crate::secure::{Output, Query, SecureEngine, SecureError, SecureModel, Task};
+use crate::suite::Suite;
 use nectar_math::Prg;
 use nectar_net::{Channel, LinkModel, MemChannel, Role, Simulated, Stats};
-use nectar_nn::secure::SecureOpts;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -34,29 +31,25 @@ pub struct BenchSpec {
     pub layers: Option<usize>,
     /// Simulated link (`None`: in-memory, no delay).
     pub net: Option<LinkModel>,
-    pub embed: EmbedMode,
-    pub mixed_activations: bool,
+    /// The protocol of every operator (both parties).
+    pub suite: Suite,
     /// Seed of the random weights and token ids.
     pub seed: u64,
     /// Print a line per block on stderr.
     pub progress: bool,
-    /// OLT window prices (the paper comparisons use the artifact's, the default).
-    pub olt_cost: CostModel,
 }
 
 impl BenchSpec {
-    /// Defaults: all layers, no link simulation, client one-hot, seed 1, progress on.
+    /// Defaults: all layers, no link simulation, the `bumblebee` suite, seed 1, progress on.
     pub fn new(arch: RandomArch, seq: usize) -> Self {
         BenchSpec {
             arch,
             seq,
             layers: None,
             net: None,
-            embed: EmbedMode::ClientOneHot,
-            mixed_activations: false,
+            suite: Suite::bumblebee(),
             seed: 1,
             progress: true,
-            olt_cost: CostModel::default(),
         }
     }
 }
@@ -81,7 +74,7 @@ pub struct ModelBench {
     pub arch: String,
     pub seq: usize,
     pub layers: usize,
-    pub embed: EmbedMode,
+    pub suite: Suite,
     /// Inference wall-clock seconds (the client's; setup excluded).
     pub seconds: f64,
     /// Bytes of the inference, both directions (setup excluded).
@@ -124,7 +117,6 @@ struct Prepared {
     ids: Vec<u32>,
     pixels: Option<Vec<f32>>,
     weights: RandomWeights,
-    opts: SecureOptions,
 }
 
 fn prepare(spec: &BenchSpec) -> Prepared {
@@ -167,11 +159,6 @@ fn prepare(spec: &BenchSpec) -> Prepared {
         Some(_) => RandomWeights::new(spec.seed).with_classifier(),
         None => RandomWeights::new(spec.seed),
     };
-    let opts = SecureOptions {
-        embed: spec.embed,
-        mixed_activations: spec.mixed_activations,
-        max_layers: None,
-    };
     Prepared {
         config,
         layers,
@@ -180,7 +167,6 @@ fn prepare(spec: &BenchSpec) -> Prepared {
         ids,
         pixels,
         weights,
-        opts,
     }
 }
 
@@ -195,12 +181,11 @@ impl Prepared {
         let server = role == Role::Server;
         let t0 = Instant::now();
         let s0 = ch.stats();
-        let mut e = SecureEngine::setup(ch, role, SecureOpts::bumblebee(), Prg::from_entropy())?;
-        e.set_cost_model(spec.olt_cost);
+        let mut e = SecureEngine::setup(ch, role, &spec.suite, Prg::from_entropy())?;
         let setup_seconds = t0.elapsed().as_secs_f64();
         let setup: Stats = e.net_stats() - s0;
         let w = server.then_some(&self.weights as &dyn crate::secure::WeightSource);
-        let mut m = SecureModel::new(&self.config, w, self.opts)?;
+        let mut m = SecureModel::new(&self.config, w)?;
         if spec.progress && !server {
             m = m.with_progress(Box::new(|l, n| eprintln!("  block {l}/{n} done")));
         }
@@ -243,7 +228,7 @@ impl Prepared {
             arch: spec.arch.name().into(),
             seq: self.seq,
             layers: self.layers,
-            embed: spec.embed,
+            suite: spec.suite,
             seconds: client.seconds,
             bytes_total: server.bytes_sent + client.bytes_sent,
             rounds: server.rounds + client.rounds,
@@ -304,11 +289,11 @@ impl ModelBench {
     pub fn summary(&self) -> String {
         let p = Profile::from_ops(self.client.profile.clone());
         format!(
-            "{} seq {} ({} layers, {:?}): {:.2} s, {:.3} GB total, {} rounds; setup {:.1} MB; peak RSS {}\nclient breakdown:\n{}",
+            "{} seq {} ({} layers, suite {}): {:.2} s, {:.3} GB total, {} rounds; setup {:.1} MB; peak RSS {}\nclient breakdown:\n{}",
             self.arch,
             self.seq,
             self.layers,
-            self.embed,
+            self.suite,
             self.seconds,
             self.bytes_total as f64 / 1e9,
             self.rounds,

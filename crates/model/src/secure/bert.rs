@@ -4,10 +4,9 @@
 //! Embeddings: the client's one-hot rows × the server's word table (one OLT); the position rows
 //! (public positions) and the token-type row are the server's and added to its share locally —
 //! queries are single-segment (token type 0), as sentence-transformers encodes one text. Then
-//! LayerNorm. Post-LN blocks: fused `Q|K|V` projection (one OLT with `3h` outputs, `1/√dh`
-//! folded into `W_q`, `b_q`), attention (batched `Q·K^T`, softmax, batched `P·V`), output
-//! projection, residual, LayerNorm, FFN with Seg4GeLU (approximating HF's exact `gelu`),
-//! residual, LayerNorm. Queries are not padded (the length is public), so no key mask is needed.
+//! LayerNorm. Then post-LN blocks of [`crate::secure::block`] (bidirectional attention, plain
+//! FFN with GeLU by the suite's protocol, approximating HF's exact `gelu`). Queries are not
+//! padded (the length is public), so no key mask is needed.
 //!
 //! Outputs (revealed to the client only): [`SecureBert::embed`] reveals the mean-pooled vector
 //! and the client L2-normalises it in plaintext; [`SecureBert::classify`] runs the pooler
@@ -15,95 +14,64 @@
 //! logits.
 
 use crate::config::BertConfig;
-use crate::secure::engine::Engine;
+use crate::secure::block::{run_blocks, named_norm, Activation, BlockConfig, BlockNames, FfnKind, NormKind, Placement};
+use crate::secure::engine::{timed, Engine};
 use crate::secure::layers::{
-    attention, embed_lookup, gelu, linear, load_dense, load_rows, mean_rows, named_layernorm,
-    split_qkv, take_rows, tanh, AttnDims, ColScale, EncDense, Layout, NO_SCALE,
+    embed_lookup, linear, load_dense, load_rows, mean_rows, take_rows, tanh, Layout, NO_SCALE,
 };
-use crate::secure::profile::timed;
-use crate::secure::{check_ids, SecureError, SecureOptions, WeightSource};
+use crate::secure::{check_ids, SecureError, Stack};
 use nectar_net::Role;
 
-/// Called after each block with (block index, number of blocks).
-pub type Progress<'w> = Box<dyn Fn(usize, usize) + Send + Sync + 'w>;
-
-/// BERT over an engine; the server holds `weights`, the client `None`.
+/// BERT over an engine; the server holds the weights, the client none.
 pub struct SecureBert<'w> {
     pub config: BertConfig,
-    weights: Option<&'w dyn WeightSource>,
-    opts: SecureOptions,
-    progress: Option<Progress<'w>>,
-}
-
-/// Concatenates dense layers along the output dimension (`in × Σout`).
-pub(crate) fn concat_cols(
-    parts: &[Option<EncDense>],
-    in_dim: usize,
-    outs: &[usize],
-) -> Option<EncDense> {
-    if parts.iter().any(|p| p.is_none()) {
-        return None;
-    }
-    let parts: Vec<&EncDense> = parts.iter().flatten().collect();
-    let total: usize = outs.iter().sum();
-    let mut w = Vec::with_capacity(in_dim * total);
-    for i in 0..in_dim {
-        for (p, &o) in parts.iter().zip(outs) {
-            w.extend_from_slice(&p.w[i * o..(i + 1) * o]);
-        }
-    }
-    let b = if parts.iter().all(|p| p.b.is_some()) {
-        Some(
-            parts
-                .iter()
-                .flat_map(|p| p.b.iter().flatten().copied())
-                .collect(),
-        )
-    } else {
-        None
-    };
-    Some(EncDense { w, b })
+    pub(crate) stack: Stack<'w>,
 }
 
 impl<'w> SecureBert<'w> {
-    /// The model; fails if the server's weights lack a tensor of the expected shape.
-    pub fn new(
-        config: BertConfig,
-        weights: Option<&'w dyn WeightSource>,
-        opts: SecureOptions,
-    ) -> Result<Self, SecureError> {
-        if let Some(w) = weights {
-            for name in [
-                "embeddings.word_embeddings.weight",
-                "embeddings.position_embeddings.weight",
-            ] {
-                if !w.contains(name) {
-                    return Err(SecureError::Role(format!(
-                        "the server's weights lack \"{name}\""
-                    )));
-                }
-            }
+    /// The model; fails if the server's weights lack the embeddings.
+    pub(crate) fn new(config: BertConfig, stack: Stack<'w>) -> Result<Self, SecureError> {
+        stack.require(&[
+            "embeddings.word_embeddings.weight",
+            "embeddings.position_embeddings.weight",
+        ])?;
+        Ok(SecureBert { config, stack })
+    }
+
+    /// The block of this config (post-LN, bidirectional, GeLU FFN, biases).
+    pub fn block_config(&self) -> BlockConfig {
+        let c = &self.config;
+        BlockConfig {
+            hidden: c.hidden_size,
+            heads: c.num_attention_heads,
+            kv_heads: c.num_attention_heads,
+            intermediate: c.intermediate_size,
+            norm: NormKind::LayerNorm,
+            eps: c.layer_norm_eps,
+            placement: Placement::Post,
+            causal: false,
+            rope_theta: None,
+            ffn: FfnKind::Plain,
+            activation: Activation::Gelu,
+            bias: true,
+            layout: Layout::OutIn,
         }
-        Ok(SecureBert {
-            config,
-            weights,
-            opts,
-            progress: None,
-        })
     }
 
-    /// Reports progress after each block.
-    pub fn with_progress(mut self, p: Progress<'w>) -> Self {
-        self.progress = Some(p);
-        self
-    }
-
-    fn layers(&self) -> usize {
-        self.opts
-            .max_layers
-            .map_or(self.config.num_hidden_layers, |m| {
-                m.min(self.config.num_hidden_layers)
-            })
+    /// The checkpoint names of block `l`.
+    fn block_names(l: usize) -> BlockNames {
+        let p = format!("encoder.layer.{l}");
+        BlockNames {
+            norm1: format!("{p}.attention.output.LayerNorm"),
+            norm2: format!("{p}.output.LayerNorm"),
+            qkv: ["query", "key", "value"]
+                .iter()
+                .map(|m| format!("{p}.attention.self.{m}"))
+                .collect(),
+            o: format!("{p}.attention.output.dense"),
+            ffn_in: vec![format!("{p}.intermediate.dense")],
+            ffn_out: format!("{p}.output.dense"),
+        }
     }
 
     /// Last hidden states `[n, hidden]` as shares. `ids`: the client's (and the twin's).
@@ -115,11 +83,10 @@ impl<'w> SecureBert<'w> {
     ) -> Result<E::Val, SecureError> {
         let c = &self.config;
         check_ids(ids, n, c.vocab_size, c.max_position_embeddings)?;
-        let (h, ff, heads) = (c.hidden_size, c.intermediate_size, c.num_attention_heads);
-        let dh = h / heads;
+        let h = c.hidden_size;
         let fp = e.format();
-        let src = self.weights;
-        let mut x = timed(e, "embed", |e| {
+        let src = self.stack.weights;
+        let x = timed(e, "embed", |e| {
             let table = load_dense(
                 src,
                 fp,
@@ -130,15 +97,7 @@ impl<'w> SecureBert<'w> {
                 false,
                 NO_SCALE,
             )?;
-            let words = embed_lookup(
-                e,
-                ids,
-                n,
-                c.vocab_size,
-                h,
-                table.as_ref().map(|t| t.w.as_slice()),
-                self.opts.embed,
-            )?;
+            let words = embed_lookup(e, ids, n, c.vocab_size, h, table.as_ref().map(|t| t.w.as_slice()))?;
             let pos = load_rows(
                 src,
                 fp,
@@ -162,128 +121,19 @@ impl<'w> SecureBert<'w> {
             let a = e.server_input(add.as_deref(), n * h)?;
             Ok(e.add(&words, &a)?)
         })?;
-        x = named_layernorm(e, src, "embeddings.LayerNorm", &x, n, h, c.layer_norm_eps)?;
-        let scale = 1.0 / (dh as f64).sqrt();
-        let total = self.layers();
-        for l in 0..total {
-            let p = format!("encoder.layer.{l}");
-            let qkv = timed(e, "linear.qkv", |e| {
-                let parts = [
-                    load_dense(
-                        src,
-                        fp,
-                        &format!("{p}.attention.self.query"),
-                        h,
-                        h,
-                        Layout::OutIn,
-                        true,
-                        ColScale { cols: h, by: scale },
-                    )?,
-                    load_dense(
-                        src,
-                        fp,
-                        &format!("{p}.attention.self.key"),
-                        h,
-                        h,
-                        Layout::OutIn,
-                        true,
-                        NO_SCALE,
-                    )?,
-                    load_dense(
-                        src,
-                        fp,
-                        &format!("{p}.attention.self.value"),
-                        h,
-                        h,
-                        Layout::OutIn,
-                        true,
-                        NO_SCALE,
-                    )?,
-                ];
-                let w = concat_cols(&parts, h, &[h, h, h]);
-                linear(e, &x, n, h, 3 * h, w.as_ref(), true)
-            })?;
-            let (q, k, v) = split_qkv(e, &qkv, n, h)?;
-            let ctx = attention(
-                e,
-                &q,
-                &k,
-                &v,
-                AttnDims {
-                    n,
-                    m: n,
-                    heads,
-                    kv_heads: heads,
-                    dh,
-                },
-                None,
-                false,
-            )?;
-            let o = timed(e, "linear.o", |e| {
-                let w = load_dense(
-                    src,
-                    fp,
-                    &format!("{p}.attention.output.dense"),
-                    h,
-                    h,
-                    Layout::OutIn,
-                    true,
-                    NO_SCALE,
-                )?;
-                let o = linear(e, &ctx, n, h, h, w.as_ref(), true)?;
-                Ok(e.add(&o, &x)?)
-            })?;
-            let a = named_layernorm(
-                e,
-                src,
-                &format!("{p}.attention.output.LayerNorm"),
-                &o,
-                n,
-                h,
-                c.layer_norm_eps,
-            )?;
-            let f1 = timed(e, "linear.ffn1", |e| {
-                let w = load_dense(
-                    src,
-                    fp,
-                    &format!("{p}.intermediate.dense"),
-                    h,
-                    ff,
-                    Layout::OutIn,
-                    true,
-                    NO_SCALE,
-                )?;
-                linear(e, &a, n, h, ff, w.as_ref(), true)
-            })?;
-            let g = timed(e, "gelu", |e| gelu(e, &f1, self.opts.mixed_activations))?;
-            let f2 = timed(e, "linear.ffn2", |e| {
-                let w = load_dense(
-                    src,
-                    fp,
-                    &format!("{p}.output.dense"),
-                    ff,
-                    h,
-                    Layout::OutIn,
-                    true,
-                    NO_SCALE,
-                )?;
-                let y = linear(e, &g, n, ff, h, w.as_ref(), true)?;
-                Ok(e.add(&y, &a)?)
-            })?;
-            x = named_layernorm(
-                e,
-                src,
-                &format!("{p}.output.LayerNorm"),
-                &f2,
-                n,
-                h,
-                c.layer_norm_eps,
-            )?;
-            if let Some(pr) = &self.progress {
-                pr(l + 1, total);
-            }
-        }
-        Ok(x)
+        let x = named_norm(e, src, NormKind::LayerNorm, "embeddings.LayerNorm", &x, n, h, c.layer_norm_eps)?;
+        let layers = self.stack.layers(c.num_hidden_layers);
+        run_blocks(
+            e,
+            src,
+            &self.block_config(),
+            Self::block_names,
+            layers,
+            x,
+            n,
+            None,
+            self.stack.progress.as_ref(),
+        )
     }
 
     /// Sentence embedding: mean pooling on shares, the pooled vector revealed to the client,
@@ -313,7 +163,7 @@ impl<'w> SecureBert<'w> {
         n: usize,
     ) -> Result<Option<Vec<f32>>, SecureError> {
         let h = self.config.hidden_size;
-        let labels = match (self.weights, self.config.num_labels) {
+        let labels = match (self.stack.weights, self.config.num_labels) {
             (Some(w), _) if w.contains("classifier.weight") => {
                 w.shape("classifier.weight").map_or(0, |s| s[0])
             }
@@ -332,7 +182,7 @@ impl<'w> SecureBert<'w> {
             }
         }
         let fp = e.format();
-        let src = self.weights;
+        let src = self.stack.weights;
         let x = self.forward(e, ids, n)?;
         let logits = timed(e, "classifier", |e| {
             let cls = take_rows(e, &x, 0..1, h)?;

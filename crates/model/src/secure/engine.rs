@@ -12,8 +12,11 @@
 //! parties; a party passing the wrong variant gets [`NnError::BadArgument`].
 
 use crate::secure::profile::Profile;
+use crate::secure::SecureError;
+use crate::suite::Suite;
 use nectar_net::{Role, Stats};
 use nectar_nn::{Backend, NnError};
+use std::time::Instant;
 
 /// A server-held fixed-point tensor as seen by one party (see module docs).
 #[derive(Clone, Copy, Debug)]
@@ -46,6 +49,10 @@ impl<'a> WeightRef<'a> {
 pub trait Engine: Backend {
     /// Which party this engine runs (the twin answers `Server`: it holds everything).
     fn role(&self) -> Role;
+
+    /// The protocol of every operator (fixed for the engine's lifetime; the block's operators
+    /// dispatch on it, see [`crate::secure::operators`]).
+    fn suite(&self) -> &Suite;
 
     /// Whether this engine holds both parties' secrets (the plaintext twin).
     fn is_twin(&self) -> bool {
@@ -118,6 +125,26 @@ pub trait Engine: Backend {
 
     /// The per-operator profile being recorded.
     fn profile_mut(&mut self) -> &mut Profile;
+}
+
+/// Runs `f` and records its time and communication under `op`, with the protocol the suite
+/// names for it (only at the outermost level: nested calls belong to their caller's row).
+pub fn timed<E, T, F>(e: &mut E, op: &str, f: F) -> Result<T, SecureError>
+where
+    E: Engine,
+    F: FnOnce(&mut E) -> Result<T, SecureError>,
+{
+    let before = e.net_stats();
+    let t0 = Instant::now();
+    e.profile_mut().enter();
+    let out = f(e);
+    if e.profile_mut().leave() {
+        let delta = e.net_stats() - before;
+        let protocol = e.suite().protocol_for(op);
+        e.profile_mut()
+            .record(op, protocol, t0.elapsed().as_secs_f64(), delta);
+    }
+    out
 }
 
 /// `impl Backend` for an engine that wraps a `Backend<Val = Vec<u64>, Bit = Vec<bool>>` in its

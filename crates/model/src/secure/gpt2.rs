@@ -4,66 +4,21 @@
 //! Step `t` processes only the new token(s): their embeddings (the client's one-hot × the
 //! server's `wte`, plus the server's `wpe` rows at the public positions), pre-LN blocks with
 //! causal attention against the cached key/value **shares** of all earlier positions (kept by
-//! each party between steps, never opened), `gelu_new` by Seg4GeLU, final LayerNorm, the tied LM
+//! each party between steps, never opened), `gelu_new` by the suite's GeLU (the blocks of
+//! [`crate::secure::block`]), final LayerNorm, the tied LM
 //! head on the last row only, and a secure argmax whose index is revealed **to the client only**;
 //! the client feeds it back as its next one-hot input. The server learns nothing but the public
 //! length of the generation.
 
 use crate::config::Gpt2Config;
-use crate::secure::bert::Progress;
-use crate::secure::engine::Engine;
-use crate::secure::layers::{
-    attention, embed_lookup, gelu, linear, load_dense, load_rows, named_layernorm, split_qkv,
-    take_rows, AttnDims, ColScale, Layout, NO_SCALE,
+use crate::secure::block::{
+    named_norm, run_blocks, Activation, BlockConfig, BlockNames, FfnKind, NormKind, Placement, SharedKvCache,
 };
-use crate::secure::profile::timed;
-use crate::secure::{check_ids, SecureError, SecureOptions, WeightSource};
+use crate::secure::engine::{timed, Engine};
+use crate::secure::layers::{embed_lookup, linear, load_dense, load_rows, take_rows, Layout, NO_SCALE};
+use crate::secure::{check_ids, SecureError, Stack};
 use nectar_net::Role;
 use nectar_nn::max::argmax_rows;
-
-/// Key/value shares of the positions processed so far, per layer (`[len, kv_dim]` each).
-#[derive(Clone, Debug)]
-pub struct SharedKvCache<V> {
-    pub(crate) k: Vec<Option<V>>,
-    pub(crate) v: Vec<Option<V>>,
-    len: usize,
-}
-
-impl<V> SharedKvCache<V> {
-    /// An empty cache for `layers` blocks.
-    pub fn new(layers: usize) -> Self {
-        SharedKvCache {
-            k: (0..layers).map(|_| None).collect(),
-            v: (0..layers).map(|_| None).collect(),
-            len: 0,
-        }
-    }
-    /// Number of cached positions.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    /// Whether nothing is cached.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-    pub(crate) fn advance(&mut self, n: usize) {
-        self.len += n;
-    }
-}
-
-/// Appends `new` to the cached shares of one layer; returns the whole cache of that layer.
-pub(crate) fn append<E: Engine>(
-    e: &mut E,
-    slot: &mut Option<E::Val>,
-    new: E::Val,
-) -> Result<E::Val, SecureError> {
-    let all = match slot.take() {
-        None => new,
-        Some(old) => e.concat(&[&old, &new])?,
-    };
-    *slot = Some(all.clone());
-    Ok(all)
-}
 
 /// Greedy argmax of the logits row, revealed to the client only (`Some(id)` there).
 pub(crate) fn next_token<E: Engine>(
@@ -82,53 +37,55 @@ pub(crate) fn next_token<E: Engine>(
     }
 }
 
-/// GPT-2 over an engine; the server holds `weights`, the client `None`.
+/// GPT-2 over an engine; the server holds the weights, the client none.
 pub struct SecureGpt2<'w> {
     pub config: Gpt2Config,
-    weights: Option<&'w dyn WeightSource>,
-    opts: SecureOptions,
-    progress: Option<Progress<'w>>,
+    pub(crate) stack: Stack<'w>,
 }
 
 impl<'w> SecureGpt2<'w> {
     /// The model; fails if the server's weights lack the embeddings.
-    pub fn new(
-        config: Gpt2Config,
-        weights: Option<&'w dyn WeightSource>,
-        opts: SecureOptions,
-    ) -> Result<Self, SecureError> {
-        if let Some(w) = weights {
-            for name in ["wte.weight", "wpe.weight"] {
-                if !w.contains(name) {
-                    return Err(SecureError::Role(format!(
-                        "the server's weights lack \"{name}\""
-                    )));
-                }
-            }
+    pub(crate) fn new(config: Gpt2Config, stack: Stack<'w>) -> Result<Self, SecureError> {
+        stack.require(&["wte.weight", "wpe.weight"])?;
+        Ok(SecureGpt2 { config, stack })
+    }
+
+    /// The block of this config (pre-LN, causal, GeLU FFN, biases, `Conv1D` layout with a fused
+    /// `c_attn`).
+    pub fn block_config(&self) -> BlockConfig {
+        let c = &self.config;
+        BlockConfig {
+            hidden: c.n_embd,
+            heads: c.n_head,
+            kv_heads: c.n_head,
+            intermediate: c.n_inner,
+            norm: NormKind::LayerNorm,
+            eps: c.layer_norm_epsilon,
+            placement: Placement::Pre,
+            causal: true,
+            rope_theta: None,
+            ffn: FfnKind::Plain,
+            activation: Activation::Gelu,
+            bias: true,
+            layout: Layout::InOut,
         }
-        Ok(SecureGpt2 {
-            config,
-            weights,
-            opts,
-            progress: None,
-        })
     }
 
-    /// Reports progress after each block.
-    pub fn with_progress(mut self, p: Progress<'w>) -> Self {
-        self.progress = Some(p);
-        self
-    }
-
-    fn layers(&self) -> usize {
-        self.opts
-            .max_layers
-            .map_or(self.config.n_layer, |m| m.min(self.config.n_layer))
+    fn block_names(l: usize) -> BlockNames {
+        let p = format!("h.{l}");
+        BlockNames {
+            norm1: format!("{p}.ln_1"),
+            norm2: format!("{p}.ln_2"),
+            qkv: vec![format!("{p}.attn.c_attn")],
+            o: format!("{p}.attn.c_proj"),
+            ffn_in: vec![format!("{p}.mlp.c_fc")],
+            ffn_out: format!("{p}.mlp.c_proj"),
+        }
     }
 
     /// An empty shared cache for this model.
     pub fn new_cache<V>(&self) -> SharedKvCache<V> {
-        SharedKvCache::new(self.layers())
+        SharedKvCache::new(self.stack.layers(self.config.n_layer))
     }
 
     /// Runs `n` new tokens after the cached positions and appends their keys/values to `cache`.
@@ -143,121 +100,29 @@ impl<'w> SecureGpt2<'w> {
         let c = &self.config;
         let start = cache.len();
         check_ids(ids, n, c.vocab_size, c.n_positions.saturating_sub(start))?;
-        let (d, ff, heads) = (c.n_embd, c.n_inner, c.n_head);
-        let dh = d / heads;
+        let d = c.n_embd;
         let fp = e.format();
-        let src = self.weights;
-        let eps = c.layer_norm_epsilon;
-        let mut x = timed(e, "embed", |e| {
-            let table = load_dense(
-                src,
-                fp,
-                "wte",
-                c.vocab_size,
-                d,
-                Layout::InOut,
-                false,
-                NO_SCALE,
-            )?;
-            let words = embed_lookup(
-                e,
-                ids,
-                n,
-                c.vocab_size,
-                d,
-                table.as_ref().map(|t| t.w.as_slice()),
-                self.opts.embed,
-            )?;
+        let src = self.stack.weights;
+        let x = timed(e, "embed", |e| {
+            let table = load_dense(src, fp, "wte", c.vocab_size, d, Layout::InOut, false, NO_SCALE)?;
+            let words = embed_lookup(e, ids, n, c.vocab_size, d, table.as_ref().map(|t| t.w.as_slice()))?;
             let pos = load_rows(src, fp, "wpe.weight", [c.n_positions, d], start..start + n)?;
             let a = e.server_input(pos.as_deref(), n * d)?;
             Ok(e.add(&words, &a)?)
         })?;
-        let scale = 1.0 / (dh as f64).sqrt();
-        let total = self.layers();
-        for l in 0..total {
-            let p = format!("h.{l}");
-            let a = named_layernorm(e, src, &format!("{p}.ln_1"), &x, n, d, eps)?;
-            let qkv = timed(e, "linear.qkv", |e| {
-                let w = load_dense(
-                    src,
-                    fp,
-                    &format!("{p}.attn.c_attn"),
-                    d,
-                    3 * d,
-                    Layout::InOut,
-                    true,
-                    ColScale { cols: d, by: scale },
-                )?;
-                linear(e, &a, n, d, 3 * d, w.as_ref(), true)
-            })?;
-            let (q, k, v) = split_qkv(e, &qkv, n, d)?;
-            let kc = append(e, &mut cache.k[l], k)?;
-            let vc = append(e, &mut cache.v[l], v)?;
-            let m = start + n;
-            let ctx = attention(
-                e,
-                &q,
-                &kc,
-                &vc,
-                AttnDims {
-                    n,
-                    m,
-                    heads,
-                    kv_heads: heads,
-                    dh,
-                },
-                None,
-                true,
-            )?;
-            x = timed(e, "linear.o", |e| {
-                let w = load_dense(
-                    src,
-                    fp,
-                    &format!("{p}.attn.c_proj"),
-                    d,
-                    d,
-                    Layout::InOut,
-                    true,
-                    NO_SCALE,
-                )?;
-                let o = linear(e, &ctx, n, d, d, w.as_ref(), true)?;
-                Ok(e.add(&o, &x)?)
-            })?;
-            let a = named_layernorm(e, src, &format!("{p}.ln_2"), &x, n, d, eps)?;
-            let f1 = timed(e, "linear.ffn1", |e| {
-                let w = load_dense(
-                    src,
-                    fp,
-                    &format!("{p}.mlp.c_fc"),
-                    d,
-                    ff,
-                    Layout::InOut,
-                    true,
-                    NO_SCALE,
-                )?;
-                linear(e, &a, n, d, ff, w.as_ref(), true)
-            })?;
-            let g = timed(e, "gelu", |e| gelu(e, &f1, self.opts.mixed_activations))?;
-            x = timed(e, "linear.ffn2", |e| {
-                let w = load_dense(
-                    src,
-                    fp,
-                    &format!("{p}.mlp.c_proj"),
-                    ff,
-                    d,
-                    Layout::InOut,
-                    true,
-                    NO_SCALE,
-                )?;
-                let y = linear(e, &g, n, ff, d, w.as_ref(), true)?;
-                Ok(e.add(&y, &x)?)
-            })?;
-            if let Some(pr) = &self.progress {
-                pr(l + 1, total);
-            }
-        }
-        cache.advance(n);
-        named_layernorm(e, src, "ln_f", &x, n, d, eps)
+        let layers = cache.k.len();
+        let x = run_blocks(
+            e,
+            src,
+            &self.block_config(),
+            Self::block_names,
+            layers,
+            x,
+            n,
+            Some(cache),
+            self.stack.progress.as_ref(),
+        )?;
+        named_norm(e, src, NormKind::LayerNorm, "ln_f", &x, n, d, c.layer_norm_epsilon)
     }
 
     /// Logits `[vocab]` of the last of `n` hidden rows (tied LM head, shares).
@@ -269,7 +134,7 @@ impl<'w> SecureGpt2<'w> {
     ) -> Result<E::Val, SecureError> {
         let (d, vocab) = (self.config.n_embd, self.config.vocab_size);
         let fp = e.format();
-        let src = self.weights;
+        let src = self.stack.weights;
         timed(e, "lm_head", |e| {
             let last = take_rows(e, hidden, n - 1..n, d)?;
             let w = load_dense(src, fp, "wte", d, vocab, Layout::OutIn, false, NO_SCALE)?;

@@ -1,24 +1,20 @@
-//! Building blocks shared by the secure architectures, generic over [`Engine`]: weight encoding
-//! (server side, one tensor at a time), linear layers with one truncation, multi-head attention
-//! on shares (batched `Q·K^T` and `P·V`, public masks, grouped-query heads), RoPE as a public
-//! rotation, normalisations, activations, tanh, embedding lookups, row means.
+//! Building blocks of the secure architectures and of [`crate::secure::block`], generic over
+//! [`Engine`]: weight encoding (server side, one tensor at a time), linear layers with one
+//! truncation, multi-head attention on shares (batched `Q·K^T` and `P·V`, public masks,
+//! grouped-query heads), RoPE as a public rotation, tanh, embedding lookups, row means. The
+//! nonlinear operators go through the suite ([`crate::secure::operators`]).
 //!
 //! Fixed point: values carry `f` fractional bits; weights are encoded at `f` too, so a product
 //! has `2f` and is truncated once by `f` after the whole sum (BumbleBee §II-C).
 
-use crate::secure::engine::{Engine, WeightRef};
-use crate::secure::profile::timed;
-use crate::secure::{EmbedMode, SecureError, WeightSource};
+use crate::secure::engine::{timed, Engine, WeightRef};
+use crate::secure::operators;
+use crate::secure::{SecureError, WeightSource};
+use crate::suite::Embed;
 use nectar_math::FixedPoint;
 use nectar_net::Role;
 use nectar_nn::backend::{enc, enc_scaled, int};
-use nectar_nn::exp::{exp_neg, EXP_BUMBLEBEE};
-use nectar_nn::gelu::{seg4_gelu, seg4_gelu_mixed, SEG4_BUMBLEBEE};
-use nectar_nn::layernorm::{layernorm as nn_layernorm, LayerNormParams, LAYERNORM_DEFAULT};
-use nectar_nn::reciprocal::{reciprocal, RecipParams};
-use nectar_nn::rmsnorm::rmsnorm as nn_rmsnorm;
-use nectar_nn::silu::{silu, silu_mixed, SILU_BUMBLEBEE};
-use nectar_nn::softmax::{softmax, SOFTMAX_BUMBLEBEE};
+use nectar_nn::reciprocal::RecipParams;
 
 /// Layout of a weight matrix in the checkpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,119 +178,6 @@ pub fn linear<E: Engine>(
     }
 }
 
-/// The model's ε raised to the smallest value the fixed-point rsqrt domain accepts
-/// (`4·2^−f`, ≈ 1.5e−5 at f = 18; BERT's 1e−12 and LLaMA's 1e−6 are below the resolution).
-pub fn norm_params(fp: FixedPoint, eps: f64) -> LayerNormParams {
-    LayerNormParams {
-        eps: eps.max(4.0 / (fp.f() as f64).exp2()),
-        ..LAYERNORM_DEFAULT
-    }
-}
-
-/// LayerNorm of `rows × cols` with the server's γ, β.
-pub fn layernorm<E: Engine>(
-    e: &mut E,
-    x: &E::Val,
-    rows: usize,
-    cols: usize,
-    g: Option<&[u64]>,
-    b: Option<&[u64]>,
-    eps: f64,
-) -> Result<E::Val, SecureError> {
-    let gv = e.server_input(g, cols)?;
-    let bv = e.server_input(b, cols)?;
-    let p = norm_params(e.format(), eps);
-    Ok(nn_layernorm(e, x, rows, cols, &gv, &bv, &p)?)
-}
-
-/// The checkpoint's LayerNorm `{prefix}.weight` / `{prefix}.bias` on `x` (`rows × cols`),
-/// recorded as one `layernorm` operator.
-#[allow(clippy::too_many_arguments)]
-pub fn named_layernorm<E: Engine>(
-    e: &mut E,
-    src: Option<&dyn WeightSource>,
-    prefix: &str,
-    x: &E::Val,
-    rows: usize,
-    cols: usize,
-    eps: f64,
-) -> Result<E::Val, SecureError> {
-    timed(e, "layernorm", |e| {
-        let fp = e.format();
-        let g = load_vec(src, fp, &format!("{prefix}.weight"), cols)?;
-        let b = load_vec(src, fp, &format!("{prefix}.bias"), cols)?;
-        layernorm(e, x, rows, cols, g.as_deref(), b.as_deref(), eps)
-    })
-}
-
-/// The checkpoint's RMSNorm `{prefix}.weight` on `x` (`rows × cols`), recorded as one
-/// `rmsnorm` operator.
-pub fn named_rmsnorm<E: Engine>(
-    e: &mut E,
-    src: Option<&dyn WeightSource>,
-    prefix: &str,
-    x: &E::Val,
-    rows: usize,
-    cols: usize,
-    eps: f64,
-) -> Result<E::Val, SecureError> {
-    timed(e, "rmsnorm", |e| {
-        let g = load_vec(src, e.format(), &format!("{prefix}.weight"), cols)?;
-        rmsnorm(e, x, rows, cols, g.as_deref(), eps)
-    })
-}
-
-/// `(Q, K, V)`.
-pub type Qkv<V> = (V, V, V);
-
-/// Splits fused `rows × 3h` projections `[Q | K | V]` into `Q`, `K`, `V` (`rows × h` each).
-pub fn split_qkv<E: Engine>(
-    e: &mut E,
-    qkv: &E::Val,
-    rows: usize,
-    h: usize,
-) -> Result<Qkv<E::Val>, SecureError> {
-    let mut part = |which: usize| -> Result<E::Val, SecureError> {
-        let idx: Vec<usize> = (0..rows * h)
-            .map(|q| (q / h) * 3 * h + which * h + q % h)
-            .collect();
-        Ok(e.gather(qkv, &idx)?)
-    };
-    Ok((part(0)?, part(1)?, part(2)?))
-}
-
-/// RMSNorm of `rows × cols` with the server's γ.
-pub fn rmsnorm<E: Engine>(
-    e: &mut E,
-    x: &E::Val,
-    rows: usize,
-    cols: usize,
-    g: Option<&[u64]>,
-    eps: f64,
-) -> Result<E::Val, SecureError> {
-    let gv = e.server_input(g, cols)?;
-    let p = norm_params(e.format(), eps);
-    Ok(nn_rmsnorm(e, x, rows, cols, &gv, &p)?)
-}
-
-/// GeLU (exact and tanh forms alike) by Seg4GeLU (BumbleBee Eq. (2)).
-pub fn gelu<E: Engine>(e: &mut E, x: &E::Val, mixed: bool) -> Result<E::Val, SecureError> {
-    Ok(if mixed {
-        seg4_gelu_mixed(e, x, &SEG4_BUMBLEBEE)?
-    } else {
-        seg4_gelu(e, x, &SEG4_BUMBLEBEE)?
-    })
-}
-
-/// SiLU by BumbleBee's four-segment approximation.
-pub fn silu_op<E: Engine>(e: &mut E, x: &E::Val, mixed: bool) -> Result<E::Val, SecureError> {
-    Ok(if mixed {
-        silu_mixed(e, x, &SILU_BUMBLEBEE)?
-    } else {
-        silu(e, x, &SILU_BUMBLEBEE)?
-    })
-}
-
 /// Reciprocal domain `[1, 4)` for `1 + e^{−2|x|} ∈ [1, 2]`.
 const RECIP_TANH: RecipParams = RecipParams {
     lo: 0,
@@ -312,12 +195,12 @@ pub fn tanh<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, SecureError> {
     let a = e.sub(x, &twoneg)?; // |x|
     let m2 = int(e, -2);
     let d = e.mul_const(&a, &[m2], 0)?; // −2|x| ≤ 0
-    let ex = exp_neg(e, &d, &EXP_BUMBLEBEE)?;
+    let ex = operators::exp_nonpositive(e, &d)?;
     let one = enc(e, 1.0)?;
     let den = e.add_const(&ex, &[one])?;
     let nex = e.neg(&ex)?;
     let num = e.add_const(&nex, &[one])?;
-    let r = reciprocal(e, &den, &RECIP_TANH)?;
+    let r = operators::reciprocal(e, &den, &RECIP_TANH)?;
     let t = e.mul(&num, &r)?;
     let tneg = e.mux(&s, &t)?;
     let t2 = e.mul_const(&tneg, &[two], 0)?;
@@ -349,7 +232,6 @@ pub fn attention<E: Engine>(
     key_mask: Option<&[bool]>,
     causal: bool,
 ) -> Result<E::Val, SecureError> {
-    use crate::secure::profile::timed;
     let AttnDims {
         n,
         m,
@@ -397,16 +279,7 @@ pub fn attention<E: Engine>(
         })
         .collect();
     let any = hide.iter().any(|&h| h);
-    let probs = timed(e, "softmax", |e| {
-        Ok(softmax(
-            e,
-            &scores,
-            heads * n,
-            m,
-            any.then_some(&hide[..]),
-            &SOFTMAX_BUMBLEBEE,
-        )?)
-    })?;
+    let probs = operators::softmax(e, &scores, heads * n, m, any.then_some(&hide[..]))?;
     let ctx = timed(e, "matmul.pv", |e| {
         let raw = e.batch_matmul_shared(&probs, &vh, heads, n, m, dh)?;
         Ok(e.trunc(&raw, f)?)
@@ -460,7 +333,7 @@ pub fn rope<E: Engine>(
 }
 
 /// Embedding rows of the client's tokens: `one_hot(ids) × table` (`vocab × dim`, the server's,
-/// already encoded as `in × out`) — see [`EmbedMode`]. `ids` is `Some` on the client (and the
+/// already encoded as `in × out`) — by the suite's [`Embed`] mode. `ids` is `Some` on the client (and the
 /// twin). One-hot entries are ring integers, so the product needs no truncation.
 pub fn embed_lookup<E: Engine>(
     e: &mut E,
@@ -469,9 +342,8 @@ pub fn embed_lookup<E: Engine>(
     vocab: usize,
     dim: usize,
     table: Option<&[u64]>,
-    mode: EmbedMode,
 ) -> Result<E::Val, SecureError> {
-    let oh = one_hot_rows(e, ids, n, vocab, mode)?;
+    let oh = one_hot_rows(e, ids, n, vocab)?;
     Ok(e.matmul_weight(&oh, n, vocab, dim, WeightRef::from_option(table))?)
 }
 
@@ -481,8 +353,8 @@ pub fn one_hot_rows<E: Engine>(
     ids: Option<&[u32]>,
     n: usize,
     vocab: usize,
-    mode: EmbedMode,
 ) -> Result<E::Val, SecureError> {
+    let mode = e.suite().embed;
     let client_has = e.role() == Role::Client || e.is_twin();
     if client_has && ids.is_none() {
         return Err(SecureError::Role(
@@ -491,7 +363,7 @@ pub fn one_hot_rows<E: Engine>(
     }
     let ids = if client_has { ids } else { None };
     Ok(match mode {
-        EmbedMode::ClientOneHot => {
+        Embed::ClientOneHot => {
             let oh = ids.map(|ids| {
                 let mut v = vec![0u64; n * vocab];
                 for (i, &t) in ids.iter().enumerate() {
@@ -501,7 +373,7 @@ pub fn one_hot_rows<E: Engine>(
             });
             e.client_input(oh.as_deref(), n * vocab)?
         }
-        EmbedMode::SharedIds => {
+        Embed::SharedIds => {
             let raw: Option<Vec<u64>> = ids.map(|ids| ids.iter().map(|&t| t as u64).collect());
             let shared = e.client_input(raw.as_deref(), n)?;
             nectar_nn::onehot::one_hot(e, &shared, vocab)?

@@ -3,35 +3,28 @@
 //! public rotation applied locally to the shares (then one truncation,
 //! [`crate::secure::layers::rope`]), grouped-query attention (query head `h` reads key/value
 //! head `h / (heads / kv_heads)`, duplicated locally), SwiGLU FFN: fused `gate|up` projection,
-//! SiLU (BumbleBee App. D four-segment approximation), one `Π_mul`, down projection. Greedy
+//! SiLU by the suite's protocol, one `Π_mul`, down projection — the blocks of
+//! [`crate::secure::block`]. Greedy
 //! generation with the shared KV cache as for GPT-2 (argmax revealed to the client only).
 
 use crate::config::LlamaConfig;
-use crate::secure::bert::{concat_cols, Progress};
-use crate::secure::engine::Engine;
-use crate::secure::gpt2::{append, generate_loop, SharedKvCache};
-use crate::secure::layers::{
-    attention, embed_lookup, linear, load_dense, named_rmsnorm, rope, silu_op, take_rows, AttnDims,
-    ColScale, Layout, NO_SCALE,
+use crate::secure::block::{
+    named_norm, run_blocks, Activation, BlockConfig, BlockNames, FfnKind, NormKind, Placement, SharedKvCache,
 };
-use crate::secure::profile::timed;
-use crate::secure::{check_ids, SecureError, SecureOptions, WeightSource};
+use crate::secure::engine::{timed, Engine};
+use crate::secure::gpt2::generate_loop;
+use crate::secure::layers::{embed_lookup, linear, load_dense, take_rows, Layout, NO_SCALE};
+use crate::secure::{check_ids, SecureError, Stack};
 
-/// LLaMA over an engine; the server holds `weights`, the client `None`.
+/// LLaMA over an engine; the server holds the weights, the client none.
 pub struct SecureLlama<'w> {
     pub config: LlamaConfig,
-    weights: Option<&'w dyn WeightSource>,
-    opts: SecureOptions,
-    progress: Option<Progress<'w>>,
+    pub(crate) stack: Stack<'w>,
 }
 
 impl<'w> SecureLlama<'w> {
     /// The model; rejects configurations the plaintext reference rejects as well.
-    pub fn new(
-        config: LlamaConfig,
-        weights: Option<&'w dyn WeightSource>,
-        opts: SecureOptions,
-    ) -> Result<Self, SecureError> {
+    pub(crate) fn new(config: LlamaConfig, stack: Stack<'w>) -> Result<Self, SecureError> {
         if let Some(kind) = &config.rope_scaling {
             return Err(SecureError::Unsupported(format!(
                 "llama with rope_scaling \"{kind}\""
@@ -52,38 +45,49 @@ impl<'w> SecureLlama<'w> {
                 config.num_attention_heads, config.num_key_value_heads
             )));
         }
-        if let Some(w) = weights {
-            if !w.contains("embed_tokens.weight") {
-                return Err(SecureError::Role(
-                    "the server's weights lack \"embed_tokens.weight\"".into(),
-                ));
-            }
+        stack.require(&["embed_tokens.weight"])?;
+        Ok(SecureLlama { config, stack })
+    }
+
+    /// The block of this config (pre-RMSNorm, causal with RoPE, grouped key/value heads,
+    /// gated SiLU FFN, no biases).
+    pub fn block_config(&self) -> BlockConfig {
+        let c = &self.config;
+        BlockConfig {
+            hidden: c.hidden_size,
+            heads: c.num_attention_heads,
+            kv_heads: c.num_key_value_heads,
+            intermediate: c.intermediate_size,
+            norm: NormKind::RmsNorm,
+            eps: c.rms_norm_eps,
+            placement: Placement::Pre,
+            causal: true,
+            rope_theta: Some(c.rope_theta),
+            ffn: FfnKind::Gated,
+            activation: Activation::Silu,
+            bias: false,
+            layout: Layout::OutIn,
         }
-        Ok(SecureLlama {
-            config,
-            weights,
-            opts,
-            progress: None,
-        })
     }
 
-    /// Reports progress after each block.
-    pub fn with_progress(mut self, p: Progress<'w>) -> Self {
-        self.progress = Some(p);
-        self
-    }
-
-    fn layers(&self) -> usize {
-        self.opts
-            .max_layers
-            .map_or(self.config.num_hidden_layers, |m| {
-                m.min(self.config.num_hidden_layers)
-            })
+    fn block_names(l: usize) -> BlockNames {
+        let p = format!("layers.{l}");
+        BlockNames {
+            norm1: format!("{p}.input_layernorm"),
+            norm2: format!("{p}.post_attention_layernorm"),
+            qkv: ["q_proj", "k_proj", "v_proj"]
+                .iter()
+                .map(|m| format!("{p}.self_attn.{m}"))
+                .collect(),
+            o: format!("{p}.self_attn.o_proj"),
+            ffn_in: vec![format!("{p}.mlp.gate_proj"), format!("{p}.mlp.up_proj")],
+            ffn_out: format!("{p}.mlp.down_proj"),
+        }
     }
 
     /// An empty shared cache for this model.
     pub fn new_cache<V>(&self) -> SharedKvCache<V> {
-        SharedKvCache::new(self.layers())
+        SharedKvCache::new(self.stack.layers(self.config.num_hidden_layers))
     }
 
     /// Runs `n` new tokens after the cached positions; returns the final-norm hidden shares.
@@ -96,188 +100,27 @@ impl<'w> SecureLlama<'w> {
     ) -> Result<E::Val, SecureError> {
         let c = &self.config;
         let start = cache.len();
-        check_ids(
-            ids,
-            n,
-            c.vocab_size,
-            c.max_position_embeddings.saturating_sub(start),
-        )?;
-        let (h, ff) = (c.hidden_size, c.intermediate_size);
-        let (heads, kv_heads) = (c.num_attention_heads, c.num_key_value_heads);
-        let dh = h / heads;
-        let kv = kv_heads * dh;
+        check_ids(ids, n, c.vocab_size, c.max_position_embeddings.saturating_sub(start))?;
+        let h = c.hidden_size;
         let fp = e.format();
-        let src = self.weights;
-        let eps = c.rms_norm_eps;
-        let mut x = timed(e, "embed", |e| {
-            let table = load_dense(
-                src,
-                fp,
-                "embed_tokens",
-                c.vocab_size,
-                h,
-                Layout::InOut,
-                false,
-                NO_SCALE,
-            )?;
-            embed_lookup(
-                e,
-                ids,
-                n,
-                c.vocab_size,
-                h,
-                table.as_ref().map(|t| t.w.as_slice()),
-                self.opts.embed,
-            )
+        let src = self.stack.weights;
+        let x = timed(e, "embed", |e| {
+            let table = load_dense(src, fp, "embed_tokens", c.vocab_size, h, Layout::InOut, false, NO_SCALE)?;
+            embed_lookup(e, ids, n, c.vocab_size, h, table.as_ref().map(|t| t.w.as_slice()))
         })?;
-        let scale = 1.0 / (dh as f64).sqrt();
-        let total = self.layers();
-        for l in 0..total {
-            let p = format!("layers.{l}");
-            let a = named_rmsnorm(e, src, &format!("{p}.input_layernorm"), &x, n, h, eps)?;
-            let qkv = timed(e, "linear.qkv", |e| {
-                let parts = [
-                    load_dense(
-                        src,
-                        fp,
-                        &format!("{p}.self_attn.q_proj"),
-                        h,
-                        h,
-                        Layout::OutIn,
-                        false,
-                        ColScale { cols: h, by: scale },
-                    )?,
-                    load_dense(
-                        src,
-                        fp,
-                        &format!("{p}.self_attn.k_proj"),
-                        h,
-                        kv,
-                        Layout::OutIn,
-                        false,
-                        NO_SCALE,
-                    )?,
-                    load_dense(
-                        src,
-                        fp,
-                        &format!("{p}.self_attn.v_proj"),
-                        h,
-                        kv,
-                        Layout::OutIn,
-                        false,
-                        NO_SCALE,
-                    )?,
-                ];
-                let w = concat_cols(&parts, h, &[h, kv, kv]);
-                linear(e, &a, n, h, h + 2 * kv, w.as_ref(), false)
-            })?;
-            let width = h + 2 * kv;
-            let cols = |e: &mut E, off: usize, len: usize| -> Result<E::Val, SecureError> {
-                let idx: Vec<usize> = (0..n * len)
-                    .map(|q| (q / len) * width + off + q % len)
-                    .collect();
-                Ok(e.gather(&qkv, &idx)?)
-            };
-            let (q, k, v) = (cols(e, 0, h)?, cols(e, h, kv)?, cols(e, h + kv, kv)?);
-            let (q, k) = timed(e, "rope", |e| {
-                Ok((
-                    rope(e, &q, n, start, heads, dh, c.rope_theta)?,
-                    rope(e, &k, n, start, kv_heads, dh, c.rope_theta)?,
-                ))
-            })?;
-            let kc = append(e, &mut cache.k[l], k)?;
-            let vc = append(e, &mut cache.v[l], v)?;
-            let ctx = attention(
-                e,
-                &q,
-                &kc,
-                &vc,
-                AttnDims {
-                    n,
-                    m: start + n,
-                    heads,
-                    kv_heads,
-                    dh,
-                },
-                None,
-                true,
-            )?;
-            x = timed(e, "linear.o", |e| {
-                let w = load_dense(
-                    src,
-                    fp,
-                    &format!("{p}.self_attn.o_proj"),
-                    h,
-                    h,
-                    Layout::OutIn,
-                    false,
-                    NO_SCALE,
-                )?;
-                let o = linear(e, &ctx, n, h, h, w.as_ref(), false)?;
-                Ok(e.add(&o, &x)?)
-            })?;
-            let a = named_rmsnorm(
-                e,
-                src,
-                &format!("{p}.post_attention_layernorm"),
-                &x,
-                n,
-                h,
-                eps,
-            )?;
-            let gu = timed(e, "linear.ffn1", |e| {
-                let parts = [
-                    load_dense(
-                        src,
-                        fp,
-                        &format!("{p}.mlp.gate_proj"),
-                        h,
-                        ff,
-                        Layout::OutIn,
-                        false,
-                        NO_SCALE,
-                    )?,
-                    load_dense(
-                        src,
-                        fp,
-                        &format!("{p}.mlp.up_proj"),
-                        h,
-                        ff,
-                        Layout::OutIn,
-                        false,
-                        NO_SCALE,
-                    )?,
-                ];
-                let w = concat_cols(&parts, h, &[ff, ff]);
-                linear(e, &a, n, h, 2 * ff, w.as_ref(), false)
-            })?;
-            let gi: Vec<usize> = (0..n * ff).map(|q| (q / ff) * 2 * ff + q % ff).collect();
-            let ui: Vec<usize> = (0..n * ff)
-                .map(|q| (q / ff) * 2 * ff + ff + q % ff)
-                .collect();
-            let (g, u) = (e.gather(&gu, &gi)?, e.gather(&gu, &ui)?);
-            let act = timed(e, "silu", |e| silu_op(e, &g, self.opts.mixed_activations))?;
-            let prod = timed(e, "mul", |e| Ok(e.mul(&act, &u)?))?;
-            x = timed(e, "linear.ffn2", |e| {
-                let w = load_dense(
-                    src,
-                    fp,
-                    &format!("{p}.mlp.down_proj"),
-                    ff,
-                    h,
-                    Layout::OutIn,
-                    false,
-                    NO_SCALE,
-                )?;
-                let y = linear(e, &prod, n, ff, h, w.as_ref(), false)?;
-                Ok(e.add(&y, &x)?)
-            })?;
-            if let Some(pr) = &self.progress {
-                pr(l + 1, total);
-            }
-        }
-        cache.advance(n);
-        named_rmsnorm(e, src, "norm", &x, n, h, eps)
+        let layers = cache.k.len();
+        let x = run_blocks(
+            e,
+            src,
+            &self.block_config(),
+            Self::block_names,
+            layers,
+            x,
+            n,
+            Some(cache),
+            self.stack.progress.as_ref(),
+        )?;
+        named_norm(e, src, NormKind::RmsNorm, "norm", &x, n, h, c.rms_norm_eps)
     }
 
     /// Logits of the last of `n` hidden rows (`lm_head`, or the tied embedding).
@@ -289,7 +132,7 @@ impl<'w> SecureLlama<'w> {
     ) -> Result<E::Val, SecureError> {
         let (h, vocab) = (self.config.hidden_size, self.config.vocab_size);
         let fp = e.format();
-        let src = self.weights;
+        let src = self.stack.weights;
         let head = match src {
             Some(w) if self.config.tie_word_embeddings && !w.contains("lm_head.weight") => {
                 "embed_tokens"

@@ -13,10 +13,12 @@
 //! # Data flow (DESIGN.md "Data flow of one inference")
 //!
 //! 1. Embedding: the client's one-hot matrix (built locally from its ids, or obtained from
-//!    secret-shared ids with `i_equal`, see [`EmbedMode`]) × the server's table, an OLT.
-//! 2. Per block: linear layers `[X]·W` by OLT followed by one truncation and the server adding
-//!    its bias to its share; `Q·K^T` and `P·V` as batched shared×shared products; softmax with
-//!    a public (padding / causal) mask; LayerNorm / RMSNorm; GeLU (Seg4GeLU) / SiLU.
+//!    secret-shared ids with `i_equal`, see [`crate::suite::Embed`]) × the server's table, an OLT.
+//! 2. Per block ([`block`], written once for every architecture): linear layers `[X]·W` by OLT
+//!    followed by one truncation and the server adding its bias to its share; `Q·K^T` and `P·V`
+//!    as batched shared×shared products; softmax with a public (padding / causal) mask;
+//!    LayerNorm / RMSNorm; GeLU / SiLU — each nonlinear operator by the protocol the engine's
+//!    [`crate::suite::Suite`] names ([`operators`]).
 //! 3. Output: BERT mean pooling is computed on shares and the pooled vector is revealed **to the
 //!    client only**, who L2-normalises it in plaintext (normalisation of a public-to-the-client
 //!    vector leaks nothing more). Classifier logits, GPT-2/LLaMA argmax tokens: revealed to the
@@ -31,10 +33,12 @@
 
 pub mod bench;
 pub mod bert;
+pub mod block;
 pub mod engine;
 pub mod gpt2;
 pub mod layers;
 pub mod llama;
+pub mod operators;
 pub mod plain_engine;
 pub mod profile;
 pub mod random;
@@ -42,16 +46,18 @@ pub mod secure_engine;
 pub mod vit;
 
 pub use bert::SecureBert;
-pub use engine::{Engine, WeightRef};
+pub use block::SharedKvCache;
+pub use engine::{timed, Engine, WeightRef};
 pub use gpt2::SecureGpt2;
 pub use llama::SecureLlama;
 pub use plain_engine::PlainEngine;
 pub use profile::{OpRecord, Profile};
 pub use random::{random_config, RandomArch, RandomWeights};
-pub use secure_engine::SecureEngine;
+pub use secure_engine::{backend_opts, SecureEngine};
 pub use vit::SecureVit;
 
 use crate::config::ModelConfig;
+use crate::suite::SuiteError;
 use crate::weights::Weights;
 use crate::ModelError;
 use nectar_nn::NnError;
@@ -72,7 +78,13 @@ pub enum SecureError {
     /// Not implemented for this architecture / option.
     #[error("unsupported: {0}")]
     Unsupported(String),
+    /// The suite names a protocol that cannot run.
+    #[error(transparent)]
+    Suite(#[from] SuiteError),
 }
+
+/// Called after each block with (block index, number of blocks).
+pub type Progress<'w> = Box<dyn Fn(usize, usize) + Send + Sync + 'w>;
 
 impl From<nectar_math::MathError> for SecureError {
     fn from(e: nectar_math::MathError) -> Self {
@@ -102,38 +114,6 @@ impl WeightSource for Weights {
     }
     fn shape(&self, name: &str) -> Option<Vec<usize>> {
         Weights::shape(self, name).map(|s| s.to_vec())
-    }
-}
-
-/// How the client's token ids enter the embedding lookup (AGREEMENT; both measured).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum EmbedMode {
-    /// The client builds the one-hot rows from its ids in plaintext and inputs them to the
-    /// OLT `one_hot × table` (the server's share is zero): no nonlinear protocol at all.
-    ClientOneHot,
-    /// The ids are secret-shared first and the one-hot rows are computed by `i_equal`
-    /// (BumbleBee Table IV's `i_equal` row: `n·V` equality tests), then the same OLT.
-    SharedIds,
-}
-
-/// Options of a secure run (AGREEMENT: both parties must use the same).
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct SecureOptions {
-    /// Embedding lookup mode.
-    pub embed: EmbedMode,
-    /// Evaluate GeLU / SiLU in BumbleBee's small activation ring (§V-C).
-    pub mixed_activations: bool,
-    /// Run at most this many transformer blocks (`None`: all); for per-layer benchmarks.
-    pub max_layers: Option<usize>,
-}
-
-impl Default for SecureOptions {
-    fn default() -> Self {
-        SecureOptions {
-            embed: EmbedMode::ClientOneHot,
-            mixed_activations: false,
-            max_layers: None,
-        }
     }
 }
 
@@ -185,26 +165,35 @@ impl<'w> SecureModel<'w> {
     pub fn new(
         config: &ModelConfig,
         weights: Option<&'w dyn WeightSource>,
-        opts: SecureOptions,
     ) -> Result<Self, SecureError> {
+        let stack = Stack::new(weights);
         Ok(match config {
-            ModelConfig::Bert(c) => SecureModel::Bert(SecureBert::new(c.clone(), weights, opts)?),
-            ModelConfig::Gpt2(c) => SecureModel::Gpt2(SecureGpt2::new(c.clone(), weights, opts)?),
-            ModelConfig::Llama(c) => {
-                SecureModel::Llama(SecureLlama::new(c.clone(), weights, opts)?)
-            }
-            ModelConfig::Vit(c) => SecureModel::Vit(SecureVit::new(c.clone(), weights, opts)?),
+            ModelConfig::Bert(c) => SecureModel::Bert(SecureBert::new(c.clone(), stack)?),
+            ModelConfig::Gpt2(c) => SecureModel::Gpt2(SecureGpt2::new(c.clone(), stack)?),
+            ModelConfig::Llama(c) => SecureModel::Llama(SecureLlama::new(c.clone(), stack)?),
+            ModelConfig::Vit(c) => SecureModel::Vit(SecureVit::new(c.clone(), stack)?),
         })
     }
 
-    /// Reports progress after each transformer block (e.g. a progress line on stderr).
-    pub fn with_progress(self, p: bert::Progress<'w>) -> Self {
+    fn stack_mut(&mut self) -> &mut Stack<'w> {
         match self {
-            SecureModel::Bert(m) => SecureModel::Bert(m.with_progress(p)),
-            SecureModel::Gpt2(m) => SecureModel::Gpt2(m.with_progress(p)),
-            SecureModel::Llama(m) => SecureModel::Llama(m.with_progress(p)),
-            SecureModel::Vit(m) => SecureModel::Vit(m.with_progress(p)),
+            SecureModel::Bert(m) => &mut m.stack,
+            SecureModel::Gpt2(m) => &mut m.stack,
+            SecureModel::Llama(m) => &mut m.stack,
+            SecureModel::Vit(m) => &mut m.stack,
         }
+    }
+
+    /// Reports progress after each transformer block (e.g. a progress line on stderr).
+    pub fn with_progress(mut self, p: Progress<'w>) -> Self {
+        self.stack_mut().progress = Some(p);
+        self
+    }
+
+    /// Runs at most `max` transformer blocks (`None`: all); for per-layer benchmarks.
+    pub fn with_max_layers(mut self, max: Option<usize>) -> Self {
+        self.stack_mut().max_layers = max;
+        self
     }
 
     /// Runs `q`; returns what this party learns.
@@ -251,6 +240,43 @@ impl SecureModel<'_> {
                 "image input needs a ViT model".into(),
             )),
         }
+    }
+}
+
+/// What every architecture holds besides its config: the server's weights (`None` on the
+/// client), a block limit and a progress callback.
+pub struct Stack<'w> {
+    pub(crate) weights: Option<&'w dyn WeightSource>,
+    pub(crate) max_layers: Option<usize>,
+    pub(crate) progress: Option<Progress<'w>>,
+}
+
+impl<'w> Stack<'w> {
+    pub(crate) fn new(weights: Option<&'w dyn WeightSource>) -> Self {
+        Stack {
+            weights,
+            max_layers: None,
+            progress: None,
+        }
+    }
+
+    /// Blocks to run of a model with `total`.
+    pub(crate) fn layers(&self, total: usize) -> usize {
+        self.max_layers.map_or(total, |m| m.min(total))
+    }
+
+    /// Fails unless the server's weights hold every tensor of `names`.
+    pub(crate) fn require(&self, names: &[&str]) -> Result<(), SecureError> {
+        if let Some(w) = self.weights {
+            for name in names {
+                if !w.contains(name) {
+                    return Err(SecureError::Role(format!(
+                        "the server's weights lack \"{name}\""
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 }
 

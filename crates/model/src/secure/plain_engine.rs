@@ -8,6 +8,7 @@
 
 use crate::secure::engine::{Engine, WeightRef};
 use crate::secure::profile::Profile;
+use crate::suite::Suite;
 use nectar_math::FixedPoint;
 use nectar_net::{Role, Stats};
 use nectar_nn::{Backend, NnError, PlainBackend};
@@ -17,14 +18,17 @@ use rayon::prelude::*;
 #[derive(Clone, Debug)]
 pub struct PlainEngine {
     b: PlainBackend,
+    suite: Suite,
     profile: Profile,
 }
 
 impl PlainEngine {
-    /// A twin in format `fp` (BumbleBee: [`FixedPoint::BUMBLEBEE`]).
-    pub fn new(fp: FixedPoint) -> Result<Self, NnError> {
+    /// A twin in format `fp` (BumbleBee: [`FixedPoint::BUMBLEBEE`]) applying the
+    /// approximations `suite` names (the same as the secure run it is compared with).
+    pub fn new(fp: FixedPoint, suite: &Suite) -> Result<Self, NnError> {
         Ok(PlainEngine {
             b: PlainBackend::new(fp)?,
+            suite: *suite,
             profile: Profile::default(),
         })
     }
@@ -89,6 +93,9 @@ fn ring_matmul(
 }
 
 impl Engine for PlainEngine {
+    fn suite(&self) -> &Suite {
+        &self.suite
+    }
     fn role(&self) -> Role {
         Role::Server
     }

@@ -2,19 +2,21 @@
 //! `linear.qkv`, `matmul.qk`, `softmax`, `gelu`, `layernorm`, ...) the number of calls, the
 //! seconds spent, the bytes sent and received (deltas of the channel counters) and the rounds.
 //!
-//! Records are taken by [`timed`] around top-level operators only (nested calls are part of
-//! their caller's record), so the rows add up to the run's totals.
+//! Records are taken by [`crate::secure::engine::timed`] around top-level operators only
+//! (nested calls are part of their caller's record), so the rows add up to the run's totals.
+//! Each row names the protocol that ran (`"gelu"` → `"p4"`), so runs of different suites can
+//! be told apart and compared.
 
-use crate::secure::engine::Engine;
-use crate::secure::SecureError;
 use nectar_net::Stats;
 use serde::Serialize;
-use std::time::Instant;
 
 /// Aggregated cost of one operator.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct OpRecord {
     pub op: String,
+    /// The protocol that computed it (from the suite; `local`, `reveal` for local steps).
+    #[serde(default)]
+    pub protocol: String,
     pub calls: u64,
     pub seconds: f64,
     pub bytes_sent: u64,
@@ -36,13 +38,25 @@ impl Profile {
         Profile { ops, depth: 0 }
     }
 
-    /// Adds one call's cost to `op`'s record.
-    pub fn record(&mut self, op: &str, seconds: f64, delta: Stats) {
+    /// Opens one (possibly nested) recording level.
+    pub(crate) fn enter(&mut self) {
+        self.depth += 1;
+    }
+
+    /// Closes a level; true when it was the outermost one (the call to record).
+    pub(crate) fn leave(&mut self) -> bool {
+        self.depth = self.depth.saturating_sub(1);
+        self.depth == 0
+    }
+
+    /// Adds one call's cost to `op`'s record (computed by `protocol`).
+    pub fn record(&mut self, op: &str, protocol: &str, seconds: f64, delta: Stats) {
         let r = match self.ops.iter_mut().position(|r| r.op == op) {
             Some(i) => &mut self.ops[i],
             None => {
                 self.ops.push(OpRecord {
                     op: op.to_string(),
+                    protocol: protocol.to_string(),
                     ..Default::default()
                 });
                 let i = self.ops.len() - 1;
@@ -81,7 +95,7 @@ impl Profile {
                 rounds: r.rounds,
                 ..Default::default()
             };
-            self.record(&r.op, r.seconds, s);
+            self.record(&r.op, &r.protocol, r.seconds, s);
             if let Some(x) = self.ops.iter_mut().find(|x| x.op == r.op) {
                 x.calls += r.calls - 1;
             }
@@ -100,14 +114,15 @@ impl Profile {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "{:<16} {:>7} {:>10} {:>11} {:>11} {:>8}",
-            "operator", "calls", "seconds", "MB sent", "MB recv", "rounds"
+            "{:<16} {:<12} {:>7} {:>10} {:>11} {:>11} {:>8}",
+            "operator", "protocol", "calls", "seconds", "MB sent", "MB recv", "rounds"
         );
         let line = |s: &mut String, r: &OpRecord| {
             let _ = writeln!(
                 s,
-                "{:<16} {:>7} {:>10.3} {:>11.3} {:>11.3} {:>8}",
+                "{:<16} {:<12} {:>7} {:>10.3} {:>11.3} {:>11.3} {:>8}",
                 r.op,
+                r.protocol,
                 r.calls,
                 r.seconds,
                 r.bytes_sent as f64 / 1e6,
@@ -128,25 +143,6 @@ impl Profile {
     }
 }
 
-/// Runs `f` and records its time and communication under `op` (only at the outermost level).
-pub fn timed<E, T, F>(e: &mut E, op: &str, f: F) -> Result<T, SecureError>
-where
-    E: Engine,
-    F: FnOnce(&mut E) -> Result<T, SecureError>,
-{
-    let before = e.net_stats();
-    let t0 = Instant::now();
-    e.profile_mut().depth += 1;
-    let out = f(e);
-    e.profile_mut().depth -= 1;
-    if e.profile_mut().depth == 0 {
-        let delta = e.net_stats() - before;
-        e.profile_mut()
-            .record(op, t0.elapsed().as_secs_f64(), delta);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,9 +156,9 @@ mod tests {
             rounds: 1,
             ..Default::default()
         };
-        p.record("softmax", 0.5, s);
-        p.record("gelu", 0.25, s);
-        p.record("softmax", 0.5, s);
+        p.record("softmax", "bumblebee", 0.5, s);
+        p.record("gelu", "seg4", 0.25, s);
+        p.record("softmax", "bumblebee", 0.5, s);
         assert_eq!(p.ops.len(), 2);
         assert_eq!(p.ops[0].calls, 2);
         assert_eq!(p.total().bytes_recv, 60);
@@ -170,6 +166,8 @@ mod tests {
         q.merge(&p);
         assert_eq!(q, p);
         assert!(p.table().contains("softmax"));
+        assert!(p.table().contains("seg4"));
+        assert_eq!(p.to_json()["ops"][1]["protocol"], "seg4");
         assert_eq!(p.to_json()["total"]["calls"], 3);
     }
 }

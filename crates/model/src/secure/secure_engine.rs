@@ -7,7 +7,12 @@
 //! on whole vectors (O(1) rounds), with the error models documented on [`nectar_nn::Backend`]
 //! and [`Engine`].
 //!
-//! Session setup ([`SecureEngine::setup`]): the backend's (OT session: base OTs both
+//! The suite fixes the backend: its `ot` the COT producer, its `mul` the product protocol, its
+//! `olt-cost` the OLT window prices ([`backend_opts`]); the block's operators dispatch on the
+//! rest ([`crate::secure::operators`]).
+//!
+//! Session setup ([`SecureEngine::setup`]): the suite is validated first (a planned protocol is
+//! refused before any key is generated), then the backend's (OT session: base OTs both
 //! directions and the COT producer; bOLEe keys), then the OLT key exchange (public and Galois
 //! keys for InterLeave, `Params::bumblebee_olt()`). All from the party's own fresh `Prg`.
 //! One engine serves any number of queries of the session.
@@ -15,12 +20,14 @@
 use crate::secure::engine::{Engine, WeightRef};
 use crate::secure::profile::Profile;
 use crate::secure::SecureError;
+use crate::suite::{Matmul, Mul, OltCost, OtExt, SharedMatmul, Suite};
 use nectar_he::Params;
 use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_weight};
 use nectar_linear::{CostModel, HeSession, OltPlan, Shape, Variant};
 use nectar_math::{FixedPoint, Prg};
 use nectar_net::{Channel, Role, Stats};
-use nectar_nn::secure::{SecureBackend, SecureOpts};
+use nectar_nn::secure::{MulProtocol, SecureBackend, SecureOpts};
+use nectar_ot::{FerretParams, Producer};
 use nectar_nn::{Backend, NnError};
 use std::collections::HashMap;
 
@@ -31,6 +38,7 @@ fn be<E: std::error::Error + Send + Sync + 'static>(e: E) -> NnError {
 /// One party's secure engine over a channel (see module docs).
 pub struct SecureEngine<'c> {
     b: SecureBackend<'c>,
+    suite: Suite,
     olt: HeSession,
     variant: Variant,
     /// Prices the OLT window chooser minimises (AGREEMENT: both parties must use the same,
@@ -40,15 +48,47 @@ pub struct SecureEngine<'c> {
     profile: Profile,
 }
 
+/// The backend options a suite fixes: format `(64, 18)`, the COT producer of its `ot`, the
+/// product protocol of its `mul` (bOLEe with BumbleBee's refinements, or OT products).
+pub fn backend_opts(suite: &Suite) -> SecureOpts {
+    let producer = match suite.ot {
+        OtExt::Ferret => Producer::Ferret(FerretParams::b13()),
+        OtExt::FerretSmall => Producer::Ferret(FerretParams::small()),
+        OtExt::Iknp => Producer::Iknp,
+    };
+    let mul = match suite.mul {
+        Mul::Bole => MulProtocol::Bole,
+        Mul::Ot => MulProtocol::Ot,
+    };
+    SecureOpts::bumblebee().with_producer(producer).with_mul(mul)
+}
+
+/// The OLT window prices of a suite.
+pub fn cost_model(suite: &Suite) -> CostModel {
+    match suite.olt_cost {
+        OltCost::Artifact => CostModel::default(),
+        OltCost::LanCommodity => CostModel::lan_commodity(),
+    }
+}
+
 impl<'c> SecureEngine<'c> {
-    /// Runs the session setup over `ch` (both parties call it with the same `opts`,
-    /// AGREEMENT). `prg` must be freshly seeded for this session.
+    /// Runs the session setup over `ch` (both parties call it with the same `suite`,
+    /// AGREEMENT). `prg` must be freshly seeded for this session. A suite naming a protocol
+    /// that is not implemented is refused before anything is sent.
     pub fn setup(
         ch: &'c mut dyn Channel,
         role: Role,
-        opts: SecureOpts,
+        suite: &Suite,
         mut prg: Prg,
     ) -> Result<Self, SecureError> {
+        suite.validate()?;
+        if suite.matmul != Matmul::Olt || suite.matmul_shared != SharedMatmul::Olt {
+            return Err(SecureError::Unsupported(format!(
+                "the secure engine runs OLT matmuls only (suite names matmul={}, matmul-shared={})",
+                suite.matmul, suite.matmul_shared
+            )));
+        }
+        let opts = backend_opts(suite);
         let mut b = SecureBackend::setup(role, ch, prg.fork(), opts)?;
         let olt = HeSession::setup(
             b.channel_mut(),
@@ -60,19 +100,13 @@ impl<'c> SecureEngine<'c> {
         .map_err(be)?;
         Ok(SecureEngine {
             b,
+            suite: *suite,
             olt,
             variant: Variant::Interleave,
-            cost: CostModel::default(),
+            cost: cost_model(suite),
             plans: HashMap::new(),
             profile: Profile::default(),
         })
-    }
-
-    /// Choose OLT windows with `cost` from now on (AGREEMENT; e.g.
-    /// [`CostModel::lan_commodity`] trades bytes for time on small machines).
-    pub fn set_cost_model(&mut self, cost: CostModel) {
-        self.cost = cost;
-        self.plans.clear();
     }
 
     /// The recorded per-operator profile.
@@ -121,6 +155,9 @@ impl<'c> SecureEngine<'c> {
 crate::secure::engine::delegate_backend!(SecureEngine<'_>);
 
 impl Engine for SecureEngine<'_> {
+    fn suite(&self) -> &Suite {
+        &self.suite
+    }
     fn role(&self) -> Role {
         self.b.role()
     }

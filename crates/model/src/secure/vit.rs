@@ -11,10 +11,10 @@
 //! enter its share locally (no communication): row 0 is `cls + pos_0`, rows `1..=P` are the
 //! patch embeddings plus `pos_1..pos_P`.
 //!
-//! Pre-LN blocks as in HF `ViTLayer`: `x += Attn(LN_before(x))` with a fused `Q|K|V`
-//! projection (`1/√dh` folded into the server's `W_q`, `b_q`) and no mask (every image has the
-//! same public number of rows, `P + 1`), `x += W2 gelu(W1 LN_after(x))` with Seg4GeLU
-//! (approximating HF's exact `gelu`).
+//! Pre-LN blocks of [`crate::secure::block`] as in HF `ViTLayer`: `x += Attn(LN_before(x))`
+//! with a fused `Q|K|V` projection (`1/√dh` folded into the server's `W_q`, `b_q`) and no mask
+//! (every image has the same public number of rows, `P + 1`), `x += W2 gelu(W1 LN_after(x))`
+//! with the suite's GeLU (approximating HF's exact `gelu`).
 //!
 //! Output: [`SecureVit::classify`] takes the `[CLS]` row, applies the final LayerNorm to that
 //! row only (LayerNorm is row-wise and the head reads nothing else), the classifier, and
@@ -27,14 +27,10 @@
 //! what a BERT block on `P + 1` tokens costs (ViT-base: 197 rows).
 
 use crate::config::VitConfig;
-use crate::secure::bert::{concat_cols, Progress};
-use crate::secure::engine::Engine;
-use crate::secure::layers::{
-    attention, encode, gelu, linear, load_dense, load_vec, named_layernorm, split_qkv, take_rows,
-    AttnDims, ColScale, EncDense, Layout, NO_SCALE,
-};
-use crate::secure::profile::timed;
-use crate::secure::{SecureError, SecureOptions, WeightSource};
+use crate::secure::block::{named_norm, run_blocks, Activation, BlockConfig, BlockNames, FfnKind, NormKind, Placement};
+use crate::secure::engine::{timed, Engine};
+use crate::secure::layers::{encode, linear, load_dense, load_vec, take_rows, EncDense, Layout, NO_SCALE};
+use crate::secure::{SecureError, Stack};
 use crate::vit::{check_pixels, num_patches, patch_dim, patchify};
 use crate::ModelError;
 use nectar_net::Role;
@@ -43,50 +39,52 @@ const PROJ: &str = "embeddings.patch_embeddings.projection";
 const CLS: &str = "embeddings.cls_token";
 const POS: &str = "embeddings.position_embeddings";
 
-/// ViT over an engine; the server holds `weights`, the client `None`.
+/// ViT over an engine; the server holds the weights, the client none.
 pub struct SecureVit<'w> {
     pub config: VitConfig,
-    weights: Option<&'w dyn WeightSource>,
-    opts: SecureOptions,
-    progress: Option<Progress<'w>>,
+    pub(crate) stack: Stack<'w>,
 }
 
 impl<'w> SecureVit<'w> {
     /// The model; fails if the server's weights lack the embeddings.
-    pub fn new(
-        config: VitConfig,
-        weights: Option<&'w dyn WeightSource>,
-        opts: SecureOptions,
-    ) -> Result<Self, SecureError> {
-        if let Some(w) = weights {
-            for name in [format!("{PROJ}.weight"), CLS.into(), POS.into()] {
-                if !w.contains(&name) {
-                    return Err(SecureError::Role(format!(
-                        "the server's weights lack \"{name}\""
-                    )));
-                }
-            }
+    pub(crate) fn new(config: VitConfig, stack: Stack<'w>) -> Result<Self, SecureError> {
+        stack.require(&[&format!("{PROJ}.weight"), CLS, POS])?;
+        Ok(SecureVit { config, stack })
+    }
+
+    /// The block of this config (pre-LN, bidirectional, GeLU FFN, biases).
+    pub fn block_config(&self) -> BlockConfig {
+        let c = &self.config;
+        BlockConfig {
+            hidden: c.hidden_size,
+            heads: c.num_attention_heads,
+            kv_heads: c.num_attention_heads,
+            intermediate: c.intermediate_size,
+            norm: NormKind::LayerNorm,
+            eps: c.layer_norm_eps,
+            placement: Placement::Pre,
+            causal: false,
+            rope_theta: None,
+            ffn: FfnKind::Plain,
+            activation: Activation::Gelu,
+            bias: true,
+            layout: Layout::OutIn,
         }
-        Ok(SecureVit {
-            config,
-            weights,
-            opts,
-            progress: None,
-        })
     }
 
-    /// Reports progress after each block.
-    pub fn with_progress(mut self, p: Progress<'w>) -> Self {
-        self.progress = Some(p);
-        self
-    }
-
-    fn layers(&self) -> usize {
-        self.opts
-            .max_layers
-            .map_or(self.config.num_hidden_layers, |m| {
-                m.min(self.config.num_hidden_layers)
-            })
+    fn block_names(l: usize) -> BlockNames {
+        let p = format!("encoder.layer.{l}");
+        BlockNames {
+            norm1: format!("{p}.layernorm_before"),
+            norm2: format!("{p}.layernorm_after"),
+            qkv: ["query", "key", "value"]
+                .iter()
+                .map(|m| format!("{p}.attention.attention.{m}"))
+                .collect(),
+            o: format!("{p}.attention.output.dense"),
+            ffn_in: vec![format!("{p}.intermediate.dense")],
+            ffn_out: format!("{p}.output.dense"),
+        }
     }
 
     /// Number of rows of the sequence, `P + 1` (public).
@@ -128,7 +126,7 @@ impl<'w> SecureVit<'w> {
         let c = &self.config;
         let (h, np, pd) = (c.hidden_size, num_patches(c), patch_dim(c));
         let fp = e.format();
-        let src = self.weights;
+        let src = self.stack.weights;
         let patches = self.client_patches(e, pixels)?;
         timed(e, "embed", |e| {
             let xp = e.client_input(patches.as_deref(), np * pd)?;
@@ -175,104 +173,19 @@ impl<'w> SecureVit<'w> {
         e: &mut E,
         pixels: Option<&[f32]>,
     ) -> Result<E::Val, SecureError> {
-        let c = &self.config;
-        let (h, ff, heads) = (c.hidden_size, c.intermediate_size, c.num_attention_heads);
-        let dh = h / heads;
-        let n = self.seq_len();
-        let fp = e.format();
-        let src = self.weights;
-        let eps = c.layer_norm_eps;
-        let mut x = self.embed(e, pixels)?;
-        let scale = 1.0 / (dh as f64).sqrt();
-        let total = self.layers();
-        for l in 0..total {
-            let p = format!("encoder.layer.{l}");
-            let a = named_layernorm(e, src, &format!("{p}.layernorm_before"), &x, n, h, eps)?;
-            let qkv = timed(e, "linear.qkv", |e| {
-                let load = |m: &str, s: ColScale| {
-                    load_dense(
-                        src,
-                        fp,
-                        &format!("{p}.attention.attention.{m}"),
-                        h,
-                        h,
-                        Layout::OutIn,
-                        true,
-                        s,
-                    )
-                };
-                let parts = [
-                    load("query", ColScale { cols: h, by: scale })?,
-                    load("key", NO_SCALE)?,
-                    load("value", NO_SCALE)?,
-                ];
-                let w = concat_cols(&parts, h, &[h, h, h]);
-                linear(e, &a, n, h, 3 * h, w.as_ref(), true)
-            })?;
-            let (q, k, v) = split_qkv(e, &qkv, n, h)?;
-            let ctx = attention(
-                e,
-                &q,
-                &k,
-                &v,
-                AttnDims {
-                    n,
-                    m: n,
-                    heads,
-                    kv_heads: heads,
-                    dh,
-                },
-                None,
-                false,
-            )?;
-            x = timed(e, "linear.o", |e| {
-                let w = load_dense(
-                    src,
-                    fp,
-                    &format!("{p}.attention.output.dense"),
-                    h,
-                    h,
-                    Layout::OutIn,
-                    true,
-                    NO_SCALE,
-                )?;
-                let o = linear(e, &ctx, n, h, h, w.as_ref(), true)?;
-                Ok(e.add(&o, &x)?)
-            })?;
-            let a = named_layernorm(e, src, &format!("{p}.layernorm_after"), &x, n, h, eps)?;
-            let f1 = timed(e, "linear.ffn1", |e| {
-                let w = load_dense(
-                    src,
-                    fp,
-                    &format!("{p}.intermediate.dense"),
-                    h,
-                    ff,
-                    Layout::OutIn,
-                    true,
-                    NO_SCALE,
-                )?;
-                linear(e, &a, n, h, ff, w.as_ref(), true)
-            })?;
-            let g = timed(e, "gelu", |e| gelu(e, &f1, self.opts.mixed_activations))?;
-            x = timed(e, "linear.ffn2", |e| {
-                let w = load_dense(
-                    src,
-                    fp,
-                    &format!("{p}.output.dense"),
-                    ff,
-                    h,
-                    Layout::OutIn,
-                    true,
-                    NO_SCALE,
-                )?;
-                let y = linear(e, &g, n, ff, h, w.as_ref(), true)?;
-                Ok(e.add(&y, &x)?)
-            })?;
-            if let Some(pr) = &self.progress {
-                pr(l + 1, total);
-            }
-        }
-        Ok(x)
+        let x = self.embed(e, pixels)?;
+        let layers = self.stack.layers(self.config.num_hidden_layers);
+        run_blocks(
+            e,
+            self.stack.weights,
+            &self.block_config(),
+            Self::block_names,
+            layers,
+            x,
+            self.seq_len(),
+            None,
+            self.stack.progress.as_ref(),
+        )
     }
 
     /// Final LayerNorm of `rows` rows.
@@ -283,8 +196,7 @@ impl<'w> SecureVit<'w> {
         rows: usize,
     ) -> Result<E::Val, SecureError> {
         let h = self.config.hidden_size;
-        let src = self.weights;
-        named_layernorm(e, src, "layernorm", x, rows, h, self.config.layer_norm_eps)
+        named_norm(e, self.stack.weights, NormKind::LayerNorm, "layernorm", x, rows, h, self.config.layer_norm_eps)
     }
 
     /// Final-LayerNorm hidden states `[P + 1, hidden]` as shares (row 0 is `[CLS]`).
@@ -317,7 +229,7 @@ impl<'w> SecureVit<'w> {
                 "this ViT config names no labels (no classifier head)".into(),
             ));
         };
-        if let Some(w) = self.weights {
+        if let Some(w) = self.stack.weights {
             if !w.contains("classifier.weight") {
                 return Err(SecureError::Unsupported(
                     "this ViT checkpoint has no classifier head".into(),
@@ -344,7 +256,7 @@ impl<'w> SecureVit<'w> {
         let h = self.config.hidden_size;
         let labels = self.labels()?;
         let fp = e.format();
-        let src = self.weights;
+        let src = self.stack.weights;
         let cls = self.cls_features(e, pixels)?;
         let logits = timed(e, "classifier", |e| {
             let w = load_dense(

@@ -1,0 +1,927 @@
+//! The typed protocol [`Suite`]: which protocol computes each operator of a private inference
+//! (DESIGN.md "Interchangeable protocols behind one trait per operator", "Suites are presets,
+//! not forks"; issue 12).
+//!
+//! One field per operator kind, each an enum of the protocols of the five papers that exist
+//! or are planned. Every choice knows its name (the one grammar of protocol names, used by
+//! `--suite`, `--op`, `--suite-file` and `nectar bench suites`), its source (paper section),
+//! whether it is implemented, and its AGREEMENT parameters as data (the documented constants
+//! of its module, e.g. [`nectar_nn::gelu::SEG4_BUMBLEBEE`]) — these enter the suite's
+//! [`Suite::digest`], which the session handshake compares.
+//!
+//! Named presets: `bumblebee` (the default; today's behaviour), `rotl`, `east`, `blb`, `leaf`
+//! ([`PRESETS`]). [`Suite::validate`] refuses a suite naming a protocol that is not
+//! implemented yet, naming the operator and the protocol — callers run it before any key is
+//! generated.
+//!
+//! Grammar (one parser, [`Suite::parse`]): `PRESET[+OP=PROTO]...`, e.g. `bumblebee+gelu=p4`;
+//! overrides alone ([`Suite::apply_overrides`]): `OP=PROTO[,OP=PROTO]...` (`+` also separates);
+//! a TOML file ([`Suite::from_toml`]): `preset = "bumblebee"` and an `[ops]` table.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::fmt;
+
+/// A suite that cannot be built or run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SuiteError {
+    #[error("unknown suite preset '{0}' (presets: bumblebee, rotl, east, blb, leaf)")]
+    UnknownPreset(String),
+    #[error("unknown operator '{0}' (operators: {1})")]
+    UnknownOperator(String, String),
+    #[error("operator {op}: unknown protocol '{proto}' (choices: {choices})")]
+    UnknownProtocol { op: &'static str, proto: String, choices: String },
+    #[error("operator {op}: protocol '{proto}' ({source_ref}) is not implemented yet")]
+    NotImplemented { op: &'static str, proto: &'static str, source_ref: &'static str },
+    #[error("malformed suite specification '{0}': {1}")]
+    Syntax(String, String),
+}
+
+/// One protocol choice of one operator (implemented by the per-operator enums below).
+pub trait Choice: Copy + Eq + fmt::Debug + Sized + 'static {
+    /// The operator's key in `--op` and in JSON (`"gelu"`).
+    const OPERATOR: &'static str;
+    /// Every choice, in the order `nectar suites` lists them.
+    const ALL: &'static [Self];
+    /// The protocol's name in the grammar (`"seg4"`).
+    fn name(self) -> &'static str;
+    /// Where it is specified.
+    fn source(self) -> &'static str;
+    /// Whether it runs today.
+    fn implemented(self) -> bool;
+    /// Its AGREEMENT parameters as text (enter the digest).
+    fn params(self) -> String {
+        String::new()
+    }
+    /// The choice named `s`.
+    fn from_name(s: &str) -> Result<Self, SuiteError> {
+        Self::ALL.iter().copied().find(|c| c.name() == s).ok_or_else(|| SuiteError::UnknownProtocol {
+            op: Self::OPERATOR,
+            proto: s.to_string(),
+            choices: Self::ALL.iter().map(|c| c.name()).collect::<Vec<_>>().join(", "),
+        })
+    }
+}
+
+macro_rules! choice {
+    (
+        $(#[$m:meta])*
+        $name:ident : $op:literal {
+            $( $(#[$vm:meta])* $var:ident => ($vname:literal, $src:literal, $imp:expr) ),+ $(,)?
+        }
+    ) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $( $(#[$vm])* $var ),+
+        }
+        impl $name {
+            const LIST: &'static [$name] = &[$($name::$var),+];
+        }
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(Choice::name(*self))
+            }
+        }
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                <$name as Choice>::from_name(&s).map_err(serde::de::Error::custom)
+            }
+        }
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(Choice::name(*self))
+            }
+        }
+        impl $name {
+            fn name_of(self) -> &'static str {
+                match self { $($name::$var => $vname),+ }
+            }
+            fn source_of(self) -> &'static str {
+                match self { $($name::$var => $src),+ }
+            }
+            fn implemented_of(self) -> bool {
+                match self { $($name::$var => $imp),+ }
+            }
+        }
+        impl_choice!($name, $op);
+    };
+}
+
+/// The parts of [`Choice`] every operator shares; `params` is given per operator below.
+macro_rules! impl_choice {
+    ($name:ident, $op:literal) => {
+        impl ChoiceBase for $name {
+            const OPERATOR: &'static str = $op;
+            const ALL: &'static [Self] = $name::LIST;
+            fn name(self) -> &'static str {
+                self.name_of()
+            }
+            fn source(self) -> &'static str {
+                self.source_of()
+            }
+            fn implemented(self) -> bool {
+                self.implemented_of()
+            }
+        }
+    };
+}
+
+/// Helper trait so the macro does not need to know each operator's `params`.
+pub trait ChoiceBase: Copy + 'static {
+    const OPERATOR: &'static str;
+    const ALL: &'static [Self];
+    fn name(self) -> &'static str;
+    fn source(self) -> &'static str;
+    fn implemented(self) -> bool;
+}
+
+/// Per-operator AGREEMENT parameters (default: none beyond the protocol's name).
+pub trait ChoiceParams {
+    fn params(self) -> String;
+}
+
+impl<T: ChoiceBase + ChoiceParams + Eq + fmt::Debug> Choice for T {
+    const OPERATOR: &'static str = <T as ChoiceBase>::OPERATOR;
+    const ALL: &'static [Self] = <T as ChoiceBase>::ALL;
+    fn name(self) -> &'static str {
+        ChoiceBase::name(self)
+    }
+    fn source(self) -> &'static str {
+        ChoiceBase::source(self)
+    }
+    fn implemented(self) -> bool {
+        ChoiceBase::implemented(self)
+    }
+    fn params(self) -> String {
+        ChoiceParams::params(self)
+    }
+}
+
+choice! {
+    /// COT extension feeding every OT-based protocol.
+    OtExt : "ot" {
+        /// Ferret silent COT, the b13 parameter set (BumbleBee §II-D; production).
+        Ferret => ("ferret", "Ferret (CCS'20), b13 parameters", true),
+        /// Ferret with the small parameter set (same security, less memory per refill).
+        FerretSmall => ("ferret-small", "Ferret (CCS'20), small parameters", true),
+        /// IKNP extension (128 bits per COT).
+        Iknp => ("iknp", "IKNP (CRYPTO'03)", true),
+    }
+}
+
+choice! {
+    /// Client-input × server-weight products (linear layers, embedding lookup).
+    Matmul : "matmul" {
+        /// BumbleBee's OLT with InterLeave (§III).
+        Olt => ("olt", "BumbleBee §III OLT + InterLeave", true),
+        /// BLB's CKKS-fused linear operators (§4–5).
+        Ckks => ("ckks", "BLB §4-5 CKKS fusion", false),
+    }
+}
+
+choice! {
+    /// The window prices the OLT planner minimises (a parameter of `matmul = olt`; AGREEMENT,
+    /// both parties must plan the same windows).
+    OltCost : "olt-cost" {
+        /// The artifact's prices: fewest bytes (the paper's).
+        Artifact => ("artifact", "BumbleBee artifact cost model", true),
+        /// Measured prices of a 2-core machine on a 1 Gbit/s LAN: faster, more bytes.
+        LanCommodity => ("lan_commodity", "nectar, docs/results/linear.md", true),
+    }
+}
+
+choice! {
+    /// Shared × shared products (attention `Q·K^T`, `P·V`).
+    SharedMatmul : "matmul-shared" {
+        /// Two OLTs for the cross terms (BumbleBee §III, §VII).
+        Olt => ("olt", "BumbleBee §III, two OLTs", true),
+        /// BLB's rotation-efficient ct-ct matmul (§5, App. C).
+        Ckks => ("ckks", "BLB §5 ct-ct matmul", false),
+    }
+}
+
+choice! {
+    /// Element-wise products of shares (`mul`, `square`).
+    Mul : "mul" {
+        /// Π_mul / Π_square from batch OLE with error (BumbleBee §IV).
+        Bole => ("bole", "BumbleBee §IV bOLEe", true),
+        /// Products from OT (Gilboa: one COT per multiplier bit).
+        Ot => ("ot", "Gilboa products from OT", true),
+    }
+}
+
+choice! {
+    /// Comparison / less-than / MSB.
+    Compare : "compare" {
+        /// Batched millionaires' protocol from 1-of-N OT (BumbleBee §V-A).
+        Millionaire => ("millionaire", "BumbleBee §V-A millionaire", true),
+        /// Comparison from small lookup tables (ROTL §VI, Fig. 13).
+        RotlLut => ("rotl-lut", "ROTL §VI comparison from LUTs", false),
+    }
+}
+
+choice! {
+    /// GeLU.
+    Gelu : "gelu" {
+        /// Four-segment piecewise polynomial (BumbleBee §V-B, Eq. (2)).
+        Seg4 => ("seg4", "BumbleBee §V-B Seg4GeLU", true),
+        /// BOLT's P4 polynomial on [-2.7, 2.7].
+        P4 => ("p4", "BOLT P4 (BumbleBee §V-B)", true),
+        /// Oblivious piecewise polynomial, m = 8, d = 3 (East §4.1).
+        Oppe => ("oppe", "East §4.1 OPPE", false),
+        /// Shifted 2^8-entry lookup table (ROTL §II-E, CipherGPT).
+        Lut => ("lut", "ROTL §II-E LUT GELU", false),
+    }
+}
+
+choice! {
+    /// SiLU (LLaMA's gated FFN).
+    Silu : "silu" {
+        /// Four-segment approximation (BumbleBee App. D).
+        Seg4 => ("seg4", "BumbleBee App. D", true),
+        /// Oblivious piecewise polynomial (East §4.1).
+        Oppe => ("oppe", "East §4.1 OPPE", false),
+        /// Lookup table (ROTL).
+        Lut => ("lut", "ROTL §II-E LUT", false),
+    }
+}
+
+choice! {
+    /// Exponential (softmax, tanh).
+    Exp : "exp" {
+        /// Clipped Taylor series, `(1 + x/2^n)^(2^n)` (BumbleBee §V-B).
+        Taylor => ("taylor", "BumbleBee §V-B exp", true),
+        /// Oblivious piecewise polynomial (East §4.1).
+        Oppe => ("oppe", "East §4.1 OPPE", false),
+        /// Two 2^8-entry lookup tables (ROTL §II-E).
+        Lut => ("lut", "ROTL §II-E LUT exp", false),
+    }
+}
+
+choice! {
+    /// Reciprocal (softmax denominators, tanh).
+    Reciprocal : "reciprocal" {
+        /// Newton iterations from a linear initial guess on a bounded range (BumbleBee §V-B).
+        Newton => ("newton", "BumbleBee §V-B Newton", true),
+        /// Newton with the initial value and iterations from Determine (East §4.2, Alg. 2).
+        NewtonDetermine => ("newton-determine", "East §4.2 Alg. 2", false),
+        /// 2^8-entry lookup table (ROTL §II-E).
+        Lut => ("lut", "ROTL §II-E LUT reciprocal", false),
+    }
+}
+
+choice! {
+    /// Reciprocal square root (LayerNorm, RMSNorm).
+    Rsqrt : "rsqrt" {
+        /// Newton iterations after normalising by the MSB (BumbleBee §V-B).
+        Newton => ("newton", "BumbleBee §V-B Newton", true),
+        /// Newton with Determine (East §4.2, Alg. 2).
+        NewtonDetermine => ("newton-determine", "East §4.2 Alg. 2", false),
+    }
+}
+
+choice! {
+    /// LayerNorm / RMSNorm formulation.
+    Norm : "norm" {
+        /// Mean, variance by Π_square, rsqrt, scale (BumbleBee §V-B).
+        Bumblebee => ("bumblebee", "BumbleBee §V-B LayerNorm", true),
+        /// East's transform, Eq. (9).
+        EastEq9 => ("east-eq9", "East §4.2 Eq. (9)", false),
+    }
+}
+
+choice! {
+    /// Softmax composition.
+    Softmax : "softmax" {
+        /// Row max by a comparison tree, exp, sum, reciprocal, product (BumbleBee §V-B).
+        Bumblebee => ("bumblebee", "BumbleBee §V-B softmax", true),
+        /// LUT exp and reciprocal (ROTL / CipherGPT).
+        Lut => ("lut", "ROTL §II-E LUT softmax", false),
+    }
+}
+
+choice! {
+    /// The feed-forward block.
+    Ffn : "ffn" {
+        /// Linear layers and the activation as two-party protocols (per the other fields).
+        Mpc => ("mpc", "BumbleBee §VII", true),
+        /// LEAF's non-interactive FHE block (coefficient PCMM + BFV functional bootstrapping).
+        Leaf => ("leaf", "LEAF §2-3", false),
+    }
+}
+
+choice! {
+    /// The ring the activations (GeLU, SiLU) are evaluated in.
+    ActRing : "act-ring" {
+        /// The full ring `Z_{2^64}`, 18 fractional bits.
+        Full => ("full", "BumbleBee §II-C (l, f) = (64, 18)", true),
+        /// Mixed bit-width: `l' = 32`, `f' = 12` for the activation (BumbleBee §V-C).
+        Mixed => ("mixed", "BumbleBee §V-C mixed bit-width", true),
+    }
+}
+
+choice! {
+    /// How the client's token ids enter the embedding lookup.
+    Embed : "embed" {
+        /// The client inputs its one-hot rows to the OLT `one_hot × table` (no nonlinear
+        /// protocol at all).
+        ClientOneHot => ("client-onehot", "BumbleBee §VII-B", true),
+        /// The ids are secret-shared and the one-hot rows computed by `i_equal` (BumbleBee
+        /// Table IV's `i_equal` row).
+        SharedIds => ("shared-ids", "BumbleBee Table IV i_equal", true),
+    }
+}
+
+impl ChoiceParams for OtExt {
+    fn params(self) -> String {
+        match self {
+            OtExt::Ferret => format!("{:?}", nectar_ot::FerretParams::b13()),
+            OtExt::FerretSmall => format!("{:?}", nectar_ot::FerretParams::small()),
+            OtExt::Iknp => format!("refill={}", nectar_ot::pool::IKNP_REFILL),
+        }
+    }
+}
+
+impl ChoiceParams for Matmul {
+    fn params(self) -> String {
+        match self {
+            Matmul::Olt => format!("he={:#x}", nectar_he::Params::bumblebee_olt().fingerprint()),
+            Matmul::Ckks => String::new(),
+        }
+    }
+}
+
+impl ChoiceParams for OltCost {
+    fn params(self) -> String {
+        match self {
+            OltCost::Artifact => format!("{:?}", nectar_linear::CostModel::default()),
+            OltCost::LanCommodity => format!("{:?}", nectar_linear::CostModel::lan_commodity()),
+        }
+    }
+}
+
+impl ChoiceParams for SharedMatmul {
+    fn params(self) -> String {
+        String::new()
+    }
+}
+
+impl ChoiceParams for Mul {
+    fn params(self) -> String {
+        match self {
+            Mul::Bole => format!(
+                "he={:#x} min_len={} narrow=true reuse={}",
+                nectar_he::Params::bumblebee_bole().fingerprint(),
+                nectar_nn::secure::BOLE_MIN_LEN,
+                nectar_nn::secure::QUERY_CACHE
+            ),
+            Mul::Ot => String::new(),
+        }
+    }
+}
+
+impl ChoiceParams for Compare {
+    fn params(self) -> String {
+        String::new()
+    }
+}
+
+impl ChoiceParams for Gelu {
+    fn params(self) -> String {
+        match self {
+            Gelu::Seg4 => format!("{:?}", nectar_nn::gelu::SEG4_BUMBLEBEE),
+            Gelu::P4 => format!("{:?}", nectar_nn::gelu::P4_BOLT),
+            _ => String::new(),
+        }
+    }
+}
+
+impl ChoiceParams for Silu {
+    fn params(self) -> String {
+        match self {
+            Silu::Seg4 => format!("{:?}", nectar_nn::silu::SILU_BUMBLEBEE),
+            _ => String::new(),
+        }
+    }
+}
+
+impl ChoiceParams for Exp {
+    fn params(self) -> String {
+        match self {
+            Exp::Taylor => format!("{:?}", nectar_nn::exp::EXP_BUMBLEBEE),
+            _ => String::new(),
+        }
+    }
+}
+
+impl ChoiceParams for Reciprocal {
+    fn params(self) -> String {
+        match self {
+            Reciprocal::Newton => format!(
+                "{:?} y0={:?}",
+                nectar_nn::reciprocal::RECIP_SOFTMAX,
+                nectar_nn::reciprocal::RECIP_Y0
+            ),
+            _ => String::new(),
+        }
+    }
+}
+
+impl ChoiceParams for Rsqrt {
+    fn params(self) -> String {
+        match self {
+            Rsqrt::Newton => format!(
+                "{:?} y0={:?}",
+                nectar_nn::rsqrt::RSQRT_LAYERNORM,
+                nectar_nn::rsqrt::RSQRT_Y0
+            ),
+            _ => String::new(),
+        }
+    }
+}
+
+impl ChoiceParams for Norm {
+    fn params(self) -> String {
+        match self {
+            Norm::Bumblebee => format!("{:?}", nectar_nn::layernorm::LAYERNORM_DEFAULT),
+            Norm::EastEq9 => String::new(),
+        }
+    }
+}
+
+impl ChoiceParams for Softmax {
+    fn params(self) -> String {
+        match self {
+            Softmax::Bumblebee => format!(
+                "{:?} mask={}",
+                nectar_nn::softmax::SOFTMAX_BUMBLEBEE,
+                nectar_nn::softmax::MASK_VALUE
+            ),
+            Softmax::Lut => String::new(),
+        }
+    }
+}
+
+impl ChoiceParams for Ffn {
+    fn params(self) -> String {
+        String::new()
+    }
+}
+
+impl ChoiceParams for ActRing {
+    fn params(self) -> String {
+        match self {
+            ActRing::Full => String::new(),
+            ActRing::Mixed => format!(
+                "act={:?} gelu={:?} silu={:?}",
+                nectar_nn::mixed::ACT_FORMAT,
+                nectar_nn::gelu::SEG4_ACT,
+                nectar_nn::silu::SILU_ACT
+            ),
+        }
+    }
+}
+
+impl ChoiceParams for Embed {
+    fn params(self) -> String {
+        String::new()
+    }
+}
+
+/// The protocol of every operator of a private inference (see the module docs). All fields
+/// are AGREEMENT: both parties must resolve the same suite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Suite {
+    pub ot: OtExt,
+    pub matmul: Matmul,
+    pub olt_cost: OltCost,
+    pub matmul_shared: SharedMatmul,
+    pub mul: Mul,
+    pub compare: Compare,
+    pub gelu: Gelu,
+    pub silu: Silu,
+    pub exp: Exp,
+    pub reciprocal: Reciprocal,
+    pub rsqrt: Rsqrt,
+    pub norm: Norm,
+    pub softmax: Softmax,
+    pub ffn: Ffn,
+    pub act_ring: ActRing,
+    pub embed: Embed,
+}
+
+/// One operator's resolved choice, for listings and comparisons.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub operator: &'static str,
+    pub protocol: &'static str,
+    pub source: &'static str,
+    pub implemented: bool,
+    pub params: String,
+}
+
+fn entry<C: Choice>(c: C) -> Entry {
+    Entry {
+        operator: C::OPERATOR,
+        protocol: c.name(),
+        source: c.source(),
+        implemented: c.implemented(),
+        params: c.params(),
+    }
+}
+
+/// Every choice of one operator (for `nectar suites`).
+#[derive(Clone, Debug)]
+pub struct OperatorChoices {
+    pub operator: &'static str,
+    /// `(name, source, implemented)`.
+    pub choices: Vec<(&'static str, &'static str, bool)>,
+}
+
+fn choices<C: Choice>() -> OperatorChoices {
+    OperatorChoices {
+        operator: C::OPERATOR,
+        choices: C::ALL.iter().map(|c| (c.name(), c.source(), c.implemented())).collect(),
+    }
+}
+
+/// The named presets with one line each on what they are.
+pub const PRESETS: [(&str, &str); 5] = [
+    ("bumblebee", "BumbleBee (NDSS'25): OLT matmuls, bOLEe products, OT nonlinear protocols"),
+    ("rotl", "BumbleBee linear layers + ROTL comparison from LUTs and LUT GeLU/exp/reciprocal/softmax"),
+    ("east", "BumbleBee linear layers + East OPPE GeLU/exp/SiLU, Newton-Determine, LayerNorm Eq. (9)"),
+    ("blb", "BLB: CKKS-fused linear operators + BumbleBee nonlinear protocols"),
+    ("leaf", "BumbleBee + LEAF's non-interactive FHE feed-forward block"),
+];
+
+impl Default for Suite {
+    fn default() -> Self {
+        Suite::bumblebee()
+    }
+}
+
+impl Suite {
+    /// BumbleBee's protocols (the default suite).
+    pub const fn bumblebee() -> Self {
+        Suite {
+            ot: OtExt::Ferret,
+            matmul: Matmul::Olt,
+            olt_cost: OltCost::Artifact,
+            matmul_shared: SharedMatmul::Olt,
+            mul: Mul::Bole,
+            compare: Compare::Millionaire,
+            gelu: Gelu::Seg4,
+            silu: Silu::Seg4,
+            exp: Exp::Taylor,
+            reciprocal: Reciprocal::Newton,
+            rsqrt: Rsqrt::Newton,
+            norm: Norm::Bumblebee,
+            softmax: Softmax::Bumblebee,
+            ffn: Ffn::Mpc,
+            act_ring: ActRing::Full,
+            embed: Embed::ClientOneHot,
+        }
+    }
+
+    /// The preset `name` (see [`PRESETS`]); not validated (a preset may name planned protocols).
+    pub fn preset(name: &str) -> Result<Self, SuiteError> {
+        let b = Suite::bumblebee();
+        Ok(match name {
+            "bumblebee" => b,
+            "rotl" => Suite {
+                compare: Compare::RotlLut,
+                gelu: Gelu::Lut,
+                silu: Silu::Lut,
+                exp: Exp::Lut,
+                reciprocal: Reciprocal::Lut,
+                softmax: Softmax::Lut,
+                ..b
+            },
+            "east" => Suite {
+                gelu: Gelu::Oppe,
+                silu: Silu::Oppe,
+                exp: Exp::Oppe,
+                reciprocal: Reciprocal::NewtonDetermine,
+                rsqrt: Rsqrt::NewtonDetermine,
+                norm: Norm::EastEq9,
+                ..b
+            },
+            "blb" => Suite {
+                matmul: Matmul::Ckks,
+                matmul_shared: SharedMatmul::Ckks,
+                ..b
+            },
+            "leaf" => Suite { ffn: Ffn::Leaf, ..b },
+            other => return Err(SuiteError::UnknownPreset(other.to_string())),
+        })
+    }
+
+    /// Sets operator `op` to protocol `proto` (the one grammar of protocol names).
+    pub fn set(&mut self, op: &str, proto: &str) -> Result<(), SuiteError> {
+        fn p<C: Choice>(slot: &mut C, proto: &str) -> Result<(), SuiteError> {
+            *slot = C::from_name(proto)?;
+            Ok(())
+        }
+        match op {
+            "ot" => p(&mut self.ot, proto),
+            "matmul" => p(&mut self.matmul, proto),
+            "olt-cost" => p(&mut self.olt_cost, proto),
+            "matmul-shared" => p(&mut self.matmul_shared, proto),
+            "mul" => p(&mut self.mul, proto),
+            "compare" => p(&mut self.compare, proto),
+            "gelu" => p(&mut self.gelu, proto),
+            "silu" => p(&mut self.silu, proto),
+            "exp" => p(&mut self.exp, proto),
+            "reciprocal" => p(&mut self.reciprocal, proto),
+            "rsqrt" => p(&mut self.rsqrt, proto),
+            "norm" => p(&mut self.norm, proto),
+            "softmax" => p(&mut self.softmax, proto),
+            "ffn" => p(&mut self.ffn, proto),
+            "act-ring" => p(&mut self.act_ring, proto),
+            "embed" => p(&mut self.embed, proto),
+            other => Err(SuiteError::UnknownOperator(
+                other.to_string(),
+                Suite::operators().join(", "),
+            )),
+        }
+    }
+
+    /// Operator keys, in listing order.
+    pub fn operators() -> Vec<&'static str> {
+        Suite::bumblebee().entries().iter().map(|e| e.operator).collect()
+    }
+
+    /// Applies `OP=PROTO` overrides separated by `,` or `+`.
+    pub fn apply_overrides(&mut self, spec: &str) -> Result<(), SuiteError> {
+        for item in spec.split([',', '+']).map(str::trim).filter(|s| !s.is_empty()) {
+            let Some((op, proto)) = item.split_once('=') else {
+                return Err(SuiteError::Syntax(
+                    spec.to_string(),
+                    format!("'{item}' is not OP=PROTO"),
+                ));
+            };
+            self.set(op.trim(), proto.trim())?;
+        }
+        Ok(())
+    }
+
+    /// `PRESET[+OP=PROTO]...` (e.g. `bumblebee+gelu=p4`). Not validated.
+    pub fn parse(spec: &str) -> Result<Self, SuiteError> {
+        let spec = spec.trim();
+        let (preset, rest) = spec.split_once('+').unwrap_or((spec, ""));
+        if preset.contains('=') {
+            return Err(SuiteError::Syntax(
+                spec.to_string(),
+                "it must start with a preset name (bumblebee, rotl, east, blb, leaf)".into(),
+            ));
+        }
+        let mut s = Suite::preset(preset.trim())?;
+        s.apply_overrides(rest)?;
+        Ok(s)
+    }
+
+    /// A TOML suite file: `preset = "NAME"` (default `bumblebee`) and an `[ops]` table of
+    /// `operator = "protocol"`. Not validated.
+    pub fn from_toml(text: &str) -> Result<Self, SuiteError> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct File {
+            preset: Option<String>,
+            #[serde(default)]
+            ops: std::collections::BTreeMap<String, String>,
+        }
+        let f: File =
+            toml::from_str(text).map_err(|e| SuiteError::Syntax("suite file".into(), e.to_string()))?;
+        let mut s = Suite::preset(f.preset.as_deref().unwrap_or("bumblebee"))?;
+        for (op, proto) in &f.ops {
+            s.set(op, proto)?;
+        }
+        Ok(s)
+    }
+
+    /// Every operator's choice, in listing order.
+    pub fn entries(&self) -> Vec<Entry> {
+        vec![
+            entry(self.ot),
+            entry(self.matmul),
+            entry(self.olt_cost),
+            entry(self.matmul_shared),
+            entry(self.mul),
+            entry(self.compare),
+            entry(self.gelu),
+            entry(self.silu),
+            entry(self.exp),
+            entry(self.reciprocal),
+            entry(self.rsqrt),
+            entry(self.norm),
+            entry(self.softmax),
+            entry(self.ffn),
+            entry(self.act_ring),
+            entry(self.embed),
+        ]
+    }
+
+    /// Every operator with all its choices (for `nectar suites`).
+    pub fn catalogue() -> Vec<OperatorChoices> {
+        vec![
+            choices::<OtExt>(),
+            choices::<Matmul>(),
+            choices::<OltCost>(),
+            choices::<SharedMatmul>(),
+            choices::<Mul>(),
+            choices::<Compare>(),
+            choices::<Gelu>(),
+            choices::<Silu>(),
+            choices::<Exp>(),
+            choices::<Reciprocal>(),
+            choices::<Rsqrt>(),
+            choices::<Norm>(),
+            choices::<Softmax>(),
+            choices::<Ffn>(),
+            choices::<ActRing>(),
+            choices::<Embed>(),
+        ]
+    }
+
+    /// Fails on the first operator whose protocol is not implemented yet (run it before any
+    /// key is generated).
+    pub fn validate(&self) -> Result<(), SuiteError> {
+        match self.entries().into_iter().find(|e| !e.implemented) {
+            None => Ok(()),
+            Some(e) => Err(SuiteError::NotImplemented {
+                op: e.operator,
+                proto: e.protocol,
+                source_ref: e.source,
+            }),
+        }
+    }
+
+    /// SHA-256 (hex) of every operator's protocol and AGREEMENT parameters and the
+    /// fixed-point format: what the session handshake compares.
+    pub fn digest(&self) -> String {
+        let mut h = Sha256::new();
+        let fp = nectar_math::FixedPoint::BUMBLEBEE;
+        h.update(format!("format=({},{})\n", fp.l(), fp.f()));
+        for e in self.entries() {
+            h.update(format!("{}={}[{}]\n", e.operator, e.protocol, e.params));
+        }
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// The first operator whose protocol differs, as `op: client X, server Y` (`self` is the
+    /// server's suite).
+    pub fn mismatch(&self, client: &Suite) -> Option<String> {
+        self.entries()
+            .into_iter()
+            .zip(client.entries())
+            .find(|(s, c)| s.protocol != c.protocol)
+            .map(|(s, c)| format!("{}: client {}, server {}", s.operator, c.protocol, s.protocol))
+    }
+
+    /// A short name: the closest preset and the operators that differ from it, e.g.
+    /// `bumblebee+gelu=p4`.
+    pub fn label(&self) -> String {
+        let mut best: Option<(usize, String)> = None;
+        for (name, _) in PRESETS {
+            let Ok(p) = Suite::preset(name) else { continue };
+            let diffs: Vec<String> = p
+                .entries()
+                .into_iter()
+                .zip(self.entries())
+                .filter(|(a, b)| a.protocol != b.protocol)
+                .map(|(_, b)| format!("{}={}", b.operator, b.protocol))
+                .collect();
+            if best.as_ref().is_none_or(|(n, _)| diffs.len() < *n) {
+                let mut s = name.to_string();
+                for d in &diffs {
+                    s.push('+');
+                    s.push_str(d);
+                }
+                best = Some((diffs.len(), s));
+            }
+        }
+        best.map(|b| b.1).unwrap_or_default()
+    }
+
+    /// `{"ot": "ferret", "gelu": "seg4", ...}` for bench lines and `--json` outputs.
+    pub fn json_map(&self) -> serde_json::Value {
+        let mut m = serde_json::Map::new();
+        for e in self.entries() {
+            m.insert(e.operator.to_string(), serde_json::Value::from(e.protocol));
+        }
+        serde_json::Value::Object(m)
+    }
+
+    /// The protocol that ran for a profile row (`gelu`, `linear.qkv`, `matmul.qk`, ...).
+    pub fn protocol_for(&self, op: &str) -> &'static str {
+        let head = op.split('.').next().unwrap_or(op);
+        match head {
+            "embed" => match self.embed {
+                Embed::ClientOneHot => self.matmul.name_of(),
+                Embed::SharedIds => "i_equal+olt",
+            },
+            "linear" | "lm_head" | "classifier" => self.matmul.name_of(),
+            "matmul" => self.matmul_shared.name_of(),
+            "mul" => self.mul.name_of(),
+            "gelu" => self.gelu.name_of(),
+            "silu" => self.silu.name_of(),
+            "softmax" => self.softmax.name_of(),
+            "layernorm" | "rmsnorm" => self.norm.name_of(),
+            "argmax" => self.compare.name_of(),
+            "ffn" => self.ffn.name_of(),
+            "rope" | "pool" => "local",
+            "output" => "reveal",
+            _ => "",
+        }
+    }
+}
+
+impl fmt::Display for Suite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.label())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_and_the_grammar() {
+        assert_eq!(Suite::parse("bumblebee").unwrap(), Suite::bumblebee());
+        let p4 = Suite::parse("bumblebee+gelu=p4").unwrap();
+        assert_eq!(p4.gelu, Gelu::P4);
+        assert_eq!(p4.label(), "bumblebee+gelu=p4");
+        let mut s = Suite::bumblebee();
+        s.apply_overrides("gelu=p4, mul=ot").unwrap();
+        assert_eq!((s.gelu, s.mul), (Gelu::P4, Mul::Ot));
+        assert_eq!(Suite::parse(&s.label()).unwrap(), s);
+        for (name, _) in PRESETS {
+            let p = Suite::preset(name).unwrap();
+            assert_eq!(p.label(), name, "a preset is its own label");
+        }
+        assert!(matches!(Suite::parse("nope"), Err(SuiteError::UnknownPreset(_))));
+        assert!(matches!(Suite::parse("bumblebee+gelu=xyz"), Err(SuiteError::UnknownProtocol { op: "gelu", .. })));
+        assert!(matches!(Suite::parse("bumblebee+foo=bar"), Err(SuiteError::UnknownOperator(..))));
+        assert!(matches!(Suite::parse("bumblebee+gelu"), Err(SuiteError::Syntax(..))));
+        assert!(matches!(Suite::parse("gelu=p4"), Err(SuiteError::Syntax(..))));
+    }
+
+    #[test]
+    fn toml_files() {
+        let s = Suite::from_toml("preset = \"bumblebee\"\n[ops]\ngelu = \"p4\"\nact-ring = \"mixed\"\n").unwrap();
+        assert_eq!((s.gelu, s.act_ring), (Gelu::P4, ActRing::Mixed));
+        assert_eq!(Suite::from_toml("").unwrap(), Suite::bumblebee());
+        assert!(Suite::from_toml("preset = \"bumblebee\"\nfoo = 1\n").is_err());
+        assert!(Suite::from_toml("[ops]\ngelu = \"nope\"\n").is_err());
+    }
+
+    #[test]
+    fn planned_protocols_are_refused_by_name() {
+        assert_eq!(Suite::bumblebee().validate(), Ok(()));
+        assert_eq!(Suite::parse("bumblebee+gelu=p4").unwrap().validate(), Ok(()));
+        for name in ["rotl", "east", "blb", "leaf"] {
+            let e = Suite::preset(name).unwrap().validate().unwrap_err();
+            let SuiteError::NotImplemented { op, proto, .. } = e.clone() else { panic!("{e}") };
+            let msg = e.to_string();
+            assert!(msg.contains(op) && msg.contains(proto) && msg.contains("not implemented"), "{msg}");
+        }
+        let e = Suite::parse("bumblebee+gelu=oppe").unwrap().validate().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "operator gelu: protocol 'oppe' (East §4.1 OPPE) is not implemented yet"
+        );
+    }
+
+    #[test]
+    fn digest_and_mismatch_name_the_operator() {
+        let a = Suite::bumblebee();
+        let b = Suite::parse("bumblebee+gelu=p4").unwrap();
+        assert_eq!(a.digest(), Suite::bumblebee().digest());
+        assert_ne!(a.digest(), b.digest());
+        assert_eq!(a.digest().len(), 64);
+        assert_eq!(a.mismatch(&a), None);
+        assert_eq!(a.mismatch(&b).unwrap(), "gelu: client p4, server seg4");
+        let json = serde_json::to_string(&b).unwrap();
+        assert!(json.contains("\"gelu\":\"p4\""), "{json}");
+        assert_eq!(serde_json::from_str::<Suite>(&json).unwrap(), b);
+        assert_eq!(b.json_map()["gelu"], "p4");
+        assert_eq!(b.protocol_for("gelu"), "p4");
+        assert_eq!(b.protocol_for("linear.qkv"), "olt");
+    }
+
+    #[test]
+    fn catalogue_lists_every_operator() {
+        let cat = Suite::catalogue();
+        assert_eq!(
+            cat.iter().map(|c| c.operator).collect::<Vec<_>>(),
+            Suite::operators()
+        );
+        let gelu = cat.iter().find(|c| c.operator == "gelu").unwrap();
+        let names: Vec<_> = gelu.choices.iter().map(|c| (c.0, c.2)).collect();
+        assert_eq!(names, [("seg4", true), ("p4", true), ("oppe", false), ("lut", false)]);
+    }
+}

@@ -3,6 +3,8 @@
 
 use crate::report::BenchLine;
 use nectar_linear::bench::{bench_linear, LinearBenchSpec};
+use nectar_model::secure::secure_engine::cost_model;
+use nectar_model::Suite;
 
 pub struct Args<'a> {
     pub op: &'a str,
@@ -11,10 +13,14 @@ pub struct Args<'a> {
     pub net: &'a str,
     pub heads: usize,
     pub l: u32,
+    /// Validated; its `olt-cost` prices the OLT windows (`variant` stays an ablation of the
+    /// OLT's compression: krdy, krdy_plus, interleave).
+    pub suite: &'a Suite,
 }
 
 pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
     let spec = LinearBenchSpec::parse(a.op, a.shape, a.variant, a.net, a.heads, a.l)
+        .and_then(|s| s.with_cost_model(&cost_model(a.suite)))
         .map_err(|e| e.to_string())?;
     let lines = bench_linear(&spec).map_err(|e| e.to_string())?;
     Ok(lines
@@ -25,6 +31,7 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
                 .param("heads", r.heads)
                 .param("net", a.net)
                 .param("l", a.l)
+                .param("suite", a.suite.label())
                 .seconds(r.seconds);
             l.bytes_sent = r.bytes_server_to_client;
             l.bytes_recv = r.bytes_client_to_server;

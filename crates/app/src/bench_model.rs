@@ -9,7 +9,8 @@
 
 use crate::report::BenchLine;
 use nectar_model::secure::bench::{bench_model, bench_party, combine_parties, BenchSpec, ModelBench, PartyBench};
-use nectar_model::secure::{EmbedMode, RandomArch};
+use nectar_model::secure::RandomArch;
+use nectar_model::Suite;
 use nectar_net::{LinkModel, Role, TcpChannel};
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
@@ -20,11 +21,10 @@ pub struct Args<'a> {
     pub seq: usize,
     pub layers: Option<usize>,
     pub net: &'a str,
-    pub shared_ids: bool,
-    pub mixed: bool,
+    /// Validated by the caller.
+    pub suite: Suite,
     pub seed: u64,
     pub quiet: bool,
-    pub olt_cost: &'a str,
     pub in_process: bool,
 }
 
@@ -38,11 +38,9 @@ fn spec(a: &Args) -> Result<(RandomArch, BenchSpec), String> {
     let mut spec = BenchSpec::new(arch, a.seq);
     spec.layers = a.layers;
     spec.net = net;
-    spec.embed = if a.shared_ids { EmbedMode::SharedIds } else { EmbedMode::ClientOneHot };
-    spec.mixed_activations = a.mixed;
+    spec.suite = a.suite;
     spec.seed = a.seed;
     spec.progress = !a.quiet;
-    spec.olt_cost = crate::session::cost_model(a.olt_cost)?;
     Ok((arch, spec))
 }
 
@@ -57,9 +55,7 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
         .param("seq", b.seq)
         .param("layers", b.layers)
         .param("net", a.net)
-        .param("embed", format!("{:?}", b.embed))
-        .param("mixed_activations", a.mixed)
-        .param("olt_cost", a.olt_cost)
+        .param("suite", b.suite.label())
         .param("random_weights", true)
         .seconds(b.seconds);
     l.bytes_sent = b.server.bytes_sent;
@@ -68,6 +64,7 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
     l.rounds = b.rounds;
     l.peak_rss_bytes = b.peak_rss_bytes;
     let l = l
+        .extra("protocols", a.suite.json_map())
         .extra("rss_per_party", b.rss_per_party)
         .extra("setup_seconds", b.server.setup_seconds.max(b.client.setup_seconds))
         .extra("setup_bytes", b.setup_bytes)
@@ -100,16 +97,10 @@ fn two_processes(a: &Args, spec: &BenchSpec) -> Result<ModelBench, String> {
     let mut cmd = Command::new(exe);
     cmd.args(["bench", "model", "--arch", a.arch, "--net", "none", "--quiet"])
         .args(["--seq", &a.seq.to_string(), "--seed", &a.seed.to_string()])
-        .args(["--olt-cost", a.olt_cost])
+        .args(["--suite", &a.suite.label()])
         .args(["--server-party", &addr.to_string()]);
     if let Some(l) = a.layers {
         cmd.args(["--layers", &l.to_string()]);
-    }
-    if a.mixed {
-        cmd.arg("--mixed");
-    }
-    if a.shared_ids {
-        cmd.arg("--shared-ids");
     }
     let mut child = cmd
         .stdout(Stdio::piped())

@@ -1,26 +1,64 @@
 //! `nectar bench nn`: share-level protocols (`nectar_mpc::bench_mpc`: less, msb, mux, trunc, ...)
-//! and whole nonlinear operators on the secure backend (issue 6).
+//! and whole nonlinear operators on the secure backend, each operator run by the protocol the
+//! suite names (`--op gelu` under `--suite bumblebee+gelu=p4`, or `--op gelu=p4`).
 
 use crate::report::BenchLine;
+use nectar_model::secure::backend_opts;
+use nectar_model::suite::{ActRing, Gelu, Suite};
 use nectar_mpc::bench::{bench_mpc, MpcOp};
 use nectar_net::LinkModel;
+use std::path::Path;
 
 pub struct Args<'a> {
+    /// An operator, optionally with its protocol (`gelu=p4`), or a share-level protocol.
     pub op: &'a str,
     pub size: usize,
     /// Row length of row operators (softmax, layernorm, rmsnorm, argmax).
     pub cols: usize,
-    /// Secure operators: `+`-separated `bole|ot`, `b13|small|iknp`, `noreuse`, `wide`.
-    pub variant: &'a str,
+    pub suite: &'a str,
+    pub suite_file: Option<&'a Path>,
+    /// Ablations of the bOLEe products.
+    pub no_query_reuse: bool,
+    pub wide_bole: bool,
     pub net: &'a str,
     pub bits: Option<u32>,
     pub shift: Option<u32>,
 }
 
+/// Whole operators benchmarked through the suite.
+const OPERATORS: [&str; 11] =
+    ["gelu", "silu", "exp", "elu", "softmax", "layernorm", "rmsnorm", "rsqrt", "reciprocal", "argmax", "onehot"];
+
+/// The `nectar_nn::bench` kernel that runs operator `op` under `suite`.
+fn kernel(op: &str, suite: &Suite) -> Result<String, String> {
+    let mixed = suite.act_ring == ActRing::Mixed;
+    let base = match op {
+        "gelu" => match suite.gelu {
+            Gelu::Seg4 => "gelu",
+            Gelu::P4 => "gelu-p4",
+            other => return Err(nectar_model::secure::operators::planned(other).to_string()),
+        },
+        other => other,
+    };
+    Ok(if mixed && matches!(op, "gelu" | "silu" | "exp") { format!("{base}-mixed") } else { base.to_string() })
+}
+
 pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
     let net = LinkModel::preset(a.net).ok_or_else(|| format!("unknown --net '{}' (none, lan, wan)", a.net))?;
-    if nectar_nn::bench::SECURE_OPS.contains(&a.op) {
-        return operator(a, net);
+    let (name, proto) = match a.op.split_once('=') {
+        Some((n, p)) => (n.trim(), Some(p.trim())),
+        None => (a.op, None),
+    };
+    if OPERATORS.contains(&name) {
+        let mut suite = crate::suites::resolve(a.suite, a.suite_file, &[])?;
+        if let Some(p) = proto {
+            suite.set(name, p).map_err(|e| e.to_string())?;
+        }
+        suite.validate().map_err(|e| e.to_string())?;
+        return operator(a, name, &suite, net);
+    }
+    if proto.is_some() {
+        return Err(format!("--op {}: only operators take a protocol ({})", a.op, OPERATORS.join(", ")));
     }
     let Some(mut op) = MpcOp::parse(a.op) else {
         return Err(format!(
@@ -28,7 +66,7 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
              and, b2a, trunc, trunc-approx, trunc-faithful, extend, extend-exact, mul, square, equal \
              (not available: anything else)",
             a.op,
-            nectar_nn::bench::SECURE_OPS.join(", ")
+            OPERATORS.join(", ")
         ));
     };
     if let Some(l) = a.bits {
@@ -55,12 +93,17 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
         .extra("amortised_bits_per_element", b.amortised_bits_per_element)])
 }
 
-/// A whole secure operator (`nectar_nn::bench::bench_secure`).
-fn operator(a: &Args, net: Option<LinkModel>) -> Result<Vec<BenchLine>, String> {
-    let b = nectar_nn::bench::bench_secure(a.op, a.size, a.cols, a.variant, net).map_err(|e| e.to_string())?;
-    let mut l = BenchLine::new("nn", &b.op)
+/// A whole secure operator (`nectar_nn::bench::bench_secure`) by the suite's protocol.
+fn operator(a: &Args, name: &str, suite: &Suite, net: Option<LinkModel>) -> Result<Vec<BenchLine>, String> {
+    let kernel = kernel(name, suite)?;
+    let opts = backend_opts(suite).with_reuse_queries(!a.no_query_reuse).with_bole_narrow(!a.wide_bole);
+    let b = nectar_nn::bench::bench_secure(&kernel, a.size, a.cols, opts, net).map_err(|e| e.to_string())?;
+    let mut l = BenchLine::new("nn", name)
         .param("size", b.elements)
         .param("cols", b.cols)
+        .param("protocol", suite.protocol_for(name))
+        .param("kernel", kernel)
+        .param("suite", suite.label())
         .param("variant", b.variant.clone())
         .param("net", b.net.clone())
         .seconds(b.seconds);

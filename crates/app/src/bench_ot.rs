@@ -1,18 +1,21 @@
 //! `nectar bench ot`: COT throughput and communication (issue 3), from `nectar_ot::bench_ot`.
 
 use crate::report::BenchLine;
+use nectar_model::suite::{Choice, OtExt, Suite};
 use nectar_ot::{bench_ot, OtKind};
 
-pub fn run(kind: &str, count: usize) -> Result<BenchLine, String> {
-    let k = match kind {
-        "iknp" => OtKind::Iknp,
-        "ferret" => OtKind::Ferret,
-        other => return Err(format!("unknown OT kind '{other}' (iknp, ferret)")),
+/// The COT extension of `suite` (its `ot` operator).
+pub fn run(suite: &Suite, count: usize) -> Result<BenchLine, String> {
+    let k = match suite.ot {
+        OtExt::Iknp => OtKind::Iknp,
+        OtExt::Ferret => OtKind::Ferret,
+        other => return Err(format!("bench ot measures ot=ferret and ot=iknp, not ot={}", other.name())),
     };
     let b = bench_ot(k, count).map_err(|e| e.to_string())?;
     let mut l = BenchLine::new("ot", &b.kind)
         .param("count", b.count)
         .param("set", b.params.clone())
+        .param("suite", suite.label())
         .seconds(b.seconds);
     // The bench line is written from the COT sender's side (P0).
     l.bytes_sent = b.bytes_sender;

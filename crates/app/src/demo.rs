@@ -1,7 +1,8 @@
 //! `nectar demo` and the output of `nectar infer`: private outputs next to the plaintext
 //! reference, similarity matrix, time, communication and the per-operator breakdown.
 
-use crate::private::{self, ClientModel, Input, ServerModel, Suite};
+use crate::private::{self, ClientModel, Input, ServerModel};
+use nectar_model::Suite;
 use crate::session::{ClientRun, QueryReport};
 use nectar_model::secure::Output;
 use nectar_model::Network;
@@ -18,7 +19,7 @@ pub const DEFAULT_TEXTS: [&str; 4] = [
 ];
 
 /// The plaintext reference output for the same input and task.
-fn reference(net: &Network, input: &Input, out: &Output) -> Result<Output, String> {
+pub(crate) fn reference(net: &Network, input: &Input, out: &Output) -> Result<Output, String> {
     let e = |e: nectar_model::ModelError| e.to_string();
     Ok(match (net, input, out) {
         (Network::Bert(b), Input::Ids(ids), Output::Embedding(_)) => Output::Embedding(b.embed_ids(ids).map_err(e)?),
@@ -30,7 +31,7 @@ fn reference(net: &Network, input: &Input, out: &Output) -> Result<Output, Strin
     })
 }
 
-fn agreement_score(private: &Output, plain: &Output) -> Option<f64> {
+pub(crate) fn agreement_score(private: &Output, plain: &Output) -> Option<f64> {
     match (private, plain) {
         (Output::Embedding(a), Output::Embedding(b)) | (Output::Logits(a), Output::Logits(b)) => {
             Some(nectar_model::cosine(a, b) as f64)
@@ -47,7 +48,8 @@ fn output_json(o: &Output) -> serde_json::Value {
 }
 
 /// Print a client run (shared by `demo` and `infer`); `plain` holds the references if known.
-pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, json: bool) {
+/// Every JSON line names the suite and each operator's protocol.
+pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, suite: &Suite, json: bool) {
     let total_secs: f64 = run.reports.iter().map(|r| r.seconds).sum();
     let sent: u64 = run.reports.iter().map(|r| r.bytes_sent).sum();
     let recv: u64 = run.reports.iter().map(|r| r.bytes_recv).sum();
@@ -63,6 +65,8 @@ pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, js
                 "bytes_sent": r.bytes_sent,
                 "bytes_recv": r.bytes_recv,
                 "rounds": r.rounds,
+                "suite": suite.label(),
+                "protocols": suite.json_map(),
             });
             if let Some(p) = plain.and_then(|p| p.get(i)) {
                 o["plaintext"] = output_json(p);
@@ -72,6 +76,8 @@ pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, js
         }
         let t = serde_json::json!({
             "totals": {
+                "suite": suite.label(),
+                "protocols": suite.json_map(),
                 "queries": run.reports.len(),
                 "seconds": total_secs,
                 "setup_seconds": run.setup_seconds,
@@ -158,10 +164,10 @@ pub fn demo(dir: &Path, suite: &Suite, texts: &[String], images: &[PathBuf], tok
     let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?.to_string();
     if !json {
-        println!("== nectar demo: private inference ({} suite, OT {}) on {} ==", crate::session::SUITE, suite.ot, dir.display());
+        println!("== nectar demo: private inference (suite {}) on {} ==", suite.label(), dir.display());
         println!("server and client on {addr}; {} queries in one session", texts.len());
     }
-    let s2 = suite.clone();
+    let s2 = *suite;
     let srv = std::thread::spawn(move || private::serve(server, listener, &s2, false, Some(1), true));
     let res = private::run_client(&addr, suite, client.config.as_ref(), &inputs, tokens, false);
     let srv_res = srv.join().map_err(|_| "server thread panicked".to_string())?;
@@ -174,6 +180,6 @@ pub fn demo(dir: &Path, suite: &Suite, texts: &[String], images: &[PathBuf], tok
         .zip(&inputs)
         .map(|(r, input): (&QueryReport, &Input)| reference(reference_model.network(), input, &r.output))
         .collect::<Result<_, _>>()?;
-    print_run(&texts, &run, Some(&plain), json);
+    print_run(&texts, &run, Some(&plain), suite, json);
     Ok(())
 }

@@ -9,7 +9,9 @@ mod bench_model;
 mod bench_net;
 mod bench_nn;
 mod bench_ot;
+mod bench_suites;
 mod report;
+mod suites;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -108,6 +110,12 @@ enum Cmd {
         suite: SuiteArgs,
         texts: Vec<String>,
     },
+    /// The protocol suites: each preset, each operator's choices, and which are implemented.
+    Suites {
+        /// One JSON object per preset and per operator.
+        #[arg(long)]
+        json: bool,
+    },
     /// Benchmarks (JSON lines with --json; see README "Benchmarks").
     Bench {
         #[command(subcommand)]
@@ -141,12 +149,13 @@ enum BenchCmd {
     },
     /// Oblivious transfer: COT/s and bits per COT (both parties in-process).
     Ot {
-        #[arg(long, value_parser = ["iknp", "ferret"], default_value = "ferret")]
-        kind: String,
         #[arg(long, default_value_t = 10_000_000)]
         count: usize,
         #[arg(long)]
         json: bool,
+        /// The COT extension is the suite's `ot` (`--op ot=iknp`).
+        #[command(flatten)]
+        suite: SuiteArgs,
     },
     /// Homomorphic encryption primitives per ring degree.
     He {
@@ -178,9 +187,14 @@ enum BenchCmd {
         l: u32,
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        suite: SuiteArgs,
     },
     /// Nonlinear operators and share-level protocols (both parties in-process).
     Nn {
+        /// The operator (gelu, silu, exp, softmax, layernorm, rmsnorm, rsqrt, reciprocal,
+        /// argmax, onehot, elu) run by the suite's protocol — `gelu=p4` also overrides it —
+        /// or a share-level protocol (less, msb, mux, trunc, ...).
         #[arg(long, default_value = "less")]
         op: String,
         /// Number of elements.
@@ -189,11 +203,20 @@ enum BenchCmd {
         /// Row length of row operators (softmax, layernorm, rmsnorm, argmax).
         #[arg(long, default_value_t = 128)]
         cols: usize,
-        /// Operators: `+`-separated bole|ot, b13|small|iknp, noreuse, wide.
-        #[arg(long, default_value = "bole+b13")]
-        variant: String,
+        /// Ablation: no bOLEe query reuse (§V-A3).
+        #[arg(long)]
+        no_query_reuse: bool,
+        /// Ablation: the 3-prime bOLEe key set also for rings l <= 32.
+        #[arg(long)]
+        wide_bole: bool,
         #[arg(long, value_parser = ["none", "lan", "wan"], default_value = "none")]
         net: String,
+        /// The protocol suite (preset or PRESET+OP=PROTO...).
+        #[arg(long, default_value = "bumblebee")]
+        suite: String,
+        /// A TOML suite file (`preset = "..."`, `[ops]`), instead of --suite.
+        #[arg(long)]
+        suite_file: Option<PathBuf>,
         /// Ring width l of a share-level op (default: the op's own, usually 64).
         #[arg(long)]
         bits: Option<u32>,
@@ -218,20 +241,13 @@ enum BenchCmd {
         random_weights: bool,
         #[arg(long, value_parser = ["none", "lan", "wan"], default_value = "none")]
         net: String,
-        /// Secret-shared token ids (i_equal one-hot) instead of client-side one-hot.
-        #[arg(long)]
-        shared_ids: bool,
-        /// GeLU/SiLU in the small activation ring.
-        #[arg(long)]
-        mixed: bool,
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// No progress lines / summary on stderr.
         #[arg(long)]
         quiet: bool,
-        /// OLT window prices: artifact (fewest bytes, the paper's; default) or lan_commodity.
-        #[arg(long, default_value = "artifact")]
-        olt_cost: String,
+        #[command(flatten)]
+        suite: SuiteArgs,
         /// Both parties as threads of this process (one peak RSS for both) instead of the
         /// server in a child process over loopback TCP (the default with `--net none`).
         #[arg(long)]
@@ -242,44 +258,53 @@ enum BenchCmd {
         #[arg(long)]
         json: bool,
     },
+    /// The same input end to end under several suites (both parties in-process over the
+    /// simulated link): one side-by-side table, or JSON lines.
+    Suites {
+        #[command(flatten)]
+        model: ModelArg,
+        /// Suites to compare, comma-separated (`bumblebee,bumblebee+gelu=p4`).
+        #[arg(long, default_value = "bumblebee,bumblebee+gelu=p4")]
+        suites: String,
+        /// Tokens of the input (the default sentence is cut or repeated to this length).
+        #[arg(long, default_value_t = 32)]
+        tokens: usize,
+        /// The input text (tokenized, then cut or repeated to --tokens).
+        #[arg(long)]
+        text: Option<String>,
+        #[arg(long, value_parser = ["none", "lan", "wan"], default_value = "lan")]
+        net: String,
+        /// Extra overrides applied to every suite (e.g. `ot=iknp`).
+        #[arg(long)]
+        op: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
-/// Protocol choices (AGREEMENT: server and client must pass the same).
+/// The protocol suite (AGREEMENT: server and client must resolve the same; the handshake
+/// compares its digest and names the first differing operator).
 #[derive(Args, Clone)]
 struct SuiteArgs {
-    /// COT producer: ferret_b13 (production), ferret_small (same security, less memory per
-    /// refill), iknp.
-    #[arg(long, default_value = "ferret_b13")]
-    ot: String,
-    /// Element-wise products: bole (BumbleBee Π_mul, default) or ot (Gilboa products).
-    #[arg(long, default_value = "bole")]
-    mul: String,
-    /// OLT window prices: artifact (fewest bytes, as the paper) or lan_commodity (several
-    /// times faster on a small machine, more bytes).
-    #[arg(long, default_value = "artifact")]
-    olt_cost: String,
-    /// Evaluate GeLU/SiLU in BumbleBee's small activation ring (§V-C).
+    /// A preset (bumblebee, rotl, east, blb, leaf; see `nectar suites`), optionally with
+    /// `+OP=PROTO` overrides (`bumblebee+gelu=p4`).
+    #[arg(long, default_value = "bumblebee")]
+    suite: String,
+    /// Override operators: `OP=PROTO[,OP=PROTO...]` (e.g. `gelu=p4`, `ot=iknp`,
+    /// `olt-cost=lan_commodity`, `act-ring=mixed`, `embed=shared-ids`); repeatable.
+    #[arg(long = "op")]
+    ops: Vec<String>,
+    /// A TOML suite file (`preset = "bumblebee"` and an `[ops]` table); --op applies on top.
     #[arg(long)]
-    mixed: bool,
-    /// The client secret-shares its token ids and the one-hot rows are computed securely
-    /// (i_equal) instead of the client inputting one-hot rows directly.
-    #[arg(long)]
-    shared_ids: bool,
+    suite_file: Option<PathBuf>,
 }
 
 impl SuiteArgs {
-    fn suite(&self) -> private::Suite {
-        use nectar_model::secure::{EmbedMode, SecureOptions};
-        private::Suite {
-            ot: self.ot.clone(),
-            mul: self.mul.clone(),
-            olt_cost: self.olt_cost.clone(),
-            options: SecureOptions {
-                embed: if self.shared_ids { EmbedMode::SharedIds } else { EmbedMode::ClientOneHot },
-                mixed_activations: self.mixed,
-                max_layers: None,
-            },
-        }
+    /// The resolved suite, refused if it names a protocol that is not implemented yet.
+    fn suite(&self) -> Result<nectar_model::Suite, String> {
+        let s = suites::resolve(&self.suite, self.suite_file.as_deref(), &self.ops)?;
+        s.validate().map_err(|e| e.to_string())?;
+        Ok(s)
     }
 }
 
@@ -319,20 +344,21 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Cmd::Serve { model, listen, reveal_to_server, max_sessions, suite } => {
+            let suite = suite.suite()?;
             let m = std::sync::Arc::new(private::ServerModel::load(&model.dir())?);
             let listener = std::net::TcpListener::bind(&listen).map_err(|e| format!("listen {listen}: {e}"))?;
             eprintln!(
-                "serving {} ({}) on {} — suite {}, OT {}{}",
+                "serving {} ({}) on {} — suite {}{}",
                 model.dir().display(),
                 m.config.model_type(),
                 listener.local_addr().map(|a| a.to_string()).unwrap_or(listen),
-                session::SUITE,
-                suite.ot,
+                suite.label(),
                 if reveal_to_server { ", outputs revealed to the server too" } else { "" }
             );
-            private::serve(m, listener, &suite.suite(), reveal_to_server, max_sessions, false)
+            private::serve(m, listener, &suite, reveal_to_server, max_sessions, false)
         }
         Cmd::Infer { connect, model, ids, image, tokens, classify, json, suite, texts } => {
+            let suite = suite.suite()?;
             let (inputs, labels, expected) = if !image.is_empty() {
                 let cm = private::ClientModel::load(&model.dir())?;
                 let inputs = private::read_images(&model.dir(), cm.config.as_ref(), &image)?;
@@ -351,12 +377,16 @@ fn run(cli: Cli) -> Result<(), String> {
                 let cm = private::ClientModel::load(&model.dir())?;
                 (private::tokenize(cm.tokenizer.as_ref(), &texts)?, texts.clone(), cm.config)
             };
-            let (run, _) = private::run_client(&connect, &suite.suite(), expected.as_ref(), &inputs, tokens, classify)?;
-            demo::print_run(&labels, &run, None, json);
+            let (run, _) = private::run_client(&connect, &suite, expected.as_ref(), &inputs, tokens, classify)?;
+            demo::print_run(&labels, &run, None, &suite, json);
             Ok(())
         }
         Cmd::Demo { model, tokens, image, json, suite, texts } => {
-            demo::demo(&model.dir(), &suite.suite(), &texts, &image, tokens, json)
+            demo::demo(&model.dir(), &suite.suite()?, &texts, &image, tokens, json)
+        }
+        Cmd::Suites { json } => {
+            suites::print(json);
+            Ok(())
         }
         Cmd::Bench { what } => match what {
             BenchCmd::Net { mb, json } => {
@@ -364,27 +394,39 @@ fn run(cli: Cli) -> Result<(), String> {
                 report::print_lines(&lines, json);
                 Ok(())
             }
-            BenchCmd::Ot { kind, count, json } => {
-                report::print_lines(&[bench_ot::run(&kind, count)?], json);
+            BenchCmd::Ot { count, json, suite } => {
+                report::print_lines(&[bench_ot::run(&suite.suite()?, count)?], json);
                 Ok(())
             }
             BenchCmd::He { n, json } => {
                 report::print_lines(&bench_he::run(&n)?, json);
                 Ok(())
             }
-            BenchCmd::Linear { op, shape, size, variant, net, heads, l, json } => {
+            BenchCmd::Linear { op, shape, size, variant, net, heads, l, json, suite } => {
+                let suite = suite.suite()?;
                 let elementwise = matches!(op.as_str(), "bole" | "mul" | "square");
                 let shape = match (elementwise, size) {
                     (true, Some(s)) => s.to_string(),
                     (true, None) => (1usize << 20).to_string(),
                     (false, _) => shape.unwrap_or_default(),
                 };
-                let args = bench_linear::Args { op: &op, shape: &shape, variant: &variant, net: &net, heads, l };
+                let args = bench_linear::Args { op: &op, shape: &shape, variant: &variant, net: &net, heads, l, suite: &suite };
                 report::print_lines(&bench_linear::run(&args)?, json);
                 Ok(())
             }
-            BenchCmd::Nn { op, size, cols, variant, net, bits, shift, json } => {
-                let args = bench_nn::Args { op: &op, size, cols, variant: &variant, net: &net, bits, shift };
+            BenchCmd::Nn { op, size, cols, no_query_reuse, wide_bole, net, suite, suite_file, bits, shift, json } => {
+                let args = bench_nn::Args {
+                    op: &op,
+                    size,
+                    cols,
+                    suite: &suite,
+                    suite_file: suite_file.as_deref(),
+                    no_query_reuse,
+                    wide_bole,
+                    net: &net,
+                    bits,
+                    shift,
+                };
                 report::print_lines(&bench_nn::run(&args)?, json);
                 Ok(())
             }
@@ -394,11 +436,9 @@ fn run(cli: Cli) -> Result<(), String> {
                 layers,
                 random_weights: _,
                 net,
-                shared_ids,
-                mixed,
                 seed,
                 quiet,
-                olt_cost,
+                suite,
                 in_process,
                 server_party,
                 json,
@@ -408,11 +448,9 @@ fn run(cli: Cli) -> Result<(), String> {
                     seq,
                     layers,
                     net: &net,
-                    shared_ids,
-                    mixed,
+                    suite: suite.suite()?,
                     seed,
                     quiet,
-                    olt_cost: &olt_cost,
                     in_process,
                 };
                 match server_party {
@@ -422,6 +460,10 @@ fn run(cli: Cli) -> Result<(), String> {
                         Ok(())
                     }
                 }
+            }
+            BenchCmd::Suites { model, suites, tokens, text, net, op, json } => {
+                let args = bench_suites::Args { dir: model.dir(), suites: &suites, tokens, text: text.as_deref(), net: &net, ops: &op };
+                bench_suites::run(&args, json)
             }
         },
     }

@@ -4,7 +4,8 @@ pub use crate::session::Input;
 use crate::session::{serve_session, Agreement, ClientRun, ClientSession, QueryReport, Served};
 use nectar_math::Prg;
 use nectar_model::config::ModelConfig;
-use nectar_model::secure::{Output, SecureOptions, Task};
+use nectar_model::secure::{Output, Task};
+use nectar_model::Suite;
 use nectar_model::tokenizer::TextTokenizer;
 use nectar_model::weights::Weights;
 use nectar_net::TcpChannel;
@@ -12,21 +13,6 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-
-/// Protocol choices shared by `serve`, `infer` and `demo` (all AGREEMENT).
-#[derive(Clone, Debug)]
-pub struct Suite {
-    pub ot: String,
-    pub mul: String,
-    pub olt_cost: String,
-    pub options: SecureOptions,
-}
-
-impl Suite {
-    pub fn agreement(&self) -> Result<Agreement, String> {
-        Agreement::new(&self.ot, &self.mul, &self.olt_cost, self.options)
-    }
-}
 
 /// The public architecture and the server's memory-mapped weights of a model directory.
 pub struct ServerModel {
@@ -58,7 +44,7 @@ pub fn serve(
     max_sessions: Option<usize>,
     quiet: bool,
 ) -> Result<(), String> {
-    let agreement = suite.agreement()?;
+    let agreement = Agreement::new(suite)?;
     let next = AtomicUsize::new(0);
     std::thread::scope(|scope| {
         for conn in listener.incoming() {
@@ -168,7 +154,7 @@ pub fn run_client(
     classify: bool,
 ) -> Result<(ClientRun, ModelConfig), String> {
     let ch = TcpChannel::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
-    let session = ClientSession::connect(Box::new(ch), suite.agreement()?, expected, Prg::from_entropy())
+    let session = ClientSession::connect(Box::new(ch), Agreement::new(suite)?, expected, Prg::from_entropy())
         .map_err(|e| e.to_string())?;
     if session.reveal_to_server() {
         eprintln!("note: this server also learns each output (its reveal-to-server option is on)");

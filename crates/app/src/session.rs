@@ -1,8 +1,10 @@
-//! Two-party sessions of the BumbleBee suite: handshake, session setup, queries.
+//! Two-party sessions: handshake, session setup, queries.
 //!
 //! Wire protocol (pinned; JSON control frames on the same [`Channel`] as the protocols):
-//! 1. client → server `Hello { agreement }`: protocol version, suite, fixed-point format, OT
-//!    producer, HE parameter fingerprints and the [`SecureOptions`] (every AGREEMENT value);
+//! 1. client → server `Hello { agreement }`: protocol version, the resolved [`Suite`] (every
+//!    operator's protocol) and its digest over all AGREEMENT parameters (fixed-point format,
+//!    HE parameter fingerprints, coefficients; [`Suite::digest`]); on a mismatch the server's
+//!    `Reject` names the first differing operator (`gelu: client p4, server seg4`);
 //! 2. server → client `Welcome { config_json, reveal_to_server }` (the public architecture) or
 //!    `Reject { reason }`; the client compares the architecture with its own copy when it has
 //!    one (model-shape mismatch ends the session);
@@ -13,62 +15,37 @@
 //! 5. `Bye`.
 //! Any error ends that session, on both sides, with a message; the server keeps serving others.
 
-use nectar_math::{FixedPoint, Prg};
+use nectar_math::Prg;
 use nectar_model::config::ModelConfig;
-use nectar_model::secure::{Output, Profile, Query, SecureEngine, SecureModel, SecureOptions, Task, WeightSource};
+use nectar_model::secure::{Output, Profile, Query, SecureEngine, SecureModel, Task, WeightSource};
+use nectar_model::Suite;
 use nectar_net::{Channel, NetError, Role, Stats};
-use nectar_linear::CostModel;
-use nectar_nn::secure::{MulProtocol, SecureOpts};
-use nectar_ot::{FerretParams, Producer};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-/// Version of this wire protocol (AGREEMENT).
-pub const PROTOCOL_VERSION: u32 = 1;
-/// The protocol suite this build runs.
-pub const SUITE: &str = "bumblebee";
+/// Version of this wire protocol (AGREEMENT). 2: the typed suite and its digest.
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Everything both parties must agree on, compared in the handshake.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Agreement {
     pub version: u32,
-    pub suite: String,
-    /// `(l, f)`.
-    pub fixed_point: (u32, u32),
-    /// COT producer: `ferret_b13`, `ferret_small` or `iknp`.
-    pub ot: String,
-    /// Element-wise products: `bole` (BumbleBee Π_mul) or `ot` (Gilboa products).
-    pub mul: String,
-    /// OLT window prices: `artifact` (fewest bytes, the paper's) or `lan_commodity` (faster on
-    /// small machines, more bytes).
-    pub olt_cost: String,
-    /// `Params::fingerprint()` of the OLT and bOLEe HE parameter sets.
-    pub he_olt: u64,
-    pub he_bole: u64,
-    pub options: SecureOptions,
+    /// Every operator's protocol.
+    pub suite: Suite,
+    /// [`Suite::digest`]: the protocols and all their AGREEMENT parameters.
+    pub digest: String,
 }
 
 impl Agreement {
-    pub fn new(ot: &str, mul: &str, olt_cost: &str, options: SecureOptions) -> Result<Self, String> {
-        producer(ot)?;
-        mul_protocol(mul)?;
-        cost_model(olt_cost)?;
-        let fp = FixedPoint::BUMBLEBEE;
-        Ok(Agreement {
-            version: PROTOCOL_VERSION,
-            suite: SUITE.into(),
-            fixed_point: (fp.l(), fp.f()),
-            ot: ot.into(),
-            mul: mul.into(),
-            olt_cost: olt_cost.into(),
-            he_olt: nectar_he::Params::bumblebee_olt().fingerprint(),
-            he_bole: nectar_he::Params::bumblebee_bole().fingerprint(),
-            options,
-        })
+    /// The agreement of a suite; refused if the suite names a protocol not implemented yet.
+    pub fn new(suite: &Suite) -> Result<Self, String> {
+        suite.validate().map_err(|e| e.to_string())?;
+        Ok(Agreement { version: PROTOCOL_VERSION, suite: *suite, digest: suite.digest() })
     }
 
-    /// Why `peer` (the client's) differs from ours, field by field.
+    /// Why `peer` (the client's) differs from ours: the version, the first differing operator,
+    /// or (same protocols, different builds) the parameter digest.
     fn mismatch(&self, peer: &Agreement) -> Option<String> {
         if peer.version != self.version {
             return Some(format!(
@@ -76,64 +53,17 @@ impl Agreement {
                 peer.version, self.version
             ));
         }
-        if peer.suite != self.suite {
-            return Some(format!("suite mismatch: client '{}', server '{}'", peer.suite, self.suite));
+        if let Some(op) = self.suite.mismatch(&peer.suite) {
+            return Some(format!("suite mismatch: {op}"));
         }
-        if peer.fixed_point != self.fixed_point {
-            return Some(format!("fixed-point mismatch: client {:?}, server {:?}", peer.fixed_point, self.fixed_point));
-        }
-        if peer.ot != self.ot {
-            return Some(format!("OT producer mismatch: client '{}', server '{}'", peer.ot, self.ot));
-        }
-        if peer.mul != self.mul {
-            return Some(format!("product protocol mismatch: client '{}', server '{}'", peer.mul, self.mul));
-        }
-        if peer.olt_cost != self.olt_cost {
-            return Some(format!("OLT cost model mismatch: client '{}', server '{}'", peer.olt_cost, self.olt_cost));
-        }
-        if (peer.he_olt, peer.he_bole) != (self.he_olt, self.he_bole) {
-            return Some("HE parameter sets differ (fingerprints do not match)".into());
-        }
-        if peer.options != self.options {
-            return Some(format!("options mismatch: client {:?}, server {:?}", peer.options, self.options));
+        if peer.digest != self.digest {
+            return Some(format!(
+                "suite parameters differ (same protocols, digest client {}…, server {}…): the two builds use different coefficients or HE parameters",
+                &peer.digest[..peer.digest.len().min(12)],
+                &self.digest[..self.digest.len().min(12)]
+            ));
         }
         None
-    }
-}
-
-impl Agreement {
-    /// The engine options this agreement fixes.
-    pub fn secure_opts(&self) -> Result<SecureOpts, String> {
-        let format = FixedPoint::new(self.fixed_point.0, self.fixed_point.1).map_err(|e| e.to_string())?;
-        Ok(SecureOpts { format, producer: producer(&self.ot)?, mul: mul_protocol(&self.mul)?, ..SecureOpts::bumblebee() })
-    }
-}
-
-/// The OLT window cost model named in an [`Agreement`].
-pub fn cost_model(name: &str) -> Result<CostModel, String> {
-    match name {
-        "artifact" => Ok(CostModel::default()),
-        "lan_commodity" => Ok(CostModel::lan_commodity()),
-        other => Err(format!("unknown OLT cost model '{other}' (artifact, lan_commodity)")),
-    }
-}
-
-/// The product protocol named in an [`Agreement`].
-pub fn mul_protocol(name: &str) -> Result<MulProtocol, String> {
-    match name {
-        "bole" => Ok(MulProtocol::Bole),
-        "ot" => Ok(MulProtocol::Ot),
-        other => Err(format!("unknown product protocol '{other}' (bole, ot)")),
-    }
-}
-
-/// The COT producer named in an [`Agreement`].
-pub fn producer(name: &str) -> Result<Producer, String> {
-    match name {
-        "ferret_b13" => Ok(Producer::Ferret(FerretParams::b13())),
-        "ferret_small" => Ok(Producer::Ferret(FerretParams::small())),
-        "iknp" => Ok(Producer::Iknp),
-        other => Err(format!("unknown OT producer '{other}' (ferret_b13, ferret_small, iknp)")),
     }
 }
 
@@ -251,11 +181,9 @@ pub fn serve_session(ch: Box<dyn Channel>, s: &Served, prg: Prg) -> Result<Vec<Q
         return Err(SessionError::Mismatch(reason));
     }
     send_json(&mut ctl, &ServerMsg::Welcome { config_json: s.config_json.clone(), reveal_to_server: s.reveal_to_server })?;
-    let model = SecureModel::new(&s.config, Some(s.weights), s.agreement.options)?;
+    let model = SecureModel::new(&s.config, Some(s.weights))?;
     let mut engine_ch = shared.clone();
-    let opts = s.agreement.secure_opts().map_err(SessionError::Mismatch)?;
-    let mut engine = SecureEngine::setup(&mut engine_ch, Role::Server, opts, prg)?;
-    engine.set_cost_model(cost_model(&s.agreement.olt_cost).map_err(SessionError::Mismatch)?);
+    let mut engine = SecureEngine::setup(&mut engine_ch, Role::Server, &s.agreement.suite, prg)?;
     let mut reports = Vec::new();
     loop {
         match recv_json::<ClientMsg>(&mut ctl, "query")? {
@@ -349,13 +277,11 @@ impl ClientSession {
 
     /// Run the whole session: setup once, then `queries` in order, then `Bye`.
     pub fn run(mut self, queries: &[(Task, Input)]) -> Result<ClientRun, SessionError> {
-        let opts = self.agreement.secure_opts().map_err(SessionError::Mismatch)?;
-        let model = SecureModel::new(&self.config, None, self.agreement.options)?;
+        let model = SecureModel::new(&self.config, None)?;
         let mut ctl = self.shared.clone();
         let t = Instant::now();
         let prg = self.prg.take().unwrap_or_else(Prg::from_entropy);
-        let mut engine = SecureEngine::setup(self.engine_ch.as_mut(), Role::Client, opts, prg)?;
-        engine.set_cost_model(cost_model(&self.agreement.olt_cost).map_err(SessionError::Mismatch)?);
+        let mut engine = SecureEngine::setup(self.engine_ch.as_mut(), Role::Client, &self.agreement.suite, prg)?;
         self.setup_seconds += t.elapsed().as_secs_f64();
         self.setup_stats = ctl.stats();
         let mut reports = Vec::new();

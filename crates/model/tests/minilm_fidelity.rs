@@ -11,13 +11,17 @@
 //!   `docs/results/e2e.md`, where the same set also ran through `nectar demo` over TCP).
 
 use nectar_math::{FixedPoint, Prg};
-use nectar_model::secure::{
-    Output, PlainEngine, Query, SecureEngine, SecureModel, SecureOptions, Task,
-};
-use nectar_model::{cosine, fetch, Model, Weights};
+use nectar_model::secure::{Output, PlainEngine, Query, SecureEngine, SecureModel, Task};
+use nectar_model::{cosine, fetch, Model, Suite, Weights};
 use nectar_net::{mem::run_pair, Channel, Role};
-use nectar_nn::secure::SecureOpts;
-use nectar_ot::Producer;
+
+/// BumbleBee's protocols with IKNP COT (fast session setup in tests) and the `lan_commodity`
+/// OLT prices that `make demo` uses; the twin gets the same suite.
+const SUITE: &str = "bumblebee+ot=iknp+olt-cost=lan_commodity";
+
+fn suite() -> Suite {
+    Suite::parse(SUITE).unwrap()
+}
 
 const SENTENCES: &str = include_str!("data/sentences50.txt");
 
@@ -49,34 +53,30 @@ fn embedding(o: Output) -> Vec<f32> {
 }
 
 fn twin_embed(model: &Model, w: &Weights, ids: &[u32]) -> Vec<f32> {
-    let m = SecureModel::new(model.config(), Some(w), SecureOptions::default()).unwrap();
+    let m = SecureModel::new(model.config(), Some(w)).unwrap();
     let q = Query {
         task: Task::Embed,
         ids: Some(ids.to_vec()),
         len: ids.len(),
     };
     embedding(
-        m.run(&mut PlainEngine::new(FixedPoint::BUMBLEBEE).unwrap(), &q)
-            .unwrap(),
+        m.run(
+            &mut PlainEngine::new(FixedPoint::BUMBLEBEE, &suite()).unwrap(),
+            &q,
+        )
+        .unwrap(),
     )
 }
 
-/// One two-party session (Ferret COT, BumbleBee suite, the `lan_commodity` OLT prices that
-/// `make demo` uses) running every id sequence in turn; the client's embeddings.
+/// One two-party session ([`SUITE`]) running every id sequence in turn; the client's
+/// embeddings.
 fn secure_embed_all(model: &Model, w: &Weights, inputs: &[Vec<u32>]) -> Vec<Vec<f32>> {
-    let cost = nectar_linear::CostModel::lan_commodity();
+    let suite = suite();
     let (_, client) = run_pair(
         |ch| {
             let ch: &mut dyn Channel = ch;
-            let mut e = SecureEngine::setup(
-                ch,
-                Role::Server,
-                SecureOpts::bumblebee().with_producer(Producer::Iknp),
-                Prg::from_entropy(),
-            )
-            .unwrap();
-            e.set_cost_model(cost);
-            let m = SecureModel::new(model.config(), Some(w), SecureOptions::default()).unwrap();
+            let mut e = SecureEngine::setup(ch, Role::Server, &suite, Prg::from_entropy()).unwrap();
+            let m = SecureModel::new(model.config(), Some(w)).unwrap();
             for ids in inputs {
                 let q = Query {
                     task: Task::Embed,
@@ -88,15 +88,8 @@ fn secure_embed_all(model: &Model, w: &Weights, inputs: &[Vec<u32>]) -> Vec<Vec<
         },
         |ch| {
             let ch: &mut dyn Channel = ch;
-            let mut e = SecureEngine::setup(
-                ch,
-                Role::Client,
-                SecureOpts::bumblebee().with_producer(Producer::Iknp),
-                Prg::from_entropy(),
-            )
-            .unwrap();
-            e.set_cost_model(cost);
-            let m = SecureModel::new(model.config(), None, SecureOptions::default()).unwrap();
+            let mut e = SecureEngine::setup(ch, Role::Client, &suite, Prg::from_entropy()).unwrap();
+            let m = SecureModel::new(model.config(), None).unwrap();
             inputs
                 .iter()
                 .map(|ids| {
@@ -117,10 +110,26 @@ fn secure_embed_all(model: &Model, w: &Weights, inputs: &[Vec<u32>]) -> Vec<Vec<
 fn sentence_set_is_varied() {
     let s = sentences();
     assert_eq!(s.len(), 50);
-    assert!(s.iter().any(|t| t.split_whitespace().count() <= 2), "short ones");
-    assert!(s.iter().any(|t| t.split_whitespace().count() >= 80), "long ones");
-    assert!(s.iter().filter(|t| t.chars().any(|c| c.is_ascii_digit())).count() >= 10);
-    assert!(s.iter().filter(|t| t.contains(['!', '?', ';', '"', '#'])).count() >= 10);
+    assert!(
+        s.iter().any(|t| t.split_whitespace().count() <= 2),
+        "short ones"
+    );
+    assert!(
+        s.iter().any(|t| t.split_whitespace().count() >= 80),
+        "long ones"
+    );
+    assert!(
+        s.iter()
+            .filter(|t| t.chars().any(|c| c.is_ascii_digit()))
+            .count()
+            >= 10
+    );
+    assert!(
+        s.iter()
+            .filter(|t| t.contains(['!', '?', ';', '"', '#']))
+            .count()
+            >= 10
+    );
 }
 
 /// Approximation error: twin vs f32 on all 50 sentences.
@@ -142,7 +151,10 @@ fn minilm_twin_on_50_sentences() {
         "minilm twin: worst cosine {worst:.6} over 50 sentences (longest {longest} tokens) in {:.1} s",
         t0.elapsed().as_secs_f64()
     );
-    assert!(longest >= 100, "the set should reach ~128 tokens, longest is {longest}");
+    assert!(
+        longest >= 100,
+        "the set should reach ~128 tokens, longest is {longest}"
+    );
 }
 
 fn check_secure(picked: &[&str]) {
@@ -163,7 +175,10 @@ fn check_secure(picked: &[&str]) {
         );
         // Protocol error: the secure run is the twin up to LSB-level protocol errors.
         assert!(c_twin >= 0.999, "secure vs twin cosine {c_twin} for {t:?}");
-        assert!(c_plain >= 0.99, "secure vs plaintext cosine {c_plain} for {t:?}");
+        assert!(
+            c_plain >= 0.99,
+            "secure vs plaintext cosine {c_plain} for {t:?}"
+        );
         worst = worst.min(c_plain);
     }
     eprintln!(

@@ -4,7 +4,8 @@
 //! (architecture, tokens, layers; `all` for every layer). Prints the summary and one JSON line.
 
 use nectar_model::secure::bench::{bench_model, BenchSpec};
-use nectar_model::secure::{EmbedMode, RandomArch};
+use nectar_model::secure::RandomArch;
+use nectar_model::suite::{ActRing, Embed};
 
 #[test]
 #[ignore]
@@ -21,10 +22,10 @@ fn bench_from_env() {
         None => Some(1),
     };
     if parts.get(3) == Some(&"shared-ids") {
-        b.embed = EmbedMode::SharedIds;
+        b.suite.embed = Embed::SharedIds;
     }
     if parts.get(3) == Some(&"mixed") || parts.get(4) == Some(&"mixed") {
-        b.mixed_activations = true;
+        b.suite.act_ring = ActRing::Mixed;
     }
     let r = bench_model(&b).expect("bench");
     eprintln!("{}", r.summary());

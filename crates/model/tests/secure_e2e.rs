@@ -4,38 +4,31 @@
 //! thresholds), i.e. agree to ~1e−3 after a whole model.
 
 use nectar_math::{FixedPoint, Prg};
-use nectar_model::secure::{
-    EmbedMode, Output, PlainEngine, Query, SecureEngine, SecureModel, SecureOptions, Task,
-};
-use nectar_model::{cosine, tiny, Model, Weights};
+use nectar_model::secure::{Output, PlainEngine, Query, SecureEngine, SecureModel, Task};
+use nectar_model::{cosine, tiny, Model, Suite, Weights};
 use nectar_net::{mem::run_pair, Channel, Role};
-use nectar_nn::secure::SecureOpts;
-use nectar_ot::Producer;
 
-/// BumbleBee's protocol choices with IKNP (fast session setup in tests).
-fn opts_nn() -> SecureOpts {
-    SecureOpts::bumblebee().with_producer(Producer::Iknp)
+/// The suite `spec` (`PRESET[+OP=PROTO]...`) with IKNP (fast session setup in tests).
+fn suite(spec: &str) -> Suite {
+    Suite::parse(&format!("{spec}+ot=iknp")).unwrap()
 }
 
 fn twin_run(model: &Model, w: &Weights, task: Task, ids: &[u32]) -> Output {
-    twin_run_with(model, w, task, ids, SecureOptions::default())
+    twin_run_with(model, w, task, ids, &suite("bumblebee"))
 }
 
-fn twin_run_with(
-    model: &Model,
-    w: &Weights,
-    task: Task,
-    ids: &[u32],
-    opts: SecureOptions,
-) -> Output {
-    let m = SecureModel::new(model.config(), Some(w), opts).unwrap();
+fn twin_run_with(model: &Model, w: &Weights, task: Task, ids: &[u32], suite: &Suite) -> Output {
+    let m = SecureModel::new(model.config(), Some(w)).unwrap();
     let q = Query {
         task,
         ids: Some(ids.to_vec()),
         len: ids.len(),
     };
-    m.run(&mut PlainEngine::new(FixedPoint::BUMBLEBEE).unwrap(), &q)
-        .unwrap()
+    m.run(
+        &mut PlainEngine::new(FixedPoint::BUMBLEBEE, suite).unwrap(),
+        &q,
+    )
+    .unwrap()
 }
 
 /// Runs `task` on both parties; returns (server output, client output, client profile table,
@@ -46,7 +39,7 @@ fn secure_run(
     task: Task,
     ids: &[u32],
 ) -> (Output, Output, String, u64) {
-    secure_run_with(model, w, task, ids, SecureOptions::default())
+    secure_run_with(model, w, task, ids, &suite("bumblebee"))
 }
 
 fn secure_run_with(
@@ -54,15 +47,14 @@ fn secure_run_with(
     w: &Weights,
     task: Task,
     ids: &[u32],
-    opts: SecureOptions,
+    suite: &Suite,
 ) -> (Output, Output, String, u64) {
     let len = ids.len();
     let (s, c) = run_pair(
         |ch| {
             let ch: &mut dyn Channel = ch;
-            let mut e =
-                SecureEngine::setup(ch, Role::Server, opts_nn(), Prg::from_entropy()).unwrap();
-            let m = SecureModel::new(model.config(), Some(w), opts).unwrap();
+            let mut e = SecureEngine::setup(ch, Role::Server, suite, Prg::from_entropy()).unwrap();
+            let m = SecureModel::new(model.config(), Some(w)).unwrap();
             let out = m
                 .run(
                     &mut e,
@@ -77,9 +69,8 @@ fn secure_run_with(
         },
         |ch| {
             let ch: &mut dyn Channel = ch;
-            let mut e =
-                SecureEngine::setup(ch, Role::Client, opts_nn(), Prg::from_entropy()).unwrap();
-            let m = SecureModel::new(model.config(), None, opts).unwrap();
+            let mut e = SecureEngine::setup(ch, Role::Client, suite, Prg::from_entropy()).unwrap();
+            let m = SecureModel::new(model.config(), None).unwrap();
             let out = m
                 .run(
                     &mut e,
@@ -161,11 +152,8 @@ fn tiny_bert_secure_classifier_with_shared_ids_matches_twin() {
     let model = Model::load(dir.path()).unwrap();
     let w = Weights::open(&dir.path().join("model.safetensors")).unwrap();
     let ids = [2u32, 40, 41, 5, 17];
-    let opts = SecureOptions {
-        embed: EmbedMode::SharedIds,
-        ..Default::default()
-    };
-    let (server, client, table, bytes) = secure_run_with(&model, &w, Task::Classify, &ids, opts);
+    let suite = suite("bumblebee+embed=shared-ids");
+    let (server, client, table, bytes) = secure_run_with(&model, &w, Task::Classify, &ids, &suite);
     eprintln!(
         "tiny bert secure classify (shared ids): {:.2} MB\n{table}",
         bytes as f64 / 1e6
@@ -173,7 +161,7 @@ fn tiny_bert_secure_classifier_with_shared_ids_matches_twin() {
     assert_eq!(server, Output::Nothing);
     let (Output::Logits(got), Output::Logits(want)) = (
         client,
-        twin_run_with(&model, &w, Task::Classify, &ids, opts),
+        twin_run_with(&model, &w, Task::Classify, &ids, &suite),
     ) else {
         panic!("logits expected")
     };
@@ -193,14 +181,13 @@ fn tiny_vit_secure_classifier_matches_twin() {
     let model = Model::load(dir.path()).unwrap();
     let w = Weights::open(&dir.path().join("model.safetensors")).unwrap();
     let px = tiny::tiny_image(tiny::VIT_CHANNELS, tiny::VIT_IMAGE, 5);
-    let opts = SecureOptions::default();
+    let suite = suite("bumblebee");
     let t0 = std::time::Instant::now();
     let (s, c) = run_pair(
         |ch| {
             let ch: &mut dyn Channel = ch;
-            let mut e =
-                SecureEngine::setup(ch, Role::Server, opts_nn(), Prg::from_entropy()).unwrap();
-            let m = SecureModel::new(model.config(), Some(&w), opts).unwrap();
+            let mut e = SecureEngine::setup(ch, Role::Server, &suite, Prg::from_entropy()).unwrap();
+            let m = SecureModel::new(model.config(), Some(&w)).unwrap();
             // The server runs the ordinary query path: its query carries no input.
             let q = Query {
                 task: Task::Classify,
@@ -212,9 +199,8 @@ fn tiny_vit_secure_classifier_matches_twin() {
         },
         |ch| {
             let ch: &mut dyn Channel = ch;
-            let mut e =
-                SecureEngine::setup(ch, Role::Client, opts_nn(), Prg::from_entropy()).unwrap();
-            let m = SecureModel::new(model.config(), None, opts).unwrap();
+            let mut e = SecureEngine::setup(ch, Role::Client, &suite, Prg::from_entropy()).unwrap();
+            let m = SecureModel::new(model.config(), None).unwrap();
             let out = m.run_image(&mut e, Some(&px)).unwrap();
             (out, e.profile().table())
         },
@@ -226,10 +212,10 @@ fn tiny_vit_secure_classifier_matches_twin() {
         c.1
     );
     assert_eq!(s.0, Output::Nothing, "the server learns nothing");
-    let twin = SecureModel::new(model.config(), Some(&w), opts)
+    let twin = SecureModel::new(model.config(), Some(&w))
         .unwrap()
         .run_image(
-            &mut PlainEngine::new(FixedPoint::BUMBLEBEE).unwrap(),
+            &mut PlainEngine::new(FixedPoint::BUMBLEBEE, &suite).unwrap(),
             Some(&px),
         )
         .unwrap();

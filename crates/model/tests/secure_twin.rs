@@ -3,23 +3,27 @@
 //! Newton reciprocal / rsqrt) on whole models. The secure run is later checked against the twin.
 
 use nectar_math::FixedPoint;
-use nectar_model::secure::{
-    EmbedMode, Output, PlainEngine, Query, SecureModel, SecureOptions, Task,
-};
-use nectar_model::{cosine, fetch, tiny, Model, Network, Weights};
+use nectar_model::secure::{Output, PlainEngine, Query, SecureModel, Task};
+use nectar_model::{cosine, fetch, tiny, Model, Network, Suite, Weights};
 
+/// The twin of a run with BumbleBee's protocols.
 fn twin() -> PlainEngine {
-    PlainEngine::new(FixedPoint::BUMBLEBEE).unwrap()
+    twin_with(&Suite::bumblebee())
 }
 
-fn run(model: &Model, w: &Weights, task: Task, ids: &[u32], opts: SecureOptions) -> Output {
-    let m = SecureModel::new(model.config(), Some(w), opts).unwrap();
+/// The twin of a run with `suite` (it applies the same approximations).
+fn twin_with(suite: &Suite) -> PlainEngine {
+    PlainEngine::new(FixedPoint::BUMBLEBEE, suite).unwrap()
+}
+
+fn run(model: &Model, w: &Weights, task: Task, ids: &[u32], suite: &Suite) -> Output {
+    let m = SecureModel::new(model.config(), Some(w)).unwrap();
     let q = Query {
         task,
         ids: Some(ids.to_vec()),
         len: ids.len(),
     };
-    m.run(&mut twin(), &q).unwrap()
+    m.run(&mut twin_with(suite), &q).unwrap()
 }
 
 fn weights(dir: &std::path::Path) -> Weights {
@@ -45,28 +49,22 @@ fn tiny_bert_embedding_and_logits_match_float() {
     .enumerate()
     {
         let want = bert.embed_ids(ids).unwrap();
-        for (mode, mixed) in [
-            (EmbedMode::ClientOneHot, false),
-            (EmbedMode::SharedIds, false),
-            (EmbedMode::ClientOneHot, true),
+        // Client one-hot and shared-ids embedding, full-ring and mixed activations.
+        for spec in [
+            "bumblebee",
+            "bumblebee+embed=shared-ids",
+            "bumblebee+act-ring=mixed",
         ] {
-            let opts = SecureOptions {
-                embed: mode,
-                mixed_activations: mixed,
-                ..Default::default()
-            };
-            let Output::Embedding(got) = run(&model, &w, Task::Embed, ids, opts) else {
+            let suite = Suite::parse(spec).unwrap();
+            let Output::Embedding(got) = run(&model, &w, Task::Embed, ids, &suite) else {
                 panic!("embedding expected")
             };
             let c = cosine(&want, &got);
-            eprintln!(
-                "tiny bert sentence {s} ({mode:?}, mixed activations {mixed}): cosine {c:.6}"
-            );
+            eprintln!("tiny bert sentence {s} (suite {suite}): cosine {c:.6}");
             worst = worst.min(c);
         }
         let want = bert.classify_ids(ids).unwrap();
-        let Output::Logits(got) = run(&model, &w, Task::Classify, ids, SecureOptions::default())
-        else {
+        let Output::Logits(got) = run(&model, &w, Task::Classify, ids, &Suite::bumblebee()) else {
             panic!()
         };
         let err = want
@@ -96,13 +94,13 @@ fn tiny_gpt2_generation_matches_float() {
         &w,
         Task::Generate { n_new: 8 },
         &prompt,
-        SecureOptions::default(),
+        &Suite::bumblebee(),
     ) else {
         panic!("tokens expected")
     };
     eprintln!("tiny gpt2: float {want:?}, twin {got:?}");
     // Logits of the prompt's next token.
-    let sm = SecureModel::new(model.config(), Some(&w), SecureOptions::default()).unwrap();
+    let sm = SecureModel::new(model.config(), Some(&w)).unwrap();
     let SecureModel::Gpt2(sg) = &sm else { panic!() };
     let mut e = twin();
     let mut cache = sg.new_cache();
@@ -139,12 +137,12 @@ fn tiny_llama_generation_matches_float() {
         &w,
         Task::Generate { n_new: 8 },
         &prompt,
-        SecureOptions::default(),
+        &Suite::bumblebee(),
     ) else {
         panic!("tokens expected")
     };
     eprintln!("tiny llama: float {want:?}, twin {got:?}");
-    let sm = SecureModel::new(model.config(), Some(&w), SecureOptions::default()).unwrap();
+    let sm = SecureModel::new(model.config(), Some(&w)).unwrap();
     let SecureModel::Llama(sl) = &sm else {
         panic!()
     };
@@ -197,8 +195,7 @@ fn minilm_twin_embeddings_match_plaintext() {
     for t in texts {
         let enc = tok.encode(t).unwrap();
         let want = model.embed(&[t]).unwrap().remove(0);
-        let Output::Embedding(got) =
-            run(&model, &w, Task::Embed, &enc.ids, SecureOptions::default())
+        let Output::Embedding(got) = run(&model, &w, Task::Embed, &enc.ids, &Suite::bumblebee())
         else {
             panic!()
         };
@@ -224,7 +221,7 @@ fn bad_queries_are_errors_not_panics() {
     tiny::write_tiny_bert(dir.path(), 3).unwrap();
     let model = Model::load(dir.path()).unwrap();
     let w = weights(dir.path());
-    let m = SecureModel::new(model.config(), Some(&w), SecureOptions::default()).unwrap();
+    let m = SecureModel::new(model.config(), Some(&w)).unwrap();
     let bad_id = Query {
         task: Task::Embed,
         ids: Some(vec![1, 999]),
@@ -253,7 +250,7 @@ fn bad_queries_are_errors_not_panics() {
         Err(SecureError::Unsupported(_))
     ));
     // The twin plays both parties: without weights it must refuse, not panic.
-    let no_w = SecureModel::new(model.config(), None, SecureOptions::default()).unwrap();
+    let no_w = SecureModel::new(model.config(), None).unwrap();
     let q = Query {
         task: Task::Embed,
         ids: Some(vec![1, 2]),
@@ -261,12 +258,7 @@ fn bad_queries_are_errors_not_panics() {
     };
     assert!(no_w.run(&mut twin(), &q).is_err());
     // ViT: the image is the client's input; a text query or a missing image is refused.
-    let vit = SecureModel::new(
-        &random_config(RandomArch::VitBase, Some(1)),
-        None,
-        SecureOptions::default(),
-    )
-    .unwrap();
+    let vit = SecureModel::new(&random_config(RandomArch::VitBase, Some(1)), None).unwrap();
     assert!(matches!(
         vit.run(&mut twin(), &wrong_task),
         Err(SecureError::Unsupported(_))
@@ -293,13 +285,11 @@ fn tiny_vit_logits_match_float() {
     for seed in [1u64, 2, 3] {
         let px = tiny::tiny_image(tiny::VIT_CHANNELS, tiny::VIT_IMAGE, seed);
         let want = vit.classify(&px).unwrap();
-        for mixed in [false, true] {
-            let opts = SecureOptions {
-                mixed_activations: mixed,
-                ..Default::default()
-            };
-            let m = SecureModel::new(model.config(), Some(&w), opts).unwrap();
-            let Output::Logits(got) = m.run_image(&mut twin(), Some(&px)).unwrap() else {
+        for spec in ["bumblebee", "bumblebee+act-ring=mixed"] {
+            let suite = Suite::parse(spec).unwrap();
+            let m = SecureModel::new(model.config(), Some(&w)).unwrap();
+            let Output::Logits(got) = m.run_image(&mut twin_with(&suite), Some(&px)).unwrap()
+            else {
                 panic!("logits expected")
             };
             let err = want
@@ -308,7 +298,7 @@ fn tiny_vit_logits_match_float() {
                 .map(|(a, b)| (a - b).abs())
                 .fold(0f32, f32::max);
             eprintln!(
-                "tiny vit image {seed} (mixed activations {mixed}): float {want:?}, twin {got:?}, max abs error {err:.2e}"
+                "tiny vit image {seed} (suite {suite}): float {want:?}, twin {got:?}, max abs error {err:.2e}"
             );
             assert!(err < 5e-2, "logits error {err}");
             assert_eq!(argmax(&got), argmax(&want), "argmax differs");
@@ -317,7 +307,7 @@ fn tiny_vit_logits_match_float() {
     // All final hidden rows, not only [CLS].
     let px = tiny::tiny_image(tiny::VIT_CHANNELS, tiny::VIT_IMAGE, 4);
     let want = vit.forward(&px).unwrap();
-    let sm = SecureModel::new(model.config(), Some(&w), SecureOptions::default()).unwrap();
+    let sm = SecureModel::new(model.config(), Some(&w)).unwrap();
     let SecureModel::Vit(sv) = &sm else { panic!() };
     let h = sv.forward(&mut twin(), Some(&px)).unwrap();
     let got = FixedPoint::BUMBLEBEE.decode_vec(&h);

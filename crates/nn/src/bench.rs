@@ -114,32 +114,6 @@ pub const SECURE_OPS: [&str; 16] = [
     "layernorm", "rmsnorm", "rsqrt", "reciprocal", "argmax", "onehot",
 ];
 
-/// Parsed `variant`: `+`-separated tokens, `bole` (default) or `ot` for the products, `b13`
-/// (default), `small` or `iknp` for the COT producer, `noreuse` (no bOLEe query reuse) and
-/// `wide` (the 3-prime bOLEe key set also for `l <= 32`); e.g. `"ot+small"`.
-pub fn parse_variant(variant: &str) -> Result<crate::secure::SecureOpts, NnError> {
-    use crate::secure::{MulProtocol, SecureOpts};
-    use nectar_ot::{FerretParams, Producer};
-    let mut o = SecureOpts::bumblebee();
-    for t in variant.split(['+', ',']).map(str::trim).filter(|t| !t.is_empty() && *t != "default") {
-        o = match t {
-            "bole" => o.with_mul(MulProtocol::Bole),
-            "ot" => o.with_mul(MulProtocol::Ot),
-            "b13" => o.with_producer(Producer::Ferret(FerretParams::b13())),
-            "small" => o.with_producer(Producer::Ferret(FerretParams::small())),
-            "iknp" => o.with_producer(Producer::Iknp),
-            "noreuse" => o.with_reuse_queries(false),
-            "wide" => o.with_bole_narrow(false),
-            other => {
-                return Err(NnError::BadArgument(format!(
-                    "unknown variant token {other}; known: bole, ot, b13, small, iknp, noreuse, wide"
-                )))
-            }
-        };
-    }
-    Ok(o)
-}
-
 /// Input reals of a benchmark (deterministic; inside each operator's documented domain).
 fn bench_inputs(op: &str, n: usize, cols: usize) -> Vec<f64> {
     let u = |i: usize| ((i.wrapping_mul(7919) + 13) % 1000) as f64 / 1000.0;
@@ -198,14 +172,15 @@ fn run_op<B: crate::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
 
 /// Both parties of the secure backend run `op` on `size` elements (row operators: rows of
 /// `cols`, `size` rounded up to whole rows; `onehot`: `size` ids over a vocabulary of `cols`)
-/// over an in-memory channel, through `net` if given. `variant`: see [`parse_variant`].
+/// over an in-memory channel, through `net` if given, with the backend options `opts` (the
+/// caller derives them from its suite; the report's `variant` names them).
 /// Session setup (base OTs, the Ferret bootstrap of both pools, bOLEe keys) is run first and
 /// reported apart; pool refills during the operator are included.
 pub fn bench_secure(
     op: &str,
     size: usize,
     cols: usize,
-    variant: &str,
+    opts: crate::secure::SecureOpts,
     net: Option<nectar_net::LinkModel>,
 ) -> Result<SecureBench, NnError> {
     use crate::secure::SecureBackend;
@@ -214,7 +189,6 @@ pub fn bench_secure(
     if !SECURE_OPS.contains(&op) {
         return Err(NnError::BadArgument(format!("unknown operator {op}; known: {SECURE_OPS:?}")));
     }
-    let opts = parse_variant(variant)?;
     let cols = cols.max(1);
     let row_op = matches!(op, "softmax" | "layernorm" | "rmsnorm" | "argmax");
     let rows = if row_op { size.div_ceil(cols) } else { size };
@@ -342,18 +316,21 @@ mod tests {
 
     #[test]
     fn secure_bench_small() {
-        let r = super::bench_secure("gelu-mixed", 64, 1, "ot+small", None).unwrap();
+        use crate::secure::{MulProtocol, SecureOpts};
+        use nectar_ot::{FerretParams, Producer};
+        let small = SecureOpts::bumblebee().with_producer(Producer::Ferret(FerretParams::small()));
+        let ot = small.with_mul(MulProtocol::Ot);
+        let r = super::bench_secure("gelu-mixed", 64, 1, ot, None).unwrap();
         assert_eq!(r.elements, 64);
         assert!(r.bytes_total > 0 && r.bytes_p0 > 0 && r.bytes_p1 > 0 && r.rounds > 0);
         assert!(r.max_lsb_vs_twin <= 1 << 14, "{r:?}"); // inputs include pivots (segment jumps)
-        let r = super::bench_secure("softmax", 64, 16, "ot+small", None).unwrap();
+        let r = super::bench_secure("softmax", 64, 16, ot, None).unwrap();
         assert_eq!((r.elements, r.cols), (64, 16));
-        assert!(super::bench_secure("nope", 4, 1, "", None).is_err());
-        assert!(super::parse_variant("bole+iknp").is_ok());
-        assert!(super::parse_variant("fast").is_err());
+        assert!(super::bench_secure("nope", 4, 1, ot, None).is_err());
         // bOLEe query reuse and the narrow modulus save bytes, same results
-        let a = super::bench_secure("gelu-mixed", 1024, 1, "bole+small", None).unwrap();
-        let b = super::bench_secure("gelu-mixed", 1024, 1, "bole+small+noreuse+wide", None).unwrap();
+        let a = super::bench_secure("gelu-mixed", 1024, 1, small, None).unwrap();
+        let ablated = small.with_reuse_queries(false).with_bole_narrow(false);
+        let b = super::bench_secure("gelu-mixed", 1024, 1, ablated, None).unwrap();
         assert!(a.bytes_total < b.bytes_total, "{a:?} {b:?}");
         assert!(a.max_lsb_vs_twin <= 1 << 14 && b.max_lsb_vs_twin <= 1 << 14);
     }

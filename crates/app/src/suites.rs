@@ -1,0 +1,86 @@
+//! `nectar suites` and the one way every command resolves its suite (`--suite`, `--op`,
+//! `--suite-file`): the grammar is [`nectar_model::Suite`]'s.
+
+use nectar_model::suite::{Suite, PRESETS};
+use std::path::Path;
+
+/// `--suite SPEC` (or `--suite-file FILE`) with the `--op` overrides on top. Not validated:
+/// callers that run the suite call [`Suite::validate`].
+pub fn resolve(spec: &str, file: Option<&Path>, ops: &[String]) -> Result<Suite, String> {
+    let mut s = match file {
+        Some(f) => {
+            if spec != "bumblebee" {
+                return Err("give either --suite or --suite-file, not both".into());
+            }
+            let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+            Suite::from_toml(&text).map_err(|e| format!("{}: {e}", f.display()))?
+        }
+        None => Suite::parse(spec).map_err(|e| e.to_string())?,
+    };
+    for o in ops {
+        s.apply_overrides(o).map_err(|e| e.to_string())?;
+    }
+    Ok(s)
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+/// Prints the presets (each operator's protocol, implemented or not) and every operator's
+/// choices.
+pub fn print(json: bool) {
+    if json {
+        for (name, about) in PRESETS {
+            let Ok(s) = Suite::preset(name) else { continue };
+            let ops: serde_json::Map<String, serde_json::Value> = s
+                .entries()
+                .into_iter()
+                .map(|e| (e.operator.to_string(), serde_json::json!({ "protocol": e.protocol, "implemented": e.implemented })))
+                .collect();
+            let o = serde_json::json!({
+                "preset": name,
+                "about": about,
+                "runs": s.validate().is_ok(),
+                "missing": s.validate().err().map(|e| e.to_string()),
+                "ops": ops,
+            });
+            println!("{o}");
+        }
+        for c in Suite::catalogue() {
+            let choices: Vec<serde_json::Value> = c
+                .choices
+                .iter()
+                .map(|(n, src, imp)| serde_json::json!({ "protocol": n, "source": src, "implemented": imp }))
+                .collect();
+            println!("{}", serde_json::json!({ "operator": c.operator, "choices": choices }));
+        }
+        return;
+    }
+    println!("presets (--suite NAME; override one operator with --op OP=PROTO):");
+    for (name, about) in PRESETS {
+        let Ok(s) = Suite::preset(name) else { continue };
+        let status = match s.validate() {
+            Ok(()) => "runs today".to_string(),
+            Err(e) => format!("not runnable yet: {e}"),
+        };
+        println!("\n  {name}: {about}\n    {status}");
+        let base = Suite::bumblebee();
+        for (e, b) in s.entries().into_iter().zip(base.entries()) {
+            let mark = if name != "bumblebee" && e.protocol != b.protocol { "*" } else { " " };
+            println!("    {mark} {:<14} {:<17} implemented: {}", e.operator, e.protocol, yes_no(e.implemented));
+        }
+    }
+    println!("\noperators and their protocols:");
+    println!("  {:<14} {:<17} {:<12} source", "operator", "protocol", "implemented");
+    for c in Suite::catalogue() {
+        for (i, (n, src, imp)) in c.choices.iter().enumerate() {
+            let op = if i == 0 { c.operator } else { "" };
+            println!("  {op:<14} {n:<17} {:<12} {src}", yes_no(*imp));
+        }
+    }
+}

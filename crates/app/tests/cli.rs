@@ -87,3 +87,81 @@ fn bench_model_reports_each_partys_peak_rss() {
     assert_eq!(l["bytes_total"].as_u64().unwrap(), b(s, "bytes_sent") + b(c, "bytes_sent"));
     assert!(s["profile"].as_array().unwrap().iter().any(|o| o["op"] == "embed"));
 }
+
+/// `nectar suites` lists the five presets and every operator's choices, implemented or not.
+#[test]
+fn suites_lists_presets_and_choices() {
+    let out = nectar().args(["suites", "--json"]).output().unwrap();
+    assert!(out.status.success());
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let presets: Vec<&str> = lines.iter().filter_map(|l| l["preset"].as_str()).collect();
+    assert_eq!(presets, ["bumblebee", "rotl", "east", "blb", "leaf"]);
+    let runs: Vec<bool> = lines.iter().filter(|l| l["preset"].is_string()).map(|l| l["runs"].as_bool().unwrap()).collect();
+    assert_eq!(runs, [true, false, false, false, false], "only bumblebee runs today");
+    let gelu = lines.iter().find(|l| l["operator"] == "gelu").expect("gelu row");
+    let choices: Vec<(String, bool)> = gelu["choices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["protocol"].as_str().unwrap().to_string(), c["implemented"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(choices, [("seg4".into(), true), ("p4".into(), true), ("oppe".into(), false), ("lut".into(), false)]);
+    let table = nectar().arg("suites").output().unwrap();
+    let text = String::from_utf8(table.stdout).unwrap();
+    for needle in ["bumblebee", "rotl", "east", "blb", "leaf", "implemented"] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+}
+
+/// A suite naming a planned protocol fails at start with one line naming operator and
+/// protocol, before anything is loaded or generated; no panic, no backtrace.
+#[test]
+fn planned_protocols_fail_at_start_with_one_line() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["demo", "--suite", "rotl", "some text"], "operator compare: protocol 'rotl-lut'"),
+        (&["demo", "--suite", "east", "--model", "/nonexistent", "x"], "operator gelu: protocol 'oppe'"),
+        (&["serve", "--suite", "blb", "--model", "/nonexistent"], "operator matmul: protocol 'ckks'"),
+        (&["infer", "--suite", "leaf", "--ids", "1,2"], "operator ffn: protocol 'leaf'"),
+        (&["bench", "nn", "--op", "gelu=lut", "--size", "8"], "operator gelu: protocol 'lut'"),
+    ];
+    for (args, needle) in cases {
+        let out = nectar().args(args).output().unwrap();
+        assert!(!out.status.success(), "{args:?} must fail");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle) && err.contains("not implemented yet"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    let bad = nectar().args(["demo", "--op", "gelu=xyz", "x"]).output().unwrap();
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("operator gelu: unknown protocol 'xyz' (choices: seg4, p4, oppe, lut)"), "{err}");
+}
+
+/// Bench lines name the protocol that ran: `bench nn --op gelu=p4` and `bench model` with a
+/// suite override.
+#[test]
+fn bench_lines_name_their_protocols() {
+    let out = nectar()
+        .args(["bench", "nn", "--op", "gelu=p4", "--size", "64", "--suite", "bumblebee+ot=iknp+mul=ot", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let l: serde_json::Value = serde_json::from_str(String::from_utf8(out.stdout).unwrap().trim()).unwrap();
+    assert_eq!(l["params"]["protocol"], "p4");
+    assert_eq!(l["params"]["kernel"], "gelu-p4");
+    assert_eq!(l["params"]["suite"], "bumblebee+ot=iknp+mul=ot+gelu=p4");
+    let out = nectar()
+        .args(["bench", "model", "--arch", "bert-tiny", "--seq", "4", "--layers", "1", "--quiet", "--json", "--in-process"])
+        .args(["--op", "gelu=p4,ot=iknp"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let l: serde_json::Value = serde_json::from_str(String::from_utf8(out.stdout).unwrap().trim()).unwrap();
+    assert_eq!(l["protocols"]["gelu"], "p4");
+    assert_eq!(l["params"]["suite"], "bumblebee+ot=iknp+gelu=p4");
+    let ops = l["client"]["profile"].as_array().unwrap();
+    let gelu = ops.iter().find(|o| o["op"] == "gelu").expect("a gelu row");
+    assert_eq!(gelu["protocol"], "p4");
+}

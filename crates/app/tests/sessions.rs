@@ -17,7 +17,7 @@ struct Server {
 /// Start `nectar serve` on an ephemeral port and read the address it prints.
 fn start_server(dir: &std::path::Path, max_sessions: usize) -> Server {
     let mut child = nectar()
-        .args(["serve", "--listen", "127.0.0.1:0", "--ot", "ferret_small", "--max-sessions"])
+        .args(["serve", "--listen", "127.0.0.1:0", "--op", "ot=ferret-small", "--max-sessions"])
         .arg(max_sessions.to_string())
         .arg("--model")
         .arg(dir)
@@ -38,7 +38,7 @@ fn start_server(dir: &std::path::Path, max_sessions: usize) -> Server {
 
 fn infer(addr: &str, dir: &std::path::Path, ids: &str, extra: &[&str]) -> std::process::Output {
     nectar()
-        .args(["infer", "--connect", addr, "--json", "--ot", "ferret_small", "--ids", ids, "--model"])
+        .args(["infer", "--connect", addr, "--json", "--op", "ot=ferret-small", "--ids", ids, "--model"])
         .arg(dir)
         .args(extra)
         .output()
@@ -83,11 +83,12 @@ fn concurrent_clients_mismatches_and_disconnects() {
         assert!(totals["totals"]["bytes_total"].as_u64().unwrap() > 0);
     }
 
-    // Option mismatch: a clear message on the client, the server logs it and goes on.
-    let bad = infer(&addr, &dir, "1,2,3", &["--mixed"]);
+    // Suite mismatch: both sides name the first differing operator; the server goes on.
+    let bad = infer(&addr, &dir, "1,2,3", &["--op", "gelu=p4"]);
     assert!(!bad.status.success());
     let err = String::from_utf8_lossy(&bad.stderr);
-    assert!(err.contains("session rejected: options mismatch"), "{err}");
+    assert!(err.contains("session rejected: suite mismatch: gelu: client p4, server seg4"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
 
     let status = server.child.wait().unwrap();
     assert!(status.success());
@@ -96,7 +97,7 @@ fn concurrent_clients_mismatches_and_disconnects() {
     let closed = log.iter().filter(|l| l.contains("closed after 1 queries")).count();
     assert_eq!(closed, 4, "{log:#?}");
     assert_eq!(errors, 2, "{log:#?}");
-    assert!(log.iter().any(|l| l.contains("options mismatch")), "{log:#?}");
+    assert!(log.iter().any(|l| l.contains("suite mismatch: gelu: client p4, server seg4")), "{log:#?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -133,7 +134,7 @@ fn vit_demo_classifies_images_privately() {
     bytes.extend((0..8 * 8 * 3).map(|i| (i * 37 % 256) as u8));
     std::fs::write(&ppm, bytes).unwrap();
     let out = nectar()
-        .args(["demo", "--json", "--ot", "iknp", "--model"])
+        .args(["demo", "--json", "--op", "ot=iknp", "--model"])
         .arg(&dir)
         .arg("--image")
         .arg(&json_px)
@@ -154,7 +155,7 @@ fn vit_demo_classifies_images_privately() {
         assert!(l["agreement"].as_f64().unwrap() > 0.99, "{l}");
     }
     // A text model's demo refuses images, a ViT's refuses texts, both with one clear line.
-    let out = nectar().args(["demo", "--ot", "iknp", "--model"]).arg(&dir).arg("some text").output().unwrap();
+    let out = nectar().args(["demo", "--op", "ot=iknp", "--model"]).arg(&dir).arg("some text").output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--image"));
     let _ = std::fs::remove_dir_all(&dir);

@@ -14,7 +14,7 @@ demo: deps model
 	@echo "== plaintext reference =="
 	@$(NECTAR) embed --plaintext "The weather is lovely today." "It's so sunny outside!" "He drove to the stadium."
 	@echo
-	$(NECTAR) demo --olt-cost lan_commodity "The weather is lovely today." "It's so sunny outside!" "He drove to the stadium."
+	$(NECTAR) demo --op olt-cost=lan_commodity "The weather is lovely today." "It's so sunny outside!" "He drove to the stadium."
 
 test: deps
 	@$(MAKE) --no-print-directory model || echo "warning: MiniLM could not be fetched; its real-model tests will be skipped"

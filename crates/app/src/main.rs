@@ -115,6 +115,9 @@ enum Cmd {
         /// One JSON object per preset and per operator.
         #[arg(long)]
         json: bool,
+        /// The suites × operators table in Markdown (as in README.md).
+        #[arg(long)]
+        markdown: bool,
     },
     /// Benchmarks (JSON lines with --json; see README "Benchmarks").
     Bench {
@@ -384,8 +387,8 @@ fn run(cli: Cli) -> Result<(), String> {
         Cmd::Demo { model, tokens, image, json, suite, texts } => {
             demo::demo(&model.dir(), &suite.suite()?, &texts, &image, tokens, json)
         }
-        Cmd::Suites { json } => {
-            suites::print(json);
+        Cmd::Suites { json, markdown } => {
+            suites::print(json, markdown);
             Ok(())
         }
         Cmd::Bench { what } => match what {

@@ -31,9 +31,41 @@ fn yes_no(b: bool) -> &'static str {
     }
 }
 
+/// The README's suites × operators table (a test keeps README.md equal to it).
+pub fn markdown_table() -> String {
+    let presets: Vec<(&str, Suite)> = PRESETS.iter().filter_map(|(n, _)| Suite::preset(n).ok().map(|s| (*n, s))).collect();
+    let mut out = String::from("| operator |");
+    for (n, _) in &presets {
+        out.push_str(&format!(" `{n}` |"));
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---|".repeat(presets.len()));
+    out.push('\n');
+    let entries: Vec<_> = presets.iter().map(|(_, s)| s.entries()).collect();
+    for (i, e) in entries[0].iter().enumerate() {
+        out.push_str(&format!("| {} |", e.operator));
+        for es in &entries {
+            let x = &es[i];
+            let mark = if x.implemented { "" } else { " (planned)" };
+            out.push_str(&format!(" {}{mark} |", x.protocol));
+        }
+        out.push('\n');
+    }
+    out.push_str("| **runs today** |");
+    for (_, s) in &presets {
+        out.push_str(if s.validate().is_ok() { " **yes** |" } else { " no |" });
+    }
+    out.push('\n');
+    out
+}
+
 /// Prints the presets (each operator's protocol, implemented or not) and every operator's
-/// choices.
-pub fn print(json: bool) {
+/// choices; `markdown`: the README's table.
+pub fn print(json: bool, markdown: bool) {
+    if markdown {
+        print!("{}", markdown_table());
+        return;
+    }
     if json {
         for (name, about) in PRESETS {
             let Ok(s) = Suite::preset(name) else { continue };
@@ -82,5 +114,16 @@ pub fn print(json: bool) {
             let op = if i == 0 { c.operator } else { "" };
             println!("  {op:<14} {n:<17} {:<12} {src}", yes_no(*imp));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// README.md's suite table is the code's (`nectar suites --markdown`).
+    #[test]
+    fn readme_table_is_the_codes() {
+        let readme = include_str!("../../../README.md");
+        let table = super::markdown_table();
+        assert!(readme.contains(&table), "README.md's suite table is stale; paste `nectar suites --markdown`:\n{table}");
     }
 }

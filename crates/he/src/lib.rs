@@ -60,6 +60,4 @@ pub enum HeError {
     NoiseBudget(String),
     #[error("malformed serialized data: {0}")]
     Malformed(String),
-    #[error("network: {0}")]
-    Net(#[from] nectar_net::NetError),
 }

@@ -1,5 +1,6 @@
 //! Operator benchmarks for the `nectar bench nn` CLI:
-//! - [`profile`]: primitive counts on the plaintext twin (→ cost model) and twin wall time;
+//! - [`primitive_counts`]: primitive counts on the plaintext twin (→ cost model) and twin wall
+//!   time (the per-operator cost breakdown of a run is `nectar_model::secure::Profile`);
 //! - [`bench_secure`]: both parties of [`crate::secure::SecureBackend`] in two threads over an
 //!   in-memory channel (optionally through a simulated LAN/WAN link) running the same operator
 //!   code: seconds, bytes each way, flights, bits per element.
@@ -11,7 +12,7 @@ use nectar_math::FixedPoint;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-/// Operators [`profile`] knows.
+/// Operators [`primitive_counts`] knows.
 pub const OPS: [&str; 12] = [
     "gelu", "gelu-mixed", "gelu-p4", "gelu-p4-mixed", "silu", "exp", "exp-mixed", "softmax", "layernorm", "rsqrt",
     "reciprocal", "argmax",
@@ -19,7 +20,7 @@ pub const OPS: [&str; 12] = [
 
 /// Counts and time of one operator run on the twin.
 #[derive(Clone, Debug)]
-pub struct Profile {
+pub struct TwinCounts {
     pub op: String,
     /// Elements (for row operators: rows × cols).
     pub elements: usize,
@@ -28,7 +29,7 @@ pub struct Profile {
 }
 
 /// Run `op` on `elements` inputs (row operators use rows of `cols`) under a [`CountingBackend`].
-pub fn profile(op: &str, elements: usize, cols: usize) -> Result<Profile, NnError> {
+pub fn primitive_counts(op: &str, elements: usize, cols: usize) -> Result<TwinCounts, NnError> {
     use crate::*;
     let fp = FixedPoint::BUMBLEBEE;
     let mut b = CountingBackend::new(PlainBackend::new(fp)?);
@@ -72,7 +73,7 @@ pub fn profile(op: &str, elements: usize, cols: usize) -> Result<Profile, NnErro
         "argmax" => drop(max::argmax_rows(&mut b, &x, rows, cols)?),
         other => return Err(NnError::BadArgument(format!("unknown operator {other}; known: {OPS:?}"))),
     }
-    Ok(Profile { op: op.to_string(), elements: n, twin_seconds: t.elapsed().as_secs_f64(), counts: b.counts().clone() })
+    Ok(TwinCounts { op: op.to_string(), elements: n, twin_seconds: t.elapsed().as_secs_f64(), counts: b.counts().clone() })
 }
 
 /// One two-party measurement of an operator (JSON-friendly; see [`bench_secure`]).
@@ -308,10 +309,10 @@ mod tests {
     #[test]
     fn all_ops_profile() {
         for op in super::OPS {
-            let p = super::profile(op, 256, 64).unwrap();
+            let p = super::primitive_counts(op, 256, 64).unwrap();
             assert!(!p.counts.is_empty(), "{op}");
         }
-        assert!(super::profile("nope", 4, 1).is_err());
+        assert!(super::primitive_counts("nope", 4, 1).is_err());
     }
 
     #[test]

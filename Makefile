@@ -8,7 +8,7 @@ PYTHON ?= python3
 NECTAR = $(CARGO) run --quiet -p nectar-app --bin nectar --
 NECTAR_RELEASE = $(CARGO) run --quiet --release -p nectar-app --bin nectar --
 
-.PHONY: demo test deps toolchain pydeps model bench fmt lint clean
+.PHONY: demo test deps toolchain pydeps model bench results fmt lint clean
 
 demo: deps model
 	@echo "== plaintext reference =="
@@ -41,6 +41,10 @@ model:
 bench:
 	mkdir -p docs/results
 	$(NECTAR_RELEASE) bench net --json | tee docs/results/net.jsonl
+
+# docs/results pages generated from committed JSON.
+results:
+	$(PYTHON) scripts/results_suites.py
 
 fmt:
 	$(CARGO) fmt --all

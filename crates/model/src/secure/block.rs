@@ -191,6 +191,7 @@ fn load_fused(
 
 /// The checkpoint's norm `{prefix}` (`.weight`, and `.bias` for LayerNorm) on `x`, recorded as
 /// one `layernorm` / `rmsnorm` operator.
+#[allow(clippy::too_many_arguments)]
 pub fn named_norm<E: Engine>(
     e: &mut E,
     src: Option<&dyn WeightSource>,

@@ -182,7 +182,7 @@ mod tests {
 
     #[test]
     fn matmuls_are_exact_ring_products() {
-        let mut e = PlainEngine::new(FixedPoint::BUMBLEBEE).unwrap();
+        let mut e = PlainEngine::new(FixedPoint::BUMBLEBEE, &Suite::bumblebee()).unwrap();
         let x = vec![1, 2, 3, 4, 5, 6]; // 2x3
         let w = vec![1, 0, 0, 1, 1, u64::MAX]; // 3x2
         let y = e.matmul_weight(&x, 2, 3, 2, WeightRef::Server(&w)).unwrap();

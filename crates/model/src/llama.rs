@@ -7,23 +7,49 @@
 //! frequency `theta^(-2i/dh)`). Projections carry no bias. The LM head is `lm_head.weight`, or
 //! the token embedding when `tie_word_embeddings` is set. Greedy generation keeps a KV cache.
 
+use crate::block::{
+    run_blocks, BlockConfig, BlockNames, FfnKind, KvCache, Layout, NormKind, Placement, Rows,
+};
 use crate::config::LlamaConfig;
-use crate::gpt2::KvCache;
-use crate::ops::{activate, add_assign, argmax, attention, linear, AttnShape};
+use crate::ops::{argmax, linear, rms_norm};
+use crate::reference::{BlockWeights, F32Block};
 use crate::weights::Weights;
 use crate::ModelError;
 
-#[derive(Debug, Clone)]
-struct Layer {
-    attn_norm: Vec<f32>,
-    q: Vec<f32>,
-    k: Vec<f32>,
-    v: Vec<f32>,
-    o: Vec<f32>,
-    mlp_norm: Vec<f32>,
-    gate: Vec<f32>,
-    up: Vec<f32>,
-    down: Vec<f32>,
+/// The block of a LLaMA config: pre-norm with RMSNorm, causal, rotary positions, grouped
+/// key/value heads, gated FFN, no biases, `nn.Linear` layout.
+pub fn block_config(c: &LlamaConfig) -> BlockConfig {
+    BlockConfig {
+        hidden: c.hidden_size,
+        heads: c.num_attention_heads,
+        kv_heads: c.num_key_value_heads,
+        intermediate: c.intermediate_size,
+        norm: NormKind::RmsNorm,
+        eps: c.rms_norm_eps,
+        placement: Placement::Pre,
+        causal: true,
+        rope_theta: Some(c.rope_theta),
+        ffn: FfnKind::Gated,
+        activation: c.hidden_act,
+        bias: false,
+        layout: Layout::OutIn,
+    }
+}
+
+/// The checkpoint names of LLaMA block `l` (HF `LlamaModel`).
+pub fn block_names(l: usize) -> BlockNames {
+    let p = format!("layers.{l}");
+    BlockNames {
+        norm1: format!("{p}.input_layernorm"),
+        norm2: format!("{p}.post_attention_layernorm"),
+        qkv: ["q_proj", "k_proj", "v_proj"]
+            .iter()
+            .map(|m| format!("{p}.self_attn.{m}"))
+            .collect(),
+        o: format!("{p}.self_attn.o_proj"),
+        ffn_in: vec![format!("{p}.mlp.gate_proj"), format!("{p}.mlp.up_proj")],
+        ffn_out: format!("{p}.mlp.down_proj"),
+    }
 }
 
 /// LLaMA with its weights in memory (f32).
@@ -31,38 +57,10 @@ struct Layer {
 pub struct Llama {
     pub config: LlamaConfig,
     embed: Vec<f32>,
-    layers: Vec<Layer>,
+    blocks: BlockWeights,
     norm: Vec<f32>,
     /// `None` when tied to `embed`.
     lm_head: Option<Vec<f32>>,
-}
-
-/// `x / sqrt(mean(x^2) + eps) * w`, row-wise, statistics in f64.
-pub fn rms_norm(x: &mut [f32], d: usize, w: &[f32], eps: f64) {
-    for row in x.chunks_mut(d) {
-        let ms = row.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / d as f64;
-        let inv = 1.0 / (ms + eps).sqrt();
-        for (v, &g) in row.iter_mut().zip(w) {
-            *v = (*v as f64 * inv) as f32 * g;
-        }
-    }
-}
-
-/// Rotates each head of `x` (`[n, heads*dh]`, rows at positions `start..start+n`) in place.
-fn rope(x: &mut [f32], start: usize, heads: usize, dh: usize, theta: f64) {
-    let half = dh / 2;
-    for (i, row) in x.chunks_mut(heads * dh).enumerate() {
-        let pos = (start + i) as f64;
-        for head in row.chunks_mut(dh) {
-            for t in 0..half {
-                let freq = theta.powf(-2.0 * t as f64 / dh as f64);
-                let (sin, cos) = (pos * freq).sin_cos();
-                let (a, b) = (head[t] as f64, head[t + half] as f64);
-                head[t] = (a * cos - b * sin) as f32;
-                head[t + half] = (b * cos + a * sin) as f32;
-            }
-        }
-    }
 }
 
 impl Llama {
@@ -79,30 +77,14 @@ impl Llama {
                 "plaintext llama with attention_bias is not implemented yet".into(),
             ));
         }
-        let (h, f) = (c.hidden_size, c.intermediate_size);
+        let h = c.hidden_size;
         let dh = h / c.num_attention_heads;
         if dh % 2 == 1 {
             return Err(ModelError::Unsupported(format!(
                 "RoPE needs an even head dimension, got {dh}"
             )));
         }
-        let kv = c.num_key_value_heads * dh;
-        let mut layers = Vec::with_capacity(c.num_hidden_layers);
-        for l in 0..c.num_hidden_layers {
-            let p = format!("layers.{l}");
-            let t = |name: &str, shape: &[usize]| w.tensor(&format!("{p}.{name}.weight"), shape);
-            layers.push(Layer {
-                attn_norm: t("input_layernorm", &[h])?,
-                q: t("self_attn.q_proj", &[h, h])?,
-                k: t("self_attn.k_proj", &[kv, h])?,
-                v: t("self_attn.v_proj", &[kv, h])?,
-                o: t("self_attn.o_proj", &[h, h])?,
-                mlp_norm: t("post_attention_layernorm", &[h])?,
-                gate: t("mlp.gate_proj", &[f, h])?,
-                up: t("mlp.up_proj", &[f, h])?,
-                down: t("mlp.down_proj", &[h, f])?,
-            });
-        }
+        let blocks = BlockWeights::load(w, &block_config(c), block_names, c.num_hidden_layers)?;
         let lm_head = if c.tie_word_embeddings && !w.contains("lm_head.weight") {
             None
         } else {
@@ -111,19 +93,22 @@ impl Llama {
         Ok(Llama {
             config: c.clone(),
             embed: w.tensor("embed_tokens.weight", &[c.vocab_size, h])?,
-            layers,
+            blocks,
             norm: w.tensor("norm.weight", &[h])?,
             lm_head,
         })
     }
 
+    /// An empty key/value cache for this model.
+    pub fn new_cache(&self) -> KvCache<Vec<f32>> {
+        KvCache::new(self.config.num_hidden_layers)
+    }
+
     /// Runs `ids` after the positions in `cache`, appending to it; returns the final-norm
     /// hidden states of the new positions, `[ids.len(), hidden]`.
-    pub fn forward_step(&self, ids: &[u32], cache: &mut KvCache) -> Result<Vec<f32>, ModelError> {
+    pub fn forward_step(&self, ids: &[u32], cache: &mut KvCache<Vec<f32>>) -> Result<Vec<f32>, ModelError> {
         let c = &self.config;
-        let (n, h, f) = (ids.len(), c.hidden_size, c.intermediate_size);
-        let (heads, kv_heads) = (c.num_attention_heads, c.num_key_value_heads);
-        let dh = h / heads;
+        let (n, h) = (ids.len(), c.hidden_size);
         if n == 0 {
             return Err(ModelError::Input("empty token sequence".into()));
         }
@@ -141,44 +126,18 @@ impl Llama {
                 c.vocab_size
             )));
         }
-        cache.ensure_layers(c.num_hidden_layers);
         let mut x = Vec::with_capacity(n * h);
         for &t in ids {
             x.extend_from_slice(&self.embed[t as usize * h..(t as usize + 1) * h]);
         }
-        let eps = c.rms_norm_eps;
-        for (l, b) in self.layers.iter().enumerate() {
-            let mut a = x.clone();
-            rms_norm(&mut a, h, &b.attn_norm, eps);
-            let mut q = linear(&a, n, &b.q, None, h, h);
-            let mut k = linear(&a, n, &b.k, None, h, kv_heads * dh);
-            let v = linear(&a, n, &b.v, None, h, kv_heads * dh);
-            rope(&mut q, start, heads, dh, c.rope_theta);
-            rope(&mut k, start, kv_heads, dh, c.rope_theta);
-            let (ck, cv) = cache.layer_mut(l);
-            ck.extend_from_slice(&k);
-            cv.extend_from_slice(&v);
-            let shape = AttnShape {
-                n,
-                m: start + n,
-                heads,
-                kv_heads,
-                dh,
-            };
-            let ctx = attention(&q, ck, cv, shape, None, true);
-            add_assign(&mut x, &linear(&ctx, n, &b.o, None, h, h));
-            let mut a = x.clone();
-            rms_norm(&mut a, h, &b.mlp_norm, eps);
-            let mut g = linear(&a, n, &b.gate, None, h, f);
-            activate(&mut g, c.hidden_act);
-            let u = linear(&a, n, &b.up, None, h, f);
-            for (gi, ui) in g.iter_mut().zip(&u) {
-                *gi *= ui;
-            }
-            add_assign(&mut x, &linear(&g, n, &b.down, None, f, h));
-        }
-        cache.advance(n);
-        rms_norm(&mut x, h, &self.norm, eps);
+        let mut ops = F32Block {
+            weights: &self.blocks,
+        };
+        let rows = Rows { n, key_mask: None };
+        let cfg = block_config(c);
+        let layers = c.num_hidden_layers;
+        let mut x = run_blocks(&mut ops, &cfg, block_names, layers, x, rows, Some(cache), None)?;
+        rms_norm(&mut x, h, &self.norm, c.rms_norm_eps);
         Ok(x)
     }
 
@@ -197,7 +156,7 @@ impl Llama {
 
     /// Logits of the token following `ids` (no cache kept).
     pub fn next_token_logits(&self, ids: &[u32]) -> Result<Vec<f32>, ModelError> {
-        let mut cache = KvCache::default();
+        let mut cache = self.new_cache();
         let x = self.forward_step(ids, &mut cache)?;
         Ok(self.logits(&x[x.len() - self.config.hidden_size..]))
     }
@@ -205,7 +164,7 @@ impl Llama {
     /// Greedy generation of `n_new` tokens after `ids`; returns only the new tokens.
     pub fn generate(&self, ids: &[u32], n_new: usize) -> Result<Vec<u32>, ModelError> {
         let h = self.config.hidden_size;
-        let mut cache = KvCache::default();
+        let mut cache = self.new_cache();
         let mut out = Vec::with_capacity(n_new);
         if n_new == 0 {
             return Ok(out);

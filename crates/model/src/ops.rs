@@ -80,6 +80,36 @@ pub fn layer_norm(x: &mut [f32], d: usize, gamma: &[f32], beta: &[f32], eps: f64
     }
 }
 
+/// `x / sqrt(mean(x^2) + eps) * w`, row-wise, statistics in f64.
+pub fn rms_norm(x: &mut [f32], d: usize, w: &[f32], eps: f64) {
+    for row in x.chunks_mut(d) {
+        let ms = row.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / d as f64;
+        let inv = 1.0 / (ms + eps).sqrt();
+        for (v, &g) in row.iter_mut().zip(w) {
+            *v = (*v as f64 * inv) as f32 * g;
+        }
+    }
+}
+
+/// Rotary position embedding (HF "rotate half": dimension `i` paired with `i + dh/2`,
+/// frequency `theta^(-2i/dh)`) of each head of `x` (`[n, heads*dh]`, rows at positions
+/// `start..start+n`), in place.
+pub fn rope(x: &mut [f32], start: usize, heads: usize, dh: usize, theta: f64) {
+    let half = dh / 2;
+    for (i, row) in x.chunks_mut(heads * dh).enumerate() {
+        let pos = (start + i) as f64;
+        for head in row.chunks_mut(dh) {
+            for t in 0..half {
+                let freq = theta.powf(-2.0 * t as f64 / dh as f64);
+                let (sin, cos) = (pos * freq).sin_cos();
+                let (a, b) = (head[t] as f64, head[t + half] as f64);
+                head[t] = (a * cos - b * sin) as f32;
+                head[t + half] = (b * cos + a * sin) as f32;
+            }
+        }
+    }
+}
+
 /// Exact GeLU `x/2 (1 + erf(x / sqrt 2))`.
 #[inline]
 pub fn gelu(x: f32) -> f32 {
@@ -118,7 +148,8 @@ pub struct AttnShape {
     pub dh: usize,
 }
 
-/// Multi-head scaled dot-product attention.
+/// Multi-head dot-product attention; `q` is already scaled by `1/sqrt(dh)` (the block scales
+/// the query columns of its QKV product).
 ///
 /// `q` is `[n, heads*dh]` for queries at absolute positions `m-n .. m`; `k`, `v` are
 /// `[m, kv_heads*dh]`, query head `h` reading key/value head `h / (heads / kv_heads)`. `key_mask[j] = false` removes key `j` (padding); `causal` lets query `i`
@@ -141,7 +172,6 @@ pub fn attention(
     let d = heads * dh;
     let dkv = kv_heads * dh;
     let group = heads / kv_heads.max(1);
-    let scale = 1.0 / (dh as f32).sqrt();
     let per_head: Vec<Vec<f32>> = (0..heads)
         .into_par_iter()
         .map(|h| {
@@ -155,7 +185,7 @@ pub fn attention(
                 for j in 0..m {
                     let visible = j <= last && key_mask.is_none_or(|mk| mk[j]);
                     p[j] = if visible {
-                        dot(qi, &k[j * dkv + g * dh..j * dkv + (g + 1) * dh]) * scale
+                        dot(qi, &k[j * dkv + g * dh..j * dkv + (g + 1) * dh])
                     } else {
                         f32::NEG_INFINITY
                     };

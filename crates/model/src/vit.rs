@@ -17,22 +17,46 @@
 //! attention.output.dense, layernorm_after, intermediate.dense, output.dense}`, `layernorm`,
 //! and `classifier` (unprefixed) when the checkpoint has a head.
 
-use crate::bert::{Dense, Norm};
+use crate::block::{run_blocks, BlockConfig, BlockNames, FfnKind, Layout, NormKind, Placement, Rows};
 use crate::config::VitConfig;
-use crate::ops::{activate, add_assign, attention, layer_norm, AttnShape};
+use crate::ops::add_assign;
+use crate::reference::{BlockWeights, Dense, F32Block, Norm};
 use crate::weights::Weights;
 use crate::ModelError;
 
-#[derive(Debug, Clone)]
-struct Layer {
-    ln_before: Norm,
-    q: Dense,
-    k: Dense,
-    v: Dense,
-    attn_out: Dense,
-    ln_after: Norm,
-    ffn_in: Dense,
-    ffn_out: Dense,
+/// The block of a ViT config: pre-LN, bidirectional, plain FFN, biases, `nn.Linear` layout.
+pub fn block_config(c: &VitConfig) -> BlockConfig {
+    BlockConfig {
+        hidden: c.hidden_size,
+        heads: c.num_attention_heads,
+        kv_heads: c.num_attention_heads,
+        intermediate: c.intermediate_size,
+        norm: NormKind::LayerNorm,
+        eps: c.layer_norm_eps,
+        placement: Placement::Pre,
+        causal: false,
+        rope_theta: None,
+        ffn: FfnKind::Plain,
+        activation: c.hidden_act,
+        bias: true,
+        layout: Layout::OutIn,
+    }
+}
+
+/// The checkpoint names of ViT block `l` (HF `ViTModel`).
+pub fn block_names(l: usize) -> BlockNames {
+    let p = format!("encoder.layer.{l}");
+    BlockNames {
+        norm1: format!("{p}.layernorm_before"),
+        norm2: format!("{p}.layernorm_after"),
+        qkv: ["query", "key", "value"]
+            .iter()
+            .map(|m| format!("{p}.attention.attention.{m}"))
+            .collect(),
+        o: format!("{p}.attention.output.dense"),
+        ffn_in: vec![format!("{p}.intermediate.dense")],
+        ffn_out: format!("{p}.output.dense"),
+    }
 }
 
 /// ViT with its weights in memory (f32).
@@ -44,7 +68,7 @@ pub struct Vit {
     cls: Vec<f32>,
     /// `[P + 1, hidden]`.
     position: Vec<f32>,
-    layers: Vec<Layer>,
+    blocks: BlockWeights,
     ln: Norm,
     classifier: Option<Dense>,
 }
@@ -108,34 +132,21 @@ impl Vit {
     /// `classifier` head of `ViTForImageClassification` when present.
     pub fn load(config: &VitConfig, w: &Weights) -> Result<Self, ModelError> {
         let c = config;
-        let (h, f) = (c.hidden_size, c.intermediate_size);
+        let h = c.hidden_size;
         let (np, pd) = (num_patches(c), patch_dim(c));
-        let mut layers = Vec::with_capacity(c.num_hidden_layers);
-        for l in 0..c.num_hidden_layers {
-            let p = format!("encoder.layer.{l}");
-            layers.push(Layer {
-                ln_before: Norm::load(w, &format!("{p}.layernorm_before"), h)?,
-                q: Dense::load(w, &format!("{p}.attention.attention.query"), h, h)?,
-                k: Dense::load(w, &format!("{p}.attention.attention.key"), h, h)?,
-                v: Dense::load(w, &format!("{p}.attention.attention.value"), h, h)?,
-                attn_out: Dense::load(w, &format!("{p}.attention.output.dense"), h, h)?,
-                ln_after: Norm::load(w, &format!("{p}.layernorm_after"), h)?,
-                ffn_in: Dense::load(w, &format!("{p}.intermediate.dense"), h, f)?,
-                ffn_out: Dense::load(w, &format!("{p}.output.dense"), f, h)?,
-            });
-        }
+        let blocks = BlockWeights::load(w, &block_config(c), block_names, c.num_hidden_layers)?;
         let proj_name = "embeddings.patch_embeddings.projection";
         let proj = Dense {
             w: w.tensor(
                 &format!("{proj_name}.weight"),
                 &[h, c.num_channels, c.patch_size, c.patch_size],
             )?,
-            b: w.tensor(&format!("{proj_name}.bias"), &[h])?,
+            b: Some(w.tensor(&format!("{proj_name}.bias"), &[h])?),
             in_dim: pd,
             out_dim: h,
         };
         let classifier = match w.shape("classifier.weight") {
-            Some(s) if s.len() == 2 => Some(Dense::load(w, "classifier", h, s[0])?),
+            Some(s) if s.len() == 2 => Some(Dense::load(w, "classifier", h, s[0], Layout::OutIn, true)?),
             _ => None,
         };
         if let (Some(cls), Some(n)) = (&classifier, c.num_labels) {
@@ -154,8 +165,8 @@ impl Vit {
             proj,
             cls: w.tensor("embeddings.cls_token", &[1, 1, h])?,
             position: w.tensor("embeddings.position_embeddings", &[1, np + 1, h])?,
-            layers,
-            ln: Norm::load(w, "layernorm", h)?,
+            blocks,
+            ln: Norm::load(w, "layernorm", h, NormKind::LayerNorm)?,
             classifier,
         })
     }
@@ -174,7 +185,7 @@ impl Vit {
     pub fn forward(&self, pixels: &[f32]) -> Result<Vec<f32>, ModelError> {
         let c = &self.config;
         check_pixels(c, pixels)?;
-        let (h, heads) = (c.hidden_size, c.num_attention_heads);
+        let h = c.hidden_size;
         let np = num_patches(c);
         let n = np + 1;
         let patches = self.proj.apply(&patchify(c, pixels), np);
@@ -182,35 +193,13 @@ impl Vit {
         x.extend_from_slice(&self.cls);
         x.extend_from_slice(&patches);
         add_assign(&mut x, &self.position);
-        let eps = c.layer_norm_eps;
-        for l in &self.layers {
-            let mut a = x.clone();
-            layer_norm(&mut a, h, &l.ln_before.g, &l.ln_before.b, eps);
-            let q = l.q.apply(&a, n);
-            let k = l.k.apply(&a, n);
-            let v = l.v.apply(&a, n);
-            let ctx = attention(
-                &q,
-                &k,
-                &v,
-                AttnShape {
-                    n,
-                    m: n,
-                    heads,
-                    kv_heads: heads,
-                    dh: h / heads,
-                },
-                None,
-                false,
-            );
-            add_assign(&mut x, &l.attn_out.apply(&ctx, n));
-            let mut a = x.clone();
-            layer_norm(&mut a, h, &l.ln_after.g, &l.ln_after.b, eps);
-            let mut f = l.ffn_in.apply(&a, n);
-            activate(&mut f, c.hidden_act);
-            add_assign(&mut x, &l.ffn_out.apply(&f, n));
-        }
-        layer_norm(&mut x, h, &self.ln.g, &self.ln.b, eps);
+        let mut ops = F32Block {
+            weights: &self.blocks,
+        };
+        let rows = Rows { n, key_mask: None };
+        let cfg = block_config(c);
+        let mut x = run_blocks(&mut ops, &cfg, block_names, c.num_hidden_layers, x, rows, None, None)?;
+        self.ln.apply(&mut x, c.layer_norm_eps);
         Ok(x)
     }
 

@@ -14,7 +14,8 @@
 //! logits.
 
 use crate::config::BertConfig;
-use crate::secure::block::{run_blocks, named_norm, Activation, BlockConfig, BlockNames, FfnKind, NormKind, Placement};
+use crate::block::NormKind;
+use crate::secure::block::{named_norm, run_blocks};
 use crate::secure::engine::{timed, Engine};
 use crate::secure::layers::{
     embed_lookup, linear, load_dense, load_rows, mean_rows, take_rows, tanh, Layout, NO_SCALE,
@@ -38,41 +39,7 @@ impl<'w> SecureBert<'w> {
         Ok(SecureBert { config, stack })
     }
 
-    /// The block of this config (post-LN, bidirectional, GeLU FFN, biases).
-    pub fn block_config(&self) -> BlockConfig {
-        let c = &self.config;
-        BlockConfig {
-            hidden: c.hidden_size,
-            heads: c.num_attention_heads,
-            kv_heads: c.num_attention_heads,
-            intermediate: c.intermediate_size,
-            norm: NormKind::LayerNorm,
-            eps: c.layer_norm_eps,
-            placement: Placement::Post,
-            causal: false,
-            rope_theta: None,
-            ffn: FfnKind::Plain,
-            activation: Activation::Gelu,
-            bias: true,
-            layout: Layout::OutIn,
-        }
-    }
 
-    /// The checkpoint names of block `l`.
-    fn block_names(l: usize) -> BlockNames {
-        let p = format!("encoder.layer.{l}");
-        BlockNames {
-            norm1: format!("{p}.attention.output.LayerNorm"),
-            norm2: format!("{p}.output.LayerNorm"),
-            qkv: ["query", "key", "value"]
-                .iter()
-                .map(|m| format!("{p}.attention.self.{m}"))
-                .collect(),
-            o: format!("{p}.attention.output.dense"),
-            ffn_in: vec![format!("{p}.intermediate.dense")],
-            ffn_out: format!("{p}.output.dense"),
-        }
-    }
 
     /// Last hidden states `[n, hidden]` as shares. `ids`: the client's (and the twin's).
     pub fn forward<E: Engine>(
@@ -126,8 +93,8 @@ impl<'w> SecureBert<'w> {
         run_blocks(
             e,
             src,
-            &self.block_config(),
-            Self::block_names,
+            &crate::bert::block_config(&self.config),
+            crate::bert::block_names,
             layers,
             x,
             n,

@@ -1,140 +1,23 @@
-//! The transformer block, written once (DESIGN.md "One block"; issue 12 item 5), generic over
-//! the [`Engine`] (secure party or fixed-point twin) and configured by data: norm kind and
-//! placement, attention (bidirectional or causal, KV cache, rotary or learned positions,
-//! grouped key/value heads), FFN (plain or gated, activation), biases, weight names. BERT,
-//! GPT-2, LLaMA and ViT differ only in their embeddings, head and [`BlockConfig`] /
-//! [`BlockNames`] mapping. Every operator call goes through the suite
-//! ([`crate::secure::operators`]).
-//!
-//! Post-LN (BERT): `a = LN1(x + O(Attn(x)))`, `x' = LN2(a + FFN(a))`.
-//! Pre-LN (GPT-2, ViT, LLaMA with RMSNorm): `x += O(Attn(N1(x)))`, `x += FFN(N2(x))`.
-//! The attention's `1/√dh` is folded into the server's `W_q`, `b_q` at encoding.
+//! The steps of the transformer block ([`crate::block`]) on an [`Engine`] (a secure party or
+//! the fixed-point twin): weights are loaded and encoded by the server one tensor at a time,
+//! each step is one profile row, and every nonlinear operator goes through the suite
+//! ([`crate::secure::operators`]). The block itself is not here: it is written once, for the
+//! f32 reference and the engines alike.
 
-use crate::secure::layers::{attention, linear, load_dense, load_vec, rope, AttnDims, ColScale, EncDense, Layout, NO_SCALE};
-use crate::secure::operators;
+use crate::block::{
+    self, Activation, AttnDims, BlockConfig, BlockNames, BlockOps, ColScale, KvCache, NormKind, Rows,
+};
 use crate::secure::engine::{timed, Engine};
+use crate::secure::layers::{attention, linear, load_dense, load_vec, rope, EncDense};
+use crate::secure::operators;
 use crate::secure::{SecureError, WeightSource};
 use crate::suite::Ffn;
 use nectar_math::FixedPoint;
 
-/// Normalisation kind.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NormKind {
-    LayerNorm,
-    RmsNorm,
-}
-
-/// Where the norms sit relative to the residual branches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Placement {
-    /// After each residual addition (BERT).
-    Post,
-    /// On the input of each branch (GPT-2, ViT, LLaMA).
-    Pre,
-}
-
-/// The FFN's activation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Activation {
-    Gelu,
-    Silu,
-}
-
-/// FFN form.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FfnKind {
-    /// `W2 · act(W1 · a)`.
-    Plain,
-    /// `W_down · (act(W_gate · a) ⊙ W_up · a)` with `gate|up` as one fused product (LLaMA).
-    Gated,
-}
-
-/// The public shape and form of every block of a model.
-#[derive(Clone, Copy, Debug)]
-pub struct BlockConfig {
-    pub hidden: usize,
-    pub heads: usize,
-    pub kv_heads: usize,
-    pub intermediate: usize,
-    pub norm: NormKind,
-    pub eps: f64,
-    pub placement: Placement,
-    /// Causal attention (decoders); bidirectional otherwise.
-    pub causal: bool,
-    /// Rotary position embeddings on `Q`, `K` with this θ (LLaMA); `None`: positions are in
-    /// the embeddings.
-    pub rope_theta: Option<f64>,
-    pub ffn: FfnKind,
-    pub activation: Activation,
-    /// Linear layers carry biases.
-    pub bias: bool,
-    /// Weight layout of the linear layers in the checkpoint.
-    pub layout: Layout,
-}
-
-impl BlockConfig {
-    /// Width of one head.
-    pub fn head_dim(&self) -> usize {
-        self.hidden / self.heads
-    }
-    fn kv_dim(&self) -> usize {
-        self.kv_heads * self.head_dim()
-    }
-}
-
-/// The checkpoint tensors of one block (base names, without `.weight` / `.bias`).
-#[derive(Clone, Debug)]
-pub struct BlockNames {
-    /// The norm of the attention branch (pre: its input; post: after its residual).
-    pub norm1: String,
-    /// The norm of the FFN branch.
-    pub norm2: String,
-    /// `[q, k, v]` as three tensors, or one fused `q|k|v` tensor.
-    pub qkv: Vec<String>,
-    pub o: String,
-    /// `[w1]` (plain) or `[gate, up]` (gated).
-    pub ffn_in: Vec<String>,
-    pub ffn_out: String,
-}
-
-/// Key/value shares of the positions processed so far, per layer (`[len, kv_dim]` each).
-#[derive(Clone, Debug)]
-pub struct SharedKvCache<V> {
-    pub(crate) k: Vec<Option<V>>,
-    pub(crate) v: Vec<Option<V>>,
-    len: usize,
-}
-
-impl<V> SharedKvCache<V> {
-    /// An empty cache for `layers` blocks.
-    pub fn new(layers: usize) -> Self {
-        SharedKvCache {
-            k: (0..layers).map(|_| None).collect(),
-            v: (0..layers).map(|_| None).collect(),
-            len: 0,
-        }
-    }
-    /// Number of cached positions.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    /// Whether nothing is cached.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-    pub(crate) fn advance(&mut self, n: usize) {
-        self.len += n;
-    }
-}
-
-/// Appends `new` to the cached shares of one layer; returns the whole cache of that layer.
-fn append<E: Engine>(e: &mut E, slot: &mut Option<E::Val>, new: E::Val) -> Result<E::Val, SecureError> {
-    let all = match slot.take() {
-        None => new,
-        Some(old) => e.concat(&[&old, &new])?,
-    };
-    *slot = Some(all.clone());
-    Ok(all)
+/// An engine and the server's weights (`None` on the client), as the block's arithmetic.
+pub struct EngineBlock<'a, E> {
+    pub e: &'a mut E,
+    pub src: Option<&'a dyn WeightSource>,
 }
 
 /// Concatenates dense layers along the output dimension (`in × Σout`).
@@ -160,7 +43,6 @@ pub(crate) fn concat_cols(parts: &[Option<EncDense>], in_dim: usize, outs: &[usi
 
 /// A fused product's weight: one tensor of `Σouts` outputs, or one tensor per part
 /// concatenated; the first `scale.cols` output columns scaled by `scale.by`.
-#[allow(clippy::too_many_arguments)]
 fn load_fused(
     fp: FixedPoint,
     src: Option<&dyn WeightSource>,
@@ -175,9 +57,14 @@ fn load_fused(
         [one] => load_dense(src, fp, one, in_dim, total, cfg.layout, cfg.bias, scale),
         parts if parts.len() == outs.len() => {
             let mut enc = Vec::with_capacity(parts.len());
-            for (i, (name, &out)) in parts.iter().zip(outs).enumerate() {
-                let s = if i == 0 { scale } else { NO_SCALE };
+            let mut first_col = 0;
+            for (name, &out) in parts.iter().zip(outs) {
+                // The part's share of the scaled columns (all of them are in the first part
+                // for QKV).
+                let cols = scale.cols.saturating_sub(first_col).min(out);
+                let s = ColScale { cols, by: scale.by };
                 enc.push(load_dense(src, fp, name, in_dim, out, cfg.layout, cfg.bias, s)?);
+                first_col += out;
             }
             Ok(concat_cols(&enc, in_dim, outs))
         }
@@ -221,149 +108,120 @@ pub fn named_norm<E: Engine>(
     })
 }
 
-/// The layer-`l` slots of a KV cache and the number of positions before the new rows.
-pub struct KvSlot<'a, V> {
-    pub k: &'a mut Option<V>,
-    pub v: &'a mut Option<V>,
-    pub start: usize,
-}
-
-/// One transformer block on `n` new rows `x` (`[n, hidden]`); with `kv`, attention runs
-/// against the cached keys/values of the earlier positions and appends the new ones.
-pub fn block<E: Engine>(
-    e: &mut E,
-    src: Option<&dyn WeightSource>,
-    cfg: &BlockConfig,
-    names: &BlockNames,
-    x: E::Val,
-    n: usize,
-    kv: Option<KvSlot<'_, E::Val>>,
-) -> Result<E::Val, SecureError> {
-    let h = cfg.hidden;
-    let norm = |e: &mut E, name: &str, v: &E::Val| named_norm(e, src, cfg.norm, name, v, n, h, cfg.eps);
-    match cfg.placement {
-        Placement::Post => {
-            let o = attention_branch(e, src, cfg, names, &x, &x, n, kv)?;
-            let a = norm(e, &names.norm1, &o)?;
-            let f = ffn(e, src, cfg, names, &a, &a, n)?;
-            norm(e, &names.norm2, &f)
-        }
-        Placement::Pre => {
-            let a = norm(e, &names.norm1, &x)?;
-            let x = attention_branch(e, src, cfg, names, &a, &x, n, kv)?;
-            let a = norm(e, &names.norm2, &x)?;
-            ffn(e, src, cfg, names, &a, &x, n)
-        }
+/// Fails unless the engines have a protocol for `act` (checked before any key is generated).
+pub fn check_activation(act: Activation) -> Result<(), SecureError> {
+    match act {
+        Activation::Gelu | Activation::GeluTanh | Activation::Silu => Ok(()),
+        Activation::Relu => Err(SecureError::Unsupported(
+            "the secure engines have no ReLU protocol yet (the checkpoint's hidden_act is relu)".into(),
+        )),
     }
 }
 
-/// `residual + O(Attn(QKV(a)))`.
-#[allow(clippy::too_many_arguments)]
-fn attention_branch<E: Engine>(
-    e: &mut E,
-    src: Option<&dyn WeightSource>,
-    cfg: &BlockConfig,
-    names: &BlockNames,
-    a: &E::Val,
-    residual: &E::Val,
-    n: usize,
-    kv: Option<KvSlot<'_, E::Val>>,
-) -> Result<E::Val, SecureError> {
-    let (h, dh, kvd) = (cfg.hidden, cfg.head_dim(), cfg.kv_dim());
-    let width = h + 2 * kvd;
-    let scale = ColScale { cols: h, by: 1.0 / (dh as f64).sqrt() };
-    let qkv = timed(e, "linear.qkv", |e| {
-        let w = load_fused(e.format(), src, &names.qkv, h, &[h, kvd, kvd], cfg, scale)?;
-        linear(e, a, n, h, width, w.as_ref(), cfg.bias)
-    })?;
-    let cols = |e: &mut E, off: usize, len: usize| -> Result<E::Val, SecureError> {
+impl<E: Engine> BlockOps for EngineBlock<'_, E> {
+    type Val = E::Val;
+    type Error = SecureError;
+
+    fn shape_error(msg: String) -> SecureError {
+        SecureError::Role(msg)
+    }
+
+    fn norm(&mut self, cfg: &BlockConfig, name: &str, x: &E::Val, rows: usize) -> Result<E::Val, SecureError> {
+        named_norm(self.e, self.src, cfg.norm, name, x, rows, cfg.hidden, cfg.eps)
+    }
+
+    fn linear(
+        &mut self,
+        label: &'static str,
+        cfg: &BlockConfig,
+        names: &[String],
+        x: &E::Val,
+        n: usize,
+        in_dim: usize,
+        outs: &[usize],
+        scale: ColScale,
+    ) -> Result<E::Val, SecureError> {
+        let src = self.src;
+        let total: usize = outs.iter().sum();
+        timed(self.e, label, |e| {
+            let w = load_fused(e.format(), src, names, in_dim, outs, cfg, scale)?;
+            linear(e, x, n, in_dim, total, w.as_ref(), cfg.bias)
+        })
+    }
+
+    fn columns(&mut self, x: &E::Val, n: usize, width: usize, off: usize, len: usize) -> Result<E::Val, SecureError> {
         let idx: Vec<usize> = (0..n * len).map(|q| (q / len) * width + off + q % len).collect();
-        Ok(e.gather(&qkv, &idx)?)
-    };
-    let (q, k, v) = (cols(e, 0, h)?, cols(e, h, kvd)?, cols(e, h + kvd, kvd)?);
-    let start = kv.as_ref().map_or(0, |s| s.start);
-    let (q, k) = match cfg.rope_theta {
-        None => (q, k),
-        Some(theta) => timed(e, "rope", |e| {
-            Ok((
-                rope(e, &q, n, start, cfg.heads, dh, theta)?,
-                rope(e, &k, n, start, cfg.kv_heads, dh, theta)?,
-            ))
-        })?,
-    };
-    let (k, v) = match kv {
-        None => (k, v),
-        Some(slot) => (append(e, slot.k, k)?, append(e, slot.v, v)?),
-    };
-    let dims = AttnDims { n, m: start + n, heads: cfg.heads, kv_heads: cfg.kv_heads, dh };
-    let ctx = attention(e, &q, &k, &v, dims, None, cfg.causal)?;
-    timed(e, "linear.o", |e| {
-        let w = load_dense(src, e.format(), &names.o, h, h, cfg.layout, cfg.bias, NO_SCALE)?;
-        let o = linear(e, &ctx, n, h, h, w.as_ref(), cfg.bias)?;
-        Ok(e.add(&o, residual)?)
-    })
-}
+        Ok(self.e.gather(x, &idx)?)
+    }
 
-/// `residual + FFN(a)` by the suite's feed-forward protocol.
-fn ffn<E: Engine>(
-    e: &mut E,
-    src: Option<&dyn WeightSource>,
-    cfg: &BlockConfig,
-    names: &BlockNames,
-    a: &E::Val,
-    residual: &E::Val,
-    n: usize,
-) -> Result<E::Val, SecureError> {
-    match e.suite().ffn {
-        Ffn::Mpc => ffn_mpc(e, src, cfg, names, a, residual, n),
-        other => Err(operators::planned(other)),
+    fn rope(
+        &mut self,
+        cfg: &BlockConfig,
+        q: &E::Val,
+        k: &E::Val,
+        start: usize,
+        n: usize,
+        theta: f64,
+    ) -> Result<(E::Val, E::Val), SecureError> {
+        let dh = cfg.head_dim();
+        timed(self.e, "rope", |e| {
+            Ok((
+                rope(e, q, n, start, cfg.heads, dh, theta)?,
+                rope(e, k, n, start, cfg.kv_heads, dh, theta)?,
+            ))
+        })
+    }
+
+    fn concat_rows(&mut self, old: &E::Val, new: &E::Val) -> Result<E::Val, SecureError> {
+        Ok(self.e.concat(&[old, new])?)
+    }
+
+    fn attention(
+        &mut self,
+        q: &E::Val,
+        k: &E::Val,
+        v: &E::Val,
+        dims: AttnDims,
+        key_mask: Option<&[bool]>,
+        causal: bool,
+    ) -> Result<E::Val, SecureError> {
+        attention(self.e, q, k, v, dims, key_mask, causal)
+    }
+
+    fn activation(&mut self, act: Activation, x: &E::Val) -> Result<E::Val, SecureError> {
+        check_activation(act)?;
+        match act {
+            Activation::Silu => operators::silu(self.e, x),
+            // Both GeLU forms: the suite's protocol approximates the exact one; the tanh form
+            // differs from it by < 1e-3, far below the protocols' approximation error.
+            _ => operators::gelu(self.e, x),
+        }
+    }
+
+    fn mul(&mut self, a: &E::Val, b: &E::Val) -> Result<E::Val, SecureError> {
+        operators::mul(self.e, a, b)
+    }
+
+    fn add(&mut self, a: &E::Val, b: &E::Val) -> Result<E::Val, SecureError> {
+        Ok(self.e.add(a, b)?)
+    }
+
+    fn whole_ffn(
+        &mut self,
+        _cfg: &BlockConfig,
+        _names: &BlockNames,
+        _a: &E::Val,
+        _n: usize,
+    ) -> Option<Result<E::Val, SecureError>> {
+        match self.e.suite().ffn {
+            Ffn::Mpc => None,
+            other => Some(Err(operators::planned(other))),
+        }
     }
 }
 
-/// The two-party FFN: linear layers by the suite's matmul, the activation by its protocol.
-fn ffn_mpc<E: Engine>(
-    e: &mut E,
-    src: Option<&dyn WeightSource>,
-    cfg: &BlockConfig,
-    names: &BlockNames,
-    a: &E::Val,
-    residual: &E::Val,
-    n: usize,
-) -> Result<E::Val, SecureError> {
-    let (h, ff) = (cfg.hidden, cfg.intermediate);
-    let act = |e: &mut E, x: &E::Val| match cfg.activation {
-        Activation::Gelu => operators::gelu(e, x),
-        Activation::Silu => operators::silu(e, x),
-    };
-    let hidden = match cfg.ffn {
-        FfnKind::Plain => {
-            let f1 = timed(e, "linear.ffn1", |e| {
-                let w = load_fused(e.format(), src, &names.ffn_in, h, &[ff], cfg, NO_SCALE)?;
-                linear(e, a, n, h, ff, w.as_ref(), cfg.bias)
-            })?;
-            act(e, &f1)?
-        }
-        FfnKind::Gated => {
-            let gu = timed(e, "linear.ffn1", |e| {
-                let w = load_fused(e.format(), src, &names.ffn_in, h, &[ff, ff], cfg, NO_SCALE)?;
-                linear(e, a, n, h, 2 * ff, w.as_ref(), cfg.bias)
-            })?;
-            let gi: Vec<usize> = (0..n * ff).map(|q| (q / ff) * 2 * ff + q % ff).collect();
-            let ui: Vec<usize> = (0..n * ff).map(|q| (q / ff) * 2 * ff + ff + q % ff).collect();
-            let (g, u) = (e.gather(&gu, &gi)?, e.gather(&gu, &ui)?);
-            let g = act(e, &g)?;
-            operators::mul(e, &g, &u)?
-        }
-    };
-    timed(e, "linear.ffn2", |e| {
-        let w = load_dense(src, e.format(), &names.ffn_out, ff, h, cfg.layout, cfg.bias, NO_SCALE)?;
-        let y = linear(e, &hidden, n, ff, h, w.as_ref(), cfg.bias)?;
-        Ok(e.add(&y, residual)?)
-    })
-}
-
-/// Runs `layers` blocks on `n` new rows, with the KV cache when given (decoders), reporting
-/// progress after each block.
+/// Runs `layers` blocks of [`crate::block`] on `n` new rows on the engine, with the KV cache
+/// when given (decoders), reporting progress after each block.
 #[allow(clippy::too_many_arguments)]
 pub fn run_blocks<E: Engine>(
     e: &mut E,
@@ -371,30 +229,22 @@ pub fn run_blocks<E: Engine>(
     cfg: &BlockConfig,
     names: impl Fn(usize) -> BlockNames,
     layers: usize,
-    mut x: E::Val,
+    x: E::Val,
     n: usize,
-    mut cache: Option<&mut SharedKvCache<E::Val>>,
+    cache: Option<&mut KvCache<E::Val>>,
     progress: Option<&super::Progress<'_>>,
 ) -> Result<E::Val, SecureError> {
-    let start = cache.as_ref().map_or(0, |c| c.len());
-    for l in 0..layers {
-        let kv = match cache.as_deref_mut() {
-            None => None,
-            Some(c) => {
-                let (k, v) = (&mut c.k, &mut c.v);
-                match (k.get_mut(l), v.get_mut(l)) {
-                    (Some(k), Some(v)) => Some(KvSlot { k, v, start }),
-                    _ => return Err(SecureError::Role(format!("KV cache has no layer {l}"))),
-                }
-            }
-        };
-        x = block(e, src, cfg, &names(l), x, n, kv)?;
-        if let Some(p) = progress {
-            p(l + 1, layers);
-        }
-    }
-    if let Some(c) = cache {
-        c.advance(n);
-    }
-    Ok(x)
+    let mut ops = EngineBlock { e, src };
+    let report = progress.map(|p| move |done: usize, all: usize| p(done, all));
+    let rows = Rows { n, key_mask: None };
+    block::run_blocks(
+        &mut ops,
+        cfg,
+        names,
+        layers,
+        x,
+        rows,
+        cache,
+        report.as_ref().map(|r| r as &dyn Fn(usize, usize)),
+    )
 }

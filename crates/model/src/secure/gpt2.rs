@@ -11,9 +11,8 @@
 //! length of the generation.
 
 use crate::config::Gpt2Config;
-use crate::secure::block::{
-    named_norm, run_blocks, Activation, BlockConfig, BlockNames, FfnKind, NormKind, Placement, SharedKvCache,
-};
+use crate::block::{KvCache, NormKind};
+use crate::secure::block::{named_norm, run_blocks};
 use crate::secure::engine::{timed, Engine};
 use crate::secure::layers::{embed_lookup, linear, load_dense, load_rows, take_rows, Layout, NO_SCALE};
 use crate::secure::{check_ids, SecureError, Stack};
@@ -50,42 +49,11 @@ impl<'w> SecureGpt2<'w> {
         Ok(SecureGpt2 { config, stack })
     }
 
-    /// The block of this config (pre-LN, causal, GeLU FFN, biases, `Conv1D` layout with a fused
-    /// `c_attn`).
-    pub fn block_config(&self) -> BlockConfig {
-        let c = &self.config;
-        BlockConfig {
-            hidden: c.n_embd,
-            heads: c.n_head,
-            kv_heads: c.n_head,
-            intermediate: c.n_inner,
-            norm: NormKind::LayerNorm,
-            eps: c.layer_norm_epsilon,
-            placement: Placement::Pre,
-            causal: true,
-            rope_theta: None,
-            ffn: FfnKind::Plain,
-            activation: Activation::Gelu,
-            bias: true,
-            layout: Layout::InOut,
-        }
-    }
 
-    fn block_names(l: usize) -> BlockNames {
-        let p = format!("h.{l}");
-        BlockNames {
-            norm1: format!("{p}.ln_1"),
-            norm2: format!("{p}.ln_2"),
-            qkv: vec![format!("{p}.attn.c_attn")],
-            o: format!("{p}.attn.c_proj"),
-            ffn_in: vec![format!("{p}.mlp.c_fc")],
-            ffn_out: format!("{p}.mlp.c_proj"),
-        }
-    }
 
     /// An empty shared cache for this model.
-    pub fn new_cache<V>(&self) -> SharedKvCache<V> {
-        SharedKvCache::new(self.stack.layers(self.config.n_layer))
+    pub fn new_cache<V>(&self) -> KvCache<V> {
+        KvCache::new(self.stack.layers(self.config.n_layer))
     }
 
     /// Runs `n` new tokens after the cached positions and appends their keys/values to `cache`.
@@ -95,7 +63,7 @@ impl<'w> SecureGpt2<'w> {
         e: &mut E,
         ids: Option<&[u32]>,
         n: usize,
-        cache: &mut SharedKvCache<E::Val>,
+        cache: &mut KvCache<E::Val>,
     ) -> Result<E::Val, SecureError> {
         let c = &self.config;
         let start = cache.len();
@@ -110,12 +78,12 @@ impl<'w> SecureGpt2<'w> {
             let a = e.server_input(pos.as_deref(), n * d)?;
             Ok(e.add(&words, &a)?)
         })?;
-        let layers = cache.k.len();
+        let layers = cache.layers();
         let x = run_blocks(
             e,
             src,
-            &self.block_config(),
-            Self::block_names,
+            &crate::gpt2::block_config(&self.config),
+            crate::gpt2::block_names,
             layers,
             x,
             n,
@@ -176,7 +144,7 @@ pub(crate) fn generate_loop<E, F>(
     len: usize,
     n_new: usize,
     vocab: usize,
-    cache: &mut SharedKvCache<E::Val>,
+    cache: &mut KvCache<E::Val>,
     mut step: F,
 ) -> Result<Option<Vec<u32>>, SecureError>
 where
@@ -185,7 +153,7 @@ where
         &mut E,
         Option<&[u32]>,
         usize,
-        &mut SharedKvCache<E::Val>,
+        &mut KvCache<E::Val>,
     ) -> Result<E::Val, SecureError>,
 {
     let mut tokens = Vec::with_capacity(n_new);

@@ -7,6 +7,7 @@
 //! Fixed point: values carry `f` fractional bits; weights are encoded at `f` too, so a product
 //! has `2f` and is truncated once by `f` after the whole sum (BumbleBee §II-C).
 
+pub use crate::block::{AttnDims, ColScale, Layout, NO_SCALE};
 use crate::secure::engine::{timed, Engine, WeightRef};
 use crate::secure::operators;
 use crate::secure::{SecureError, WeightSource};
@@ -16,41 +17,11 @@ use nectar_net::Role;
 use nectar_nn::backend::{enc, enc_scaled, int};
 use nectar_nn::reciprocal::RecipParams;
 
-/// Layout of a weight matrix in the checkpoint.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Layout {
-    /// PyTorch `nn.Linear`: `[out, in]`.
-    OutIn,
-    /// HF `Conv1D` (GPT-2): `[in, out]`.
-    InOut,
-}
-
 /// A server's dense layer, encoded for the engine: `w` is `in × out` row-major.
 #[derive(Clone, Debug)]
 pub struct EncDense {
     pub w: Vec<u64>,
     pub b: Option<Vec<u64>>,
-}
-
-/// A factor applied to the first `cols` output columns of a weight and bias at encoding (the
-/// attention's `1/√dh`, folded into the server's `W_q`, `b_q`).
-#[derive(Clone, Copy, Debug)]
-pub struct ColScale {
-    pub cols: usize,
-    pub by: f64,
-}
-
-/// No scaling.
-pub const NO_SCALE: ColScale = ColScale { cols: 0, by: 1.0 };
-
-impl ColScale {
-    fn of(&self, col: usize) -> f64 {
-        if col < self.cols {
-            self.by
-        } else {
-            1.0
-        }
-    }
 }
 
 /// Encodes reals at the format (an error naming `what` when out of range).
@@ -90,13 +61,13 @@ pub fn load_dense(
             fp,
             t.iter()
                 .enumerate()
-                .map(|(p, &v)| v as f64 * scale.of(p % out_dim)),
+                .map(|(p, &v)| v as f64 * scale.factor(p % out_dim)),
             name,
         )?,
         Layout::OutIn => encode(
             fp,
             (0..in_dim * out_dim)
-                .map(|p| t[(p % out_dim) * in_dim + p / out_dim] as f64 * scale.of(p % out_dim)),
+                .map(|p| t[(p % out_dim) * in_dim + p / out_dim] as f64 * scale.factor(p % out_dim)),
             name,
         )?,
     };
@@ -104,7 +75,7 @@ pub fn load_dense(
         let t = src.tensor(&format!("{name}.bias"), &[out_dim])?;
         Some(encode(
             fp,
-            t.iter().enumerate().map(|(o, &v)| v as f64 * scale.of(o)),
+            t.iter().enumerate().map(|(o, &v)| v as f64 * scale.factor(o)),
             name,
         )?)
     } else {
@@ -205,17 +176,6 @@ pub fn tanh<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, SecureError> {
     let tneg = e.mux(&s, &t)?;
     let t2 = e.mul_const(&tneg, &[two], 0)?;
     Ok(e.sub(&t, &t2)?)
-}
-
-/// Sizes of one attention call (like [`crate::ops::AttnShape`]): `n` queries at positions
-/// `m − n .. m`, `m` keys, `heads` query heads of width `dh` over `kv_heads` key/value heads.
-#[derive(Clone, Copy, Debug)]
-pub struct AttnDims {
-    pub n: usize,
-    pub m: usize,
-    pub heads: usize,
-    pub kv_heads: usize,
-    pub dh: usize,
 }
 
 /// Multi-head attention on shares. `q`: `[n, heads·dh]` already scaled by `1/√dh` (folded into

@@ -8,9 +8,8 @@
 //! generation with the shared KV cache as for GPT-2 (argmax revealed to the client only).
 
 use crate::config::LlamaConfig;
-use crate::secure::block::{
-    named_norm, run_blocks, Activation, BlockConfig, BlockNames, FfnKind, NormKind, Placement, SharedKvCache,
-};
+use crate::block::{KvCache, NormKind};
+use crate::secure::block::{named_norm, run_blocks};
 use crate::secure::engine::{timed, Engine};
 use crate::secure::gpt2::generate_loop;
 use crate::secure::layers::{embed_lookup, linear, load_dense, take_rows, Layout, NO_SCALE};
@@ -49,45 +48,11 @@ impl<'w> SecureLlama<'w> {
         Ok(SecureLlama { config, stack })
     }
 
-    /// The block of this config (pre-RMSNorm, causal with RoPE, grouped key/value heads,
-    /// gated SiLU FFN, no biases).
-    pub fn block_config(&self) -> BlockConfig {
-        let c = &self.config;
-        BlockConfig {
-            hidden: c.hidden_size,
-            heads: c.num_attention_heads,
-            kv_heads: c.num_key_value_heads,
-            intermediate: c.intermediate_size,
-            norm: NormKind::RmsNorm,
-            eps: c.rms_norm_eps,
-            placement: Placement::Pre,
-            causal: true,
-            rope_theta: Some(c.rope_theta),
-            ffn: FfnKind::Gated,
-            activation: Activation::Silu,
-            bias: false,
-            layout: Layout::OutIn,
-        }
-    }
 
-    fn block_names(l: usize) -> BlockNames {
-        let p = format!("layers.{l}");
-        BlockNames {
-            norm1: format!("{p}.input_layernorm"),
-            norm2: format!("{p}.post_attention_layernorm"),
-            qkv: ["q_proj", "k_proj", "v_proj"]
-                .iter()
-                .map(|m| format!("{p}.self_attn.{m}"))
-                .collect(),
-            o: format!("{p}.self_attn.o_proj"),
-            ffn_in: vec![format!("{p}.mlp.gate_proj"), format!("{p}.mlp.up_proj")],
-            ffn_out: format!("{p}.mlp.down_proj"),
-        }
-    }
 
     /// An empty shared cache for this model.
-    pub fn new_cache<V>(&self) -> SharedKvCache<V> {
-        SharedKvCache::new(self.stack.layers(self.config.num_hidden_layers))
+    pub fn new_cache<V>(&self) -> KvCache<V> {
+        KvCache::new(self.stack.layers(self.config.num_hidden_layers))
     }
 
     /// Runs `n` new tokens after the cached positions; returns the final-norm hidden shares.
@@ -96,7 +61,7 @@ impl<'w> SecureLlama<'w> {
         e: &mut E,
         ids: Option<&[u32]>,
         n: usize,
-        cache: &mut SharedKvCache<E::Val>,
+        cache: &mut KvCache<E::Val>,
     ) -> Result<E::Val, SecureError> {
         let c = &self.config;
         let start = cache.len();
@@ -108,12 +73,12 @@ impl<'w> SecureLlama<'w> {
             let table = load_dense(src, fp, "embed_tokens", c.vocab_size, h, Layout::InOut, false, NO_SCALE)?;
             embed_lookup(e, ids, n, c.vocab_size, h, table.as_ref().map(|t| t.w.as_slice()))
         })?;
-        let layers = cache.k.len();
+        let layers = cache.layers();
         let x = run_blocks(
             e,
             src,
-            &self.block_config(),
-            Self::block_names,
+            &crate::llama::block_config(&self.config),
+            crate::llama::block_names,
             layers,
             x,
             n,

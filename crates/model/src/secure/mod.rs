@@ -14,7 +14,8 @@
 //!
 //! 1. Embedding: the client's one-hot matrix (built locally from its ids, or obtained from
 //!    secret-shared ids with `i_equal`, see [`crate::suite::Embed`]) × the server's table, an OLT.
-//! 2. Per block ([`block`], written once for every architecture): linear layers `[X]·W` by OLT
+//! 2. Per block ([`crate::block`], written once for every architecture and arithmetic; its
+//!    steps on an engine in [`block`]): linear layers `[X]·W` by OLT
 //!    followed by one truncation and the server adding its bias to its share; `Q·K^T` and `P·V`
 //!    as batched shared×shared products; softmax with a public (padding / causal) mask;
 //!    LayerNorm / RMSNorm; GeLU / SiLU — each nonlinear operator by the protocol the engine's
@@ -46,7 +47,6 @@ pub mod secure_engine;
 pub mod vit;
 
 pub use bert::SecureBert;
-pub use block::SharedKvCache;
 pub use engine::{timed, Engine, WeightRef};
 pub use gpt2::SecureGpt2;
 pub use llama::SecureLlama;
@@ -167,6 +167,13 @@ impl<'w> SecureModel<'w> {
         weights: Option<&'w dyn WeightSource>,
     ) -> Result<Self, SecureError> {
         let stack = Stack::new(weights);
+        // The block's activation must have a protocol before any key is generated.
+        block::check_activation(match config {
+            ModelConfig::Bert(c) => c.hidden_act,
+            ModelConfig::Gpt2(c) => c.activation_function,
+            ModelConfig::Llama(c) => c.hidden_act,
+            ModelConfig::Vit(c) => c.hidden_act,
+        })?;
         Ok(match config {
             ModelConfig::Bert(c) => SecureModel::Bert(SecureBert::new(c.clone(), stack)?),
             ModelConfig::Gpt2(c) => SecureModel::Gpt2(SecureGpt2::new(c.clone(), stack)?),

@@ -27,7 +27,8 @@
 //! what a BERT block on `P + 1` tokens costs (ViT-base: 197 rows).
 
 use crate::config::VitConfig;
-use crate::secure::block::{named_norm, run_blocks, Activation, BlockConfig, BlockNames, FfnKind, NormKind, Placement};
+use crate::block::NormKind;
+use crate::secure::block::{named_norm, run_blocks};
 use crate::secure::engine::{timed, Engine};
 use crate::secure::layers::{encode, linear, load_dense, load_vec, take_rows, EncDense, Layout, NO_SCALE};
 use crate::secure::{SecureError, Stack};
@@ -52,40 +53,7 @@ impl<'w> SecureVit<'w> {
         Ok(SecureVit { config, stack })
     }
 
-    /// The block of this config (pre-LN, bidirectional, GeLU FFN, biases).
-    pub fn block_config(&self) -> BlockConfig {
-        let c = &self.config;
-        BlockConfig {
-            hidden: c.hidden_size,
-            heads: c.num_attention_heads,
-            kv_heads: c.num_attention_heads,
-            intermediate: c.intermediate_size,
-            norm: NormKind::LayerNorm,
-            eps: c.layer_norm_eps,
-            placement: Placement::Pre,
-            causal: false,
-            rope_theta: None,
-            ffn: FfnKind::Plain,
-            activation: Activation::Gelu,
-            bias: true,
-            layout: Layout::OutIn,
-        }
-    }
 
-    fn block_names(l: usize) -> BlockNames {
-        let p = format!("encoder.layer.{l}");
-        BlockNames {
-            norm1: format!("{p}.layernorm_before"),
-            norm2: format!("{p}.layernorm_after"),
-            qkv: ["query", "key", "value"]
-                .iter()
-                .map(|m| format!("{p}.attention.attention.{m}"))
-                .collect(),
-            o: format!("{p}.attention.output.dense"),
-            ffn_in: vec![format!("{p}.intermediate.dense")],
-            ffn_out: format!("{p}.output.dense"),
-        }
-    }
 
     /// Number of rows of the sequence, `P + 1` (public).
     pub fn seq_len(&self) -> usize {
@@ -178,8 +146,8 @@ impl<'w> SecureVit<'w> {
         run_blocks(
             e,
             self.stack.weights,
-            &self.block_config(),
-            Self::block_names,
+            &crate::vit::block_config(&self.config),
+            crate::vit::block_names,
             layers,
             x,
             self.seq_len(),

@@ -1,0 +1,273 @@
+//! The f32 reference arithmetic of the transformer block ([`crate::block`]): the checkpoint's
+//! block tensors loaded once (shape-checked; linear layers kept as `[out, in]`), and each step
+//! by the kernels of [`crate::ops`] at full precision — exact activations, norm statistics in
+//! f64, softmax with the row maximum. This is what the fixed-point twin and the secure
+//! protocols are measured against; it shares only the block's *structure* with them, none of
+//! their arithmetic.
+
+use std::collections::HashMap;
+
+use crate::block::{Activation, AttnDims, BlockConfig, BlockNames, BlockOps, ColScale, Layout, NormKind};
+use crate::ops::{activate, add_assign, attention, layer_norm, linear, rms_norm, rope, AttnShape};
+use crate::weights::Weights;
+use crate::ModelError;
+
+/// A dense layer: `w` is `[out, in]` (PyTorch `nn.Linear` order), `y = x w^T + b`.
+#[derive(Debug, Clone)]
+pub struct Dense {
+    pub w: Vec<f32>,
+    pub b: Option<Vec<f32>>,
+    pub in_dim: usize,
+    pub out_dim: usize,
+}
+
+impl Dense {
+    /// Loads `{name}.weight` in `layout` (transposed to `[out, in]` if stored `[in, out]`) and,
+    /// with `bias`, `{name}.bias`.
+    pub fn load(
+        w: &Weights,
+        name: &str,
+        in_dim: usize,
+        out_dim: usize,
+        layout: Layout,
+        bias: bool,
+    ) -> Result<Self, ModelError> {
+        let wt = match layout {
+            Layout::OutIn => w.tensor(&format!("{name}.weight"), &[out_dim, in_dim])?,
+            Layout::InOut => {
+                let t = w.tensor(&format!("{name}.weight"), &[in_dim, out_dim])?;
+                let mut wt = vec![0f32; in_dim * out_dim];
+                for i in 0..in_dim {
+                    for o in 0..out_dim {
+                        wt[o * in_dim + i] = t[i * out_dim + o];
+                    }
+                }
+                wt
+            }
+        };
+        let b = if bias {
+            Some(w.tensor(&format!("{name}.bias"), &[out_dim])?)
+        } else {
+            None
+        };
+        Ok(Dense { w: wt, b, in_dim, out_dim })
+    }
+
+    /// `x [n, in] -> [n, out]`.
+    pub fn apply(&self, x: &[f32], n: usize) -> Vec<f32> {
+        linear(x, n, &self.w, self.b.as_deref(), self.in_dim, self.out_dim)
+    }
+}
+
+/// A norm's parameters: `γ` and, for LayerNorm, `β`.
+#[derive(Debug, Clone)]
+pub struct Norm {
+    pub g: Vec<f32>,
+    pub b: Option<Vec<f32>>,
+}
+
+impl Norm {
+    /// Loads `{name}.weight` (and `{name}.bias` for LayerNorm) of width `d`.
+    pub fn load(w: &Weights, name: &str, d: usize, kind: NormKind) -> Result<Self, ModelError> {
+        Ok(Norm {
+            g: w.tensor(&format!("{name}.weight"), &[d])?,
+            b: match kind {
+                NormKind::LayerNorm => Some(w.tensor(&format!("{name}.bias"), &[d])?),
+                NormKind::RmsNorm => None,
+            },
+        })
+    }
+
+    /// Normalises the rows (width `γ.len()`) of `x` in place.
+    pub fn apply(&self, x: &mut [f32], eps: f64) {
+        let d = self.g.len();
+        match &self.b {
+            Some(b) => layer_norm(x, d, &self.g, b, eps),
+            None => rms_norm(x, d, &self.g, eps),
+        }
+    }
+}
+
+/// The tensors of all blocks of a model, by checkpoint name, loaded and checked once.
+#[derive(Debug, Clone, Default)]
+pub struct BlockWeights {
+    dense: HashMap<String, Dense>,
+    norms: HashMap<String, Norm>,
+}
+
+impl BlockWeights {
+    /// Loads every tensor the blocks `0..layers` name, at the shapes `cfg` implies.
+    pub fn load(
+        w: &Weights,
+        cfg: &BlockConfig,
+        names: impl Fn(usize) -> BlockNames,
+        layers: usize,
+    ) -> Result<Self, ModelError> {
+        let (h, ff, kvd) = (cfg.hidden, cfg.intermediate, cfg.kv_dim());
+        let mut out = BlockWeights::default();
+        let mut dense = |name: &str, i: usize, o: usize| -> Result<(), ModelError> {
+            let d = Dense::load(w, name, i, o, cfg.layout, cfg.bias)?;
+            out.dense.insert(name.to_string(), d);
+            Ok(())
+        };
+        for l in 0..layers {
+            let nm = names(l);
+            let parts = |names: &[String], outs: &[usize]| -> Result<Vec<(String, usize)>, ModelError> {
+                match names {
+                    [one] => Ok(vec![(one.clone(), outs.iter().sum())]),
+                    many if many.len() == outs.len() => {
+                        Ok(many.iter().cloned().zip(outs.iter().copied()).collect())
+                    }
+                    _ => Err(ModelError::Unsupported(format!(
+                        "{} weight tensors for a product of {} parts",
+                        names.len(),
+                        outs.len()
+                    ))),
+                }
+            };
+            for (name, o) in parts(&nm.qkv, &[h, kvd, kvd])? {
+                dense(&name, h, o)?;
+            }
+            dense(&nm.o, h, h)?;
+            for (name, o) in parts(&nm.ffn_in, &cfg.ffn_in_outs())? {
+                dense(&name, h, o)?;
+            }
+            dense(&nm.ffn_out, ff, h)?;
+            for norm in [&nm.norm1, &nm.norm2] {
+                out.norms.insert(norm.clone(), Norm::load(w, norm, h, cfg.norm)?);
+            }
+        }
+        Ok(out)
+    }
+
+    fn dense(&self, name: &str) -> Result<&Dense, ModelError> {
+        self.dense
+            .get(name)
+            .ok_or_else(|| ModelError::Input(format!("block tensor {name} was not loaded")))
+    }
+}
+
+/// The block's steps in f32 over loaded [`BlockWeights`].
+pub struct F32Block<'a> {
+    pub weights: &'a BlockWeights,
+}
+
+impl BlockOps for F32Block<'_> {
+    type Val = Vec<f32>;
+    type Error = ModelError;
+
+    fn shape_error(msg: String) -> ModelError {
+        ModelError::Input(msg)
+    }
+
+    fn norm(&mut self, cfg: &BlockConfig, name: &str, x: &Vec<f32>, _rows: usize) -> Result<Vec<f32>, ModelError> {
+        let norm = self
+            .weights
+            .norms
+            .get(name)
+            .ok_or_else(|| ModelError::Input(format!("block norm {name} was not loaded")))?;
+        let mut y = x.clone();
+        norm.apply(&mut y, cfg.eps);
+        Ok(y)
+    }
+
+    fn linear(
+        &mut self,
+        _label: &'static str,
+        _cfg: &BlockConfig,
+        names: &[String],
+        x: &Vec<f32>,
+        n: usize,
+        _in_dim: usize,
+        outs: &[usize],
+        scale: ColScale,
+    ) -> Result<Vec<f32>, ModelError> {
+        let total: usize = outs.iter().sum();
+        let mut y = if let [one] = names {
+            self.weights.dense(one)?.apply(x, n)
+        } else {
+            let parts: Vec<Vec<f32>> = names
+                .iter()
+                .map(|name| Ok(self.weights.dense(name)?.apply(x, n)))
+                .collect::<Result<_, ModelError>>()?;
+            let mut y = Vec::with_capacity(n * total);
+            for i in 0..n {
+                for (p, &o) in parts.iter().zip(outs) {
+                    y.extend_from_slice(&p[i * o..(i + 1) * o]);
+                }
+            }
+            y
+        };
+        if scale.cols > 0 {
+            for row in y.chunks_mut(total) {
+                for v in &mut row[..scale.cols] {
+                    *v = (*v as f64 * scale.by) as f32;
+                }
+            }
+        }
+        Ok(y)
+    }
+
+    fn columns(&mut self, x: &Vec<f32>, n: usize, width: usize, off: usize, len: usize) -> Result<Vec<f32>, ModelError> {
+        let mut y = Vec::with_capacity(n * len);
+        for row in x.chunks(width).take(n) {
+            y.extend_from_slice(&row[off..off + len]);
+        }
+        Ok(y)
+    }
+
+    fn rope(
+        &mut self,
+        cfg: &BlockConfig,
+        q: &Vec<f32>,
+        k: &Vec<f32>,
+        start: usize,
+        _n: usize,
+        theta: f64,
+    ) -> Result<(Vec<f32>, Vec<f32>), ModelError> {
+        let dh = cfg.head_dim();
+        let (mut q, mut k) = (q.clone(), k.clone());
+        rope(&mut q, start, cfg.heads, dh, theta);
+        rope(&mut k, start, cfg.kv_heads, dh, theta);
+        Ok((q, k))
+    }
+
+    fn concat_rows(&mut self, old: &Vec<f32>, new: &Vec<f32>) -> Result<Vec<f32>, ModelError> {
+        Ok([old.as_slice(), new.as_slice()].concat())
+    }
+
+    fn attention(
+        &mut self,
+        q: &Vec<f32>,
+        k: &Vec<f32>,
+        v: &Vec<f32>,
+        d: AttnDims,
+        key_mask: Option<&[bool]>,
+        causal: bool,
+    ) -> Result<Vec<f32>, ModelError> {
+        if d.kv_heads == 0 || d.heads % d.kv_heads != 0 {
+            return Err(ModelError::Unsupported(format!(
+                "{} heads over {} key/value heads",
+                d.heads, d.kv_heads
+            )));
+        }
+        let shape = AttnShape { n: d.n, m: d.m, heads: d.heads, kv_heads: d.kv_heads, dh: d.dh };
+        Ok(attention(q, k, v, shape, key_mask, causal))
+    }
+
+    fn activation(&mut self, act: Activation, x: &Vec<f32>) -> Result<Vec<f32>, ModelError> {
+        let mut y = x.clone();
+        activate(&mut y, act);
+        Ok(y)
+    }
+
+    fn mul(&mut self, a: &Vec<f32>, b: &Vec<f32>) -> Result<Vec<f32>, ModelError> {
+        Ok(a.iter().zip(b).map(|(x, y)| x * y).collect())
+    }
+
+    fn add(&mut self, a: &Vec<f32>, b: &Vec<f32>) -> Result<Vec<f32>, ModelError> {
+        let mut y = a.clone();
+        add_assign(&mut y, b);
+        Ok(y)
+    }
+}

@@ -2,6 +2,7 @@
 
 mod bench_he;
 mod demo;
+mod fit;
 mod private;
 mod session;
 mod bench_linear;
@@ -118,6 +119,38 @@ enum Cmd {
         /// The suites × operators table in Markdown (as in README.md).
         #[arg(long)]
         markdown: bool,
+    },
+    /// Fit an OPPE table (East §4.1): breakpoints and coefficients of `m` degree-`d` pieces,
+    /// with the max / mean error in f64 and in the fixed-point twin.
+    Fit {
+        /// gelu, exp, tanh or silu.
+        #[arg(long)]
+        func: String,
+        /// The fitted interval [lo, hi] (0 left of lo; the function's tail right of hi).
+        #[arg(long, allow_hyphen_values = true)]
+        lo: f64,
+        #[arg(long, allow_hyphen_values = true)]
+        hi: f64,
+        /// Pieces, tails included.
+        #[arg(long, default_value_t = 8)]
+        m: usize,
+        /// Polynomial degree.
+        #[arg(long, default_value_t = 3)]
+        d: usize,
+        /// The range the error is reported on, `LO,HI` (default: [lo, hi]).
+        #[arg(long, allow_hyphen_values = true)]
+        domain: Option<String>,
+        /// Exact comparisons instead of BumbleBee's approximate less-than.
+        #[arg(long)]
+        exact_compare: bool,
+        /// Evenly spaced points of the domain for the error figures.
+        #[arg(long, default_value_t = 20001)]
+        samples: usize,
+        /// Write the table as JSON to this file.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
     },
     /// Benchmarks (JSON lines with --json; see README "Benchmarks").
     Bench {
@@ -386,6 +419,10 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Cmd::Demo { model, tokens, image, json, suite, texts } => {
             demo::demo(&model.dir(), &suite.suite()?, &texts, &image, tokens, json)
+        }
+        Cmd::Fit { func, lo, hi, m, d, domain, exact_compare, samples, out, json } => {
+            let a = fit::Args { func: &func, lo, hi, m, d, domain: domain.as_deref(), exact_compare, samples };
+            fit::run(&a, out.as_deref(), json)
         }
         Cmd::Suites { json, markdown } => {
             suites::print(json, markdown);

@@ -28,7 +28,8 @@
 //! Operators: [`gelu`] (Seg4GeLU, BOLT P4), [`silu`], [`elu`], [`exp`], [`softmax`],
 //! [`reciprocal`], [`rsqrt`], [`layernorm`], [`rmsnorm`], [`max`] (max/argmax),
 //! [`onehot`] (token id → one-hot, `i_equal`); [`mixed`] switches to BumbleBee's small
-//! activation ring (§V-C).
+//! activation ring (§V-C). East (§4): [`oppe`] (oblivious piecewise polynomials, tables fitted
+//! by [`fit`]).
 
 pub mod accuracy;
 pub mod backend;
@@ -36,11 +37,13 @@ pub mod bench;
 pub mod counting;
 pub mod elu;
 pub mod exp;
+pub mod fit;
 pub mod gelu;
 pub mod layernorm;
 pub mod max;
 pub mod mixed;
 pub mod onehot;
+pub mod oppe;
 pub mod plain;
 pub mod poly;
 pub mod reciprocal;

@@ -577,3 +577,85 @@ fn bad_arguments_are_errors() {
     assert_eq!(a, vec![42]);
     assert_eq!(a, c);
 }
+
+/// Twin-vs-secure tolerance of an OPPE table (exact comparisons, so both pick the same piece):
+/// `x²` by Π_square is within ±2 LSB, `x³ = mul(x², x)` within `|x|·2 + 2` (the product's own
+/// ±2 plus `x` times the error of `x²`); each enters the selected polynomial times its
+/// coefficient; +1 for the final truncation and +1 for the coefficient rounding.
+fn oppe_tol(t: &nectar_nn::oppe::OppeTable) -> i64 {
+    let r = t.domain[0].abs().max(t.domain[1].abs());
+    let mut err = vec![0.0, 0.0, 2.0];
+    for j in 3..=t.degree() {
+        let prev: f64 = err[j - 1];
+        err.push(2.0 + r * prev + 2.0 * r.powi(j as i32 - 2));
+    }
+    let worst = t
+        .coeffs
+        .iter()
+        .map(|c| c.iter().enumerate().skip(2).map(|(j, ck)| ck.abs() * err[j]).sum::<f64>())
+        .fold(0.0, f64::max);
+    worst.ceil() as i64 + 2
+}
+
+/// East's OPPE operators (GELU, exp, tanh, SiLU with the committed tables) on the secure
+/// backend: vs the twin within [`oppe_tol`], vs f64 within the table's recorded twin error.
+#[test]
+fn east_oppe_matches_twin_and_f64() {
+    use nectar_nn::fit::Func;
+    use nectar_nn::oppe::{east_table, oppe};
+    let ulp = 1.0 / FP.scale();
+    let mut items = Vec::new();
+    for (name, lo, hi, f) in [
+        ("gelu", -8.0, 8.0, (|v: f64| Func::Gelu.eval(v)) as fn(f64) -> f64),
+        ("gelu_tanh", -8.0, 8.0, gelu::gelu_f64 as fn(f64) -> f64),
+        ("exp", -20.0, 0.0, (|v: f64| v.exp()) as fn(f64) -> f64),
+        ("tanh", -8.0, 8.0, (|v: f64| v.tanh()) as fn(f64) -> f64),
+        ("silu", -16.0, 16.0, silu::silu_f64 as fn(f64) -> f64),
+    ] {
+        let t = east_table(name).unwrap();
+        let tol = oppe_tol(t);
+        let ftol = t.fit.twin_max_abs * 1.01 + tol as f64 * ulp;
+        // the grid plus the breakpoints themselves and their neighbours
+        let mut xs = grid(lo, hi, 241);
+        xs.extend(t.breaks.iter().flat_map(|&w| [w - ulp, w, w + ulp]));
+        let case: Box<dyn Case> = match name {
+            "gelu" => case!(|b, x| {
+                let y = oppe(b, x, east_table("gelu")?)?;
+                b.reveal(&y)
+            }),
+            "gelu_tanh" => case!(|b, x| {
+                let y = oppe(b, x, east_table("gelu_tanh")?)?;
+                b.reveal(&y)
+            }),
+            "exp" => case!(|b, x| {
+                let y = oppe(b, x, east_table("exp")?)?;
+                b.reveal(&y)
+            }),
+            "tanh" => case!(|b, x| {
+                let y = oppe(b, x, east_table("tanh")?)?;
+                b.reveal(&y)
+            }),
+            _ => case!(|b, x| {
+                let y = oppe(b, x, east_table("silu")?)?;
+                b.reveal(&y)
+            }),
+        };
+        let label: &'static str = match name {
+            "gelu" => "oppe gelu",
+            "gelu_tanh" => "oppe gelu_tanh",
+            "exp" => "oppe exp",
+            "tanh" => "oppe tanh",
+            _ => "oppe silu",
+        };
+        items.push(item(label, xs, tol, case).float(f, ftol));
+    }
+    // far outside every piece: the overflowing powers cancel exactly (module docs)
+    items.push(
+        item("oppe gelu far out", vec![-3000.0, -400.0, 400.0, 3000.0], 2, case!(|b, x| {
+            let y = oppe(b, x, east_table("gelu")?)?;
+            b.reveal(&y)
+        }))
+        .float(|v| Func::Gelu.eval(v), 4.0 * ulp),
+    );
+    check(opts(), items);
+}

@@ -3,7 +3,7 @@
 
 Usage: compare.py NECTAR.jsonl [NECTAR2.jsonl ...] -- SEAL.jsonl [SEAL2.jsonl ...]
 NECTAR files: output of `nectar bench he --json` or of
-`cargo run --release -p nectar-he --example bench_he -- --json`.
+`cargo run --release -p nectar-bench --example bench_he -- --json`.
 Files may be gzipped (`.gz`). Each side may be given several runs; per (N, op) and metric the minimum over runs is taken (the
 run least disturbed by other load). Prints a Markdown table: N, op, then for CPU time (process,
 all threads) and wall-clock time: nectar µs, SEAL µs, ratio nectar/SEAL; and whether the CPU

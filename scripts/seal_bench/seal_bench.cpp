@@ -4,7 +4,7 @@
 //
 // Parameters: N in {4096, 8192, 16384}, CoeffModulus::BFVDefault(N) (the last prime is SEAL's
 // special prime), t = PlainModulus::Batching(N, 20) — the `seal-default` set of
-// crates/he/src/bench.rs; at N = 8192 also the modulus sizes of its `bumblebee-olt` set. Each
+// crates/bench/src/he.rs; at N = 8192 also the modulus sizes of its `bumblebee-olt` set. Each
 // time is the median of repeated runs (at least 5, up to ~0.3 s per operation), microseconds,
 // wall-clock and process CPU time, single thread (SEAL does not multi-thread). Output: one
 // JSON object per line.

@@ -1,5 +1,5 @@
 //! `nectar bench he`: per-operation times and ciphertext sizes (issue 4), from
-//! `nectar_he::bench::bench_he`. Local operations: no traffic, so the byte fields are 0 and the
+//! `nectar_bench::he::bench_he`. Local operations: no traffic, so the byte fields are 0 and the
 //! ciphertext size is reported as `ciphertext_bytes`.
 
 use crate::report::BenchLine;
@@ -7,7 +7,7 @@ use crate::report::BenchLine;
 pub fn run(ns: &[usize]) -> Result<Vec<BenchLine>, String> {
     let mut out = Vec::new();
     for &n in ns {
-        for h in nectar_he::bench::bench_he(n).map_err(|e| e.to_string())? {
+        for h in nectar_bench::he::bench_he(n).map_err(|e| e.to_string())? {
             let mut l = BenchLine::new("he", &h.op)
                 .param("n", h.n)
                 .param("set", h.params.clone())

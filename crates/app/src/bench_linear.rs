@@ -1,8 +1,8 @@
 //! `nectar bench linear`: BumbleBee's HE linear protocols (issue 5), from
-//! `nectar_linear::bench::bench_linear`. The line is written from the server's side (P0).
+//! `nectar_bench::linear::bench_linear`. The line is written from the server's side (P0).
 
 use crate::report::BenchLine;
-use nectar_linear::bench::{bench_linear, LinearBenchSpec};
+use nectar_bench::linear::{bench_linear, LinearBenchSpec};
 use nectar_model::secure::secure_engine::cost_model;
 use nectar_model::Suite;
 

@@ -1,5 +1,5 @@
 //! `nectar bench model`: a whole architecture at its real shapes with deterministic random
-//! weights (issue 7), from `nectar_model::secure::bench`.
+//! weights (issue 7), from `nectar_bench::model`.
 //!
 //! With `--net none` (the default) the server party runs in a child process (this binary with
 //! the hidden `--server-party ADDR`) connected over loopback TCP, so each party's peak RSS is
@@ -8,7 +8,7 @@
 //! parties then report that process's peak RSS (`rss_per_party: false`).
 
 use crate::report::BenchLine;
-use nectar_model::secure::bench::{bench_model, bench_party, combine_parties, BenchSpec, ModelBench, PartyBench};
+use nectar_bench::model::{bench_model, bench_party, combine_parties, BenchSpec, ModelBench, PartyBench};
 use nectar_model::secure::RandomArch;
 use nectar_model::Suite;
 use nectar_net::{LinkModel, Role, TcpChannel};

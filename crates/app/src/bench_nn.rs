@@ -1,11 +1,11 @@
-//! `nectar bench nn`: share-level protocols (`nectar_mpc::bench_mpc`: less, msb, mux, trunc, ...)
-//! and whole nonlinear operators on the secure backend, each operator run by the protocol the
-//! suite names (`--op gelu` under `--suite bumblebee+gelu=p4`, or `--op gelu=p4`).
+//! `nectar bench nn`: share-level protocols (`nectar_bench::mpc::bench_mpc`: less, msb, mux,
+//! trunc, ...) and whole nonlinear operators on the secure backend, each operator run by the
+//! protocol the suite names (`--op gelu` under `--suite bumblebee+gelu=p4`, or `--op gelu=p4`).
 
 use crate::report::BenchLine;
+use nectar_bench::mpc::{bench_mpc, MpcOp};
 use nectar_model::secure::backend_opts;
 use nectar_model::suite::{ActRing, Gelu, Suite};
-use nectar_mpc::bench::{bench_mpc, MpcOp};
 use nectar_net::LinkModel;
 use std::path::Path;
 
@@ -29,7 +29,7 @@ pub struct Args<'a> {
 const OPERATORS: [&str; 11] =
     ["gelu", "silu", "exp", "elu", "softmax", "layernorm", "rmsnorm", "rsqrt", "reciprocal", "argmax", "onehot"];
 
-/// The `nectar_nn::bench` kernel that runs operator `op` under `suite`.
+/// The `nectar_bench::nn` kernel that runs operator `op` under `suite`.
 fn kernel(op: &str, suite: &Suite) -> Result<String, String> {
     let mixed = suite.act_ring == ActRing::Mixed;
     let base = match op {
@@ -93,11 +93,11 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
         .extra("amortised_bits_per_element", b.amortised_bits_per_element)])
 }
 
-/// A whole secure operator (`nectar_nn::bench::bench_secure`) by the suite's protocol.
+/// A whole secure operator (`nectar_bench::nn::bench_secure`) by the suite's protocol.
 fn operator(a: &Args, name: &str, suite: &Suite, net: Option<LinkModel>) -> Result<Vec<BenchLine>, String> {
     let kernel = kernel(name, suite)?;
     let opts = backend_opts(suite).with_reuse_queries(!a.no_query_reuse).with_bole_narrow(!a.wide_bole);
-    let b = nectar_nn::bench::bench_secure(&kernel, a.size, a.cols, opts, net).map_err(|e| e.to_string())?;
+    let b = nectar_bench::nn::bench_secure(&kernel, a.size, a.cols, opts, net).map_err(|e| e.to_string())?;
     let mut l = BenchLine::new("nn", name)
         .param("size", b.elements)
         .param("cols", b.cols)

@@ -1,8 +1,9 @@
-//! `nectar bench ot`: COT throughput and communication (issue 3), from `nectar_ot::bench_ot`.
+//! `nectar bench ot`: COT throughput and communication (issue 3), from
+//! `nectar_bench::ot::bench_ot`.
 
 use crate::report::BenchLine;
+use nectar_bench::ot::{bench_ot, OtKind};
 use nectar_model::suite::{Choice, OtExt, Suite};
-use nectar_ot::{bench_ot, OtKind};
 
 /// The COT extension of `suite` (its `ot` operator).
 pub fn run(suite: &Suite, count: usize) -> Result<BenchLine, String> {

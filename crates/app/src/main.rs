@@ -223,8 +223,13 @@ enum BenchCmd {
         l: u32,
         #[arg(long)]
         json: bool,
-        #[command(flatten)]
-        suite: SuiteArgs,
+        /// The protocol suite (preset or PRESET+OP=PROTO..., e.g. `bumblebee+mul=ot`); `--op`
+        /// names the kernel here.
+        #[arg(long, default_value = "bumblebee")]
+        suite: String,
+        /// A TOML suite file (`preset = "..."`, `[ops]`), instead of --suite.
+        #[arg(long)]
+        suite_file: Option<PathBuf>,
     },
     /// Nonlinear operators and share-level protocols (both parties in-process).
     Nn {
@@ -442,8 +447,9 @@ fn run(cli: Cli) -> Result<(), String> {
                 report::print_lines(&bench_he::run(&n)?, json);
                 Ok(())
             }
-            BenchCmd::Linear { op, shape, size, variant, net, heads, l, json, suite } => {
-                let suite = suite.suite()?;
+            BenchCmd::Linear { op, shape, size, variant, net, heads, l, json, suite, suite_file } => {
+                let suite = suites::resolve(&suite, suite_file.as_deref(), &[])?;
+                suite.validate().map_err(|e| e.to_string())?;
                 let elementwise = matches!(op.as_str(), "bole" | "mul" | "square");
                 let shape = match (elementwise, size) {
                     (true, Some(s)) => s.to_string(),

@@ -165,3 +165,46 @@ fn bench_lines_name_their_protocols() {
     let gelu = ops.iter().find(|o| o["op"] == "gelu").expect("a gelu row");
     assert_eq!(gelu["protocol"], "p4");
 }
+
+/// `bench linear` runs (its `--op` names the kernel; the suite comes from `--suite`) and its
+/// line names the suite.
+#[test]
+fn bench_linear_runs_with_a_suite() {
+    let out = nectar()
+        .args(["bench", "linear", "--op", "bole", "--size", "256", "--suite", "bumblebee+ot=iknp", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let l: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert!(l["bytes_total"].as_u64().unwrap() > 0, "{l}");
+    assert!(text.contains("bumblebee+ot=iknp"), "{text}");
+}
+
+/// `nectar fit` fits an OPPE table and refuses bad arguments in one line.
+#[test]
+fn fit_prints_a_table_and_refuses_bad_arguments() {
+    let out = nectar()
+        .args(["fit", "--func", "gelu", "--lo", "-5", "--hi", "5", "--m", "4", "--d", "2", "--domain", "-6,6", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let t: serde_json::Value = serde_json::from_str(String::from_utf8(out.stdout).unwrap().trim()).unwrap();
+    assert_eq!(t["breaks"].as_array().unwrap().len(), 4);
+    assert!(t["fit"]["twin_max_abs"].as_f64().unwrap() < 0.1);
+    for bad in [
+        vec!["--m", "0"],
+        vec!["--d", "12"],
+        vec!["--domain", "-1e9,1e9"],
+    ] {
+        let out = nectar()
+            .args(["fit", "--func", "gelu", "--lo", "-5", "--hi", "5"])
+            .args(&bad)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{bad:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.trim().lines().count(), 1, "{bad:?}: {err}");
+        assert!(err.starts_with("error: "), "{err}");
+    }
+}

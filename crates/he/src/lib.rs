@@ -17,13 +17,11 @@
 //!   adding an arbitrary `R_q` polynomial to `c0` ([`Ciphertext::add_c0_assign`], H2A's mask).
 //! - [`keyswitch`]: automorphisms `X -> X^g` with key switching.
 //! - [`serialize`]: versioned, length-checked, bit-packed wire formats.
-//! - [`bench`]: per-operation timings for `nectar bench he`.
 //!
 //! Scheme: BFV-style scaling without relinearisation. A plaintext `m ∈ Z_t[X]/(X^N+1)` is
 //! carried as `c0 + c1·s = round(q·m/t) + e (mod q)`; decryption is `round(t·(c0 + c1·s)/q) mod t`,
 //! computed exactly in RNS (see `nectar_math::rns`).
 
-pub mod bench;
 pub mod ciphertext;
 pub mod encoding;
 pub mod keys;
@@ -33,7 +31,6 @@ pub mod params;
 pub mod poly;
 pub mod serialize;
 
-pub use bench::{bench_he, HeBenchLine};
 pub use ciphertext::{Ciphertext, NoiseReport};
 pub use encoding::{PlainNtt, Plaintext};
 pub use keys::{GaloisKeys, PublicKey, SecretKey};

@@ -17,10 +17,8 @@
 //! - [`interleave`]: InterLeave and PackLWEs over any ring with automorphisms
 //!   ([`interleave::AutoRing`]), with a plain `Z_q` twin;
 //! - [`parse_mat`]: where each matrix entry lands (App. E, Fig. 8, corrected);
-//! - [`liftdown`]: `Lift` / `Down` (Prop. 2–3) over a CRT plaintext modulus `t`;
-//! - [`bench`](mod@bench): `nectar bench linear` (Table II / VII).
+//! - [`liftdown`]: `Lift` / `Down` (Prop. 2–3) over a CRT plaintext modulus `t`.
 
-pub mod bench;
 pub mod bole;
 pub mod h2a;
 pub mod interleave;

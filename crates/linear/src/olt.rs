@@ -48,9 +48,14 @@ pub enum Side {
 /// Plaintext blocks are all prepared up front when they fit in this many bytes (LOCAL).
 pub const PT_CACHE_BYTES: usize = 512 << 20;
 
-/// Ciphertexts as an [`AutoRing`] (automorphisms with the encryptor's Galois keys).
-pub(crate) struct CtRing<'a> {
+/// Ciphertexts as an [`AutoRing`] (automorphisms with the encryptor's Galois keys): the ring
+/// [`crate::interleave::interleave`] and [`crate::interleave::pack_lwes`] compress an OLT's
+/// block products in.
+pub struct CtRing<'a> {
+    /// The HE parameters of the ciphertexts.
     pub params: &'a Params,
+    /// Galois keys for the automorphisms InterLeave / PackLWEs apply
+    /// ([`nectar_he::keys::interleave_galois_elements`]).
     pub gk: &'a GaloisKeys,
 }
 

@@ -112,8 +112,8 @@ impl CostModel {
     }
 
     /// Prices in seconds from measurements on this machine: `auto_seconds` per automorphism
-    /// (see [`crate::bench::measure_automorphism_seconds`]), `ct_bytes` per ciphertext sent over
-    /// a link of `bandwidth_bps` bits/s; products are priced at `mult_seconds`.
+    /// (e.g. `nectar_bench::linear::measure_automorphism_seconds`), `ct_bytes` per ciphertext
+    /// sent over a link of `bandwidth_bps` bits/s; products are priced at `mult_seconds`.
     pub fn measured(
         auto_seconds: f64,
         mult_seconds: f64,

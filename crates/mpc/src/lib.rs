@@ -45,12 +45,10 @@
 //! - [`equal`]: equality with public constants (one-hot of token ids);
 //! - [`trunc`]: approximate (Cheetah), faithful, known-MSB and heuristic (East §4.3) truncation;
 //! - [`extend`]: ring extension (BumbleBee App. E Alg. 5), reduction, mixed bit-width (§V-C);
-//! - [`mul`]: OT-based (Gilboa) product and square of shared vectors, shared × public;
-//! - [`bench`]: `nectar bench nn --op {less,mux,trunc,...}` measurements.
+//! - [`mul`]: OT-based (Gilboa) product and square of shared vectors, shared × public.
 
 pub mod and;
 pub mod b2a;
-pub mod bench;
 pub mod ctx;
 pub mod equal;
 pub mod extend;
@@ -61,7 +59,6 @@ pub mod mul;
 pub mod mux;
 pub mod trunc;
 
-pub use bench::{bench_mpc, MpcBench, MpcOp, OpKind};
 pub use ctx::Mpc;
 pub use extend::MixedWidth;
 

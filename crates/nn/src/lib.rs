@@ -33,7 +33,6 @@
 
 pub mod accuracy;
 pub mod backend;
-pub mod bench;
 pub mod counting;
 pub mod elu;
 pub mod exp;

@@ -245,7 +245,7 @@ fn print_report() {
         ("softmax", 12 * 128 * 128, 128),
         ("layernorm", 128 * 768, 768),
     ] {
-        let p = nectar_nn::bench::primitive_counts(op, n, cols).unwrap();
+        let p = nectar_nn::counting::primitive_counts(op, n, cols).unwrap();
         println!("{op} n={} twin {:.3}s", p.elements, p.twin_seconds);
         for (k, c) in &p.counts {
             println!("  {k}: calls {} elements {} element_bits {}", c.calls, c.elements, c.element_bits);

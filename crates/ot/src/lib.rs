@@ -9,8 +9,7 @@
 //! - [`ferret`]: Ferret silent COT (Yang et al., CCS'20) with the emp-ot parameter sets;
 //! - [`pool`]: [`CotPool`], one direction's store of random COTs that refills itself;
 //! - [`session`]: [`OtSession`], one per party and peer, holding a pool per direction and
-//!   exposing every derived OT ([`rot`], [`chosen`], [`acot`], [`one_of_n`], [`pprf`]);
-//! - [`bench`]: the `nectar bench ot` measurement.
+//!   exposing every derived OT ([`rot`], [`chosen`], [`acot`], [`one_of_n`], [`pprf`]).
 //!
 //! Conventions. A COT has a global `Δ` (held by the COT *sender*, `lsb(Δ) = 1`); for every
 //! instance the sender holds `q` with `lsb(q) = 0` and the receiver holds `t = q ⊕ b·Δ`, so
@@ -24,7 +23,6 @@
 
 pub mod acot;
 pub mod base_ot;
-pub mod bench;
 pub mod bits;
 pub mod chosen;
 pub mod crhash;
@@ -38,7 +36,6 @@ pub mod pprf;
 pub mod rot;
 pub mod session;
 
-pub use bench::{bench_ot, OtBench, OtKind};
 pub use ferret::FerretParams;
 pub use pool::{CotPool, Producer};
 pub use session::OtSession;

@@ -32,7 +32,6 @@
 //! mapped or pseudo-random) [`WeightSource`] and encoded right before the operator that uses it,
 //! and dropped after it.
 
-pub mod bench;
 pub mod bert;
 pub mod block;
 pub mod engine;

@@ -1,7 +1,7 @@
 //! `nectar bench model`: one secure inference of an architecture at its real shapes with
-//! deterministic random weights ([`crate::secure::random`]), both parties in this process (two
-//! threads over an in-memory channel, optionally with a simulated LAN/WAN link), reporting the
-//! totals and each party's per-operator breakdown (Table IV style).
+//! deterministic random weights ([`nectar_model::secure::random`]), both parties in this
+//! process (two threads over an in-memory channel, optionally with a simulated LAN/WAN link),
+//! reporting the totals and each party's per-operator breakdown (Table IV style).
 //!
 //! BERT runs `Task::Embed` on `seq` tokens; GPT-2 and LLaMA run the prompt of `seq` tokens and
 //! produce one token (`Task::Generate { n_new: 1 }`: the full forward, the LM head on the last
@@ -10,13 +10,13 @@
 //! `seq` is ignored for ViT (the image size fixes the rows) and the report's `seq` is the number
 //! of rows actually run. The session setup (base OTs, HE keys) is measured separately.
 
-use crate::config::ModelConfig;
-use crate::secure::engine::Engine;
-use crate::secure::profile::{OpRecord, Profile};
-use crate::secure::random::{random_config, RandomArch, RandomWeights};
-use crate::secure::{Output, Query, SecureEngine, SecureError, SecureModel, Task};
-use crate::suite::Suite;
 use nectar_math::Prg;
+use nectar_model::config::ModelConfig;
+use nectar_model::secure::engine::Engine;
+use nectar_model::secure::profile::{OpRecord, Profile};
+use nectar_model::secure::random::{random_config, RandomArch, RandomWeights};
+use nectar_model::secure::{Output, Query, SecureEngine, SecureError, SecureModel, Task};
+use nectar_model::suite::Suite;
 use nectar_net::{Channel, LinkModel, MemChannel, Role, Simulated, Stats};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -134,8 +134,8 @@ fn prepare(spec: &BenchSpec) -> Prepared {
     };
     let (seq, pixels) = match &config {
         ModelConfig::Vit(c) => (
-            crate::vit::num_patches(c) + 1,
-            Some(crate::tiny::tiny_image(
+            nectar_model::vit::num_patches(c) + 1,
+            Some(nectar_model::tiny::tiny_image(
                 c.num_channels,
                 c.image_size,
                 spec.seed,
@@ -184,7 +184,7 @@ impl Prepared {
         let mut e = SecureEngine::setup(ch, role, &spec.suite, Prg::from_entropy())?;
         let setup_seconds = t0.elapsed().as_secs_f64();
         let setup: Stats = e.net_stats() - s0;
-        let w = server.then_some(&self.weights as &dyn crate::secure::WeightSource);
+        let w = server.then_some(&self.weights as &dyn nectar_model::secure::WeightSource);
         let mut m = SecureModel::new(&self.config, w)?;
         if spec.progress && !server {
             m = m.with_progress(Box::new(|l, n| eprintln!("  block {l}/{n} done")));

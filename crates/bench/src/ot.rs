@@ -7,11 +7,11 @@
 //! separately), bytes, rounds (flows summed over both parties) and, for Ferret, the
 //! steady-state bits per COT of one main extension.
 
-use crate::ferret::{extension_bytes, FerretParams};
-use crate::pool::{CotPool, Producer};
-use crate::OtError;
 use nectar_math::Prg;
 use nectar_net::{mem::run_pair, Channel};
+use nectar_ot::ferret::{extension_bytes, FerretParams};
+use nectar_ot::pool::{CotPool, Producer};
+use nectar_ot::OtError;
 use std::time::Instant;
 
 /// Which extension to measure.

@@ -6,17 +6,17 @@
 //! setup to the end of the slower party; bytes are payload plus frame headers as counted by the
 //! channels.
 
-use crate::bole;
-use crate::interleave::{interleave, pack_lwes};
-use crate::krdy::{matmul_u64, Shape, Windows};
-use crate::matmul::{batch_matmul_shared_shared, matmul_shared_weight};
-use crate::olt::{olt, CtRing, Side};
-use crate::parse_mat::ResultLayout;
-use crate::session::HeSession;
-use crate::window::{Compression, CostModel, OltPlan, Variant};
-use crate::LinearError;
 use nectar_he::keys::interleave_galois_elements;
 use nectar_he::{Ciphertext, Params, PlainNtt, Plaintext, SecretKey};
+use nectar_linear::bole;
+use nectar_linear::interleave::{interleave, pack_lwes};
+use nectar_linear::krdy::{matmul_u64, Shape, Windows};
+use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_weight};
+use nectar_linear::olt::{olt, CtRing, Side};
+use nectar_linear::parse_mat::ResultLayout;
+use nectar_linear::session::HeSession;
+use nectar_linear::window::{Compression, CostModel, OltPlan, Variant};
+use nectar_linear::LinearError;
 use nectar_math::Prg;
 use nectar_net::{Channel, LinkModel, MemChannel, Role, Simulated, Stats};
 use rand_core::RngCore;
@@ -457,7 +457,7 @@ pub fn bench_compression(
     };
     let products = layout.products();
     // One random product ciphertext per block (the compression cost does not depend on values).
-    let level = crate::h2a::response_level(&params, 64);
+    let level = nectar_linear::h2a::response_level(&params, 64);
     let mut base = sk.encrypt(
         &params,
         &Plaintext::from_coeffs(&params, &random_vec(&mut prg, n, 64), 0)?,
@@ -533,7 +533,7 @@ pub fn measure_automorphism_seconds() -> Result<f64, LinearError> {
         &Plaintext::from_coeffs(&params, &[1], 0)?,
         &mut prg,
     )?;
-    ct.mod_switch_to(&params, crate::h2a::response_level(&params, 64))?;
+    ct.mod_switch_to(&params, nectar_linear::h2a::response_level(&params, 64))?;
     let reps = 20;
     let t = Instant::now();
     for _ in 0..reps {
@@ -566,7 +566,7 @@ pub fn measured_cost_model(link: LinkModel) -> Result<CostModel, LinearError> {
         acc.mul_plain_accumulate(&params, &ct, &pt)?;
     }
     let mult = t.elapsed().as_secs_f64() / reps as f64;
-    acc.mod_switch_to(&params, crate::h2a::response_level(&params, 64))?;
+    acc.mod_switch_to(&params, nectar_linear::h2a::response_level(&params, 64))?;
     let bytes = acc.serialized_len(&params);
     Ok(CostModel::measured(
         measure_automorphism_seconds()?,

@@ -7,8 +7,8 @@
 //! setup (base OTs) and the Ferret bootstrap of both directions are excluded (run before the
 //! measurement); pool refills during the call are included.
 
-use crate::{Mpc, MpcError, Result};
 use nectar_math::Prg;
+use nectar_mpc::{Mpc, MpcError, Result};
 use nectar_net::{Channel, LinkModel, MemChannel, Role, Simulated};
 use nectar_ot::Producer;
 use std::time::Instant;
@@ -193,10 +193,17 @@ fn party(
 ) -> Result<(f64, nectar_net::Stats, u64)> {
     let mut prg = Prg::from_entropy();
     let mut mpc = Mpc::setup(role, ch, prg.fork(), Producer::default())?;
-    // Ferret bootstrap of both directions, outside the measurement.
-    mpc.rot_both(ch, 1)?;
+    // Ferret bootstrap of both directions, outside the measurement: one random OT each way,
+    // the server sending first (the order of `Mpc`'s two-way calls).
+    if mpc.is_server() {
+        mpc.ot().send_rot(ch, 1)?;
+        mpc.ot().recv_rot(ch, 1)?;
+    } else {
+        mpc.ot().recv_rot(ch, 1)?;
+        mpc.ot().send_rot(ch, 1)?;
+    }
     let l = op.l;
-    let m = crate::ctx::mask(l)?;
+    let m = nectar_mpc::ctx::mask(l)?;
     let x: Vec<u64> = (0..n).map(|_| prg.next_u128() as u64 & m).collect();
     let y: Vec<u64> = (0..n).map(|_| prg.next_u128() as u64 & m).collect();
     let b: Vec<bool> = (0..n).map(|_| prg.next_bit()).collect();

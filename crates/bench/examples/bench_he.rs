@@ -1,4 +1,4 @@
-//! Prints `nectar_he::bench_he` for the given ring degrees (default 4096, 8192, 16384), one
+//! Prints `nectar_bench::he::bench_he` for the given ring degrees (default 4096, 8192, 16384), one
 //! JSON object per line with `--json` (the format `scripts/seal_bench/compare.py` reads),
 //! else a table. The CLI equivalent is `nectar bench he --json`.
 fn main() {
@@ -9,7 +9,7 @@ fn main() {
         ns = vec![4096, 8192, 16384];
     }
     for n in ns {
-        match nectar_he::bench_he(n) {
+        match nectar_bench::he::bench_he(n) {
             Ok(lines) => {
                 for l in lines {
                     if json {

@@ -1,8 +1,8 @@
 //! Prints a Markdown table of `bench_mpc` for the named ops:
-//! `cargo run --release -p nectar-mpc --example bench_mpc -- SIZE [lan|wan|none] OP[:l[:shift]]...`
+//! `cargo run --release -p nectar-bench --example bench_mpc -- SIZE [lan|wan|none] OP[:l[:shift]]...`
 //! e.g. `... 1048576 none less less3 trunc:32:12`.
 
-use nectar_mpc::{bench_mpc, MpcOp};
+use nectar_bench::mpc::{bench_mpc, MpcOp};
 use nectar_net::LinkModel;
 
 fn main() {

@@ -1,80 +1,13 @@
-//! Operator benchmarks for the `nectar bench nn` CLI:
-//! - [`primitive_counts`]: primitive counts on the plaintext twin (→ cost model) and twin wall
-//!   time (the per-operator cost breakdown of a run is `nectar_model::secure::Profile`);
-//! - [`bench_secure`]: both parties of [`crate::secure::SecureBackend`] in two threads over an
-//!   in-memory channel (optionally through a simulated LAN/WAN link) running the same operator
-//!   code: seconds, bytes each way, flights, bits per element.
+//! `nectar bench nn --op {gelu,softmax,...}`: [`bench_secure`] runs both parties of
+//! [`nectar_nn::SecureBackend`] in two threads over an in-memory channel (optionally through a
+//! simulated LAN/WAN link) on the same operator code as the twin: seconds, bytes each way,
+//! flights, bits per element. (Primitive counts on the plaintext twin are
+//! [`nectar_nn::counting::primitive_counts`]; the per-operator cost breakdown of a run is
+//! `nectar_model::secure::Profile`.)
 
-use crate::backend::Backend;
-use crate::counting::OpCount;
-use crate::NnError;
 use nectar_math::FixedPoint;
-use std::collections::BTreeMap;
+use nectar_nn::{Backend, NnError};
 use std::time::Instant;
-
-/// Operators [`primitive_counts`] knows.
-pub const OPS: [&str; 12] = [
-    "gelu", "gelu-mixed", "gelu-p4", "gelu-p4-mixed", "silu", "exp", "exp-mixed", "softmax", "layernorm", "rsqrt",
-    "reciprocal", "argmax",
-];
-
-/// Counts and time of one operator run on the twin.
-#[derive(Clone, Debug)]
-pub struct TwinCounts {
-    pub op: String,
-    /// Elements (for row operators: rows × cols).
-    pub elements: usize,
-    pub twin_seconds: f64,
-    pub counts: BTreeMap<&'static str, OpCount>,
-}
-
-/// Run `op` on `elements` inputs (row operators use rows of `cols`) under a [`CountingBackend`].
-pub fn primitive_counts(op: &str, elements: usize, cols: usize) -> Result<TwinCounts, NnError> {
-    use crate::*;
-    let fp = FixedPoint::BUMBLEBEE;
-    let mut b = CountingBackend::new(PlainBackend::new(fp)?);
-    let cols = cols.max(1);
-    let rows = elements.div_ceil(cols);
-    let n = if matches!(op, "softmax" | "layernorm" | "argmax") { rows * cols } else { elements };
-    let xs: Vec<f64> = (0..n).map(|i| 4.0 * (((i * 7919 + 13) % 1000) as f64 / 500.0 - 1.0)).collect();
-    let x = b.inner.encode(&xs)?;
-    let t = Instant::now();
-    match op {
-        "gelu" => drop(gelu::seg4_gelu(&mut b, &x, &gelu::SEG4_BUMBLEBEE)?),
-        "gelu-mixed" => drop(gelu::seg4_gelu_mixed(&mut b, &x, &gelu::SEG4_BUMBLEBEE)?),
-        "gelu-p4" => drop(gelu::p4_gelu(&mut b, &x, &gelu::P4_BOLT)?),
-        "gelu-p4-mixed" => drop(gelu::p4_gelu_mixed(&mut b, &x, &gelu::P4_BOLT)?),
-        "silu" => drop(silu::silu(&mut b, &x, &silu::SILU_BUMBLEBEE)?),
-        "exp" | "exp-mixed" => {
-            let nx = b.neg(&x)?;
-            let d = b.add_const(&nx, &[backend::enc(&b, -4.0)?])?;
-            if op == "exp" {
-                drop(exp::exp_neg(&mut b, &d, &exp::EXP_BUMBLEBEE)?)
-            } else {
-                drop(exp::exp_neg_mixed(&mut b, &d, &exp::EXP_BUMBLEBEE)?)
-            }
-        }
-        "softmax" => drop(softmax::softmax(&mut b, &x, rows, cols, None, &softmax::SOFTMAX_BUMBLEBEE)?),
-        "layernorm" => {
-            let g = b.inner.encode(&vec![1.0; cols])?;
-            let be = b.inner.encode(&vec![0.0; cols])?;
-            drop(layernorm::layernorm(&mut b, &x, rows, cols, &g, &be, &layernorm::LAYERNORM_DEFAULT)?)
-        }
-        "rsqrt" | "reciprocal" => {
-            let sq = b.square(&x)?;
-            let pos = b.add_const(&sq, &[backend::enc(&b, 1.0)?])?;
-            b.reset();
-            if op == "rsqrt" {
-                drop(rsqrt::rsqrt(&mut b, &pos, &rsqrt::RSQRT_LAYERNORM)?)
-            } else {
-                drop(reciprocal::reciprocal(&mut b, &pos, &reciprocal::RECIP_SOFTMAX)?)
-            }
-        }
-        "argmax" => drop(max::argmax_rows(&mut b, &x, rows, cols)?),
-        other => return Err(NnError::BadArgument(format!("unknown operator {other}; known: {OPS:?}"))),
-    }
-    Ok(TwinCounts { op: op.to_string(), elements: n, twin_seconds: t.elapsed().as_secs_f64(), counts: b.counts().clone() })
-}
 
 /// One two-party measurement of an operator (JSON-friendly; see [`bench_secure`]).
 #[derive(Clone, Debug, serde::Serialize)]
@@ -100,7 +33,7 @@ pub struct SecureBench {
     /// included in the bytes only where a pool refill happened during the operator.
     pub cots_per_element: f64,
     /// `bits_per_element` + COTs at Ferret's steady-state 0.442 bit/COT
-    /// (`nectar_mpc::bench::FERRET_BITS_PER_COT`): the amortised per-element cost.
+    /// ([`crate::mpc::FERRET_BITS_PER_COT`]): the amortised per-element cost.
     pub amortised_bits_per_element: f64,
     /// Session setup (OT base OTs + Ferret bootstrap of both directions + bOLEe key exchange).
     pub setup_seconds: f64,
@@ -109,7 +42,7 @@ pub struct SecureBench {
     pub max_lsb_vs_twin: i64,
 }
 
-/// Operators [`bench_secure`] knows ([`OPS`] plus `silu-mixed`, `elu`, `rmsnorm`, `onehot`).
+/// Operators [`bench_secure`] knows ([`nectar_nn::counting::OPERATORS`] plus `silu-mixed`, `elu`, `rmsnorm`, `onehot`).
 pub const SECURE_OPS: [&str; 16] = [
     "gelu", "gelu-mixed", "gelu-p4", "gelu-p4-mixed", "silu", "silu-mixed", "exp", "exp-mixed", "elu", "softmax",
     "layernorm", "rmsnorm", "rsqrt", "reciprocal", "argmax", "onehot",
@@ -133,14 +66,14 @@ fn bench_inputs(op: &str, n: usize, cols: usize) -> Vec<f64> {
 }
 
 /// Runs `op` on the backend `b` (one party, or the twin) on `x`; returns the revealed output.
-fn run_op<B: crate::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
+fn run_op<B: nectar_nn::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
     b: &mut B,
     op: &str,
     x: &Vec<u64>,
     rows: usize,
     cols: usize,
 ) -> Result<Vec<u64>, NnError> {
-    use crate::*;
+    use nectar_nn::*;
     let fp = b.format();
     let y = match op {
         "gelu" => gelu::seg4_gelu(b, x, &gelu::SEG4_BUMBLEBEE)?,
@@ -181,10 +114,10 @@ pub fn bench_secure(
     op: &str,
     size: usize,
     cols: usize,
-    opts: crate::secure::SecureOpts,
+    opts: nectar_nn::secure::SecureOpts,
     net: Option<nectar_net::LinkModel>,
 ) -> Result<SecureBench, NnError> {
-    use crate::secure::SecureBackend;
+    use nectar_nn::secure::SecureBackend;
     use nectar_math::Prg;
     use nectar_net::{Channel, MemChannel, Role, Simulated};
     if !SECURE_OPS.contains(&op) {
@@ -195,7 +128,7 @@ pub fn bench_secure(
     let rows = if row_op { size.div_ceil(cols) } else { size };
     let n = if row_op { rows * cols } else { size };
     let fp = opts.format;
-    let mut twin = crate::PlainBackend::new(fp)?;
+    let mut twin = nectar_nn::PlainBackend::new(fp)?;
     let x = twin.encode(&bench_inputs(op, n, cols))?;
     let want = run_op(&mut twin, op, &x, rows, cols)?;
     let mut prg = Prg::from_entropy();
@@ -267,7 +200,7 @@ pub fn bench_secure(
         variant: format!(
             "{}+{}",
             match (opts.mul, opts.reuse_queries, opts.bole_narrow) {
-                (crate::secure::MulProtocol::Ot, _, _) => "ot",
+                (nectar_nn::secure::MulProtocol::Ot, _, _) => "ot",
                 (_, true, true) => "bole",
                 (_, false, true) => "bole+noreuse",
                 (_, true, false) => "bole+wide",
@@ -289,7 +222,7 @@ pub fn bench_secure(
         rounds: s0.rounds + s1.rounds,
         bits_per_element,
         cots_per_element,
-        amortised_bits_per_element: bits_per_element + nectar_mpc::bench::FERRET_BITS_PER_COT * cots_per_element,
+        amortised_bits_per_element: bits_per_element + crate::mpc::FERRET_BITS_PER_COT * cots_per_element,
         setup_seconds: u0.max(u1),
         setup_bytes: ss0.bytes_sent + ss1.bytes_sent,
         max_lsb_vs_twin,
@@ -307,17 +240,8 @@ fn ring_mask(l: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn all_ops_profile() {
-        for op in super::OPS {
-            let p = super::primitive_counts(op, 256, 64).unwrap();
-            assert!(!p.counts.is_empty(), "{op}");
-        }
-        assert!(super::primitive_counts("nope", 4, 1).is_err());
-    }
-
-    #[test]
     fn secure_bench_small() {
-        use crate::secure::{MulProtocol, SecureOpts};
+        use nectar_nn::secure::{MulProtocol, SecureOpts};
         use nectar_ot::{FerretParams, Producer};
         let small = SecureOpts::bumblebee().with_producer(Producer::Ferret(FerretParams::small()));
         let ot = small.with_mul(MulProtocol::Ot);

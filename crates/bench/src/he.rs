@@ -11,8 +11,8 @@
 //! the robust one (time spent waiting for a core does not count). `scripts/seal_bench`
 //! measures Microsoft SEAL the same way.
 
-use crate::keys::SecretKey;
-use crate::{Ciphertext, HeError, Params, ParamsLiteral, PlainModulus, PlainNtt, Plaintext};
+use nectar_he::keys::SecretKey;
+use nectar_he::{Ciphertext, HeError, Params, ParamsLiteral, PlainModulus, PlainNtt, Plaintext};
 use nectar_math::modulus::ntt_primes;
 use nectar_math::Prg;
 use rand_core::RngCore;

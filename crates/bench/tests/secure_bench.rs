@@ -1,9 +1,9 @@
 //! Measurements of whole-model secure inference at real shapes with random weights (ignored by
 //! default: minutes each). Run e.g.
-//! `NECTAR_BENCH="bert-base 128 1" cargo test -p nectar-model --test secure_bench -- --ignored --nocapture`
+//! `NECTAR_BENCH="bert-base 128 1" cargo test -p nectar-bench --test secure_bench -- --ignored --nocapture`
 //! (architecture, tokens, layers; `all` for every layer). Prints the summary and one JSON line.
 
-use nectar_model::secure::bench::{bench_model, BenchSpec};
+use nectar_bench::model::{bench_model, BenchSpec};
 use nectar_model::secure::RandomArch;
 use nectar_model::suite::{ActRing, Embed};
 

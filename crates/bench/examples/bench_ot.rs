@@ -1,12 +1,12 @@
-//! `cargo run --release -p nectar-ot --example bench_ot -- {iknp|ferret} COUNT`: one JSON line.
+//! `cargo run --release -p nectar-bench --example bench_ot -- {iknp|ferret} COUNT`: one JSON line.
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let kind = match args.get(1).map(String::as_str) {
-        Some("iknp") => nectar_ot::OtKind::Iknp,
-        _ => nectar_ot::OtKind::Ferret,
+        Some("iknp") => nectar_bench::ot::OtKind::Iknp,
+        _ => nectar_bench::ot::OtKind::Ferret,
     };
     let count = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10_000_000);
-    match nectar_ot::bench_ot(kind, count) {
+    match nectar_bench::ot::bench_ot(kind, count) {
         Ok(b) => println!("{}", serde_json::to_string(&b).unwrap_or_default()),
         Err(e) => eprintln!("bench failed: {e}"),
     }

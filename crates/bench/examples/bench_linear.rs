@@ -1,6 +1,6 @@
-//! `cargo run --release -p nectar-linear --example bench_linear -- op k,m,n variant net [heads] [model]`
+//! `cargo run --release -p nectar-bench --example bench_linear -- op k,m,n variant net [heads] [model]`
 //! (`model`: a `CostModel::by_name` name for the window chooser, default `artifact`).
-use nectar_linear::bench::{
+use nectar_bench::linear::{
     bench_compression, bench_linear, measure_automorphism_seconds, LinearBenchSpec, Op,
 };
 use nectar_linear::window::Compression;

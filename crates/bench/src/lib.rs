@@ -1,0 +1,18 @@
+//! `nectar-bench`: the measurement drivers behind `nectar bench ...` (the CLI in `nectar-app`
+//! formats their results as bench lines). They live here so that the protocol crates stay free
+//! of them: each driver uses only the public API of the layer it measures.
+//!
+//! - [`he`]: per-operation timings of the RLWE layer (`nectar bench he`);
+//! - [`ot`]: COT throughput and communication of IKNP / Ferret (`nectar bench ot`);
+//! - [`mpc`]: share-level protocols, less / mux / trunc / ... (`nectar bench nn --op less`);
+//! - [`linear`]: the HE linear protocols, OLT / matmuls / bOLEe, BumbleBee Table II / VII
+//!   (`nectar bench linear`);
+//! - [`nn`]: whole nonlinear operators on the secure backend (`nectar bench nn --op gelu`);
+//! - [`model`]: one secure inference at real shapes with random weights (`nectar bench model`).
+
+pub mod he;
+pub mod linear;
+pub mod model;
+pub mod mpc;
+pub mod nn;
+pub mod ot;

@@ -45,6 +45,7 @@ bench:
 # docs/results pages generated from committed JSON.
 results:
 	$(PYTHON) scripts/results_suites.py
+	$(PYTHON) scripts/results_east.py
 
 fmt:
 	$(CARGO) fmt --all

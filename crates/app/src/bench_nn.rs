@@ -5,7 +5,7 @@
 use crate::report::BenchLine;
 use nectar_bench::mpc::{bench_mpc, MpcOp};
 use nectar_model::secure::backend_opts;
-use nectar_model::suite::{ActRing, Gelu, Suite};
+use nectar_model::suite::{ActRing, Exp, Gelu, Reciprocal, Silu, Suite};
 use nectar_net::LinkModel;
 use std::path::Path;
 
@@ -26,17 +26,49 @@ pub struct Args<'a> {
 }
 
 /// Whole operators benchmarked through the suite.
-const OPERATORS: [&str; 11] =
-    ["gelu", "silu", "exp", "elu", "softmax", "layernorm", "rmsnorm", "rsqrt", "reciprocal", "argmax", "onehot"];
+const OPERATORS: [&str; 12] =
+    ["gelu", "silu", "exp", "tanh", "elu", "softmax", "layernorm", "rmsnorm", "rsqrt", "reciprocal", "argmax", "onehot"];
 
-/// The `nectar_bench::nn` kernel that runs operator `op` under `suite`.
+/// The `nectar_bench::nn` kernel that runs operator `op` under `suite` (one match per
+/// operator on the suite's choice, as in `nectar_model::secure::operators`).
 fn kernel(op: &str, suite: &Suite) -> Result<String, String> {
+    use nectar_model::secure::operators::planned;
     let mixed = suite.act_ring == ActRing::Mixed;
     let base = match op {
         "gelu" => match suite.gelu {
             Gelu::Seg4 => "gelu",
             Gelu::P4 => "gelu-p4",
-            other => return Err(nectar_model::secure::operators::planned(other).to_string()),
+            Gelu::Oppe => "gelu-oppe",
+            other => return Err(planned(other).to_string()),
+        },
+        "silu" => match suite.silu {
+            Silu::Seg4 => "silu",
+            Silu::Oppe => "silu-oppe",
+            other => return Err(planned(other).to_string()),
+        },
+        "exp" => match suite.exp {
+            Exp::Taylor => "exp",
+            Exp::Oppe => "exp-oppe",
+            other => return Err(planned(other).to_string()),
+        },
+        "tanh" => match suite.exp {
+            Exp::Oppe => "tanh-oppe",
+            _ => return Err("--op tanh: BumbleBee's tanh is a composition in the model (exp + reciprocal); \
+                             the standalone tanh is East's OPPE (use --suite east or --op exp=oppe)"
+                .into()),
+        },
+        "reciprocal" => match suite.reciprocal {
+            Reciprocal::Newton => "reciprocal",
+            Reciprocal::NewtonDetermine => "reciprocal-determine",
+            other => return Err(planned(other).to_string()),
+        },
+        "softmax" => match (suite.exp, suite.reciprocal) {
+            (Exp::Taylor, Reciprocal::Newton) => "softmax",
+            (Exp::Oppe, Reciprocal::NewtonDetermine) => "softmax-oppe-determine",
+            (Exp::Oppe, Reciprocal::Newton) => "softmax-oppe-newton",
+            (Exp::Taylor, Reciprocal::NewtonDetermine) => "softmax-taylor-determine",
+            (e @ Exp::Lut, _) => return Err(planned(e).to_string()),
+            (_, r) => return Err(planned(r).to_string()),
         },
         other => other,
     };

@@ -120,7 +120,7 @@ fn suites_lists_presets_and_choices() {
 fn planned_protocols_fail_at_start_with_one_line() {
     let cases: [(&[&str], &str); 5] = [
         (&["demo", "--suite", "rotl", "some text"], "operator compare: protocol 'rotl-lut'"),
-        (&["demo", "--suite", "east", "--model", "/nonexistent", "x"], "operator gelu: protocol 'oppe'"),
+        (&["demo", "--suite", "east", "--op", "norm=east-eq9", "--model", "/nonexistent", "x"], "operator norm: protocol 'east-eq9'"),
         (&["serve", "--suite", "blb", "--model", "/nonexistent"], "operator matmul: protocol 'ckks'"),
         (&["infer", "--suite", "leaf", "--ids", "1,2"], "operator ffn: protocol 'leaf'"),
         (&["bench", "nn", "--op", "gelu=lut", "--size", "8"], "operator gelu: protocol 'lut'"),

@@ -43,9 +43,12 @@ pub struct SecureBench {
 }
 
 /// Operators [`bench_secure`] knows ([`nectar_nn::counting::OPERATORS`] plus `silu-mixed`, `elu`, `rmsnorm`, `onehot`).
-pub const SECURE_OPS: [&str; 16] = [
+pub const SECURE_OPS: [&str; 27] = [
     "gelu", "gelu-mixed", "gelu-p4", "gelu-p4-mixed", "silu", "silu-mixed", "exp", "exp-mixed", "elu", "softmax",
     "layernorm", "rmsnorm", "rsqrt", "reciprocal", "argmax", "onehot",
+    // East (§4): OPPE with the committed tables, the Determine reciprocal, softmax compositions
+    "gelu-oppe", "gelu-oppe-mixed", "silu-oppe", "silu-oppe-mixed", "exp-oppe", "exp-oppe-mixed", "tanh-oppe",
+    "reciprocal-determine", "softmax-oppe-determine", "softmax-oppe-newton", "softmax-taylor-determine",
 ];
 
 /// Input reals of a benchmark (deterministic; inside each operator's documented domain).
@@ -53,11 +56,11 @@ fn bench_inputs(op: &str, n: usize, cols: usize) -> Vec<f64> {
     let u = |i: usize| ((i.wrapping_mul(7919) + 13) % 1000) as f64 / 1000.0;
     (0..n)
         .map(|i| match op {
-            "exp" | "exp-mixed" => -16.0 * u(i),
+            "exp" | "exp-mixed" | "exp-oppe" | "exp-oppe-mixed" => -16.0 * u(i),
             "elu" => 20.0 * u(i) - 16.0,
             "rsqrt" => 0.01 + 1000.0 * u(i),
-            "reciprocal" => 1.0 + 4000.0 * u(i),
-            "softmax" => 12.0 * u(i) - 6.0,
+            "reciprocal" | "reciprocal-determine" => 1.0 + 4000.0 * u(i),
+            o if o.starts_with("softmax") => 12.0 * u(i) - 6.0,
             "argmax" => 100.0 * u(i) - 50.0,
             "onehot" => ((i * 31) % cols.max(1)) as f64 / FixedPoint::BUMBLEBEE.scale(),
             _ => 8.0 * u(i) - 4.0,
@@ -86,6 +89,40 @@ fn run_op<B: nectar_nn::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
         "exp-mixed" => exp::exp_neg_mixed(b, x, &exp::EXP_BUMBLEBEE)?,
         "elu" => elu::elu(b, x, 1.0, &exp::EXP_BUMBLEBEE)?,
         "softmax" => softmax::softmax(b, x, rows, cols, None, &softmax::SOFTMAX_BUMBLEBEE)?,
+        "gelu-oppe" => oppe::oppe(b, x, oppe::east_table("gelu")?)?,
+        "gelu-oppe-mixed" => oppe::oppe_mixed(b, x, oppe::east_table("gelu")?)?,
+        "silu-oppe" => oppe::oppe(b, x, oppe::east_table("silu")?)?,
+        "silu-oppe-mixed" => oppe::oppe_mixed(b, x, oppe::east_table("silu")?)?,
+        "exp-oppe" => oppe::oppe(b, x, oppe::east_table("exp")?)?,
+        "exp-oppe-mixed" => oppe::oppe_mixed(b, x, oppe::east_table("exp")?)?,
+        "tanh-oppe" => oppe::oppe(b, x, oppe::east_table("tanh")?)?,
+        "reciprocal-determine" => reciprocal::reciprocal_determine(b, x, 1.0, 4001.0)?,
+        s if s.starts_with("softmax-") => {
+            let oppe_exp = s.contains("-oppe-");
+            let determine = s.ends_with("-determine");
+            let hi = (cols as f64).max(2.0);
+            softmax::softmax_with(
+                b,
+                x,
+                rows,
+                cols,
+                None,
+                |b, d| {
+                    if oppe_exp {
+                        oppe::oppe(b, d, oppe::east_table("exp")?)
+                    } else {
+                        exp::exp_neg(b, d, &exp::EXP_BUMBLEBEE)
+                    }
+                },
+                |b, sum| {
+                    if determine {
+                        reciprocal::reciprocal_determine(b, sum, 1.0, hi)
+                    } else {
+                        reciprocal::reciprocal(b, sum, &reciprocal::RECIP_SOFTMAX)
+                    }
+                },
+            )?
+        }
         "layernorm" | "rmsnorm" => {
             let g = b.constant(&fp.encode_vec::<u64>(&vec![1.0; cols])?)?;
             if op == "layernorm" {

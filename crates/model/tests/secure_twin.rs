@@ -324,3 +324,79 @@ fn tiny_vit_logits_match_float() {
 fn argmax(x: &[f32]) -> usize {
     nectar_model::ops::argmax(x)
 }
+
+/// The `east` suite's twin (OPPE GeLU / gelu_new / SiLU / exp / tanh, Determine reciprocal) on
+/// the tiny models: generation unchanged, embeddings and logits at least as close to float as
+/// BumbleBee's.
+#[test]
+fn east_suite_twin_matches_float_on_tiny_models() {
+    let east = Suite::parse("east").unwrap();
+    // BERT: embedding and classifier (the pooler's tanh by OPPE).
+    let dir = tempfile::tempdir().unwrap();
+    tiny::write_tiny_bert(dir.path(), 11).unwrap();
+    let model = Model::load(dir.path()).unwrap();
+    let Network::Bert(bert) = model.network() else { panic!() };
+    let w = weights(dir.path());
+    let ids: Vec<u32> = (0..20).map(|i| (i * 7 % 50) as u32).collect();
+    let want = bert.embed_ids(&ids).unwrap();
+    let cos = |suite: &Suite| {
+        let Output::Embedding(got) = run(&model, &w, Task::Embed, &ids, suite) else { panic!() };
+        cosine(&want, &got)
+    };
+    let (ce, cb) = (cos(&east), cos(&Suite::bumblebee()));
+    eprintln!("tiny bert: cosine east {ce:.7}, bumblebee {cb:.7}");
+    assert!(ce >= 0.999 && ce >= cb - 1e-5, "east {ce} vs bumblebee {cb}");
+    let want = bert.classify_ids(&ids).unwrap();
+    let Output::Logits(got) = run(&model, &w, Task::Classify, &ids, &east) else { panic!() };
+    let err = want.iter().zip(&got).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+    eprintln!("tiny bert east logits max abs error {err:.2e}");
+    assert!(err < 5e-2, "classifier logits error {err}");
+    // GPT-2 (gelu_new table) and LLaMA (SiLU table): greedy generation as in float.
+    for (write, prompt) in [
+        (tiny::write_tiny_gpt2 as fn(&std::path::Path, u64) -> Result<(), nectar_model::ModelError>, vec![3u32, 17, 42, 8]),
+        (tiny::write_tiny_llama, vec![1u32, 30, 12, 7, 22]),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), 5).unwrap();
+        let model = Model::load(dir.path()).unwrap();
+        let w = weights(dir.path());
+        let want = match model.network() {
+            Network::Gpt2(g) => g.generate(&prompt, 8).unwrap(),
+            Network::Llama(l) => l.generate(&prompt, 8).unwrap(),
+            _ => panic!(),
+        };
+        let Output::Tokens(got) = run(&model, &w, Task::Generate { n_new: 8 }, &prompt, &east) else { panic!() };
+        assert_eq!(got, want, "greedy generation differs under east");
+    }
+}
+
+/// MiniLM under the `east` suite's twin: every sentence's embedding within cosine 0.9995 of
+/// plaintext (issue 14's target for the secure run; the twin is its noiseless part).
+#[test]
+fn minilm_east_twin_embeddings_match_plaintext() {
+    let dir = fetch::minilm_dir(&fetch::default_home());
+    let model = Model::load(&dir).expect("MiniLM (make test fetches it: nectar fetch-model minilm)");
+    let w = weights(&dir);
+    let tok = model.tokenizer().unwrap();
+    let (mut worst_e, mut worst_b) = (1f32, 1f32);
+    for t in [
+        "The weather is lovely today.",
+        "A man is playing a guitar on stage, and the crowd sings along with him.",
+        "Numbers: 3.14159, 2.71828 and 1,000,000 — what do they have in common?",
+        "Why?!",
+        "I bought 12 eggs, 3 loaves of bread, and a bottle of olive oil at the market yesterday afternoon.",
+    ] {
+        let enc = tok.encode(t).unwrap();
+        let want = model.embed(&[t]).unwrap().remove(0);
+        let c = |suite: &Suite| {
+            let Output::Embedding(got) = run(&model, &w, Task::Embed, &enc.ids, suite) else { panic!() };
+            cosine(&want, &got)
+        };
+        let (ce, cb) = (c(&Suite::parse("east").unwrap()), c(&Suite::bumblebee()));
+        eprintln!("minilm twin: east {ce:.6}, bumblebee {cb:.6}: {t:?}");
+        worst_e = worst_e.min(ce);
+        worst_b = worst_b.min(cb);
+    }
+    eprintln!("minilm twin worst cosine: east {worst_e:.6}, bumblebee {worst_b:.6}");
+    assert!(worst_e >= 0.9995, "east worst cosine {worst_e}");
+}

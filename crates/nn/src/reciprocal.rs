@@ -103,3 +103,106 @@ pub fn reciprocal<B: Backend>(b: &mut B, x: &B::Val, p: &RecipParams) -> Result<
     }
     b.mul(&y, &factor)
 }
+
+/// East's Determine for the reciprocal (East §4.2, Alg. 2; REFERENCE.md §3.8): the constant
+/// initial value `y0` and the number `t` of Newton steps `y ← y·(2 − x·y)` such that
+/// `|y_t − 1/x| ≤ δ` for every `x ∈ [a, b]`, found by iterating backwards from the target
+/// intervals in plaintext. AGREEMENT (a function of public values only).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Determined {
+    pub y0: f64,
+    pub iters: u32,
+}
+
+/// Most Newton steps Determine may ask for (a range too wide for a constant start).
+pub const DETERMINE_MAX_ITERS: u32 = 64;
+
+/// Determine (see [`Determined`]) for `0 < a < b` and target error `0 < δ < 1/b`.
+///
+/// Backward step: the `y` with `y(2 − c·y) ≥ L` form `[(1 − √(1 − cL))/c, (1 + √(1 − cL))/c]`;
+/// starting from `L_a = 1/a − δ`, `L_b = 1/b − δ`, `H_b = 1/b + δ`, the lower bounds are pulled
+/// back until the `a`-interval's lower end is at most the `b`-interval's upper end; `y0` is the
+/// midpoint of the overlap `[L_a, H_b]`. (Newton from below never overshoots `1/x`, so only the
+/// lower bounds move; at `i = 0` the upper bound of `b` is `1/b + δ`.)
+pub fn determine_reciprocal(a: f64, b: f64, delta: f64) -> Result<Determined, NnError> {
+    if !(a > 0.0 && b > a && delta > 0.0 && delta < 1.0 / b) || !b.is_finite() {
+        return Err(NnError::BadArgument(format!(
+            "Determine needs 0 < a < b and 0 < δ < 1/b (got a = {a}, b = {b}, δ = {delta})"
+        )));
+    }
+    let back = |c: f64, l: f64| -> (f64, f64) {
+        let r = (1.0 - c * l).max(0.0).sqrt();
+        ((1.0 - r) / c, (1.0 + r) / c)
+    };
+    let (mut la, mut lb, mut hb) = (1.0 / a - delta, 1.0 / b - delta, 1.0 / b + delta);
+    let mut i = 0;
+    while hb < la {
+        if i == DETERMINE_MAX_ITERS {
+            return Err(NnError::BadArgument(format!(
+                "Determine: [{a}, {b}] at δ = {delta} needs more than {DETERMINE_MAX_ITERS} Newton steps"
+            )));
+        }
+        la = back(a, la).0;
+        let (l, h) = back(b, lb);
+        lb = l;
+        hb = h;
+        i += 1;
+    }
+    Ok(Determined { y0: (hb + la) / 2.0, iters: i })
+}
+
+/// The target error of the reciprocal by Determine (absolute; 2^−14 ≈ 6.1e−5, well above the
+/// rounding of `t` fixed-point Newton steps at f = 18). AGREEMENT.
+pub const DETERMINE_DELTA: f64 = 1.0 / 16384.0;
+
+/// `1/x` for `x ∈ [a, b]` by East's Newton with Determine: `y0` constant, `t` steps of two
+/// products each; no comparison, no B2A. Cost on n elements: mul `2t·n`, `2t` rounds.
+/// Input domain: `[a, b]`; the fixed-point rounding adds about `t` LSB.
+pub fn reciprocal_determine<B: Backend>(b: &mut B, x: &B::Val, a: f64, hi: f64) -> Result<B::Val, NnError> {
+    let d = determine_reciprocal(a, hi, DETERMINE_DELTA)?;
+    let fp = b.format();
+    if (hi * 2.0).log2() + 2.0 * fp.f() as f64 + 2.0 >= fp.l() as f64 {
+        return Err(NnError::FormatTooNarrow {
+            op: "reciprocal (Determine)",
+            l: fp.l(),
+            f: fp.f(),
+            why: format!("x·y up to {hi} needs log2(2·{hi}) + 2f + 2 < l"),
+        });
+    }
+    let n = b.len(x);
+    let mut y = b.constant(&vec![enc(b, d.y0)?; n])?;
+    let two = enc(b, 2.0)?;
+    for _ in 0..d.iters {
+        let xy = b.mul(x, &y)?;
+        let nxy = b.neg(&xy)?;
+        let e = b.add_const(&nxy, &[two])?;
+        y = b.mul(&y, &e)?;
+    }
+    Ok(y)
+}
+
+#[cfg(test)]
+mod determine_tests {
+    use super::*;
+
+    /// The determined (y0, t) reach δ on the whole range in f64, and t is minimal.
+    #[test]
+    fn determine_reaches_delta_on_the_range() {
+        for (a, b) in [(1.0, 2.0), (1.0, 32.0), (1.0, 128.0), (1.0, 512.0), (0.5, 4.0)] {
+            let d = determine_reciprocal(a, b, DETERMINE_DELTA).unwrap();
+            let run = |x: f64, t: u32| (0..t).fold(d.y0, |y, _| y * (2.0 - x * y));
+            let worst = (0..=2000)
+                .map(|i| a + (b - a) * i as f64 / 2000.0)
+                .map(|x| (run(x, d.iters) - 1.0 / x).abs())
+                .fold(0.0, f64::max);
+            assert!(worst <= DETERMINE_DELTA, "[{a}, {b}]: t = {} y0 = {} worst {worst:e}", d.iters, d.y0);
+            if d.iters > 0 {
+                let fewer = (run(a, d.iters - 1) - 1.0 / a).abs().max((run(b, d.iters - 1) - 1.0 / b).abs());
+                assert!(fewer > DETERMINE_DELTA, "[{a}, {b}]: t − 1 steps would do");
+            }
+        }
+        assert!(determine_reciprocal(2.0, 1.0, 1e-3).is_err());
+        assert!(determine_reciprocal(1.0, 2.0, 0.0).is_err());
+        assert!(determine_reciprocal(1e-9, 1e9, 1e-12).is_err());
+    }
+}

@@ -45,14 +45,43 @@ pub fn softmax<B: Backend>(
     mask: Option<&[bool]>,
     p: &SoftmaxParams,
 ) -> Result<B::Val, NnError> {
-    let n = b.len(x);
-    if cols == 0 || rows.checked_mul(cols) != Some(n) {
-        return Err(NnError::Length { op: "softmax shape", a: n, b: rows.saturating_mul(cols) });
-    }
     if (cols as f64) >= (p.recip.hi as f64).exp2() || p.recip.lo > 0 {
         return Err(NnError::BadArgument(format!(
             "softmax rows of {cols} need a reciprocal domain containing [1, {cols}]"
         )));
+    }
+    softmax_with(
+        b,
+        x,
+        rows,
+        cols,
+        mask,
+        |b, d| exp_neg(b, d, &p.exp),
+        |b, s| reciprocal(b, s, &p.recip),
+    )
+}
+
+/// The softmax composition (max, subtract, exp, row sum, one reciprocal per row, product)
+/// with the exponential and the reciprocal given: `exp` receives `x − max ≤ 0` (masked entries
+/// at [`mask_value`]) and must return 0 far left; `recip` receives the row sums, in `[1, cols]`
+/// (East Alg. 3 is this composition with OPPE exp and the Determine reciprocal).
+pub fn softmax_with<B, E, R>(
+    b: &mut B,
+    x: &B::Val,
+    rows: usize,
+    cols: usize,
+    mask: Option<&[bool]>,
+    exp: E,
+    recip: R,
+) -> Result<B::Val, NnError>
+where
+    B: Backend,
+    E: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
+    R: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
+{
+    let n = b.len(x);
+    if cols == 0 || rows.checked_mul(cols) != Some(n) {
+        return Err(NnError::Length { op: "softmax shape", a: n, b: rows.saturating_mul(cols) });
     }
     let x = match mask {
         None => x.clone(),
@@ -70,9 +99,9 @@ pub fn softmax<B: Backend>(
     let m = max_rows(b, &x, rows, cols)?;
     let mb = broadcast_rows(b, &m, rows, cols)?;
     let d = b.sub(&x, &mb)?;
-    let e = exp_neg(b, &d, &p.exp)?;
+    let e = exp(b, &d)?;
     let s = b.sum_groups(&e, cols)?;
-    let r = reciprocal(b, &s, &p.recip)?;
+    let r = recip(b, &s)?;
     let rb = broadcast_rows(b, &r, rows, cols)?;
     b.mul(&e, &rb)
 }

@@ -659,3 +659,71 @@ fn east_oppe_matches_twin_and_f64() {
     );
     check(opts(), items);
 }
+
+/// East softmax (Alg. 3): OPPE exp and the Determine reciprocal on `[1, cols]`.
+struct EastSoftmaxCase {
+    rows: usize,
+    cols: usize,
+    mask: Vec<bool>,
+}
+impl EastSoftmaxCase {
+    fn go<B: Backend<Val = Vec<u64>, Bit = Vec<bool>>>(&self, b: &mut B, x: &Vec<u64>) -> R {
+        use nectar_nn::oppe::{east_table, oppe};
+        let hi = self.cols as f64;
+        let y = softmax::softmax_with(
+            b,
+            x,
+            self.rows,
+            self.cols,
+            Some(&self.mask),
+            |b, d| oppe(b, d, east_table("exp")?),
+            |b, s| reciprocal::reciprocal_determine(b, s, 1.0, hi),
+        )?;
+        b.reveal(&y)
+    }
+}
+impl Case for EastSoftmaxCase {
+    fn plain(&self, b: &mut PlainBackend, x: &Vec<u64>) -> R {
+        self.go(b, x)
+    }
+    fn secure(&self, b: &mut SecureBackend<'_>, x: &Vec<u64>) -> R {
+        self.go(b, x)
+    }
+}
+
+/// East's Newton with Determine (§4.2, Alg. 2) on the secure backend, and East softmax.
+/// Reciprocal: `t` iterations of two products, each ±2 LSB, contracting (|1 − x·y| < 1), so the
+/// twin–secure gap stays within `4t` LSB; vs f64 within Determine's δ plus that rounding.
+#[test]
+fn east_determine_and_softmax_match_twin_and_f64() {
+    use nectar_nn::reciprocal::{determine_reciprocal, reciprocal_determine, DETERMINE_DELTA};
+    let ulp = 1.0 / FP.scale();
+    let (a, hi) = (1.0, 128.0);
+    let t = determine_reciprocal(a, hi, DETERMINE_DELTA).unwrap().iters as i64;
+    let tol = 4 * t;
+    let (rows, cols) = (4, 64);
+    let sx = randu(rows * cols, -8.0, 8.0, 21);
+    let mut mask = vec![false; rows * cols];
+    for c in 0..cols {
+        mask[2 * cols + c] = c > 30;
+        mask[3 * cols + c] = true;
+    }
+    let want = softmax::softmax_f64(&sx, cols, Some(&mask));
+    let items = vec![
+        item("reciprocal determine [1,128]", grid(a, hi, 241), tol, case!(|b, x| {
+            let y = reciprocal_determine(b, x, 1.0, 128.0)?;
+            b.reveal(&y)
+        }))
+        .float(|v: f64| 1.0 / v, DETERMINE_DELTA + tol as f64 * ulp),
+        item("reciprocal determine [1,2]", grid(1.0, 2.0, 101), tol, case!(|b, x| {
+            let y = reciprocal_determine(b, x, 1.0, 2.0)?;
+            b.reveal(&y)
+        }))
+        .float(|v: f64| 1.0 / v, DETERMINE_DELTA + tol as f64 * ulp),
+        // |Δp_i| ≤ (|Δe_i| + p_i·|Δs|)/s with |Δe| ≤ 2.6e-5 (the exp table's twin error),
+        // |Δs| ≤ cols·2.6e-5, s ≥ 1, p_i ≤ 1; plus δ of the reciprocal and the rounding
+        item("softmax east (masked)", sx, 3 * tol, Box::new(EastSoftmaxCase { rows, cols, mask }))
+            .float_vec(want, 2.6e-5 * (1.0 + cols as f64) + DETERMINE_DELTA + (3 * tol) as f64 * ulp),
+    ];
+    check(opts(), items);
+}

@@ -10,7 +10,7 @@
 //!
 //! Outputs (revealed to the client only): [`SecureBert::embed`] reveals the mean-pooled vector
 //! and the client L2-normalises it in plaintext; [`SecureBert::classify`] runs the pooler
-//! (`tanh`, see [`crate::secure::layers::tanh`]) and the classifier on `[CLS]` and reveals the
+//! (`tanh` by the suite, see [`crate::secure::operators::tanh`]) and the classifier on `[CLS]` and reveals the
 //! logits.
 
 use crate::config::BertConfig;
@@ -18,7 +18,7 @@ use crate::block::NormKind;
 use crate::secure::block::{named_norm, run_blocks};
 use crate::secure::engine::{timed, Engine};
 use crate::secure::layers::{
-    embed_lookup, linear, load_dense, load_rows, mean_rows, take_rows, tanh, Layout, NO_SCALE,
+    embed_lookup, linear, load_dense, load_rows, mean_rows, take_rows, Layout, NO_SCALE,
 };
 use crate::secure::{check_ids, SecureError, Stack};
 use nectar_net::Role;
@@ -155,7 +155,7 @@ impl<'w> SecureBert<'w> {
             let cls = take_rows(e, &x, 0..1, h)?;
             let wp = load_dense(src, fp, "pooler.dense", h, h, Layout::OutIn, true, NO_SCALE)?;
             let p = linear(e, &cls, 1, h, h, wp.as_ref(), true)?;
-            let t = tanh(e, &p)?;
+            let t = crate::secure::operators::tanh(e, &p)?;
             let wc = load_dense(
                 src,
                 fp,

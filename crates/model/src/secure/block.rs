@@ -192,9 +192,7 @@ impl<E: Engine> BlockOps for EngineBlock<'_, E> {
         check_activation(act)?;
         match act {
             Activation::Silu => operators::silu(self.e, x),
-            // Both GeLU forms: the suite's protocol approximates the exact one; the tanh form
-            // differs from it by < 1e-3, far below the protocols' approximation error.
-            _ => operators::gelu(self.e, x),
+            _ => operators::gelu(self.e, x, act == Activation::GeluTanh),
         }
     }
 

@@ -156,9 +156,10 @@ const RECIP_TANH: RecipParams = RecipParams {
     iters: 3,
 };
 
-/// `tanh(x) = sign(x)·(1 − e^{−2|x|}) / (1 + e^{−2|x|})` (BERT pooler): one msb, two muxes, the
-/// clipped exponential, one reciprocal on [1, 2] and one product.
-pub fn tanh<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, SecureError> {
+/// `tanh(x) = sign(x)·(1 − e^{−2|x|}) / (1 + e^{−2|x|})` (BERT pooler, BumbleBee's
+/// composition; [`operators::tanh`] chooses): one msb, two muxes, the suite's exponential, one
+/// reciprocal on [1, 2] and one product.
+pub fn tanh_composed<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, SecureError> {
     let s = e.msb(x)?;
     let neg = e.mux(&s, x)?;
     let two = int(e, 2);
@@ -171,7 +172,7 @@ pub fn tanh<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, SecureError> {
     let den = e.add_const(&ex, &[one])?;
     let nex = e.neg(&ex)?;
     let num = e.add_const(&nex, &[one])?;
-    let r = operators::reciprocal(e, &den, &RECIP_TANH)?;
+    let r = operators::reciprocal(e, &den, 1.0, 2.0, &RECIP_TANH)?;
     let t = e.mul(&num, &r)?;
     let tneg = e.mux(&s, &t)?;
     let t2 = e.mul_const(&tneg, &[two], 0)?;

@@ -12,13 +12,15 @@
 use crate::secure::engine::{timed, Engine};
 use crate::secure::SecureError;
 use crate::suite::{ActRing, Choice, Exp, Gelu, Norm, Reciprocal, Rsqrt, Silu, Softmax, Suite, SuiteError};
-use nectar_nn::exp::{exp_neg, ExpParams, EXP_BUMBLEBEE};
+use nectar_nn::exp::{exp_neg, EXP_BUMBLEBEE};
+use nectar_nn::oppe::{east_table, oppe, oppe_mixed, OppeTable};
+use nectar_nn::NnError;
 use nectar_nn::gelu::{p4_gelu, p4_gelu_mixed, seg4_gelu, seg4_gelu_mixed, P4_BOLT, SEG4_BUMBLEBEE};
 use nectar_nn::layernorm::{layernorm as nn_layernorm, LayerNormParams, LAYERNORM_DEFAULT};
-use nectar_nn::reciprocal::{reciprocal as nn_reciprocal, RecipParams};
+use nectar_nn::reciprocal::{reciprocal as nn_reciprocal, reciprocal_determine, RecipParams};
 use nectar_nn::rmsnorm::rmsnorm as nn_rmsnorm;
 use nectar_nn::silu::{silu as nn_silu, silu_mixed, SILU_BUMBLEBEE};
-use nectar_nn::softmax::{softmax as nn_softmax, SOFTMAX_BUMBLEBEE};
+use nectar_nn::softmax::{softmax as nn_softmax, softmax_with, SOFTMAX_BUMBLEBEE};
 use nectar_math::FixedPoint;
 
 /// The error for a planned protocol reached at run time.
@@ -30,8 +32,23 @@ pub fn planned<C: Choice>(c: C) -> SecureError {
     })
 }
 
-/// GeLU (exact and tanh forms alike) by the suite's protocol, in the suite's activation ring.
-pub fn gelu<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, SecureError> {
+/// The committed East OPPE table of `func` (`crates/nn/data/east`).
+fn table(func: &str) -> Result<&'static OppeTable, SecureError> {
+    Ok(east_table(func)?)
+}
+
+/// OPPE with `table` in the suite's activation ring.
+fn oppe_in_ring<E: Engine>(e: &mut E, x: &E::Val, s: &Suite, t: &OppeTable) -> Result<E::Val, SecureError> {
+    Ok(match s.act_ring {
+        ActRing::Full => oppe(e, x, t)?,
+        ActRing::Mixed => oppe_mixed(e, x, t)?,
+    })
+}
+
+/// GeLU by the suite's protocol, in the suite's activation ring. `tanh_form`: the checkpoint's
+/// activation is GPT-2's `gelu_new` (OPPE then evaluates its own table of that form; Seg4 and
+/// P4 approximate both forms alike, which differ by < 1e−3).
+pub fn gelu<E: Engine>(e: &mut E, x: &E::Val, tanh_form: bool) -> Result<E::Val, SecureError> {
     let s = *e.suite();
     timed(e, "gelu", |e| {
         Ok(match (s.gelu, s.act_ring) {
@@ -39,7 +56,8 @@ pub fn gelu<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, SecureError> {
             (Gelu::Seg4, ActRing::Mixed) => seg4_gelu_mixed(e, x, &SEG4_BUMBLEBEE)?,
             (Gelu::P4, ActRing::Full) => p4_gelu(e, x, &P4_BOLT)?,
             (Gelu::P4, ActRing::Mixed) => p4_gelu_mixed(e, x, &P4_BOLT)?,
-            (g @ (Gelu::Oppe | Gelu::Lut), _) => return Err(planned(g)),
+            (Gelu::Oppe, _) => oppe_in_ring(e, x, &s, table(if tanh_form { "gelu_tanh" } else { "gelu" })?)?,
+            (g @ Gelu::Lut, _) => return Err(planned(g)),
         })
     })
 }
@@ -51,7 +69,8 @@ pub fn silu<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, SecureError> {
         Ok(match (s.silu, s.act_ring) {
             (Silu::Seg4, ActRing::Full) => nn_silu(e, x, &SILU_BUMBLEBEE)?,
             (Silu::Seg4, ActRing::Mixed) => silu_mixed(e, x, &SILU_BUMBLEBEE)?,
-            (a @ (Silu::Oppe | Silu::Lut), _) => return Err(planned(a)),
+            (Silu::Oppe, _) => oppe_in_ring(e, x, &s, table("silu")?)?,
+            (a @ Silu::Lut, _) => return Err(planned(a)),
         })
     })
 }
@@ -62,30 +81,46 @@ pub fn mul<E: Engine>(e: &mut E, x: &E::Val, y: &E::Val) -> Result<E::Val, Secur
     timed(e, "mul", |e| Ok(e.mul(x, y)?))
 }
 
-/// The parameters of the suite's `exp` (for compositions that call it directly).
-pub fn exp_params(s: &Suite) -> Result<ExpParams, SecureError> {
-    match s.exp {
-        Exp::Taylor => Ok(EXP_BUMBLEBEE),
-        other => Err(planned(other)),
-    }
-}
-
-/// `e^x` for `x <= 0` by the suite's `exp`.
+/// `e^x` for `x <= 0` by the suite's `exp` (Taylor: clipped below −14; OPPE: 0 below −16).
 pub fn exp_nonpositive<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, SecureError> {
-    let p = exp_params(e.suite())?;
-    Ok(exp_neg(e, x, &p)?)
-}
-
-/// `1/x` on the domain `p` by the suite's `reciprocal`.
-pub fn reciprocal<E: Engine>(e: &mut E, x: &E::Val, p: &RecipParams) -> Result<E::Val, SecureError> {
-    match e.suite().reciprocal {
-        Reciprocal::Newton => Ok(nn_reciprocal(e, x, p)?),
+    match e.suite().exp {
+        Exp::Taylor => Ok(exp_neg(e, x, &EXP_BUMBLEBEE)?),
+        Exp::Oppe => Ok(oppe(e, x, table("exp")?)?),
         other => Err(planned(other)),
     }
 }
 
-/// Row softmax of `rows × cols` scores with a public mask (`true` hides an entry), by the
-/// suite's composition. BumbleBee's composes the suite's exp (Taylor) and reciprocal (Newton).
+/// `1/x` by the suite's `reciprocal`: for `x ∈ [lo, hi]` (Determine uses the range itself;
+/// BumbleBee's Newton the power-of-two domain `p`, which must contain it).
+pub fn reciprocal<E: Engine>(e: &mut E, x: &E::Val, lo: f64, hi: f64, p: &RecipParams) -> Result<E::Val, SecureError> {
+    match e.suite().reciprocal {
+        Reciprocal::Newton => {
+            if lo < (p.lo as f64).exp2() || hi >= (p.hi as f64).exp2() {
+                return Err(SecureError::Unsupported(format!(
+                    "reciprocal on [{lo}, {hi}] outside the Newton domain [2^{}, 2^{})",
+                    p.lo, p.hi
+                )));
+            }
+            Ok(nn_reciprocal(e, x, p)?)
+        }
+        Reciprocal::NewtonDetermine => Ok(reciprocal_determine(e, x, lo, hi)?),
+        other => Err(planned(other)),
+    }
+}
+
+/// `tanh` (the BERT pooler) by the suite's `exp`: BumbleBee composes it from the clipped
+/// exponential and a reciprocal ([`crate::secure::layers::tanh`]); with `exp = oppe`, East's
+/// own OPPE tanh table (m = 7, d = 3) evaluates it directly.
+pub fn tanh<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, SecureError> {
+    match e.suite().exp {
+        Exp::Oppe => Ok(oppe(e, x, table("tanh")?)?),
+        _ => crate::secure::layers::tanh_composed(e, x),
+    }
+}
+
+/// Row softmax of `rows × cols` scores with a public mask (`true` hides an entry): the
+/// composition max → exp → row sum → reciprocal → product, with the suite's `exp` and
+/// `reciprocal` (BumbleBee §V-B: Taylor + Newton; East Alg. 3: OPPE + Determine).
 pub fn softmax<E: Engine>(
     e: &mut E,
     x: &E::Val,
@@ -94,16 +129,39 @@ pub fn softmax<E: Engine>(
     mask: Option<&[bool]>,
 ) -> Result<E::Val, SecureError> {
     let s = *e.suite();
-    timed(e, "softmax", |e| match s.softmax {
-        Softmax::Bumblebee => {
-            exp_params(&s)?;
-            if s.reciprocal != Reciprocal::Newton {
-                return Err(planned(s.reciprocal));
-            }
+    timed(e, "softmax", |e| match (s.softmax, s.exp, s.reciprocal) {
+        (Softmax::Bumblebee, Exp::Taylor, Reciprocal::Newton) => {
             Ok(nn_softmax(e, x, rows, cols, mask, &SOFTMAX_BUMBLEBEE)?)
         }
-        other => Err(planned(other)),
+        (Softmax::Bumblebee, Exp::Taylor | Exp::Oppe, Reciprocal::Newton | Reciprocal::NewtonDetermine) => {
+            let recip = SOFTMAX_BUMBLEBEE.recip;
+            let hi = cols as f64;
+            let (mut exp_err, mut recip_err) = (None, None);
+            let y = softmax_with(
+                e,
+                x,
+                rows,
+                cols,
+                mask,
+                |e, d| exp_nonpositive(e, d).map_err(|x| keep(&mut exp_err, x)),
+                |e, sum| reciprocal(e, sum, 1.0, hi.max(2.0), &recip).map_err(|x| keep(&mut recip_err, x)),
+            );
+            match (y, exp_err.or(recip_err)) {
+                (_, Some(x)) => Err(x),
+                (y, None) => Ok(y?),
+            }
+        }
+        (Softmax::Bumblebee, exp, recip) => Err(if !exp.implemented() { planned(exp) } else { planned(recip) }),
+        (other, _, _) => Err(planned(other)),
     })
+}
+
+/// Stashes a model-level error raised inside an `nn` composition (which only carries
+/// [`NnError`]) so the caller can return it unchanged.
+fn keep(slot: &mut Option<SecureError>, e: SecureError) -> NnError {
+    let msg = e.to_string();
+    *slot = Some(e);
+    NnError::BadArgument(msg)
 }
 
 /// The model's ε raised to the smallest value the fixed-point rsqrt domain accepts

@@ -161,7 +161,7 @@ pub fn bench_secure(
         return Err(NnError::BadArgument(format!("unknown operator {op}; known: {SECURE_OPS:?}")));
     }
     let cols = cols.max(1);
-    let row_op = matches!(op, "softmax" | "layernorm" | "rmsnorm" | "argmax");
+    let row_op = matches!(op, "layernorm" | "rmsnorm" | "argmax") || op.starts_with("softmax");
     let rows = if row_op { size.div_ceil(cols) } else { size };
     let n = if row_op { rows * cols } else { size };
     let fp = opts.format;
@@ -288,6 +288,19 @@ mod tests {
         assert!(r.max_lsb_vs_twin <= 1 << 14, "{r:?}"); // inputs include pivots (segment jumps)
         let r = super::bench_secure("softmax", 64, 16, ot, None).unwrap();
         assert_eq!((r.elements, r.cols), (64, 16));
+        // East's kernels (exact comparisons: no segment jumps; the row op is rows of `cols`)
+        for (k, cols) in [
+            ("gelu-oppe", 1),
+            ("silu-oppe", 1),
+            ("exp-oppe", 1),
+            ("tanh-oppe", 1),
+            ("reciprocal-determine", 1),
+            ("softmax-oppe-determine", 16),
+        ] {
+            let r = super::bench_secure(k, 64, cols, ot, None).unwrap();
+            assert_eq!((r.elements, r.cols), (64, cols), "{k}");
+            assert!(r.max_lsb_vs_twin <= 64, "{k}: {r:?}");
+        }
         assert!(super::bench_secure("nope", 4, 1, ot, None).is_err());
         // bOLEe query reuse and the narrow modulus save bytes, same results
         let a = super::bench_secure("gelu-mixed", 1024, 1, small, None).unwrap();

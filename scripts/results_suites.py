@@ -29,7 +29,7 @@ w(f"- machine: {meta['machine']}")
 w(f"- model: {lines[0]['params']['model']}, {lines[0]['params']['tokens']} tokens, "
   f"simulated link `{lines[0]['params']['net']}`; both parties in one process (two threads)")
 w("")
-w("Both runs compute the sentence embedding of the same token ids; `vs plaintext` is the cosine")
+w("Every suite computes the sentence embedding of the same token ids; `vs plaintext` is the cosine")
 w("of the private embedding to the f32 reference. Seconds are the client's wall clock of the")
 w("inference (session setup apart) on a shared 2-core VM: read them as upper bounds; byte counts")
 w("are exact. No paper reports this model at this length, so there is no paper column: the")
@@ -50,7 +50,7 @@ row("MB server → client", lambda l: f"{l['bytes_server_to_client'] / 1e6:.1f}"
 row("MB total", lambda l: f"{l['bytes_total'] / 1e6:.1f}")
 row("rounds (flights)", lambda l: str(l["rounds"]))
 row("setup s / MB", lambda l: f"{l['setup_seconds']:.1f} / {l['setup_bytes'] / 1e6:.1f}")
-row("cosine vs plaintext", lambda l: "-" if l["agreement_vs_plaintext"] is None else f"{l['agreement_vs_plaintext']:.5f}")
+row("cosine vs plaintext", lambda l: "-" if l["agreement_vs_plaintext"] is None else f"{l['agreement_vs_plaintext']:.6f}")
 ops = list(lines[0]["protocols"].keys())
 for op in ops:
     vals = {l["protocols"][op] for l in lines}

@@ -50,7 +50,7 @@ row("MB server → client", lambda l: f"{l['bytes_server_to_client'] / 1e6:.1f}"
 row("MB total", lambda l: f"{l['bytes_total'] / 1e6:.1f}")
 row("rounds (flights)", lambda l: str(l["rounds"]))
 row("setup s / MB", lambda l: f"{l['setup_seconds']:.1f} / {l['setup_bytes'] / 1e6:.1f}")
-row("cosine vs plaintext", lambda l: "-" if l["agreement_vs_plaintext"] is None else f"{l['agreement_vs_plaintext']:.6f}")
+row("cosine vs plaintext", lambda l: "-" if l["agreement_vs_plaintext"] is None else f"{l['agreement_vs_plaintext']:.7f}")
 ops = list(lines[0]["protocols"].keys())
 for op in ops:
     vals = {l["protocols"][op] for l in lines}

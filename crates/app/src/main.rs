@@ -3,6 +3,7 @@
 mod bench_he;
 mod demo;
 mod fit;
+mod params;
 mod private;
 mod session;
 mod bench_linear;
@@ -149,6 +150,15 @@ enum Cmd {
         /// Write the table as JSON to this file.
         #[arg(long)]
         out: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Security of a suite (or of every preset): HE parameters against the 128-bit bound and
+    /// the statistical security per session of every statistically hiding step.
+    Params {
+        /// A suite (preset or PRESET+OP=PROTO...); default: every preset.
+        #[arg(long)]
+        suite: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -428,6 +438,13 @@ fn run(cli: Cli) -> Result<(), String> {
         Cmd::Fit { func, lo, hi, m, d, domain, exact_compare, samples, out, json } => {
             let a = fit::Args { func: &func, lo, hi, m, d, domain: domain.as_deref(), exact_compare, samples };
             fit::run(&a, out.as_deref(), json)
+        }
+        Cmd::Params { suite, json } => {
+            let s = match suite {
+                Some(spec) => Some(suites::resolve(&spec, None, &[])?),
+                None => None,
+            };
+            params::run(s.as_ref(), json)
         }
         Cmd::Suites { json, markdown } => {
             suites::print(json, markdown);

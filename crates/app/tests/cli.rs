@@ -208,3 +208,28 @@ fn fit_prints_a_table_and_refuses_bad_arguments() {
         assert!(err.starts_with("error: "), "{err}");
     }
 }
+
+/// `nectar params` prints the statistical security per session of every preset: ≥ 40 bits for
+/// the suites that run, a clear "cannot assess" for planned ones.
+#[test]
+fn params_reports_40_bits_per_session() {
+    let out = nectar().args(["params", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 5);
+    for l in &lines {
+        match l["suite"].as_str().unwrap() {
+            "bumblebee" | "east" => {
+                assert!(l["session_bits"].as_u64().unwrap() >= 40, "{l}");
+                for h in l["he"].as_array().unwrap() {
+                    assert!(h["log_qp"].as_u64() <= h["max_log_qp_128"].as_u64(), "{h}");
+                }
+            }
+            _ => assert!(l["error"].as_str().unwrap().contains("not implemented"), "{l}"),
+        }
+    }
+    let out = nectar().args(["params", "--suite", "bumblebee+mul=ot"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8(out.stdout).unwrap().contains("perfect"));
+}

@@ -17,6 +17,9 @@ use crate::keyswitch::mod_down_limb;
 use nectar_math::Prg;
 use rayon::prelude::*;
 
+/// The widest noise flood [`Ciphertext::flood`] draws, in bits.
+pub const MAX_FLOOD_BITS: u32 = 192;
+
 fn same_form(params: &Params, target: &RnsPoly, other: &RnsPoly) -> RnsPoly {
     let mut o = other.clone();
     if target.ntt {
@@ -285,12 +288,14 @@ impl Ciphertext {
     }
 
     /// Noise flooding: adds to `c0` a fresh uniform integer in `[−2^(bits−1), 2^(bits−1))` per
-    /// coefficient (statistically hides the noise of width `<= 2^(bits−σ)` with `σ` bits of
-    /// slack; BumbleBee uses `bits = 40 + log2 t + 12`, REFERENCE.md §1.2). Errors if the
-    /// flooded noise would not leave decryption correct at the current level.
+    /// coefficient (statistically hides a noise of width `<= 2^(bits−σ)` with distance `2^−σ`
+    /// per coefficient; the caller sizes `bits` for a whole session, see
+    /// `nectar_linear::h2a::flood_bits`). Widths up to [`MAX_FLOOD_BITS`] are drawn as several
+    /// 64-bit words and reduced per prime. Errors if the flooded noise would not leave
+    /// decryption correct at the current level.
     pub fn flood(&mut self, params: &Params, bits: u32, prg: &mut Prg) -> Result<(), HeError> {
-        if bits == 0 || bits > 120 {
-            return Err(HeError::OutOfRange(format!("flood width {bits} bits")));
+        if bits == 0 || bits > MAX_FLOOD_BITS {
+            return Err(HeError::OutOfRange(format!("flood width {bits} bits (1..={MAX_FLOOD_BITS})")));
         }
         let tb = 128 - (params.plain_modulus(self.plain_index) - 1).leading_zeros();
         let qb = params.q_bits(self.level());
@@ -302,13 +307,34 @@ impl Ciphertext {
         }
         self.c0.to_coeff(params);
         let n = params.n();
-        let mask = (1u128 << bits) - 1;
-        let half = 1i128 << (bits - 1);
-        let v: Vec<i128> = (0..n).map(|_| (prg.next_u128() & mask) as i128 - half).collect();
+        // Each value: words w_0.. (little-endian, the top one masked) minus 2^(bits−1).
+        let words = bits.div_ceil(64) as usize;
+        let top_bits = bits - 64 * (words as u32 - 1);
+        let top_mask = if top_bits == 64 { u64::MAX } else { (1u64 << top_bits) - 1 };
+        let mut draw = || -> u64 { prg.next_u128() as u64 };
+        let v: Vec<Vec<u64>> = (0..n)
+            .map(|_| {
+                let mut w: Vec<u64> = (0..words).map(|_| draw()).collect();
+                w[words - 1] &= top_mask;
+                w
+            })
+            .collect();
         let l = self.level();
         for i in 0..l {
             let m = *params.modulus(i);
-            self.c0.limb_mut(i).iter_mut().zip(&v).for_each(|(x, &y)| *x = m.add(*x, m.reduce_i128(y)));
+            // 2^(bits−1) mod m, and each value mod m by Horner in base 2^64.
+            let mut half = 1u64 % m.value();
+            for _ in 0..bits - 1 {
+                half = m.add(half, half);
+            }
+            let red = |w: &[u64]| -> u64 {
+                let mut r = 0u64;
+                for &x in w.iter().rev() {
+                    r = m.reduce_u128(((r as u128) << 64) | x as u128);
+                }
+                m.sub(r, half)
+            };
+            self.c0.limb_mut(i).iter_mut().zip(&v).for_each(|(x, w)| *x = m.add(*x, red(w)));
         }
         Ok(())
     }

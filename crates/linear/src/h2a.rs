@@ -75,30 +75,76 @@ pub fn open(sess: &HeSession, ct: &Ciphertext) -> Result<Vec<u64>, LinearError> 
     Ok(sess.sk.decrypt(&sess.params, ct)?.coeffs().to_vec())
 }
 
-/// Flooding width for the SIMD branch: `40 + log2 t_j + ⌈log2(2·√N·6·σ)⌉` bits
-/// (REFERENCE.md §1.2, the artifact's rule; 98 bits for 47-bit `t_j` and `N = 8192`), an upper
-/// bound on a product `ct ⊠ p` with `|p| < t_j/2`.
-pub fn flood_bits(params: &Params, j: usize) -> u32 {
+/// The most coefficients one party may noise-flood under one session key: `2^36` (about
+/// 6.9·10^10; one MiniLM inference floods about 2^25–2^27). SECURITY, AGREEMENT: the flooding
+/// width carries these bits so that the statistical distance of the WHOLE session stays below
+/// `2^−40` (union bound over the flooded coefficients); a session that would exceed the budget
+/// fails with an error (re-key by reconnecting) rather than degrade.
+pub const SESSION_FLOODS_LOG2: u32 = 36;
+
+/// `log2` of the number of keys one party floods under per session: 2 (the bOLEe key set and
+/// its narrow variant for rings `l ≤ 32`, each with its own [`SESSION_FLOODS_LOG2`] budget).
+/// SECURITY, AGREEMENT.
+pub const SESSION_KEYS_LOG2: u32 = 1;
+
+/// The noise bound of a SIMD product before flooding, in bits: `log2 t_j − 1` for the centred
+/// plaintext, `⌈log2(2·√N·6·σ)⌉` for the fresh encryption noise it multiplies (REFERENCE.md
+/// §1.2, the artifact's rule), and `⌈log2 terms⌉` for a sum of `terms` such products (Π_mul
+/// answers two: `q(x0)⊠y1 + q(y0)⊠x1`).
+pub fn product_noise_bits(params: &Params, j: usize, terms: usize) -> u32 {
     let tb = 128 - (params.plain_modulus(j) - 1).leading_zeros();
     let n = params.n() as f64;
     let spread = (2.0 * n.sqrt() * 6.0 * 3.19).log2().ceil() as u32;
-    STAT_SECURITY_BITS + (tb - 1) + spread
+    let sum = (terms.max(1) as f64).log2().ceil() as u32;
+    (tb - 1) + spread + sum
+}
+
+/// Flooding width for the SIMD branch: 40 bits of statistical distance per SESSION above the
+/// noise of a sum of `terms` products, i.e. `40 + SESSION_FLOODS_LOG2 + SESSION_KEYS_LOG2 +
+/// product_noise_bits` (136 bits for 47-bit `t_j`, `N = 8192`, two terms; the artifact's 98-bit
+/// rule gives 40 bits per coefficient only, about 2^−13 for a whole inference).
+pub fn flood_bits(params: &Params, j: usize, terms: usize) -> u32 {
+    STAT_SECURITY_BITS + SESSION_FLOODS_LOG2 + SESSION_KEYS_LOG2 + product_noise_bits(params, j, terms)
+}
+
+/// The statistical security, in bits, of a session in which a party floods at most
+/// `2^SESSION_FLOODS_LOG2` coefficients under each of at most `2^SESSION_KEYS_LOG2` keys, each
+/// a sum of at most `terms` products: `flood − noise − log2(budget)` (union bound), the minimum
+/// over the CRT components.
+pub fn session_security_bits(params: &Params, terms: usize) -> u32 {
+    (0..params.plain_count())
+        .map(|j| {
+            flood_bits(params, j, terms) - product_noise_bits(params, j, terms) - SESSION_FLOODS_LOG2 - SESSION_KEYS_LOG2
+        })
+        .min()
+        .unwrap_or(0)
 }
 
 /// Masker side of the SIMD branch for component `j`: `ct ← ct − Enc(z0) + flood + Enc_pk(0)`;
-/// returns `z0` (the plaintext polynomial's coefficients, uniform in `R_{t_j}`).
+/// returns `z0` (the plaintext polynomial's coefficients, uniform in `R_{t_j}`). `terms`: the
+/// number of products summed in `ct` (sizes the flood). Counts the `N` flooded coefficients
+/// against the session budget and fails once it would be exceeded.
 pub fn mask_simd(
     sess: &HeSession,
     ct: &mut Ciphertext,
+    terms: usize,
     prg: &mut Prg,
 ) -> Result<Vec<u64>, LinearError> {
     let params = &sess.params;
     let j = ct.plain_index();
+    let n = params.n() as u64;
+    let before = sess.flooded.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    if before.saturating_add(n) > 1u64 << SESSION_FLOODS_LOG2 {
+        return Err(LinearError::Unsupported(format!(
+            "this session has noise-flooded 2^{SESSION_FLOODS_LOG2} coefficients, its statistical-security \
+             budget; start a new session (reconnect) to continue"
+        )));
+    }
     let t = params.plain_modulus(j) as u64;
     let z0: Vec<u64> = (0..params.n()).map(|_| uniform_below(prg, t)).collect();
     ct.to_coeff(params);
     ct.sub_plain_assign(params, &Plaintext::from_coeffs(params, &z0, j)?)?;
-    ct.flood(params, flood_bits(params, j), prg)?;
+    ct.flood(params, flood_bits(params, j, terms), prg)?;
     let zero = sess.peer_pk.encrypt_zero(params, ct.level(), j, prg)?;
     ct.add_assign(params, &zero)?;
     ct.mod_switch_to(params, simd_response_level(params, j))?;
@@ -124,12 +170,7 @@ mod tests {
         let mut prg = Prg::new([seed; 16]);
         let sk = SecretKey::generate(&params, &mut prg);
         let pk = sk.public_key(&params, &mut prg);
-        HeSession {
-            params,
-            sk,
-            peer_pk: pk,
-            peer_gk: None,
-        }
+        HeSession::from_keys(params, sk, pk, None)
     }
 
     /// Histogram of the top 4 bits of `vals` (values in `[0, 2^bits)`).
@@ -181,15 +222,18 @@ mod tests {
         }
     }
 
-    /// SIMD branch: the flooded noise is at least 40 bits above the product noise, and the
-    /// decrypted share is uniform in Z_t whatever the message.
+    /// SIMD branch: the flooded noise is at least 40 + SESSION_FLOODS_LOG2 bits above the
+    /// measured product noise (40 bits for the whole session), and the decrypted share is
+    /// uniform in Z_t whatever the message.
     #[test]
     fn simd_mask_floods_and_hides() {
         let s = session(Params::bumblebee_bole(), 3);
         let p = &s.params;
         let mut prg = Prg::new([4; 16]);
         let t = p.plain_modulus(0) as u64;
-        assert_eq!(flood_bits(p, 0), 98);
+        assert_eq!(flood_bits(p, 0, 1), 135);
+        assert_eq!(flood_bits(p, 0, 2), 136);
+        assert_eq!(session_security_bits(p, 2), STAT_SECURITY_BITS);
         for msg in [0u64, t / 2] {
             let pt = p.encode_simd(&vec![msg; p.n()], 0).unwrap();
             let ct0 = s.sk.encrypt(p, &pt, &mut prg).unwrap();
@@ -198,11 +242,12 @@ mod tests {
                 .mul_plain(p, &PlainNtt::new(p, &y, p.max_level()).unwrap())
                 .unwrap();
             let before = s.sk.noise(p, &ct).unwrap().noise_bits;
-            let z0 = mask_simd(&s, &mut ct, &mut prg).unwrap();
+            let z0 = mask_simd(&s, &mut ct, 1, &mut prg).unwrap();
             assert!(
-                flood_bits(p, 0) >= before + STAT_SECURITY_BITS,
+                flood_bits(p, 0, 1) >= before + STAT_SECURITY_BITS + SESSION_FLOODS_LOG2 + SESSION_KEYS_LOG2,
                 "noise {before} bits"
             );
+            assert!(before <= product_noise_bits(p, 0, 1), "noise {before} bits above the bound");
             let z1 = open(&s, &ct).unwrap();
             let slots = p
                 .decode_simd(&Plaintext::from_coeffs(p, &z1, 0).unwrap())
@@ -227,5 +272,20 @@ mod tests {
                 .zip(&z0s)
                 .all(|(a, b)| (*a as u128 + *b as u128) % t as u128 == want as u128));
         }
+    }
+
+    /// The session budget is enforced: flooding stops with an error once `2^36` coefficients
+    /// would be exceeded.
+    #[test]
+    fn session_flood_budget_is_enforced() {
+        let s = session(Params::bumblebee_bole(), 5);
+        let p = &s.params;
+        let mut prg = Prg::new([6; 16]);
+        let pt = p.encode_simd(&vec![1; p.n()], 0).unwrap();
+        let mut ct = s.sk.encrypt(p, &pt, &mut prg).unwrap();
+        s.flooded.store((1u64 << SESSION_FLOODS_LOG2) - p.n() as u64, std::sync::atomic::Ordering::Relaxed);
+        assert!(mask_simd(&s, &mut ct.clone(), 1, &mut prg).is_ok());
+        let e = mask_simd(&s, &mut ct, 1, &mut prg).unwrap_err();
+        assert!(e.to_string().contains("budget"), "{e}");
     }
 }

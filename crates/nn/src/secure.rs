@@ -351,8 +351,12 @@ impl<'c> SecureBackend<'c> {
     /// `q(x0) ⊠ y1 + q(y0) ⊠ x1` (mul) or `q(x0) ⊠ 2x1` (square) in one H2A response. Shares:
     /// P0 `x0·y0 + r0`, P1 `x1·y1 + r1`. A query is reused when P0's share vector (and `l`,
     /// length) equals a cached one: the ciphertext then encrypts the same plaintext, and the
-    /// response is freshly flooded, so reuse reveals only that P0 re-used a share (which in
-    /// this backend happens only for the same shared value, e.g. `x` in `x²` and `x²·x`).
+    /// response is freshly flooded, so reuse reveals to P1 that P0's two shares are equal. For
+    /// shares of computed values that happens only for the same shared value (`x` in `x²` and
+    /// `x²·x`); but P0's share of a *server input* is the weight itself, so equal weight
+    /// vectors would show as a reuse: callers clear the cache at every operator boundary
+    /// ([`SecureBackend::clear_query_cache`]; the model's engine does, in `timed`), so reuse
+    /// happens only inside one operator.
     /// Flights: 2 (header + queries, response), as without reuse.
     fn bole_product(&mut self, x: &[u64], y: Option<&[u64]>) -> Result<Vec<u64>, NnError> {
         let l = self.l();

@@ -125,6 +125,10 @@ pub trait Engine: Backend {
 
     /// The per-operator profile being recorded.
     fn profile_mut(&mut self) -> &mut Profile;
+    /// Called by [`timed`] as each operator starts (both parties at the same point,
+    /// AGREEMENT): the secure engine forgets its cached bOLEe queries there, so a query is
+    /// reused only inside one operator (module docs of `nectar_nn::secure`, query reuse).
+    fn operator_boundary(&mut self) {}
 }
 
 /// Runs `f` and records its time and communication under `op`, with the protocol the suite
@@ -134,6 +138,7 @@ where
     E: Engine,
     F: FnOnce(&mut E) -> Result<T, SecureError>,
 {
+    e.operator_boundary();
     let before = e.net_stats();
     let t0 = Instant::now();
     e.profile_mut().enter();

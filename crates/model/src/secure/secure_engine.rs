@@ -252,6 +252,13 @@ impl Engine for SecureEngine<'_> {
     fn profile_mut(&mut self) -> &mut Profile {
         &mut self.profile
     }
+    fn operator_boundary(&mut self) {
+        // P0's bOLEe reuse test compares its own shares, and P0's share of a server input is
+        // the weight itself: across operators, two equal weight vectors (e.g. LayerNorm γ of
+        // two layers) would be reused and the client would see that they are equal. Inside
+        // one operator the reused operands are the same secret by construction (x, x²).
+        self.b.clear_query_cache();
+    }
 }
 
 /// Converts setup errors of the lower layers.

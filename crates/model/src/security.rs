@@ -1,0 +1,130 @@
+//! The security figures of a suite (`nectar params`; issue 18 item 4): every HE parameter set
+//! it uses against the 128-bit bound, and every statistically hiding step with its statistical
+//! security over a whole session (union bound over everything the session masks).
+
+use crate::suite::{Matmul, Mul, Suite};
+use nectar_he::params::{SECURITY_TABLE_128, DEFAULT_ERROR_ETA};
+use nectar_he::Params;
+use nectar_linear::h2a::{
+    product_noise_bits, session_security_bits, SESSION_FLOODS_LOG2, SESSION_KEYS_LOG2, STAT_SECURITY_BITS,
+};
+use serde::Serialize;
+
+/// One HE parameter set of a suite.
+#[derive(Clone, Debug, Serialize)]
+pub struct HeReport {
+    /// What it serves (`olt`, `bole`).
+    pub role: &'static str,
+    pub n: usize,
+    /// `log2(q·P)` (ciphertext primes and special prime).
+    pub log_qp: u32,
+    /// The largest `log2(q·P)` with 128-bit security at this `N` (HE standard, ternary secret).
+    pub max_log_qp_128: u32,
+    /// `log2 t` (largest CRT component).
+    pub log_t: u32,
+    /// The RLWE error's σ = √(η/2).
+    pub error_sigma: f64,
+}
+
+/// One statistically hiding step of a suite.
+#[derive(Clone, Debug, Serialize)]
+pub struct StatReport {
+    pub step: &'static str,
+    /// Statistical security over a whole session, in bits; `None`: perfectly hiding.
+    pub session_bits: Option<u32>,
+    pub detail: String,
+}
+
+/// The security report of a suite; an error names a planned protocol it cannot assess.
+#[derive(Clone, Debug, Serialize)]
+pub struct SecurityReport {
+    pub suite: String,
+    pub he: Vec<HeReport>,
+    pub statistical: Vec<StatReport>,
+    /// The minimum over the steps (`None`: every step is perfectly hiding).
+    pub session_bits: Option<u32>,
+}
+
+fn he_report(role: &'static str, p: &Params) -> HeReport {
+    let n = p.n();
+    let log_qp = p.q_bits(p.max_level()) + p.special_modulus().map_or(0, |m| m.bits());
+    let log_t = (0..p.plain_count())
+        .map(|j| 128 - (p.plain_modulus(j) - 1).leading_zeros())
+        .max()
+        .unwrap_or(0);
+    HeReport {
+        role,
+        n,
+        log_qp,
+        max_log_qp_128: SECURITY_TABLE_128.iter().find(|(m, _)| *m == n).map_or(0, |x| x.1),
+        log_t,
+        error_sigma: (DEFAULT_ERROR_ETA as f64 / 2.0).sqrt(),
+    }
+}
+
+/// The report of `suite` (it must name implemented protocols, [`Suite::validate`]).
+pub fn report(suite: &Suite) -> Result<SecurityReport, crate::SuiteError> {
+    suite.validate()?;
+    let mut he = Vec::new();
+    let mut st = Vec::new();
+    match suite.matmul {
+        Matmul::Olt => {
+            he.push(he_report("olt", &Params::bumblebee_olt()));
+            st.push(StatReport {
+                step: "OLT H2A (coefficient branch)",
+                session_bits: None,
+                detail: "the masker adds r uniform over all of R_q: the decryptor's view is uniform \
+                         (statistical distance 0); the ±1 LSB error is a correctness event"
+                    .into(),
+            });
+        }
+        Matmul::Ckks => {}
+    }
+    if suite.mul == Mul::Bole {
+        let p = Params::bumblebee_bole();
+        he.push(he_report("bole", &p));
+        let terms = 2;
+        st.push(StatReport {
+            step: "bOLEe H2A noise flooding (SIMD branch)",
+            session_bits: Some(session_security_bits(&p, terms)),
+            detail: format!(
+                "flood {} bits over a product noise of at most 2^{} ({} terms); at most 2^{} flooded \
+                 coefficients per key (enforced) under at most 2^{} keys per session: {} + {} + {} bits",
+                nectar_linear::h2a::flood_bits(&p, 0, terms),
+                product_noise_bits(&p, 0, terms),
+                terms,
+                SESSION_FLOODS_LOG2,
+                SESSION_KEYS_LOG2,
+                STAT_SECURITY_BITS,
+                SESSION_FLOODS_LOG2,
+                SESSION_KEYS_LOG2
+            ),
+        });
+    } else {
+        st.push(StatReport {
+            step: "products from OT (Gilboa)",
+            session_bits: None,
+            detail: "masks are uniform ring elements carried by COTs (perfect in the OT-hybrid model)".into(),
+        });
+    }
+    let session_bits = st.iter().filter_map(|s| s.session_bits).min();
+    Ok(SecurityReport { suite: suite.label(), he, statistical: st, session_bits })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn implemented_suites_reach_40_bits_per_session() {
+        for spec in ["bumblebee", "east", "bumblebee+mul=ot", "bumblebee+gelu=p4+act-ring=mixed"] {
+            let r = report(&Suite::parse(spec).unwrap()).unwrap();
+            assert!(r.session_bits.is_none_or(|b| b >= 40), "{spec}: {r:?}");
+            for h in &r.he {
+                assert!(h.log_qp <= h.max_log_qp_128 && h.error_sigma >= 3.2, "{spec}: {h:?}");
+            }
+        }
+        assert_eq!(report(&Suite::bumblebee()).unwrap().session_bits, Some(40));
+        assert!(report(&Suite::parse("blb").unwrap()).is_err());
+    }
+}

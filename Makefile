@@ -49,6 +49,9 @@ bench:
 	for c in 1000000 10000000 30000000; do \
 		$(NECTAR_RELEASE) bench ot --count $$c --json >> docs/results/ot.jsonl || exit 1; done
 	$(NECTAR_RELEASE) bench ot --count 10000000 --op ot=iknp --json >> docs/results/ot.jsonl
+	: > docs/results/he.jsonl
+	for r in 1 2 3; do for t in 1 2; do \
+		RAYON_NUM_THREADS=$$t $(NECTAR_RELEASE) bench he --json >> docs/results/he.jsonl || exit 1; done; done
 
 # docs/results pages generated from committed JSON (*.jsonl + *.meta.json).
 results:
@@ -56,6 +59,7 @@ results:
 	$(PYTHON) scripts/results_east.py
 	$(PYTHON) scripts/results_net.py
 	$(PYTHON) scripts/results_ot.py
+	$(PYTHON) scripts/results_he.py
 
 fmt:
 	$(CARGO) fmt --all

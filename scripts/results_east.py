@@ -118,7 +118,7 @@ for name in ["gelu", "gelu_tanh", "exp", "tanh", "silu"]:
         f"{f['twin_mean_abs']:.2e} | `{f['command']}` |"
     )
 w("")
-w("For comparison (`docs/results/nonlinear.md`): BumbleBee's Seg4 GeLU ≈ 1.5e-2 max (paper),")
+w("For comparison (`docs/notes/nonlinear-notes.md`): BumbleBee's Seg4 GeLU ≈ 1.5e-2 max (paper),")
 w("SiLU 7.2e-2, Taylor exp ≈ 5e-3.")
 w("")
 (res / "east.md").write_text("\n".join(out))

@@ -122,7 +122,9 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
     Ok(vec![l
         .extra("bits_per_element", b.bits_per_element)
         .extra("cots_per_element", b.cots_per_element)
-        .extra("amortised_bits_per_element", b.amortised_bits_per_element)])
+        .extra("refill_bytes", b.refill_bytes)
+        .extra("refill_bits_per_cot", b.refill_bits_per_cot)
+        .extra("steady_bits_per_element", b.steady_bits_per_element)])
 }
 
 /// A whole secure operator (`nectar_bench::nn::bench_secure`) by the suite's protocol.
@@ -146,8 +148,11 @@ fn operator(a: &Args, name: &str, suite: &Suite, net: Option<LinkModel>) -> Resu
     Ok(vec![l
         .extra("bits_per_element", b.bits_per_element)
         .extra("cots_per_element", b.cots_per_element)
-        .extra("amortised_bits_per_element", b.amortised_bits_per_element)
+        .extra("refill_bytes", b.refill_bytes)
+        .extra("refill_bits_per_cot", b.refill_bits_per_cot)
+        .extra("steady_bits_per_element", b.steady_bits_per_element)
         .extra("setup_seconds", b.setup_seconds)
         .extra("setup_bytes", b.setup_bytes)
-        .extra("max_lsb_vs_twin", b.max_lsb_vs_twin)])
+        .extra("max_lsb_vs_twin", b.max_lsb_vs_twin)
+        .extra("tol_lsb", b.tol_lsb)])
 }

@@ -26,6 +26,7 @@ pub fn run(suite: &Suite, count: usize) -> Result<BenchLine, String> {
     Ok(l.extra("cots_per_second", b.cots_per_second)
         .extra("bits_per_cot", b.bits_per_cot)
         .extra("steady_bits_per_cot", b.steady_bits_per_cot)
+        .extra("first_refill_bits_per_cot", b.first_refill_bits_per_cot)
         .extra("base_ot_seconds", b.base_ot_seconds)
         .extra("base_ot_bytes", b.base_ot_bytes)
         .extra("refills", b.refills))

@@ -12,7 +12,7 @@ fn main() {
         .get(1)
         .and_then(|s| LinkModel::preset(s))
         .unwrap_or(None);
-    println!("| op | l | shift/k | thresholds | elements | seconds | bytes | bits/element | COTs/element | amortised bits/element | flows |");
+    println!("| op | l | shift/k | thresholds | elements | seconds | bytes | bits/element | COTs/element | steady bits/element (measured COT cost) | flows |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for spec in args.iter().skip(2) {
         let mut parts = spec.split(':');
@@ -38,7 +38,7 @@ fn main() {
                 b.bytes,
                 b.bits_per_element,
                 b.cots_per_element,
-                b.amortised_bits_per_element,
+                b.steady_bits_per_element,
                 b.flows
             ),
             Err(e) => eprintln!("{name}: {e}"),

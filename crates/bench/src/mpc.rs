@@ -6,6 +6,14 @@
 //! headers included), flows summed over both parties, and bits per element. The OT session
 //! setup (base OTs) and the Ferret bootstrap of both directions are excluded (run before the
 //! measurement); pool refills during the call are included.
+//!
+//! Every byte figure comes from the channel counters of the run. The COT production cost is
+//! measured, not assumed: before the call, each direction runs one steady-state extension
+//! ([`nectar_ot::OtSession::refill`]) whose traffic, read from the channel counters around it
+//! ([`nectar_ot::RefillTraffic`]), divided by the COTs it produced, is `refill_bits_per_cot`.
+//! `steady_bits_per_element` then spreads that measured cost evenly over the call's COTs: the
+//! call's bytes without the extensions that happened to run inside it, plus
+//! `cots_per_element · refill_bits_per_cot`.
 
 use nectar_math::Prg;
 use nectar_mpc::{Mpc, MpcError, Result};
@@ -123,15 +131,17 @@ pub struct MpcBench {
     /// Flows (messages) summed over both parties.
     pub flows: u64,
     pub bits_per_element: f64,
-    /// COTs consumed per element (both directions).
+    /// COTs consumed per element (both directions, each COT counted once).
     pub cots_per_element: f64,
-    /// `bits_per_element` plus the COTs at Ferret's steady-state cost
-    /// ([`FERRET_BITS_PER_COT`]): the amortised cost once pool refills are spread evenly.
-    pub amortised_bits_per_element: f64,
+    /// Bytes of the COT extensions that ran inside the call (both directions; part of `bytes`).
+    pub refill_bytes: u64,
+    /// Measured steady-state cost of a COT: the traffic of one extension per direction run
+    /// before the call, in bits, over the COTs it produced (module doc).
+    pub refill_bits_per_cot: f64,
+    /// `(bytes − refill_bytes) · 8 / size + cots_per_element · refill_bits_per_cot`: the call's
+    /// cost with COT production spread evenly at its measured steady-state rate.
+    pub steady_bits_per_element: f64,
 }
-
-/// Ferret (b13) steady-state communication per COT, measured in `docs/results/ot.md`.
-pub const FERRET_BITS_PER_COT: f64 = 0.442;
 
 /// Run `op` on `size` elements; `net = None` is the raw in-memory channel.
 pub fn bench_mpc(op: MpcOp, size: usize, net: Option<LinkModel>) -> Result<MpcBench> {
@@ -159,10 +169,18 @@ pub fn bench_mpc(op: MpcOp, size: usize, net: Option<LinkModel>) -> Result<MpcBe
                 .unwrap_or_else(|_| Err(MpcError::BadArgument("client thread panicked".into()))),
         )
     });
-    let ((t0, s0, k0), (t1, s1, k1)) = (r0?, r1?);
+    let (p0, p1) = (r0?, r1?);
+    let (t0, s0, k0) = (p0.seconds, p0.stats, p0.cots);
+    let (t1, s1) = (p1.seconds, p1.stats);
     let bytes = s0.bytes_sent + s1.bytes_sent;
     let bits_per_element = bytes as f64 * 8.0 / size.max(1) as f64;
-    let cots_per_element = (k0 + k1) as f64 / size.max(1) as f64;
+    // One party's two pools hand out every COT of both directions once (the peer's pools
+    // count the same COTs), and its counters see both directions of every extension.
+    let cots_per_element = k0 as f64 / size.max(1) as f64;
+    let refill_bytes = p0.refill_in_call.bytes();
+    let refill_bits_per_cot = p0.steady.bits_per_cot().ok_or_else(|| {
+        MpcError::BadArgument("no steady-state extension was measured".into())
+    })?;
     Ok(MpcBench {
         op,
         size,
@@ -181,16 +199,26 @@ pub fn bench_mpc(op: MpcOp, size: usize, net: Option<LinkModel>) -> Result<MpcBe
         flows: s0.msgs_sent + s1.msgs_sent,
         bits_per_element,
         cots_per_element,
-        amortised_bits_per_element: bits_per_element + FERRET_BITS_PER_COT * cots_per_element,
+        refill_bytes,
+        refill_bits_per_cot,
+        steady_bits_per_element: (bytes - refill_bytes) as f64 * 8.0 / size.max(1) as f64
+            + cots_per_element * refill_bits_per_cot,
     })
 }
 
-fn party(
-    role: Role,
-    ch: &mut dyn Channel,
-    op: MpcOp,
-    n: usize,
-) -> Result<(f64, nectar_net::Stats, u64)> {
+/// One party's measurement.
+struct PartyOut {
+    seconds: f64,
+    stats: nectar_net::Stats,
+    /// COTs this party's pools handed out during the call.
+    cots: u64,
+    /// Extensions run inside the call.
+    refill_in_call: nectar_ot::RefillTraffic,
+    /// The steady-state extensions run before the call.
+    steady: nectar_ot::RefillTraffic,
+}
+
+fn party(role: Role, ch: &mut dyn Channel, op: MpcOp, n: usize) -> Result<PartyOut> {
     let mut prg = Prg::from_entropy();
     let mut mpc = Mpc::setup(role, ch, prg.fork(), Producer::default())?;
     // Ferret bootstrap of both directions, outside the measurement: one random OT each way,
@@ -202,6 +230,9 @@ fn party(
         mpc.ot().recv_rot(ch, 1)?;
         mpc.ot().send_rot(ch, 1)?;
     }
+    // One steady-state extension per direction: its measured traffic prices the COTs.
+    mpc.ot().refill(ch)?;
+    let steady = mpc.ot().steady_traffic();
     let l = op.l;
     let m = nectar_mpc::ctx::mask(l)?;
     let x: Vec<u64> = (0..n).map(|_| prg.next_u128() as u64 & m).collect();
@@ -210,7 +241,12 @@ fn party(
     let ts: Vec<u64> = (0..op.thresholds as u64).map(|j| (j * 12345) & m).collect();
     ch.flush()?;
     let s0 = ch.stats();
-    let k0 = mpc.ot().pools().0.consumed();
+    let consumed = |mpc: &mut Mpc| {
+        let (a, b) = mpc.ot().pools();
+        a.consumed() + b.consumed()
+    };
+    let k0 = consumed(&mut mpc);
+    let r0 = mpc.ot().refill_traffic();
     let t = Instant::now();
     match op.kind {
         OpKind::Less => drop(mpc.less_than_const(ch, &x, &ts, l, op.shift)?),
@@ -228,8 +264,14 @@ fn party(
         OpKind::Equal => drop(mpc.equal_const(ch, &x, &ts, l)?),
     }
     ch.flush()?;
-    let secs = t.elapsed().as_secs_f64();
-    Ok((secs, ch.stats() - s0, mpc.ot().pools().0.consumed() - k0))
+    let seconds = t.elapsed().as_secs_f64();
+    Ok(PartyOut {
+        seconds,
+        stats: ch.stats() - s0,
+        cots: consumed(&mut mpc) - k0,
+        refill_in_call: mpc.ot().refill_traffic().since(&r0),
+        steady,
+    })
 }
 
 #[cfg(test)]

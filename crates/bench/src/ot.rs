@@ -4,12 +4,15 @@
 //! Reported: COTs per second (wall time of the extension phase, both parties concurrently),
 //! bits per COT (bytes both directions, frame headers included, amortised over `count`,
 //! including IKNP and Ferret bootstrapping, excluding the one-time base OTs, which are reported
-//! separately), bytes, rounds (flows summed over both parties) and, for Ferret, the
-//! steady-state bits per COT of one main extension.
+//! separately), bytes, rounds (flows summed over both parties) and the steady-state bits per
+//! COT: the traffic of the extensions after the first (the bootstrap), measured by the channel
+//! counters around each of them ([`nectar_ot::RefillTraffic`]), divided by the COTs they
+//! produced. A run too short to need an extension after the first has no steady figure
+//! (`null`): Ferret b13's first extension yields 10 018 496 COTs.
 
 use nectar_math::Prg;
 use nectar_net::{mem::run_pair, Channel};
-use nectar_ot::ferret::{extension_bytes, FerretParams};
+use nectar_ot::ferret::FerretParams;
 use nectar_ot::pool::{CotPool, Producer};
 use nectar_ot::OtError;
 use std::time::Instant;
@@ -29,7 +32,10 @@ pub struct OtBench {
     pub count: usize,
     pub cots_per_second: f64,
     pub bits_per_cot: f64,
-    pub steady_bits_per_cot: f64,
+    /// Measured: bits per COT of the extensions after the first (`None` if there were none).
+    pub steady_bits_per_cot: Option<f64>,
+    /// Measured: bits per COT of the first extension (bootstrap included).
+    pub first_refill_bits_per_cot: Option<f64>,
     pub seconds: f64,
     pub bytes: u64,
     /// Bytes sent by the COT sender (P0 in the bench).
@@ -55,7 +61,8 @@ pub fn bench_ot(kind: OtKind, count: usize) -> Result<OtBench, OtError> {
 
 /// Measure `count` COTs with an explicit producer.
 pub fn bench_producer(producer: Producer, count: usize) -> Result<OtBench, OtError> {
-    let run = |sender: bool, ch: &mut dyn Channel| -> Result<(f64, f64, nectar_net::Stats, nectar_net::Stats, u64, u128), OtError> {
+    type PartyOut = (f64, f64, nectar_net::Stats, nectar_net::Stats, u64, u128, nectar_ot::RefillTraffic, nectar_ot::RefillTraffic);
+    let run = |sender: bool, ch: &mut dyn Channel| -> Result<PartyOut, OtError> {
         let mut prg = Prg::from_entropy();
         let t0 = Instant::now();
         let mut pool = if sender { CotPool::sender(ch, producer, &mut prg)? } else { CotPool::receiver(ch, producer, &mut prg)? };
@@ -72,27 +79,26 @@ pub fn bench_producer(producer: Producer, count: usize) -> Result<OtBench, OtErr
         }
         ch.flush()?;
         let secs = t1.elapsed().as_secs_f64();
-        Ok((base_s, secs, s0, ch.stats() - s0, pool.refills(), check))
+        Ok((base_s, secs, s0, ch.stats() - s0, pool.refills(), check, pool.first_refill(), pool.steady_refills()))
     };
     let (a, b) = run_pair(|c| run(true, c), |c| run(false, c));
     let (a, b) = (a?, b?);
     let seconds = a.1.max(b.1);
     let bytes = a.3.bytes_sent + b.3.bytes_sent;
-    let (kind, params, steady) = match producer {
-        Producer::Iknp => ("iknp".to_string(), "kappa=128".to_string(), 128.0),
-        Producer::Ferret(p) => (
-            "ferret".to_string(),
-            p.name.to_string(),
-            8.0 * (extension_bytes(&p.main) + nectar_net::FRAME_HEADER) as f64 / p.usable() as f64,
-        ),
+    let (kind, params) = match producer {
+        Producer::Iknp => ("iknp".to_string(), "kappa=128".to_string()),
+        Producer::Ferret(p) => ("ferret".to_string(), p.name.to_string()),
     };
+    // One party's counters see both directions of every extension (RefillTraffic).
+    let (first, steady) = (a.6, a.7);
     Ok(OtBench {
         kind,
         params,
         count,
         cots_per_second: count as f64 / seconds,
         bits_per_cot: 8.0 * bytes as f64 / count as f64,
-        steady_bits_per_cot: steady,
+        steady_bits_per_cot: steady.bits_per_cot(),
+        first_refill_bits_per_cot: first.bits_per_cot(),
         seconds,
         bytes,
         bytes_sender: a.3.bytes_sent,

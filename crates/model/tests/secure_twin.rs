@@ -167,13 +167,11 @@ fn tiny_llama_generation_matches_float() {
 #[test]
 fn minilm_twin_embeddings_match_plaintext() {
     let home = fetch::default_home();
-    if !fetch::minilm_present(&home) {
-        eprintln!(
-            "skipped: MiniLM not found under {} (run `nectar fetch-model minilm`)",
-            home.display()
-        );
-        return;
-    }
+    assert!(
+        fetch::minilm_present(&home),
+        "MiniLM not found under {}: run `nectar fetch-model minilm` (`make test` fetches it first)",
+        home.display()
+    );
     let dir = fetch::minilm_dir(&home);
     let model = Model::load(&dir).unwrap();
     let w = weights(&dir);

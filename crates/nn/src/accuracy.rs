@@ -1,6 +1,6 @@
 //! Approximation-accuracy measurement: an operator run on the plaintext twin vs an `f64`
 //! reference over a grid of inputs. Used by the tests (with bounds) and by
-//! [`approximation_table`] (the numbers of `docs/results/nonlinear.md`; callable from the
+//! [`approximation_table`] (the numbers of `docs/notes/nonlinear-notes.md`; callable from the
 //! `nectar bench` CLI).
 
 use crate::backend::Backend;
@@ -105,7 +105,7 @@ pub fn measure_layernorm(fp: FixedPoint, rows: usize, cols: usize, spread: f64) 
     Ok(stats("layernorm", &format!("{rows}×{cols}, |x| ≤ {spread}"), &xs, &got, &want, fp, "—"))
 }
 
-/// The "Approximation accuracy" table of `docs/results/nonlinear.md` (twin vs f64, (64, 18)
+/// The "Approximation accuracy" table of `docs/notes/nonlinear-notes.md` (twin vs f64, (64, 18)
 /// unless the row says mixed).
 pub fn approximation_table() -> Result<Vec<ErrStats>, NnError> {
     use crate::{elu, exp, gelu, reciprocal, rsqrt, silu};

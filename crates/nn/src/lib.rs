@@ -17,7 +17,7 @@
 //! (documented on each [`Backend`] method: ±1 LSB per truncation, {0, ±1} per bOLEe product,
 //! approximate less-than within `2^k` LSB of a threshold), and float-vs-twin differences are the
 //! approximation error of the operator itself, which the accuracy tests measure
-//! ([`accuracy`], `docs/results/nonlinear.md`). [`counting::CountingBackend`] wraps any backend
+//! ([`accuracy`], `docs/notes/nonlinear-notes.md`). [`counting::CountingBackend`] wraps any backend
 //! and counts calls and elements per primitive, from which the cost of an operator in the secure
 //! backend follows.
 //!
@@ -51,6 +51,7 @@ pub mod rsqrt;
 pub mod secure;
 pub mod silu;
 pub mod softmax;
+pub mod tolerance;
 
 pub use backend::Backend;
 pub use counting::CountingBackend;

@@ -14,7 +14,7 @@
 //! Input domain: `x ∈ [2^lo, 2^hi)` (outside it the normalised `c` leaves `[0.5, 1)` and the
 //! iteration diverges); for softmax denominators `[1, n]` (the max element contributes 1).
 //! Cost on n elements: less_than n × (hi − lo), b2a n·(hi − lo), mul (2 + 2·iters)·n.
-//! Error: 3 iterations reach the fixed-point resolution; measured in `docs/results/nonlinear.md`.
+//! Error: 3 iterations reach the fixed-point resolution; measured in `docs/notes/nonlinear-notes.md`.
 
 use crate::backend::{enc, Backend};
 use crate::NnError;

@@ -6,7 +6,7 @@
 //! less-than, powers by squares, one truncation for both polynomials, one batched mux).
 //! Cost on n elements: square 3n, mul n, trunc 2n, less_than n × 3, mux 3n.
 //! Error: REFERENCE.md §3.3 (checked): max 7.2e−2 at x = 4⁺ (identity branch), < 1e−2 inside
-//! the polynomial segments; measured in `docs/results/nonlinear.md`.
+//! the polynomial segments; measured in `docs/notes/nonlinear-notes.md`.
 //! Needs `2f + 14 <= l` (x⁶ ≤ 4096 before truncation): fits (64, 18); under mixed bit-width
 //! use (32, 8) ([`SILU_ACT`]).
 

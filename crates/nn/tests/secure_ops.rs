@@ -110,46 +110,48 @@ fn run_items(opts: SecureOpts, items: &[Item]) -> Vec<(Vec<u64>, Vec<u64>)> {
     twins.into_iter().zip(a).collect()
 }
 
-/// Checks twin vs secure within each item's tolerance; prints the max difference.
+/// Checks twin vs secure within each item's tolerance. Each item's worst differences are
+/// printed first (`--nocapture` shows them, to re-derive a tolerance), then asserted: there is
+/// no mode that skips the assertions.
 fn check(opts: SecureOpts, items: Vec<Item>) {
     let out = run_items(opts, &items);
     for (it, (tw, se)) in items.iter().zip(out) {
         assert_eq!(tw.len(), se.len(), "{}", it.name);
-        let mut worst = 0i64;
-        for (i, (a, b)) in tw.iter().zip(&se).enumerate() {
-            let d = signed(b.wrapping_sub(*a), FP.l()).abs();
-            worst = worst.max(d);
-            assert!(
-                d <= it.tol || calibrating(),
-                "{}: element {i} (x = {:?}): twin {} secure {} differ by {d} > {} LSB",
-                it.name,
-                it.xs.get(i),
-                signed(*a, FP.l()),
-                signed(*b, FP.l()),
-                it.tol
-            );
-        }
-        let mut fworst = 0.0f64;
-        if let Some((want, ftol)) = &it.float {
-            assert_eq!(want.len(), se.len(), "{}", it.name);
-            for (i, (w, g)) in want.iter().zip(FP.decode_vec(&se)).enumerate() {
-                let e = (w - g).abs();
-                fworst = fworst.max(e);
-                assert!(e <= *ftol || calibrating(), "{}: element {i} (x = {:?}): f64 {w} secure {g} (err {e} > {ftol})", it.name, it.xs.get(i));
+        let d: Vec<i64> = tw.iter().zip(&se).map(|(a, b)| signed(b.wrapping_sub(*a), FP.l()).abs()).collect();
+        let worst = d.iter().copied().max().unwrap_or(0);
+        let got = FP.decode_vec(&se);
+        let fe: Vec<f64> = match &it.float {
+            Some((want, _)) => {
+                assert_eq!(want.len(), se.len(), "{}", it.name);
+                want.iter().zip(&got).map(|(w, g)| (w - g).abs()).collect()
             }
-        }
+            None => Vec::new(),
+        };
+        let fworst = fe.iter().copied().fold(0.0f64, f64::max);
         println!(
             "{:<28} n = {:>5}  max |secure − twin| = {worst:>6} LSB (tol {:>6})  max |secure − f64| = {fworst:.2e}",
             it.name,
             tw.len(),
             it.tol
         );
+        for (i, (a, b)) in tw.iter().zip(&se).enumerate() {
+            assert!(
+                d[i] <= it.tol,
+                "{}: element {i} (x = {:?}): twin {} secure {} differ by {} > {} LSB",
+                it.name,
+                it.xs.get(i),
+                signed(*a, FP.l()),
+                signed(*b, FP.l()),
+                d[i],
+                it.tol
+            );
+        }
+        if let Some((want, ftol)) = &it.float {
+            for (i, e) in fe.iter().enumerate() {
+                assert!(*e <= *ftol, "{}: element {i} (x = {:?}): f64 {} secure {} (err {e} > {ftol})", it.name, it.xs.get(i), want[i], got[i]);
+            }
+        }
     }
-}
-
-/// `NECTAR_CALIBRATE=1`: print the measured differences without asserting (to re-derive tolerances).
-fn calibrating() -> bool {
-    std::env::var_os("NECTAR_CALIBRATE").is_some()
 }
 
 fn grid(lo: f64, hi: f64, n: usize) -> Vec<f64> {
@@ -258,46 +260,9 @@ fn randu(n: usize, lo: f64, hi: f64, seed: u64) -> Vec<f64> {
         .collect()
 }
 
-// ---- tolerances (twin vs secure, raw LSB of the (64, 18) output) ----
-// Primitive errors (Backend docs): trunc {0, −1}; a product is the ring product (exact by OT,
-// {0, ±1} by bOLEe) then trunc, so |ε_mul| ≤ 2. Bounds below propagate these through each
-// operator (inputs exact; `|x|` the segment bound); mixed variants add the entering truncation
-// (δ ∈ {0, −1} LSB' of the input) and scale by 2^(f − f').
-/// Seg4GeLU at f = 18 on P6 (|x| ≤ 3): errors x² 2, x³ 8, x⁴ 38, x⁶ 434; weighted by
-/// |b2|, |b4|, |b6| = 0.36, 0.038, 0.0018: 2.9, + 1 (truncation) + 1 (floor of the sum) ≤ 5
-/// (P3, |x| ≤ 5: ≤ 3; identity: 0).
-const SEG4_TOL: i64 = 5;
-/// Seg4GeLU mixed at f' = 10: max|P'| · δ ≤ 1.2, + 5 as above, + 1 → 8 LSB' · 2^8.
-const SEG4_MIXED_TOL: i64 = 8 << 8;
-/// P4 at f = 18 (|x| < 2.7): x² 2, x³ 7.4, x⁴ 31; |c2|, |c3|, |c4| = 0.54, 0.18, 0.021: 3.1 + 2 ≤ 5.
-const P4_TOL: i64 = 5;
-/// P4 mixed at f' = 12: 1.2 + 5 + 1 → 8 LSB' · 2^6.
-const P4_MIXED_TOL: i64 = 8 << 6;
-/// SiLU at f = 18 (P6 on |x| ≤ 4): x² 2, x⁴ 66, x³ 10, x⁶ 1282; |b2|, |b4|, |b6| = 0.23, 0.011,
-/// 2.7e−4: 1.5 + 2 ≤ 4.
-const SILU_TOL: i64 = 4;
-/// SiLU mixed at f' = 8: 1.1 + 4 + 1 → 7 LSB' · 2^10.
-const SILU_MIXED_TOL: i64 = 7 << 10;
-/// exp = (1 + x/2^n)^(2^n), y_k ≤ 1: e_0 ≤ 1 (trunc), e_{k+1} ≤ 2·e_k + 2, so e_n ≤ 3·2^n − 2
-/// = 190 for n = 6 (by OT products: 2^(n+1) − 1 = 127, which is attained).
-const EXP_TOL: i64 = 190;
-/// exp mixed at f' = 12: e_0 ≤ 2 (entering δ and the division's truncation): 4·2^n − 2 = 254 LSB'
-/// · 2^6.
-const EXP_MIXED_TOL: i64 = 254 << 6;
-/// ELU (α = 1): the unclipped exp's 190 + the α product's truncation.
-const ELU_TOL: i64 = EXP_TOL + 2;
-/// Reciprocal: Newton's map has zero derivative at the fixed point, so only the last step's
-/// rounding survives: c·y (2) times y ≤ 2 (4) + the product (2) ≤ 6, times 2^−e ≤ 1, + the
-/// final product (2) → 8.
-const RECIP_TOL: i64 = 8;
-/// rsqrt for x ≥ 1 (2^−e ≤ 1): last Newton step y(1.5 − (u/2)y²): y² 2, (u/2)·y² 2 + 1, times y
-/// ≤ 2: 10, + 2 → 12, times 2^−e ≤ 1, + 2 → 14.
-const RSQRT_TOL: i64 = 14;
-/// LayerNorm / RMSNorm on rows with variance ≳ 0.1: x − μ 1 (one truncation), the variance's
-/// error ≤ 2 + 1 + 1 LSB gives a relative error ≤ 4·2^−18/0.1 in var, i.e. ≤ 2^−15 in rsqrt,
-/// which on outputs |q·r·γ| ≤ 6 is ≤ 12 LSB; rsqrt's own 14, the products q·r and ·γ (2 + 2·1.5)
-/// and |q|·14·γ/… bound the rest: 64 (measured ≤ 8).
-const NORM_TOL: i64 = 64;
+// ---- tolerances (twin vs secure, raw LSB of the (64, 18) output): the error models of
+// `nectar_nn::tolerance`, shared with `nectar bench nn` ----
+use nectar_nn::tolerance::{ELU_TOL, EXP_MIXED_TOL, EXP_TOL, NORM_TOL, P4_MIXED_TOL, P4_TOL, RECIP_TOL, RSQRT_TOL, SEG4_MIXED_TOL, SEG4_TOL, SILU_MIXED_TOL, SILU_TOL};
 
 #[test]
 fn activations_match_twin_and_f64() {
@@ -578,24 +543,7 @@ fn bad_arguments_are_errors() {
     assert_eq!(a, c);
 }
 
-/// Twin-vs-secure tolerance of an OPPE table (exact comparisons, so both pick the same piece):
-/// `x²` by Π_square is within ±2 LSB, `x³ = mul(x², x)` within `|x|·2 + 2` (the product's own
-/// ±2 plus `x` times the error of `x²`); each enters the selected polynomial times its
-/// coefficient; +1 for the final truncation and +1 for the coefficient rounding.
-fn oppe_tol(t: &nectar_nn::oppe::OppeTable) -> i64 {
-    let r = t.domain[0].abs().max(t.domain[1].abs());
-    let mut err = vec![0.0, 0.0, 2.0];
-    for j in 3..=t.degree() {
-        let prev: f64 = err[j - 1];
-        err.push(2.0 + r * prev + 2.0 * r.powi(j as i32 - 2));
-    }
-    let worst = t
-        .coeffs
-        .iter()
-        .map(|c| c.iter().enumerate().skip(2).map(|(j, ck)| ck.abs() * err[j]).sum::<f64>())
-        .fold(0.0, f64::max);
-    worst.ceil() as i64 + 2
-}
+use nectar_nn::tolerance::oppe_tol;
 
 /// East's OPPE operators (GELU, exp, tanh, SiLU with the committed tables) on the secure
 /// backend: vs the twin within [`oppe_tol`], vs f64 within the table's recorded twin error.

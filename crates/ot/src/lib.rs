@@ -37,7 +37,7 @@ pub mod rot;
 pub mod session;
 
 pub use ferret::FerretParams;
-pub use pool::{CotPool, Producer};
+pub use pool::{CotPool, Producer, RefillTraffic};
 pub use session::OtSession;
 
 use nectar_net::NetError;

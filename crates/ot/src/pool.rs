@@ -39,6 +39,54 @@ enum Engine {
     FerR(FerretReceiver),
 }
 
+/// The channel traffic of a pool's extensions, measured by this party's channel counters
+/// around each extension (refill). Both parties run an extension at the same point of the
+/// message order, so what this party sends and receives while its side runs is exactly that
+/// extension's traffic, both directions (frame headers included).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RefillTraffic {
+    /// Extensions counted.
+    pub extensions: u64,
+    /// COTs they added to the pool (the usable ones; the reserve kept for the next extension
+    /// is not counted).
+    pub cots: u64,
+    /// Bytes this party sent / received while they ran.
+    pub bytes_sent: u64,
+    pub bytes_recv: u64,
+}
+
+impl RefillTraffic {
+    /// Bytes both directions.
+    pub fn bytes(&self) -> u64 {
+        self.bytes_sent + self.bytes_recv
+    }
+
+    /// Measured bits per COT, `8 · bytes / cots` (`None` before any extension).
+    pub fn bits_per_cot(&self) -> Option<f64> {
+        (self.cots > 0).then(|| 8.0 * self.bytes() as f64 / self.cots as f64)
+    }
+
+    /// What was added since the snapshot `e` (`self − e`).
+    pub fn since(&self, e: &RefillTraffic) -> RefillTraffic {
+        RefillTraffic {
+            extensions: self.extensions - e.extensions,
+            cots: self.cots - e.cots,
+            bytes_sent: self.bytes_sent - e.bytes_sent,
+            bytes_recv: self.bytes_recv - e.bytes_recv,
+        }
+    }
+
+    /// Both together (e.g. the two directions of a session, as seen by one party).
+    pub fn plus(&self, o: &RefillTraffic) -> RefillTraffic {
+        RefillTraffic {
+            extensions: self.extensions + o.extensions,
+            cots: self.cots + o.cots,
+            bytes_sent: self.bytes_sent + o.bytes_sent,
+            bytes_recv: self.bytes_recv + o.bytes_recv,
+        }
+    }
+}
+
 /// One direction's random COTs, as seen by one party.
 pub struct CotPool {
     engine: Engine,
@@ -46,6 +94,10 @@ pub struct CotPool {
     pos: usize,
     used: u64,
     refills: u64,
+    /// The first extension (for Ferret, the IKNP + `*_pre` bootstrap included).
+    first: RefillTraffic,
+    /// Every later extension (the steady state).
+    steady: RefillTraffic,
     prg: Prg,
 }
 
@@ -71,7 +123,7 @@ impl CotPool {
     }
 
     fn with(engine: Engine, prg: Prg) -> Self {
-        CotPool { engine, buf: Vec::new(), pos: 0, used: 0, refills: 0, prg }
+        CotPool { engine, buf: Vec::new(), pos: 0, used: 0, refills: 0, first: RefillTraffic::default(), steady: RefillTraffic::default(), prg }
     }
 
     /// Whether this party is the sender of this direction.
@@ -98,6 +150,21 @@ impl CotPool {
         self.refills
     }
 
+    /// Traffic of the first extension (bootstrap included; see [`RefillTraffic`]).
+    pub fn first_refill(&self) -> RefillTraffic {
+        self.first
+    }
+
+    /// Traffic of every extension after the first: the steady-state cost.
+    pub fn steady_refills(&self) -> RefillTraffic {
+        self.steady
+    }
+
+    /// Traffic of every extension so far.
+    pub fn all_refills(&self) -> RefillTraffic {
+        self.first.plus(&self.steady)
+    }
+
     /// COTs buffered right now.
     pub fn available(&self) -> usize {
         self.buf.len() - self.pos
@@ -111,18 +178,7 @@ impl CotPool {
             self.pos = 0;
             while self.buf.len() < n {
                 let need = n - self.buf.len();
-                let fresh = match &mut self.engine {
-                    Engine::IknpS(s) => s.extend(ch, need.max(IKNP_REFILL))?,
-                    Engine::IknpR(r) => r.extend(ch, need.max(IKNP_REFILL), &mut self.prg)?,
-                    Engine::FerS(s) => s.extend(ch, &mut self.prg)?,
-                    Engine::FerR(r) => r.extend(ch, &mut self.prg)?,
-                };
-                self.refills += 1;
-                if self.buf.is_empty() {
-                    self.buf = fresh;
-                } else {
-                    self.buf.extend_from_slice(&fresh);
-                }
+                self.extend_once(ch, need)?;
             }
         }
         let first = self.used;
@@ -130,5 +186,41 @@ impl CotPool {
         self.pos += n;
         self.used += n as u64;
         Ok((first, out))
+    }
+
+    /// Runs one extension now; its COTs replace the buffered ones (AGREEMENT: the peer's pool
+    /// of this direction calls it at the same point, so both drop the same COTs, none of which
+    /// was handed out; global indices keep counting from [`Self::consumed`]). For measurements:
+    /// after the first extension this measures a steady-state one ([`Self::steady_refills`])
+    /// without consuming a whole buffer first, and without holding two buffers.
+    pub fn refill<C: Channel + ?Sized>(&mut self, ch: &mut C) -> Result<(), OtError> {
+        self.buf = Vec::new();
+        self.pos = 0;
+        self.extend_once(ch, 1)
+    }
+
+    /// One extension (IKNP: at least `need` COTs), appended to the buffer; its traffic is
+    /// recorded from the channel counters around it.
+    fn extend_once<C: Channel + ?Sized>(&mut self, ch: &mut C, need: usize) -> Result<(), OtError> {
+        let s0 = ch.stats();
+        let fresh = match &mut self.engine {
+            Engine::IknpS(s) => s.extend(ch, need.max(IKNP_REFILL))?,
+            Engine::IknpR(r) => r.extend(ch, need.max(IKNP_REFILL), &mut self.prg)?,
+            Engine::FerS(s) => s.extend(ch, &mut self.prg)?,
+            Engine::FerR(r) => r.extend(ch, &mut self.prg)?,
+        };
+        let d = ch.stats() - s0;
+        let t = if self.refills == 0 { &mut self.first } else { &mut self.steady };
+        t.extensions += 1;
+        t.cots += fresh.len() as u64;
+        t.bytes_sent += d.bytes_sent;
+        t.bytes_recv += d.bytes_recv;
+        self.refills += 1;
+        if self.buf.is_empty() {
+            self.buf = fresh;
+        } else {
+            self.buf.extend_from_slice(&fresh);
+        }
+        Ok(())
     }
 }

@@ -67,6 +67,37 @@ impl OtSession {
         (&self.send, &self.recv)
     }
 
+    /// Runs one extension in each direction now, replacing the buffered COTs
+    /// ([`CotPool::refill`]; AGREEMENT: the peer calls it at the same point; the direction
+    /// "server sends COTs" first). For measurements: after the bootstrap, this makes the
+    /// steady-state cost of an extension measurable ([`Self::steady_traffic`]).
+    pub fn refill<C: Channel + ?Sized>(&mut self, ch: &mut C) -> Result<(), OtError> {
+        match self.role {
+            Role::Server => {
+                self.send.refill(ch)?;
+                self.recv.refill(ch)?;
+            }
+            Role::Client => {
+                self.recv.refill(ch)?;
+                self.send.refill(ch)?;
+            }
+        }
+        ch.flush()?;
+        Ok(())
+    }
+
+    /// Traffic of every extension so far, both directions (one party's channel counters see
+    /// all of it: see [`crate::RefillTraffic`]).
+    pub fn refill_traffic(&self) -> crate::RefillTraffic {
+        self.send.all_refills().plus(&self.recv.all_refills())
+    }
+
+    /// Traffic of the extensions after each direction's first (the steady state), both
+    /// directions.
+    pub fn steady_traffic(&self) -> crate::RefillTraffic {
+        self.send.steady_refills().plus(&self.recv.steady_refills())
+    }
+
     /// Random COT, this party sender: `q_i` (`lsb = 0`); the peer's `recv_rcot` gets
     /// `(b_i, q_i ⊕ b_i·Δ)`. No communication beyond refills.
     pub fn send_rcot<C: Channel + ?Sized>(&mut self, ch: &mut C, n: usize) -> Result<Vec<u128>, OtError> {

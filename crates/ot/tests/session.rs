@@ -336,3 +336,46 @@ fn pinned_transcripts() {
     assert_eq!(f, ("caf410b06681f545".to_string(), "1c71f6612feae732".to_string()));
     assert_eq!(i, ("ab6362163ea2a664".to_string(), "8b3703f32bb2d28e".to_string()));
 }
+
+/// The refill traffic a party records is exactly the channel traffic of the extensions: both
+/// parties see the same bytes (one's sent = the other's received), a forced refill after the
+/// bootstrap is a steady-state extension, and for Ferret its payload is the sender's
+/// `extension_bytes` plus one frame header per flow.
+#[test]
+fn refill_traffic_is_the_extensions_channel_traffic() {
+    let p = FerretParams::insecure_tiny();
+    let run = |s: &mut OtSession, c: &mut MemChannel, server: bool| {
+        let s0 = c.stats();
+        if server {
+            s.send_rcot(c, 1).unwrap();
+        } else {
+            s.recv_rcot(c, 1).unwrap();
+        }
+        c.flush().unwrap();
+        let boot = c.stats() - s0;
+        let first = s.refill_traffic();
+        s.refill(c).unwrap();
+        let s1 = c.stats();
+        s.refill(c).unwrap();
+        let forced = c.stats() - s1;
+        (boot, first, forced, s.steady_traffic(), s.refill_traffic())
+    };
+    let (a, b) = both(Producer::Ferret(p), |s, c| run(s, c, true), |s, c| run(s, c, false));
+    for (boot, first, forced, steady, all) in [a, b] {
+        // the first call's traffic is its refill (a random COT sends nothing else)
+        assert_eq!((first.bytes_sent, first.bytes_recv), (boot.bytes_sent, boot.bytes_recv));
+        assert_eq!(first.extensions, 1);
+        // two forced refills of both directions: the first makes the receiving direction's
+        // bootstrap, every other one is steady
+        assert_eq!(all.extensions, 5);
+        assert_eq!(steady.extensions, 3);
+        assert_eq!(steady.cots, 3 * p.usable() as u64);
+        // the last forced refill (two steady extensions) is exactly what the channel carried
+        let per = (nectar_ot::ferret::extension_bytes(&p.main) + nectar_net::FRAME_HEADER) as u64;
+        assert_eq!(forced.bytes_sent + forced.bytes_recv, 2 * per, "{forced:?}");
+    }
+    // the two parties' views agree (sent by one = received by the other)
+    assert_eq!(a.4.bytes_sent, b.4.bytes_recv);
+    assert_eq!(a.4.bytes_recv, b.4.bytes_sent);
+    assert_eq!(a.3.bits_per_cot(), b.3.bits_per_cot());
+}

@@ -1,0 +1,98 @@
+//! Twin-vs-secure error bounds of the secure operators, in raw LSB of the (64, 18) output
+//! ([`nectar_math::FixedPoint::BUMBLEBEE`]), derived from the primitives' stated errors (the
+//! [`crate::Backend`] docs): trunc {0, −1}; a product is the ring product (exact by OT,
+//! {0, ±1} by bOLEe) then trunc, so |ε_mul| ≤ 2. The bounds propagate these through each
+//! operator (inputs exact; `|x|` the segment bound); mixed variants add the entering
+//! truncation (δ ∈ {0, −1} LSB' of the input) and scale by 2^(f − f').
+//!
+//! Operators that select a segment by an *approximate* comparison (Seg4GeLU, P4, SiLU, the
+//! exp and ELU clips: BumbleBee's MSB ignores low bits) may legitimately pick the
+//! neighbouring segment within [`PIVOT_GAP`] of a pivot; the LSB bounds hold off the pivots,
+//! and at the pivots only the f64 bound (approximation error + segment jump) applies.
+//!
+//! `crates/nn/tests/secure_ops.rs` asserts every bound on the secure backend, and
+//! `nectar bench nn` reports each run against them.
+
+use crate::oppe::OppeTable;
+use crate::reciprocal::{determine_reciprocal, DETERMINE_DELTA};
+use crate::NnError;
+
+/// Distance from a pivot within which an approximate comparison may pick either side: the
+/// comparison ignores the low `f − 4` bits, i.e. 2^−4 in real terms.
+pub const PIVOT_GAP: f64 = 1.0 / 16.0;
+
+/// Seg4GeLU at f = 18 on P6 (|x| ≤ 3): errors x² 2, x³ 8, x⁴ 38, x⁶ 434; weighted by
+/// |b2|, |b4|, |b6| = 0.36, 0.038, 0.0018: 2.9, + 1 (truncation) + 1 (floor of the sum) ≤ 5
+/// (P3, |x| ≤ 5: ≤ 3; identity: 0).
+pub const SEG4_TOL: i64 = 5;
+/// Seg4GeLU mixed at f' = 10: max|P'| · δ ≤ 1.2, + 5 as above, + 1 → 8 LSB' · 2^8.
+pub const SEG4_MIXED_TOL: i64 = 8 << 8;
+/// P4 at f = 18 (|x| < 2.7): x² 2, x³ 7.4, x⁴ 31; |c2|, |c3|, |c4| = 0.54, 0.18, 0.021: 3.1 + 2 ≤ 5.
+pub const P4_TOL: i64 = 5;
+/// P4 mixed at f' = 12: 1.2 + 5 + 1 → 8 LSB' · 2^6.
+pub const P4_MIXED_TOL: i64 = 8 << 6;
+/// SiLU at f = 18 (P6 on |x| ≤ 4): x² 2, x⁴ 66, x³ 10, x⁶ 1282; |b2|, |b4|, |b6| = 0.23, 0.011,
+/// 2.7e−4: 1.5 + 2 ≤ 4.
+pub const SILU_TOL: i64 = 4;
+/// SiLU mixed at f' = 8: 1.1 + 4 + 1 → 7 LSB' · 2^10.
+pub const SILU_MIXED_TOL: i64 = 7 << 10;
+/// exp = (1 + x/2^n)^(2^n), y_k ≤ 1: e_0 ≤ 1 (trunc), e_{k+1} ≤ 2·e_k + 2, so e_n ≤ 3·2^n − 2
+/// = 190 for n = 6 (by OT products: 2^(n+1) − 1 = 127, which is attained).
+pub const EXP_TOL: i64 = 190;
+/// exp mixed at f' = 12: e_0 ≤ 2 (entering δ and the division's truncation): 4·2^n − 2 = 254 LSB'
+/// · 2^6.
+pub const EXP_MIXED_TOL: i64 = 254 << 6;
+/// ELU (α = 1): the unclipped exp's 190 + the α product's truncation.
+pub const ELU_TOL: i64 = EXP_TOL + 2;
+/// Reciprocal: Newton's map has zero derivative at the fixed point, so only the last step's
+/// rounding survives: c·y (2) times y ≤ 2 (4) + the product (2) ≤ 6, times 2^−e ≤ 1, + the
+/// final product (2) → 8.
+pub const RECIP_TOL: i64 = 8;
+/// rsqrt for x ≥ 1 (2^−e ≤ 1): last Newton step y(1.5 − (u/2)y²): y² 2, (u/2)·y² 2 + 1, times y
+/// ≤ 2: 10, + 2 → 12, times 2^−e ≤ 1, + 2 → 14.
+pub const RSQRT_TOL: i64 = 14;
+/// LayerNorm / RMSNorm on rows with variance ≳ 0.1: x − μ 1 (one truncation), the variance's
+/// error ≤ 2 + 1 + 1 LSB gives a relative error ≤ 4·2^−18/0.1 in var, i.e. ≤ 2^−15 in rsqrt,
+/// which on outputs |q·r·γ| ≤ 6 is ≤ 12 LSB; rsqrt's own 14, the products q·r and ·γ (2 + 2·1.5)
+/// and |q|·14·γ/… bound the rest: 64 (measured ≤ 8).
+pub const NORM_TOL: i64 = 64;
+
+/// Twin-vs-secure tolerance of an OPPE table (exact comparisons, so both pick the same piece):
+/// `x²` by Π_square is within ±2 LSB, `x³ = mul(x², x)` within `|x|·2 + 2` (the product's own
+/// ±2 plus `x` times the error of `x²`); each enters the selected polynomial times its
+/// coefficient; +1 for the final truncation and +1 for the coefficient rounding.
+pub fn oppe_tol(t: &OppeTable) -> i64 {
+    let r = t.domain[0].abs().max(t.domain[1].abs());
+    let mut err = vec![0.0, 0.0, 2.0];
+    for j in 3..=t.degree() {
+        let prev: f64 = err[j - 1];
+        err.push(2.0 + r * prev + 2.0 * r.powi(j as i32 - 2));
+    }
+    let worst = t
+        .coeffs
+        .iter()
+        .map(|c| c.iter().enumerate().skip(2).map(|(j, ck)| ck.abs() * err[j]).sum::<f64>())
+        .fold(0.0, f64::max);
+    worst.ceil() as i64 + 2
+}
+
+/// OPPE under mixed bit-width ([`crate::oppe::OPPE_ACT`], f' = 10): the entering truncation
+/// (δ ≤ 1 LSB') times the slope of the function (≤ 2 for every committed table: GELU ≤ 1.13,
+/// SiLU ≤ 1.1, exp and tanh ≤ 1), plus [`oppe_tol`] in LSB' (the bound is in LSB of whatever
+/// scale the powers are taken at), + 1 for the extension back; times 2^(f − f') = 2^8.
+pub fn oppe_mixed_tol(t: &OppeTable) -> i64 {
+    (2 + oppe_tol(t) + 1) << 8
+}
+
+/// East's Newton reciprocal with Determine on `[a, b]`: `t` iterations of two products, each
+/// ±2 LSB, contracting (|1 − x·y| < 1), so the twin–secure gap stays within `4t` LSB.
+pub fn determine_tol(a: f64, b: f64) -> Result<i64, NnError> {
+    Ok(4 * determine_reciprocal(a, b, DETERMINE_DELTA)?.iters as i64)
+}
+
+/// A softmax composition (row max, exp of the differences, sum, reciprocal, products): three
+/// times the larger of its exp's and its reciprocal's bounds (|Δp_i| ≤ (|Δe_i| + p_i·|Δs|)/s
+/// with s ≥ 1 and p_i ≤ 1, as asserted for BumbleBee's and East's softmax).
+pub fn softmax_tol(exp_tol: i64, recip_tol: i64) -> i64 {
+    3 * exp_tol.max(recip_tol)
+}

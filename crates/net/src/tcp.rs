@@ -96,6 +96,20 @@ impl TcpChannel {
     }
 
     fn fail(&mut self, e: NetError) -> NetError {
+        // Tell the peer why we hang up when it is the peer's doing (best effort, short wait:
+        // a peer that does not read must not hold us here).
+        let why = match &e {
+            NetError::FrameTooLarge { .. } => Some(format!("over limit: {e}")),
+            NetError::Timeout => Some(match self.deadline {
+                Some(d) => format!("timeout: no whole message within {} s", d.as_secs_f64()),
+                None => "timeout".to_string(),
+            }),
+            _ => None,
+        };
+        if let Some(why) = why {
+            let _ = self.writer.get_ref().set_write_timeout(Some(Duration::from_secs(1)));
+            let _ = self.writer.write_all(&abort_frame(&why)).and_then(|_| self.writer.flush());
+        }
         self.broken = true;
         let _ = self.reader.get_ref().shutdown(Shutdown::Both);
         e
@@ -274,9 +288,11 @@ mod tests {
         b.flush().unwrap();
         assert!(matches!(a.recv(), Err(NetError::FrameTooLarge { len: 17, max: 16 })));
         assert!(matches!(a.recv(), Err(NetError::Closed)));
-        // The peer sees the connection go away.
-        let r = b.recv();
-        assert!(r.is_err());
+        // The peer learns why the connection goes away.
+        match b.recv() {
+            Err(NetError::Aborted(r)) => assert!(r.contains("over limit: frame of 17 bytes"), "{r}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -168,7 +168,7 @@ pub fn demo(dir: &Path, suite: &Suite, texts: &[String], images: &[PathBuf], tok
         println!("server and client on {addr}; {} queries in one session", texts.len());
     }
     let s2 = *suite;
-    let srv = std::thread::spawn(move || private::serve(server, listener, &s2, false, Some(1), true));
+    let srv = std::thread::spawn(move || private::serve(server, listener, &s2, &private::ServeOptions { max_sessions: Some(1), quiet: true, ..Default::default() }));
     let res = private::run_client(&addr, suite, client.config.as_ref(), &inputs, tokens, false);
     let srv_res = srv.join().map_err(|_| "server thread panicked".to_string())?;
     let (run, _cfg) = res?;

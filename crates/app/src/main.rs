@@ -4,6 +4,7 @@ mod bench_he;
 mod demo;
 mod fit;
 mod private;
+mod rate_limit;
 mod session;
 mod bench_linear;
 mod bench_model;
@@ -63,9 +64,24 @@ enum Cmd {
         /// The server also learns each output (default: only the client does).
         #[arg(long)]
         reveal_to_server: bool,
-        /// Stop after this many sessions (default: serve forever).
+        /// Stop after this many sessions in total (default: serve forever).
         #[arg(long)]
         max_sessions: Option<usize>,
+        /// Sessions running at once; a connection beyond them is refused with a one-line
+        /// reason (each session holds its own keys and activations: this bounds memory).
+        #[arg(long, default_value_t = private::DEFAULT_MAX_CONCURRENT)]
+        max_concurrent_sessions: usize,
+        /// Seconds a new connection has to complete its handshake (its Hello; only frames up
+        /// to 64 KiB are accepted before it).
+        #[arg(long, default_value_t = 30)]
+        handshake_timeout: u64,
+        /// Seconds a session may go without delivering a whole message before it is closed
+        /// (a client trickling bytes does not count as progress).
+        #[arg(long, default_value_t = 600)]
+        idle_timeout: u64,
+        /// Largest message after the handshake, in MiB (a larger one ends that session).
+        #[arg(long, default_value_t = 1024)]
+        max_frame_mib: usize,
         #[command(flatten)]
         suite: SuiteArgs,
     },
@@ -384,7 +400,32 @@ fn run(cli: Cli) -> Result<(), String> {
             println!("{}", m.summary());
             Ok(())
         }
-        Cmd::Serve { model, listen, reveal_to_server, max_sessions, suite } => {
+        Cmd::Serve {
+            model,
+            listen,
+            reveal_to_server,
+            max_sessions,
+            max_concurrent_sessions,
+            handshake_timeout,
+            idle_timeout,
+            max_frame_mib,
+            suite,
+        } => {
+            let secs = |name: &str, s: u64| match s {
+                0 => Err(format!("--{name} must be at least 1 second")),
+                s => Ok(std::time::Duration::from_secs(s)),
+            };
+            let opts = private::ServeOptions {
+                reveal_to_server,
+                max_sessions,
+                max_concurrent: max_concurrent_sessions.max(1),
+                limits: private::SessionLimits {
+                    handshake: secs("handshake-timeout", handshake_timeout)?,
+                    idle: secs("idle-timeout", idle_timeout)?,
+                    max_frame: max_frame_mib.clamp(1, 4095) << 20,
+                },
+                quiet: false,
+            };
             let suite = suite.suite()?;
             let m = std::sync::Arc::new(private::ServerModel::load(&model.dir())?);
             let listener = std::net::TcpListener::bind(&listen).map_err(|e| format!("listen {listen}: {e}"))?;
@@ -396,7 +437,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 suite.label(),
                 if reveal_to_server { ", outputs revealed to the server too" } else { "" }
             );
-            private::serve(m, listener, &suite, reveal_to_server, max_sessions, false)
+            private::serve(m, listener, &suite, &opts)
         }
         Cmd::Infer { connect, model, ids, image, tokens, classify, json, suite, texts } => {
             let suite = suite.suite()?;

@@ -66,6 +66,12 @@ impl Drop for Running<'_> {
 }
 
 /// The public architecture and the server's memory-mapped weights of a model directory.
+///
+/// The weights stay memory-mapped rather than copied: a copy would cost resident memory equal
+/// to the file (26 GB for a 7B f32 checkpoint) and its read time at every start, while pages
+/// of the map are shared and loaded on demand. The price: truncating or rewriting
+/// `model.safetensors` while the server runs makes its next read of the file fault (SIGBUS);
+/// replace model files by renaming a new file into place, never by writing over the old one.
 pub struct ServerModel {
     pub config: ModelConfig,
     pub config_json: String,
@@ -81,6 +87,10 @@ impl ServerModel {
         let config_json = std::fs::read_to_string(&cfg_path).map_err(|e| format!("{}: {e}", cfg_path.display()))?;
         let config = ModelConfig::from_json_str(&config_json, &cfg_path).map_err(|e| e.to_string())?;
         let weights = Weights::open(&dir.join("model.safetensors")).map_err(|e| e.to_string())?;
+        // Every tensor the config implies, checked now (shapes only; nothing is read) rather
+        // than found missing or misshapen in a client's query.
+        nectar_model::shapes::check_shapes(&config, &weights)
+            .map_err(|e| format!("{} does not match the weights: {e}", cfg_path.display()))?;
         Ok(ServerModel { config, config_json, weights })
     }
 }

@@ -307,3 +307,18 @@ fn running_out_of_descriptors_logs_once_and_backs_off() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn serve_refuses_a_config_that_does_not_match_the_weights() {
+    let dir = model_dir("shapes", true);
+    let cfg = dir.join("config.json");
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    v["n_inner"] = serde_json::json!(1000);
+    std::fs::write(&cfg, v.to_string()).unwrap();
+    let out = nectar().args(["serve", "--listen", "127.0.0.1:0", "--model"]).arg(&dir).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("does not match the weights") && err.contains("h.0.mlp.c_fc.weight"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

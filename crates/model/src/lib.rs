@@ -29,6 +29,7 @@ pub mod llama;
 pub mod ops;
 pub mod reference;
 pub mod secure;
+pub mod shapes;
 pub mod suite;
 pub mod tiny;
 pub mod tokenizer;

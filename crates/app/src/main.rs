@@ -1,5 +1,7 @@
 //! `nectar`: the command-line interface (see README.md).
 
+#[macro_use]
+mod stdout;
 mod bench_he;
 mod demo;
 mod fit;
@@ -384,7 +386,7 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             let home = home.unwrap_or_else(nectar_model::fetch::default_home);
             let dir = nectar_model::fetch::fetch_minilm(&home).map_err(|e| e.to_string())?;
-            println!("{}", dir.display());
+            outln!("{}", dir.display());
             Ok(())
         }
         Cmd::Embed { plaintext, model, json, texts } => {
@@ -397,7 +399,7 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Cmd::Info { model } => {
             let m = nectar_model::Model::load(&model.dir()).map_err(|e| e.to_string())?;
-            println!("{}", m.summary());
+            outln!("{}", m.summary());
             Ok(())
         }
         Cmd::Serve {
@@ -564,20 +566,20 @@ fn embed_plaintext(dir: &std::path::Path, texts: &[String], json: bool) -> Resul
     if json {
         for (t, e) in texts.iter().zip(&embs) {
             let o = serde_json::json!({ "text": t, "mode": "plaintext", "dim": e.len(), "embedding": e });
-            println!("{o}");
+            outln!("{o}");
         }
         return Ok(());
     }
-    println!("plaintext reference ({})", dir.display());
+    outln!("plaintext reference ({})", dir.display());
     for (i, (t, e)) in texts.iter().zip(&embs).enumerate() {
         let norm = e.iter().map(|x| x * x).sum::<f32>().sqrt();
         let head: Vec<String> = e.iter().take(4).map(|x| format!("{x:+.4}")).collect();
-        println!("[{i}] norm {norm:.4}  [{} ...]  {t:?}", head.join(", "));
+        outln!("[{i}] norm {norm:.4}  [{} ...]  {t:?}", head.join(", "));
     }
-    println!("cosine similarity:");
+    outln!("cosine similarity:");
     for a in &embs {
         let row: Vec<String> = embs.iter().map(|b| format!("{:.4}", nectar_model::cosine(a, b))).collect();
-        println!("  {}", row.join("  "));
+        outln!("  {}", row.join("  "));
     }
     Ok(())
 }

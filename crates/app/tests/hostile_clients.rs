@@ -198,9 +198,20 @@ fn gigabyte_frame_before_handshake_is_refused_without_buffering() {
     let after = server.rss();
     eprintln!("server RSS before {before} B, after the 1 GiB announcement {after} B ({sent} B pushed)");
     assert!(after < before + (16 << 20), "RSS grew from {before} to {after}");
-    // Others are still served.
+    // Others are still served; a client whose stdout is closed (`| head -0`) ends quietly.
     let ok = infer(&server.addr, &dir, "1,2,3", &[]);
     assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let mut child = nectar()
+        .args(["infer", "--connect", &server.addr, "--op", "ot=ferret-small", "--ids", "4,5", "--model"])
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !err.contains("panicked"), "{:?} {err}", out.status);
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }

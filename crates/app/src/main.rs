@@ -58,6 +58,12 @@ enum Cmd {
         model: ModelArg,
     },
     /// Serve a model to clients (secure inference; one session per connection).
+    ///
+    /// At start every tensor the config implies is checked against the weights' shapes. The
+    /// weights stay memory-mapped (a copy would cost resident memory equal to the file, and its
+    /// read time at each start); do not truncate or overwrite model.safetensors while serving
+    /// (the next read would fault with SIGBUS): rename a new file into place instead.
+    /// Limits against hostile clients: see README.md, "nectar serve: limits and failure modes".
     Serve {
         #[command(flatten)]
         model: ModelArg,

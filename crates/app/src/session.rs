@@ -13,6 +13,7 @@
 //!    client), each followed by the secure run; if the server announced `reveal_to_server`, the
 //!    client sends its output after each query (semi-honest: equivalent to revealing to both);
 //! 5. `Bye`.
+//!
 //! Any error ends that session, on both sides, with a message; the server keeps serving others.
 //! When the server ends a session for a reason the client should hear (a query the model
 //! cannot answer, an oversized or late message, an internal error), it sends an abort frame
@@ -149,7 +150,7 @@ impl SessionError {
     }
 
     /// Client side: an abort frame from the server becomes [`SessionError::Server`].
-    fn from_server(self) -> Self {
+    fn with_server_reason(self) -> Self {
         match self.net_cause() {
             Some(NetError::Aborted(r)) => SessionError::Server(r.clone()),
             _ => self,
@@ -170,9 +171,8 @@ impl SessionError {
             };
         }
         match self {
-            SessionError::BadRequest(_) | SessionError::Malformed { .. } | SessionError::Unexpected(_) => {
-                Some(format!("bad request: {self}").replace("bad request: bad request: ", "bad request: "))
-            }
+            SessionError::BadRequest(_) => Some(self.to_string()),
+            SessionError::Malformed { .. } | SessionError::Unexpected(_) => Some(format!("bad request: {self}")),
             SessionError::Rejected(_) | SessionError::Mismatch(_) | SessionError::Server(_) => None,
             _ => Some(format!("internal error (ref: session {session})")),
         }
@@ -340,7 +340,7 @@ pub struct ClientSession {
 impl ClientSession {
     /// Handshake: `expected` is the client's own copy of the architecture, if it has one.
     pub fn connect(ch: Box<dyn Channel>, agreement: Agreement, expected: Option<&ModelConfig>, prg: Prg) -> Result<Self, SessionError> {
-        Self::handshake(ch, agreement, expected, prg).map_err(SessionError::from_server)
+        Self::handshake(ch, agreement, expected, prg).map_err(SessionError::with_server_reason)
     }
 
     fn handshake(ch: Box<dyn Channel>, agreement: Agreement, expected: Option<&ModelConfig>, prg: Prg) -> Result<Self, SessionError> {
@@ -389,7 +389,7 @@ impl ClientSession {
     /// Run the whole session: setup once, then `queries` in order, then `Bye`. Each query is
     /// checked against the model before the session setup starts.
     pub fn run(self, queries: &[(Task, Input)]) -> Result<ClientRun, SessionError> {
-        self.run_queries(queries).map_err(SessionError::from_server)
+        self.run_queries(queries).map_err(SessionError::with_server_reason)
     }
 
     fn run_queries(mut self, queries: &[(Task, Input)]) -> Result<ClientRun, SessionError> {

@@ -90,7 +90,7 @@ pub fn expected_tensors(config: &ModelConfig, w: &Weights) -> Result<Vec<Expecte
             out.extend(block_tensors(&crate::llama::block_config(c), crate::llama::block_names, c.num_hidden_layers)?);
             out.push(("embed_tokens.weight".into(), vec![c.vocab_size, h]));
             out.push(("norm.weight".into(), vec![h]));
-            if !(c.tie_word_embeddings && !w.contains("lm_head.weight")) {
+            if !c.tie_word_embeddings || w.contains("lm_head.weight") {
                 out.push(("lm_head.weight".into(), vec![c.vocab_size, h]));
             }
         }

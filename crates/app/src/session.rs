@@ -22,7 +22,8 @@
 //!
 //! Limits ([`SessionLimits`]): before the `Hello` arrives only [`HANDSHAKE_MAX_FRAME`]-sized
 //! frames are accepted and the `Hello` must arrive within the handshake deadline; after it,
-//! frames up to `max_frame`, each within the idle deadline. Every query's public fields are
+//! protocol messages up to `max_frame` and control messages up to [`CONTROL_MAX_FRAME`], each
+//! within the idle deadline. Every query's public fields are
 //! checked against the model ([`SecureModel::check_query`]) before any work or allocation.
 
 use nectar_math::Prg;
@@ -33,6 +34,10 @@ use nectar_net::{Channel, Limits, NetError, Role, Stats, DEFAULT_MAX_FRAME, HAND
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// Largest control message after the handshake (`Query`, `Output`, `Bye`; LOCAL): a revealed
+/// output is at most a context window of token ids or one row of floats, far below this.
+pub const CONTROL_MAX_FRAME: usize = 4 << 20;
 
 /// The server's limits on one session (LOCAL; `nectar serve` flags).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -284,22 +289,28 @@ fn serve_queries(shared: &SharedChannel, s: &Served, limits: &SessionLimits, prg
         send_json(&mut ctl, &ServerMsg::Reject { reason: reason.clone() })?;
         return Err(SessionError::Mismatch(reason));
     }
-    ctl.set_limits(Limits { max_frame: limits.max_frame, frame_deadline: Some(limits.idle) })?;
+    // Protocol messages may be large; control messages (Query, Output, Bye) never are.
+    let protocol = Limits { max_frame: limits.max_frame, frame_deadline: Some(limits.idle) };
+    let control = Limits { max_frame: CONTROL_MAX_FRAME.min(limits.max_frame), ..protocol };
+    ctl.set_limits(protocol)?;
     send_json(&mut ctl, &ServerMsg::Welcome { config_json: s.config_json.clone(), reveal_to_server: s.reveal_to_server })?;
     let model = SecureModel::new(&s.config, Some(s.weights))?;
     let mut engine_ch = shared.clone();
     let mut engine = SecureEngine::setup(&mut engine_ch, Role::Server, &s.agreement.suite, prg)?;
     let mut reports = Vec::new();
     loop {
+        ctl.set_limits(control)?;
         match recv_json::<ClientMsg>(&mut ctl, "query")? {
             ClientMsg::Query { task, len } => {
                 let q = Query { task: task.clone(), ids: None, len };
                 // Every field came from the network: check it before any work.
                 model.check_query(&q).map_err(|e| SessionError::BadRequest(e.to_string()))?;
+                ctl.set_limits(protocol)?;
                 let s0 = ctl.stats();
                 let t = Instant::now();
                 let _ = model.run(&mut engine, &q)?;
                 let output = if s.reveal_to_server {
+                    ctl.set_limits(control)?;
                     match recv_json::<ClientMsg>(&mut ctl, "output")? {
                         ClientMsg::Output { output } => output,
                         other => return Err(SessionError::Unexpected(format!("{other:?}"))),

@@ -333,3 +333,20 @@ fn serve_refuses_a_config_that_does_not_match_the_weights() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn oversized_control_message_after_the_handshake_is_refused() {
+    let dir = model_dir("control", false);
+    let server = start_server(&dir, &[], None);
+    // Where a Query is due, a 5 MiB "query": refused at its header (control messages <= 4 MiB).
+    let mut ch = handshaken(&server.addr, true);
+    let _ = ch.send(&vec![b' '; 5 << 20]);
+    match ch.recv() {
+        Err(NetError::Aborted(r)) => assert!(r.contains("over limit: frame of 5242880 bytes exceeds the limit of 4194304"), "{r}"),
+        other => panic!("expected an abort frame, got {other:?}"),
+    }
+    let ok = infer(&server.addr, &dir, "1,2,3", &[]);
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -139,7 +139,8 @@ pub fn serve(model: Arc<ServerModel>, listener: TcpListener, suite: &Suite, opts
             let guard = Running(&running);
             let model = Arc::clone(&model);
             let agreement = agreement.clone();
-            scope.spawn(move || {
+            // Builder: a failed thread creation (EAGAIN) is an error to log, not a panic.
+            let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
                 let _guard = guard;
                 let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_default();
                 let ch = match TcpChannel::from_stream(stream) {
@@ -181,6 +182,11 @@ pub fn serve(model: Arc<ServerModel>, listener: TcpListener, suite: &Suite, opts
                     Err(_) => eprintln!("session {id} ({peer}): ended with error: internal error (panic)"),
                 }
             });
+            if let Err(e) = spawned {
+                if let Some(more) = accept_log.event(Instant::now()) {
+                    eprintln!("serve: cannot start a session thread: {e}{more}");
+                }
+            }
             if opts.max_sessions.is_some_and(|m| next >= m) {
                 break;
             }

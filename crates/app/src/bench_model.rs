@@ -85,7 +85,7 @@ pub fn run_server_party(a: &Args, addr: &str) -> Result<(), String> {
     // The parent watches this process; a long local computation must not time the link out.
     ch.set_timeout(None).map_err(|e| e.to_string())?;
     let s = bench_party(&spec, Role::Server, &mut ch).map_err(|e| format!("server party: {e}"))?;
-    println!("{}", serde_json::to_string(&s).map_err(|e| e.to_string())?);
+    outln!("{}", serde_json::to_string(&s).map_err(|e| e.to_string())?);
     Ok(())
 }
 

@@ -185,7 +185,7 @@ fn line(a: &Args, r: &Row) -> BenchLine {
 }
 
 fn print_table(a: &Args, rows: &[Row]) {
-    println!(
+    outln!(
         "nectar bench suites — {} , {} tokens, net {} (both parties in-process; client's view of the profile)",
         a.dir.display(),
         a.tokens,
@@ -196,13 +196,13 @@ fn print_table(a: &Args, rows: &[Row]) {
     for r in rows {
         head.push_str(&format!(" {:>w$}", r.suite.label()));
     }
-    println!("{head}");
+    outln!("{head}");
     let row = |name: &str, f: &dyn Fn(&Row) -> String| {
         let mut s = format!("{name:<22}");
         for r in rows {
             s.push_str(&format!(" {:>w$}", f(r)));
         }
-        println!("{s}");
+        outln!("{s}");
     };
     row("seconds", &|r| format!("{:.2}", r.client.seconds));
     row("MB client->server", &|r| format!("{:.1}", r.client.traffic.bytes_sent as f64 / 1e6));

@@ -72,7 +72,7 @@ pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, su
                 o["plaintext"] = output_json(p);
                 o["agreement"] = serde_json::json!(agreement_score(&r.output, p));
             }
-            println!("{o}");
+            outln!("{o}");
         }
         let t = serde_json::json!({
             "totals": {
@@ -89,7 +89,7 @@ pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, su
                 "breakdown": profile.to_json(),
             }
         });
-        println!("{t}");
+        outln!("{t}");
         return;
     }
     for (i, r) in run.reports.iter().enumerate() {
@@ -99,12 +99,12 @@ pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, su
             Some(p) => {
                 let score = agreement_score(&r.output, p).unwrap_or(f64::NAN);
                 let what = if matches!(r.output, Output::Tokens(_)) { "tokens equal to plaintext" } else { "cosine to plaintext" };
-                println!("[{i}] {what} {score:.5}  {head}  ({} tokens, {:.2} s, {:.1} MB)  {text:?}", r.len, r.seconds, (r.bytes_sent + r.bytes_recv) as f64 / 1e6);
+                outln!("[{i}] {what} {score:.5}  {head}  ({} tokens, {:.2} s, {:.1} MB)  {text:?}", r.len, r.seconds, (r.bytes_sent + r.bytes_recv) as f64 / 1e6);
                 if let (Output::Tokens(_), Output::Tokens(b)) = (&r.output, p) {
-                    println!("     plaintext tokens {b:?}");
+                    outln!("     plaintext tokens {b:?}");
                 }
             }
-            None => println!("[{i}] {head}  ({} tokens, {:.2} s, {:.1} MB)  {text:?}", r.len, r.seconds, (r.bytes_sent + r.bytes_recv) as f64 / 1e6),
+            None => outln!("[{i}] {head}  ({} tokens, {:.2} s, {:.1} MB)  {text:?}", r.len, r.seconds, (r.bytes_sent + r.bytes_recv) as f64 / 1e6),
         }
     }
     let embs: Vec<&Vec<f32>> = run.reports.iter().filter_map(|r| match &r.output {
@@ -112,13 +112,13 @@ pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, su
         _ => None,
     }).collect();
     if embs.len() > 1 {
-        println!("cosine similarity of the private embeddings:");
+        outln!("cosine similarity of the private embeddings:");
         for a in &embs {
             let row: Vec<String> = embs.iter().map(|b| format!("{:.4}", nectar_model::cosine(a, b))).collect();
-            println!("  {}", row.join("  "));
+            outln!("  {}", row.join("  "));
         }
     }
-    println!(
+    outln!(
         "session setup {:.2} s, {:.1} MB; inference {:.2} s, {:.1} MB sent + {:.1} MB received (client view)",
         run.setup_seconds,
         (run.setup_stats.bytes_sent + run.setup_stats.bytes_recv) as f64 / 1e6,
@@ -126,7 +126,7 @@ pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, su
         sent as f64 / 1e6,
         recv as f64 / 1e6
     );
-    println!("per-operator breakdown (client view, all queries):\n{}", profile.table());
+    outln!("per-operator breakdown (client view, all queries):\n{}", profile.table());
 }
 
 fn describe(o: &Output) -> String {
@@ -164,11 +164,11 @@ pub fn demo(dir: &Path, suite: &Suite, texts: &[String], images: &[PathBuf], tok
     let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?.to_string();
     if !json {
-        println!("== nectar demo: private inference (suite {}) on {} ==", suite.label(), dir.display());
-        println!("server and client on {addr}; {} queries in one session", texts.len());
+        outln!("== nectar demo: private inference (suite {}) on {} ==", suite.label(), dir.display());
+        outln!("server and client on {addr}; {} queries in one session", texts.len());
     }
     let s2 = *suite;
-    let srv = std::thread::spawn(move || private::serve(server, listener, &s2, false, Some(1), true));
+    let srv = std::thread::spawn(move || private::serve(server, listener, &s2, &private::ServeOptions { max_sessions: Some(1), quiet: true, ..Default::default() }));
     let res = private::run_client(&addr, suite, client.config.as_ref(), &inputs, tokens, false);
     let srv_res = srv.join().map_err(|_| "server thread panicked".to_string())?;
     let (run, _cfg) = res?;

@@ -53,15 +53,15 @@ pub fn run(a: &Args, out: Option<&Path>, json: bool) -> Result<(), String> {
         std::fs::write(path, format!("{text}\n")).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     if json {
-        println!("{}", serde_json::to_string(&table).map_err(|e| e.to_string())?);
+        outln!("{}", serde_json::to_string(&table).map_err(|e| e.to_string())?);
     } else {
-        println!("OPPE {} on [{}, {}], m = {}, d = {}", table.func, a.lo, a.hi, table.pieces(), table.degree());
+        outln!("OPPE {} on [{}, {}], m = {}, d = {}", table.func, a.lo, a.hi, table.pieces(), table.degree());
         for (w, c) in table.breaks.iter().zip(&table.coeffs) {
             let cs: Vec<String> = c.iter().map(|v| format!("{v:+.6e}")).collect();
-            println!("  x >= {w:<10.6} : [{}]", cs.join(", "));
+            outln!("  x >= {w:<10.6} : [{}]", cs.join(", "));
         }
         let r = &table.fit;
-        println!(
+        outln!(
             "error on [{}, {}] ({} points): f64 max {:.3e} mean {:.3e}; twin (l={}, f={}) max {:.3e} mean {:.3e}",
             domain[0], domain[1], r.samples, r.float_max_abs, r.float_mean_abs, r.format[0], r.format[1],
             r.twin_max_abs, r.twin_mean_abs

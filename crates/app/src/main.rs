@@ -1,10 +1,13 @@
 //! `nectar`: the command-line interface (see README.md).
 
+#[macro_use]
+mod stdout;
 mod bench_he;
 mod demo;
 mod fit;
 mod params;
 mod private;
+mod rate_limit;
 mod session;
 mod bench_linear;
 mod bench_model;
@@ -56,6 +59,12 @@ enum Cmd {
         model: ModelArg,
     },
     /// Serve a model to clients (secure inference; one session per connection).
+    ///
+    /// At start every tensor the config implies is checked against the weights' shapes. The
+    /// weights stay memory-mapped (a copy would cost resident memory equal to the file, and its
+    /// read time at each start); do not truncate or overwrite model.safetensors while serving
+    /// (the next read would fault with SIGBUS): rename a new file into place instead.
+    /// Limits against hostile clients: see README.md, "nectar serve: limits and failure modes".
     Serve {
         #[command(flatten)]
         model: ModelArg,
@@ -64,9 +73,24 @@ enum Cmd {
         /// The server also learns each output (default: only the client does).
         #[arg(long)]
         reveal_to_server: bool,
-        /// Stop after this many sessions (default: serve forever).
+        /// Stop after this many sessions in total (default: serve forever).
         #[arg(long)]
         max_sessions: Option<usize>,
+        /// Sessions running at once; a connection beyond them is refused with a one-line
+        /// reason (each session holds its own keys and activations: this bounds memory).
+        #[arg(long, default_value_t = private::DEFAULT_MAX_CONCURRENT)]
+        max_concurrent_sessions: usize,
+        /// Seconds a new connection has to complete its handshake (its Hello; only frames up
+        /// to 64 KiB are accepted before it).
+        #[arg(long, default_value_t = 30)]
+        handshake_timeout: u64,
+        /// Seconds a session may go without delivering a whole message before it is closed
+        /// (a client trickling bytes does not count as progress).
+        #[arg(long, default_value_t = 600)]
+        idle_timeout: u64,
+        /// Largest message after the handshake, in MiB (a larger one ends that session).
+        #[arg(long, default_value_t = 1024)]
+        max_frame_mib: usize,
         #[command(flatten)]
         suite: SuiteArgs,
     },
@@ -378,7 +402,7 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             let home = home.unwrap_or_else(nectar_model::fetch::default_home);
             let dir = nectar_model::fetch::fetch_minilm(&home).map_err(|e| e.to_string())?;
-            println!("{}", dir.display());
+            outln!("{}", dir.display());
             Ok(())
         }
         Cmd::Embed { plaintext, model, json, texts } => {
@@ -391,10 +415,35 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Cmd::Info { model } => {
             let m = nectar_model::Model::load(&model.dir()).map_err(|e| e.to_string())?;
-            println!("{}", m.summary());
+            outln!("{}", m.summary());
             Ok(())
         }
-        Cmd::Serve { model, listen, reveal_to_server, max_sessions, suite } => {
+        Cmd::Serve {
+            model,
+            listen,
+            reveal_to_server,
+            max_sessions,
+            max_concurrent_sessions,
+            handshake_timeout,
+            idle_timeout,
+            max_frame_mib,
+            suite,
+        } => {
+            let secs = |name: &str, s: u64| match s {
+                0 => Err(format!("--{name} must be at least 1 second")),
+                s => Ok(std::time::Duration::from_secs(s)),
+            };
+            let opts = private::ServeOptions {
+                reveal_to_server,
+                max_sessions,
+                max_concurrent: max_concurrent_sessions.max(1),
+                limits: private::SessionLimits {
+                    handshake: secs("handshake-timeout", handshake_timeout)?,
+                    idle: secs("idle-timeout", idle_timeout)?,
+                    max_frame: max_frame_mib.clamp(1, 4095) << 20,
+                },
+                quiet: false,
+            };
             let suite = suite.suite()?;
             let m = std::sync::Arc::new(private::ServerModel::load(&model.dir())?);
             let listener = std::net::TcpListener::bind(&listen).map_err(|e| format!("listen {listen}: {e}"))?;
@@ -406,7 +455,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 suite.label(),
                 if reveal_to_server { ", outputs revealed to the server too" } else { "" }
             );
-            private::serve(m, listener, &suite, reveal_to_server, max_sessions, false)
+            private::serve(m, listener, &suite, &opts)
         }
         Cmd::Infer { connect, model, ids, image, tokens, classify, json, suite, texts } => {
             let suite = suite.suite()?;
@@ -540,20 +589,20 @@ fn embed_plaintext(dir: &std::path::Path, texts: &[String], json: bool) -> Resul
     if json {
         for (t, e) in texts.iter().zip(&embs) {
             let o = serde_json::json!({ "text": t, "mode": "plaintext", "dim": e.len(), "embedding": e });
-            println!("{o}");
+            outln!("{o}");
         }
         return Ok(());
     }
-    println!("plaintext reference ({})", dir.display());
+    outln!("plaintext reference ({})", dir.display());
     for (i, (t, e)) in texts.iter().zip(&embs).enumerate() {
         let norm = e.iter().map(|x| x * x).sum::<f32>().sqrt();
         let head: Vec<String> = e.iter().take(4).map(|x| format!("{x:+.4}")).collect();
-        println!("[{i}] norm {norm:.4}  [{} ...]  {t:?}", head.join(", "));
+        outln!("[{i}] norm {norm:.4}  [{} ...]  {t:?}", head.join(", "));
     }
-    println!("cosine similarity:");
+    outln!("cosine similarity:");
     for a in &embs {
         let row: Vec<String> = embs.iter().map(|b| format!("{:.4}", nectar_model::cosine(a, b))).collect();
-        println!("  {}", row.join("  "));
+        outln!("  {}", row.join("  "));
     }
     Ok(())
 }

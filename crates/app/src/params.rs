@@ -17,23 +17,23 @@ pub fn run(suite: Option<&Suite>, json: bool) -> Result<(), String> {
     for (name, s) in suites {
         let r = s.and_then(|s| report(&s).map_err(|e| e.to_string()));
         match (r, json) {
-            (Ok(r), true) => println!("{}", serde_json::to_string(&r).map_err(|e| e.to_string())?),
-            (Err(e), true) => println!("{}", serde_json::json!({ "suite": name, "error": e })),
-            (Err(e), false) => println!("{name}: cannot assess ({e})\n"),
+            (Ok(r), true) => outln!("{}", serde_json::to_string(&r).map_err(|e| e.to_string())?),
+            (Err(e), true) => outln!("{}", serde_json::json!({ "suite": name, "error": e })),
+            (Err(e), false) => outln!("{name}: cannot assess ({e})\n"),
             (Ok(r), false) => {
                 let bits = r.session_bits.map_or("perfect (no statistical step)".to_string(), |b| format!("{b} bits"));
-                println!("{}: statistical security per session {bits}", r.suite);
+                outln!("{}: statistical security per session {bits}", r.suite);
                 for h in &r.he {
-                    println!(
+                    outln!(
                         "  HE {:<5} N = {:>5}  log2(qP) = {:>3} (128-bit bound {:>3})  log2 t = {:>3}  σ = {:.2}",
                         h.role, h.n, h.log_qp, h.max_log_qp_128, h.log_t, h.error_sigma
                     );
                 }
                 for s in &r.statistical {
                     let b = s.session_bits.map_or("perfect".to_string(), |b| format!("{b} bits"));
-                    println!("  {:<40} {b:>8}  {}", s.step, s.detail);
+                    outln!("  {:<40} {b:>8}  {}", s.step, s.detail);
                 }
-                println!();
+                outln!();
             }
         }
     }

@@ -1,6 +1,8 @@
 //! `nectar serve`, `nectar infer` and `nectar demo`: private inference over TCP.
 
 pub use crate::session::Input;
+use crate::rate_limit::RateLimitedLog;
+pub use crate::session::SessionLimits;
 use crate::session::{serve_session, Agreement, ClientRun, ClientSession, QueryReport, Served};
 use nectar_math::Prg;
 use nectar_model::config::ModelConfig;
@@ -13,8 +15,63 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How `nectar serve` runs (LOCAL; its flags).
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// The server also learns each output.
+    pub reveal_to_server: bool,
+    /// Stop accepting after this many sessions, then return once they end (`--max-sessions`).
+    pub max_sessions: Option<usize>,
+    /// Sessions running at once; further connections are refused with a one-line reason
+    /// (`--max-concurrent-sessions`).
+    pub max_concurrent: usize,
+    /// Per-session limits (frame sizes, deadlines).
+    pub limits: SessionLimits,
+    /// No per-session log lines.
+    pub quiet: bool,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            reveal_to_server: false,
+            max_sessions: None,
+            max_concurrent: DEFAULT_MAX_CONCURRENT,
+            limits: SessionLimits::default(),
+            quiet: false,
+        }
+    }
+}
+
+/// Default of `--max-concurrent-sessions` (LOCAL): each session holds its own keys, OT pools
+/// and activations (hundreds of MB for BERT-base), so the cap bounds the server's memory.
+pub const DEFAULT_MAX_CONCURRENT: usize = 8;
+
+/// Repeated log lines (accept failures, refusals) are reported at most this often.
+const LOG_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Backoff after a failed `accept` (EMFILE, ENFILE, ENOMEM...): doubled per consecutive
+/// failure up to the maximum, so a server out of descriptors does not spin.
+const ACCEPT_BACKOFF: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(1));
+
+/// Decrements the running-session count when a session thread ends, however it ends.
+struct Running<'a>(&'a AtomicUsize);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
 
 /// The public architecture and the server's memory-mapped weights of a model directory.
+///
+/// The weights stay memory-mapped rather than copied: a copy would cost resident memory equal
+/// to the file (26 GB for a 7B f32 checkpoint) and its read time at every start, while pages
+/// of the map are shared and loaded on demand. The price: truncating or rewriting
+/// `model.safetensors` while the server runs makes its next read of the file fault (SIGBUS);
+/// replace model files by renaming a new file into place, never by writing over the old one.
 pub struct ServerModel {
     pub config: ModelConfig,
     pub config_json: String,
@@ -30,69 +87,107 @@ impl ServerModel {
         let config_json = std::fs::read_to_string(&cfg_path).map_err(|e| format!("{}: {e}", cfg_path.display()))?;
         let config = ModelConfig::from_json_str(&config_json, &cfg_path).map_err(|e| e.to_string())?;
         let weights = Weights::open(&dir.join("model.safetensors")).map_err(|e| e.to_string())?;
+        // Every tensor the config implies, checked now (shapes only; nothing is read) rather
+        // than found missing or misshapen in a client's query.
+        nectar_model::shapes::check_shapes(&config, &weights)
+            .map_err(|e| format!("{} does not match the weights: {e}", cfg_path.display()))?;
         Ok(ServerModel { config, config_json, weights })
     }
 }
 
-/// Serve `model` on `listener`: one thread and one session per connection. With
-/// `max_sessions`, stop accepting after that many connections and return once they end.
-pub fn serve(
-    model: Arc<ServerModel>,
-    listener: TcpListener,
-    suite: &Suite,
-    reveal_to_server: bool,
-    max_sessions: Option<usize>,
-    quiet: bool,
-) -> Result<(), String> {
+/// Serve `model` on `listener`: one thread and one session per connection, at most
+/// `opts.max_concurrent` at once. With `opts.max_sessions`, stop accepting after that many
+/// sessions and return once they end.
+pub fn serve(model: Arc<ServerModel>, listener: TcpListener, suite: &Suite, opts: &ServeOptions) -> Result<(), String> {
     let agreement = Agreement::new(suite)?;
-    let next = AtomicUsize::new(0);
+    let running = AtomicUsize::new(0);
+    let mut next = 0usize;
+    let mut accept_log = RateLimitedLog::new(LOG_INTERVAL);
+    let mut refuse_log = RateLimitedLog::new(LOG_INTERVAL);
+    let mut backoff = Duration::ZERO;
+    let cap = opts.max_concurrent.max(1);
     std::thread::scope(|scope| {
         for conn in listener.incoming() {
-            let id = next.fetch_add(1, Ordering::SeqCst);
+            let stream = match conn {
+                Ok(s) => {
+                    backoff = Duration::ZERO;
+                    s
+                }
+                Err(e) => {
+                    backoff = (backoff * 2).clamp(ACCEPT_BACKOFF.0, ACCEPT_BACKOFF.1);
+                    if let Some(more) = accept_log.event(Instant::now()) {
+                        eprintln!("serve: accept failed: {e}{more}; retrying with backoff");
+                    }
+                    std::thread::sleep(backoff);
+                    continue;
+                }
+            };
+            if running.load(Ordering::SeqCst) >= cap {
+                let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+                nectar_net::tcp::refuse(
+                    stream,
+                    &format!("server busy: {cap} sessions running (--max-concurrent-sessions {cap}); try again later"),
+                );
+                if let Some(more) = refuse_log.event(Instant::now()) {
+                    eprintln!("serve: refused {peer}: {cap} sessions running{more}");
+                }
+                continue;
+            }
+            let id = next;
+            next += 1;
+            running.fetch_add(1, Ordering::SeqCst);
+            let guard = Running(&running);
             let model = Arc::clone(&model);
             let agreement = agreement.clone();
-            match conn {
-                Err(e) => eprintln!("serve: accept failed: {e}"),
-                Ok(stream) => {
-                    scope.spawn(move || {
-                        let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_default();
-                        let ch = match TcpChannel::from_stream(stream) {
-                            Ok(c) => c,
-                            Err(e) => return eprintln!("session {id} ({peer}): {e}"),
-                        };
-                        let served = Served {
-                            config: model.config.clone(),
-                            config_json: model.config_json.clone(),
-                            weights: &model.weights,
-                            agreement,
-                            reveal_to_server,
-                        };
-                        match serve_session(Box::new(ch), &served, Prg::from_entropy()) {
-                            Ok(reports) => {
-                                if !quiet {
-                                    for r in &reports {
-                                        eprintln!(
-                                            "session {id} ({peer}): {:?} of {} tokens in {:.2} s, {:.1} MB sent, {:.1} MB received{}",
-                                            r.task,
-                                            r.len,
-                                            r.seconds,
-                                            r.bytes_sent as f64 / 1e6,
-                                            r.bytes_recv as f64 / 1e6,
-                                            match &r.output {
-                                                Output::Nothing => String::new(),
-                                                o => format!(", output {o:?}"),
-                                            }
-                                        );
+            // Builder: a failed thread creation (EAGAIN) is an error to log, not a panic.
+            let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
+                let _guard = guard;
+                let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+                let ch = match TcpChannel::from_stream(stream) {
+                    Ok(c) => c,
+                    Err(e) => return eprintln!("session {id} ({peer}): {e}"),
+                };
+                let served = Served {
+                    config: model.config.clone(),
+                    config_json: model.config_json.clone(),
+                    weights: &model.weights,
+                    agreement,
+                    reveal_to_server: opts.reveal_to_server,
+                };
+                // A panic (a bug) ends this session only, never the server.
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    serve_session(Box::new(ch), &served, &opts.limits, id, Prg::from_entropy())
+                }));
+                match r {
+                    Ok(Ok(reports)) => {
+                        if !opts.quiet {
+                            for r in &reports {
+                                eprintln!(
+                                    "session {id} ({peer}): {:?} of {} tokens in {:.2} s, {:.1} MB sent, {:.1} MB received{}",
+                                    r.task,
+                                    r.len,
+                                    r.seconds,
+                                    r.bytes_sent as f64 / 1e6,
+                                    r.bytes_recv as f64 / 1e6,
+                                    match &r.output {
+                                        Output::Nothing => String::new(),
+                                        o => format!(", output {o:?}"),
                                     }
-                                    eprintln!("session {id} ({peer}): closed after {} queries", reports.len());
-                                }
+                                );
                             }
-                            Err(e) => eprintln!("session {id} ({peer}): ended with error: {e}"),
+                            eprintln!("session {id} ({peer}): closed after {} queries", reports.len());
                         }
-                    });
+                    }
+                    Ok(Err(e)) => eprintln!("session {id} ({peer}): ended with error: {e}"),
+                    Err(_) => eprintln!("session {id} ({peer}): ended with error: internal error (panic)"),
+                }
+            });
+            if let Err(e) = spawned {
+                if let Some(more) = accept_log.event(Instant::now()) {
+                    eprintln!("serve: cannot start a session thread: {e}{more}");
                 }
             }
-            if max_sessions.is_some_and(|m| id + 1 >= m) {
+            if opts.max_sessions.is_some_and(|m| next >= m) {
                 break;
             }
         }

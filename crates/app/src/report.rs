@@ -84,20 +84,20 @@ pub fn print_lines(lines: &[BenchLine], json: bool) {
     if json {
         for l in lines {
             match serde_json::to_string(l) {
-                Ok(s) => println!("{s}"),
+                Ok(s) => outln!("{s}"),
                 Err(e) => eprintln!("error: cannot serialise bench line: {e}"),
             }
         }
         return;
     }
-    println!(
+    outln!(
         "{:<10} {:<22} {:>10} {:>14} {:>8} {:>10}  {}",
         "bench", "variant", "seconds", "MB total", "rounds", "RSS MB", "params / results"
     );
     for l in lines {
         let mut rest: Vec<String> = l.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         rest.extend(l.extra.iter().map(|(k, v)| format!("{k}={}", fmt_val(v))));
-        println!(
+        outln!(
             "{:<10} {:<22} {:>10.4} {:>14.3} {:>8} {:>10.1}  {}",
             l.bench,
             l.variant,

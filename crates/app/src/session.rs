@@ -13,16 +13,49 @@
 //!    client), each followed by the secure run; if the server announced `reveal_to_server`, the
 //!    client sends its output after each query (semi-honest: equivalent to revealing to both);
 //! 5. `Bye`.
+//!
 //! Any error ends that session, on both sides, with a message; the server keeps serving others.
+//! When the server ends a session for a reason the client should hear (a query the model
+//! cannot answer, an oversized or late message, an internal error), it sends an abort frame
+//! (`nectar_net::ABORT_MARK`) with a one-line reason, which the client reports as
+//! [`SessionError::Server`] wherever it was waiting; honest transcripts never contain one.
+//!
+//! Limits ([`SessionLimits`]): before the `Hello` arrives only [`HANDSHAKE_MAX_FRAME`]-sized
+//! frames are accepted and the `Hello` must arrive within the handshake deadline; after it,
+//! protocol messages up to `max_frame` and control messages up to [`CONTROL_MAX_FRAME`], each
+//! within the idle deadline. Every query's public fields are
+//! checked against the model ([`SecureModel::check_query`]) before any work or allocation.
 
 use nectar_math::Prg;
 use nectar_model::config::ModelConfig;
 use nectar_model::secure::{Output, Profile, Query, SecureEngine, SecureModel, Task, WeightSource};
 use nectar_model::Suite;
-use nectar_net::{Channel, NetError, Role, Stats};
+use nectar_net::{Channel, Limits, NetError, Role, Stats, DEFAULT_MAX_FRAME, HANDSHAKE_MAX_FRAME};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// Largest control message after the handshake (`Query`, `Output`, `Bye`; LOCAL): a revealed
+/// output is at most a context window of token ids or one row of floats, far below this.
+pub const CONTROL_MAX_FRAME: usize = 4 << 20;
+
+/// The server's limits on one session (LOCAL; `nectar serve` flags).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionLimits {
+    /// Time from connect to a complete `Hello` (`--handshake-timeout`).
+    pub handshake: Duration,
+    /// Time allowed for each whole message after the handshake: a session that makes no
+    /// progress for this long is closed, however it trickles bytes (`--idle-timeout`).
+    pub idle: Duration,
+    /// Largest message after the handshake (`--max-frame-mib`).
+    pub max_frame: usize,
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        SessionLimits { handshake: Duration::from_secs(30), idle: Duration::from_secs(600), max_frame: DEFAULT_MAX_FRAME }
+    }
+}
 
 /// Version of this wire protocol (AGREEMENT). 2: the typed suite and its digest.
 pub const PROTOCOL_VERSION: u32 = 2;
@@ -57,10 +90,12 @@ impl Agreement {
             return Some(format!("suite mismatch: {op}"));
         }
         if peer.digest != self.digest {
+            // The peer's digest is arbitrary text: cut it by characters, never by bytes.
+            let head = |d: &str| d.chars().take(12).collect::<String>();
             return Some(format!(
                 "suite parameters differ (same protocols, digest client {}…, server {}…): the two builds use different coefficients or HE parameters",
-                &peer.digest[..peer.digest.len().min(12)],
-                &self.digest[..self.digest.len().min(12)]
+                head(&peer.digest),
+                head(&self.digest)
             ));
         }
         None
@@ -98,6 +133,55 @@ pub enum SessionError {
     Secure(#[from] nectar_model::secure::SecureError),
     #[error("{0}")]
     Model(#[from] nectar_model::ModelError),
+    /// A query the model cannot answer (checked before any work).
+    #[error("bad request: {0}")]
+    BadRequest(String),
+    /// The server ended the session and said why (client side).
+    #[error("server: {0}")]
+    Server(String),
+}
+
+impl SessionError {
+    /// The transport error at the root of this one, if any.
+    fn net_cause(&self) -> Option<&NetError> {
+        let mut e: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(x) = e {
+            if let Some(n) = x.downcast_ref::<NetError>() {
+                return Some(n);
+            }
+            e = x.source();
+        }
+        None
+    }
+
+    /// Client side: an abort frame from the server becomes [`SessionError::Server`].
+    fn with_server_reason(self) -> Self {
+        match self.net_cause() {
+            Some(NetError::Aborted(r)) => SessionError::Server(r.clone()),
+            _ => self,
+        }
+    }
+
+    /// Server side: the one line the client is told when this error ends its session, or
+    /// `None` where the client cannot or need not hear it (it left; the transport already
+    /// told it; the handshake's `Reject` did). Internal errors name only the session, whose
+    /// log line holds the detail.
+    fn reason_for_client(&self, session: usize) -> Option<String> {
+        if self.net_cause().is_some() {
+            return match self.net_cause() {
+                Some(e @ (NetError::Truncated { .. } | NetError::Misaligned { .. } | NetError::UnexpectedLength { .. })) => {
+                    Some(format!("bad request: malformed protocol message: {e}"))
+                }
+                _ => None,
+            };
+        }
+        match self {
+            SessionError::BadRequest(_) => Some(self.to_string()),
+            SessionError::Malformed { .. } | SessionError::Unexpected(_) => Some(format!("bad request: {self}")),
+            SessionError::Rejected(_) | SessionError::Mismatch(_) | SessionError::Server(_) => None,
+            _ => Some(format!("internal error (ref: session {session})")),
+        }
+    }
 }
 
 fn send_json<T: Serialize>(ch: &mut dyn Channel, m: &T) -> Result<(), SessionError> {
@@ -143,6 +227,12 @@ impl Channel for SharedChannel {
     fn stats(&self) -> Stats {
         self.with(|c| c.stats())
     }
+    fn set_limits(&mut self, limits: Limits) -> Result<(), NetError> {
+        self.with(|c| c.set_limits(limits))
+    }
+    fn abort(&mut self, reason: &str) -> Result<(), NetError> {
+        self.with(|c| c.abort(reason))
+    }
 }
 
 /// What the server serves: a model's public config and its weights.
@@ -168,10 +258,29 @@ pub struct QueryReport {
     pub profile: Profile,
 }
 
-/// Server side of one session. Returns the queries it served.
-pub fn serve_session(ch: Box<dyn Channel>, s: &Served, prg: Prg) -> Result<Vec<QueryReport>, SessionError> {
+/// Server side of one session (`id` names it in the log and in internal-error replies).
+/// Returns the queries it served; on an error the client is told why where it can be
+/// ([`SessionError::reason_for_client`]).
+pub fn serve_session(
+    ch: Box<dyn Channel>,
+    s: &Served,
+    limits: &SessionLimits,
+    id: usize,
+    prg: Prg,
+) -> Result<Vec<QueryReport>, SessionError> {
     let shared = SharedChannel::new(ch);
+    let r = serve_queries(&shared, s, limits, prg);
+    if let Err(e) = &r {
+        if let Some(reason) = e.reason_for_client(id) {
+            let _ = shared.clone().abort(&reason);
+        }
+    }
+    r
+}
+
+fn serve_queries(shared: &SharedChannel, s: &Served, limits: &SessionLimits, prg: Prg) -> Result<Vec<QueryReport>, SessionError> {
     let mut ctl = shared.clone();
+    ctl.set_limits(Limits { max_frame: HANDSHAKE_MAX_FRAME, frame_deadline: Some(limits.handshake) })?;
     let hello: ClientMsg = recv_json(&mut ctl, "hello")?;
     let ClientMsg::Hello { agreement } = hello else {
         return Err(SessionError::Unexpected("expected Hello".into()));
@@ -180,19 +289,28 @@ pub fn serve_session(ch: Box<dyn Channel>, s: &Served, prg: Prg) -> Result<Vec<Q
         send_json(&mut ctl, &ServerMsg::Reject { reason: reason.clone() })?;
         return Err(SessionError::Mismatch(reason));
     }
+    // Protocol messages may be large; control messages (Query, Output, Bye) never are.
+    let protocol = Limits { max_frame: limits.max_frame, frame_deadline: Some(limits.idle) };
+    let control = Limits { max_frame: CONTROL_MAX_FRAME.min(limits.max_frame), ..protocol };
+    ctl.set_limits(protocol)?;
     send_json(&mut ctl, &ServerMsg::Welcome { config_json: s.config_json.clone(), reveal_to_server: s.reveal_to_server })?;
     let model = SecureModel::new(&s.config, Some(s.weights))?;
     let mut engine_ch = shared.clone();
     let mut engine = SecureEngine::setup(&mut engine_ch, Role::Server, &s.agreement.suite, prg)?;
     let mut reports = Vec::new();
     loop {
+        ctl.set_limits(control)?;
         match recv_json::<ClientMsg>(&mut ctl, "query")? {
             ClientMsg::Query { task, len } => {
                 let q = Query { task: task.clone(), ids: None, len };
+                // Every field came from the network: check it before any work.
+                model.check_query(&q).map_err(|e| SessionError::BadRequest(e.to_string()))?;
+                ctl.set_limits(protocol)?;
                 let s0 = ctl.stats();
                 let t = Instant::now();
                 let _ = model.run(&mut engine, &q)?;
                 let output = if s.reveal_to_server {
+                    ctl.set_limits(control)?;
                     match recv_json::<ClientMsg>(&mut ctl, "output")? {
                         ClientMsg::Output { output } => output,
                         other => return Err(SessionError::Unexpected(format!("{other:?}"))),
@@ -233,6 +351,10 @@ pub struct ClientSession {
 impl ClientSession {
     /// Handshake: `expected` is the client's own copy of the architecture, if it has one.
     pub fn connect(ch: Box<dyn Channel>, agreement: Agreement, expected: Option<&ModelConfig>, prg: Prg) -> Result<Self, SessionError> {
+        Self::handshake(ch, agreement, expected, prg).map_err(SessionError::with_server_reason)
+    }
+
+    fn handshake(ch: Box<dyn Channel>, agreement: Agreement, expected: Option<&ModelConfig>, prg: Prg) -> Result<Self, SessionError> {
         let shared = SharedChannel::new(ch);
         let mut ctl = shared.clone();
         let t = Instant::now();
@@ -275,9 +397,18 @@ impl ClientSession {
         self.reveal_to_server
     }
 
-    /// Run the whole session: setup once, then `queries` in order, then `Bye`.
-    pub fn run(mut self, queries: &[(Task, Input)]) -> Result<ClientRun, SessionError> {
+    /// Run the whole session: setup once, then `queries` in order, then `Bye`. Each query is
+    /// checked against the model before the session setup starts.
+    pub fn run(self, queries: &[(Task, Input)]) -> Result<ClientRun, SessionError> {
+        self.run_queries(queries).map_err(SessionError::with_server_reason)
+    }
+
+    fn run_queries(mut self, queries: &[(Task, Input)]) -> Result<ClientRun, SessionError> {
         let model = SecureModel::new(&self.config, None)?;
+        for (task, input) in queries {
+            let len = input.len(&self.config);
+            model.check_query(&Query { task: task.clone(), ids: None, len })?;
+        }
         let mut ctl = self.shared.clone();
         let t = Instant::now();
         let prg = self.prg.take().unwrap_or_else(Prg::from_entropy);

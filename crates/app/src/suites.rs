@@ -63,7 +63,7 @@ pub fn markdown_table() -> String {
 /// choices; `markdown`: the README's table.
 pub fn print(json: bool, markdown: bool) {
     if markdown {
-        print!("{}", markdown_table());
+        out!("{}", markdown_table());
         return;
     }
     if json {
@@ -81,7 +81,7 @@ pub fn print(json: bool, markdown: bool) {
                 "missing": s.validate().err().map(|e| e.to_string()),
                 "ops": ops,
             });
-            println!("{o}");
+            outln!("{o}");
         }
         for c in Suite::catalogue() {
             let choices: Vec<serde_json::Value> = c
@@ -89,30 +89,30 @@ pub fn print(json: bool, markdown: bool) {
                 .iter()
                 .map(|(n, src, imp)| serde_json::json!({ "protocol": n, "source": src, "implemented": imp }))
                 .collect();
-            println!("{}", serde_json::json!({ "operator": c.operator, "choices": choices }));
+            outln!("{}", serde_json::json!({ "operator": c.operator, "choices": choices }));
         }
         return;
     }
-    println!("presets (--suite NAME; override one operator with --op OP=PROTO):");
+    outln!("presets (--suite NAME; override one operator with --op OP=PROTO):");
     for (name, about) in PRESETS {
         let Ok(s) = Suite::preset(name) else { continue };
         let status = match s.validate() {
             Ok(()) => "runs today".to_string(),
             Err(e) => format!("not runnable yet: {e}"),
         };
-        println!("\n  {name}: {about}\n    {status}");
+        outln!("\n  {name}: {about}\n    {status}");
         let base = Suite::bumblebee();
         for (e, b) in s.entries().into_iter().zip(base.entries()) {
             let mark = if name != "bumblebee" && e.protocol != b.protocol { "*" } else { " " };
-            println!("    {mark} {:<14} {:<17} implemented: {}", e.operator, e.protocol, yes_no(e.implemented));
+            outln!("    {mark} {:<14} {:<17} implemented: {}", e.operator, e.protocol, yes_no(e.implemented));
         }
     }
-    println!("\noperators and their protocols:");
-    println!("  {:<14} {:<17} {:<12} source", "operator", "protocol", "implemented");
+    outln!("\noperators and their protocols:");
+    outln!("  {:<14} {:<17} {:<12} source", "operator", "protocol", "implemented");
     for c in Suite::catalogue() {
         for (i, (n, src, imp)) in c.choices.iter().enumerate() {
             let op = if i == 0 { c.operator } else { "" };
-            println!("  {op:<14} {n:<17} {:<12} {src}", yes_no(*imp));
+            outln!("  {op:<14} {n:<17} {:<12} {src}", yes_no(*imp));
         }
     }
 }

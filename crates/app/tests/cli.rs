@@ -233,3 +233,41 @@ fn params_reports_40_bits_per_session() {
     assert!(out.status.success());
     assert!(String::from_utf8(out.stdout).unwrap().contains("perfect"));
 }
+
+/// Runs `nectar ARGS` with its stdout closed before it writes (`nectar ... | head -0`).
+pub fn closed_stdout(args: &[&str]) -> std::process::Output {
+    let mut child = nectar()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap()
+}
+
+/// `nectar suites | head -1` and the like: a closed stdout ends the command quietly with
+/// status 0, not with a `println!` panic (exit 101).
+#[test]
+fn closed_stdout_ends_quietly() {
+    let dir = std::env::temp_dir().join(format!("nectar-cli-pipe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    nectar_model::tiny::write_tiny_bert(&dir, 2).unwrap();
+    let d = dir.display().to_string();
+    // `embed` needs a tokenizer: the fetched MiniLM when present.
+    let minilm = nectar_model::fetch::default_home().join("minilm");
+    let m = minilm.display().to_string();
+    let info: &[&str] = &["info", "--model", &d];
+    let mut cases: Vec<&[&str]> = vec![&["suites"], &["suites", "--json"], &["bench", "net", "--mb", "1"], info];
+    let embed: &[&str] = &["embed", "--plaintext", "--model", &m, "one", "two"];
+    if minilm.join("tokenizer.json").exists() {
+        cases.push(embed);
+    }
+    for args in cases {
+        let out = closed_stdout(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {:?} {err}", out.status);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -31,6 +31,7 @@ pub mod ops;
 pub mod reference;
 pub mod secure;
 pub mod security;
+pub mod shapes;
 pub mod suite;
 pub mod tiny;
 pub mod tokenizer;

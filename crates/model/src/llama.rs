@@ -165,7 +165,7 @@ impl Llama {
     pub fn generate(&self, ids: &[u32], n_new: usize) -> Result<Vec<u32>, ModelError> {
         let h = self.config.hidden_size;
         let mut cache = self.new_cache();
-        let mut out = Vec::with_capacity(n_new);
+        let mut out = Vec::with_capacity(n_new.min(1024));
         if n_new == 0 {
             return Ok(out);
         }

@@ -122,6 +122,27 @@ impl Weights {
         self.resolve(name).map(|(_, e)| e.shape.as_slice())
     }
 
+    /// Checks that tensor `name` (or a prefixed form) exists with `shape` and a float dtype,
+    /// without reading its data.
+    pub fn check(&self, name: &str, shape: &[usize]) -> Result<(), ModelError> {
+        let (full, e) = self
+            .resolve(name)
+            .ok_or_else(|| ModelError::weights(&self.path, format!("missing tensor \"{name}\"")))?;
+        if e.shape != shape {
+            return Err(ModelError::weights(
+                &self.path,
+                format!("tensor \"{full}\" has shape {:?}, expected {:?}", e.shape, shape),
+            ));
+        }
+        if !matches!(e.dtype, Dtype::F32 | Dtype::F64 | Dtype::F16 | Dtype::BF16) {
+            return Err(ModelError::weights(
+                &self.path,
+                format!("tensor \"{full}\" has dtype {:?}, expected a float type (F32, F16, BF16, F64)", e.dtype),
+            ));
+        }
+        Ok(())
+    }
+
     /// Tensor `name` (or a prefixed form) as `f32`, checking that its shape is `shape`.
     pub fn tensor(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError> {
         let (full, e) = self

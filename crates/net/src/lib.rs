@@ -9,6 +9,9 @@
 //!
 //! Wire format of a frame (pinned): a 4-byte little-endian payload length, then the payload.
 //! Integer slices travel as little-endian words in one frame; the frame length gives the count.
+//! A header of [`ABORT_MARK`] is never a data frame: it is followed by one short frame holding
+//! the reason the sender ended the session ([`Channel::abort`]), which the receiver reports as
+//! [`NetError::Aborted`] wherever it was waiting.
 
 pub mod mem;
 pub mod sim;
@@ -25,6 +28,28 @@ pub const FRAME_HEADER: usize = 4;
 
 /// Default largest accepted payload (LOCAL): 1 GiB. Larger frames are typed errors.
 pub const DEFAULT_MAX_FRAME: usize = 1 << 30;
+
+/// Largest frame a server accepts before the handshake completes (LOCAL): the `Hello` is a few
+/// KiB of JSON, so an unauthenticated peer can never make the server buffer more than this.
+pub const HANDSHAKE_MAX_FRAME: usize = 64 << 10;
+
+/// Frame header value that announces an abort frame instead of data (wire format, pinned).
+/// Larger than any accepted payload, so it never collides with a data frame.
+pub const ABORT_MARK: u32 = u32::MAX;
+
+/// Longest abort reason sent or accepted, in bytes (longer reasons are cut).
+pub const MAX_ABORT_REASON: usize = 1024;
+
+/// Per-connection limits a receiver enforces (LOCAL).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest accepted payload; a larger header ends the connection before anything is read.
+    pub max_frame: usize,
+    /// Time allowed for one whole frame (header and payload) to arrive, and for each write to
+    /// progress. A peer that trickles bytes cannot stretch it: the deadline is per frame, not
+    /// per read. `None` waits forever.
+    pub frame_deadline: Option<std::time::Duration>,
+}
 
 /// Which party this end belongs to. P0 is the server (model owner), P1 the client.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -65,6 +90,9 @@ pub enum NetError {
     UnexpectedLength { what: &'static str, expected: usize, got: usize },
     #[error("timed out waiting for the peer")]
     Timeout,
+    /// The peer ended the session and said why ([`Channel::abort`]).
+    #[error("the peer ended the session: {0}")]
+    Aborted(String),
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -82,6 +110,17 @@ pub trait Channel: Send {
     fn flush(&mut self) -> Result<(), NetError>;
     /// Counters since this channel was created.
     fn stats(&self) -> Stats;
+
+    /// Apply new receive limits from the next frame on (channels without limits ignore them).
+    fn set_limits(&mut self, _limits: Limits) -> Result<(), NetError> {
+        Ok(())
+    }
+
+    /// Tell the peer why this session ends (at most [`MAX_ABORT_REASON`] bytes), then close.
+    /// Best effort: channels that cannot carry an abort frame just return.
+    fn abort(&mut self, _reason: &str) -> Result<(), NetError> {
+        Ok(())
+    }
 
     /// Send `u64` words (little-endian) in one frame.
     fn send_u64s(&mut self, xs: &[u64]) -> Result<(), NetError> {
@@ -153,6 +192,12 @@ impl<C: Channel + ?Sized> Channel for Box<C> {
     }
     fn stats(&self) -> Stats {
         (**self).stats()
+    }
+    fn set_limits(&mut self, limits: Limits) -> Result<(), NetError> {
+        (**self).set_limits(limits)
+    }
+    fn abort(&mut self, reason: &str) -> Result<(), NetError> {
+        (**self).abort(reason)
     }
 }
 

@@ -10,7 +10,7 @@
 //!
 //! Presets (BumbleBee §VII "Network"): LAN = 1 Gbit/s with 0.5 ms, WAN = 400 Mbit/s with 4 ms.
 
-use crate::{Channel, NetError, Stats, FRAME_HEADER};
+use crate::{Channel, Limits, NetError, Stats, FRAME_HEADER};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Bandwidth and one-way latency of a simulated link.
@@ -112,6 +112,15 @@ impl<C: Channel> Channel for Simulated<C> {
         s.bytes_sent -= 8 * s.msgs_sent;
         s.bytes_recv -= 8 * s.msgs_recv;
         s
+    }
+
+    fn set_limits(&mut self, limits: Limits) -> Result<(), NetError> {
+        // Each inner frame carries an 8-byte arrival time in front of the payload.
+        self.inner.set_limits(Limits { max_frame: limits.max_frame.saturating_add(8), ..limits })
+    }
+
+    fn abort(&mut self, reason: &str) -> Result<(), NetError> {
+        self.inner.abort(reason)
     }
 }
 

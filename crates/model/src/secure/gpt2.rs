@@ -156,7 +156,8 @@ where
         &mut KvCache<E::Val>,
     ) -> Result<E::Val, SecureError>,
 {
-    let mut tokens = Vec::with_capacity(n_new);
+    // `n_new` may come from the network: never size an allocation by it.
+    let mut tokens = Vec::with_capacity(n_new.min(1024));
     let mut learned = true;
     if n_new == 0 {
         return Ok(Some(tokens));

@@ -202,11 +202,62 @@ impl<'w> SecureModel<'w> {
         self
     }
 
-    /// Runs `q`; returns what this party learns.
+    /// Checks a query's public fields against the model before anything is allocated, sent or
+    /// computed: the task fits the architecture, `1 <= len <= positions` (ViT: `len` is its
+    /// fixed row count), and a generation fits the context window, `len + n_new <= positions`.
+    /// The server calls this on every query it receives (the fields come from the network).
+    pub fn check_query(&self, q: &Query) -> Result<(), SecureError> {
+        let bad = |m: String| Err(ModelError::Input(m).into());
+        let (positions, n_new) = match (self, &q.task) {
+            (SecureModel::Bert(m), Task::Embed | Task::Classify) => {
+                (m.config.max_position_embeddings, 0)
+            }
+            (SecureModel::Gpt2(m), Task::Generate { n_new }) => (m.config.n_positions, *n_new),
+            (SecureModel::Llama(m), Task::Generate { n_new }) => {
+                (m.config.max_position_embeddings, *n_new)
+            }
+            (SecureModel::Vit(m), Task::Classify) => {
+                if q.len != m.seq_len() {
+                    return bad(format!(
+                        "an image query has {} rows, not {}",
+                        m.seq_len(),
+                        q.len
+                    ));
+                }
+                return Ok(());
+            }
+            (_, t) => {
+                return Err(SecureError::Unsupported(format!(
+                    "task {t:?} for this architecture"
+                )))
+            }
+        };
+        if q.len == 0 {
+            return bad("empty token sequence".into());
+        }
+        if q.len > positions {
+            return bad(format!(
+                "{} tokens exceed the {positions} positions of the model",
+                q.len
+            ));
+        }
+        if n_new > positions - q.len {
+            return bad(format!(
+                "n_new {n_new} after {} prompt tokens exceeds the context window of {positions} positions",
+                q.len
+            ));
+        }
+        Ok(())
+    }
+
+    /// Runs `q` (checked first by [`SecureModel::check_query`]); returns what this party learns.
     ///
     /// ViT: `Task::Classify` runs the image classifier; the server may call this (its query
     /// carries no input), the client must call [`SecureModel::run_image`] with its pixels.
     pub fn run<E: Engine>(&self, e: &mut E, q: &Query) -> Result<Output, SecureError> {
+        if !matches!(self, SecureModel::Vit(_)) {
+            self.check_query(q)?;
+        }
         match (self, &q.task) {
             (SecureModel::Bert(m), Task::Embed) => Ok(m
                 .embed(e, q.ids.as_deref(), q.len)?

@@ -244,9 +244,12 @@ fn vit_classify_transcript() {
     );
 }
 
-const PIN_BERT_EMBED: Pins = (0x6d73eae972b3fbeb, 0xdd416c1fa06eb481, 0x79757c137c46eeb6, 0x8ec501907e481c0d);
-const PIN_BERT_CLASSIFY: Pins = (0xffba17ecb624eb89, 0xbf1879af280e5db6, 0x5e9d2316630bc8b9, 0x8db6e6678bfd5016);
-const PIN_GPT2: Pins = (0x9fabded31a2635ac, 0xb89486e050d1381e, 0x0682f5d74db5bd9d, 0x0682f5d74db5bd9d);
+/// Re-pinned 2026-11-24 (transcripts only; every output and twin hash unchanged): the bOLEe
+/// parameters and flood were sized for 40 bits per session and query reuse was confined to one
+/// operator (issue 18 item 4). The mul=ot case does not use bOLEe and kept its pins.
+const PIN_BERT_EMBED: Pins = (0x46af978f6393d7c1, 0x1d237dd980544419, 0x79757c137c46eeb6, 0x8ec501907e481c0d);
+const PIN_BERT_CLASSIFY: Pins = (0xf45eb5ef4812215f, 0x2d3b1ea3e3853eee, 0x5e9d2316630bc8b9, 0x8db6e6678bfd5016);
+const PIN_GPT2: Pins = (0xde5c07acfefec6f6, 0x923bdf430e183766, 0x0682f5d74db5bd9d, 0x0682f5d74db5bd9d);
 const PIN_GPT2_OT_MIXED: Pins = (0x56f1bfeeef488963, 0x8a2a3bea623084de, 0x391b611203cbca15, 0x391b611203cbca15);
-const PIN_LLAMA: Pins = (0x55d66fe607d34454, 0x4de3fae1e70cfeb0, 0x67ff4ec09152fb1a, 0x67ff4ec09152fb1a);
-const PIN_VIT: Pins = (0x918adfd21bb634f5, 0x550b3b02fb8321e2, 0xd6b9229c6444b3e9, 0x2df31807b27da284);
+const PIN_LLAMA: Pins = (0x6ae3cf73f9520336, 0x9583afa4c2eaaf98, 0x67ff4ec09152fb1a, 0x67ff4ec09152fb1a);
+const PIN_VIT: Pins = (0x4173ba3c07b60743, 0x4576b110b563f6ea, 0xd6b9229c6444b3e9, 0x2df31807b27da284);

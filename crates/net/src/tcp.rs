@@ -109,6 +109,19 @@ impl TcpChannel {
         if let Some(why) = why {
             let _ = self.writer.get_ref().set_write_timeout(Some(Duration::from_secs(1)));
             let _ = self.writer.write_all(&abort_frame(&why)).and_then(|_| self.writer.flush());
+            // Closing with unread bytes pending would send a reset, and the peer's kernel may
+            // then drop the abort frame before the peer reads it: half-close, and discard what
+            // the peer is still sending for a short, bounded while (constant memory).
+            let _ = self.writer.get_ref().shutdown(Shutdown::Write);
+            let stream = self.reader.get_ref();
+            let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+            let (start, mut seen, mut buf) = (Instant::now(), 0usize, [0u8; 1 << 16]);
+            while start.elapsed() < Duration::from_secs(1) && seen < DRAIN_MAX {
+                match (&*stream).read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(k) => seen += k,
+                }
+            }
         }
         self.broken = true;
         let _ = self.reader.get_ref().shutdown(Shutdown::Both);
@@ -138,6 +151,10 @@ impl TcpChannel {
         self.fail(NetError::Aborted(reason))
     }
 }
+
+/// The most bytes a failing connection discards from its peer after sending its abort frame
+/// (so that the frame is not lost to a reset), read into a fixed buffer within one second.
+const DRAIN_MAX: usize = 8 << 20;
 
 /// The bytes of an abort frame carrying `reason` (cut to [`MAX_ABORT_REASON`] bytes).
 fn abort_frame(reason: &str) -> Vec<u8> {

@@ -106,12 +106,16 @@ impl TcpChannel {
             }),
             _ => None,
         };
+        let streaming = matches!(e, NetError::FrameTooLarge { .. });
         if let Some(why) = why {
             let _ = self.writer.get_ref().set_write_timeout(Some(Duration::from_secs(1)));
             let _ = self.writer.write_all(&abort_frame(&why)).and_then(|_| self.writer.flush());
-            // Closing with unread bytes pending would send a reset, and the peer's kernel may
-            // then drop the abort frame before the peer reads it: half-close, and discard what
-            // the peer is still sending for a short, bounded while (constant memory).
+        }
+        if streaming {
+            // The peer is still sending the refused frame: closing with its bytes unread would
+            // send a reset, and the peer's kernel may then drop the abort frame before the
+            // peer reads it. Half-close, and discard what is in flight for a short, bounded
+            // while (fixed buffer, constant memory).
             let _ = self.writer.get_ref().shutdown(Shutdown::Write);
             let stream = self.reader.get_ref();
             let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));

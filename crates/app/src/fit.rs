@@ -33,9 +33,6 @@ pub fn run(a: &Args, out: Option<&Path>, json: bool) -> Result<(), String> {
         Some(s) => parse_domain(s)?,
         None => [a.lo, a.hi],
     };
-    if a.samples < 2 {
-        return Err("--samples must be at least 2".into());
-    }
     let spec = FitSpec {
         func,
         lo: a.lo,

@@ -124,6 +124,8 @@ pub struct FitSpec {
 }
 
 const NODES: usize = 64;
+/// The most points the error figures may be measured on (memory of the twin run).
+pub const MAX_SAMPLES: usize = 10_000_000;
 const CHECK: usize = 257;
 
 /// Least-squares polynomial of degree `d` of `f` on `[a, b]`; returns monomial coefficients
@@ -259,6 +261,12 @@ pub fn fit(spec: &FitSpec) -> Result<OppeTable, NnError> {
     if !(lo < hi) || !lo.is_finite() || !hi.is_finite() || !(domain[0] <= lo && hi <= domain[1]) {
         return Err(NnError::BadArgument(format!(
             "need lo < hi inside the domain (got [{lo}, {hi}] in {domain:?})"
+        )));
+    }
+    if !(2..=MAX_SAMPLES).contains(&spec.samples) {
+        return Err(NnError::BadArgument(format!(
+            "{} error samples out of bounds (2..={MAX_SAMPLES})",
+            spec.samples
         )));
     }
     if func == Func::Exp && hi > 0.0 {
@@ -405,5 +413,7 @@ mod tests {
         let e = fit(&FitSpec { domain: [-1e4, 1e4], lo: -5.0, hi: 5.0, format: narrow, ..spec }).unwrap_err();
         assert!(e.to_string().contains("too narrow"), "{e}");
         assert!(Func::parse("relu").is_err());
+        assert!(fit(&FitSpec { samples: 1, ..spec }).is_err());
+        assert!(fit(&FitSpec { samples: usize::MAX, ..spec }).is_err());
     }
 }

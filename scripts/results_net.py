@@ -6,16 +6,10 @@ meta file records the command, the commit, the build and the machine. The link t
 BumbleBee's (NDSS'25 §VII, as summarised in ../shared/REFERENCE.md §7.1). Never edit net.md by
 hand: re-run the bench, then this script (`make results`).
 """
-import json
-import pathlib
-import sys
 
-root = pathlib.Path(__file__).resolve().parent.parent
-res = root / "docs" / "results"
-lines = [json.loads(l) for l in (res / "net.jsonl").read_text().splitlines() if l.strip()]
-meta = json.loads((res / "net.meta.json").read_text())
-if not lines:
-    sys.exit("net.jsonl is empty")
+from results_common import load, meta as load_meta, res
+lines = load("net.jsonl")
+meta = load_meta("net.meta.json")
 
 # BumbleBee §VII (REFERENCE.md §7.1): "LAN = 1 Gbps, 0.5 ms ping; WAN = 400 Mbps, 4 ms ping
 # (Linux tc)". nectar's presets read the 0.5 ms / 4 ms as one-way latencies.

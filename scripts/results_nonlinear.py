@@ -10,22 +10,12 @@ steady-state Ferret extension inside each run. The paper figures are constants b
 source (../shared/REFERENCE.md). Never edit nonlinear.md by hand: re-run the benches, then this
 script (`make results`).
 """
-import json
-import pathlib
-import sys
 
-root = pathlib.Path(__file__).resolve().parent.parent
-res = root / "docs" / "results"
-
-
-def load(name):
-    return [json.loads(l) for l in (res / name).read_text().splitlines() if l.strip()]
+from results_common import load, meta as load_meta, res
 
 
 share, ops = load("nonlinear-share.jsonl"), load("nonlinear-ops.jsonl")
-meta = json.loads((res / "nonlinear.meta.json").read_text())
-if not share or not ops:
-    sys.exit("nonlinear-share.jsonl / nonlinear-ops.jsonl is empty")
+meta = load_meta("nonlinear.meta.json")
 
 # SPU's measured costs (OBB nonlinear/README.md, send + recv bits per element, Ferret), as
 # summarised in REFERENCE.md §2.4 (comparison) and §2.6 (truncation; its 64-bit figures are at

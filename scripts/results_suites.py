@@ -5,16 +5,10 @@ The JSON lines are the verbatim output of `nectar bench suites --json`; the meta
 the command, the commit and the machine that produced them. Never edit suites.md by hand:
 re-run the bench, then this script (`make results`).
 """
-import json
-import pathlib
-import sys
 
-root = pathlib.Path(__file__).resolve().parent.parent
-res = root / "docs" / "results"
-lines = [json.loads(l) for l in (res / "suites.jsonl").read_text().splitlines() if l.strip()]
-meta = json.loads((res / "suites.meta.json").read_text())
-if not lines:
-    sys.exit("suites.jsonl is empty")
+from results_common import load, meta as load_meta, res
+lines = load("suites.jsonl")
+meta = load_meta("suites.meta.json")
 
 out = []
 w = out.append

@@ -14,7 +14,7 @@ use crate::report::BenchLine;
 use nectar_math::Prg;
 use nectar_model::secure::{OpRecord, Output, Profile, Query, SecureEngine, SecureModel, WeightSource};
 use nectar_model::Suite;
-use nectar_net::{Channel, LinkModel, MemChannel, Role, Simulated, Stats};
+use nectar_net::{linked_pair, Channel, LinkModel, Role, Stats};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -132,14 +132,7 @@ pub fn run(a: &Args, json: bool) -> Result<(), String> {
         if !json {
             eprintln!("running suite {} ...", suite.label());
         }
-        let (c0, c1) = MemChannel::pair();
-        let wrap = |c: MemChannel| -> Box<dyn Channel + Send> {
-            match link {
-                Some(l) => Box::new(Simulated::new(c, l)),
-                None => Box::new(c),
-            }
-        };
-        let (mut c0, mut c1) = (wrap(c0), wrap(c1));
+        let (mut c0, mut c1) = linked_pair(link);
         let w: &dyn WeightSource = &server.weights;
         let (rs, rc) = std::thread::scope(|s| {
             let h = s.spawn(|| party(&mut *c1, Role::Client, suite, &server.config, None, &input, &task));

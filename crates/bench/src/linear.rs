@@ -18,7 +18,7 @@ use nectar_linear::session::HeSession;
 use nectar_linear::window::{Compression, CostModel, OltPlan, Variant};
 use nectar_linear::LinearError;
 use nectar_math::Prg;
-use nectar_net::{Channel, LinkModel, MemChannel, Role, Simulated, Stats};
+use nectar_net::{linked_pair, Channel, LinkModel, Role, Stats};
 use rand_core::RngCore;
 use std::time::Instant;
 
@@ -196,13 +196,6 @@ pub struct LinearBenchLine {
 /// A party's output, seconds and traffic.
 type PartyRun<T> = (T, f64, Stats);
 
-fn channel(c: MemChannel, net: Option<LinkModel>) -> Box<dyn Channel> {
-    match net {
-        Some(m) => Box::new(Simulated::new(c, m)),
-        None => Box::new(c),
-    }
-}
-
 /// Runs `f0` (server) and `f1` (client) after an HE session setup; returns the outputs, times
 /// and traffic excluding the setup.
 fn two_party<A: Send, B: Send>(
@@ -212,8 +205,7 @@ fn two_party<A: Send, B: Send>(
     f0: impl FnOnce(&mut dyn Channel, &HeSession, &mut Prg) -> Result<A, LinearError> + Send,
     f1: impl FnOnce(&mut dyn Channel, &HeSession, &mut Prg) -> Result<B, LinearError> + Send,
 ) -> Result<(PartyRun<A>, PartyRun<B>), LinearError> {
-    let (c0, c1) = MemChannel::pair();
-    let (mut c0, mut c1) = (channel(c0, net), channel(c1, net));
+    let (mut c0, mut c1) = linked_pair(net);
     let p1 = params.clone();
     std::thread::scope(|s| {
         let h = s.spawn(move || -> Result<(B, f64, Stats), LinearError> {

@@ -17,7 +17,7 @@ use nectar_model::secure::profile::{OpRecord, Profile};
 use nectar_model::secure::random::{random_config, RandomArch, RandomWeights};
 use nectar_model::secure::{Output, Query, SecureEngine, SecureError, SecureModel, Task};
 use nectar_model::suite::Suite;
-use nectar_net::{Channel, LinkModel, MemChannel, Role, Simulated, Stats};
+use nectar_net::{linked_pair, Channel, LinkModel, Role, Stats};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -261,14 +261,7 @@ pub fn combine_parties(spec: &BenchSpec, server: PartyBench, client: PartyBench)
 /// process (so each party's `peak_rss_bytes` is the process's, an upper bound).
 pub fn bench_model(spec: &BenchSpec) -> Result<ModelBench, SecureError> {
     let p = prepare(spec);
-    let (c0, c1) = MemChannel::pair();
-    let wrap = |c: MemChannel| -> Box<dyn Channel + Send> {
-        match spec.net {
-            Some(l) => Box::new(Simulated::new(c, l)),
-            None => Box::new(c),
-        }
-    };
-    let (mut c0, mut c1) = (wrap(c0), wrap(c1));
+    let (mut c0, mut c1) = linked_pair(spec.net);
     let (rs, rc) = std::thread::scope(|s| {
         let h = s.spawn(|| p.run_party(&mut *c1, Role::Client, spec));
         let rs = p.run_party(&mut *c0, Role::Server, spec);

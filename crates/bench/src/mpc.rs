@@ -17,7 +17,7 @@
 
 use nectar_math::Prg;
 use nectar_mpc::{Mpc, MpcError, Result};
-use nectar_net::{Channel, LinkModel, MemChannel, Role, Simulated};
+use nectar_net::{linked_pair, Channel, LinkModel, Role};
 use nectar_ot::Producer;
 use std::time::Instant;
 
@@ -145,14 +145,7 @@ pub struct MpcBench {
 
 /// Run `op` on `size` elements; `net = None` is the raw in-memory channel.
 pub fn bench_mpc(op: MpcOp, size: usize, net: Option<LinkModel>) -> Result<MpcBench> {
-    let (c0, c1) = MemChannel::pair();
-    let wrap = |c: MemChannel| -> Box<dyn Channel> {
-        match net {
-            Some(m) => Box::new(Simulated::new(c, m)),
-            None => Box::new(c),
-        }
-    };
-    let (b0, b1) = (wrap(c0), wrap(c1));
+    let (b0, b1) = linked_pair(net);
     // Each thread owns (and drops on return) its end, so a failing party closes the link
     // instead of leaving the other blocked.
     let (r0, r1) = std::thread::scope(|s| {

@@ -230,7 +230,8 @@ pub fn bench_secure(
 ) -> Result<SecureBench, NnError> {
     use nectar_nn::secure::SecureBackend;
     use nectar_math::Prg;
-    use nectar_net::{Channel, MemChannel, Role, Simulated};
+    use nectar_net::{linked_pair, Channel, Role};
+    use nectar_ot::bits::mask64;
     if !SECURE_OPS.contains(&op) {
         return Err(NnError::BadArgument(format!("unknown operator {op}; known: {SECURE_OPS:?}")));
     }
@@ -244,8 +245,8 @@ pub fn bench_secure(
     let want = run_op(&mut twin, op, &x, rows, cols)?;
     let mut prg = Prg::from_entropy();
     let r: Vec<u64> = x.iter().map(|_| prg.next_u128() as u64).collect();
-    let x0: Vec<u64> = x.iter().zip(&r).map(|(a, b)| a.wrapping_sub(*b) & ring_mask(fp.l())).collect();
-    let x1: Vec<u64> = r.iter().map(|v| v & ring_mask(fp.l())).collect();
+    let x0: Vec<u64> = x.iter().zip(&r).map(|(a, b)| a.wrapping_sub(*b) & mask64(fp.l())).collect();
+    let x1: Vec<u64> = r.iter().map(|v| v & mask64(fp.l())).collect();
 
     type PartyOut = (f64, nectar_net::Stats, f64, nectar_net::Stats, u64, Vec<u64>, [nectar_ot::RefillTraffic; 2]);
     let backend_err = |e: nectar_ot::OtError| NnError::Backend(Box::new(e));
@@ -272,14 +273,7 @@ pub fn bench_secure(
         let in_op = b.parts().1.ot().refill_traffic().since(&r0);
         Ok((secs, b.stats() - before, setup_s, setup_stats, k, out, [steady, in_op]))
     };
-    let (c0, c1) = MemChannel::pair();
-    let wrap = |c: MemChannel| -> Box<dyn Channel> {
-        match net {
-            Some(m) => Box::new(Simulated::new(c, m)),
-            None => Box::new(c),
-        }
-    };
-    let (b0, b1) = (wrap(c0), wrap(c1));
+    let (b0, b1) = linked_pair(net);
     let (r0, r1) = std::thread::scope(|s| {
         let h = s.spawn(move || {
             let mut c = b1;
@@ -303,7 +297,7 @@ pub fn bench_secure(
         .iter()
         .zip(&want)
         .map(|(a, b)| {
-            let d = a.wrapping_sub(*b) & ring_mask(l);
+            let d = a.wrapping_sub(*b) & mask64(l);
             let d = if l < 64 && d >> (l - 1) & 1 == 1 { d as i128 - (1i128 << l) } else { d as i64 as i128 };
             d.unsigned_abs().min(i64::MAX as u128) as i64
         })
@@ -356,14 +350,6 @@ pub fn bench_secure(
         max_lsb_vs_twin,
         tol_lsb: stated_tolerance(op, cols, fp)?,
     })
-}
-
-fn ring_mask(l: u32) -> u64 {
-    if l >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << l) - 1
-    }
 }
 
 #[cfg(test)]

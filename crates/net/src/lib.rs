@@ -19,7 +19,7 @@ pub mod stats;
 pub mod tcp;
 
 pub use mem::MemChannel;
-pub use sim::{LinkModel, Simulated};
+pub use sim::{linked_pair, LinkModel, Simulated};
 pub use stats::Stats;
 pub use tcp::TcpChannel;
 

@@ -13,6 +13,19 @@
 use crate::{Channel, Limits, NetError, Stats, FRAME_HEADER};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// Two connected in-memory channels (both parties in one process), each through the simulated
+/// link `net` when one is given, else raw.
+pub fn linked_pair(net: Option<LinkModel>) -> (Box<dyn Channel + Send>, Box<dyn Channel + Send>) {
+    let (a, b) = crate::MemChannel::pair();
+    let wrap = |c: crate::MemChannel| -> Box<dyn Channel + Send> {
+        match net {
+            Some(m) => Box::new(Simulated::new(c, m)),
+            None => Box::new(c),
+        }
+    };
+    (wrap(a), wrap(b))
+}
+
 /// Bandwidth and one-way latency of a simulated link.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LinkModel {

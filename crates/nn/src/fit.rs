@@ -282,16 +282,7 @@ pub fn fit(spec: &FitSpec) -> Result<OppeTable, NnError> {
             why: format!("domain {domain:?} exceeds the comparison range ±2^(l−2−f) = ±{bound}"),
         });
     }
-    let probe = OppeTable {
-        func: func.name().into(),
-        breaks: vec![lo],
-        coeffs: vec![vec![0.0; d + 1]],
-        offset: 0.0,
-        domain,
-        less_precision: None,
-        fit: FitRecord::default(),
-    };
-    crate::poly::check_headroom("oppe fit", fp, probe.power_log2())?;
+    crate::poly::check_headroom("oppe fit", fp, crate::oppe::power_log2(domain, d))?;
     let f = |x: f64| func.fitted(x);
     // Bisection on the target error: the largest single-piece error is an upper bound.
     let (mut lo_e, mut hi_e) = (0.0, fit_piece(&f, lo, hi, d).1.max(1e-300));

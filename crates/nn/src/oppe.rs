@@ -61,7 +61,7 @@ pub struct OppeTable {
 }
 
 /// The provenance and error figures of a fitted table.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FitRecord {
     /// The fitter's arguments (`nectar fit` command line).
     pub command: String,
@@ -132,9 +132,8 @@ impl OppeTable {
     }
 
     /// `log2` of the largest power `|x|^d` on the domain (headroom before truncation).
-    pub(crate) fn power_log2(&self) -> u32 {
-        let r = self.domain[0].abs().max(self.domain[1].abs()).max(1.0);
-        (self.degree() as f64 * r.log2()).ceil() as u32
+    fn power_log2(&self) -> u32 {
+        power_log2(self.domain, self.degree())
     }
 
     /// `log2` bound of the selected value before the final truncation: the domain's, but at
@@ -143,6 +142,12 @@ impl OppeTable {
         let r = self.domain[0].abs().max(self.domain[1].abs()).max(2.0);
         (r.log2().ceil() as u32 + 1).max(VALUE_LOG2)
     }
+}
+
+/// `log2` of the largest power `|x|^d` for `x` in `domain` (at least `|x| = 1`).
+pub(crate) fn power_log2(domain: [f64; 2], d: usize) -> u32 {
+    let r = domain[0].abs().max(domain[1].abs()).max(1.0);
+    (d as f64 * r.log2()).ceil() as u32
 }
 
 /// The powers `x^1 … x^d` by East's doubling ladder: with `j = 1, 2, 4, …`, multiply

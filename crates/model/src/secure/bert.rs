@@ -14,11 +14,11 @@
 //! logits.
 
 use crate::config::BertConfig;
-use crate::block::NormKind;
+use crate::block::{Layout, NormKind, NO_SCALE};
 use crate::secure::block::{named_norm, run_blocks};
 use crate::secure::engine::{timed, Engine};
 use crate::secure::layers::{
-    embed_lookup, linear, load_dense, load_rows, mean_rows, take_rows, Layout, NO_SCALE,
+    embed_lookup, linear, load_dense, load_rows, mean_rows, take_rows,
 };
 use crate::secure::{check_ids, SecureError, Stack};
 use nectar_net::Role;

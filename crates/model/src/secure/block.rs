@@ -21,7 +21,7 @@ pub struct EngineBlock<'a, E> {
 }
 
 /// Concatenates dense layers along the output dimension (`in × Σout`).
-pub(crate) fn concat_cols(parts: &[Option<EncDense>], in_dim: usize, outs: &[usize]) -> Option<EncDense> {
+fn concat_cols(parts: &[Option<EncDense>], in_dim: usize, outs: &[usize]) -> Option<EncDense> {
     if parts.iter().any(|p| p.is_none()) {
         return None;
     }
@@ -112,10 +112,12 @@ pub fn named_norm<E: Engine>(
 pub fn check_activation(act: Activation) -> Result<(), SecureError> {
     match act {
         Activation::Gelu | Activation::GeluTanh | Activation::Silu => Ok(()),
-        Activation::Relu => Err(SecureError::Unsupported(
-            "the secure engines have no ReLU protocol yet (the checkpoint's hidden_act is relu)".into(),
-        )),
+        Activation::Relu => Err(no_relu()),
     }
+}
+
+fn no_relu() -> SecureError {
+    SecureError::Unsupported("the secure engines have no ReLU protocol yet (the checkpoint's hidden_act is relu)".into())
 }
 
 impl<E: Engine> BlockOps for EngineBlock<'_, E> {
@@ -189,10 +191,11 @@ impl<E: Engine> BlockOps for EngineBlock<'_, E> {
     }
 
     fn activation(&mut self, act: Activation, x: &E::Val) -> Result<E::Val, SecureError> {
-        check_activation(act)?;
         match act {
             Activation::Silu => operators::silu(self.e, x),
-            _ => operators::gelu(self.e, x, act == Activation::GeluTanh),
+            Activation::Gelu => operators::gelu(self.e, x, false),
+            Activation::GeluTanh => operators::gelu(self.e, x, true),
+            Activation::Relu => Err(no_relu()),
         }
     }
 

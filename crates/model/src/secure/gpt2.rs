@@ -11,10 +11,10 @@
 //! length of the generation.
 
 use crate::config::Gpt2Config;
-use crate::block::{KvCache, NormKind};
+use crate::block::{KvCache, Layout, NormKind, NO_SCALE};
 use crate::secure::block::{named_norm, run_blocks};
 use crate::secure::engine::{timed, Engine};
-use crate::secure::layers::{embed_lookup, linear, load_dense, load_rows, take_rows, Layout, NO_SCALE};
+use crate::secure::layers::{embed_lookup, linear, load_dense, load_rows, take_rows};
 use crate::secure::{check_ids, SecureError, Stack};
 use nectar_net::Role;
 use nectar_nn::max::argmax_rows;

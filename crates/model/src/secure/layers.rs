@@ -7,7 +7,7 @@
 //! Fixed point: values carry `f` fractional bits; weights are encoded at `f` too, so a product
 //! has `2f` and is truncated once by `f` after the whole sum (BumbleBee §II-C).
 
-pub use crate::block::{AttnDims, ColScale, Layout, NO_SCALE};
+use crate::block::{AttnDims, ColScale, Layout};
 use crate::secure::engine::{timed, Engine, WeightRef};
 use crate::secure::operators;
 use crate::secure::{SecureError, WeightSource};

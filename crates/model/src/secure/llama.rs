@@ -8,11 +8,11 @@
 //! generation with the shared KV cache as for GPT-2 (argmax revealed to the client only).
 
 use crate::config::LlamaConfig;
-use crate::block::{KvCache, NormKind};
+use crate::block::{KvCache, Layout, NormKind, NO_SCALE};
 use crate::secure::block::{named_norm, run_blocks};
 use crate::secure::engine::{timed, Engine};
 use crate::secure::gpt2::generate_loop;
-use crate::secure::layers::{embed_lookup, linear, load_dense, take_rows, Layout, NO_SCALE};
+use crate::secure::layers::{embed_lookup, linear, load_dense, take_rows};
 use crate::secure::{check_ids, SecureError, Stack};
 
 /// LLaMA over an engine; the server holds the weights, the client none.

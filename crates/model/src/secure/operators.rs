@@ -109,7 +109,7 @@ pub fn reciprocal<E: Engine>(e: &mut E, x: &E::Val, lo: f64, hi: f64, p: &RecipP
 }
 
 /// `tanh` (the BERT pooler) by the suite's `exp`: BumbleBee composes it from the clipped
-/// exponential and a reciprocal ([`crate::secure::layers::tanh`]); with `exp = oppe`, East's
+/// exponential and a reciprocal ([`crate::secure::layers::tanh_composed`]); with `exp = oppe`, East's
 /// own OPPE tanh table (m = 7, d = 3) evaluates it directly.
 pub fn tanh<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, SecureError> {
     match e.suite().exp {

@@ -27,10 +27,10 @@
 //! what a BERT block on `P + 1` tokens costs (ViT-base: 197 rows).
 
 use crate::config::VitConfig;
-use crate::block::NormKind;
+use crate::block::{Layout, NormKind, NO_SCALE};
 use crate::secure::block::{named_norm, run_blocks};
 use crate::secure::engine::{timed, Engine};
-use crate::secure::layers::{encode, linear, load_dense, load_vec, take_rows, EncDense, Layout, NO_SCALE};
+use crate::secure::layers::{encode, linear, load_dense, load_vec, take_rows, EncDense};
 use crate::secure::{SecureError, Stack};
 use crate::vit::{check_pixels, num_patches, patch_dim, patchify};
 use crate::ModelError;

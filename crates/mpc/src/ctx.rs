@@ -5,6 +5,7 @@
 //! arithmetic vector, `n` bits each way for a boolean vector. Exchanges are ordered (P0 first)
 //! rather than simultaneous so that large frames never deadlock a blocking TCP transport.
 
+use crate::rotl_lut::{PreproCost, RotlPrepro};
 use crate::{MpcError, Result};
 use nectar_math::Prg;
 use nectar_net::{Channel, Role};
@@ -17,12 +18,28 @@ pub struct Mpc {
     role: Role,
     ot: OtSession,
     prg: Prg,
+    /// The comparison protocol behind `millionaire` (and so MSB / less-than; AGREEMENT).
+    cmp: Comparison,
+    /// Preprocessed ROTL lookups per table size `2^h`.
+    rotl: Vec<(u32, RotlPrepro)>,
+    /// Cumulative cost of preprocessing.
+    prepro: PreproCost,
+}
+
+/// Which protocol computes `1{x > y}` for the comparisons (AGREEMENT: both parties must choose
+/// the same).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Comparison {
+    /// CrypTFlow2's millionaire from 1-of-16 OT with BumbleBee's batching ([`crate::millionaire`]).
+    Millionaire,
+    /// ROTL §VI: blocks of `block` bits compared by one ROTL lookup each ([`crate::lut_compare`]).
+    RotlLut { block: u32 },
 }
 
 impl Mpc {
     /// Wrap an existing OT session. `prg` must be freshly seeded for this session.
     pub fn new(role: Role, ot: OtSession, prg: Prg) -> Self {
-        Mpc { role, ot, prg }
+        Mpc { role, ot, prg, cmp: Comparison::Millionaire, rotl: Vec::new(), prepro: PreproCost::default() }
     }
 
     /// Run the OT session setup (base OTs, both directions) with `producer` and return the
@@ -34,7 +51,7 @@ impl Mpc {
         producer: Producer,
     ) -> Result<Self> {
         let ot = OtSession::with_producer(role, ch, prg.fork(), producer)?;
-        Ok(Mpc { role, ot, prg })
+        Ok(Mpc::new(role, ot, prg))
     }
 
     pub fn role(&self) -> Role {
@@ -52,6 +69,37 @@ impl Mpc {
 
     pub fn prg(&mut self) -> &mut Prg {
         &mut self.prg
+    }
+
+    /// The comparison protocol in use.
+    pub fn comparison(&self) -> Comparison {
+        self.cmp
+    }
+
+    /// Selects the comparison protocol (AGREEMENT: the peer selects the same at the same point).
+    pub fn set_comparison(&mut self, c: Comparison) -> Result<()> {
+        if let Comparison::RotlLut { block } = c {
+            crate::lut_compare::check_block(block)?;
+        }
+        self.cmp = c;
+        Ok(())
+    }
+
+    /// Cumulative traffic and time of this session's preprocessing so far (ROTL rotations and
+    /// the COTs reserved for their online phase); subtract two readings to cost a stretch.
+    pub fn prepro_cost(&self) -> PreproCost {
+        self.prepro
+    }
+
+    pub(crate) fn note_prepro(&mut self, d: nectar_net::Stats, seconds: f64) {
+        self.prepro.bytes_sent += d.bytes_sent;
+        self.prepro.bytes_recv += d.bytes_recv;
+        self.prepro.rounds += d.rounds;
+        self.prepro.seconds += seconds;
+    }
+
+    pub(crate) fn rotl_store(&mut self) -> &mut Vec<(u32, RotlPrepro)> {
+        &mut self.rotl
     }
 
     pub(crate) fn parts(&mut self) -> (&mut OtSession, &mut Prg) {

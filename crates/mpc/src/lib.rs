@@ -45,7 +45,10 @@
 //! - [`equal`]: equality with public constants (one-hot of token ids);
 //! - [`trunc`]: approximate (Cheetah), faithful, known-MSB and heuristic (East §4.3) truncation;
 //! - [`extend`]: ring extension (BumbleBee App. E Alg. 5), reduction, mixed bit-width (§V-C);
-//! - [`mul`]: OT-based (Gilboa) product and square of shared vectors, shared × public.
+//! - [`mul`]: OT-based (Gilboa) product and square of shared vectors, shared × public;
+//! - [`rotate`]: ROTL's secret-shared rotation Π_Rotate of bit vectors (§III, Fig. 10);
+//! - [`rotl_lut`]: ROTL table lookup on arithmetic shares, preprocessing / online (§IV, Fig. 11);
+//! - [`lut_compare`]: the millionaires' protocol from small ROTL lookups (ROTL §VI, Fig. 13).
 
 pub mod and;
 pub mod b2a;
@@ -57,9 +60,13 @@ pub mod millionaire;
 pub mod msb;
 pub mod mul;
 pub mod mux;
+pub mod lut_compare;
+pub mod rotate;
+pub mod rotl_lut;
 pub mod trunc;
 
-pub use ctx::Mpc;
+pub use ctx::{Comparison, Mpc};
+pub use rotl_lut::PreproCost;
 pub use extend::MixedWidth;
 
 use nectar_net::NetError;

@@ -156,7 +156,8 @@ impl Mpc {
         Ok(out)
     }
 
-    /// XOR shares of `1{x_{i,b} > y_i}` for `bits`-bit unsigned inputs (`1 <= bits <= 64`).
+    /// XOR shares of `1{x_{i,b} > y_i}` for `bits`-bit unsigned inputs (`1 <= bits <= 64`),
+    /// by the session's [`crate::Comparison`] protocol (this module's by default).
     /// P0 passes `x` element-major (`x[i·batch + b]`), P1 passes `y` (one per element); both get
     /// `n·batch` shares in P0's layout. `batch <= 64`.
     pub fn millionaire(
@@ -166,6 +167,9 @@ impl Mpc {
         batch: usize,
         bits: u32,
     ) -> Result<Vec<bool>> {
+        if let crate::Comparison::RotlLut { block } = self.comparison() {
+            return self.millionaire_lut(ch, input, batch, bits, block);
+        }
         let mut d = self.digit_ot(ch, input, batch, bits, 2, 1, |x, v| {
             ((x > v) as u128) | (((x == v) as u128) << 1)
         })?;

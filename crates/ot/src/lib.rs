@@ -5,6 +5,8 @@
 //! - [`base_ot`]: 128 Chou–Orlandi base OTs on Ristretto, batched in two flows;
 //! - [`iknp`]: IKNP correlated-OT extension (semi-honest), bootstraps Ferret and is the baseline;
 //! - [`ggm`]: GGM trees: single-point COT for Ferret and the (n−1)-of-n punctured PRF;
+//! - [`half_tree`]: random-point punctured PRF on half-trees (one COT and one block per level;
+//!   ROTL's secret-shared rotation);
 //! - [`lpn`]: the local linear code (d = 10) of Ferret's primal LPN;
 //! - [`ferret`]: Ferret silent COT (Yang et al., CCS'20) with the emp-ot parameter sets;
 //! - [`pool`]: [`CotPool`], one direction's store of random COTs that refills itself;
@@ -28,6 +30,7 @@ pub mod chosen;
 pub mod crhash;
 pub mod ferret;
 pub mod ggm;
+pub mod half_tree;
 pub mod iknp;
 pub mod lpn;
 pub mod one_of_n;

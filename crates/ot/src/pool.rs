@@ -188,6 +188,21 @@ impl CotPool {
         Ok((first, out))
     }
 
+    /// Makes sure at least `n` COTs are buffered, running extensions now if not (AGREEMENT:
+    /// the peer's pool of this direction calls it at the same point with the same `n`). For
+    /// preprocessing: the COTs a later online phase consumes are produced ahead of it.
+    pub fn reserve<C: Channel + ?Sized>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError> {
+        if self.available() < n {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+            while self.buf.len() < n {
+                let need = n - self.buf.len();
+                self.extend_once(ch, need)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Runs one extension now; its COTs replace the buffered ones (AGREEMENT: the peer's pool
     /// of this direction calls it at the same point, so both drop the same COTs, none of which
     /// was handed out; global indices keep counting from [`Self::consumed`]). For measurements:

@@ -14,7 +14,7 @@
 
 use crate::crhash::Crh;
 use crate::pool::{CotPool, Producer};
-use crate::{acot, chosen, one_of_n, pprf, rot, OtError};
+use crate::{acot, chosen, half_tree, one_of_n, pprf, rot, OtError};
 use nectar_math::Prg;
 use nectar_net::{Channel, Role};
 
@@ -80,6 +80,24 @@ impl OtSession {
             Role::Client => {
                 self.recv.refill(ch)?;
                 self.send.refill(ch)?;
+            }
+        }
+        ch.flush()?;
+        Ok(())
+    }
+
+    /// Makes sure each direction's pool holds at least `n` COTs, extending now if not
+    /// ([`CotPool::reserve`]; AGREEMENT: the peer calls it at the same point with the same `n`;
+    /// the direction "server sends COTs" first).
+    pub fn reserve<C: Channel + ?Sized>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError> {
+        match self.role {
+            Role::Server => {
+                self.send.reserve(ch, n)?;
+                self.recv.reserve(ch, n)?;
+            }
+            Role::Client => {
+                self.recv.reserve(ch, n)?;
+                self.send.reserve(ch, n)?;
             }
         }
         ch.flush()?;
@@ -167,5 +185,17 @@ impl OtSession {
     /// Punctured PRF, this party receiver: leaves with `alphas[j]` punctured (zero).
     pub fn recv_pprf<C: Channel + ?Sized>(&mut self, ch: &mut C, alphas: &[usize], h: usize) -> Result<Vec<Vec<u128>>, OtError> {
         pprf::recv(&mut self.recv, &self.crh, ch, alphas, h)
+    }
+
+    /// Random-point punctured PRF on half-trees ([`half_tree`]), this party sender: per tree
+    /// the `2^h · width` output blocks of every leaf (leaf-major).
+    pub fn send_pprf_random<C: Channel + ?Sized>(&mut self, ch: &mut C, trees: usize, h: usize, width: usize) -> Result<Vec<Vec<u128>>, OtError> {
+        half_tree::send(&mut self.send, &self.crh, ch, trees, h, width, &mut self.prg)
+    }
+
+    /// Random-point punctured PRF, this party receiver: per tree the random punctured point and
+    /// the output blocks of every other leaf (zeros at the punctured leaf).
+    pub fn recv_pprf_random<C: Channel + ?Sized>(&mut self, ch: &mut C, trees: usize, h: usize, width: usize) -> Result<Vec<(usize, Vec<u128>)>, OtError> {
+        half_tree::recv(&mut self.recv, &self.crh, ch, trees, h, width)
     }
 }

@@ -210,6 +210,38 @@ fn punctured_prf() {
 }
 
 #[test]
+fn random_point_half_tree_prf() {
+    let shapes = [(1usize, 1usize, 3usize), (3, 2, 50), (8, 2, 40), (5, 1, 1000)];
+    let (full, punct) = both(
+        tiny(),
+        |s, c| shapes.iter().map(|&(h, w, t)| s.send_pprf_random(c, t, h, w).unwrap()).collect::<Vec<_>>(),
+        |s, c| shapes.iter().map(|&(h, w, t)| s.recv_pprf_random(c, t, h, w).unwrap()).collect::<Vec<_>>(),
+    );
+    for ((f, p), &(h, w, t)) in full.iter().zip(&punct).zip(&shapes) {
+        assert_eq!((f.len(), p.len()), (t, t));
+        let mut hit = vec![0usize; 1 << h];
+        let mut seen = std::collections::HashSet::new();
+        for j in 0..t {
+            let (alpha, leaves) = &p[j];
+            assert!(*alpha < 1 << h);
+            hit[*alpha] += 1;
+            assert_eq!(f[j].len(), w << h);
+            for i in 0..(1 << h) {
+                for b in 0..w {
+                    let (x, y) = (f[j][i * w + b], leaves[i * w + b]);
+                    assert_eq!(y, if i == *alpha { 0 } else { x }, "h={h} tree={j} leaf={i}");
+                    assert!(seen.insert(x), "output blocks must not repeat");
+                }
+            }
+        }
+        if t >= 1000 {
+            // the punctured point is uniform: every one of the 32 points is hit (1000 trees)
+            assert!(hit.iter().all(|&c| c > 0), "{hit:?}");
+        }
+    }
+}
+
+#[test]
 fn small_secure_set_works() {
     let ((d, q), (b, t)) = both(
         Producer::Ferret(FerretParams::small()),

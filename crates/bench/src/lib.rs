@@ -12,6 +12,7 @@
 
 pub mod he;
 pub mod linear;
+pub mod lut;
 pub mod model;
 pub mod mpc;
 pub mod nn;

@@ -5,11 +5,14 @@
 //! - [`he`]: per-operation timings of the RLWE layer (`nectar bench he`);
 //! - [`ot`]: COT throughput and communication of IKNP / Ferret (`nectar bench ot`);
 //! - [`mpc`]: share-level protocols, less / mux / trunc / ... (`nectar bench nn --op less`);
+//! - [`flute`]: FLUTE+ lookup tables on boolean inputs, preprocessing and online apart
+//!   (`nectar bench mpc --op flute`);
 //! - [`linear`]: the HE linear protocols, OLT / matmuls / bOLEe, BumbleBee Table II / VII
 //!   (`nectar bench linear`);
 //! - [`nn`]: whole nonlinear operators on the secure backend (`nectar bench nn --op gelu`);
 //! - [`model`]: one secure inference at real shapes with random weights (`nectar bench model`).
 
+pub mod flute;
 pub mod he;
 pub mod linear;
 pub mod lut;

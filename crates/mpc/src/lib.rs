@@ -43,6 +43,7 @@
 //! - [`msb`]: MSB of a share vector (batched variant shares the receiver's OT);
 //! - [`less_than`]: `1{x < t_j}` for several public thresholds, approximate variant (§V-A1);
 //! - [`equal`]: equality with public constants (one-hot of token ids);
+//! - [`flute`]: FLUTE+ lookup table on boolean-shared indices (ROTL §V);
 //! - [`trunc`]: approximate (Cheetah), faithful, known-MSB and heuristic (East §4.3) truncation;
 //! - [`extend`]: ring extension (BumbleBee App. E Alg. 5), reduction, mixed bit-width (§V-C);
 //! - [`mul`]: OT-based (Gilboa) product and square of shared vectors, shared × public;
@@ -55,6 +56,7 @@ pub mod b2a;
 pub mod ctx;
 pub mod equal;
 pub mod extend;
+pub mod flute;
 pub mod less_than;
 pub mod millionaire;
 pub mod msb;
@@ -68,6 +70,7 @@ pub mod trunc;
 pub use ctx::{Comparison, Mpc};
 pub use rotl_lut::PreproCost;
 pub use extend::MixedWidth;
+pub use flute::FlutePrepro;
 
 use nectar_net::NetError;
 use nectar_ot::OtError;

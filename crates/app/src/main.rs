@@ -12,6 +12,7 @@ mod session;
 mod bench_linear;
 mod bench_model;
 mod bench_net;
+mod bench_mpc;
 mod bench_nn;
 mod bench_ot;
 mod bench_suites;
@@ -301,6 +302,29 @@ enum BenchCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Lookup tables (ROTL, FLUTE+) and the comparison from LUTs, preprocessing and online
+    /// measured apart (both parties in-process).
+    Mpc {
+        /// lut (ROTL), flute (FLUTE+, boolean inputs) or msb (comparison from ROTL lookups).
+        #[arg(long, value_parser = ["lut", "flute", "msb"], default_value = "lut")]
+        op: String,
+        /// Table entries (a power of two; lut, flute).
+        #[arg(long, default_value_t = 256)]
+        n: usize,
+        /// Entry width (lut, flute) or ring width of the MSB input (msb).
+        #[arg(long, default_value_t = 64)]
+        bits: u32,
+        /// Number of lookups (comparisons).
+        #[arg(long, default_value_t = 100_000)]
+        count: usize,
+        /// Block size l' of the comparison from LUTs (msb).
+        #[arg(long, default_value_t = nectar_mpc::lut_compare::DEFAULT_BLOCK)]
+        block: u32,
+        #[arg(long, value_parser = ["none", "lan", "wan"], default_value = "none")]
+        net: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// A whole model at its real shapes with random weights (both parties in-process).
     Model {
         #[arg(long, value_parser = ["bert-tiny", "bert-base", "bert-large", "gpt2", "vit-base", "llama", "llama-7b"], default_value = "bert-base")]
@@ -540,6 +564,11 @@ fn run(cli: Cli) -> Result<(), String> {
                     shift,
                 };
                 report::print_lines(&bench_nn::run(&args)?, json);
+                Ok(())
+            }
+            BenchCmd::Mpc { op, n, bits, count, block, net, json } => {
+                let args = bench_mpc::Args { op: &op, n, bits, count, block, net: &net };
+                report::print_lines(&[bench_mpc::run(&args)?], json);
                 Ok(())
             }
             BenchCmd::Model {

@@ -122,6 +122,16 @@ pub trait Backend {
     fn not(&mut self, a: &Self::Bit) -> Result<Self::Bit, NnError>;
     /// Bit to the ring integer 0/1 (not scaled by `2^f`) in the current ring (one COT); exact.
     fn b2a(&mut self, b: &Self::Bit) -> Result<Self::Val, NnError>;
+    /// Table lookup (ROTL §IV): for every element the index `i = floor(x / 2^shift) mod 2^bits`
+    /// ([`LutIndex`]) and, for every public table `T_t` of `2^bits` raw ring elements,
+    /// `T_t[i]`; `out[t]`. Secure: each party shifts its own share, then one ROTL lookup serves
+    /// all tables (`nectar_mpc::Mpc::rotl_lut`; one rotation per element in preprocessing, the
+    /// opening of `bits` bits and one MUX per table online). Error model: the local shift loses
+    /// the carry `c ∈ {0, 1}` of the shares' low `shift` bits, so the secure index is
+    /// `i − c mod 2^bits` — exact when `shift = 0` or `idx.exact` (the caller guarantees
+    /// `2^shift | x`; P0 then adds the carry, which it knows: its low bits are non-zero exactly
+    /// when the carry is 1). The twin uses the exact `i`; table entries are exact.
+    fn lut(&mut self, x: &Self::Val, idx: LutIndex, tables: &[&[u64]]) -> Result<Vec<Self::Val>, NnError>;
 
     // ----- ring changes (mixed bit-width, §V-C) -----
 
@@ -139,6 +149,41 @@ pub trait Backend {
     fn reveal(&mut self, x: &Self::Val) -> Result<Vec<u64>, NnError>;
     /// Open a bit vector. Exact.
     fn reveal_bits(&mut self, b: &Self::Bit) -> Result<Vec<bool>, NnError>;
+}
+
+/// Which bits of a value index a lookup table: `i = floor(x / 2^shift) mod 2^bits` (see
+/// [`Backend::lut`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LutIndex {
+    pub shift: u32,
+    pub bits: u32,
+    /// The caller guarantees `x ≡ 0 mod 2^shift` (the secure index is then exact).
+    pub exact: bool,
+}
+
+impl LutIndex {
+    /// Checks the index against a ring `Z_{2^l}` and the tables (each `2^bits` entries).
+    pub fn check(&self, l: u32, tables: &[&[u64]]) -> Result<(), NnError> {
+        if self.bits == 0 || self.shift + self.bits > l {
+            return Err(NnError::BadArgument(format!(
+                "lookup index bits [{}, {}) outside the ring Z_2^{l}",
+                self.shift,
+                self.shift + self.bits
+            )));
+        }
+        if tables.is_empty() {
+            return Err(NnError::BadArgument("lookup without a table".into()));
+        }
+        if let Some(t) = tables.iter().find(|t| t.len() as u64 != 1u64 << self.bits.min(63)) {
+            return Err(NnError::BadArgument(format!(
+                "lookup table of {} entries for a {}-bit index (needs {})",
+                t.len(),
+                self.bits,
+                1u64 << self.bits.min(63)
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// `x` encoded in the current format (`round(x·2^f) mod 2^l`); an error when out of range.

@@ -11,7 +11,7 @@
 //! [`CountingBackend`] and returns its counts ([`TwinCounts`]; the numbers of
 //! `docs/results/nonlinear.md`).
 
-use crate::backend::Backend;
+use crate::backend::{Backend, LutIndex};
 use crate::NnError;
 use nectar_math::FixedPoint;
 use std::collections::BTreeMap;
@@ -66,8 +66,8 @@ impl<B: Backend> CountingBackend<B> {
 }
 
 /// The primitives that communicate in the secure backend.
-pub const INTERACTIVE: [&str; 11] =
-    ["mul", "square", "trunc", "mul_const_trunc", "less_than", "msb", "mux", "and", "b2a", "extend", "reveal"];
+pub const INTERACTIVE: [&str; 12] =
+    ["mul", "square", "trunc", "mul_const_trunc", "less_than", "msb", "mux", "and", "b2a", "lut", "extend", "reveal"];
 
 impl<B: Backend> Backend for CountingBackend<B> {
     type Val = B::Val;
@@ -172,6 +172,11 @@ impl<B: Backend> Backend for CountingBackend<B> {
         let (n, l) = (self.inner.bit_len(b), self.l());
         self.rec("b2a", n, l);
         self.inner.b2a(b)
+    }
+    fn lut(&mut self, x: &Self::Val, idx: LutIndex, tables: &[&[u64]]) -> Result<Vec<Self::Val>, NnError> {
+        let n = self.inner.len(x);
+        self.rec("lut", n, idx.bits);
+        self.inner.lut(x, idx, tables)
     }
     fn extend(&mut self, x: &Self::Val, from_bits: u32, to_bits: u32) -> Result<Self::Val, NnError> {
         let n = self.inner.len(x);

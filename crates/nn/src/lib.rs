@@ -39,6 +39,7 @@ pub mod exp;
 pub mod fit;
 pub mod gelu;
 pub mod layernorm;
+pub mod lut;
 pub mod max;
 pub mod mixed;
 pub mod onehot;

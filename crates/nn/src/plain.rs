@@ -6,7 +6,7 @@
 //! exact version of their randomised ones (floor truncation, error-free products); see the error
 //! models in [`crate::backend`]. No communication, no randomness.
 
-use crate::backend::Backend;
+use crate::backend::{Backend, LutIndex};
 use crate::NnError;
 use nectar_math::{FixedPoint, Ring};
 
@@ -178,6 +178,12 @@ impl Backend for PlainBackend {
     }
     fn b2a(&mut self, b: &Vec<bool>) -> Result<Vec<u64>, NnError> {
         Ok(b.iter().map(|&p| p as u64).collect())
+    }
+    fn lut(&mut self, x: &Vec<u64>, idx: LutIndex, tables: &[&[u64]]) -> Result<Vec<Vec<u64>>, NnError> {
+        idx.check(self.fp.l(), tables)?;
+        let m = (1u64 << idx.bits) - 1;
+        let i: Vec<usize> = x.iter().map(|&v| ((self.ring.reduce(v) >> idx.shift) & m) as usize).collect();
+        Ok(tables.iter().map(|t| i.iter().map(|&j| self.ring.reduce(t[j])).collect()).collect())
     }
 
     fn extend(&mut self, x: &Vec<u64>, from_bits: u32, to_bits: u32) -> Result<Vec<u64>, NnError> {

@@ -42,7 +42,7 @@
 //!   (`l' = 32`) only needs two of the primes (`t ≈ 2^94`), i.e. 2 instead of 3 ciphertexts
 //!   per query and per response ([`bole_narrow_params`]; one more public-key exchange at setup).
 
-use crate::backend::Backend;
+use crate::backend::{Backend, LutIndex};
 use crate::NnError;
 use nectar_he::{Params, ParamsLiteral, PlainModulus};
 use nectar_linear::bole::{ReceivedQuery, SentQuery};
@@ -617,6 +617,29 @@ impl Backend for SecureBackend<'_> {
         }
         let l = self.l();
         self.mpc.b2a(&mut *self.ch, b, l).map_err(be)
+    }
+
+    fn lut(&mut self, x: &Vec<u64>, idx: LutIndex, tables: &[&[u64]]) -> Result<Vec<Vec<u64>>, NnError> {
+        let l = self.l();
+        idx.check(l, tables)?;
+        if x.is_empty() {
+            return Ok(vec![Vec::new(); tables.len()]);
+        }
+        let m = self.mask();
+        let im = (1u64 << idx.bits) - 1;
+        let server = self.role == Role::Server;
+        let low = if idx.shift == 0 { 0 } else { (1u64 << idx.shift) - 1 };
+        let i: Vec<u64> = x
+            .iter()
+            .map(|&v| {
+                let v = v & m;
+                let carry = idx.exact && server && v & low != 0;
+                ((v >> idx.shift) + carry as u64) & im
+            })
+            .collect();
+        let tabs: Vec<Vec<u64>> = tables.iter().map(|t| t.iter().map(|v| v & m).collect()).collect();
+        let refs: Vec<&[u64]> = tabs.iter().map(|t| t.as_slice()).collect();
+        self.mpc.rotl_lut(&mut *self.ch, &i, idx.bits, &refs, l).map_err(be)
     }
 
     fn extend(&mut self, x: &Vec<u64>, from_bits: u32, to_bits: u32) -> Result<Vec<u64>, NnError> {

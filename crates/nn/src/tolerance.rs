@@ -13,6 +13,7 @@
 //! `crates/nn/tests/secure_ops.rs` asserts every bound on the secure backend, and
 //! `nectar bench nn` reports each run against them.
 
+use crate::lut::{reciprocal_table, ActLut, ExpLut};
 use crate::oppe::OppeTable;
 use crate::reciprocal::{determine_reciprocal, DETERMINE_DELTA};
 use crate::NnError;
@@ -95,4 +96,28 @@ pub fn determine_tol(a: f64, b: f64) -> Result<i64, NnError> {
 /// with s ≥ 1 and p_i ≤ 1, as asserted for BumbleBee's and East's softmax).
 pub fn softmax_tol(exp_tol: i64, recip_tol: i64) -> i64 {
     3 * exp_tol.max(recip_tol)
+}
+
+/// A LUT activation ([`crate::lut::lut_activation`]) at `f` fractional bits: the secure index
+/// may be one below the twin's (the carry of the local shift), and both segments' lines are
+/// within [`ActLut::max_error`] of the function, so the two outputs differ by at most twice
+/// that; plus the product `a·x` (2), the rounding of the two table entries (1) and 1.
+pub fn lut_act_tol(p: &ActLut, f: u32) -> i64 {
+    (2.0 * p.max_error() * (f as f64).exp2()).ceil() as i64 + 4
+}
+
+/// The LUT exp ([`crate::lut::exp_lut`]) at `f >= L`: the truncation to `L` fractional bits
+/// (twin `⌊u⌋ + 1`, secure that or one less: one unit of 2^−L in the exponent, a relative
+/// 2^−L of an output ≤ 1, i.e. 2^(f−L) LSB), the product of the two halves (2) and the
+/// rounding of the table entries (2).
+pub fn exp_lut_tol(p: &ExpLut, f: u32) -> i64 {
+    (1i64 << f.saturating_sub(p.frac_bits)) + 4
+}
+
+/// The LUT reciprocal ([`crate::lut::reciprocal_lut`]) on `[1, hi]`: twin and secure may start
+/// from neighbouring table entries; both end within δ of `1/x` (f64), so within 2δ·2^f of each
+/// other, plus `4t` LSB of fixed-point rounding over `t` Newton steps (as [`determine_tol`]).
+pub fn reciprocal_lut_tol(hi: f64, f: u32) -> Result<i64, NnError> {
+    let (_, _, _, t) = reciprocal_table(hi)?;
+    Ok((2.0 * DETERMINE_DELTA * (f as f64).exp2()).ceil() as i64 + 4 * t as i64)
 }

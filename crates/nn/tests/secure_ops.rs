@@ -675,3 +675,128 @@ fn east_determine_and_softmax_match_twin_and_f64() {
     ];
     check(opts(), items);
 }
+
+/// CipherGPT-style LUT operators on ROTL lookups (ROTL §II-E; `nectar_nn::lut`): the
+/// activations, the two-LUT exp with its clip, the LUT + Newton reciprocal and the softmax,
+/// twin vs secure within `nectar_nn::tolerance`'s LUT bounds and f64 within the tables' errors.
+#[test]
+fn rotl_lut_operators_match_twin_and_f64() {
+    use nectar_nn::fit::Func;
+    use nectar_nn::lut::*;
+    use nectar_nn::reciprocal::DETERMINE_DELTA;
+    use nectar_nn::tolerance::{exp_lut_tol, lut_act_tol, reciprocal_lut_tol, softmax_tol};
+    let ulp = 1.0 / FP.scale();
+    let f = FP.f();
+    let mut items = Vec::new();
+    for p in [GELU_LUT, GELU_TANH_LUT, SILU_LUT] {
+        let tol = lut_act_tol(&p, f);
+        let (a, w) = (p.alpha(), p.width());
+        // a grid plus the region edges and segment boundaries with their neighbours
+        let mut xs = grid(-2.0 * a, 2.0 * a, 301);
+        for e in [-a + w, a, -a + 2.0 * w, 0.0, a - w] {
+            xs.extend([e - ulp, e, e + ulp]);
+        }
+        xs.extend(randu(200, -a, a, 5));
+        let func = p.func;
+        let case: Box<dyn Case> = match func {
+            Func::Gelu => case!(|b, x| {
+                let y = lut_activation(b, x, &GELU_LUT)?;
+                b.reveal(&y)
+            }),
+            Func::GeluTanh => case!(|b, x| {
+                let y = lut_activation(b, x, &GELU_TANH_LUT)?;
+                b.reveal(&y)
+            }),
+            _ => case!(|b, x| {
+                let y = lut_activation(b, x, &SILU_LUT)?;
+                b.reveal(&y)
+            }),
+        };
+        let label: &'static str = match func {
+            Func::Gelu => "lut gelu",
+            Func::GeluTanh => "lut gelu_tanh",
+            _ => "lut silu",
+        };
+        items.push(item(label, xs, tol, case).float(move |v| func.eval(v), p.max_error() + tol as f64 * ulp));
+    }
+    // mixed ring (32, 12): entering truncation (1 LSB' times slope ≤ 1.13) + the bound at f' = 12
+    let mtol = (lut_act_tol(&GELU_LUT, 12) + 2) << 6;
+    items.push(
+        item("lut gelu mixed", grid(-8.0, 8.0, 161), mtol, case!(|b, x| {
+            let y = lut_activation_mixed(b, x, &GELU_LUT)?;
+            b.reveal(&y)
+        }))
+        .float(|v| Func::Gelu.eval(v), GELU_LUT.max_error() + mtol as f64 * ulp),
+    );
+    let etol = exp_lut_tol(&EXP_LUT, f);
+    let mut ex = grid(-20.0, 0.0, 241);
+    ex.extend([-16.0 - ulp, -16.0, -16.0 + ulp, -ulp, -1.0 / 16.0, -255.0 / 4096.0]);
+    // exp table rounding (2^-19 each) and the input truncation (relative 2^-12)
+    items.push(
+        item("lut exp (clip at -16)", ex, etol, case!(|b, x| {
+            let y = exp_lut(b, x, &EXP_LUT)?;
+            b.reveal(&y)
+        }))
+        .float(|v: f64| if v < -16.0 { 0.0 } else { v.exp() }, etol as f64 * ulp),
+    );
+    let hi = 128.0;
+    let rtol = reciprocal_lut_tol(hi, f).unwrap();
+    let mut rx = grid(1.0, hi, 241);
+    rx.extend([1.0 + ulp, 1.5, 1.5 - ulp, 2.0, hi - ulp]);
+    items.push(
+        item("lut reciprocal [1,128]", rx, rtol, case!(|b, x| {
+            let y = reciprocal_lut(b, x, 128.0)?;
+            b.reveal(&y)
+        }))
+        .float(|v: f64| 1.0 / v, DETERMINE_DELTA + rtol as f64 * ulp),
+    );
+    let (rows, cols) = (4, 64);
+    let sx = randu(rows * cols, -8.0, 8.0, 23);
+    let mut mask = vec![false; rows * cols];
+    for c in 0..cols {
+        mask[2 * cols + c] = c > 30;
+        mask[3 * cols + c] = true;
+    }
+    let want = softmax::softmax_f64(&sx, cols, Some(&mask));
+    let stol = softmax_tol(etol, rtol);
+    // exp relative error 2^-12 on each entry and on the sum, δ of the reciprocal, rounding
+    items.push(
+        item("lut softmax (masked)", sx, stol, Box::new(LutSoftmaxCase { rows, cols, mask }))
+            .float_vec(want, 2.0 * (2.0f64).powi(-12) + DETERMINE_DELTA + stol as f64 * ulp),
+    );
+    check(opts(), items);
+}
+
+struct LutSoftmaxCase {
+    rows: usize,
+    cols: usize,
+    mask: Vec<bool>,
+}
+impl LutSoftmaxCase {
+    fn go<B: Backend<Val = Vec<u64>, Bit = Vec<bool>>>(&self, b: &mut B, x: &Vec<u64>) -> R {
+        let y = nectar_nn::lut::softmax_lut(b, x, self.rows, self.cols, Some(&self.mask))?;
+        b.reveal(&y)
+    }
+}
+impl Case for LutSoftmaxCase {
+    fn plain(&self, b: &mut PlainBackend, x: &Vec<u64>) -> R {
+        self.go(b, x)
+    }
+    fn secure(&self, b: &mut SecureBackend<'_>, x: &Vec<u64>) -> R {
+        self.go(b, x)
+    }
+}
+
+/// LUT lookups refuse indices outside the ring and tables of the wrong size (no panic).
+#[test]
+fn lut_primitive_refuses_bad_tables() {
+    use nectar_nn::backend::LutIndex;
+    let mut tw = PlainBackend::new(FP).unwrap();
+    let x = tw.encode(&[1.0, 2.0]).unwrap();
+    let t: Vec<u64> = (0..256).collect();
+    assert!(tw.lut(&x, LutIndex { shift: 60, bits: 8, exact: false }, &[&t]).is_err());
+    assert!(tw.lut(&x, LutIndex { shift: 0, bits: 7, exact: false }, &[&t]).is_err());
+    assert!(tw.lut(&x, LutIndex { shift: 0, bits: 8, exact: false }, &[]).is_err());
+    let y = tw.lut(&x, LutIndex { shift: 18, bits: 8, exact: false }, &[&t]).unwrap();
+    assert_eq!(y, vec![vec![1, 2]]);
+}

@@ -246,6 +246,14 @@ macro_rules! delegate_backend {
             fn b2a(&mut self, b: &Vec<bool>) -> Result<Vec<u64>, NnError> {
                 self.b.b2a(b)
             }
+            fn lut(
+                &mut self,
+                x: &Vec<u64>,
+                idx: nectar_nn::backend::LutIndex,
+                tables: &[&[u64]],
+            ) -> Result<Vec<Vec<u64>>, NnError> {
+                self.b.lut(x, idx, tables)
+            }
             fn extend(&mut self, x: &Vec<u64>, from: u32, to: u32) -> Result<Vec<u64>, NnError> {
                 self.b.extend(x, from, to)
             }

@@ -218,7 +218,7 @@ choice! {
         /// Batched millionaires' protocol from 1-of-N OT (BumbleBee §V-A).
         Millionaire => ("millionaire", "BumbleBee §V-A millionaire", true),
         /// Comparison from small lookup tables (ROTL §VI, Fig. 13).
-        RotlLut => ("rotl-lut", "ROTL §VI comparison from LUTs", false),
+        RotlLut => ("rotl-lut", "ROTL §VI comparison from LUTs", true),
     }
 }
 
@@ -232,7 +232,7 @@ choice! {
         /// Oblivious piecewise polynomial, m = 8, d = 3 (East §4.1).
         Oppe => ("oppe", "East §4.1 OPPE", true),
         /// Shifted 2^8-entry lookup table (ROTL §II-E, CipherGPT).
-        Lut => ("lut", "ROTL §II-E LUT GELU", false),
+        Lut => ("lut", "ROTL §II-E LUT GELU", true),
     }
 }
 
@@ -244,7 +244,7 @@ choice! {
         /// Oblivious piecewise polynomial (East §4.1).
         Oppe => ("oppe", "East §4.1 OPPE", true),
         /// Lookup table (ROTL).
-        Lut => ("lut", "ROTL §II-E LUT", false),
+        Lut => ("lut", "ROTL §II-E LUT SiLU", true),
     }
 }
 
@@ -256,7 +256,7 @@ choice! {
         /// Oblivious piecewise polynomial (East §4.1).
         Oppe => ("oppe", "East §4.1 OPPE", true),
         /// Two 2^8-entry lookup tables (ROTL §II-E).
-        Lut => ("lut", "ROTL §II-E LUT exp", false),
+        Lut => ("lut", "ROTL §II-E LUT exp", true),
     }
 }
 
@@ -268,7 +268,7 @@ choice! {
         /// Newton with the initial value and iterations from Determine (East §4.2, Alg. 2).
         NewtonDetermine => ("newton-determine", "East §4.2 Alg. 2", true),
         /// 2^8-entry lookup table (ROTL §II-E).
-        Lut => ("lut", "ROTL §II-E LUT reciprocal", false),
+        Lut => ("lut", "ROTL §II-E LUT reciprocal", true),
     }
 }
 
@@ -298,7 +298,7 @@ choice! {
         /// Row max by a comparison tree, exp, sum, reciprocal, product (BumbleBee §V-B).
         Bumblebee => ("bumblebee", "BumbleBee §V-B softmax", true),
         /// LUT exp and reciprocal (ROTL / CipherGPT).
-        Lut => ("lut", "ROTL §II-E LUT softmax", false),
+        Lut => ("lut", "ROTL §II-E LUT softmax", true),
     }
 }
 
@@ -384,8 +384,16 @@ impl ChoiceParams for Mul {
 
 impl ChoiceParams for Compare {
     fn params(self) -> String {
-        String::new()
+        match self {
+            Compare::Millionaire => String::new(),
+            Compare::RotlLut => format!("block={}", nectar_nn::secure::ROTL_COMPARE_BLOCK),
+        }
     }
+}
+
+/// A LUT activation's parameters as AGREEMENT data: α and the table's lines.
+fn lut_act_params(p: &nectar_nn::lut::ActLut) -> String {
+    format!("{}: alpha=2^{} lines={:?}", p.func.name(), p.alpha_log2, p.lines())
 }
 
 /// An East OPPE table as AGREEMENT data: its fitted breakpoints and coefficients.
@@ -406,7 +414,11 @@ impl ChoiceParams for Gelu {
             Gelu::Seg4 => format!("{:?}", nectar_nn::gelu::SEG4_BUMBLEBEE),
             Gelu::P4 => format!("{:?}", nectar_nn::gelu::P4_BOLT),
             Gelu::Oppe => oppe_params(&["gelu", "gelu_tanh"]),
-            Gelu::Lut => String::new(),
+            Gelu::Lut => format!(
+                "{}; {}",
+                lut_act_params(&nectar_nn::lut::GELU_LUT),
+                lut_act_params(&nectar_nn::lut::GELU_TANH_LUT)
+            ),
         }
     }
 }
@@ -416,7 +428,7 @@ impl ChoiceParams for Silu {
         match self {
             Silu::Seg4 => format!("{:?}", nectar_nn::silu::SILU_BUMBLEBEE),
             Silu::Oppe => oppe_params(&["silu"]),
-            Silu::Lut => String::new(),
+            Silu::Lut => lut_act_params(&nectar_nn::lut::SILU_LUT),
         }
     }
 }
@@ -427,7 +439,7 @@ impl ChoiceParams for Exp {
             Exp::Taylor => format!("{:?}", nectar_nn::exp::EXP_BUMBLEBEE),
             // tanh follows the exp choice (the BERT pooler): East's OPPE tanh table
             Exp::Oppe => oppe_params(&["exp", "tanh"]),
-            Exp::Lut => String::new(),
+            Exp::Lut => format!("{:?} tables={:?}", nectar_nn::lut::EXP_LUT, nectar_nn::lut::EXP_LUT.tables_f64()),
         }
     }
 }
@@ -445,7 +457,7 @@ impl ChoiceParams for Reciprocal {
                 nectar_nn::reciprocal::DETERMINE_DELTA,
                 nectar_nn::reciprocal::DETERMINE_MAX_ITERS
             ),
-            Reciprocal::Lut => String::new(),
+            Reciprocal::Lut => format!("lut_bits={} delta={}", nectar_nn::lut::LUT_BITS, nectar_nn::reciprocal::DETERMINE_DELTA),
         }
     }
 }
@@ -480,7 +492,7 @@ impl ChoiceParams for Softmax {
                 nectar_nn::softmax::SOFTMAX_BUMBLEBEE,
                 nectar_nn::softmax::MASK_VALUE
             ),
-            Softmax::Lut => String::new(),
+            Softmax::Lut => format!("exp={:?} reciprocal=lut mask={}", nectar_nn::lut::EXP_LUT, nectar_nn::softmax::MASK_VALUE),
         }
     }
 }
@@ -912,16 +924,18 @@ mod tests {
         assert_eq!(Suite::bumblebee().validate(), Ok(()));
         assert_eq!(Suite::parse("bumblebee+gelu=p4").unwrap().validate(), Ok(()));
         assert_eq!(Suite::preset("east").unwrap().validate(), Ok(()));
-        for name in ["rotl", "blb", "leaf"] {
+        assert_eq!(Suite::preset("rotl").unwrap().validate(), Ok(()));
+        assert_eq!(Suite::parse("bumblebee+gelu=lut").unwrap().validate(), Ok(()));
+        for name in ["blb", "leaf"] {
             let e = Suite::preset(name).unwrap().validate().unwrap_err();
             let SuiteError::NotImplemented { op, proto, .. } = e.clone() else { panic!("{e}") };
             let msg = e.to_string();
             assert!(msg.contains(op) && msg.contains(proto) && msg.contains("not implemented"), "{msg}");
         }
-        let e = Suite::parse("bumblebee+gelu=lut").unwrap().validate().unwrap_err();
+        let e = Suite::parse("bumblebee+norm=east-eq9").unwrap().validate().unwrap_err();
         assert_eq!(
             e.to_string(),
-            "operator gelu: protocol 'lut' (ROTL §II-E LUT GELU) is not implemented yet"
+            "operator norm: protocol 'east-eq9' (East §4.2 Eq. (9)) is not implemented yet"
         );
     }
 
@@ -951,6 +965,6 @@ mod tests {
         );
         let gelu = cat.iter().find(|c| c.operator == "gelu").unwrap();
         let names: Vec<_> = gelu.choices.iter().map(|c| (c.0, c.2)).collect();
-        assert_eq!(names, [("seg4", true), ("p4", true), ("oppe", true), ("lut", false)]);
+        assert_eq!(names, [("seg4", true), ("p4", true), ("oppe", true), ("lut", true)]);
     }
 }

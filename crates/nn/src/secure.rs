@@ -50,6 +50,8 @@ use nectar_linear::HeSession;
 use std::collections::VecDeque;
 use nectar_math::{FixedPoint, Prg};
 use nectar_mpc::Mpc;
+pub use nectar_mpc::{lut_compare::DEFAULT_BLOCK as ROTL_COMPARE_BLOCK, Comparison};
+pub use nectar_mpc::PreproCost;
 use nectar_net::{Channel, Role, Stats};
 use nectar_ot::{FerretParams, Producer};
 
@@ -78,6 +80,9 @@ pub struct SecureOpts {
     pub bole_narrow: bool,
     /// With [`MulProtocol::Bole`]: reuse already-sent queries (§V-A3; see [`QUERY_CACHE`]).
     pub reuse_queries: bool,
+    /// The comparison protocol behind `less_than_const` / `msb` (the OT millionaire or ROTL's
+    /// comparison from LUTs).
+    pub compare: Comparison,
 }
 
 /// Default crossover of bOLEe vs OT products (see the module docs).
@@ -127,6 +132,7 @@ impl SecureOpts {
             bole_min_len: BOLE_MIN_LEN,
             bole_narrow: true,
             reuse_queries: true,
+            compare: Comparison::Millionaire,
         }
     }
 
@@ -139,6 +145,7 @@ impl SecureOpts {
             bole_min_len: BOLE_MIN_LEN,
             bole_narrow: true,
             reuse_queries: true,
+            compare: Comparison::Millionaire,
         }
     }
 
@@ -149,6 +156,11 @@ impl SecureOpts {
 
     pub fn with_producer(mut self, producer: Producer) -> Self {
         self.producer = producer;
+        self
+    }
+
+    pub fn with_compare(mut self, c: Comparison) -> Self {
+        self.compare = c;
         self
     }
 
@@ -203,7 +215,8 @@ impl<'c> SecureBackend<'c> {
     /// Galois keys; with `opts.bole_narrow` a second one for [`bole_narrow_params`]). `prg` must be freshly seeded for this session (e.g. `Prg::from_entropy()`);
     /// the OT session and the HE keys get forks of it.
     pub fn setup(role: Role, ch: &'c mut dyn Channel, mut prg: Prg, opts: SecureOpts) -> Result<Self, NnError> {
-        let mpc = Mpc::setup(role, &mut *ch, prg.fork(), opts.producer).map_err(be)?;
+        let mut mpc = Mpc::setup(role, &mut *ch, prg.fork(), opts.producer).map_err(be)?;
+        mpc.set_comparison(opts.compare).map_err(be)?;
         let (he, he_narrow) = match opts.mul {
             MulProtocol::Bole => {
                 let mut kp = prg.fork();
@@ -226,7 +239,7 @@ impl<'c> SecureBackend<'c> {
     /// [`bole_narrow_params`]) is used for `l <= 32` when given and `opts.bole_narrow` is set.
     pub fn from_parts(
         ch: &'c mut dyn Channel,
-        mpc: Mpc,
+        mut mpc: Mpc,
         he: Option<HeSession>,
         he_narrow: Option<HeSession>,
         prg: Prg,
@@ -236,6 +249,7 @@ impl<'c> SecureBackend<'c> {
             return Err(NnError::BadArgument("MulProtocol::Bole needs an HeSession with bOLEe keys".into()));
         }
         let he_narrow = if opts.bole_narrow { he_narrow } else { None };
+        mpc.set_comparison(opts.compare).map_err(be)?;
         Ok(SecureBackend {
             role: mpc.role(),
             ch,
@@ -273,6 +287,13 @@ impl<'c> SecureBackend<'c> {
     /// All pieces at once: channel, share-level context, bOLEe keys (if any), PRG.
     pub fn parts(&mut self) -> (&mut dyn Channel, &mut Mpc, Option<&HeSession>, &mut Prg) {
         (&mut *self.ch, &mut self.mpc, self.he.as_ref(), &mut self.prg)
+    }
+
+    /// Cumulative traffic and time of the input-independent preprocessing so far (ROTL
+    /// rotations; [`nectar_mpc::Mpc::prepro_cost`]): subtract two readings to split a stretch
+    /// into preprocessing and online.
+    pub fn prepro_cost(&self) -> PreproCost {
+        self.mpc.prepro_cost()
     }
 
     /// COTs consumed so far by this party's sending and receiving pools.

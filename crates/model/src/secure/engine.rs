@@ -123,6 +123,12 @@ pub trait Engine: Backend {
     /// This party's channel counters so far (zero for the twin).
     fn net_stats(&self) -> Stats;
 
+    /// Cumulative bytes (both directions) and seconds of input-independent preprocessing so
+    /// far (zero for the twin and for suites without a preprocessing phase).
+    fn prepro_cost(&self) -> (u64, f64) {
+        (0, 0.0)
+    }
+
     /// The per-operator profile being recorded.
     fn profile_mut(&mut self) -> &mut Profile;
     /// Called by [`timed`] as each operator starts (both parties at the same point,
@@ -140,14 +146,17 @@ where
 {
     e.operator_boundary();
     let before = e.net_stats();
+    let pre = e.prepro_cost();
     let t0 = Instant::now();
     e.profile_mut().enter();
     let out = f(e);
     if e.profile_mut().leave() {
         let delta = e.net_stats() - before;
         let protocol = e.suite().protocol_for(op);
+        let (pb, ps) = e.prepro_cost();
         e.profile_mut()
             .record(op, protocol, t0.elapsed().as_secs_f64(), delta);
+        e.profile_mut().record_prepro(op, pb - pre.0, ps - pre.1);
     }
     out
 }

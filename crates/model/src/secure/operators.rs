@@ -16,6 +16,10 @@ use nectar_nn::exp::{exp_neg, EXP_BUMBLEBEE};
 use nectar_nn::oppe::{east_table, oppe, oppe_mixed, OppeTable};
 use nectar_nn::NnError;
 use nectar_nn::gelu::{p4_gelu, p4_gelu_mixed, seg4_gelu, seg4_gelu_mixed, P4_BOLT, SEG4_BUMBLEBEE};
+use nectar_nn::lut::{
+    exp_lut, lut_activation, lut_activation_mixed, reciprocal_lut, softmax_lut, ActLut, EXP_LUT, GELU_LUT, GELU_TANH_LUT,
+    SILU_LUT,
+};
 use nectar_nn::layernorm::{layernorm as nn_layernorm, LayerNormParams, LAYERNORM_DEFAULT};
 use nectar_nn::reciprocal::{reciprocal as nn_reciprocal, reciprocal_determine, RecipParams};
 use nectar_nn::rmsnorm::rmsnorm as nn_rmsnorm;
@@ -45,6 +49,14 @@ fn oppe_in_ring<E: Engine>(e: &mut E, x: &E::Val, s: &Suite, t: &OppeTable) -> R
     })
 }
 
+/// A LUT activation (ROTL §II-E) in the suite's activation ring.
+fn lut_in_ring<E: Engine>(e: &mut E, x: &E::Val, ring: ActRing, p: &ActLut) -> Result<E::Val, SecureError> {
+    Ok(match ring {
+        ActRing::Full => lut_activation(e, x, p)?,
+        ActRing::Mixed => lut_activation_mixed(e, x, p)?,
+    })
+}
+
 /// GeLU by the suite's protocol, in the suite's activation ring. `tanh_form`: the checkpoint's
 /// activation is GPT-2's `gelu_new` (OPPE then evaluates its own table of that form; Seg4 and
 /// P4 approximate both forms alike, which differ by < 1e−3).
@@ -57,7 +69,7 @@ pub fn gelu<E: Engine>(e: &mut E, x: &E::Val, tanh_form: bool) -> Result<E::Val,
             (Gelu::P4, ActRing::Full) => p4_gelu(e, x, &P4_BOLT)?,
             (Gelu::P4, ActRing::Mixed) => p4_gelu_mixed(e, x, &P4_BOLT)?,
             (Gelu::Oppe, _) => oppe_in_ring(e, x, &s, table(if tanh_form { "gelu_tanh" } else { "gelu" })?)?,
-            (g @ Gelu::Lut, _) => return Err(planned(g)),
+            (Gelu::Lut, ring) => lut_in_ring(e, x, ring, if tanh_form { &GELU_TANH_LUT } else { &GELU_LUT })?,
         })
     })
 }
@@ -70,7 +82,7 @@ pub fn silu<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, SecureError> {
             (Silu::Seg4, ActRing::Full) => nn_silu(e, x, &SILU_BUMBLEBEE)?,
             (Silu::Seg4, ActRing::Mixed) => silu_mixed(e, x, &SILU_BUMBLEBEE)?,
             (Silu::Oppe, _) => oppe_in_ring(e, x, &s, table("silu")?)?,
-            (a @ Silu::Lut, _) => return Err(planned(a)),
+            (Silu::Lut, ring) => lut_in_ring(e, x, ring, &SILU_LUT)?,
         })
     })
 }
@@ -86,7 +98,7 @@ pub fn exp_nonpositive<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, Secur
     match e.suite().exp {
         Exp::Taylor => Ok(exp_neg(e, x, &EXP_BUMBLEBEE)?),
         Exp::Oppe => Ok(oppe(e, x, table("exp")?)?),
-        other => Err(planned(other)),
+        Exp::Lut => Ok(exp_lut(e, x, &EXP_LUT)?),
     }
 }
 
@@ -104,7 +116,12 @@ pub fn reciprocal<E: Engine>(e: &mut E, x: &E::Val, lo: f64, hi: f64, p: &RecipP
             Ok(nn_reciprocal(e, x, p)?)
         }
         Reciprocal::NewtonDetermine => Ok(reciprocal_determine(e, x, lo, hi)?),
-        other => Err(planned(other)),
+        Reciprocal::Lut => {
+            if lo < 1.0 {
+                return Err(SecureError::Unsupported(format!("LUT reciprocal on [{lo}, {hi}]: its table starts at 1")));
+            }
+            Ok(reciprocal_lut(e, x, hi)?)
+        }
     }
 }
 
@@ -133,7 +150,8 @@ pub fn softmax<E: Engine>(
         (Softmax::Bumblebee, Exp::Taylor, Reciprocal::Newton) => {
             Ok(nn_softmax(e, x, rows, cols, mask, &SOFTMAX_BUMBLEBEE)?)
         }
-        (Softmax::Bumblebee, Exp::Taylor | Exp::Oppe, Reciprocal::Newton | Reciprocal::NewtonDetermine) => {
+        (Softmax::Lut, _, _) => Ok(softmax_lut(e, x, rows, cols, mask)?),
+        (Softmax::Bumblebee, _, _) => {
             let recip = SOFTMAX_BUMBLEBEE.recip;
             let hi = cols as f64;
             let (mut exp_err, mut recip_err) = (None, None);
@@ -151,8 +169,6 @@ pub fn softmax<E: Engine>(
                 (y, None) => Ok(y?),
             }
         }
-        (Softmax::Bumblebee, exp, recip) => Err(if !exp.implemented() { planned(exp) } else { planned(recip) }),
-        (other, _, _) => Err(planned(other)),
     })
 }
 

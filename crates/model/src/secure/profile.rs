@@ -22,6 +22,25 @@ pub struct OpRecord {
     pub bytes_sent: u64,
     pub bytes_recv: u64,
     pub rounds: u64,
+    /// Part of the bytes (both directions) and of the seconds spent in input-independent
+    /// preprocessing (ROTL rotations and the COTs reserved for their online phase); the rest
+    /// is online.
+    #[serde(default)]
+    pub prepro_bytes: u64,
+    #[serde(default)]
+    pub prepro_seconds: f64,
+}
+
+impl OpRecord {
+    /// Bytes both directions.
+    pub fn bytes_total(&self) -> u64 {
+        self.bytes_sent + self.bytes_recv
+    }
+
+    /// Bytes both directions outside preprocessing.
+    pub fn online_bytes(&self) -> u64 {
+        self.bytes_total().saturating_sub(self.prepro_bytes)
+    }
 }
 
 /// The breakdown of a run (operators in order of first use).
@@ -70,6 +89,14 @@ impl Profile {
         r.rounds += delta.rounds;
     }
 
+    /// Adds the preprocessing part of the last call recorded for `op`.
+    pub fn record_prepro(&mut self, op: &str, bytes: u64, seconds: f64) {
+        if let Some(r) = self.ops.iter_mut().find(|r| r.op == op) {
+            r.prepro_bytes += bytes;
+            r.prepro_seconds += seconds;
+        }
+    }
+
     /// The sum over all operators.
     pub fn total(&self) -> OpRecord {
         let mut t = OpRecord {
@@ -82,6 +109,8 @@ impl Profile {
             t.bytes_sent += r.bytes_sent;
             t.bytes_recv += r.bytes_recv;
             t.rounds += r.rounds;
+            t.prepro_bytes += r.prepro_bytes;
+            t.prepro_seconds += r.prepro_seconds;
         }
         t
     }
@@ -96,6 +125,7 @@ impl Profile {
                 ..Default::default()
             };
             self.record(&r.op, &r.protocol, r.seconds, s);
+            self.record_prepro(&r.op, r.prepro_bytes, r.prepro_seconds);
             if let Some(x) = self.ops.iter_mut().find(|x| x.op == r.op) {
                 x.calls += r.calls - 1;
             }
@@ -107,27 +137,28 @@ impl Profile {
         self.ops.clear();
     }
 
-    /// A fixed-width table (operator, calls, seconds, MB sent, MB received, rounds) with a
-    /// total line.
+    /// A fixed-width table (operator, calls, seconds, MB sent, MB received, rounds, MB of
+    /// preprocessing within them) with a total line.
     pub fn table(&self) -> String {
         use std::fmt::Write;
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "{:<16} {:<12} {:>7} {:>10} {:>11} {:>11} {:>8}",
-            "operator", "protocol", "calls", "seconds", "MB sent", "MB recv", "rounds"
+            "{:<16} {:<12} {:>7} {:>10} {:>11} {:>11} {:>8} {:>11}",
+            "operator", "protocol", "calls", "seconds", "MB sent", "MB recv", "rounds", "MB prepro"
         );
         let line = |s: &mut String, r: &OpRecord| {
             let _ = writeln!(
                 s,
-                "{:<16} {:<12} {:>7} {:>10.3} {:>11.3} {:>11.3} {:>8}",
+                "{:<16} {:<12} {:>7} {:>10.3} {:>11.3} {:>11.3} {:>8} {:>11.3}",
                 r.op,
                 r.protocol,
                 r.calls,
                 r.seconds,
                 r.bytes_sent as f64 / 1e6,
                 r.bytes_recv as f64 / 1e6,
-                r.rounds
+                r.rounds,
+                r.prepro_bytes as f64 / 1e6
             );
         };
         for r in &self.ops {
@@ -159,7 +190,10 @@ mod tests {
         p.record("softmax", "bumblebee", 0.5, s);
         p.record("gelu", "seg4", 0.25, s);
         p.record("softmax", "bumblebee", 0.5, s);
+        p.record_prepro("softmax", 12, 0.125);
         assert_eq!(p.ops.len(), 2);
+        assert_eq!((p.ops[0].prepro_bytes, p.ops[0].online_bytes()), (12, 48));
+        assert_eq!(p.total().prepro_bytes, 12);
         assert_eq!(p.ops[0].calls, 2);
         assert_eq!(p.total().bytes_recv, 60);
         let mut q = Profile::default();

@@ -20,13 +20,13 @@
 use crate::secure::engine::{Engine, WeightRef};
 use crate::secure::profile::Profile;
 use crate::secure::SecureError;
-use crate::suite::{Matmul, Mul, OltCost, OtExt, SharedMatmul, Suite};
+use crate::suite::{Compare, Matmul, Mul, OltCost, OtExt, SharedMatmul, Suite};
 use nectar_he::Params;
 use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_weight};
 use nectar_linear::{CostModel, HeSession, OltPlan, Shape, Variant};
 use nectar_math::{FixedPoint, Prg};
 use nectar_net::{Channel, Role, Stats};
-use nectar_nn::secure::{MulProtocol, SecureBackend, SecureOpts};
+use nectar_nn::secure::{Comparison, MulProtocol, SecureBackend, SecureOpts, ROTL_COMPARE_BLOCK};
 use nectar_ot::{FerretParams, Producer};
 use nectar_nn::{Backend, NnError};
 use std::collections::HashMap;
@@ -49,7 +49,8 @@ pub struct SecureEngine<'c> {
 }
 
 /// The backend options a suite fixes: format `(64, 18)`, the COT producer of its `ot`, the
-/// product protocol of its `mul` (bOLEe with BumbleBee's refinements, or OT products).
+/// product protocol of its `mul` (bOLEe with BumbleBee's refinements, or OT products), the
+/// comparison protocol of its `compare` (OT millionaire or ROTL's comparison from LUTs).
 pub fn backend_opts(suite: &Suite) -> SecureOpts {
     let producer = match suite.ot {
         OtExt::Ferret => Producer::Ferret(FerretParams::b13()),
@@ -60,7 +61,11 @@ pub fn backend_opts(suite: &Suite) -> SecureOpts {
         Mul::Bole => MulProtocol::Bole,
         Mul::Ot => MulProtocol::Ot,
     };
-    SecureOpts::bumblebee().with_producer(producer).with_mul(mul)
+    let compare = match suite.compare {
+        Compare::Millionaire => Comparison::Millionaire,
+        Compare::RotlLut => Comparison::RotlLut { block: ROTL_COMPARE_BLOCK },
+    };
+    SecureOpts::bumblebee().with_producer(producer).with_mul(mul).with_compare(compare)
 }
 
 /// The OLT window prices of a suite.
@@ -248,6 +253,10 @@ impl Engine for SecureEngine<'_> {
     }
     fn net_stats(&self) -> Stats {
         self.b.stats()
+    }
+    fn prepro_cost(&self) -> (u64, f64) {
+        let p = self.b.prepro_cost();
+        (p.bytes_total(), p.seconds)
     }
     fn profile_mut(&mut self) -> &mut Profile {
         &mut self.profile

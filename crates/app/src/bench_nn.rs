@@ -5,7 +5,7 @@
 use crate::report::BenchLine;
 use nectar_bench::mpc::{bench_mpc, MpcOp};
 use nectar_model::secure::backend_opts;
-use nectar_model::suite::{ActRing, Exp, Gelu, Reciprocal, Silu, Suite};
+use nectar_model::suite::{ActRing, Exp, Gelu, Reciprocal, Silu, Softmax, Suite};
 use nectar_net::LinkModel;
 use std::path::Path;
 
@@ -23,6 +23,8 @@ pub struct Args<'a> {
     pub net: &'a str,
     pub bits: Option<u32>,
     pub shift: Option<u32>,
+    /// Fractional bits of an operator's format (with `bits`: the format `(bits, frac)`).
+    pub frac: Option<u32>,
 }
 
 /// Whole operators benchmarked through the suite.
@@ -32,24 +34,24 @@ const OPERATORS: [&str; 12] =
 /// The `nectar_bench::nn` kernel that runs operator `op` under `suite` (one match per
 /// operator on the suite's choice, as in `nectar_model::secure::operators`).
 fn kernel(op: &str, suite: &Suite) -> Result<String, String> {
-    use nectar_model::secure::operators::planned;
     let mixed = suite.act_ring == ActRing::Mixed;
     let base = match op {
         "gelu" => match suite.gelu {
             Gelu::Seg4 => "gelu",
             Gelu::P4 => "gelu-p4",
             Gelu::Oppe => "gelu-oppe",
-            other => return Err(planned(other).to_string()),
+            Gelu::Lut => "gelu-lut",
         },
         "silu" => match suite.silu {
             Silu::Seg4 => "silu",
             Silu::Oppe => "silu-oppe",
-            other => return Err(planned(other).to_string()),
+            Silu::Lut => "silu-lut",
         },
         "exp" => match suite.exp {
             Exp::Taylor => "exp",
             Exp::Oppe => "exp-oppe",
-            other => return Err(planned(other).to_string()),
+            Exp::Lut if mixed => return Err("--op exp=lut: the two-LUT exp needs l >= f + 22, not the mixed ring (32, 12)".into()),
+            Exp::Lut => "exp-lut",
         },
         "tanh" => match suite.exp {
             Exp::Oppe => "tanh-oppe",
@@ -60,15 +62,21 @@ fn kernel(op: &str, suite: &Suite) -> Result<String, String> {
         "reciprocal" => match suite.reciprocal {
             Reciprocal::Newton => "reciprocal",
             Reciprocal::NewtonDetermine => "reciprocal-determine",
-            other => return Err(planned(other).to_string()),
+            Reciprocal::Lut => "reciprocal-lut",
         },
+        "softmax" if suite.softmax == Softmax::Lut => "softmax-lut",
         "softmax" => match (suite.exp, suite.reciprocal) {
+            (Exp::Lut, Reciprocal::Lut) => "softmax-lut",
             (Exp::Taylor, Reciprocal::Newton) => "softmax",
             (Exp::Oppe, Reciprocal::NewtonDetermine) => "softmax-oppe-determine",
             (Exp::Oppe, Reciprocal::Newton) => "softmax-oppe-newton",
             (Exp::Taylor, Reciprocal::NewtonDetermine) => "softmax-taylor-determine",
-            (e @ Exp::Lut, _) => return Err(planned(e).to_string()),
-            (_, r) => return Err(planned(r).to_string()),
+            (e, r) => {
+                return Err(format!(
+                    "--op softmax: no bench kernel for exp={e} with reciprocal={r} (the model runs it; benched: \
+                     taylor/oppe × newton/newton-determine, and lut × lut = softmax=lut)"
+                ))
+            }
         },
         other => other,
     };
@@ -130,7 +138,12 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
 /// A whole secure operator (`nectar_bench::nn::bench_secure`) by the suite's protocol.
 fn operator(a: &Args, name: &str, suite: &Suite, net: Option<LinkModel>) -> Result<Vec<BenchLine>, String> {
     let kernel = kernel(name, suite)?;
-    let opts = backend_opts(suite).with_reuse_queries(!a.no_query_reuse).with_bole_narrow(!a.wide_bole);
+    let mut opts = backend_opts(suite).with_reuse_queries(!a.no_query_reuse).with_bole_narrow(!a.wide_bole);
+    if a.bits.is_some() || a.frac.is_some() {
+        let (l, f) = (a.bits.unwrap_or(64), a.frac.unwrap_or(18));
+        let fp = nectar_math::FixedPoint::new(l, f).map_err(|e| format!("--bits {l} --frac {f}: {e}"))?;
+        opts = opts.with_format(fp);
+    }
     let b = nectar_bench::nn::bench_secure(&kernel, a.size, a.cols, opts, net).map_err(|e| e.to_string())?;
     let mut l = BenchLine::new("nn", name)
         .param("size", b.elements)
@@ -140,6 +153,8 @@ fn operator(a: &Args, name: &str, suite: &Suite, net: Option<LinkModel>) -> Resu
         .param("suite", suite.label())
         .param("variant", b.variant.clone())
         .param("net", b.net.clone())
+        .param("l", opts.format.l())
+        .param("f", opts.format.f())
         .seconds(b.seconds);
     l.bytes_sent = b.bytes_p0;
     l.bytes_recv = b.bytes_p1;
@@ -154,5 +169,9 @@ fn operator(a: &Args, name: &str, suite: &Suite, net: Option<LinkModel>) -> Resu
         .extra("setup_seconds", b.setup_seconds)
         .extra("setup_bytes", b.setup_bytes)
         .extra("max_lsb_vs_twin", b.max_lsb_vs_twin)
-        .extra("tol_lsb", b.tol_lsb)])
+        .extra("tol_lsb", b.tol_lsb)
+        .extra("prepro_bytes", b.prepro_bytes)
+        .extra("prepro_seconds", b.prepro_seconds)
+        .extra("online_bytes", b.online_bytes)
+        .extra("online_seconds", b.online_seconds)])
 }

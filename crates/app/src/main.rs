@@ -299,6 +299,10 @@ enum BenchCmd {
         /// Truncation shift / ignored low bits of a share-level op.
         #[arg(long)]
         shift: Option<u32>,
+        /// Fractional bits of an operator's fixed-point format (with --bits: `(bits, frac)`;
+        /// default (64, 18); ROTL Table VI: --bits 37 --frac 12).
+        #[arg(long)]
+        frac: Option<u32>,
         #[arg(long)]
         json: bool,
     },
@@ -550,7 +554,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 report::print_lines(&bench_linear::run(&args)?, json);
                 Ok(())
             }
-            BenchCmd::Nn { op, size, cols, no_query_reuse, wide_bole, net, suite, suite_file, bits, shift, json } => {
+            BenchCmd::Nn { op, size, cols, no_query_reuse, wide_bole, net, suite, suite_file, bits, shift, frac, json } => {
                 let args = bench_nn::Args {
                     op: &op,
                     size,
@@ -562,6 +566,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     net: &net,
                     bits,
                     shift,
+                    frac,
                 };
                 report::print_lines(&bench_nn::run(&args)?, json);
                 Ok(())

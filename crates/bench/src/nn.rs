@@ -50,6 +50,14 @@ pub struct SecureBench {
     /// The operator's stated twin-vs-secure bound ([`stated_tolerance`]; `None` off the
     /// (64, 18) format, where none is derived).
     pub tol_lsb: Option<i64>,
+    /// Part of `bytes_total` / `seconds` spent in input-independent preprocessing (ROTL
+    /// rotations and the COTs reserved for their online phase; 0 for protocols without one),
+    /// from the channel counters around each preprocessing call.
+    pub prepro_bytes: u64,
+    pub prepro_seconds: f64,
+    /// `bytes_total − prepro_bytes`, `seconds − prepro_seconds`.
+    pub online_bytes: u64,
+    pub online_seconds: f64,
 }
 
 /// Pivots of the operators that select a segment by an approximate comparison (see
@@ -99,6 +107,13 @@ pub fn stated_tolerance(op: &str, cols: usize, fp: FixedPoint) -> Result<Option<
         "exp-oppe-mixed" => oppe_mixed_tol(east_table("exp")?),
         "tanh-oppe" => oppe_tol(east_table("tanh")?),
         "reciprocal-determine" => determine_tol(1.0, 4001.0)?,
+        "gelu-lut" => lut_act_tol(&nectar_nn::lut::GELU_LUT, fp.f()),
+        "gelu-lut-mixed" => (lut_act_tol(&nectar_nn::lut::GELU_LUT, 12) + 2) << 6,
+        "silu-lut" => lut_act_tol(&nectar_nn::lut::SILU_LUT, fp.f()),
+        "silu-lut-mixed" => (lut_act_tol(&nectar_nn::lut::SILU_LUT, 12) + 2) << 6,
+        "exp-lut" => exp_lut_tol(&nectar_nn::lut::EXP_LUT, fp.f()),
+        "reciprocal-lut" => reciprocal_lut_tol(4001.0, fp.f())?,
+        "softmax-lut" => softmax_tol(exp_lut_tol(&nectar_nn::lut::EXP_LUT, fp.f()), reciprocal_lut_tol(hi, fp.f())?),
         "softmax-oppe-determine" => softmax_tol(oppe_tol(east_table("exp")?), determine_tol(1.0, hi)?),
         "softmax-oppe-newton" => softmax_tol(oppe_tol(east_table("exp")?), RECIP_TOL),
         "softmax-taylor-determine" => softmax_tol(EXP_TOL, determine_tol(1.0, hi)?),
@@ -108,12 +123,14 @@ pub fn stated_tolerance(op: &str, cols: usize, fp: FixedPoint) -> Result<Option<
 }
 
 /// Operators [`bench_secure`] knows ([`nectar_nn::counting::OPERATORS`] plus `silu-mixed`, `elu`, `rmsnorm`, `onehot`).
-pub const SECURE_OPS: [&str; 27] = [
+pub const SECURE_OPS: [&str; 34] = [
     "gelu", "gelu-mixed", "gelu-p4", "gelu-p4-mixed", "silu", "silu-mixed", "exp", "exp-mixed", "elu", "softmax",
     "layernorm", "rmsnorm", "rsqrt", "reciprocal", "argmax", "onehot",
     // East (§4): OPPE with the committed tables, the Determine reciprocal, softmax compositions
     "gelu-oppe", "gelu-oppe-mixed", "silu-oppe", "silu-oppe-mixed", "exp-oppe", "exp-oppe-mixed", "tanh-oppe",
     "reciprocal-determine", "softmax-oppe-determine", "softmax-oppe-newton", "softmax-taylor-determine",
+    // ROTL / CipherGPT (§II-E): LUT activations, two-LUT exp, LUT + Newton reciprocal, softmax
+    "gelu-lut", "gelu-lut-mixed", "silu-lut", "silu-lut-mixed", "exp-lut", "reciprocal-lut", "softmax-lut",
 ];
 
 /// Input reals of a benchmark (deterministic; inside each operator's documented domain, and
@@ -130,10 +147,10 @@ fn bench_inputs(op: &str, n: usize, cols: usize) -> Vec<f64> {
     };
     (0..n)
         .map(|i| off(match op {
-            "exp" | "exp-mixed" | "exp-oppe" | "exp-oppe-mixed" => -16.0 * u(i),
+            "exp" | "exp-mixed" | "exp-oppe" | "exp-oppe-mixed" | "exp-lut" => -16.0 * u(i),
             "elu" => 20.0 * u(i) - 16.0,
             "rsqrt" => 1.0 + 1000.0 * u(i),
-            "reciprocal" | "reciprocal-determine" => 1.0 + 4000.0 * u(i),
+            "reciprocal" | "reciprocal-determine" | "reciprocal-lut" => 1.0 + 4000.0 * u(i),
             o if o.starts_with("softmax") => 12.0 * u(i) - 6.0,
             "argmax" => 100.0 * u(i) - 50.0,
             "onehot" => ((i * 31) % cols.max(1)) as f64 / FixedPoint::BUMBLEBEE.scale(),
@@ -171,6 +188,13 @@ fn run_op<B: nectar_nn::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
         "exp-oppe-mixed" => oppe::oppe_mixed(b, x, oppe::east_table("exp")?)?,
         "tanh-oppe" => oppe::oppe(b, x, oppe::east_table("tanh")?)?,
         "reciprocal-determine" => reciprocal::reciprocal_determine(b, x, 1.0, 4001.0)?,
+        "gelu-lut" => lut::lut_activation(b, x, &lut::GELU_LUT)?,
+        "gelu-lut-mixed" => lut::lut_activation_mixed(b, x, &lut::GELU_LUT)?,
+        "silu-lut" => lut::lut_activation(b, x, &lut::SILU_LUT)?,
+        "silu-lut-mixed" => lut::lut_activation_mixed(b, x, &lut::SILU_LUT)?,
+        "exp-lut" => lut::exp_lut(b, x, &lut::EXP_LUT)?,
+        "reciprocal-lut" => lut::reciprocal_lut(b, x, 4001.0)?,
+        "softmax-lut" => lut::softmax_lut(b, x, rows, cols, None)?,
         s if s.starts_with("softmax-") => {
             let oppe_exp = s.contains("-oppe-");
             let determine = s.ends_with("-determine");
@@ -248,7 +272,7 @@ pub fn bench_secure(
     let x0: Vec<u64> = x.iter().zip(&r).map(|(a, b)| a.wrapping_sub(*b) & mask64(fp.l())).collect();
     let x1: Vec<u64> = r.iter().map(|v| v & mask64(fp.l())).collect();
 
-    type PartyOut = (f64, nectar_net::Stats, f64, nectar_net::Stats, u64, Vec<u64>, [nectar_ot::RefillTraffic; 2]);
+    type PartyOut = (f64, nectar_net::Stats, f64, nectar_net::Stats, u64, Vec<u64>, [nectar_ot::RefillTraffic; 2], nectar_nn::secure::PreproCost);
     let backend_err = |e: nectar_ot::OtError| NnError::Backend(Box::new(e));
     let party = |role: Role, ch: &mut dyn Channel, share: Vec<u64>| -> Result<PartyOut, NnError> {
         let t = Instant::now();
@@ -265,13 +289,15 @@ pub fn bench_secure(
         let r0 = mpc.ot().refill_traffic();
         let before = b.stats();
         let k0 = b.cots_consumed();
+        let p0 = b.prepro_cost();
         let t = Instant::now();
         let out = run_op(&mut b, op, &share, rows, cols)?;
         b.channel_mut().flush().map_err(|e| NnError::Backend(Box::new(e)))?;
         let secs = t.elapsed().as_secs_f64();
         let k = b.cots_consumed() - k0;
         let in_op = b.parts().1.ot().refill_traffic().since(&r0);
-        Ok((secs, b.stats() - before, setup_s, setup_stats, k, out, [steady, in_op]))
+        let pre = b.prepro_cost().since(&p0);
+        Ok((secs, b.stats() - before, setup_s, setup_stats, k, out, [steady, in_op], pre))
     };
     let (b0, b1) = linked_pair(net);
     let (r0, r1) = std::thread::scope(|s| {
@@ -291,7 +317,7 @@ pub fn bench_secure(
         }
         other => other,
     };
-    let ((t0, s0, u0, ss0, k0, out, [steady, in_op]), (t1, s1, u1, ss1, _, _, _)) = (r0?, r1?);
+    let ((t0, s0, u0, ss0, k0, out, [steady, in_op], pre0), (t1, s1, u1, ss1, _, _, _, pre1)) = (r0?, r1?);
     let l = fp.l();
     let max_lsb_vs_twin = out
         .iter()
@@ -349,6 +375,10 @@ pub fn bench_secure(
         setup_bytes: ss0.bytes_sent + ss1.bytes_sent,
         max_lsb_vs_twin,
         tol_lsb: stated_tolerance(op, cols, fp)?,
+        prepro_bytes: pre0.bytes_total(),
+        prepro_seconds: pre0.seconds.max(pre1.seconds),
+        online_bytes: bytes_total - pre0.bytes_total(),
+        online_seconds: t0.max(t1) - pre0.seconds.max(pre1.seconds),
     })
 }
 

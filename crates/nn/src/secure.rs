@@ -37,10 +37,12 @@
 //!   queries are kept by both parties; P0 names a cached query in a 5-byte header instead of
 //!   re-sending it when its share of an operand is unchanged. Seg4GeLU's `x², x³, x⁴, x⁶` then
 //!   send 3 queries instead of 5 (4 responses either way), as do SiLU's.
-//! - **narrow plaintext modulus for `l <= 32`**: Prop. 3 needs `t > 2^(2l)`; the 3-prime
+//! - **narrow plaintext modulus for `l <= 45`**: Prop. 3 needs `t > 2^(2l)` (with one bit for
+//!   Π_mul's sum of two products and one of slack: `t >= 2^(2l + 2)`); the 3-prime
 //!   `t ≈ 2^141` of `Params::bumblebee_bole()` serves `l = 64`, while the mixed bit-width ring
-//!   (`l' = 32`) only needs two of the primes (`t ≈ 2^94`), i.e. 2 instead of 3 ciphertexts
-//!   per query and per response ([`bole_narrow_params`]; one more public-key exchange at setup).
+//!   (`l' = 32`) and ROTL's `l = 37` only need two of the 47-bit primes (`t > 2^92`), i.e. 2
+//!   instead of 3 ciphertexts per query and per response ([`bole_narrow_params`]; one more
+//!   public-key exchange at setup).
 
 use crate::backend::{Backend, LutIndex};
 use crate::NnError;
@@ -88,8 +90,9 @@ pub struct SecureOpts {
 /// Default crossover of bOLEe vs OT products (see the module docs).
 pub const BOLE_MIN_LEN: usize = 1024;
 
-/// Largest ring width served by the narrow (2-prime) bOLEe key set (`2l < 93 ≤ log2 t`).
-pub const NARROW_MAX_L: u32 = 32;
+/// Largest ring width served by the narrow (2-prime) bOLEe key set (`2l + 2 <= 92 < log2 t`,
+/// tested against the parameters).
+pub const NARROW_MAX_L: u32 = 45;
 
 /// Queries kept for reuse (FIFO, both parties mirror it; AGREEMENT). Two suffice for the
 /// power chains of Seg4GeLU / P4 / SiLU (`x`, `x²` reused by `x³ = x²·x` and `x⁴ = (x²)²`); each
@@ -688,5 +691,19 @@ impl Backend for SecureBackend<'_> {
             return Ok(vec![]);
         }
         self.mpc.reveal_bits(&mut *self.ch, b).map_err(be)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The narrow key set's `t` covers `NARROW_MAX_L` with Prop. 3's margin (`t >= 2^(2l + 2)`).
+    #[test]
+    fn narrow_modulus_covers_its_rings() {
+        let p = bole_narrow_params().unwrap();
+        let PlainModulus::Crt(ts) = &p.literal().plain else { panic!("CRT plaintext modulus") };
+        let bits: f64 = ts.iter().map(|&t| (t as f64).log2()).sum();
+        assert!(bits >= (2 * NARROW_MAX_L + 2) as f64, "log2 t = {bits}");
     }
 }

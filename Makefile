@@ -8,7 +8,7 @@ PYTHON ?= python3
 NECTAR = $(CARGO) run --quiet -p nectar-app --bin nectar --
 NECTAR_RELEASE = $(CARGO) run --quiet --release -p nectar-app --bin nectar --
 
-.PHONY: demo test deps toolchain pydeps model bench bench-nonlinear results fmt lint clean
+.PHONY: demo test deps toolchain pydeps model bench bench-nonlinear bench-rotl results fmt lint clean
 
 demo: deps model
 	@echo "== plaintext reference =="
@@ -72,10 +72,15 @@ bench-nonlinear:
 	$(NN_BENCH) --op gelu $(MIXED) --size 65536 --no-query-reuse --wide-bole >> docs/results/nonlinear-ops.jsonl
 	$(NN_BENCH) --op gelu --suite bumblebee+act-ring=mixed+mul=ot --size 65536 >> docs/results/nonlinear-ops.jsonl
 
+# The JSON behind docs/results/rotl.md (ROTL suite; about 15 minutes on 2 cores).
+bench-rotl:
+	bash scripts/bench_rotl.sh
+
 # docs/results pages generated from committed JSON (*.jsonl + *.meta.json).
 results:
 	$(PYTHON) scripts/results_suites.py
 	$(PYTHON) scripts/results_east.py
+	$(PYTHON) scripts/results_rotl.py
 	$(PYTHON) scripts/results_net.py
 	$(PYTHON) scripts/results_ot.py
 	$(PYTHON) scripts/results_he.py

@@ -232,3 +232,40 @@ fn tiny_vit_secure_classifier_matches_twin() {
     let top = |v: &[f32]| nectar_model::ops::argmax(v);
     assert_eq!(top(&got), top(&want), "argmax differs");
 }
+
+/// The `rotl` suite (ROTL LUT GELU / SiLU / exp / reciprocal / softmax, comparisons from LUTs)
+/// end to end on tiny BERT and tiny LLaMA: secure vs the `rotl` twin. The LUT operators' twin
+/// gap (the index carry picks the neighbouring segment, `nectar_nn::tolerance`) is a few 1e−4
+/// per activation, so the bound is the same as the bumblebee test's.
+#[test]
+fn tiny_models_rotl_secure_matches_twin() {
+    let rotl = suite("rotl");
+    for arch in ["bert", "llama"] {
+        let dir = tempfile::tempdir().unwrap();
+        match arch {
+            "bert" => tiny::write_tiny_bert(dir.path(), 12).unwrap(),
+            _ => tiny::write_tiny_llama(dir.path(), 12).unwrap(),
+        }
+        let model = Model::load(dir.path()).unwrap();
+        let w = Weights::open(&dir.path().join("model.safetensors")).unwrap();
+        let ids = [1u32, 7, 3, 9, 2, 14];
+        let task = if arch == "bert" { Task::Embed } else { Task::Generate { n_new: 2 } };
+        let (server, client, table, bytes) = secure_run_with(&model, &w, task.clone(), &ids, &rotl);
+        eprintln!("tiny {arch} rotl: {:.2} MB\n{table}", bytes as f64 / 1e6);
+        assert_eq!(server, Output::Nothing, "the server learns nothing");
+        assert!(table.contains("lut"), "the profile names the LUT protocols: {table}");
+        let want = twin_run_with(&model, &w, task, &ids, &rotl);
+        let (got, want) = match (client, want) {
+            (Output::Embedding(g), Output::Embedding(w)) => (g, w),
+            (got @ Output::Tokens(_), want) => {
+                assert_eq!(got, want, "llama: secure greedy tokens equal the twin's");
+                continue;
+            }
+            other => panic!("unexpected outputs {other:?}"),
+        };
+        let err = want.iter().zip(&got).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        let c = cosine(&want, &got);
+        eprintln!("tiny {arch} rotl secure vs twin: cosine {c:.6}, max abs error {err:.2e}");
+        assert!(c >= 0.999 && err < 1e-2, "{arch}: secure vs twin: cosine {c}, max error {err}");
+    }
+}

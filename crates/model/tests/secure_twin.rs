@@ -398,3 +398,32 @@ fn minilm_east_twin_embeddings_match_plaintext() {
     eprintln!("minilm twin worst cosine: east {worst_e:.6}, bumblebee {worst_b:.6}");
     assert!(worst_e >= 0.9995, "east worst cosine {worst_e}");
 }
+
+/// MiniLM under the `rotl` suite's twin (LUT GELU / exp / reciprocal / softmax): every
+/// sentence's embedding within cosine 0.999 of plaintext (issue 13's target for the secure demo;
+/// the twin is its noiseless part).
+#[test]
+fn minilm_rotl_twin_embeddings_match_plaintext() {
+    let dir = fetch::minilm_dir(&fetch::default_home());
+    let model = Model::load(&dir).expect("MiniLM (make test fetches it: nectar fetch-model minilm)");
+    let w = weights(&dir);
+    let tok = model.tokenizer().unwrap();
+    let mut worst = 1f32;
+    for t in [
+        "The weather is lovely today.",
+        "It's so sunny outside!",
+        "He drove to the stadium.",
+        "Numbers: 3.14159, 2.71828 and 1,000,000 — what do they have in common?",
+        "Why?!",
+    ] {
+        let enc = tok.encode(t).unwrap();
+        let want = model.embed(&[t]).unwrap().remove(0);
+        let Output::Embedding(got) = run(&model, &w, Task::Embed, &enc.ids, &Suite::parse("rotl").unwrap()) else {
+            panic!()
+        };
+        let c = cosine(&want, &got);
+        eprintln!("minilm twin: rotl {c:.6}: {t:?}");
+        worst = worst.min(c);
+    }
+    assert!(worst >= 0.999, "rotl worst cosine {worst}");
+}

@@ -35,6 +35,14 @@ fn party(role: Role, c: &mut dyn Channel, op: &str) -> String {
         "extend" => drop(m.extend(ch, &x, l, 64).unwrap()),
         "mul" => drop(m.mul(ch, &x, &x, l).unwrap()),
         "reveal" => drop(m.reveal(ch, &x, l).unwrap()),
+        "rotl_lut" => {
+            let t: Vec<u64> = (0..16u64).map(|j| j * 0x0123_4567 & 0xffff_ffff).collect();
+            drop(m.rotl_lut(ch, &x, l, &[&t], l).unwrap())
+        }
+        "msb_lut" => {
+            m.set_comparison(nectar_mpc::Comparison::RotlLut { block: 4 }).unwrap();
+            drop(m.msb(ch, &x, l).unwrap())
+        }
         _ => panic!("unknown op {op}"),
     }
     hex(r.hash)
@@ -50,7 +58,7 @@ fn transcript(op: &'static str) -> String {
 
 #[test]
 fn pinned_transcripts() {
-    let pinned: [(&str, &str); 12] = [
+    let pinned: [(&str, &str); 14] = [
         ("and", "0fb9971f32c87fff/c1f519f4bc45f1a7"),
         ("b2a", "94b2e9dedf359654/f419f4900b3c6ce2"),
         ("mux", "bc36fb721d79f2a5/9c07a77ebd448f1d"),
@@ -63,6 +71,8 @@ fn pinned_transcripts() {
         ("extend", "90217f8bac8907af/b34dfa67f45ef916"),
         ("mul", "8cd0e21a65a74e31/8fa60176d6262e0d"),
         ("reveal", "7d13d2a66c2bc098/1d1053af18f33427"),
+        ("rotl_lut", "fde4f31bc1af0717/949f72f783a2acee"),
+        ("msb_lut", "5d7d5527486097c6/c291a337c67c99dd"),
     ];
     let mut bad = Vec::new();
     for (op, want) in pinned {

@@ -182,18 +182,8 @@ fn party(
     let log_n = table.len().trailing_zeros();
     let mut prg = Prg::from_entropy();
     let mut mpc = Mpc::setup(role, ch, prg.fork(), producer)?;
-    // Bootstrap of both directions, outside the measurement: one random OT each way, the
-    // server sending first (the order of `Mpc`'s two-way calls).
-    if mpc.is_server() {
-        mpc.ot().send_rot(ch, 1)?;
-        mpc.ot().recv_rot(ch, 1)?;
-    } else {
-        mpc.ot().recv_rot(ch, 1)?;
-        mpc.ot().send_rot(ch, 1)?;
-    }
-    // Full pools, and the measured price of a COT.
-    mpc.ot().refill(ch)?;
-    let steady = mpc.ot().steady_traffic();
+    // Full pools, and the measured price of a COT (outside the measurement).
+    let steady = crate::mpc::warm_up(&mut mpc, ch)?;
     // This party's XOR shares of random indices.
     let x: Vec<bool> = (0..count * log_n as usize)
         .map(|_| prg.next_bit())

@@ -168,15 +168,7 @@ pub fn bench_lut(op: LutOp, bits: u32, count: usize, net: Option<LinkModel>) -> 
 fn party(role: Role, ch: &mut dyn Channel, op: LutOp, bits: u32, count: usize) -> Result<PartyOut> {
     let mut prg = Prg::from_entropy();
     let mut mpc = Mpc::setup(role, ch, prg.fork(), Producer::default())?;
-    if mpc.is_server() {
-        mpc.ot().send_rot(ch, 1)?;
-        mpc.ot().recv_rot(ch, 1)?;
-    } else {
-        mpc.ot().recv_rot(ch, 1)?;
-        mpc.ot().send_rot(ch, 1)?;
-    }
-    mpc.ot().refill(ch)?;
-    let steady = mpc.ot().steady_traffic();
+    let steady = crate::mpc::warm_up(&mut mpc, ch)?;
     let m = nectar_mpc::ctx::mask(bits)?;
     let consumed = |mpc: &mut Mpc| {
         let (a, b) = mpc.ot().pools();

@@ -199,6 +199,22 @@ pub fn bench_mpc(op: MpcOp, size: usize, net: Option<LinkModel>) -> Result<MpcBe
     })
 }
 
+/// Before a measurement, outside it: the Ferret bootstrap of both directions (one random OT
+/// each way, the server sending first: the order of `Mpc`'s two-way calls), then one
+/// steady-state extension per direction, whose traffic (returned) prices a COT and which
+/// leaves both pools full.
+pub(crate) fn warm_up(mpc: &mut Mpc, ch: &mut dyn Channel) -> Result<nectar_ot::RefillTraffic> {
+    if mpc.is_server() {
+        mpc.ot().send_rot(ch, 1)?;
+        mpc.ot().recv_rot(ch, 1)?;
+    } else {
+        mpc.ot().recv_rot(ch, 1)?;
+        mpc.ot().send_rot(ch, 1)?;
+    }
+    mpc.ot().refill(ch)?;
+    Ok(mpc.ot().steady_traffic())
+}
+
 /// One party's measurement.
 struct PartyOut {
     seconds: f64,
@@ -214,18 +230,7 @@ struct PartyOut {
 fn party(role: Role, ch: &mut dyn Channel, op: MpcOp, n: usize) -> Result<PartyOut> {
     let mut prg = Prg::from_entropy();
     let mut mpc = Mpc::setup(role, ch, prg.fork(), Producer::default())?;
-    // Ferret bootstrap of both directions, outside the measurement: one random OT each way,
-    // the server sending first (the order of `Mpc`'s two-way calls).
-    if mpc.is_server() {
-        mpc.ot().send_rot(ch, 1)?;
-        mpc.ot().recv_rot(ch, 1)?;
-    } else {
-        mpc.ot().recv_rot(ch, 1)?;
-        mpc.ot().send_rot(ch, 1)?;
-    }
-    // One steady-state extension per direction: its measured traffic prices the COTs.
-    mpc.ot().refill(ch)?;
-    let steady = mpc.ot().steady_traffic();
+    let steady = warm_up(&mut mpc, ch)?;
     let l = op.l;
     let m = nectar_mpc::ctx::mask(l)?;
     let x: Vec<u64> = (0..n).map(|_| prg.next_u128() as u64 & m).collect();

@@ -44,7 +44,7 @@
 
 use crate::backend::{enc, int, Backend, LutIndex};
 use crate::fit::Func;
-use crate::reciprocal::DETERMINE_DELTA;
+use crate::reciprocal::{newton_steps, DETERMINE_DELTA};
 use crate::softmax::softmax_with;
 use crate::NnError;
 
@@ -312,17 +312,10 @@ pub fn reciprocal_lut<B: Backend>(b: &mut B, s: &B::Val, hi: f64) -> Result<B::V
     let t = b.add_const(s, &[enc(b, w - 1.0)?])?;
     let table = y0.iter().map(|&v| enc(b, v)).collect::<Result<Vec<_>, _>>()?;
     let mut r = b.lut(&t, LutIndex { shift: shift as u32, bits: LUT_BITS, exact: false }, &[&table])?;
-    let Some(mut y) = r.pop() else {
+    let Some(y) = r.pop() else {
         return Err(NnError::BadArgument("lookup returned no table".into()));
     };
-    let two = enc(b, 2.0)?;
-    for _ in 0..iters {
-        let sy = b.mul(s, &y)?;
-        let nsy = b.neg(&sy)?;
-        let e = b.add_const(&nsy, &[two])?;
-        y = b.mul(&y, &e)?;
-    }
-    Ok(y)
+    newton_steps(b, s, y, iters)
 }
 
 /// Row softmax of `rows × cols` with the LUT exp and reciprocal (CipherGPT, ROTL §II-E).

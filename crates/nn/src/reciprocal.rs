@@ -170,9 +170,15 @@ pub fn reciprocal_determine<B: Backend>(b: &mut B, x: &B::Val, a: f64, hi: f64) 
         });
     }
     let n = b.len(x);
-    let mut y = b.constant(&vec![enc(b, d.y0)?; n])?;
+    let y = b.constant(&vec![enc(b, d.y0)?; n])?;
+    newton_steps(b, x, y, d.iters)
+}
+
+/// `iters` Newton steps for `1/x` from `y`: `y ← y·(2 − x·y)` (two products each; the relative
+/// error `1 − x·y` squares every step).
+pub fn newton_steps<B: Backend>(b: &mut B, x: &B::Val, mut y: B::Val, iters: u32) -> Result<B::Val, NnError> {
     let two = enc(b, 2.0)?;
-    for _ in 0..d.iters {
+    for _ in 0..iters {
         let xy = b.mul(x, &y)?;
         let nxy = b.neg(&xy)?;
         let e = b.add_const(&nxy, &[two])?;

@@ -173,14 +173,7 @@ impl CotPool {
     /// Hand out the next `n` COTs: `(global index of the first, blocks)`. Refills (one or more
     /// extensions, talking to the peer) when the buffer runs short.
     pub fn take<C: Channel + ?Sized>(&mut self, ch: &mut C, n: usize) -> Result<(u64, Vec<u128>), OtError> {
-        if self.available() < n {
-            self.buf.drain(..self.pos);
-            self.pos = 0;
-            while self.buf.len() < n {
-                let need = n - self.buf.len();
-                self.extend_once(ch, need)?;
-            }
-        }
+        self.reserve(ch, n)?;
         let first = self.used;
         let out = self.buf[self.pos..self.pos + n].to_vec();
         self.pos += n;

@@ -119,11 +119,11 @@ fn suites_lists_presets_and_choices() {
 #[test]
 fn planned_protocols_fail_at_start_with_one_line() {
     let cases: [(&[&str], &str); 5] = [
-        (&["demo", "--suite", "rotl", "--op", "rsqrt=newton-determine", "some text"], "operator rsqrt: protocol 'newton-determine'"),
-        (&["demo", "--suite", "east", "--op", "norm=east-eq9", "--model", "/nonexistent", "x"], "operator norm: protocol 'east-eq9'"),
+        (&["demo", "--suite", "rotl", "--op", "ffn=leaf", "some text"], "operator ffn: protocol 'leaf'"),
+        (&["demo", "--suite", "east", "--op", "matmul-shared=ckks", "--model", "/nonexistent", "x"], "operator matmul-shared: protocol 'ckks'"),
         (&["serve", "--suite", "blb", "--model", "/nonexistent"], "operator matmul: protocol 'ckks'"),
         (&["infer", "--suite", "leaf", "--ids", "1,2"], "operator ffn: protocol 'leaf'"),
-        (&["bench", "nn", "--op", "rsqrt=newton-determine", "--size", "8"], "operator rsqrt: protocol 'newton-determine'"),
+        (&["bench", "nn", "--op", "gelu", "--suite", "bumblebee+matmul=ckks", "--size", "8"], "operator matmul: protocol 'ckks'"),
     ];
     for (args, needle) in cases {
         let out = nectar().args(args).output().unwrap();

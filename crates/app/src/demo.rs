@@ -19,7 +19,7 @@ pub const DEFAULT_TEXTS: [&str; 4] = [
 ];
 
 /// The plaintext reference output for the same input and task.
-pub(crate) fn reference(net: &Network, input: &Input, out: &Output) -> Result<Output, String> {
+pub fn reference(net: &Network, input: &Input, out: &Output) -> Result<Output, String> {
     let e = |e: nectar_model::ModelError| e.to_string();
     Ok(match (net, input, out) {
         (Network::Bert(b), Input::Ids(ids), Output::Embedding(_)) => Output::Embedding(b.embed_ids(ids).map_err(e)?),
@@ -31,7 +31,9 @@ pub(crate) fn reference(net: &Network, input: &Input, out: &Output) -> Result<Ou
     })
 }
 
-pub(crate) fn agreement_score(private: &Output, plain: &Output) -> Option<f64> {
+/// How close a private output is to the plaintext one: cosine for vectors, the fraction of
+/// equal tokens for generation.
+pub fn agreement_score(private: &Output, plain: &Output) -> Option<f64> {
     match (private, plain) {
         (Output::Embedding(a), Output::Embedding(b)) | (Output::Logits(a), Output::Logits(b)) => {
             Some(nectar_model::cosine(a, b) as f64)

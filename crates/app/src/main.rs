@@ -1,23 +1,9 @@
 //! `nectar`: the command-line interface (see README.md).
 
-#[macro_use]
-mod stdout;
-mod bench_he;
-mod demo;
-mod fit;
-mod params;
-mod private;
-mod rate_limit;
-mod session;
-mod bench_linear;
-mod bench_model;
-mod bench_net;
-mod bench_mpc;
-mod bench_nn;
-mod bench_ot;
-mod bench_suites;
-mod report;
-mod suites;
+use nectar_app::{
+    bench_he, bench_linear, bench_model, bench_mpc, bench_net, bench_nn, bench_ot, bench_suites, demo, fit, outln,
+    params, private, report, suites,
+};
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;

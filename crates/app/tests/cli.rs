@@ -220,7 +220,7 @@ fn params_reports_40_bits_per_session() {
     assert_eq!(lines.len(), 5);
     for l in &lines {
         match l["suite"].as_str().unwrap() {
-            "bumblebee" | "east" => {
+            "bumblebee" | "rotl" | "east" => {
                 assert!(l["session_bits"].as_u64().unwrap() >= 40, "{l}");
                 for h in l["he"].as_array().unwrap() {
                     assert!(h["log_qp"].as_u64() <= h["max_log_qp_128"].as_u64(), "{h}");

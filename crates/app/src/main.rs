@@ -457,6 +457,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     max_frame: max_frame_mib.clamp(1, 4095) << 20,
                 },
                 quiet: false,
+                stop: None,
             };
             let suite = suite.suite()?;
             let m = std::sync::Arc::new(private::ServerModel::load(&model.dir())?);

@@ -168,19 +168,27 @@ class Server:
 
 
 class _Bar:
-    """A one-line progress display on stderr: queries and transformer blocks."""
+    """A one-line progress display on stderr: queries, forward passes (one per generated
+    token), transformer blocks."""
 
     def __init__(self, label: str) -> None:
         self.label = label
         self.last = ""
+        self.query = -1
+        self.passes = 0
 
     def __call__(self, query: int, queries: int, block: int, blocks: int) -> None:
+        if query != self.query:
+            self.query, self.passes = query, 0
+        if block == blocks:
+            self.passes += 1
         width = 24
-        done = (query * blocks + block) / max(1, queries * blocks)
+        done = (query + block / max(1, blocks)) / max(1, queries)
         filled = int(round(done * width))
-        line = f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] query {query + 1}/{queries}, block {block}/{blocks}"
+        step = f", pass {self.passes + (block < blocks)}" if self.passes > 1 or (self.passes == 1 and block < blocks) else ""
+        line = f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] query {query + 1}/{queries}{step}, block {block}/{blocks}"
         if line != self.last:
-            sys.stderr.write(line)
+            sys.stderr.write(line.ljust(len(self.last)))
             sys.stderr.flush()
             self.last = line
 

@@ -16,6 +16,7 @@ pub mod bench_ot;
 pub mod bench_suites;
 pub mod demo;
 pub mod fit;
+pub mod html_report;
 pub mod params;
 pub mod private;
 pub mod rate_limit;

@@ -1,7 +1,7 @@
 //! `nectar`: the command-line interface (see README.md).
 
 use nectar_app::{
-    bench_he, bench_linear, bench_model, bench_mpc, bench_net, bench_nn, bench_ot, bench_suites, demo, fit, outln,
+    bench_he, bench_linear, bench_model, bench_mpc, bench_net, bench_nn, bench_ot, bench_suites, demo, fit, html_report, outln,
     params, private, report, suites,
 };
 
@@ -172,6 +172,15 @@ enum Cmd {
         suite: Option<String>,
         #[arg(long)]
         json: bool,
+    },
+    /// A self-contained HTML page (inline SVG bar charts, nothing fetched) of the per-operator
+    /// time and bytes of each run in FILE (`nectar bench suites --json` lines).
+    Report {
+        /// JSON lines with a per-operator breakdown (e.g. docs/results/suites.jsonl).
+        file: PathBuf,
+        /// Where to write the page.
+        #[arg(long, required = true)]
+        html: PathBuf,
     },
     /// Benchmarks (JSON lines with --json; see README "Benchmarks").
     Bench {
@@ -510,6 +519,7 @@ fn run(cli: Cli) -> Result<(), String> {
             };
             params::run(s.as_ref(), json)
         }
+        Cmd::Report { file, html } => html_report::run(&file, &html),
         Cmd::Suites { json, markdown } => {
             suites::print(json, markdown);
             Ok(())

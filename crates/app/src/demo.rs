@@ -171,7 +171,11 @@ pub fn demo(dir: &Path, suite: &Suite, texts: &[String], images: &[PathBuf], tok
     }
     let s2 = *suite;
     let srv = std::thread::spawn(move || private::serve(server, listener, &s2, &private::ServeOptions { max_sessions: Some(1), quiet: true, ..Default::default() }));
-    let res = private::run_client(&addr, suite, client.config.as_ref(), &inputs, tokens, false);
+    let bar = (!json).then(|| crate::progress::QueryBar::new("demo"));
+    let res = private::run_client(&addr, suite, client.config.as_ref(), &inputs, tokens, false, bar.as_ref().map(|b| b.hook()));
+    if let Some(b) = &bar {
+        b.finish();
+    }
     let srv_res = srv.join().map_err(|_| "server thread panicked".to_string())?;
     let (run, _cfg) = res?;
     srv_res?;

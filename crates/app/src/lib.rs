@@ -19,6 +19,7 @@ pub mod fit;
 pub mod html_report;
 pub mod params;
 pub mod private;
+pub mod progress;
 pub mod rate_limit;
 pub mod report;
 pub mod session;

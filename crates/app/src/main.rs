@@ -2,7 +2,7 @@
 
 use nectar_app::{
     bench_he, bench_linear, bench_model, bench_mpc, bench_net, bench_nn, bench_ot, bench_suites, demo, fit, html_report, outln,
-    params, private, report, suites,
+    params, private, progress, report, suites,
 };
 
 use clap::{Args, Parser, Subcommand};
@@ -501,7 +501,12 @@ fn run(cli: Cli) -> Result<(), String> {
                 let cm = private::ClientModel::load(&model.dir())?;
                 (private::tokenize(cm.tokenizer.as_ref(), &texts)?, texts.clone(), cm.config)
             };
-            let (run, _) = private::run_client(&connect, &suite, expected.as_ref(), &inputs, tokens, classify)?;
+            let bar = (!json).then(|| progress::QueryBar::new("infer"));
+            let res = private::run_client(&connect, &suite, expected.as_ref(), &inputs, tokens, classify, bar.as_ref().map(|b| b.hook()));
+            if let Some(b) = &bar {
+                b.finish();
+            }
+            let (run, _) = res?;
             demo::print_run(&labels, &run, None, &suite, json);
             Ok(())
         }

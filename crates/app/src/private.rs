@@ -299,7 +299,8 @@ pub fn default_task(cfg: &ModelConfig, tokens: usize, classify: bool) -> Task {
     }
 }
 
-/// Connect to `addr` and run `inputs` (token ids or images) as one session.
+/// Connect to `addr` and run `inputs` (token ids or images) as one session (`progress`: told
+/// after each transformer block, e.g. a [`crate::progress::QueryBar`]).
 pub fn run_client(
     addr: &str,
     suite: &Suite,
@@ -307,8 +308,12 @@ pub fn run_client(
     inputs: &[Input],
     tokens: usize,
     classify: bool,
+    progress: Option<QueryProgress>,
 ) -> Result<(ClientRun, ModelConfig), String> {
-    let session = connect(addr, suite, expected)?;
+    let mut session = connect(addr, suite, expected)?;
+    if let Some(p) = progress {
+        session = session.with_progress(p);
+    }
     if session.reveal_to_server() {
         eprintln!("note: this server also learns each output (its reveal-to-server option is on)");
     }

@@ -15,7 +15,8 @@ Every blocking call releases the GIL. Errors raise :class:`NectarError` (a ``Run
 with the CLI's message. Every client call accepts ``return_metrics=True`` and then returns
 ``(result, metrics)``: a dict with ``seconds``, ``setup_seconds``, ``inference_seconds``, bytes
 each way (``bytes_client_to_server``, ``bytes_server_to_client``, ``bytes_total``,
-``setup_bytes``), ``rounds``, per-query figures (``queries``) and the per-operator profile
+``setup_bytes``), ``rounds`` (the client's flights: how often it began sending after
+receiving; both parties together make about twice as many), per-query figures (``queries``) and the per-operator profile
 (``ops``: one dict per operator with ``op``, ``protocol``, ``calls``, ``seconds``,
 ``bytes_sent``, ``bytes_recv``, ``rounds``, ``prepro_bytes``, ``prepro_seconds``).
 ``progress=True`` draws a progress bar on stderr (one step per transformer block); a

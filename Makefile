@@ -8,7 +8,7 @@ PYTHON ?= python3
 NECTAR = $(CARGO) run --quiet -p nectar-app --bin nectar --
 NECTAR_RELEASE = $(CARGO) run --quiet --release -p nectar-app --bin nectar --
 
-.PHONY: demo test pytest deps toolchain pydeps model bench bench-nonlinear bench-rotl results fmt lint clean
+.PHONY: demo test pytest deps toolchain pydeps model bench bench-nonlinear bench-rotl bench-linear results fmt lint clean
 
 demo: deps model
 	@echo "== plaintext reference =="
@@ -91,11 +91,16 @@ bench-nonlinear:
 bench-rotl:
 	bash scripts/bench_rotl.sh
 
+# The JSON behind docs/results/linear.md (BumbleBee Table II; about 12 minutes on 2 cores).
+bench-linear:
+	bash scripts/bench_linear.sh
+
 # docs/results pages generated from committed JSON (*.jsonl + *.meta.json).
 results:
 	$(PYTHON) scripts/results_suites.py
 	$(PYTHON) scripts/results_east.py
 	$(PYTHON) scripts/results_rotl.py
+	$(PYTHON) scripts/results_linear.py
 	$(PYTHON) scripts/results_net.py
 	$(PYTHON) scripts/results_ot.py
 	$(PYTHON) scripts/results_he.py

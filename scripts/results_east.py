@@ -88,8 +88,10 @@ for op, size, reps in [("gelu", 393216, 1), ("softmax", 196608, 1), ("layernorm"
 if complete:
     w(f"| **total** | | **{tot_mb:.2f}** | **{tot_s:.2f}** | **{PAPER_T3_TOTAL[1]}** | **{PAPER_T3_TOTAL[0]}** |")
 w("")
-w("LayerNorm runs BumbleBee's formulation in our `east` preset (which already centres rows as East")
-w("Eq. (7) does); East's Eq. (9) with the Determine rsqrt is planned (see the suite's notes).")
+w("LayerNorm is East's Eq. (9) (`layernorm-east`: centring without a division, a public 2^k")
+w("scale-down, InvSqrt by Newton with Determine on row variances in [2^-10, 2^12] at f + 6 bits;")
+w("`crates/nn/src/layernorm.rs`). The Determine rsqrt reaches a relative 2^-12 on its range in f64")
+w("(`nectar_nn::rsqrt::determine_rsqrt`, tested), secure within 6t LSB of the twin.")
 w("")
 
 w("## Accuracy of the committed OPPE tables")

@@ -5,7 +5,7 @@
 use crate::report::BenchLine;
 use nectar_bench::mpc::{bench_mpc, MpcOp};
 use nectar_model::secure::backend_opts;
-use nectar_model::suite::{ActRing, Exp, Gelu, Reciprocal, Silu, Softmax, Suite};
+use nectar_model::suite::{ActRing, Exp, Gelu, Norm, Reciprocal, Rsqrt, Silu, Softmax, Suite};
 use nectar_net::LinkModel;
 use std::path::Path;
 
@@ -63,6 +63,17 @@ fn kernel(op: &str, suite: &Suite) -> Result<String, String> {
             Reciprocal::Newton => "reciprocal",
             Reciprocal::NewtonDetermine => "reciprocal-determine",
             Reciprocal::Lut => "reciprocal-lut",
+        },
+        "layernorm" | "rmsnorm" => match (suite.norm, suite.rsqrt) {
+            (Norm::Bumblebee, Rsqrt::Newton) => op,
+            (Norm::EastEq9, Rsqrt::NewtonDetermine) if op == "layernorm" => "layernorm-east",
+            (Norm::EastEq9, Rsqrt::NewtonDetermine) => "rmsnorm-east",
+            (Norm::EastEq9, _) => return Err(format!("--op {op}: norm=east-eq9 runs with rsqrt=newton-determine")),
+            (Norm::Bumblebee, _) => return Err(format!("--op {op}: norm=bumblebee runs with rsqrt=newton")),
+        },
+        "rsqrt" => match suite.rsqrt {
+            Rsqrt::Newton => "rsqrt",
+            Rsqrt::NewtonDetermine => "rsqrt-determine",
         },
         "softmax" if suite.softmax == Softmax::Lut => "softmax-lut",
         "softmax" => match (suite.exp, suite.reciprocal) {

@@ -119,11 +119,11 @@ fn suites_lists_presets_and_choices() {
 #[test]
 fn planned_protocols_fail_at_start_with_one_line() {
     let cases: [(&[&str], &str); 5] = [
-        (&["demo", "--suite", "rotl", "--op", "rsqrt=newton-determine", "some text"], "operator rsqrt: protocol 'newton-determine'"),
-        (&["demo", "--suite", "east", "--op", "norm=east-eq9", "--model", "/nonexistent", "x"], "operator norm: protocol 'east-eq9'"),
+        (&["demo", "--suite", "rotl", "--op", "ffn=leaf", "some text"], "operator ffn: protocol 'leaf'"),
+        (&["demo", "--suite", "east", "--op", "matmul-shared=ckks", "--model", "/nonexistent", "x"], "operator matmul-shared: protocol 'ckks'"),
         (&["serve", "--suite", "blb", "--model", "/nonexistent"], "operator matmul: protocol 'ckks'"),
         (&["infer", "--suite", "leaf", "--ids", "1,2"], "operator ffn: protocol 'leaf'"),
-        (&["bench", "nn", "--op", "rsqrt=newton-determine", "--size", "8"], "operator rsqrt: protocol 'newton-determine'"),
+        (&["bench", "nn", "--op", "gelu", "--suite", "bumblebee+matmul=ckks", "--size", "8"], "operator matmul: protocol 'ckks'"),
     ];
     for (args, needle) in cases {
         let out = nectar().args(args).output().unwrap();
@@ -210,7 +210,7 @@ fn fit_prints_a_table_and_refuses_bad_arguments() {
 }
 
 /// `nectar params` prints the statistical security per session of every preset: ≥ 40 bits for
-/// the suites that run, a clear "cannot assess" for planned ones.
+/// the suites that run (bumblebee, rotl, east), a clear "cannot assess" for planned ones.
 #[test]
 fn params_reports_40_bits_per_session() {
     let out = nectar().args(["params", "--json"]).output().unwrap();
@@ -220,7 +220,7 @@ fn params_reports_40_bits_per_session() {
     assert_eq!(lines.len(), 5);
     for l in &lines {
         match l["suite"].as_str().unwrap() {
-            "bumblebee" | "rotl" | "east" => {
+            "bumblebee" | "east" | "rotl" => {
                 assert!(l["session_bits"].as_u64().unwrap() >= 40, "{l}");
                 for h in l["he"].as_array().unwrap() {
                     assert!(h["log_qp"].as_u64() <= h["max_log_qp_128"].as_u64(), "{h}");

@@ -96,6 +96,8 @@ pub fn stated_tolerance(op: &str, cols: usize, fp: FixedPoint) -> Result<Option<
         "elu" => ELU_TOL,
         "softmax" => softmax_tol(EXP_TOL, RECIP_TOL),
         "layernorm" | "rmsnorm" => NORM_TOL,
+        "layernorm-east" | "rmsnorm-east" => east_norm_tol(nectar_nn::layernorm::EAST_NORM_DEFAULT.var_lo, 1.0),
+        "rsqrt-determine" => rsqrt_determine_tol(1.0, 1001.0)?,
         "rsqrt" => RSQRT_TOL,
         "reciprocal" => RECIP_TOL,
         "argmax" | "onehot" => 0,
@@ -123,12 +125,13 @@ pub fn stated_tolerance(op: &str, cols: usize, fp: FixedPoint) -> Result<Option<
 }
 
 /// Operators [`bench_secure`] knows ([`nectar_nn::counting::OPERATORS`] plus `silu-mixed`, `elu`, `rmsnorm`, `onehot`).
-pub const SECURE_OPS: [&str; 34] = [
+pub const SECURE_OPS: [&str; 37] = [
     "gelu", "gelu-mixed", "gelu-p4", "gelu-p4-mixed", "silu", "silu-mixed", "exp", "exp-mixed", "elu", "softmax",
     "layernorm", "rmsnorm", "rsqrt", "reciprocal", "argmax", "onehot",
     // East (§4): OPPE with the committed tables, the Determine reciprocal, softmax compositions
     "gelu-oppe", "gelu-oppe-mixed", "silu-oppe", "silu-oppe-mixed", "exp-oppe", "exp-oppe-mixed", "tanh-oppe",
     "reciprocal-determine", "softmax-oppe-determine", "softmax-oppe-newton", "softmax-taylor-determine",
+    "layernorm-east", "rmsnorm-east", "rsqrt-determine",
     // ROTL / CipherGPT (§II-E): LUT activations, two-LUT exp, LUT + Newton reciprocal, softmax
     "gelu-lut", "gelu-lut-mixed", "silu-lut", "silu-lut-mixed", "exp-lut", "reciprocal-lut", "softmax-lut",
 ];
@@ -149,7 +152,7 @@ fn bench_inputs(op: &str, n: usize, cols: usize) -> Vec<f64> {
         .map(|i| off(match op {
             "exp" | "exp-mixed" | "exp-oppe" | "exp-oppe-mixed" | "exp-lut" => -16.0 * u(i),
             "elu" => 20.0 * u(i) - 16.0,
-            "rsqrt" => 1.0 + 1000.0 * u(i),
+            "rsqrt" | "rsqrt-determine" => 1.0 + 1000.0 * u(i),
             "reciprocal" | "reciprocal-determine" | "reciprocal-lut" => 1.0 + 4000.0 * u(i),
             o if o.starts_with("softmax") => 12.0 * u(i) - 6.0,
             "argmax" => 100.0 * u(i) - 50.0,
@@ -231,6 +234,12 @@ fn run_op<B: nectar_nn::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
             }
         }
         "rsqrt" => rsqrt::rsqrt(b, x, &rsqrt::RSQRT_LAYERNORM)?,
+        "rsqrt-determine" => rsqrt::rsqrt_determine(b, x, 1.0, 1001.0)?,
+        "layernorm-east" | "rmsnorm-east" => {
+            let g = b.constant(&fp.encode_vec::<u64>(&vec![1.0; cols])?)?;
+            let be = if op == "layernorm-east" { Some(b.constant(&vec![0; cols])?) } else { None };
+            layernorm::layernorm_east(b, x, rows, cols, &g, be.as_ref(), &layernorm::EAST_NORM_DEFAULT)?
+        }
         "reciprocal" => reciprocal::reciprocal(b, x, &reciprocal::RECIP_SOFTMAX)?,
         "argmax" => max::argmax_rows(b, x, rows, cols)?.1,
         "onehot" => onehot::one_hot(b, x, cols)?,
@@ -260,7 +269,7 @@ pub fn bench_secure(
         return Err(NnError::BadArgument(format!("unknown operator {op}; known: {SECURE_OPS:?}")));
     }
     let cols = cols.max(1);
-    let row_op = matches!(op, "layernorm" | "rmsnorm" | "argmax") || op.starts_with("softmax");
+    let row_op = matches!(op, "layernorm" | "rmsnorm" | "layernorm-east" | "rmsnorm-east" | "argmax") || op.starts_with("softmax");
     let rows = if row_op { size.div_ceil(cols) } else { size };
     let n = if row_op { rows * cols } else { size };
     let fp = opts.format;
@@ -406,7 +415,8 @@ mod tests {
         // every operator within its stated bound (inputs off the pivots of approximate
         // comparisons; nectar_nn::tolerance)
         for (k, cols) in super::SECURE_OPS.iter().map(|&k| {
-            let row = matches!(k, "softmax" | "layernorm" | "rmsnorm" | "argmax" | "onehot") || k.starts_with("softmax-");
+            let row = matches!(k, "softmax" | "layernorm" | "rmsnorm" | "layernorm-east" | "rmsnorm-east" | "argmax" | "onehot")
+                || k.starts_with("softmax-");
             (k, if row { 16 } else { 1 })
         }) {
             if matches!(k, "silu-oppe-mixed" | "exp-oppe-mixed") {

@@ -2,7 +2,7 @@
 //! it uses against the 128-bit bound, and every statistically hiding step with its statistical
 //! security over a whole session (union bound over everything the session masks).
 
-use crate::suite::{Matmul, Mul, Suite};
+use crate::suite::{Choice, Compare, Matmul, Mul, Suite};
 use nectar_he::params::{SECURITY_TABLE_128, DEFAULT_ERROR_ETA};
 use nectar_he::Params;
 use nectar_linear::h2a::{
@@ -105,6 +105,18 @@ pub fn report(suite: &Suite) -> Result<SecurityReport, crate::SuiteError> {
             step: "products from OT (Gilboa)",
             session_bits: None,
             detail: "masks are uniform ring elements carried by COTs (perfect in the OT-hybrid model)".into(),
+        });
+    }
+    let lut = suite.compare == Compare::RotlLut
+        || [suite.gelu.name(), suite.silu.name(), suite.exp.name(), suite.reciprocal.name(), suite.softmax.name()].contains(&"lut");
+    if lut {
+        st.push(StatReport {
+            step: "ROTL lookups (rotation, opening of i − s)",
+            session_bits: None,
+            detail: "the opened i − s is uniform in Z_n (s is the sum of the client's uniform one-hot position \
+                     and the server's uniform punctured point); the rotated row reaches the server masked by \
+                     PRG outputs of the leaf it lacks (computational, half-tree PPRF with TCCR)"
+                .into(),
         });
     }
     let session_bits = st.iter().filter_map(|s| s.session_bits).min();

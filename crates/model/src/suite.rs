@@ -278,7 +278,7 @@ choice! {
         /// Newton iterations after normalising by the MSB (BumbleBee §V-B).
         Newton => ("newton", "BumbleBee §V-B Newton", true),
         /// Newton with Determine (East §4.2, Alg. 2).
-        NewtonDetermine => ("newton-determine", "East §4.2 Alg. 2", false),
+        NewtonDetermine => ("newton-determine", "East §4.2 Alg. 2", true),
     }
 }
 
@@ -288,7 +288,7 @@ choice! {
         /// Mean, variance by Π_square, rsqrt, scale (BumbleBee §V-B).
         Bumblebee => ("bumblebee", "BumbleBee §V-B LayerNorm", true),
         /// East's transform, Eq. (9).
-        EastEq9 => ("east-eq9", "East §4.2 Eq. (9)", false),
+        EastEq9 => ("east-eq9", "East §4.2 Eq. (9)", true),
     }
 }
 
@@ -470,7 +470,11 @@ impl ChoiceParams for Rsqrt {
                 nectar_nn::rsqrt::RSQRT_LAYERNORM,
                 nectar_nn::rsqrt::RSQRT_Y0
             ),
-            _ => String::new(),
+            Rsqrt::NewtonDetermine => format!(
+                "delta_rel={} max_iters={}",
+                nectar_nn::rsqrt::DETERMINE_RSQRT_DELTA,
+                nectar_nn::reciprocal::DETERMINE_MAX_ITERS
+            ),
         }
     }
 }
@@ -479,7 +483,7 @@ impl ChoiceParams for Norm {
     fn params(self) -> String {
         match self {
             Norm::Bumblebee => format!("{:?}", nectar_nn::layernorm::LAYERNORM_DEFAULT),
-            Norm::EastEq9 => String::new(),
+            Norm::EastEq9 => format!("{:?}", nectar_nn::layernorm::EAST_NORM_DEFAULT),
         }
     }
 }
@@ -585,7 +589,7 @@ fn choices<C: Choice>() -> OperatorChoices {
 pub const PRESETS: [(&str, &str); 5] = [
     ("bumblebee", "BumbleBee (NDSS'25): OLT matmuls, bOLEe products, OT nonlinear protocols"),
     ("rotl", "BumbleBee linear layers + ROTL comparison from LUTs and LUT GeLU/exp/reciprocal/softmax"),
-    ("east", "BumbleBee linear layers + East OPPE GeLU/exp/SiLU/tanh and the Determine reciprocal (LayerNorm Eq. (9) planned)"),
+    ("east", "BumbleBee linear layers + East OPPE GeLU/exp/SiLU/tanh, the Determine reciprocal and rsqrt, LayerNorm by Eq. (9)"),
     ("blb", "BLB: CKKS-fused linear operators + BumbleBee nonlinear protocols"),
     ("leaf", "BumbleBee + LEAF's non-interactive FHE feed-forward block"),
 ];
@@ -633,16 +637,15 @@ impl Suite {
                 softmax: Softmax::Lut,
                 ..b
             },
-            // East's LayerNorm Eq. (9) and its Determine rsqrt stay planned (`--op norm=east-eq9`
-            // names them): in Z_2^64 with f = 18, Σz² = n³·Var overflows the ring for
-            // BERT-sized rows, and Newton from a constant over the variance range needs ~30
-            // steps with y² below the resolution. The BumbleBee LayerNorm here already centres
-            // the row exactly as East Eq. (7) does (z = n·x − Σx).
+            // East §4.2: LayerNorm by Eq. (9) with the Determine rsqrt (on a documented variance
+            // range, `nectar_nn::layernorm::EAST_NORM_DEFAULT`).
             "east" => Suite {
                 gelu: Gelu::Oppe,
                 silu: Silu::Oppe,
                 exp: Exp::Oppe,
                 reciprocal: Reciprocal::NewtonDetermine,
+                rsqrt: Rsqrt::NewtonDetermine,
+                norm: Norm::EastEq9,
                 ..b
             },
             "blb" => Suite {
@@ -932,11 +935,8 @@ mod tests {
             let msg = e.to_string();
             assert!(msg.contains(op) && msg.contains(proto) && msg.contains("not implemented"), "{msg}");
         }
-        let e = Suite::parse("bumblebee+norm=east-eq9").unwrap().validate().unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "operator norm: protocol 'east-eq9' (East §4.2 Eq. (9)) is not implemented yet"
-        );
+        let e = Suite::parse("bumblebee+ffn=leaf").unwrap().validate().unwrap_err();
+        assert_eq!(e.to_string(), "operator ffn: protocol 'leaf' (LEAF §2-3) is not implemented yet");
     }
 
     #[test]

@@ -16,8 +16,9 @@
 
 use crate::backend::{enc, enc_scaled, int, Backend};
 use crate::max::{broadcast_rows, tile_cols};
-use crate::rsqrt::{rsqrt, RsqrtParams, RSQRT_LAYERNORM};
+use crate::rsqrt::{rsqrt, rsqrt_determine, RsqrtParams, RSQRT_LAYERNORM};
 use crate::NnError;
+use nectar_math::FixedPoint;
 
 /// LayerNorm parameters (AGREEMENT, except ε which is the model's).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -86,4 +87,92 @@ pub fn layernorm_f64(x: &[f64], cols: usize, gamma: &[f64], beta: &[f64], eps: f
         out.extend(row.iter().enumerate().map(|(i, v)| (v - mu) * r * gamma[i] + beta[i]));
     }
     out
+}
+
+/// East's LayerNorm (§4.2, Eq. (9), Alg. 4) parameters (AGREEMENT, except ε, the model's).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EastNormParams {
+    pub eps: f64,
+    /// The row variances the Determine rsqrt is tuned for: `Var ∈ [var_lo, var_hi]`.
+    pub var_lo: f64,
+    pub var_hi: f64,
+}
+
+/// Variances `[2^−10, 2^12]` (the embedding LayerNorm's rows of small word vectors are near the
+/// low end, residual streams with outlier features near the high end; MiniLM is tested end to
+/// end); outside it the Newton steps have not converged (documented domain).
+pub const EAST_NORM_DEFAULT: EastNormParams = EastNormParams { eps: 1e-5, var_lo: 1.0 / 1024.0, var_hi: 4096.0 };
+
+/// Extra fractional bits of East's InvSqrt (AGREEMENT): `s` spans `c·[var_lo, var_hi]`, a factor
+/// 2^22, and both `s` and `η = s^−½` need 12 significant bits, more than `f = 18` gives at both
+/// ends; the sum of squares and the Newton steps therefore run at `f + 6` fractional bits
+/// (the largest product, `s·y ≤ √(3·c·var_hi) < 2^11`, stays below 2^61 at l = 64).
+pub const EAST_NORM_EXTRA_BITS: u32 = 6;
+
+/// LayerNorm (`beta` given) or RMSNorm (`beta = None`) of each row by East's transform (§4.2,
+/// Eq. (9), Alg. 4): no division. `z = n·x − Σx` (local, exact; RMSNorm: `z = x`), scaled down
+/// by the public `2^k ≥ n` to keep `Σz²` inside the ring (East: "when the variance of the input
+/// is large, we can proportionally reduce the input … according to the normalization
+/// property"), `s = Σ z'² + c·ε` with `c = n³/4^k` (RMSNorm: `s = Σx² + n·ε`, `c = n`),
+/// `η = InvSqrt(s)` by Newton with Determine on `[c·(var_lo + ε), c·var_hi]`
+/// ([`crate::rsqrt::rsqrt_determine`], at [`EAST_NORM_EXTRA_BITS`] more fractional bits), then
+/// `y = z'·(η·√n)·γ + β` (East folds `√n` into the server's `γ`; we fold it into the per-row
+/// `η`, which costs nothing). `z'·η·√n = (x − μ)/√(Var + ε)`.
+/// Error: the rsqrt's relative [`crate::rsqrt::DETERMINE_RSQRT_DELTA`] on `[var_lo, var_hi]`
+/// (outside it the Newton steps have not converged), one truncation of `z`, products ±2 LSB.
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_east<B: Backend>(
+    b: &mut B,
+    x: &B::Val,
+    rows: usize,
+    cols: usize,
+    gamma: &B::Val,
+    beta: Option<&B::Val>,
+    p: &EastNormParams,
+) -> Result<B::Val, NnError> {
+    check_rows(b, x, rows, cols)?;
+    let fp = b.format();
+    let (l, f) = (fp.l(), fp.f());
+    let fe = f + EAST_NORM_EXTRA_BITS;
+    let fine = FixedPoint::new(l, fe)?;
+    let raw = FixedPoint::new(l, 1)?;
+    let n = cols as f64;
+    let (z, k) = match beta {
+        Some(_) => {
+            let s = b.sum_groups(x, cols)?;
+            let sb = broadcast_rows(b, &s, rows, cols)?;
+            let nx = b.mul_const(x, &[int(b, cols as i64)], 0)?;
+            let z = b.sub(&nx, &sb)?; // n·(x − μ), exact
+            let k = usize::BITS - (cols - 1).leading_zeros(); // 2^k >= n
+            (b.trunc(&z, k)?, k)
+        }
+        None => (x.clone(), 0),
+    };
+    // Σ z'² = c·Var (LayerNorm) or Σ x² = n·mean(x²) (RMSNorm), squares at scale 2f − 1
+    let c = if beta.is_some() { n * n * n / 4f64.powi(k as i32) } else { n };
+    b.set_format(raw);
+    let z2 = b.square(&z);
+    b.set_format(fp);
+    let ss = b.sum_groups(&z2?, cols)?;
+    let s = b.trunc(&ss, 2 * f - 1 - fe)?; // scale fe
+    b.set_format(fine);
+    let eta = (|| {
+        let se = b.add_const(&s, &[enc(b, c * p.eps)?])?;
+        let eta = rsqrt_determine(b, &se, c * (p.var_lo + p.eps), c * p.var_hi)?;
+        let fold = enc(b, n.sqrt())?;
+        let eta = b.mul_const(&eta, &[fold], fe)?;
+        let eb = broadcast_rows(b, &eta, rows, cols)?;
+        b.mul(&z, &eb) // scale f + fe − fe = f
+    })();
+    b.set_format(fp);
+    let y = eta?;
+    let g = tile_cols(b, gamma, rows, cols)?;
+    let y = b.mul(&y, &g)?;
+    match beta {
+        Some(beta) => {
+            let be = tile_cols(b, beta, rows, cols)?;
+            b.add(&y, &be)
+        }
+        None => Ok(y),
+    }
 }

@@ -64,3 +64,113 @@ pub fn rsqrt<B: Backend>(b: &mut B, x: &B::Val, p: &RsqrtParams) -> Result<B::Va
     }
     b.mul(&y, &f2)
 }
+
+/// Relative target error of the reciprocal square root by Determine (AGREEMENT): `2^−12`, so
+/// that a LayerNorm output `z·η` keeps 12 correct bits (its outputs are O(1) at f = 18).
+pub const DETERMINE_RSQRT_DELTA: f64 = 1.0 / 4096.0;
+
+/// East §4.2 Determine for `1/√x` on `[a, b]` (`InvSqrt`: "similar to F_Recip, except that the
+/// iteration becomes `y ← y(3 − x·y²)/2` and the quadratic inequalities become cubic"), with
+/// a **relative** target `δ`: `|y_t·√x − 1| ≤ δ` on the whole range.
+///
+/// In the normalised variable `u = y·√x` every `x` runs the same map `g(u) = u(3 − u²)/2`,
+/// which never exceeds 1 on `(0, √3)` and is increasing below 1, decreasing above. So after
+/// `t` steps the admissible starts form one interval `[p_t, q_t] ∋ 1` (`p_t`: the preimage of
+/// `1 − δ` under `g^t` on `(0, 1]`, `q_t` on `[1, √3)`; both found by bisection — East solves
+/// the cubic inequalities step by step, which gives the same endpoints), and a constant `y0`
+/// works for all of `[a, b]` iff `p_t/√a ≤ y0 ≤ q_t/√b`. `t` is the first step count for
+/// which that interval is non-empty; `y0` is its midpoint.
+pub fn determine_rsqrt(a: f64, b: f64, delta: f64) -> Result<crate::reciprocal::Determined, NnError> {
+    use crate::reciprocal::{Determined, DETERMINE_MAX_ITERS};
+    if !(a > 0.0 && b > a && b.is_finite() && delta > 0.0 && delta < 0.5) {
+        return Err(NnError::BadArgument(format!(
+            "Determine (rsqrt) needs 0 < a < b and 0 < δ < 1/2 (got a = {a}, b = {b}, δ = {delta})"
+        )));
+    }
+    let g = |u: f64| u * (3.0 - u * u) / 2.0;
+    let run = |mut u: f64, t: u32| {
+        for _ in 0..t {
+            u = g(u);
+        }
+        u
+    };
+    // the preimage endpoint of [1 − δ, 1] under g^t on (0, 1] (rising) or [1, √3) (falling)
+    let edge = |t: u32, rising: bool| {
+        let (mut lo, mut hi) = if rising { (0.0, 1.0) } else { (1.0, 3f64.sqrt()) };
+        for _ in 0..200 {
+            let m = (lo + hi) / 2.0;
+            let ok = 1.0 - run(m, t) <= delta;
+            match (rising, ok) {
+                (true, true) | (false, false) => hi = m,
+                _ => lo = m,
+            }
+        }
+        if rising { hi } else { lo }
+    };
+    for t in 1..=DETERMINE_MAX_ITERS {
+        let (lo, hi) = (edge(t, true) / a.sqrt(), edge(t, false) / b.sqrt());
+        if lo <= hi {
+            return Ok(Determined { y0: (lo + hi) / 2.0, iters: t });
+        }
+    }
+    Err(NnError::BadArgument(format!(
+        "Determine (rsqrt): [{a}, {b}] at δ = {delta} needs more than {DETERMINE_MAX_ITERS} Newton steps"
+    )))
+}
+
+/// `1/√x` for `x ∈ [a, b]` by East's Newton with Determine (§4.2): `y0` constant, `t` steps of
+/// `y ← y·(3 − x·y²)/2` (three products each); no comparison. Relative error
+/// [`DETERMINE_RSQRT_DELTA`] in f64, plus about `6t` LSB of fixed-point rounding.
+pub fn rsqrt_determine<B: Backend>(b: &mut B, x: &B::Val, a: f64, hi: f64) -> Result<B::Val, NnError> {
+    let d = determine_rsqrt(a, hi, DETERMINE_RSQRT_DELTA)?;
+    let fp = b.format();
+    // raw products at scale 2f: x·y ≤ √(3·hi) (u = y√x stays below √3), (x·y)·y < 3,
+    // y·(3 − x·y²) ≤ 3/√a; x·y² is taken as (x·y)·y so that the rounding of y is not
+    // multiplied by a large x
+    let big = (3.0 * hi).sqrt().max(3.0 / a.sqrt()).max(3.0).log2();
+    if big + 2.0 * fp.f() as f64 + 2.0 >= fp.l() as f64 {
+        return Err(NnError::FormatTooNarrow {
+            op: "rsqrt (Determine)",
+            l: fp.l(),
+            f: fp.f(),
+            why: format!("products up to 2^{big:.1} need log2 + 2f + 2 < l"),
+        });
+    }
+    let n = b.len(x);
+    let mut y = b.constant(&vec![enc(b, d.y0)?; n])?;
+    let three = enc(b, 3.0)?;
+    let half = enc(b, 0.5)?;
+    for _ in 0..d.iters {
+        let xy = b.mul(x, &y)?;
+        let xy2 = b.mul(&xy, &y)?;
+        let neg = b.neg(&xy2)?;
+        let e = b.add_const(&neg, &[three])?;
+        let ye = b.mul(&y, &e)?;
+        y = b.mul_const(&ye, &[half], fp.f())?;
+    }
+    Ok(y)
+}
+
+#[cfg(test)]
+mod determine_tests {
+    use super::*;
+
+    /// The determined (y0, t) reach δ (relative) on the whole range in f64, and t is minimal.
+    #[test]
+    fn determine_rsqrt_reaches_delta_on_the_range() {
+        for (a, b) in [(1.0, 2.0), (1.0, 4096.0), (3.4, 221_184.0), (0.0625, 65536.0)] {
+            let d = determine_rsqrt(a, b, DETERMINE_RSQRT_DELTA).unwrap();
+            let run = |x: f64, t: u32| (0..t).fold(d.y0, |y, _| y * (3.0 - x * y * y) / 2.0);
+            let rel = |x: f64, t: u32| (run(x, t) * x.sqrt() - 1.0).abs();
+            let worst = (0..=4000)
+                .map(|i| a * (b / a).powf(i as f64 / 4000.0))
+                .map(|x| rel(x, d.iters))
+                .fold(0.0, f64::max);
+            assert!(worst <= DETERMINE_RSQRT_DELTA * 1.0001, "[{a}, {b}]: t = {} y0 = {} worst {worst:e}", d.iters, d.y0);
+            let fewer = rel(a, d.iters - 1).max(rel(b, d.iters - 1));
+            assert!(fewer > DETERMINE_RSQRT_DELTA, "[{a}, {b}]: t − 1 steps would do");
+        }
+        assert!(determine_rsqrt(2.0, 1.0, 1e-3).is_err());
+        assert!(determine_rsqrt(1e-12, 1e12, 1e-9).is_err());
+    }
+}

@@ -121,3 +121,19 @@ pub fn reciprocal_lut_tol(hi: f64, f: u32) -> Result<i64, NnError> {
     let (_, _, _, t) = reciprocal_table(hi)?;
     Ok((2.0 * DETERMINE_DELTA * (f as f64).exp2()).ceil() as i64 + 4 * t as i64)
 }
+
+/// East's LayerNorm / RMSNorm by Eq. (9) ([`crate::layernorm::layernorm_east`]) for rows with
+/// variance ≥ `var_lo` and `|γ| ≤ gamma`: the one truncation of `z = n·x − Σx` ({0, −1} LSB)
+/// reaches the output times `η·√n·γ = 2^k·γ/(n·√Var) ≤ 1.34·γ/√Var` (`2^k/n < 4/3` for the row
+/// lengths of real models), plus the two products' ±2 LSB each, the Newton rounding at `f + 6`
+/// bits (below 1 LSB) and 2 of slack.
+pub fn east_norm_tol(var_lo: f64, gamma: f64) -> i64 {
+    (1.34 / var_lo.sqrt() * gamma).ceil() as i64 + 8
+}
+
+/// The Determine rsqrt ([`crate::rsqrt::rsqrt_determine`]) on `[a, b]`: `t` steps of three
+/// products, each ±2 LSB, contracting (the map has zero derivative at the fixed point):
+/// within `6t` LSB.
+pub fn rsqrt_determine_tol(a: f64, b: f64) -> Result<i64, NnError> {
+    Ok(6 * crate::rsqrt::determine_rsqrt(a, b, crate::rsqrt::DETERMINE_RSQRT_DELTA)?.iters as i64)
+}

@@ -800,3 +800,81 @@ fn lut_primitive_refuses_bad_tables() {
     let y = tw.lut(&x, LutIndex { shift: 18, bits: 8, exact: false }, &[&t]).unwrap();
     assert_eq!(y, vec![vec![1, 2]]);
 }
+
+/// East's LayerNorm / RMSNorm by Eq. (9) with the Determine InvSqrt (§4.2, Alg. 4) on rows whose
+/// variances span the documented domain `[2^−10, 2^12]`, and the Determine rsqrt alone.
+/// Twin vs secure: one truncation of `z = n·x − Σx` ({0, −1} LSB) reaches the output times
+/// `η·√n = 2^k/(n·√(Var + ε))` ≤ 1.34/√Var and `|γ|` ≤ 1.5, plus the products' ±2 LSB each and the
+/// Newton rounding (far below 1 LSB at f + 10 bits); f64 vs secure: the relative 2^−12 of the
+/// rsqrt times |(x − μ)/σ| ≤ √n, plus that.
+#[test]
+fn east_layernorm_and_determine_rsqrt_match_twin_and_f64() {
+    use nectar_nn::layernorm::{layernorm_east, EAST_NORM_DEFAULT};
+    use nectar_nn::rsqrt::{rsqrt_determine, DETERMINE_RSQRT_DELTA};
+    let ulp = 1.0 / FP.scale();
+    let (rows, cols) = (5, 96);
+    // rows of variance ~ 2^-9.7, 2^-3, 1, 2^5, 2^11 (spread s: Var ≈ s²/3)
+    let spreads = [0.06, 0.6, 1.7, 9.8, 78.0];
+    let mut lx = Vec::new();
+    for (r, &sp) in spreads.iter().enumerate() {
+        lx.extend(randu(cols, -sp, sp, 40 + r as u64).iter().map(|v| v + 0.3 * r as f64));
+    }
+    let gamma: Vec<f64> = (0..cols).map(|c| 0.5 + c as f64 / cols as f64).collect();
+    let beta: Vec<f64> = (0..cols).map(|c| 0.1 * c as f64 / cols as f64 - 0.05).collect();
+    let ln_want = layernorm::layernorm_f64(&lx, cols, &gamma, &beta, 1e-5);
+    let rms_want = rmsnorm::rmsnorm_f64(&lx, cols, &gamma, 1e-5);
+    let var_min = lx
+        .chunks(cols)
+        .map(|r| {
+            let m = r.iter().sum::<f64>() / cols as f64;
+            r.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / cols as f64
+        })
+        .fold(f64::MAX, f64::min);
+    assert!(var_min >= EAST_NORM_DEFAULT.var_lo, "test rows inside the domain");
+    let tol = nectar_nn::tolerance::east_norm_tol(var_min, 1.5);
+    let ftol = DETERMINE_RSQRT_DELTA * (cols as f64).sqrt() * 1.5 + tol as f64 * ulp;
+    struct EastNorm {
+        rows: usize,
+        cols: usize,
+        gamma: Vec<f64>,
+        beta: Option<Vec<f64>>,
+    }
+    impl EastNorm {
+        fn go<B: Backend<Val = Vec<u64>, Bit = Vec<bool>>>(&self, b: &mut B, x: &Vec<u64>) -> R {
+            let g = b.constant(&FP.encode_vec::<u64>(&self.gamma)?)?;
+            let be = match &self.beta {
+                Some(v) => Some(b.constant(&FP.encode_vec::<u64>(v)?)?),
+                None => None,
+            };
+            let y = layernorm_east(b, x, self.rows, self.cols, &g, be.as_ref(), &EAST_NORM_DEFAULT)?;
+            b.reveal(&y)
+        }
+    }
+    impl Case for EastNorm {
+        fn plain(&self, b: &mut PlainBackend, x: &Vec<u64>) -> R {
+            self.go(b, x)
+        }
+        fn secure(&self, b: &mut SecureBackend<'_>, x: &Vec<u64>) -> R {
+            self.go(b, x)
+        }
+    }
+    // rsqrt alone on [1, 2^16] (relative 2^-12 in f64; t steps of three products, each ±2 LSB)
+    let (a, hi) = (1.0, 65536.0);
+    let t = nectar_nn::rsqrt::determine_rsqrt(a, hi, DETERMINE_RSQRT_DELTA).unwrap().iters as i64;
+    assert_eq!(nectar_nn::tolerance::rsqrt_determine_tol(a, hi).unwrap(), 6 * t);
+    let mut rx: Vec<f64> = (0..=200).map(|i| a * (hi / a).powf(i as f64 / 200.0)).collect();
+    rx.push(hi - 1.0);
+    let rwant: Vec<f64> = rx.iter().map(|v| 1.0 / v.sqrt()).collect();
+    let rftol: Vec<f64> = rwant.iter().map(|w| w * DETERMINE_RSQRT_DELTA + (6 * t) as f64 * ulp).collect();
+    let items = vec![
+        item("east layernorm (Eq. 9)", lx.clone(), tol, Box::new(EastNorm { rows, cols, gamma: gamma.clone(), beta: Some(beta) }))
+            .float_vec(ln_want, ftol),
+        item("east rmsnorm", lx, tol, Box::new(EastNorm { rows, cols, gamma, beta: None })).float_vec(rms_want, ftol),
+        item("rsqrt determine [1, 2^16]", rx, 6 * t, case!(|b, x| {
+            let y = rsqrt_determine(b, x, 1.0, 65536.0)?;
+            b.reveal(&y)
+        }))
+        .float_vec(rwant, rftol.iter().cloned().fold(0.0, f64::max)),
+    ];
+    check(opts(), items);
+}

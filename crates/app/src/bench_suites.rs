@@ -43,6 +43,7 @@ struct Party {
     profile: Profile,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn party(
     ch: &mut dyn Channel,
     role: Role,
@@ -51,13 +52,17 @@ fn party(
     weights: Option<&dyn WeightSource>,
     input: &Input,
     task: &nectar_model::secure::Task,
+    progress: Option<crate::session::QueryProgress>,
 ) -> Result<Party, String> {
     let t0 = Instant::now();
     let s0 = ch.stats();
     let mut e = SecureEngine::setup(ch, role, suite, Prg::from_entropy()).map_err(|e| e.to_string())?;
     let setup_seconds = t0.elapsed().as_secs_f64();
     let setup = nectar_model::secure::Engine::net_stats(&e) - s0;
-    let m = SecureModel::new(config, weights).map_err(|e| e.to_string())?;
+    let mut m = SecureModel::new(config, weights).map_err(|e| e.to_string())?;
+    if let Some(p) = progress {
+        m = m.with_progress(Box::new(move |done, blocks| p(0, 1, done, blocks)));
+    }
     let s1 = nectar_model::secure::Engine::net_stats(&e);
     let t1 = Instant::now();
     let output = match (input, role) {
@@ -134,11 +139,16 @@ pub fn run(a: &Args, json: bool) -> Result<(), String> {
         }
         let (mut c0, mut c1) = linked_pair(link);
         let w: &dyn WeightSource = &server.weights;
+        let bar = (!json).then(|| crate::progress::QueryBar::new(&suite.label()));
+        let hook = bar.as_ref().map(|b| b.hook());
         let (rs, rc) = std::thread::scope(|s| {
-            let h = s.spawn(|| party(&mut *c1, Role::Client, suite, &server.config, None, &input, &task));
-            let rs = party(&mut *c0, Role::Server, suite, &server.config, Some(w), &input, &task);
+            let h = s.spawn(|| party(&mut *c1, Role::Client, suite, &server.config, None, &input, &task, hook));
+            let rs = party(&mut *c0, Role::Server, suite, &server.config, Some(w), &input, &task, None);
             (rs, h.join().unwrap_or_else(|_| Err("the client thread panicked".into())))
         });
+        if let Some(b) = &bar {
+            b.finish();
+        }
         let (srv, cli) = (rs?, rc?);
         if srv.output != Output::Nothing {
             return Err("the server learned an output".into());

@@ -19,7 +19,7 @@ pub const DEFAULT_TEXTS: [&str; 4] = [
 ];
 
 /// The plaintext reference output for the same input and task.
-pub(crate) fn reference(net: &Network, input: &Input, out: &Output) -> Result<Output, String> {
+pub fn reference(net: &Network, input: &Input, out: &Output) -> Result<Output, String> {
     let e = |e: nectar_model::ModelError| e.to_string();
     Ok(match (net, input, out) {
         (Network::Bert(b), Input::Ids(ids), Output::Embedding(_)) => Output::Embedding(b.embed_ids(ids).map_err(e)?),
@@ -31,7 +31,9 @@ pub(crate) fn reference(net: &Network, input: &Input, out: &Output) -> Result<Ou
     })
 }
 
-pub(crate) fn agreement_score(private: &Output, plain: &Output) -> Option<f64> {
+/// How close a private output is to the plaintext one: cosine for vectors, the fraction of
+/// equal tokens for generation.
+pub fn agreement_score(private: &Output, plain: &Output) -> Option<f64> {
     match (private, plain) {
         (Output::Embedding(a), Output::Embedding(b)) | (Output::Logits(a), Output::Logits(b)) => {
             Some(nectar_model::cosine(a, b) as f64)
@@ -169,7 +171,11 @@ pub fn demo(dir: &Path, suite: &Suite, texts: &[String], images: &[PathBuf], tok
     }
     let s2 = *suite;
     let srv = std::thread::spawn(move || private::serve(server, listener, &s2, &private::ServeOptions { max_sessions: Some(1), quiet: true, ..Default::default() }));
-    let res = private::run_client(&addr, suite, client.config.as_ref(), &inputs, tokens, false);
+    let bar = (!json).then(|| crate::progress::QueryBar::new("demo"));
+    let res = private::run_client(&addr, suite, client.config.as_ref(), &inputs, tokens, false, bar.as_ref().map(|b| b.hook()));
+    if let Some(b) = &bar {
+        b.finish();
+    }
     let srv_res = srv.join().map_err(|_| "server thread panicked".to_string())?;
     let (run, _cfg) = res?;
     srv_res?;

@@ -1,23 +1,9 @@
 //! `nectar`: the command-line interface (see README.md).
 
-#[macro_use]
-mod stdout;
-mod bench_he;
-mod demo;
-mod fit;
-mod params;
-mod private;
-mod rate_limit;
-mod session;
-mod bench_linear;
-mod bench_model;
-mod bench_net;
-mod bench_mpc;
-mod bench_nn;
-mod bench_ot;
-mod bench_suites;
-mod report;
-mod suites;
+use nectar_app::{
+    bench_he, bench_linear, bench_model, bench_mpc, bench_net, bench_nn, bench_ot, bench_suites, demo, fit, html_report, outln,
+    params, private, progress, report, suites,
+};
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -186,6 +172,15 @@ enum Cmd {
         suite: Option<String>,
         #[arg(long)]
         json: bool,
+    },
+    /// A self-contained HTML page (inline SVG bar charts, nothing fetched) of the per-operator
+    /// time and bytes of each run in FILE (`nectar bench suites --json` lines).
+    Report {
+        /// JSON lines with a per-operator breakdown (e.g. docs/results/suites.jsonl).
+        file: PathBuf,
+        /// Where to write the page.
+        #[arg(long, required = true)]
+        html: PathBuf,
     },
     /// Benchmarks (JSON lines with --json; see README "Benchmarks").
     Bench {
@@ -471,6 +466,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     max_frame: max_frame_mib.clamp(1, 4095) << 20,
                 },
                 quiet: false,
+                stop: None,
             };
             let suite = suite.suite()?;
             let m = std::sync::Arc::new(private::ServerModel::load(&model.dir())?);
@@ -505,7 +501,12 @@ fn run(cli: Cli) -> Result<(), String> {
                 let cm = private::ClientModel::load(&model.dir())?;
                 (private::tokenize(cm.tokenizer.as_ref(), &texts)?, texts.clone(), cm.config)
             };
-            let (run, _) = private::run_client(&connect, &suite, expected.as_ref(), &inputs, tokens, classify)?;
+            let bar = (!json).then(|| progress::QueryBar::new("infer"));
+            let res = private::run_client(&connect, &suite, expected.as_ref(), &inputs, tokens, classify, bar.as_ref().map(|b| b.hook()));
+            if let Some(b) = &bar {
+                b.finish();
+            }
+            let (run, _) = res?;
             demo::print_run(&labels, &run, None, &suite, json);
             Ok(())
         }
@@ -523,6 +524,7 @@ fn run(cli: Cli) -> Result<(), String> {
             };
             params::run(s.as_ref(), json)
         }
+        Cmd::Report { file, html } => html_report::run(&file, &html),
         Cmd::Suites { json, markdown } => {
             suites::print(json, markdown);
             Ok(())

@@ -3,17 +3,17 @@
 pub use crate::session::Input;
 use crate::rate_limit::RateLimitedLog;
 pub use crate::session::SessionLimits;
-use crate::session::{serve_session, Agreement, ClientRun, ClientSession, QueryReport, Served};
+use crate::session::{serve_session, Agreement, ClientRun, ClientSession, QueryProgress, QueryReport, Served};
 use nectar_math::Prg;
 use nectar_model::config::ModelConfig;
 use nectar_model::secure::{Output, Task};
 use nectar_model::Suite;
 use nectar_model::tokenizer::TextTokenizer;
 use nectar_model::weights::Weights;
-use nectar_net::TcpChannel;
+use nectar_net::{LinkModel, TcpChannel};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -31,6 +31,9 @@ pub struct ServeOptions {
     pub limits: SessionLimits,
     /// No per-session log lines.
     pub quiet: bool,
+    /// When set, the server stops accepting at its next accepted connection and returns once
+    /// the running sessions end; whoever sets it wakes the accept loop with [`wake`].
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 impl Default for ServeOptions {
@@ -41,6 +44,7 @@ impl Default for ServeOptions {
             max_concurrent: DEFAULT_MAX_CONCURRENT,
             limits: SessionLimits::default(),
             quiet: false,
+            stop: None,
         }
     }
 }
@@ -108,6 +112,9 @@ pub fn serve(model: Arc<ServerModel>, listener: TcpListener, suite: &Suite, opts
     let cap = opts.max_concurrent.max(1);
     std::thread::scope(|scope| {
         for conn in listener.incoming() {
+            if opts.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst)) {
+                break;
+            }
             let stream = match conn {
                 Ok(s) => {
                     backoff = Duration::ZERO;
@@ -195,6 +202,59 @@ pub fn serve(model: Arc<ServerModel>, listener: TcpListener, suite: &Suite, opts
     Ok(())
 }
 
+/// Wakes a server blocked in `accept` on `addr` (after its [`ServeOptions::stop`] flag was set)
+/// by connecting once; the connection is closed unserved.
+pub fn wake(addr: std::net::SocketAddr) -> Result<(), String> {
+    // A wildcard address is woken on loopback.
+    let ip = match addr.ip() {
+        std::net::IpAddr::V4(v) if v.is_unspecified() => std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+        std::net::IpAddr::V6(v) if v.is_unspecified() => std::net::IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    let to = std::net::SocketAddr::new(ip, addr.port());
+    std::net::TcpStream::connect_timeout(&to, Duration::from_secs(5)).map(drop).map_err(|e| format!("waking the server on {to}: {e}"))
+}
+
+/// Both parties in this process, over an in-memory channel through the simulated link `link`
+/// (`None`: no link delay): the server's session ([`serve_session`], as `nectar serve` runs
+/// it) on a second thread, the client's ([`ClientSession`]) on this one. Returns what the
+/// client measured, with its wall-clock seconds from handshake to `Bye`.
+pub fn run_local(
+    model: &ServerModel,
+    suite: &Suite,
+    link: Option<LinkModel>,
+    queries: &[(Task, Input)],
+    progress: Option<QueryProgress>,
+) -> Result<(ClientRun, f64), String> {
+    let agreement = Agreement::new(suite)?;
+    let (c0, c1) = nectar_net::linked_pair(link);
+    let served = Served {
+        config: model.config.clone(),
+        config_json: model.config_json.clone(),
+        weights: &model.weights,
+        agreement: agreement.clone(),
+        reveal_to_server: false,
+    };
+    let limits = SessionLimits::default();
+    let t = Instant::now();
+    let (srv, cli) = std::thread::scope(|scope| {
+        let h = scope.spawn(|| serve_session(c0, &served, &limits, 0, Prg::from_entropy()));
+        let cli = ClientSession::connect(c1, agreement, Some(&model.config), Prg::from_entropy()).and_then(|s| match progress {
+            Some(p) => s.with_progress(p).run(queries),
+            None => s.run(queries),
+        });
+        (h.join(), cli)
+    });
+    let seconds = t.elapsed().as_secs_f64();
+    // The client's error says more (the server's reason travels to it in an abort frame).
+    let run = cli.map_err(|e| e.to_string())?;
+    match srv {
+        Ok(Ok(_)) => Ok((run, seconds)),
+        Ok(Err(e)) => Err(format!("server: {e}")),
+        Err(_) => Err("server: internal error (panic)".into()),
+    }
+}
+
 /// The client's view of a model: its public config and the tokenizer of a local copy.
 pub struct ClientModel {
     pub config: Option<ModelConfig>,
@@ -239,7 +299,8 @@ pub fn default_task(cfg: &ModelConfig, tokens: usize, classify: bool) -> Task {
     }
 }
 
-/// Connect to `addr` and run `inputs` (token ids or images) as one session.
+/// Connect to `addr` and run `inputs` (token ids or images) as one session (`progress`: told
+/// after each transformer block, e.g. a [`crate::progress::QueryBar`]).
 pub fn run_client(
     addr: &str,
     suite: &Suite,
@@ -247,10 +308,12 @@ pub fn run_client(
     inputs: &[Input],
     tokens: usize,
     classify: bool,
+    progress: Option<QueryProgress>,
 ) -> Result<(ClientRun, ModelConfig), String> {
-    let ch = TcpChannel::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
-    let session = ClientSession::connect(Box::new(ch), Agreement::new(suite)?, expected, Prg::from_entropy())
-        .map_err(|e| e.to_string())?;
+    let mut session = connect(addr, suite, expected)?;
+    if let Some(p) = progress {
+        session = session.with_progress(p);
+    }
     if session.reveal_to_server() {
         eprintln!("note: this server also learns each output (its reveal-to-server option is on)");
     }
@@ -259,6 +322,14 @@ pub fn run_client(
     let queries: Vec<(Task, Input)> = inputs.iter().map(|i| (task.clone(), i.clone())).collect();
     let run = session.run(&queries).map_err(|e| e.to_string())?;
     Ok((run, cfg))
+}
+
+/// Connect to `addr` and complete the handshake (`expected`: the client's own copy of the
+/// architecture, compared with the server's).
+pub fn connect(addr: &str, suite: &Suite, expected: Option<&ModelConfig>) -> Result<ClientSession, String> {
+    let agreement = Agreement::new(suite)?;
+    let ch = TcpChannel::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
+    ClientSession::connect(Box::new(ch), agreement, expected, Prg::from_entropy()).map_err(|e| e.to_string())
 }
 
 /// Token ids of each text.

@@ -32,6 +32,7 @@ use nectar_model::secure::{Output, Profile, Query, SecureEngine, SecureModel, Ta
 use nectar_model::Suite;
 use nectar_net::{Channel, Limits, NetError, Role, Stats, DEFAULT_MAX_FRAME, HANDSHAKE_MAX_FRAME};
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -336,7 +337,12 @@ fn serve_queries(shared: &SharedChannel, s: &Served, limits: &SessionLimits, prg
     }
 }
 
-/// Client side of a session: handshake and setup, then queries via [`ClientSession::query`].
+/// Called on the client as a query's transformer blocks complete, with
+/// `(query index, number of queries, blocks done, blocks)` (a generation reports each step's
+/// blocks again). For progress bars; it must not block.
+pub type QueryProgress = Arc<dyn Fn(usize, usize, usize, usize) + Send + Sync>;
+
+/// Client side of a session: handshake and setup, then queries via [`ClientSession::run`].
 pub struct ClientSession {
     shared: SharedChannel,
     engine_ch: Box<SharedChannel>,
@@ -346,6 +352,7 @@ pub struct ClientSession {
     setup_stats: Stats,
     setup_seconds: f64,
     prg: Option<Prg>,
+    progress: Option<QueryProgress>,
 }
 
 impl ClientSession {
@@ -385,6 +392,7 @@ impl ClientSession {
             setup_stats: Stats::default(),
             setup_seconds: t.elapsed().as_secs_f64(),
             prg: Some(prg),
+            progress: None,
         })
     }
 
@@ -397,6 +405,12 @@ impl ClientSession {
         self.reveal_to_server
     }
 
+    /// Report each query's progress to `p` (after each transformer block).
+    pub fn with_progress(mut self, p: QueryProgress) -> Self {
+        self.progress = Some(p);
+        self
+    }
+
     /// Run the whole session: setup once, then `queries` in order, then `Bye`. Each query is
     /// checked against the model before the session setup starts.
     pub fn run(self, queries: &[(Task, Input)]) -> Result<ClientRun, SessionError> {
@@ -404,7 +418,12 @@ impl ClientSession {
     }
 
     fn run_queries(mut self, queries: &[(Task, Input)]) -> Result<ClientRun, SessionError> {
-        let model = SecureModel::new(&self.config, None)?;
+        let current = Arc::new(AtomicUsize::new(0));
+        let mut model = SecureModel::new(&self.config, None)?;
+        if let Some(p) = self.progress.clone() {
+            let (current, n) = (Arc::clone(&current), queries.len());
+            model = model.with_progress(Box::new(move |done, blocks| p(current.load(Ordering::Relaxed), n, done, blocks)));
+        }
         for (task, input) in queries {
             let len = input.len(&self.config);
             model.check_query(&Query { task: task.clone(), ids: None, len })?;
@@ -416,7 +435,8 @@ impl ClientSession {
         self.setup_seconds += t.elapsed().as_secs_f64();
         self.setup_stats = ctl.stats();
         let mut reports = Vec::new();
-        for (task, input) in queries {
+        for (i, (task, input)) in queries.iter().enumerate() {
+            current.store(i, Ordering::Relaxed);
             let len = input.len(&self.config);
             send_json(&mut ctl, &ClientMsg::Query { task: task.clone(), len })?;
             let s0 = ctl.stats();
@@ -441,7 +461,7 @@ impl ClientSession {
             });
         }
         send_json(&mut ctl, &ClientMsg::Bye)?;
-        Ok(ClientRun { reports, setup_seconds: self.setup_seconds, setup_stats: self.setup_stats })
+        Ok(ClientRun { reports, setup_seconds: self.setup_seconds, setup_stats: self.setup_stats, total_stats: ctl.stats() })
     }
 }
 
@@ -467,5 +487,53 @@ impl Input {
 pub struct ClientRun {
     pub reports: Vec<QueryReport>,
     pub setup_seconds: f64,
+    /// The client's traffic from connect to the end of the session setup.
     pub setup_stats: Stats,
+    /// The client's traffic of the whole session (handshake, setup, queries, `Bye`).
+    pub total_stats: Stats,
+}
+
+impl ClientRun {
+    /// The run's measurements as one JSON object (client view): `seconds` (the caller's wall
+    /// clock of the whole session, `wall_seconds`), `setup_seconds`, `inference_seconds`,
+    /// bytes each way (`bytes_client_to_server`, `bytes_server_to_client`, `bytes_total`,
+    /// `setup_bytes`), `rounds` (flights this party sent), one object per query under
+    /// `queries`, and the per-operator profile of all queries under `ops` (each row an
+    /// [`nectar_model::secure::OpRecord`], with its protocol and preprocessing share).
+    pub fn metrics(&self, suite: &Suite, wall_seconds: f64, reveal_to_server: bool) -> serde_json::Value {
+        let mut profile = Profile::default();
+        for r in &self.reports {
+            profile.merge(&r.profile);
+        }
+        let queries: Vec<serde_json::Value> = self
+            .reports
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "task": r.task,
+                    "tokens": r.len,
+                    "seconds": r.seconds,
+                    "bytes_sent": r.bytes_sent,
+                    "bytes_recv": r.bytes_recv,
+                    "rounds": r.rounds,
+                })
+            })
+            .collect();
+        let t = &self.total_stats;
+        serde_json::json!({
+            "suite": suite.label(),
+            "protocols": suite.json_map(),
+            "seconds": wall_seconds,
+            "setup_seconds": self.setup_seconds,
+            "inference_seconds": self.reports.iter().map(|r| r.seconds).sum::<f64>(),
+            "bytes_client_to_server": t.bytes_sent,
+            "bytes_server_to_client": t.bytes_recv,
+            "bytes_total": t.bytes_sent + t.bytes_recv,
+            "setup_bytes": self.setup_stats.bytes_sent + self.setup_stats.bytes_recv,
+            "rounds": t.rounds,
+            "reveal_to_server": reveal_to_server,
+            "queries": queries,
+            "ops": profile.ops,
+        })
+    }
 }

@@ -19,6 +19,7 @@ pub fn write(args: std::fmt::Arguments, newline: bool) {
 }
 
 /// `outln!` that ends the process quietly on a closed stdout ([`write`]).
+#[macro_export]
 macro_rules! outln {
     () => {
         $crate::stdout::write(format_args!(""), true)
@@ -29,6 +30,7 @@ macro_rules! outln {
 }
 
 /// `print!` that ends the process quietly on a closed stdout ([`write`]).
+#[macro_export]
 macro_rules! out {
     ($($t:tt)*) => {
         $crate::stdout::write(format_args!($($t)*), false)

@@ -22,7 +22,7 @@
 //! opening of `2(l' + 1)` bits per block plus the ANDs of the tree. Preprocessing per block:
 //! `l' + 1` random COTs and `128(l' + 1) + 2^(l'+1)` bits. The block size trades the
 //! preprocessing's `2^(l'+1)` bits and `O(4^l')` hashes against the number of blocks;
-//! `nectar bench mpc --op msb --suite bumblebee+compare=rotl-lut --block B` sweeps it
+//! `nectar bench mpc --op msb --bits L --block B` sweeps it
 //! (`docs/results/rotl.md`). Exact.
 
 use crate::ctx::mask;

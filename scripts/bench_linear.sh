@@ -4,18 +4,8 @@
 # docs/results/linear.jsonl, the commands and commit into docs/results/linear.meta.json. About
 # 12 minutes on 2 cores (KRDY+ with PackLWEs alone takes ~7). Then `make results`.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-cargo build --quiet --release -p nectar-app
-BIN=target/release/nectar
-OUT=docs/results/linear.jsonl
-META=docs/results/linear.meta.json
-COMMIT=$(git rev-parse --short HEAD)
-: > "$OUT"
-CMDS=()
-run() {
-  CMDS+=("nectar $*")
-  "$BIN" "$@" >> "$OUT"
-}
+source "$(dirname "$0")/bench_lib.sh"
+bench_init linear
 # Table II: OLT with each method, bOLEe, without a link and over the simulated LAN / WAN
 for net in none lan wan; do
   for v in krdy interleave; do
@@ -32,13 +22,4 @@ run bench linear --op matmul --shape 128,768,768 --json
 run bench linear --op batch_matmul --shape 128,64,128 --heads 12 --json
 for s in 32768 1048576; do run bench linear --op mul --size "$s" --json; done
 run bench linear --op square --size 32768 --json
-python3 - "$META" "$COMMIT" "${CMDS[@]}" <<'PY'
-import json, sys
-meta, commit, cmds = sys.argv[1], sys.argv[2], sys.argv[3:]
-json.dump({
-    "commands": [{"command": c, "commit": commit} for c in cmds],
-    "build": "release profile (`cargo build --release`, opt-level 3)",
-    "machine": "2-core VM (nproc = 2), 24 GiB RAM; both parties in one process over an in-memory channel (optionally the simulated LAN 1 Gbit/s 0.5 ms / WAN 400 Mbit/s 4 ms link)",
-}, open(meta, "w"), indent=2)
-open(meta, "a").write("\n")
-PY
+bench_meta "2-core VM (nproc = 2), 24 GiB RAM; both parties in one process over an in-memory channel (optionally the simulated LAN 1 Gbit/s 0.5 ms / WAN 400 Mbit/s 4 ms link)"

@@ -4,19 +4,10 @@
 # with the commit they ran at into docs/results/rotl.meta.json. About 15 minutes on 2 cores.
 # Then `make results` renders rotl.md.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-cargo build --quiet --release -p nectar-app
-BIN=target/release/nectar
-OUT=docs/results/rotl.jsonl
-META=docs/results/rotl.meta.json
-COMMIT=$(git rev-parse --short HEAD)
-: > "$OUT"
-CMDS=()
-run() {
-  # "$@": the nectar arguments; RAYON_NUM_THREADS=1: one thread per party, as ROTL's figures
-  CMDS+=("nectar $*")
-  RAYON_NUM_THREADS=1 "$BIN" "$@" >> "$OUT"
-}
+source "$(dirname "$0")/bench_lib.sh"
+# one thread per party, as ROTL's figures
+RUN_ENV=RAYON_NUM_THREADS=1
+bench_init rotl
 # ROTL Fig. 14 / §VII-C: n = 256, l = 64, averaged over 100 000 lookups; FLUTE+ next to it
 run bench mpc --op lut --n 256 --bits 64 --count 100000 --json
 run bench mpc --op flute --n 256 --bits 64 --count 100000 --json
@@ -33,13 +24,4 @@ for suite in rotl+compare=millionaire rotl; do
   run bench nn --op gelu --suite "$suite" --size 786432 --bits 37 --frac 12 --json
   run bench nn --op softmax --suite "$suite" --size 786432 --cols 256 --bits 37 --frac 12 --json
 done
-python3 - "$META" "$COMMIT" "${CMDS[@]}" <<'PY'
-import json, sys
-meta, commit, cmds = sys.argv[1], sys.argv[2], sys.argv[3:]
-json.dump({
-    "commands": [{"command": c, "commit": commit} for c in cmds],
-    "build": "release profile (`cargo build --release`, opt-level 3)",
-    "machine": "2-core VM (nproc = 2), 24 GiB RAM; both parties in one process over an in-memory channel, RAYON_NUM_THREADS=1",
-}, open(meta, "w"), indent=2)
-open(meta, "a").write("\n")
-PY
+bench_meta "2-core VM (nproc = 2), 24 GiB RAM; both parties in one process over an in-memory channel, RAYON_NUM_THREADS=1"

@@ -1,0 +1,33 @@
+# Shared by scripts/bench_*.sh: source it, call `bench_init NAME`, then `run ARGS...` for each
+# nectar run (one JSON line each into docs/results/NAME.jsonl), then `bench_meta "MACHINE"`
+# (the commands with the commit they ran at into docs/results/NAME.meta.json).
+# RUN_ENV (optional): an environment assignment for every run, e.g. RAYON_NUM_THREADS=1.
+
+bench_init() {
+  cd "$(dirname "${BASH_SOURCE[0]}")/.."
+  cargo build --quiet --release -p nectar-app
+  BIN=target/release/nectar
+  OUT=docs/results/$1.jsonl
+  META=docs/results/$1.meta.json
+  COMMIT=$(git rev-parse --short HEAD)
+  : > "$OUT"
+  CMDS=()
+}
+
+run() {
+  CMDS+=("nectar $*")
+  env ${RUN_ENV:-} "$BIN" "$@" >> "$OUT"
+}
+
+bench_meta() {
+  python3 - "$META" "$COMMIT" "$1" "${CMDS[@]}" <<'PY'
+import json, sys
+meta, commit, machine, cmds = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+json.dump({
+    "commands": [{"command": c, "commit": commit} for c in cmds],
+    "build": "release profile (`cargo build --release`, opt-level 3)",
+    "machine": machine,
+}, open(meta, "w"), indent=2)
+open(meta, "a").write("\n")
+PY
+}

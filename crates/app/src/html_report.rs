@@ -37,7 +37,7 @@ pub struct Op {
 const PALETTE: [&str; 8] = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f"];
 
 /// Runs of `text` (JSON lines): each line with `breakdown.ops` (a bench line) or
-/// `totals.breakdown.ops` (`nectar demo --json`). Lines without one are skipped; a line that is
+/// `totals.breakdown.ops` (`nectar demo --json`). Lines without one are not runs and are left out; a line that is
 /// not JSON is an error naming it.
 pub fn parse_runs(text: &str) -> Result<Vec<Run>, String> {
     let mut runs = Vec::new();
@@ -261,8 +261,8 @@ mod tests {
     const LINE: &str = r#"{"bench":"suites","variant":"a<b","seconds":2.0,"bytes_total":3000000,"breakdown":{"ops":[{"op":"gelu","protocol":"seg4","seconds":1.5,"bytes_sent":1000000,"bytes_recv":500000,"prepro_bytes":0,"prepro_seconds":0.0},{"op":"softmax","protocol":"lut","seconds":0.5,"bytes_sent":10,"bytes_recv":0,"prepro_bytes":5,"prepro_seconds":0.25}]}}"#;
 
     #[test]
-    fn parses_and_escapes() {
-        let runs = parse_runs(&format!("{LINE}\n{{\"bench\":\"net\"}}\n")).unwrap();
+    fn parses_and_escapes() -> Result<(), String> {
+        let runs = parse_runs(&format!("{LINE}\n{{\"bench\":\"net\"}}\n"))?;
         assert_eq!(runs.len(), 1);
         assert_eq!(runs[0].ops[0].bytes, 1_500_000);
         let page = render(&runs, "x.jsonl");
@@ -270,5 +270,6 @@ mod tests {
         assert_eq!(page.matches("class=\"bar\"").count(), 1 + 1 + 2 + 2);
         assert_eq!(page.matches("class=\"prepro\"").count(), 2);
         assert!(parse_runs("{not json").is_err());
+        Ok(())
     }
 }

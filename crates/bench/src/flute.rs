@@ -119,14 +119,7 @@ pub fn bench_flute_with(
         n,
         bits: l,
         count,
-        net: match net {
-            None => "none".into(),
-            Some(m) => format!(
-                "{:.0} Mbit/s, {:?} one-way",
-                m.bandwidth_bps / 1e6,
-                m.latency
-            ),
-        },
+        net: crate::mpc::net_label(net),
         bytes_total,
         prepro_bytes,
         online_bytes,

@@ -139,10 +139,7 @@ pub fn bench_lut(op: LutOp, bits: u32, count: usize, net: Option<LinkModel>) -> 
             LutOp::Msb { block } => block,
         },
         count,
-        net: match net {
-            None => "none".into(),
-            Some(m) => format!("{:.0} Mbit/s, {:?} one-way", m.bandwidth_bps / 1e6, m.latency),
-        },
+        net: crate::mpc::net_label(net),
         bytes_total: pre_b + on_b,
         prepro_bytes: pre_b,
         online_bytes: on_b,

@@ -177,14 +177,7 @@ pub fn bench_mpc(op: MpcOp, size: usize, net: Option<LinkModel>) -> Result<MpcBe
     Ok(MpcBench {
         op,
         size,
-        net: match net {
-            None => "none".into(),
-            Some(m) => format!(
-                "{:.0} Mbit/s, {:?} one-way",
-                m.bandwidth_bps / 1e6,
-                m.latency
-            ),
-        },
+        net: net_label(net),
         seconds: t0.max(t1),
         bytes,
         bytes_p0: s0.bytes_sent,
@@ -197,6 +190,14 @@ pub fn bench_mpc(op: MpcOp, size: usize, net: Option<LinkModel>) -> Result<MpcBe
         steady_bits_per_element: (bytes - refill_bytes) as f64 * 8.0 / size.max(1) as f64
             + cots_per_element * refill_bits_per_cot,
     })
+}
+
+/// How a bench line names the link: `none` or its bandwidth and one-way latency.
+pub(crate) fn net_label(net: Option<LinkModel>) -> String {
+    match net {
+        None => "none".into(),
+        Some(m) => format!("{:.0} Mbit/s, {:?} one-way", m.bandwidth_bps / 1e6, m.latency),
+    }
 }
 
 /// Before a measurement, outside it: the Ferret bootstrap of both directions (one random OT

@@ -365,10 +365,7 @@ pub fn bench_secure(
                 nectar_ot::Producer::Ferret(p) => p.name,
             }
         ),
-        net: match net {
-            None => "none".into(),
-            Some(m) => format!("{:.0} Mbit/s, {:?} one-way", m.bandwidth_bps / 1e6, m.latency),
-        },
+        net: crate::mpc::net_label(net),
         seconds: t0.max(t1),
         bytes_p0: s0.bytes_sent,
         bytes_p1: s1.bytes_sent,

@@ -38,7 +38,7 @@
 //! online `2k` bits (`k` each way), one exchange (2 flows). Paper (Table IV, Ferret ≈ 0.6 bits
 //! per ROT): `5.2(n − log n − 1)` bits preprocessing, `2 log n` online. Exact.
 
-use crate::ctx::{mask, same_len};
+use crate::ctx::same_len;
 use crate::{Mpc, MpcError, Result};
 use nectar_net::Channel;
 
@@ -143,23 +143,11 @@ fn words(log_n: u32) -> usize {
 }
 
 /// Validate a public table for `l`-bit outputs and return its `log n`: a power-of-two length
-/// in `[2, 2^MAX_LOG_N]`, `1 <= l <= 64`, every entry below `2^l`.
+/// in `[2, 2^MAX_LOG_N]`, `1 <= l <= 64`, every entry below `2^l` (the same rules as ROTL's
+/// tables, [`crate::rotl_lut::check_table`]).
 pub fn check_table(table: &[u64], l: u32) -> Result<u32> {
-    let m = mask(l)?;
-    let n = table.len();
-    if !n.is_power_of_two() || n < 2 {
-        return Err(MpcError::BadArgument(format!(
-            "FLUTE+: table of {n} entries is not a power of two >= 2"
-        )));
-    }
-    let log_n = n.trailing_zeros();
+    let log_n = crate::rotl_lut::check_table(table, l)?;
     check_log_n(log_n)?;
-    if let Some(i) = table.iter().position(|&t| t & !m != 0) {
-        return Err(MpcError::BadArgument(format!(
-            "FLUTE+: table entry {i} = {:#x} does not fit {l} bits",
-            table[i]
-        )));
-    }
     Ok(log_n)
 }
 

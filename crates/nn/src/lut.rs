@@ -89,8 +89,9 @@ impl ActLut {
             .collect()
     }
 
-    /// The approximation in f64 with segment `j − c` (`c ∈ {0, 1}` the secure index error).
-    pub fn eval_f64(&self, x: f64, c: usize) -> f64 {
+    /// The approximation in f64 with segment `j − c` (`c ∈ {0, 1}` the secure index error),
+    /// given the table's [`ActLut::lines`].
+    pub fn eval_f64(&self, lines: &[(f64, f64)], x: f64, c: usize) -> f64 {
         let (a, w) = (self.alpha(), self.width());
         if x < -a + w {
             return 0.0;
@@ -98,35 +99,23 @@ impl ActLut {
         if x >= a {
             return x;
         }
-        let j = ((x + a) / w).floor() as usize - c;
-        let (s, d) = self.lines()[j];
+        let (s, d) = lines[((x + a) / w).floor() as usize - c];
         s * x + d
     }
 
     /// Max abs error of [`ActLut::eval_f64`] against `f` on `[−α − 4, α + 4]`, over both index
     /// values (exact and one less), on a grid of `2^16` points per unit.
     pub fn max_error(&self) -> f64 {
-        let (a, lines, w) = (self.alpha(), self.lines(), self.width());
+        let (a, lines) = (self.alpha(), self.lines());
         let (lo, hi) = (-a - 4.0, a + 4.0);
         let steps = ((hi - lo) * 65536.0) as usize;
         let mut worst = 0.0f64;
         for i in 0..=steps {
             let x = lo + (hi - lo) * i as f64 / steps as f64;
             let y = self.func.eval(x);
-            let e = if x < -a + w {
-                y.abs()
-            } else if x >= a {
-                (x - y).abs()
-            } else {
-                let j = ((x + a) / w).floor() as usize;
-                (0..=1usize)
-                    .map(|c| {
-                        let (s, d) = lines[j - c];
-                        (s * x + d - y).abs()
-                    })
-                    .fold(0.0, f64::max)
-            };
-            worst = worst.max(e);
+            for c in 0..=1 {
+                worst = worst.max((self.eval_f64(&lines, x, c) - y).abs());
+            }
         }
         worst
     }

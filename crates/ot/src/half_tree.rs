@@ -61,8 +61,8 @@ fn leaf_tweak(tree: u64, leaf: usize, block: usize) -> u128 {
 }
 
 /// Children of the `w` nodes `cur[..w]` at level `l − 1` into `nxt[..2w]` (half-tree rule).
-/// `skip`: a node whose children stay unknown (set to 0).
-fn expand_level(crh: &Crh, tree: u64, l: usize, cur: &[u128], nxt: &mut [u128], skip: Option<usize>) {
+/// `unknown`: the node whose children stay unknown (set to 0).
+fn expand_level(crh: &Crh, tree: u64, l: usize, cur: &[u128], nxt: &mut [u128], unknown: Option<usize>) {
     let w = cur.len();
     nxt[..w].copy_from_slice(cur);
     crh.tccr_with(&mut nxt[..w], |i| node_tweak(tree, l, i));
@@ -72,17 +72,17 @@ fn expand_level(crh: &Crh, tree: u64, l: usize, cur: &[u128], nxt: &mut [u128], 
         nxt[2 * i] = left;
         nxt[2 * i + 1] = cur[i] ^ left;
     }
-    if let Some(s) = skip {
+    if let Some(s) = unknown {
         nxt[2 * s] = 0;
         nxt[2 * s + 1] = 0;
     }
 }
 
-/// Output blocks of every leaf (`width` per leaf, leaf-major); `skip` stays zero.
-fn outputs(crh: &Crh, tree: u64, leaves: &[u128], width: usize, skip: Option<usize>) -> Vec<u128> {
+/// Output blocks of every leaf (`width` per leaf, leaf-major); the `unknown` leaf's stay zero.
+fn outputs(crh: &Crh, tree: u64, leaves: &[u128], width: usize, unknown: Option<usize>) -> Vec<u128> {
     let mut out: Vec<u128> = leaves.iter().flat_map(|&x| std::iter::repeat_n(x, width)).collect();
     crh.tccr_with(&mut out, |j| leaf_tweak(tree, j / width, j % width));
-    if let Some(s) = skip {
+    if let Some(s) = unknown {
         out[s * width..(s + 1) * width].iter_mut().for_each(|x| *x = 0);
     }
     out

@@ -167,6 +167,16 @@ impl OtSession {
         acot::recv(&mut self.recv, &self.crh, ch, c, l)
     }
 
+    /// Additive COT over `Z_{2^l}`, `l <= 128`, this party sender with `Δ_i`: returns `x_i`.
+    pub fn send_acot_wide<C: Channel + ?Sized>(&mut self, ch: &mut C, deltas: &[u128], l: u32) -> Result<Vec<u128>, OtError> {
+        acot::send_wide(&mut self.send, &self.crh, ch, deltas, l)
+    }
+
+    /// Additive COT over `Z_{2^l}`, `l <= 128`, this party receiver: `x_i + c_i·Δ_i mod 2^l`.
+    pub fn recv_acot_wide<C: Channel + ?Sized>(&mut self, ch: &mut C, c: &[bool], l: u32) -> Result<Vec<u128>, OtError> {
+        acot::recv_wide(&mut self.recv, &self.crh, ch, c, l)
+    }
+
     /// 1-of-N OT on `k`-bit messages, this party sender (`msgs[i·N + j]`).
     pub fn send_ot1n<C: Channel + ?Sized>(&mut self, ch: &mut C, msgs: &[u128], n: usize, k: usize) -> Result<(), OtError> {
         one_of_n::send(&mut self.send, &self.crh, ch, msgs, n, k)

@@ -154,6 +154,41 @@ fn additive_cot() {
 }
 
 #[test]
+fn additive_cot_wide() {
+    let widths = [65u32, 104, 127, 128];
+    let (sent, got) = both(
+        tiny(),
+        |s, c| {
+            let mut prg = Prg::new([6; 16]);
+            let mut out = Vec::new();
+            for l in widths {
+                let deltas: Vec<u128> = (0..1001).map(|_| prg.next_u128()).collect();
+                let x = s.send_acot_wide(c, &deltas, l).unwrap();
+                out.push((l, deltas, x));
+            }
+            out
+        },
+        |s, c| {
+            let mut out = Vec::new();
+            for l in widths {
+                let ch: Vec<bool> = (0..1001).map(|i| i % 3 == 1).collect();
+                let y = s.recv_acot_wide(c, &ch, l).unwrap();
+                out.push((ch, y));
+            }
+            out
+        },
+    );
+    for ((l, deltas, x), (ch, y)) in sent.iter().zip(&got) {
+        let mask = if *l == 128 { u128::MAX } else { (1u128 << l) - 1 };
+        for i in 0..x.len() {
+            assert!(x[i] <= mask && y[i] <= mask);
+            let want = x[i].wrapping_add(if ch[i] { deltas[i] } else { 0 }) & mask;
+            assert_eq!(y[i], want, "l={l} i={i}");
+        }
+    }
+}
+
+#[test]
 fn one_of_n_ot() {
     let cases = [(2usize, 1usize), (5, 7), (16, 2), (16, 6), (256, 64), (3, 128)];
     let (msgs, got) = both(
@@ -324,7 +359,7 @@ fn bad_peer_yields_typed_errors_in_both_parties() {
 fn wrong_arguments_are_errors_not_panics() {
     let (a, b) = both(
         tiny(),
-        |s, c| (s.send_ot1n(c, &[0; 10], 300, 8).is_err(), s.send_acot(c, &[1], 65).is_err()),
+        |s, c| (s.send_ot1n(c, &[0; 10], 300, 8).is_err(), s.send_acot(c, &[1], 65).is_err() && s.send_acot_wide(c, &[1], 129).is_err()),
         |s, c| (s.recv_ot1n(c, &[20], 16, 8).is_err(), s.recv_pprf(c, &[1 << 5], 5).is_err()),
     );
     assert!(a.0 && a.1 && b.0 && b.1);

@@ -46,6 +46,8 @@
 //! - [`flute`]: FLUTE+ lookup table on boolean-shared indices (ROTL §V);
 //! - [`trunc`]: approximate (Cheetah), faithful, known-MSB and heuristic (East §4.3) truncation;
 //! - [`extend`]: ring extension (BumbleBee App. E Alg. 5), reduction, mixed bit-width (§V-C);
+//! - [`field_ring`]: BLB's field ↔ ring conversions, wide (≤ 128-bit) B2A / extension, local
+//!   probabilistic truncation (App. C.3–C.4);
 //! - [`mul`]: OT-based (Gilboa) product and square of shared vectors, shared × public;
 //! - [`rotate`]: ROTL's secret-shared rotation Π_Rotate of bit vectors (§III, Fig. 10);
 //! - [`rotl_lut`]: ROTL table lookup on arithmetic shares, preprocessing / online (§IV, Fig. 11);
@@ -56,6 +58,7 @@ pub mod b2a;
 pub mod ctx;
 pub mod equal;
 pub mod extend;
+pub mod field_ring;
 pub mod flute;
 pub mod less_than;
 pub mod millionaire;

@@ -17,6 +17,7 @@
 //! - [`interleave`]: InterLeave and PackLWEs over any ring with automorphisms
 //!   ([`interleave::AutoRing`]), with a plain `Z_q` twin;
 //! - [`parse_mat`]: where each matrix entry lands (App. E, Fig. 8, corrected);
+//! - [`share_codec`]: CKKS encode / decode on additive shares in fixed point (BLB §6.3, App. C.4);
 //! - [`liftdown`]: `Lift` / `Down` (Prop. 2–3) over a CRT plaintext modulus `t`.
 
 pub mod bole;
@@ -28,6 +29,7 @@ pub mod matmul;
 pub mod olt;
 pub mod parse_mat;
 pub mod session;
+pub mod share_codec;
 pub mod window;
 mod wire;
 
@@ -59,4 +61,6 @@ pub enum LinearError {
     He(#[from] nectar_he::HeError),
     #[error("not available: {0}")]
     Unsupported(String),
+    #[error("MPC layer: {0}")]
+    Mpc(#[from] nectar_mpc::MpcError),
 }

@@ -105,6 +105,7 @@ results:
 	$(PYTHON) scripts/results_ot.py
 	$(PYTHON) scripts/results_he.py
 	$(PYTHON) scripts/results_nonlinear.py
+	$(PYTHON) scripts/results_model.py
 
 fmt:
 	$(CARGO) fmt --all

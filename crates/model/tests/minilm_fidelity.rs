@@ -9,7 +9,7 @@
 //! - protocol error: two parties (`SecureEngine` over an in-memory channel) against the twin on
 //!   two sentences in `make test` (≈ 1–2 minutes here), and on all 50 in the ignored test
 //!   `minilm_secure_50_sentences` (≈ 1 h on the 2-core machine; results in
-//!   `docs/results/e2e.md`, where the same set also ran through `nectar demo` over TCP).
+//!   `docs/notes/e2e-notes.md`, where the same set also ran through `nectar demo` over TCP).
 
 use nectar_math::{FixedPoint, Prg};
 use nectar_model::secure::{Output, PlainEngine, Query, SecureEngine, SecureModel, Task};

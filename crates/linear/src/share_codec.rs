@@ -12,8 +12,9 @@
 //!
 //! Arithmetic is on `Z_{2^128}` shares (wrapping `u128`) of fixed-point values; twiddles are
 //! integers `round(2^τ·cos)`, `round(2^τ·sin)`, and every product is followed by a local
-//! SecureML truncation ([`nectar_mpc::field_ring::trunc_local`]), error `{0, +1}` per step and
-//! failure probability `< |x|/2^127` per truncation — the caller keeps values below
+//! SecureML truncation ([`nectar_mpc::field_ring::trunc_local`]): unbiased stochastic rounding
+//! (error `< 1` unit per step, adding like a random walk over the `N`-term sums), failure
+//! probability `< |x|/2^127` per truncation — the caller keeps values below
 //! `2^(127 − 40)` ([`ShareCodec::MAX_VALUE_BITS`]), BLB App. C.4's 40-bit slack.
 //!
 //! Both parties must use bit-identical twiddles (the shares are uniform over `Z_{2^128}`, so a

@@ -11,7 +11,7 @@
 //! | [`field_to_ring_local`] | `Z_q → Z_{2^l}` when `log2 q ≥ B + 41` for `|v| < 2^B` | local | `< 2^(B+1)/q ≤ 2^−40` |
 //! | [`ring_to_field_local`] | `Z_{2^l} → Z_q` when `|m| < 2^(l−41)` | local | `< 2^(B+1)/2^l ≤ 2^−40` |
 //! | [`Mpc::extend_wide`] | `Z_{2^l} → Z_{2^L}`, `L <= 128`, `|x| < 2^(l−2)` (BumbleBee Alg. 5 heuristic) | 1 COT + `1 + (L − l)` bits | 0 |
-//! | [`trunc_local`] | `⌊x / 2^s⌋` on `Z_{2^l}` shares (SecureML; BLB App. C.4) | local | `< |x|/2^(l−1)`, error `{0, +1}` |
+//! | [`trunc_local`] | `x / 2^s` on `Z_{2^l}` shares, stochastic rounding (SecureML; BLB App. C.4) | local | `< |x|/2^(l−1)` |
 //!
 //! **The local field → ring** is our addition, not BLB's (which always runs SiRNN's signed
 //! extension): when the modulus has 40 bits of slack over the value — converting one RNS prime
@@ -63,8 +63,10 @@ fn bits_of(q: u128) -> u32 {
 }
 
 /// Local probabilistic truncation `⌊x/2^s⌋` of `Z_{2^l}` shares (SecureML): P0 shifts its share,
-/// P1 shifts the negation of its share and negates back. Result `⌊x/2^s⌋ + {0, 1}`, except with
-/// probability `< |x| / 2^(l−1)` (BLB App. C.4: keep `|x| < 2^(l−1−40)`). `server` is P0.
+/// P1 shifts the negation of its share and negates back. Result `⌊x/2^s⌋ + u` with
+/// `Pr[u = 1] = (x mod 2^s)/2^s` over P0's uniform share — stochastic rounding, unbiased, so
+/// errors of many truncations add like a random walk — except with probability
+/// `< |x| / 2^(l−1)` (BLB App. C.4: keep `|x| < 2^(l−1−40)`). `server` is P0.
 pub fn trunc_local(x: &mut [u128], l: u32, s: u32, role: Role) -> Result<()> {
     let m = mask128(l)?;
     let server = role == Role::Server;
@@ -330,5 +332,18 @@ mod tests {
             let want = v >> 20;
             assert!(got == want || got == want + 1, "v={v} got={got} want={want}");
         }
+        // Unbiased: for a fixed x, the mean over fresh sharings is x / 2^s.
+        let x: i128 = (5 << 20) + (3 << 18); // 5.75 · 2^20
+        let mut sum = 0.0;
+        let trials = 4000;
+        for _ in 0..trials {
+            let s0 = prg.next_u128();
+            let (mut a, mut b) = ([s0], [(x as u128).wrapping_sub(s0)]);
+            trunc_local(&mut a, l, 20, Role::Server).unwrap();
+            trunc_local(&mut b, l, 20, Role::Client).unwrap();
+            sum += a[0].wrapping_add(b[0]) as i128 as f64;
+        }
+        let mean = sum / trials as f64;
+        assert!((mean - 5.75).abs() < 0.05, "mean {mean}");
     }
 }

@@ -17,10 +17,13 @@
 //! - [`interleave`]: InterLeave and PackLWEs over any ring with automorphisms
 //!   ([`interleave::AutoRing`]), with a plain `Z_q` twin;
 //! - [`parse_mat`]: where each matrix entry lands (App. E, Fig. 8, corrected);
+//! - [`ckks_convert`]: BLB's CKKS ↔ MPC conversion (§6.3, Alg. 1–2), local encode / decode
+//!   pipelines and scale changes on `Z_{2^128}` shares;
 //! - [`share_codec`]: CKKS encode / decode on additive shares in fixed point (BLB §6.3, App. C.4);
 //! - [`liftdown`]: `Lift` / `Down` (Prop. 2–3) over a CRT plaintext modulus `t`.
 
 pub mod bole;
+pub mod ckks_convert;
 pub mod h2a;
 pub mod interleave;
 pub mod krdy;

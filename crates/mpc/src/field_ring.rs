@@ -136,6 +136,31 @@ impl Mpc {
             .collect())
     }
 
+    /// Re-randomises `Z_{2^l}` shares with a fresh zero-sharing: P0 draws a seed, sends it
+    /// (16 bytes, 1 flow), both expand `R`, P0 adds and P1 subtracts it. Afterwards P0's share
+    /// is uniform over `Z_{2^l}` whatever local steps produced it — the hypothesis of
+    /// [`ring_to_field_local`] (local truncations leave shares confined to a sub-range). Each
+    /// party's view is its old share and `R`, so nothing about the value is revealed.
+    pub fn rerandomize_wide(&mut self, ch: &mut dyn Channel, x: &mut [u128], l: u32) -> Result<()> {
+        let m = mask128(l)?;
+        let seed = if self.is_server() {
+            let seed = self.prg().gen_block();
+            ch.send(&seed)?;
+            seed
+        } else {
+            let bytes = ch.recv()?;
+            <[u8; 16]>::try_from(bytes.as_slice())
+                .map_err(|_| MpcError::BadMessage { what: "re-randomisation seed", expected: 16, got: bytes.len() })?
+        };
+        let mut prg = nectar_math::Prg::new(seed);
+        let server = self.is_server();
+        for v in x.iter_mut() {
+            let r = prg.next_u128();
+            *v = if server { v.wrapping_add(r) } else { v.wrapping_sub(r) } & m;
+        }
+        Ok(())
+    }
+
     /// Exact field → ring (BLB App. C.3 with SiRNN's wrap): shares `a_b ∈ [0, q)` of a centred
     /// `v ∈ [−⌊q/2⌋, ⌈q/2⌉)`, `q < 2^64` odd, to shares of `v` in `Z_{2^l}`, `l <= 128`.
     /// P0 adds `⌊q/2⌋` (so `v' = v + ⌊q/2⌋ ∈ [0, q)`), the wrap `1{a_0 + a_1 ≥ q}` is one

@@ -3,7 +3,9 @@
 //! A ciphertext at level `l` with scale `Δ` satisfies `c0 + c1·s (+ c2·s²) = Δ·m + e (mod q_l)`,
 //! `m` the encoded slot polynomial. Fresh noise: symmetric `e` (centred binomial, σ ≈ 3.24);
 //! public-key `e1 + e·u + e2·s` (`u` ternary), about `σ·√(4N/3)` per coefficient.
-//! Decryption returns the approximate plaintext `Δ·m + e`.
+//! Decryption returns the approximate plaintext `Δ·m + e`, noise included: revealing a
+//! decryption to anyone but the key owner leaks `e` (Li–Micciancio), so protocols that do so
+//! mask or flood first (BLB §6 masks with a uniform polynomial before P0 decrypts).
 
 use super::encoder::CkksPlaintext;
 use super::keys::{CkksPublicKey, CkksSecretKey};

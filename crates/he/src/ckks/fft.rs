@@ -124,7 +124,7 @@ impl SpecialFft {
                     let w = if inverse { w.conj() } else { w };
                     let t = *v * w;
                     *v = *u - t;
-                    *u = *u + t;
+                    *u += t;
                 }
             }
             len *= 2;

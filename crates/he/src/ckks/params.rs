@@ -88,7 +88,9 @@ pub struct BlbPreset {
     pub mse: Option<f64>,
 }
 
-/// BLB Table 6, blocks 1–5.
+/// BLB Table 6, blocks 1–5. Levels / rescales under the convention above: block 1: 4 / 3,
+/// block 2: 7 / 6, block 3: 8 / 7, block 4: 6 / 5, block 5: 7 / 6 (Table 6's depths: 4, 7, 7,
+/// 7, 6). Totals 300 / 455 / 400 / 420 / 452 bits, all within the 128-bit bound at their `N`.
 pub const BLB_TABLE6: [BlbPreset; 5] = [
     BlbPreset { block: 1, depth: 4, n: 16384, prime_bits: &[60, 60, 60, 60, 60], scale_bits: 38, mse: Some(7.2e-13) },
     BlbPreset { block: 2, depth: 7, n: 32768, prime_bits: &[60, 35, 60, 60, 60, 60, 60, 60], scale_bits: 44, mse: Some(3.4e-12) },

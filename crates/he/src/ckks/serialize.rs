@@ -1,4 +1,4 @@
-//! Wire format of CKKS ciphertexts, so that BLB's communication (Table 9/10) can be counted:
+//! Wire format of CKKS ciphertexts (keys reuse the RLWE formats of [`crate::serialize`]), so that BLB's communication (Table 9/10) can be counted:
 //! `"NC"`, a version byte ([`CKKS_WIRE_VERSION`]), a kind byte, the 8-byte
 //! [`CkksParams::fingerprint`], the scale as an `f64` (8 bytes), then the `(c0, c1)` body in the
 //! RLWE format of [`crate::serialize`] (its own header, exact length and residue checks; a fresh
@@ -7,8 +7,10 @@
 //! bytes (`51 + ceil(N·Σ/8)` seeded).
 
 use super::ciphertext::CkksCiphertext;
+use super::keys::{CkksGaloisKeys, CkksPublicKey, RelinKey};
 use super::params::CkksParams;
 use crate::ciphertext::Ciphertext;
+use crate::keys::{GaloisKeys, PublicKey};
 use crate::HeError;
 
 /// Wire-format version (AGREEMENT).
@@ -76,5 +78,44 @@ impl CkksCiphertext {
         }
         let ct = Ciphertext::deserialize(params.engine(), &bytes[HEADER..])?;
         Ok(CkksCiphertext { ct, c2: None, scale })
+    }
+}
+
+impl CkksPublicKey {
+    /// Wire form (the RLWE public-key format: `p0` and the seed of `a`).
+    pub fn serialize(&self, params: &CkksParams) -> Vec<u8> {
+        self.pk.serialize(params.engine())
+    }
+    /// Parses [`Self::serialize`]'s output.
+    pub fn deserialize(params: &CkksParams, bytes: &[u8]) -> Result<Self, HeError> {
+        Ok(Self { pk: PublicKey::deserialize(params.engine(), bytes)? })
+    }
+}
+
+impl CkksGaloisKeys {
+    /// Wire form (the RLWE Galois-key format: per element, its seed and `L` polynomials).
+    pub fn serialize(&self, params: &CkksParams) -> Vec<u8> {
+        self.keys.serialize(params.engine())
+    }
+    /// Parses [`Self::serialize`]'s output.
+    pub fn deserialize(params: &CkksParams, bytes: &[u8]) -> Result<Self, HeError> {
+        Ok(Self { keys: GaloisKeys::deserialize(params.engine(), bytes)? })
+    }
+}
+
+impl RelinKey {
+    /// Wire form: the Galois-key format with the single element `g = 1` (the same layout).
+    pub fn serialize(&self, params: &CkksParams) -> Vec<u8> {
+        let mut keys = std::collections::BTreeMap::new();
+        keys.insert(1, self.key.clone());
+        GaloisKeys { keys }.serialize(params.engine())
+    }
+    /// Parses [`Self::serialize`]'s output (exactly one key, for `g = 1`).
+    pub fn deserialize(params: &CkksParams, bytes: &[u8]) -> Result<Self, HeError> {
+        let mut gk = GaloisKeys::deserialize(params.engine(), bytes)?;
+        match (gk.keys.len(), gk.keys.remove(&1)) {
+            (1, Some(key)) => Ok(Self { key }),
+            _ => Err(HeError::Malformed("a relinearisation key is exactly one key for g = 1".into())),
+        }
     }
 }

@@ -316,6 +316,17 @@ fn serialization_round_trip_and_sizes() {
     assert!(matches!(CkksCiphertext::deserialize(p, &t), Err(HeError::Malformed(_))));
     let m3 = ev.mul(&fresh, &fresh).unwrap();
     assert!(m3.serialize(p).is_err());
+    // Keys round-trip; a relinearisation key is sent in the Galois-key layout (g = 1).
+    let pk2 = CkksPublicKey::deserialize(p, &f.pk.serialize(p)).unwrap();
+    assert_eq!(pk2, f.pk);
+    let rk_bytes = f.rk.serialize(p);
+    assert_eq!(RelinKey::deserialize(p, &rk_bytes).unwrap(), f.rk);
+    assert!(RelinKey::deserialize(p, &rk_bytes[..rk_bytes.len() - 1]).is_err());
+    let gk_bytes = f.gk.serialize(p);
+    assert_eq!(CkksGaloisKeys::deserialize(p, &gk_bytes).unwrap(), f.gk);
+    assert!(RelinKey::deserialize(p, &gk_bytes).is_err());
+    println!("ckks sizes (N = 2^13, 140-bit q): fresh ct {} B, level-2 ct {} B, relin key {} B, {} Galois keys {} B",
+        bytes.len(), b2.len(), rk_bytes.len(), f.gk.elements().len(), gk_bytes.len());
     // Determinism: every random choice comes from the Prg.
     let again = |seed| {
         let mut g = Prg::new(seed);

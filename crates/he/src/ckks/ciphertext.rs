@@ -1,4 +1,4 @@
-//! CKKS ciphertexts and encryption / decryption (CKKS paper [6] §3.4; BLB §2.4).
+//! CKKS ciphertexts and encryption / decryption (CKKS paper (BLB ref. 6) §3.4; BLB §2.4).
 //!
 //! A ciphertext at level `l` with scale `Δ` satisfies `c0 + c1·s (+ c2·s²) = Δ·m + e (mod q_l)`,
 //! `m` the encoded slot polynomial. Fresh noise: symmetric `e` (centred binomial, σ ≈ 3.24);

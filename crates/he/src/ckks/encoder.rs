@@ -1,4 +1,4 @@
-//! CKKS encoding (CKKS paper [6] §3.2; BLB §2.4): `N/2` complex slot values → the real
+//! CKKS encoding (CKKS paper (BLB ref. 6) §3.2; BLB §2.4): `N/2` complex slot values → the real
 //! polynomial of their canonical embedding ([`super::fft`]), scaled by `Δ` and rounded to
 //! integers, reduced per RNS prime. Decoding composes the centred value of each coefficient
 //! (CRT), divides by the scale and applies the forward embedding.

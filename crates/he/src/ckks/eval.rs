@@ -1,4 +1,4 @@
-//! CKKS evaluation (CKKS paper [6] §3.4–3.5; BLB §2.4): addition and subtraction
+//! CKKS evaluation (CKKS paper (BLB ref. 6) §3.4–3.5; BLB §2.4): addition and subtraction
 //! (ciphertext / plaintext / constant), products with plaintexts and constants, ct-ct products
 //! to a 3-component ciphertext, relinearisation by hybrid key switching (one special prime,
 //! centred digits, the key `s² → s`),

@@ -1,4 +1,4 @@
-//! The CKKS canonical embedding by a "special FFT" (CKKS paper [6] §3; BLB §2.4, §6 step 4).
+//! The CKKS canonical embedding by a "special FFT" (CKKS paper (BLB ref. 6) §3; BLB §2.4, §6 step 4).
 //!
 //! A real polynomial `m = Σ m_k X^k` of degree `< N` is identified with its `N/2` slot values
 //! `z_j = m(ζ^{5^j})`, `ζ = e^{iπ/N}` (the other `N/2` roots give the conjugates). Since

@@ -14,6 +14,24 @@
 //! - [`linear_transform`]: BSGS diagonal matrix–vector products (App. C.1).
 //! - [`serialize`]: length-checked wire format and byte counts.
 //!
+//! ```
+//! use nectar_he::ckks::*;
+//! use nectar_math::Prg;
+//! // N = 4096: data primes {40, 30}, special prime 39 (109 bits, the 128-bit limit), Δ = 2^30.
+//! let p = CkksParams::new(CkksParamsLiteral::from_bit_sizes(4096, &[40, 30], Some(39), 30)?)?;
+//! let mut prg = Prg::new([1; 16]);
+//! let sk = CkksSecretKey::generate(&p, &mut prg);
+//! let ev = CkksEvaluator::new(&p)
+//!     .with_relin_key(sk.relin_key(&p, &mut prg)?)
+//!     .with_galois_keys(sk.galois_keys(&p, &[1], false, &mut prg)?);
+//! let ct = sk.encrypt(&p, &p.encode_real(&[0.5, -0.25, 1.0], 2, p.default_scale())?, &mut prg)?;
+//! let sq = ev.rescale(&ev.mul_relin(&ct, &ct)?)?; // x², level 1
+//! let out = sk.decrypt_decode(&p, &ev.rotate(&sq, 1)?)?; // slots shifted left by one
+//! assert!((out[0].re - 0.0625).abs() < 1e-3 && (out[1].re - 1.0).abs() < 1e-3);
+//! assert_eq!(ev.stats().snapshot().rotations, 1);
+//! # Ok::<(), nectar_he::HeError>(())
+//! ```
+//!
 //! Levels count data primes (`1..=L`); rescaling drops the last one. Every random choice comes
 //! from the caller's [`nectar_math::Prg`].
 

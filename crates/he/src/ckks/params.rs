@@ -33,6 +33,8 @@ pub struct CkksParamsLiteral {
     /// divides by the last prime of the current level.
     pub q: Vec<u64>,
     /// Special prime `P` of hybrid key switching; `None` disables relinearisation and rotations.
+    /// Take `P` at least as large as every data prime: the key-switching error grows with
+    /// `max q_j / P` (about `2^7.9·max q_j/P` per coefficient at `N = 2^14`, four digits).
     pub special: Option<u64>,
     /// Default scale `log2 Δ` of fresh encodings.
     pub scale_bits: u32,

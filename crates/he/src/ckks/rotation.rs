@@ -1,4 +1,4 @@
-//! Slot rotations and complex conjugation (CKKS paper [6] §4.2; BLB §2.4 "Rotation"): the
+//! Slot rotations and complex conjugation (CKKS paper (BLB ref. 6) §4.2; BLB §2.4 "Rotation"): the
 //! automorphism `X -> X^g` followed by a hybrid key switch back to `s`
 //! (centred digits, `ckks::keyswitch`). With the slot order of [`super::fft`], `g = 5^k mod 2N` rotates the
 //! `N/2` slots left by `k` (`Rot_k(z)_j = z_{j+k}`) and `g = 2N − 1` conjugates them. One key

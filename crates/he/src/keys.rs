@@ -79,9 +79,8 @@ impl SecretKey {
 
     /// Galois keys for the given elements `g` (odd, `< 2N`).
     pub fn galois_keys(&self, params: &Params, elements: &[u64], prg: &mut Prg) -> Result<GaloisKeys, HeError> {
-        let sp = params.special_modulus().ok_or(HeError::NoSpecialPrime)?.value();
+        params.special_modulus().ok_or(HeError::NoSpecialPrime)?;
         let two_n = 2 * params.n() as u64;
-        let l = params.max_level();
         let mut keys = BTreeMap::new();
         for &g in elements {
             if g % 2 == 0 || g >= two_n {
@@ -89,29 +88,41 @@ impl SecretKey {
             }
             let s_poly = from_small(params, &self.s, all_mods(params));
             let s_g = automorphism(params, &s_poly, g);
-            let seed = prg.gen_block();
-            let mut a_prg = Prg::new(seed);
-            let mut b = Vec::with_capacity(l);
-            let mut a = Vec::with_capacity(l);
-            for j in 0..l {
-                let aj = sample_uniform(params, &mut a_prg, all_mods(params));
-                let e = sample_error(params, prg);
-                let mut bj = from_small(params, &e, all_mods(params));
-                let m = *params.modulus(j);
-                let p_mod = m.reduce(sp);
-                let (ps, pss) = (p_mod, m.shoup(p_mod));
-                let sg = s_g.limb(j).to_vec();
-                for (x, &y) in bj.limb_mut(j).iter_mut().zip(&sg) {
-                    *x = m.add(*x, m.mul_shoup(y, ps, pss));
-                }
-                bj.to_ntt(params);
-                self.sub_a_s(params, &mut bj, &aj);
-                b.push(bj);
-                a.push(aj);
-            }
-            keys.insert(g, GaloisKey { seed, b, a });
+            keys.insert(g, self.switch_key(params, &s_g, prg)?);
         }
         Ok(GaloisKeys { keys })
+    }
+}
+
+impl SecretKey {
+    /// A key-switching key from `target` (a secret-like polynomial in coefficient form on all
+    /// moduli, special prime included) to `s`: per ciphertext prime `q_j`,
+    /// `(b_j, a_j) = (−a_j·s + e_j + δ_{ij}·P·target in limb i, a_j)`, `a_j` from a fresh seed.
+    /// Galois keys use `target = s(X^g)`; CKKS relinearisation uses `target = s²`.
+    pub(crate) fn switch_key(&self, params: &Params, target: &RnsPoly, prg: &mut Prg) -> Result<GaloisKey, HeError> {
+        let sp = params.special_modulus().ok_or(HeError::NoSpecialPrime)?.value();
+        let l = params.max_level();
+        let seed = prg.gen_block();
+        let mut a_prg = Prg::new(seed);
+        let mut b = Vec::with_capacity(l);
+        let mut a = Vec::with_capacity(l);
+        for j in 0..l {
+            let aj = sample_uniform(params, &mut a_prg, all_mods(params));
+            let e = sample_error(params, prg);
+            let mut bj = from_small(params, &e, all_mods(params));
+            let m = *params.modulus(j);
+            let p_mod = m.reduce(sp);
+            let (ps, pss) = (p_mod, m.shoup(p_mod));
+            let sg = target.limb(j);
+            for (x, &y) in bj.limb_mut(j).iter_mut().zip(sg) {
+                *x = m.add(*x, m.mul_shoup(y, ps, pss));
+            }
+            bj.to_ntt(params);
+            self.sub_a_s(params, &mut bj, &aj);
+            b.push(bj);
+            a.push(aj);
+        }
+        Ok(GaloisKey { seed, b, a })
     }
 }
 

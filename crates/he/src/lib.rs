@@ -17,12 +17,16 @@
 //!   adding an arbitrary `R_q` polynomial to `c0` ([`Ciphertext::add_c0_assign`], H2A's mask).
 //! - [`keyswitch`]: automorphisms `X -> X^g` with key switching.
 //! - [`serialize`]: versioned, length-checked, bit-packed wire formats.
+//! - [`ckks`]: the CKKS scheme (BLB §2.4, §5, App. C) on the same engine: canonical-embedding
+//!   encoder, relinearisation, rescaling, slot rotations / conjugation, BSGS linear transforms,
+//!   operation counters and the BLB Table 6 parameter presets.
 //!
-//! Scheme: BFV-style scaling without relinearisation. A plaintext `m ∈ Z_t[X]/(X^N+1)` is
+//! Scheme (outside [`ckks`]): BFV-style scaling without relinearisation. A plaintext `m ∈ Z_t[X]/(X^N+1)` is
 //! carried as `c0 + c1·s = round(q·m/t) + e (mod q)`; decryption is `round(t·(c0 + c1·s)/q) mod t`,
 //! computed exactly in RNS (see `nectar_math::rns`).
 
 pub mod ciphertext;
+pub mod ckks;
 pub mod encoding;
 pub mod keys;
 pub mod keyswitch;
@@ -51,6 +55,8 @@ pub enum HeError {
     OutOfRange(String),
     #[error("no Galois key for element {0}")]
     MissingGaloisKey(u64),
+    #[error("no relinearisation key")]
+    MissingRelinKey,
     #[error("parameters have no special prime, so key switching is unavailable")]
     NoSpecialPrime,
     #[error("not enough noise budget: {0}")]

@@ -20,8 +20,11 @@
 
 use crate::share_codec::ShareCodec;
 use crate::LinearError;
-use nectar_mpc::field_ring::{mask128, trunc_local, STAT_SLACK_BITS};
-use nectar_net::Role;
+use nectar_he::ckks::{CkksCiphertext, CkksEvaluator, CkksParams, CkksPlaintext, CkksPublicKey, CkksSecretKey};
+use nectar_math::sample::uniform_below;
+use nectar_mpc::field_ring::{field_to_ring_local, mask128, ring_to_field_local, trunc_local, STAT_SLACK_BITS};
+use nectar_mpc::Mpc;
+use nectar_net::{Channel, Role};
 
 /// Fixed-point formats of the local encode / decode (AGREEMENT: both parties use the same).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -134,6 +137,230 @@ pub fn encode_local(
     Ok(coeffs)
 }
 
+/// How the centred coefficients leave `Z_q` in CKKS → MPC (AGREEMENT).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldToRing {
+    /// BLB App. C.3: SiRNN wrap (millionaire on `⌈log2 q_0⌉` bits + wide B2A) at one prime.
+    Exact,
+    /// [`nectar_mpc::field_ring`]'s local conversion: keep the fewest primes whose product has
+    /// 41 bits of slack over the coefficients; no interaction besides the ciphertext.
+    Local,
+}
+
+/// Bits `B` with `|Δ·x| < 2^B` for every coefficient of an encoding of `|x| < 2^value_bits`
+/// (a coefficient is a weighted average of the slots, `|c_k| <= Δ·max|x|`; one bit for noise).
+pub fn coeff_bits(scale: f64, fmt: &ConvFormat) -> u32 {
+    scale.log2().ceil() as u32 + fmt.value_bits + 1
+}
+
+/// The level (number of primes, at most 2 so that `q < 2^126`) at which a ciphertext of scale
+/// `scale` is converted.
+pub fn conversion_level(params: &CkksParams, scale: f64, fmt: &ConvFormat, how: FieldToRing) -> Result<usize, LinearError> {
+    let need = coeff_bits(scale, fmt) + 1 + if how == FieldToRing::Local { STAT_SLACK_BITS + 1 } else { 0 };
+    let mut bits = 0u32;
+    for lvl in 1..=params.max_level().min(2) {
+        bits += params.prime(lvl - 1).map_or(0, |q| 64 - q.leading_zeros());
+        if bits > need && (how == FieldToRing::Local || lvl == 1) {
+            return Ok(lvl);
+        }
+    }
+    Err(LinearError::BadParams(format!(
+        "no conversion level: coefficients of 2^{} need a {need}-bit modulus ({how:?})",
+        coeff_bits(scale, fmt)
+    )))
+}
+
+/// `(q, q_0 or 0)`: the product of the first `level` primes (`level <= 2`).
+fn level_modulus(params: &CkksParams, level: usize) -> Result<u128, LinearError> {
+    let mut q = 1u128;
+    for i in 0..level {
+        let p = params.prime(i).ok_or_else(|| LinearError::BadParams(format!("no prime {i}")))?;
+        q = q.checked_mul(p as u128).filter(|&q| q < 1u128 << 126).ok_or_else(|| LinearError::BadParams("conversion modulus over 2^126".into()))?;
+    }
+    Ok(q)
+}
+
+/// CRT composition of per-prime residues (`level <= 2`) into `[0, q)`.
+fn compose(params: &CkksParams, residues: &[Vec<u64>]) -> Result<Vec<u128>, LinearError> {
+    match residues {
+        [r0] => Ok(r0.iter().map(|&x| x as u128).collect()),
+        [r0, r1] => {
+            let (q0, q1) = (params.prime(0).unwrap_or(0) as u128, params.prime(1).unwrap_or(0) as u128);
+            let m1 = nectar_math::modulus::Modulus::new(q1 as u64).ok_or_else(|| LinearError::BadParams("prime 1".into()))?;
+            let inv = m1.inv(m1.reduce(q0 as u64)).ok_or_else(|| LinearError::BadParams("q0 not invertible mod q1".into()))?;
+            Ok(r0
+                .iter()
+                .zip(r1)
+                .map(|(&a, &b)| {
+                    let t = m1.mul(m1.sub(m1.reduce(b), m1.reduce(a)), inv) as u128;
+                    a as u128 + q0 * t
+                })
+                .collect())
+        }
+        _ => Err(LinearError::BadParams(format!("conversion at {} primes (1 or 2 supported)", residues.len()))),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn field_to_ring(
+    ch: &mut dyn Channel,
+    mpc: &mut Mpc,
+    params: &CkksParams,
+    shares: &[u128],
+    q: u128,
+    scale: f64,
+    fmt: &ConvFormat,
+    how: FieldToRing,
+) -> Result<Vec<u128>, LinearError> {
+    Ok(match how {
+        FieldToRing::Exact => {
+            let a: Vec<u64> = shares.iter().map(|&v| v as u64).collect();
+            let q0 = params.prime(0).ok_or_else(|| LinearError::BadParams("no prime".into()))?;
+            mpc.field_to_ring_exact(ch, &a, q0, 128)?
+        }
+        FieldToRing::Local => field_to_ring_local(mpc.role(), shares, q, coeff_bits(scale, fmt), 128)?,
+    })
+}
+
+/// Alg. 1 step 1: drop `ct` to `level`, re-randomise it with a fresh encryption of zero under
+/// the client's key, add `r̂` uniform in `R_q`. Returns the masked ciphertext and `r̂` (per
+/// prime; the server's share is `−r̂`).
+pub fn mask_ciphertext(
+    ev: &CkksEvaluator,
+    peer_pk: &CkksPublicKey,
+    ct: &CkksCiphertext,
+    level: usize,
+    prg: &mut nectar_math::Prg,
+) -> Result<(CkksCiphertext, Vec<Vec<u64>>), LinearError> {
+    let params = ev.params();
+    let n = params.n();
+    let mut out = ev.mod_drop_to(ct, level)?;
+    let zero = CkksPlaintext::from_coeff_residues(params, &vec![vec![0u64; n]; level], ct.scale())?;
+    out = ev.add(&out, &peer_pk.encrypt(params, &zero, prg)?)?;
+    // Per prime uniform residues = uniform mod q by the CRT.
+    let mut r = Vec::with_capacity(level);
+    for i in 0..level {
+        let qi = params.prime(i).ok_or_else(|| LinearError::BadParams(format!("no prime {i}")))?;
+        r.push((0..n).map(|_| uniform_below(prg, qi)).collect::<Vec<u64>>());
+    }
+    out = ev.add_plain(&out, &CkksPlaintext::from_coeff_residues(params, &r, ct.scale())?)?;
+    Ok((out, r))
+}
+
+/// CKKS → MPC, server side (BLB Alg. 1, module doc): converts the first `count` slots of `ct`
+/// (a relinearised ciphertext encrypted under the client's key `peer_pk`) to `Z_{2^l}` shares.
+/// Sends one ciphertext at [`conversion_level`].
+#[allow(clippy::too_many_arguments)]
+pub fn ckks_to_shares_server(
+    ch: &mut dyn Channel,
+    mpc: &mut Mpc,
+    ev: &CkksEvaluator,
+    peer_pk: &CkksPublicKey,
+    ct: &CkksCiphertext,
+    count: usize,
+    fmt: &ConvFormat,
+    how: FieldToRing,
+) -> Result<Vec<u64>, LinearError> {
+    let params = ev.params();
+    let codec = ShareCodec::new(params.n(), fmt.tau)?;
+    let level = conversion_level(params, ct.scale(), fmt, how)?;
+    if ct.level() < level {
+        return Err(LinearError::BadParams(format!("ciphertext at level {} below the conversion level {level}", ct.level())));
+    }
+    let q = level_modulus(params, level)?;
+    let (out, r) = mask_ciphertext(ev, peer_pk, ct, level, mpc.prg())?;
+    ch.send(&out.serialize(params)?)?;
+    let mine: Vec<u128> = compose(params, &r)?.into_iter().map(|v| (q - v) % q).collect();
+    let wide = field_to_ring(ch, mpc, params, &mine, q, ct.scale(), fmt, how)?;
+    decode_local(&codec, fmt, wide, ct.scale(), count, Role::Server)
+}
+
+/// CKKS → MPC, client side: receives the masked ciphertext, decrypts its share, converts.
+pub fn ckks_to_shares_client(
+    ch: &mut dyn Channel,
+    mpc: &mut Mpc,
+    params: &CkksParams,
+    sk: &CkksSecretKey,
+    count: usize,
+    fmt: &ConvFormat,
+    how: FieldToRing,
+) -> Result<Vec<u64>, LinearError> {
+    let codec = ShareCodec::new(params.n(), fmt.tau)?;
+    let ct = CkksCiphertext::deserialize(params, &ch.recv()?)?;
+    let level = conversion_level(params, ct.scale(), fmt, how)?;
+    if ct.level() != level || ct.size() != 2 {
+        return Err(LinearError::Malformed(format!("masked ciphertext at level {} (expected {level})", ct.level())));
+    }
+    let q = level_modulus(params, level)?;
+    let mine = compose(params, &sk.decrypt(params, &ct)?.coeff_residues(params))?;
+    let wide = field_to_ring(ch, mpc, params, &mine, q, ct.scale(), fmt, how)?;
+    decode_local(&codec, fmt, wide, ct.scale(), count, Role::Client)
+}
+
+/// Shared steps of MPC → CKKS: extend, encode, re-randomise, ring → field per prime.
+fn shares_to_plaintext(
+    ch: &mut dyn Channel,
+    mpc: &mut Mpc,
+    params: &CkksParams,
+    x: &[u64],
+    level: usize,
+    scale: f64,
+    fmt: &ConvFormat,
+) -> Result<CkksPlaintext, LinearError> {
+    let codec = ShareCodec::new(params.n(), fmt.tau)?;
+    let role = mpc.role();
+    let wide = mpc.extend_wide(ch, x, fmt.l, 128)?;
+    let mut coeffs = encode_local(&codec, fmt, &wide, scale, role)?;
+    mpc.rerandomize_wide(ch, &mut coeffs, 128)?;
+    let bound = coeff_bits(scale, fmt);
+    let mut residues = Vec::with_capacity(level);
+    for i in 0..level {
+        let qi = params.prime(i).ok_or_else(|| LinearError::BadParams(format!("no prime {i}")))?;
+        residues.push(ring_to_field_local(role, &coeffs, 128, bound, qi as u128)?.into_iter().map(|v| v as u64).collect());
+    }
+    Ok(CkksPlaintext::from_coeff_residues(params, &residues, scale)?)
+}
+
+/// MPC → CKKS, server side (BLB Alg. 2): `Z_{2^l}` shares of up to `N/2` values (`|x| <
+/// 2^value_bits`) → a ciphertext of them at `level` with `scale` under the client's key.
+#[allow(clippy::too_many_arguments)]
+pub fn shares_to_ckks_server(
+    ch: &mut dyn Channel,
+    mpc: &mut Mpc,
+    ev: &CkksEvaluator,
+    x: &[u64],
+    level: usize,
+    scale: f64,
+    fmt: &ConvFormat,
+) -> Result<CkksCiphertext, LinearError> {
+    let params = ev.params();
+    let mine = shares_to_plaintext(ch, mpc, params, x, level, scale, fmt)?;
+    let ct = CkksCiphertext::deserialize(params, &ch.recv()?)?;
+    if ct.level() != level || ct.size() != 2 || (ct.scale() / scale - 1.0).abs() > 1e-9 {
+        return Err(LinearError::Malformed(format!("client ciphertext at level {} scale {}", ct.level(), ct.scale())));
+    }
+    Ok(ev.add_plain(&ct, &mine)?)
+}
+
+/// MPC → CKKS, client side: encrypts its share of the encoding (symmetric key; a top-level
+/// ciphertext travels as `(b, seed)`) and sends it.
+#[allow(clippy::too_many_arguments)]
+pub fn shares_to_ckks_client(
+    ch: &mut dyn Channel,
+    mpc: &mut Mpc,
+    params: &CkksParams,
+    sk: &CkksSecretKey,
+    x: &[u64],
+    level: usize,
+    scale: f64,
+    fmt: &ConvFormat,
+) -> Result<(), LinearError> {
+    let mine = shares_to_plaintext(ch, mpc, params, x, level, scale, fmt)?;
+    let ct = sk.encrypt(params, &mine, mpc.prg())?;
+    ch.send(&ct.serialize(params)?)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,6 +410,139 @@ mod tests {
         }
         // A few units of 2^-18 (the fixed-point input's own rounding plus the two FFTs).
         assert!(max < 8.0 * ulp, "max error {max}");
+    }
+
+    use nectar_he::ckks::CkksParamsLiteral;
+    use nectar_net::mem::run_pair;
+    use nectar_ot::Producer;
+
+    /// N = 8192, data primes {60, 40, 40}, special 60 (200 of 218 bits), Δ = 2^40.
+    fn test_params() -> CkksParams {
+        CkksParams::new(CkksParamsLiteral::from_bit_sizes(8192, &[60, 40, 40], Some(60), 40).unwrap()).unwrap()
+    }
+
+    fn fixed(xs: &[f64], fmt: &ConvFormat, prg: &mut Prg) -> (Vec<u64>, Vec<u64>) {
+        let v: Vec<i128> = xs.iter().map(|&x| (x * (fmt.f as f64).exp2()).round() as i128).collect();
+        let (a, b) = split(&v, prg);
+        (a.into_iter().map(|x| x as u64).collect(), b.into_iter().map(|x| x as u64).collect())
+    }
+
+    /// Pearson's χ² of the top 6 bits of values uniform in `[0, q)` (64 cells, 63 d.o.f.;
+    /// the 99.9 % quantile is 103.4).
+    fn chi_square(vals: impl Iterator<Item = u64>, q: u64) -> f64 {
+        let mut cells = [0f64; 64];
+        let mut n = 0f64;
+        for v in vals {
+            cells[((v as u128 * 64) / q as u128) as usize] += 1.0;
+            n += 1.0;
+        }
+        let e = n / 64.0;
+        cells.iter().map(|&o| (o - e) * (o - e) / e).sum()
+    }
+
+    #[test]
+    fn mpc_to_ckks_to_mpc_round_trips_both_field_to_ring_kinds() {
+        let params = test_params();
+        let fmt = ConvFormat::DEFAULT;
+        let n = params.slots();
+        let mut prg = Prg::new([9; 16]);
+        let xs: Vec<f64> = (0..n).map(|i| ((i * 7919 % 2001) as f64 - 1000.0) / 20.0).collect();
+        let (xa, xb) = fixed(&xs, &fmt, &mut prg);
+        let sk = CkksSecretKey::generate(&params, &mut Prg::new([10; 16]));
+        let pk = sk.public_key(&params, &mut Prg::new([11; 16]));
+        let (p1, p2) = (params.clone(), params.clone());
+        let scale = params.default_scale();
+        let (srv, cli) = run_pair(
+            move |ch| {
+                let mut m = Mpc::setup(Role::Server, ch, Prg::new([1; 16]), Producer::Iknp).unwrap();
+                let ev = CkksEvaluator::new(&p1);
+                let ct = shares_to_ckks_server(ch, &mut m, &ev, &xa, 3, scale, &fmt).unwrap();
+                // A linear step under CKKS between the conversions: 0.5·x, rescaled to level 2.
+                let half = ev.rescale(&ev.mul_const(&ct, 0.5).unwrap()).unwrap();
+                let before = ch.stats();
+                let local = ckks_to_shares_server(ch, &mut m, &ev, &pk, &half, n, &fmt, FieldToRing::Local).unwrap();
+                let mid = ch.stats();
+                let exact = ckks_to_shares_server(ch, &mut m, &ev, &pk, &half, n, &fmt, FieldToRing::Exact).unwrap();
+                let end = ch.stats();
+                (local, exact, (mid.bytes_sent - before.bytes_sent) + (mid.bytes_recv - before.bytes_recv), (end.bytes_sent - mid.bytes_sent) + (end.bytes_recv - mid.bytes_recv))
+            },
+            move |ch| {
+                let mut m = Mpc::setup(Role::Client, ch, Prg::new([2; 16]), Producer::Iknp).unwrap();
+                shares_to_ckks_client(ch, &mut m, &p2, &sk, &xb, 3, scale, &fmt).unwrap();
+                let local = ckks_to_shares_client(ch, &mut m, &p2, &sk, n, &fmt, FieldToRing::Local).unwrap();
+                let exact = ckks_to_shares_client(ch, &mut m, &p2, &sk, n, &fmt, FieldToRing::Exact).unwrap();
+                (local, exact)
+            },
+        );
+        let ulp = (-(fmt.f as f64)).exp2();
+        for (kind, a, b) in [("local", &srv.0, &cli.0), ("exact", &srv.1, &cli.1)] {
+            let mut max = 0f64;
+            for i in 0..n {
+                let got = a[i].wrapping_add(b[i]) as i64 as f64 * ulp;
+                max = max.max((got - 0.5 * xs[i]).abs());
+            }
+            eprintln!("CKKS<->MPC round trip ({kind}): max abs error {max:.3e} over {n} values");
+            // CKKS noise of a public-key encryption (~2^-22 relative at Δ = 2^40) plus a few
+            // fixed-point units of 2^-18.
+            assert!(max < 1e-4, "{kind}: max error {max}");
+        }
+        eprintln!("CKKS->MPC bytes: local {} exact {}", srv.2, srv.3);
+        // The local kind sends a 2-prime ciphertext and nothing else; the exact one a 1-prime
+        // ciphertext plus the millionaires and B2As, which cost more.
+        assert!(srv.2 < srv.3, "local {} vs exact {}", srv.2, srv.3);
+    }
+
+    #[test]
+    fn the_conversion_mask_is_uniform_and_mp2ml_mask_is_not() {
+        let params = test_params();
+        let mut prg = Prg::new([12; 16]);
+        let sk = CkksSecretKey::generate(&params, &mut prg);
+        let pk = sk.public_key(&params, &mut prg);
+        let ev = CkksEvaluator::new(&params);
+        let q0 = params.prime(0).unwrap();
+        // A message whose encoding is far from zero (BLB §6.2: large |Δ·x⊙w| leaks under MP2ML).
+        let big: Vec<f64> = (0..params.slots()).map(|i| 3.0e6 + (i % 17) as f64).collect();
+        let ct = sk.encrypt(&params, &params.encode_real(&big, 1, 2f64.powi(30)).unwrap(), &mut prg).unwrap();
+        // Ours (Alg. 1): r̂ uniform in R_q.
+        let (masked, _) = mask_ciphertext(&ev, &pk, &ct, 1, &mut prg).unwrap();
+        let d = sk.decrypt(&params, &masked).unwrap().coeff_residues(&params);
+        let ours = chi_square(d[0].iter().copied(), q0);
+        // MP2ML: r uniform over the slots, then encoded — the coefficients concentrate.
+        let r: Vec<f64> = (0..params.slots()).map(|_| (uniform_below(&mut prg, 1 << 40) as f64 - 2f64.powi(39)) / 2f64.powi(14)).collect();
+        let mp2ml = ev.add_plain(&ct, &params.encode_real(&r, 1, 2f64.powi(30)).unwrap()).unwrap();
+        let dm = sk.decrypt(&params, &mp2ml).unwrap().coeff_residues(&params);
+        let theirs = chi_square(dm[0].iter().copied(), q0);
+        eprintln!("chi-square (63 d.o.f., 99.9% quantile 103.4): BLB mask {ours:.1}, MP2ML mask {theirs:.1}");
+        assert!(ours < 103.4, "BLB mask not uniform: chi2 = {ours}");
+        assert!(theirs > 1000.0, "MP2ML mask unexpectedly uniform: chi2 = {theirs}");
+    }
+
+    #[test]
+    fn ring_to_field_shares_are_uniform() {
+        let params = test_params();
+        let fmt = ConvFormat::DEFAULT;
+        let n = params.slots();
+        let mut prg = Prg::new([13; 16]);
+        let xs: Vec<f64> = (0..n).map(|i| 40.0 + (i % 5) as f64).collect(); // a biased message
+        let (xa, xb) = fixed(&xs, &fmt, &mut prg);
+        let (p1, p2) = (params.clone(), params.clone());
+        let scale = params.default_scale();
+        let (ps, _) = run_pair(
+            move |ch| {
+                let mut m = Mpc::setup(Role::Server, ch, Prg::new([3; 16]), Producer::Iknp).unwrap();
+                shares_to_plaintext(ch, &mut m, &p1, &xa, 3, scale, &fmt).unwrap()
+            },
+            move |ch| {
+                let mut m = Mpc::setup(Role::Client, ch, Prg::new([4; 16]), Producer::Iknp).unwrap();
+                shares_to_plaintext(ch, &mut m, &p2, &xb, 3, scale, &fmt).unwrap()
+            },
+        );
+        let res = ps.coeff_residues(&params);
+        for (i, r) in res.iter().enumerate() {
+            let chi = chi_square(r.iter().copied(), params.prime(i).unwrap());
+            eprintln!("server's ring->field share mod q_{i}: chi-square {chi:.1}");
+            assert!(chi < 103.4, "prime {i}: chi2 = {chi}");
+        }
     }
 
     #[test]

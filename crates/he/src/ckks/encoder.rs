@@ -34,6 +34,38 @@ impl CkksPlaintext {
     pub fn scale(&self) -> f64 {
         self.scale
     }
+
+    /// A plaintext from its integer coefficients given per prime of the level, coefficient form:
+    /// `residues[i][k] = c_k mod q_i` (reduced). For protocols that build the encoded polynomial
+    /// themselves, such as BLB's MPC → CKKS conversion (§6.3, Alg. 2), and for masks drawn
+    /// uniformly from `R_q` (Alg. 1).
+    pub fn from_coeff_residues(params: &CkksParams, residues: &[Vec<u64>], scale: f64) -> Result<Self, HeError> {
+        let level = residues.len();
+        params.check_level(level)?;
+        if !(scale.is_finite() && scale > 0.0) {
+            return Err(HeError::OutOfRange(format!("scale {scale}")));
+        }
+        let n = params.n();
+        let e = params.engine();
+        let mut poly = RnsPoly::zero_level(n, level, false);
+        for (i, r) in residues.iter().enumerate() {
+            let q = e.modulus(i).value();
+            if r.len() != n || r.iter().any(|&x| x >= q) {
+                return Err(HeError::OutOfRange(format!("residues for prime {i}: need {n} values below {q}")));
+            }
+            poly.limb_mut(i).copy_from_slice(r);
+        }
+        poly.to_ntt(e);
+        Ok(CkksPlaintext { poly, scale })
+    }
+
+    /// The integer coefficients per prime of the level, coefficient form (the inverse of
+    /// [`Self::from_coeff_residues`]); after decryption, the decryptor's share in BLB Alg. 1.
+    pub fn coeff_residues(&self, params: &CkksParams) -> Vec<Vec<u64>> {
+        let mut p = self.poly.clone();
+        p.to_coeff(params.engine());
+        (0..p.limbs()).map(|i| p.limb(i).to_vec()).collect()
+    }
 }
 
 fn big_to_f64(b: &BigUint) -> f64 {

@@ -247,58 +247,113 @@ pub fn mask_ciphertext(
     Ok((out, r))
 }
 
-/// CKKS → MPC, server side (BLB Alg. 1, module doc): converts the first `count` slots of `ct`
-/// (a relinearised ciphertext encrypted under the client's key `peer_pk`) to `Z_{2^l}` shares.
-/// Sends one ciphertext at [`conversion_level`].
+/// Concatenates serialized ciphertexts (all of one level, so of one length).
+fn send_cts(ch: &mut dyn Channel, params: &CkksParams, cts: &[CkksCiphertext]) -> Result<(), LinearError> {
+    let mut buf = Vec::new();
+    for ct in cts {
+        buf.extend_from_slice(&ct.serialize(params)?);
+    }
+    ch.send(&buf)?;
+    Ok(())
+}
+
+/// Splits one message into `count` ciphertexts of `len` bytes each.
+fn recv_cts(ch: &mut dyn Channel, params: &CkksParams, count: usize, len: usize) -> Result<Vec<CkksCiphertext>, LinearError> {
+    let buf = ch.recv()?;
+    if buf.len() != count * len {
+        return Err(LinearError::Malformed(format!("{} bytes for {count} ciphertexts of {len}", buf.len())));
+    }
+    buf.chunks(len).map(|c| CkksCiphertext::deserialize(params, c).map_err(LinearError::from)).collect()
+}
+
+/// Number of ciphertexts holding `count` values at `N/2` per ciphertext.
+pub fn ciphertexts_for(params: &CkksParams, count: usize) -> usize {
+    count.div_ceil(params.slots()).max(1)
+}
+
+/// CKKS → MPC, server side (BLB Alg. 1, module doc), for a whole tensor: the `count` values
+/// fill the slots of `cts` in order (`N/2` per ciphertext); all are relinearised, of one scale,
+/// and encrypted under the client's key `peer_pk`. One message of masked ciphertexts at
+/// [`conversion_level`], then one batched field → ring.
 #[allow(clippy::too_many_arguments)]
 pub fn ckks_to_shares_server(
     ch: &mut dyn Channel,
     mpc: &mut Mpc,
     ev: &CkksEvaluator,
     peer_pk: &CkksPublicKey,
-    ct: &CkksCiphertext,
+    cts: &[CkksCiphertext],
     count: usize,
     fmt: &ConvFormat,
     how: FieldToRing,
 ) -> Result<Vec<u64>, LinearError> {
     let params = ev.params();
-    let codec = ShareCodec::new(params.n(), fmt.tau)?;
-    let level = conversion_level(params, ct.scale(), fmt, how)?;
-    if ct.level() < level {
-        return Err(LinearError::BadParams(format!("ciphertext at level {} below the conversion level {level}", ct.level())));
+    if cts.len() != ciphertexts_for(params, count) {
+        return Err(LinearError::BadShape(format!("{count} values in {} ciphertexts", cts.len())));
     }
+    let scale = cts[0].scale();
+    if cts.iter().any(|c| (c.scale() / scale - 1.0).abs() > 1e-9) {
+        return Err(LinearError::BadParams("ciphertexts of different scales in one conversion".into()));
+    }
+    let level = conversion_level(params, scale, fmt, how)?;
     let q = level_modulus(params, level)?;
-    let (out, r) = mask_ciphertext(ev, peer_pk, ct, level, mpc.prg())?;
-    ch.send(&out.serialize(params)?)?;
-    let mine: Vec<u128> = compose(params, &r)?.into_iter().map(|v| (q - v) % q).collect();
-    let wide = field_to_ring(ch, mpc, params, &mine, q, ct.scale(), fmt, how)?;
-    decode_local(&codec, fmt, wide, ct.scale(), count, Role::Server)
+    let mut masked = Vec::with_capacity(cts.len());
+    let mut mine = Vec::with_capacity(cts.len() * params.n());
+    for ct in cts {
+        if ct.level() < level {
+            return Err(LinearError::BadParams(format!("ciphertext at level {} below the conversion level {level}", ct.level())));
+        }
+        let (m, r) = mask_ciphertext(ev, peer_pk, ct, level, mpc.prg())?;
+        masked.push(m);
+        mine.extend(compose(params, &r)?.into_iter().map(|v| (q - v) % q));
+    }
+    send_cts(ch, params, &masked)?;
+    let wide = field_to_ring(ch, mpc, params, &mine, q, scale, fmt, how)?;
+    decode_all(params, fmt, wide, scale, count, Role::Server)
 }
 
-/// CKKS → MPC, client side: receives the masked ciphertext, decrypts its share, converts.
+/// Decodes the per-ciphertext coefficient shares and keeps the first `count` slots overall.
+fn decode_all(params: &CkksParams, fmt: &ConvFormat, wide: Vec<u128>, scale: f64, count: usize, role: Role) -> Result<Vec<u64>, LinearError> {
+    let codec = ShareCodec::new(params.n(), fmt.tau)?;
+    let slots = params.slots();
+    let mut out = Vec::with_capacity(count);
+    for (i, coeffs) in wide.chunks(params.n()).enumerate() {
+        let take = slots.min(count - i * slots);
+        out.extend(decode_local(&codec, fmt, coeffs.to_vec(), scale, take, role)?);
+    }
+    Ok(out)
+}
+
+/// CKKS → MPC, client side: receives the masked ciphertexts, decrypts its shares, converts.
+/// `scale` is the (public) scale of the server's ciphertexts.
+#[allow(clippy::too_many_arguments)]
 pub fn ckks_to_shares_client(
     ch: &mut dyn Channel,
     mpc: &mut Mpc,
     params: &CkksParams,
     sk: &CkksSecretKey,
     count: usize,
+    scale: f64,
     fmt: &ConvFormat,
     how: FieldToRing,
 ) -> Result<Vec<u64>, LinearError> {
-    let codec = ShareCodec::new(params.n(), fmt.tau)?;
-    let ct = CkksCiphertext::deserialize(params, &ch.recv()?)?;
-    let level = conversion_level(params, ct.scale(), fmt, how)?;
-    if ct.level() != level || ct.size() != 2 {
-        return Err(LinearError::Malformed(format!("masked ciphertext at level {} (expected {level})", ct.level())));
-    }
+    let level = conversion_level(params, scale, fmt, how)?;
     let q = level_modulus(params, level)?;
-    let mine = compose(params, &sk.decrypt(params, &ct)?.coeff_residues(params))?;
-    let wide = field_to_ring(ch, mpc, params, &mine, q, ct.scale(), fmt, how)?;
-    decode_local(&codec, fmt, wide, ct.scale(), count, Role::Client)
+    let k = ciphertexts_for(params, count);
+    let cts = recv_cts(ch, params, k, params.ciphertext_bytes(level, false)?)?;
+    let mut mine = Vec::with_capacity(k * params.n());
+    for ct in &cts {
+        if ct.level() != level || ct.size() != 2 || (ct.scale() / scale - 1.0).abs() > 1e-9 {
+            return Err(LinearError::Malformed(format!("masked ciphertext at level {} scale {}", ct.level(), ct.scale())));
+        }
+        mine.extend(compose(params, &sk.decrypt(params, ct)?.coeff_residues(params))?);
+    }
+    let wide = field_to_ring(ch, mpc, params, &mine, q, scale, fmt, how)?;
+    decode_all(params, fmt, wide, scale, count, Role::Client)
 }
 
-/// Shared steps of MPC → CKKS: extend, encode, re-randomise, ring → field per prime.
-fn shares_to_plaintext(
+/// Shared steps of MPC → CKKS for a whole tensor: extend (one batch), encode per ciphertext,
+/// re-randomise (one seed), ring → field per prime.
+fn shares_to_plaintexts(
     ch: &mut dyn Channel,
     mpc: &mut Mpc,
     params: &CkksParams,
@@ -306,24 +361,36 @@ fn shares_to_plaintext(
     level: usize,
     scale: f64,
     fmt: &ConvFormat,
-) -> Result<CkksPlaintext, LinearError> {
+) -> Result<Vec<CkksPlaintext>, LinearError> {
     let codec = ShareCodec::new(params.n(), fmt.tau)?;
     let role = mpc.role();
     let wide = mpc.extend_wide(ch, x, fmt.l, 128)?;
-    let mut coeffs = encode_local(&codec, fmt, &wide, scale, role)?;
+    let mut coeffs = Vec::with_capacity(ciphertexts_for(params, x.len()) * params.n());
+    if wide.is_empty() {
+        coeffs.extend(encode_local(&codec, fmt, &[], scale, role)?);
+    }
+    for chunk in wide.chunks(params.slots()) {
+        coeffs.extend(encode_local(&codec, fmt, chunk, scale, role)?);
+    }
     mpc.rerandomize_wide(ch, &mut coeffs, 128)?;
     let bound = coeff_bits(scale, fmt);
-    let mut residues = Vec::with_capacity(level);
+    let mut per_prime = Vec::with_capacity(level);
     for i in 0..level {
         let qi = params.prime(i).ok_or_else(|| LinearError::BadParams(format!("no prime {i}")))?;
-        residues.push(ring_to_field_local(role, &coeffs, 128, bound, qi as u128)?.into_iter().map(|v| v as u64).collect());
+        per_prime.push(ring_to_field_local(role, &coeffs, 128, bound, qi as u128)?);
     }
-    Ok(CkksPlaintext::from_coeff_residues(params, &residues, scale)?)
+    let n = params.n();
+    (0..coeffs.len() / n)
+        .map(|c| {
+            let res: Vec<Vec<u64>> = per_prime.iter().map(|r| r[c * n..(c + 1) * n].iter().map(|&v| v as u64).collect()).collect();
+            CkksPlaintext::from_coeff_residues(params, &res, scale).map_err(LinearError::from)
+        })
+        .collect()
 }
 
-/// MPC → CKKS, server side (BLB Alg. 2): `Z_{2^l}` shares of up to `N/2` values (`|x| <
-/// 2^value_bits`) → a ciphertext of them at `level` with `scale` under the client's key.
-#[allow(clippy::too_many_arguments)]
+/// MPC → CKKS, server side (BLB Alg. 2): `Z_{2^l}` shares of a tensor (`|x| < 2^value_bits`)
+/// → [`ciphertexts_for`] ciphertexts (slots filled in order) at `level` with `scale` under the
+/// client's key.
 pub fn shares_to_ckks_server(
     ch: &mut dyn Channel,
     mpc: &mut Mpc,
@@ -332,18 +399,23 @@ pub fn shares_to_ckks_server(
     level: usize,
     scale: f64,
     fmt: &ConvFormat,
-) -> Result<CkksCiphertext, LinearError> {
+) -> Result<Vec<CkksCiphertext>, LinearError> {
     let params = ev.params();
-    let mine = shares_to_plaintext(ch, mpc, params, x, level, scale, fmt)?;
-    let ct = CkksCiphertext::deserialize(params, &ch.recv()?)?;
-    if ct.level() != level || ct.size() != 2 || (ct.scale() / scale - 1.0).abs() > 1e-9 {
-        return Err(LinearError::Malformed(format!("client ciphertext at level {} scale {}", ct.level(), ct.scale())));
-    }
-    Ok(ev.add_plain(&ct, &mine)?)
+    let mine = shares_to_plaintexts(ch, mpc, params, x, level, scale, fmt)?;
+    let cts = recv_cts(ch, params, mine.len(), params.ciphertext_bytes(level, true)?)?;
+    cts.iter()
+        .zip(&mine)
+        .map(|(ct, pt)| {
+            if ct.level() != level || ct.size() != 2 || (ct.scale() / scale - 1.0).abs() > 1e-9 {
+                return Err(LinearError::Malformed(format!("client ciphertext at level {} scale {}", ct.level(), ct.scale())));
+            }
+            Ok(ev.add_plain(ct, pt)?)
+        })
+        .collect()
 }
 
-/// MPC → CKKS, client side: encrypts its share of the encoding (symmetric key; a top-level
-/// ciphertext travels as `(b, seed)`) and sends it.
+/// MPC → CKKS, client side: encrypts its shares of the encodings (symmetric key; top-level
+/// ciphertexts travel as `(b, seed)`) and sends them in one message.
 #[allow(clippy::too_many_arguments)]
 pub fn shares_to_ckks_client(
     ch: &mut dyn Channel,
@@ -355,10 +427,9 @@ pub fn shares_to_ckks_client(
     scale: f64,
     fmt: &ConvFormat,
 ) -> Result<(), LinearError> {
-    let mine = shares_to_plaintext(ch, mpc, params, x, level, scale, fmt)?;
-    let ct = sk.encrypt(params, &mine, mpc.prg())?;
-    ch.send(&ct.serialize(params)?)?;
-    Ok(())
+    let mine = shares_to_plaintexts(ch, mpc, params, x, level, scale, fmt)?;
+    let cts = mine.iter().map(|pt| sk.encrypt(params, pt, mpc.prg())).collect::<Result<Vec<_>, _>>()?;
+    send_cts(ch, params, &cts)
 }
 
 #[cfg(test)]
@@ -444,9 +515,10 @@ mod tests {
     fn mpc_to_ckks_to_mpc_round_trips_both_field_to_ring_kinds() {
         let params = test_params();
         let fmt = ConvFormat::DEFAULT;
-        let n = params.slots();
+        // Two ciphertexts' worth, the second partly filled.
+        let count = params.slots() + 1000;
         let mut prg = Prg::new([9; 16]);
-        let xs: Vec<f64> = (0..n).map(|i| ((i * 7919 % 2001) as f64 - 1000.0) / 20.0).collect();
+        let xs: Vec<f64> = (0..count).map(|i| ((i * 7919 % 2001) as f64 - 1000.0) / 20.0).collect();
         let (xa, xb) = fixed(&xs, &fmt, &mut prg);
         let sk = CkksSecretKey::generate(&params, &mut Prg::new([10; 16]));
         let pk = sk.public_key(&params, &mut Prg::new([11; 16]));
@@ -457,31 +529,35 @@ mod tests {
                 let mut m = Mpc::setup(Role::Server, ch, Prg::new([1; 16]), Producer::Iknp).unwrap();
                 let ev = CkksEvaluator::new(&p1);
                 let ct = shares_to_ckks_server(ch, &mut m, &ev, &xa, 3, scale, &fmt).unwrap();
+                assert_eq!(ct.len(), 2);
                 // A linear step under CKKS between the conversions: 0.5·x, rescaled to level 2.
-                let half = ev.rescale(&ev.mul_const(&ct, 0.5).unwrap()).unwrap();
+                let half: Vec<_> = ct.iter().map(|c| ev.rescale(&ev.mul_const(c, 0.5).unwrap()).unwrap()).collect();
                 let before = ch.stats();
-                let local = ckks_to_shares_server(ch, &mut m, &ev, &pk, &half, n, &fmt, FieldToRing::Local).unwrap();
+                let local = ckks_to_shares_server(ch, &mut m, &ev, &pk, &half, count, &fmt, FieldToRing::Local).unwrap();
                 let mid = ch.stats();
-                let exact = ckks_to_shares_server(ch, &mut m, &ev, &pk, &half, n, &fmt, FieldToRing::Exact).unwrap();
+                let exact = ckks_to_shares_server(ch, &mut m, &ev, &pk, &half, count, &fmt, FieldToRing::Exact).unwrap();
                 let end = ch.stats();
                 (local, exact, (mid.bytes_sent - before.bytes_sent) + (mid.bytes_recv - before.bytes_recv), (end.bytes_sent - mid.bytes_sent) + (end.bytes_recv - mid.bytes_recv))
             },
             move |ch| {
                 let mut m = Mpc::setup(Role::Client, ch, Prg::new([2; 16]), Producer::Iknp).unwrap();
                 shares_to_ckks_client(ch, &mut m, &p2, &sk, &xb, 3, scale, &fmt).unwrap();
-                let local = ckks_to_shares_client(ch, &mut m, &p2, &sk, n, &fmt, FieldToRing::Local).unwrap();
-                let exact = ckks_to_shares_client(ch, &mut m, &p2, &sk, n, &fmt, FieldToRing::Exact).unwrap();
+                // mul_const encodes at the last prime, so the rescale restores Δ exactly.
+                let half_scale = p2.default_scale();
+                let local = ckks_to_shares_client(ch, &mut m, &p2, &sk, count, half_scale, &fmt, FieldToRing::Local).unwrap();
+                let exact = ckks_to_shares_client(ch, &mut m, &p2, &sk, count, half_scale, &fmt, FieldToRing::Exact).unwrap();
                 (local, exact)
             },
         );
         let ulp = (-(fmt.f as f64)).exp2();
         for (kind, a, b) in [("local", &srv.0, &cli.0), ("exact", &srv.1, &cli.1)] {
             let mut max = 0f64;
-            for i in 0..n {
+            assert_eq!(a.len(), count);
+            for i in 0..count {
                 let got = a[i].wrapping_add(b[i]) as i64 as f64 * ulp;
                 max = max.max((got - 0.5 * xs[i]).abs());
             }
-            eprintln!("CKKS<->MPC round trip ({kind}): max abs error {max:.3e} over {n} values");
+            eprintln!("CKKS<->MPC round trip ({kind}): max abs error {max:.3e} over {count} values");
             // CKKS noise of a public-key encryption (~2^-22 relative at Δ = 2^40) plus a few
             // fixed-point units of 2^-18.
             assert!(max < 1e-4, "{kind}: max error {max}");
@@ -530,11 +606,11 @@ mod tests {
         let (ps, _) = run_pair(
             move |ch| {
                 let mut m = Mpc::setup(Role::Server, ch, Prg::new([3; 16]), Producer::Iknp).unwrap();
-                shares_to_plaintext(ch, &mut m, &p1, &xa, 3, scale, &fmt).unwrap()
+                shares_to_plaintexts(ch, &mut m, &p1, &xa, 3, scale, &fmt).unwrap().remove(0)
             },
             move |ch| {
                 let mut m = Mpc::setup(Role::Client, ch, Prg::new([4; 16]), Producer::Iknp).unwrap();
-                shares_to_plaintext(ch, &mut m, &p2, &xb, 3, scale, &fmt).unwrap()
+                shares_to_plaintexts(ch, &mut m, &p2, &xb, 3, scale, &fmt).unwrap().remove(0)
             },
         );
         let res = ps.coeff_residues(&params);

@@ -17,11 +17,14 @@
 //!   adding an arbitrary `R_q` polynomial to `c0` ([`Ciphertext::add_c0_assign`], H2A's mask).
 //! - [`keyswitch`]: automorphisms `X -> X^g` with key switching.
 //! - [`serialize`]: versioned, length-checked, bit-packed wire formats.
+//! - [`bfv`]: BFV ct × ct multiplication with relinearisation, row rotations, Paterson–Stockmeyer,
+//!   LEAF's parameter set.
 //!
 //! Scheme: BFV-style scaling without relinearisation. A plaintext `m ∈ Z_t[X]/(X^N+1)` is
 //! carried as `c0 + c1·s = round(q·m/t) + e (mod q)`; decryption is `round(t·(c0 + c1·s)/q) mod t`,
 //! computed exactly in RNS (see `nectar_math::rns`).
 
+pub mod bfv;
 pub mod ciphertext;
 pub mod encoding;
 pub mod keys;

@@ -236,9 +236,10 @@ fn leaf_params_validate_and_insecure_refused() {
     assert!(matches!(Params::new(small), Err(HeError::Insecure { .. })));
 }
 
-/// One ct-ct multiplication + relinearisation at the LEAF parameters (N = 32768, 669-bit q).
+/// One ct-ct multiplication + relinearisation at the LEAF parameters (N = 32768, 669-bit q),
+/// then repeated squaring to the end of the noise budget.
 #[test]
-fn leaf_params_one_product() {
+fn leaf_params_product_and_depth() {
     let mut prg = Prg::new([6; 16]);
     let t0 = Instant::now();
     let c = ctx(Params::leaf_bfv().unwrap(), &mut prg);
@@ -253,4 +254,23 @@ fn leaf_params_one_product() {
     let nr = c.sk.noise(&c.params, &prod).unwrap();
     eprintln!("LEAF product: {nr:?}");
     assert!(nr.budget_bits > 500);
+    // Depth: square until the budget is spent (LEAF §1.2 needs 13 levels; its degree-65536
+    // Paterson–Stockmeyer needs 17).
+    let mut ct = prod;
+    let mut want = mulv(&a, &b);
+    let mut depth = 1;
+    let t0 = Instant::now();
+    loop {
+        ct = c.mul.square(&c.params, &ct, &c.rk).unwrap();
+        want = mulv(&want, &want);
+        let nr = c.sk.noise(&c.params, &ct).unwrap();
+        eprintln!("LEAF depth {}: noise {} bits, budget {} bits", depth + 1, nr.noise_bits, nr.budget_bits);
+        if nr.budget_bits <= 0 {
+            break;
+        }
+        same(&dec(&c, &ct), &want, "LEAF depth");
+        depth += 1;
+    }
+    eprintln!("LEAF parameters: {depth} levels ({:?} for the squarings)", t0.elapsed());
+    assert!(depth >= 17, "only {depth} levels");
 }

@@ -155,6 +155,39 @@ struct ScaleConsts {
     t_q_inv: Vec<(u64, u64)>,
 }
 
+impl ScaleConsts {
+    fn new(q: &[Modulus], aux: &[Modulus], b_big: &BigUint, t: u64) -> Result<Self, HeError> {
+        let bad = || HeError::InvalidParams("auxiliary basis not coprime".into());
+        let tb = b_big.mul_u64(t);
+        let l = q.len();
+        let mut qb_hat_inv = Vec::with_capacity(l);
+        let mut theta = Vec::with_capacity(l);
+        let mut omega = vec![Vec::with_capacity(l); aux.len()];
+        for (i, qi) in q.iter().enumerate() {
+            // (Q/q_i)·B mod q_i.
+            let h = q.iter().enumerate().filter(|(i2, _)| *i2 != i).fold(1u64, |a, (_, m)| qi.mul(a, qi.reduce(m.value())));
+            let inv = qi.inv(qi.mul(h, b_big.rem_modulus(qi))).ok_or_else(bad)?;
+            qb_hat_inv.push((inv, qi.shoup(inv)));
+            // t·B = quot·q_i + rem: ⌊tB/q_i⌋ mod b_j and frac = rem/q_i in 128 bits.
+            let (quot, rem) = tb.divrem_u64(qi.value());
+            let (p, r) = (qi.value() as u128, rem as u128);
+            let hi = (r << 64) / p;
+            let lo = (((r << 64) % p) << 64) / p;
+            theta.push((hi << 64) | lo);
+            for (jb, b) in aux.iter().enumerate() {
+                omega[jb].push(quot.rem_modulus(b));
+            }
+        }
+        let mut t_q_inv = Vec::with_capacity(aux.len());
+        for b in aux {
+            let qm = q.iter().fold(1u64, |a, m| b.mul(a, b.reduce(m.value())));
+            let v = b.mul(b.reduce(t), b.inv(qm).ok_or_else(bad)?);
+            t_q_inv.push((v, b.shoup(v)));
+        }
+        Ok(Self { qb_hat_inv, theta, omega, t_q_inv })
+    }
+}
+
 /// Per-level constants.
 #[derive(Debug)]
 struct LevelMul {
@@ -230,36 +263,9 @@ impl BfvMul {
             let q = &params.q_moduli()[..l];
             let q_to_b = BaseConv::new(q, &aux)?;
             let b_to_q = BaseConv::new(&aux, q)?;
-            let mut scale = Vec::with_capacity(params.plain_count());
-            for j in 0..params.plain_count() {
-                let t = params.plain_modulus(j) as u64;
-                let tb = b_big.mul_u64(t);
-                let mut qb_hat_inv = Vec::with_capacity(l);
-                let mut theta = Vec::with_capacity(l);
-                let mut omega = vec![Vec::with_capacity(l); aux.len()];
-                for (i, qi) in q.iter().enumerate() {
-                    // (Q/q_i)·B mod q_i = q_to_b's hat times B.
-                    let h = q.iter().enumerate().filter(|(i2, _)| *i2 != i).fold(1u64, |a, (_, m)| qi.mul(a, qi.reduce(m.value())));
-                    let h = qi.mul(h, b_big.rem_modulus(qi));
-                    let inv = qi.inv(h).ok_or_else(|| HeError::InvalidParams("auxiliary basis not coprime".into()))?;
-                    qb_hat_inv.push((inv, qi.shoup(inv)));
-                    let (quot, rem) = tb.divrem_u64(qi.value());
-                    let (p, r) = (qi.value() as u128, rem as u128);
-                    let hi = (r << 64) / p;
-                    let lo = (((r << 64) % p) << 64) / p;
-                    theta.push((hi << 64) | lo);
-                    for (jb, b) in aux.iter().enumerate() {
-                        omega[jb].push(quot.rem_modulus(b));
-                    }
-                }
-                let mut t_q_inv = Vec::with_capacity(aux.len());
-                for b in &aux {
-                    let qm = q.iter().fold(1u64, |a, m| b.mul(a, b.reduce(m.value())));
-                    let v = b.mul(b.reduce(t), b.inv(qm).ok_or_else(|| HeError::InvalidParams("Q not invertible mod B".into()))?);
-                    t_q_inv.push((v, b.shoup(v)));
-                }
-                scale.push(ScaleConsts { qb_hat_inv, theta, omega, t_q_inv });
-            }
+            let scale = (0..params.plain_count())
+                .map(|j| ScaleConsts::new(q, &aux, &b_big, params.plain_modulus(j) as u64))
+                .collect::<Result<_, _>>()?;
             levels.push(LevelMul { q_to_b, b_to_q, scale });
         }
         Ok(Self { params: params.clone(), aux, aux_plans, levels })
@@ -404,46 +410,45 @@ impl BfvMul {
         [d0, d1, d2]
     }
 
-    /// Steps 3–4: `round(t·x/Q)` for `x` given over `Q∪B` (coefficient form), returned over `Q`.
-    fn scale_down(&self, l: usize, lv: &LevelMul, sc: &ScaleConsts, mut x: Vec<u64>) -> RnsPoly {
+    /// Steps 3–4 on the basis of level `l`.
+    fn scale_down(&self, l: usize, lv: &LevelMul, sc: &ScaleConsts, x: Vec<u64>) -> RnsPoly {
         let n = self.n();
-        let k = self.aux.len();
-        let q = &self.params.q_moduli()[..l];
-        // x̃_i = [x_i·((Q/q_i)·B)^{−1}]_{q_i}, in place over the Q limbs.
-        let (xq, xb) = x.split_at_mut(l * n);
-        xq.par_chunks_mut(n).zip(q.par_iter()).zip(sc.qb_hat_inv.par_iter()).for_each(|((limb, m), &(w, ws))| {
-            limb.iter_mut().for_each(|v| *v = m.mul_shoup(*v, w, ws));
-        });
-        // round(Σ_i x̃_i·θ_i) per coefficient (< l·2^62, kept as u128).
-        let mut frac_round = vec![0u128; n];
-        {
-            let xq: &[u64] = xq;
-            frac_round.par_chunks_mut(1024).enumerate().for_each(|(c, out)| {
-                for (o, kk) in out.iter_mut().zip(c * 1024..) {
-                    *o = frac_sum_round(l, |i| xq[i * n + kk], &sc.theta);
-                }
-            });
-        }
-        // y_j = x_j·t·Q^{−1} + Σ_i x̃_i·ω_{j,i} + round(...) mod b_j, in place over the B limbs.
-        {
-            let xq: &[u64] = xq;
-            let srcs: Vec<&[u64]> = xq.chunks(n).collect();
-            xb.par_chunks_mut(n).enumerate().for_each(|(j, limb)| {
-                let b = &self.aux[j];
-                let (w, ws) = sc.t_q_inv[j];
-                let row = &sc.omega[j];
-                lazy_lin_comb(b, &srcs, row, limb, |kk, acc, own| {
-                    let extra = b.mul_shoup(own, w, ws);
-                    b.add(b.add(acc, extra), b.reduce_u128(frac_round[kk]))
-                });
-            });
-        }
-        // Step 4: B → Q.
-        let mut out = RnsPoly::zero_level(n, l, false);
-        fast_convert(&lv.b_to_q, &self.aux, q, xb, &mut out.data, n);
-        debug_assert_eq!(xb.len(), k * n);
-        out
+        let data = scale_down_on(lv, sc, &self.params.q_moduli()[..l], &self.aux, x, n);
+        RnsPoly { n, data, ntt: false, mods: (0..l).collect() }
     }
+}
+
+/// Steps 3–4: `round(t·x/Q)` for `x` given over `Q∪B` (coefficient form, `Q` limbs first),
+/// returned over `Q` (`l·N` words).
+fn scale_down_on(lv: &LevelMul, sc: &ScaleConsts, q: &[Modulus], aux: &[Modulus], mut x: Vec<u64>, n: usize) -> Vec<u64> {
+    let l = q.len();
+    // x̃_i = [x_i·((Q/q_i)·B)^{−1}]_{q_i}, in place over the Q limbs.
+    let (xq, xb) = x.split_at_mut(l * n);
+    xq.par_chunks_mut(n).zip(q.par_iter()).zip(sc.qb_hat_inv.par_iter()).for_each(|((limb, m), &(w, ws))| {
+        limb.iter_mut().for_each(|v| *v = m.mul_shoup(*v, w, ws));
+    });
+    let xq: &[u64] = xq;
+    // round(Σ_i x̃_i·θ_i) per coefficient (< l·2^62, kept as u128).
+    let mut frac_round = vec![0u128; n];
+    frac_round.par_chunks_mut(1024).enumerate().for_each(|(c, out)| {
+        for (o, kk) in out.iter_mut().zip(c * 1024..) {
+            *o = frac_sum_round(l, |i| xq[i * n + kk], &sc.theta);
+        }
+    });
+    // y_j = x_j·t·Q^{−1} + Σ_i x̃_i·ω_{j,i} + round(...) mod b_j, in place over the B limbs.
+    let srcs: Vec<&[u64]> = xq.chunks(n).collect();
+    xb.par_chunks_mut(n).enumerate().for_each(|(j, limb)| {
+        let b = &aux[j];
+        let (w, ws) = sc.t_q_inv[j];
+        lazy_lin_comb(b, &srcs, &sc.omega[j], limb, |kk, acc, own| {
+            let extra = b.mul_shoup(own, w, ws);
+            b.add(b.add(acc, extra), b.reduce_u128(frac_round[kk]))
+        });
+    });
+    // Step 4: B → Q.
+    let mut out = vec![0u64; l * n];
+    fast_convert(&lv.b_to_q, aux, q, xb, &mut out, n);
+    out
 }
 
 /// `round(Σ_i x_i·f_i / 2^128)` (ties up) for `x_i < 2^62` and 128-bit fractions `f_i`, with
@@ -499,4 +504,96 @@ fn fast_convert(bc: &BaseConv, src_m: &[Modulus], dst_m: &[Modulus], src: &mut [
         let ps = m.shoup(pm);
         lazy_lin_comb(m, &srcs, &bc.hat_mod[j], limb, |kk, acc, _| m.sub(acc, m.mul_shoup(v[kk], pm, ps)));
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nectar_math::rns::RnsBasis;
+    use rand_core::RngCore;
+
+    fn big_mod(x: &BigUint, neg: bool, m: &Modulus) -> u64 {
+        let r = x.rem_modulus(m);
+        if neg {
+            m.neg(r)
+        } else {
+            r
+        }
+    }
+
+    /// Steps 1 and 3–4 against big-integer references: the centred lift `Q → B`, and
+    /// `round(t·x/Q)` for `|x| < N·Q²/2` given over `Q∪B`.
+    #[test]
+    fn base_extension_and_scale_round_are_exact() {
+        let n = 1024;
+        // Bases built directly (no `Params`), so a wide `Q` can be tested at a small `N`.
+        let mut prg = Prg::new([11; 16]);
+        for qbits in [vec![27u32], vec![30, 60, 28, 55, 56]] {
+            let mut used = vec![12289u64];
+            let q: Vec<Modulus> = qbits
+                .iter()
+                .map(|&b| {
+                    let p = ntt_primes(b, n, 1, &used).unwrap()[0];
+                    used.push(p);
+                    Modulus::new(p).unwrap()
+                })
+                .collect();
+            let l = q.len();
+            let qb = RnsBasis::new(&q).unwrap();
+            let t = 12289u64;
+            let kbits = qb.total_bits() + 14 + 10 + AUX_SLACK_BITS;
+            let aux: Vec<Modulus> = ntt_primes(AUX_BITS, n, kbits.div_ceil(AUX_BITS - 1) as usize, &used)
+                .unwrap()
+                .into_iter()
+                .map(|p| Modulus::new(p).unwrap())
+                .collect();
+            let k = aux.len();
+            let q_to_b = BaseConv::new(&q, &aux).unwrap();
+            let b_to_q = BaseConv::new(&aux, &q).unwrap();
+            // Step 1: random residues mod Q, centred lift into B.
+            let mut src: Vec<u64> = (0..l * n).map(|i| prg.next_u64() % q[i / n].value()).collect();
+            let orig = src.clone();
+            let mut dst = vec![0u64; k * n];
+            fast_convert(&q_to_b, &q, &aux, &mut src, &mut dst, n);
+            for c in 0..n {
+                let r: Vec<u64> = (0..l).map(|i| orig[i * n + c]).collect();
+                let (mag, neg) = qb.compose_centered(&r);
+                for (j, b) in aux.iter().enumerate() {
+                    assert_eq!(dst[j * n + c], big_mod(&mag, neg, b), "lift, coefficient {c}");
+                }
+            }
+            // Steps 3–4 through a BfvMul-shaped context with this Q and B.
+            let mut b_big = BigUint::from_u64(1);
+            aux.iter().for_each(|m| b_big = b_big.mul_u64(m.value()));
+            let sc = ScaleConsts::new(&q, &aux, &b_big, t).unwrap();
+            let xbits = 2 * qb.total_bits() + 9;
+            let mut x = vec![0u64; (l + k) * n];
+            let mut want = Vec::with_capacity(n);
+            for c in 0..n {
+                let words = xbits.div_ceil(64) as usize;
+                let mut w: Vec<u64> = (0..words).map(|_| prg.next_u64()).collect();
+                let top = xbits - 64 * (words as u32 - 1);
+                w[words - 1] &= (1u64 << top) - 1;
+                let mag = BigUint { words: w };
+                let neg = prg.next_u64() & 1 == 1;
+                for (i, m) in q.iter().chain(&aux).enumerate() {
+                    x[i * n + c] = big_mod(&mag, neg, m);
+                }
+                // |y| = ⌊(2t|x| + Q)/(2Q)⌋ with the sign of x.
+                let mut num = mag.mul_u64(2 * t).add(qb.product());
+                num = num.divrem_u64(2).0;
+                for m in &q {
+                    num = num.divrem_u64(m.value()).0;
+                }
+                want.push((num, neg));
+            }
+            let lv = LevelMul { q_to_b, b_to_q, scale: vec![] };
+            let out = scale_down_on(&lv, &sc, &q, &aux, x, n);
+            for (c, (mag, neg)) in want.iter().enumerate() {
+                for (i, m) in q.iter().enumerate() {
+                    assert_eq!(out[i * n + c], big_mod(mag, *neg, m), "scale, coefficient {c}, limb {i}");
+                }
+            }
+        }
+    }
 }

@@ -101,19 +101,19 @@ pub fn paterson_stockmeyer<O: PolyEvalOps>(
     let refs: Vec<(&O::Value, u64)> =
         if t0.is_empty() { vec![(&pows[1], 0)] } else { t0.iter().map(|&(j, w)| (&pows[j], w)).collect() };
     let mut acc = ops.lin_comb(&refs, c(0))?;
-    for i in 1..m {
+    for (i, y_i) in giant.iter().enumerate().skip(1) {
         let terms = block_terms(i);
         let c0 = c(i * k);
         if terms.is_empty() {
             if c0 != 0 {
-                let v = ops.lin_comb(&[(&giant[i], c0)], 0)?;
+                let v = ops.lin_comb(&[(y_i, c0)], 0)?;
                 ops.add_assign(&mut acc, &v)?;
             }
             continue;
         }
         let refs: Vec<(&O::Value, u64)> = terms.iter().map(|&(j, w)| (&pows[j], w)).collect();
         let inner = ops.lin_comb(&refs, c0)?;
-        let v = ops.mul(&inner, &giant[i])?;
+        let v = ops.mul(&inner, y_i)?;
         mults += 1;
         ops.add_assign(&mut acc, &v)?;
     }

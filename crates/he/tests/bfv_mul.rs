@@ -88,6 +88,11 @@ fn ct_ct_product_is_slotwise_and_noise_is_small() {
     let p2 = c.mul.multiply(&c.params, &pa, &pb, &c.rk).unwrap();
     assert_eq!(p2.level(), 2);
     same(&dec(&c, &p2), &mulv(&a, &b), "p2");
+    // The relinearisation key survives its wire form; truncated bytes are an error.
+    let bytes = c.rk.serialize(&c.params);
+    let rk2 = RelinKey::deserialize(&c.params, &bytes).unwrap();
+    assert_eq!(rk2, c.rk);
+    assert!(RelinKey::deserialize(&c.params, &bytes[..bytes.len() - 1]).is_err());
     // Mismatched levels are refused.
     assert!(c.mul.multiply(&c.params, &ca, &pb, &c.rk).is_err());
 }

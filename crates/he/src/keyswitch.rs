@@ -61,7 +61,7 @@ fn auto_coeff_limb_add(m: &Modulus, src: &[u64], dst: &mut [u64], g: u64) {
 /// need no forward transform and `τ_g(c0)` enters as `P·τ_g(c0)` before the inverse transform
 /// (`(x + P·c − [x]_P)/P = (x − [x]_P)/P + c` exactly), so `c0` is never transformed. Same
 /// residues as transforming everything to coefficients first, bit for bit.
-fn automorphism_key_switch(params: &Params, ct: &Ciphertext, g: u64, key: &GaloisKey) -> Result<Ciphertext, HeError> {
+pub(crate) fn automorphism_key_switch(params: &Params, ct: &Ciphertext, g: u64, key: &GaloisKey) -> Result<Ciphertext, HeError> {
     let sp = params.special_modulus().copied().ok_or(HeError::NoSpecialPrime)?;
     let l = ct.level();
     let n = params.n();

@@ -20,11 +20,14 @@
 //! - [`ckks`]: the CKKS scheme (BLB §2.4, §5, App. C) on the same engine: canonical-embedding
 //!   encoder, relinearisation, rescaling, slot rotations / conjugation, BSGS linear transforms,
 //!   operation counters and the BLB Table 6 parameter presets.
+//! - [`bfv`]: BFV ct × ct multiplication with relinearisation, row rotations, Paterson–Stockmeyer,
+//!   LEAF's parameter set.
 //!
 //! Scheme (outside [`ckks`]): BFV-style scaling without relinearisation. A plaintext `m ∈ Z_t[X]/(X^N+1)` is
 //! carried as `c0 + c1·s = round(q·m/t) + e (mod q)`; decryption is `round(t·(c0 + c1·s)/q) mod t`,
 //! computed exactly in RNS (see `nectar_math::rns`).
 
+pub mod bfv;
 pub mod ciphertext;
 pub mod ckks;
 pub mod encoding;

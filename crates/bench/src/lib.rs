@@ -9,9 +9,12 @@
 //!   (`nectar bench mpc --op flute`);
 //! - [`linear`]: the HE linear protocols, OLT / matmuls / bOLEe, BumbleBee Table II / VII
 //!   (`nectar bench linear`);
+//! - [`blb`]: BLB's CKKS ↔ MPC conversion at the Table 6 parameters
+//!   (`nectar bench linear --suite blb --op convert`);
 //! - [`nn`]: whole nonlinear operators on the secure backend (`nectar bench nn --op gelu`);
 //! - [`model`]: one secure inference at real shapes with random weights (`nectar bench model`).
 
+pub mod blb;
 pub mod flute;
 pub mod he;
 pub mod linear;

@@ -416,6 +416,13 @@ fn assemble(g: &LayerGraph, tokens: usize, place: &[Place], stage: &[usize], blk
         order.push((stage[i], 1, i, i, false));
     }
     order.sort_unstable();
+    let block_index: Vec<usize> = {
+        let mut v = vec![0; nblocks];
+        for (k, &(_, _, _, id, _)) in order.iter().filter(|o| o.4).enumerate() {
+            v[id] = k + 1;
+        }
+        v
+    };
     let next_layer: Vec<Operand> = g.outputs.iter().map(|(_, v)| *v).collect();
     let mut items: Vec<PlanItem> = Vec::new();
     let mut index = 0;
@@ -460,8 +467,8 @@ fn assemble(g: &LayerGraph, tokens: usize, place: &[Place], stage: &[usize], blk
                     let from = match *v {
                         Operand::Input(_) => "previous layer".to_string(),
                         Operand::Op(j) => match place[j] {
-                            Place::Ckks => format!("block of {}", g.ops[j].name),
-                            Place::Mpc(_) => g.ops[j].name.clone(),
+                            Place::Ckks => format!("block {}", blk[j].map_or(0, |b| block_index[b])),
+                            Place::Mpc(_) => format!("MPC {}", g.ops[j].name),
                         },
                     };
                     to_ckks.push(conv(*v, vec![from]));
@@ -497,13 +504,27 @@ fn assemble(g: &LayerGraph, tokens: usize, place: &[Place], stage: &[usize], blk
     Ok(items)
 }
 
+/// Whether block operator `j`'s `(L, 1)` value is already replicated across its row's `D`
+/// slots: an unmasked sum is (Fig. 6), and element-wise operators on replicated (or MPC)
+/// operands keep it so.
+fn replicated(g: &LayerGraph, blk: &[Option<usize>], j: usize) -> bool {
+    match linear(&g.ops[j]) {
+        Some(LinearKind::Sum) => true,
+        Some(LinearKind::EwaddCc | LinearKind::EwaddCp | LinearKind::EwmulCc | LinearKind::EwmulCp) => g.ops[j]
+            .operands
+            .iter()
+            .all(|v| in_block(blk, *v, blk[j]).is_none_or(|k| replicated(g, blk, k))),
+        _ => false,
+    }
+}
+
 /// Rotations of operator `i` of a block at `slots` slots ([`cost`]).
 fn rotations(g: &LayerGraph, blk: &[Option<usize>], i: usize, k: LinearKind, l: usize, slots: usize) -> usize {
     let op = &g.ops[i];
     // A scalar operand needs a broadcast only when it is a ciphertext of this block that is not
     // an (unmasked, already replicated) sum; from MPC it is encoded replicated for free.
     let broadcast = |scalar: Operand| match in_block(blk, scalar, blk[i]) {
-        Some(j) if linear(&g.ops[j]) != Some(LinearKind::Sum) => {
+        Some(j) if !replicated(g, blk, j) => {
             let s = g.shape(scalar);
             cost::broadcast_rotations(l, op.output.cols / s.cols.max(1), slots)
         }

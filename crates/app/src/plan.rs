@@ -46,7 +46,10 @@ pub fn build(source: &Source, suite: &str, tokens: usize) -> Result<FusionPlan, 
 pub fn run(source: &Source, suite: &str, tokens: usize, json: bool) -> Result<(), String> {
     let plan = build(source, suite, tokens)?;
     if json {
-        outln!("{}", serde_json::to_string(&plan).map_err(|e| e.to_string())?);
+        outln!(
+            "{}",
+            serde_json::to_string(&plan).map_err(|e| e.to_string())?
+        );
     } else {
         outln!("{plan}");
     }
@@ -61,10 +64,14 @@ mod tests {
     fn only_blb_has_a_plan() {
         let plan = build(&Source::Shape("bert-base"), "blb", 128).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(plan.blocks().count(), 5);
-        let e = build(&Source::Shape("bert-base"), "bumblebee", 128).err().unwrap_or_default();
+        let e = build(&Source::Shape("bert-base"), "bumblebee", 128)
+            .err()
+            .unwrap_or_default();
         assert!(e.contains("only the blb suite"), "{e}");
         assert!(build(&Source::Shape("bert-base"), "bumblebee+matmul=ckks", 128).is_ok());
-        let e = build(&Source::Shape("gpt3"), "blb", 128).err().unwrap_or_default();
+        let e = build(&Source::Shape("gpt3"), "blb", 128)
+            .err()
+            .unwrap_or_default();
         assert!(e.contains("unknown --model-shape"), "{e}");
     }
 

@@ -91,7 +91,12 @@ pub fn matmul_cc_shape(l: usize, d: usize, heads: usize, slots: usize) -> Matmul
     let groups = heads.div_ceil(heads_per_ct);
     let c = (slots / (l.max(1) * heads_per_ct)).clamp(1, d.max(1));
     let n = d.max(1).div_ceil(c) * groups;
-    MatmulCcShape { heads_per_ct, c, n, groups }
+    MatmulCcShape {
+        heads_per_ct,
+        c,
+        n,
+        groups,
+    }
 }
 
 /// Rotations of BLB's ct-ct matmul with multi-head packing and BSGS (§5.1, App. C.1), our
@@ -104,7 +109,13 @@ pub fn matmul_cc_shape(l: usize, d: usize, heads: usize, slots: usize) -> Matmul
 ///   `B`, the giant steps fused into step 3 (App. C.1);
 /// - step 3 (align the diagonals and sum): with multi-head packing the partial sums of one
 ///   diagonal are aligned, so the ciphertexts are summed first: `l` rotations per head group.
-pub fn matmul_cc_rotations(l: usize, d: usize, heads: usize, slots: usize, b_from_mpc: bool) -> usize {
+pub fn matmul_cc_rotations(
+    l: usize,
+    d: usize,
+    heads: usize,
+    slots: usize,
+    b_from_mpc: bool,
+) -> usize {
     let g = matmul_cc_shape(l, d, heads, slots);
     let step1 = if b_from_mpc { 0 } else { g.n * 2 * bsgs(g.c) };
     let step2 = g.n * bsgs_fused(l);

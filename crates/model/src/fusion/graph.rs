@@ -99,12 +99,22 @@ impl LayerGraph {
 
     /// Operators consuming operand `v`, by index.
     pub fn consumers(&self, v: Operand) -> Vec<usize> {
-        (0..self.ops.len()).filter(|&i| self.ops[i].operands.contains(&v)).collect()
+        (0..self.ops.len())
+            .filter(|&i| self.ops[i].operands.contains(&v))
+            .collect()
     }
 
     /// The steady-state layer graph of a block configuration for `tokens` tokens.
     pub fn build(cfg: &BlockConfig, tokens: usize) -> LayerGraph {
-        let mut b = Builder { cfg, l: tokens, g: LayerGraph { inputs: vec![], ops: vec![], outputs: vec![] } };
+        let mut b = Builder {
+            cfg,
+            l: tokens,
+            g: LayerGraph {
+                inputs: vec![],
+                ops: vec![],
+                outputs: vec![],
+            },
+        };
         b.layer();
         b.g
     }
@@ -127,14 +137,33 @@ impl Builder<'_> {
 
     fn input(&mut self, name: &str, cols: usize) -> Operand {
         let shape = self.sh(cols);
-        self.g.inputs.push(LayerInput { name: name.into(), shape });
+        self.g.inputs.push(LayerInput {
+            name: name.into(),
+            shape,
+        });
         Operand::Input(self.g.inputs.len() - 1)
     }
 
-    fn push(&mut self, name: &str, kind: OpKind, operands: &[Operand], cols: usize, plain: Option<Plain>, heads: usize) -> Operand {
+    fn push(
+        &mut self,
+        name: &str,
+        kind: OpKind,
+        operands: &[Operand],
+        cols: usize,
+        plain: Option<Plain>,
+        heads: usize,
+    ) -> Operand {
         let input = self.g.shape(operands[0]);
         let output = self.sh(cols);
-        self.g.ops.push(Op { name: name.into(), kind, operands: operands.to_vec(), input, output, plain, heads });
+        self.g.ops.push(Op {
+            name: name.into(),
+            kind,
+            operands: operands.to_vec(),
+            input,
+            output,
+            plain,
+            heads,
+        });
         Operand::Op(self.g.ops.len() - 1)
     }
 
@@ -169,9 +198,21 @@ impl Builder<'_> {
 
     /// `x·W (+ b)`.
     fn dense(&mut self, name: &str, x: Operand, out: usize) -> Operand {
-        let y = self.push(name, OpKind::Linear(LinearKind::MatmulCp), &[x], out, Some(Plain::Weight), 1);
+        let y = self.push(
+            name,
+            OpKind::Linear(LinearKind::MatmulCp),
+            &[x],
+            out,
+            Some(Plain::Weight),
+            1,
+        );
         if self.cfg.bias {
-            self.lin(&format!("{name}.bias"), LinearKind::EwaddCp, &[y], Some(Plain::Weight))
+            self.lin(
+                &format!("{name}.bias"),
+                LinearKind::EwaddCp,
+                &[y],
+                Some(Plain::Weight),
+            )
         } else {
             y
         }
@@ -201,10 +242,25 @@ impl Builder<'_> {
 
     /// Norm tail (Alg. 3 lines 8–10): `(x̄ · 1/σ) ⊙ γ (+ β)`.
     fn norm_tail(&mut self, p: &str, centred: Operand, inv: Operand) -> Operand {
-        let n = self.lin(&format!("{p}.normalize"), LinearKind::SmulCc, &[centred, inv], None);
-        let g = self.lin(&format!("{p}.gamma"), LinearKind::EwmulCp, &[n], Some(Plain::Weight));
+        let n = self.lin(
+            &format!("{p}.normalize"),
+            LinearKind::SmulCc,
+            &[centred, inv],
+            None,
+        );
+        let g = self.lin(
+            &format!("{p}.gamma"),
+            LinearKind::EwmulCp,
+            &[n],
+            Some(Plain::Weight),
+        );
         match self.cfg.norm {
-            NormKind::LayerNorm => self.lin(&format!("{p}.beta"), LinearKind::EwaddCp, &[g], Some(Plain::Weight)),
+            NormKind::LayerNorm => self.lin(
+                &format!("{p}.beta"),
+                LinearKind::EwaddCp,
+                &[g],
+                Some(Plain::Weight),
+            ),
             NormKind::RmsNorm => g,
         }
     }
@@ -230,7 +286,14 @@ impl Builder<'_> {
             q = self.rope("attn.q", x, q, d);
             k = self.rope("attn.k", x, k, d);
         }
-        let mut s = self.push("attn.qk", OpKind::Linear(LinearKind::MatmulCc), &[q, k], h * l, None, h);
+        let mut s = self.push(
+            "attn.qk",
+            OpKind::Linear(LinearKind::MatmulCc),
+            &[q, k],
+            h * l,
+            None,
+            h,
+        );
         if self.cfg.causal {
             s = self.add_const("attn.causal_mask", s);
         }
@@ -246,7 +309,14 @@ impl Builder<'_> {
         let z = self.sum("softmax.sum", e, h);
         let r = self.nl("softmax.rec", NonlinearKind::Rec, &[z], h);
         let p = self.lin("softmax.normalize", LinearKind::SmulCc, &[e, r], None);
-        let c = self.push("attn.pv", OpKind::Linear(LinearKind::MatmulCc), &[p, v], d, None, h);
+        let c = self.push(
+            "attn.pv",
+            OpKind::Linear(LinearKind::MatmulCc),
+            &[p, v],
+            d,
+            None,
+            h,
+        );
         self.dense("attn.o", c, d)
     }
 
@@ -352,7 +422,10 @@ impl Builder<'_> {
     fn layer(&mut self) {
         let (d, ff) = (self.cfg.hidden, self.cfg.intermediate);
         let names = self.pieces();
-        let pieces: Vec<Operand> = names.iter().map(|n| self.input(&format!("prev.{n}"), ff)).collect();
+        let pieces: Vec<Operand> = names
+            .iter()
+            .map(|n| self.input(&format!("prev.{n}"), ff))
+            .collect();
         let up = match self.cfg.ffn {
             FfnKind::Gated => Some(self.input("prev.ffn.up", ff)),
             FfnKind::Plain => None,

@@ -38,7 +38,10 @@ pub mod graph;
 pub mod ops;
 
 pub use graph::{LayerGraph, Operand, Shape};
-pub use ops::{choose_preset, fuse, Category, CkksPreset, LinearKind, NonlinearKind, OpKind, BLB_TABLE6, TABLE4};
+pub use ops::{
+    choose_preset, fuse, Category, CkksPreset, LinearKind, NonlinearKind, OpKind, BLB_TABLE6,
+    TABLE4,
+};
 
 use crate::block::BlockConfig;
 use crate::config::ModelConfig;
@@ -165,18 +168,32 @@ pub struct FusionPlan {
 
 impl FusionPlan {
     /// The plan of `config`'s layers for `tokens` tokens.
-    pub fn for_model(config: &ModelConfig, model: &str, tokens: usize) -> Result<FusionPlan, ModelError> {
+    pub fn for_model(
+        config: &ModelConfig,
+        model: &str,
+        tokens: usize,
+    ) -> Result<FusionPlan, ModelError> {
         let (layers, ..) = config.dims();
         FusionPlan::for_block(&block_config(config), model, layers, tokens)
     }
 
     /// The plan of a block configuration for `tokens` tokens.
-    pub fn for_block(cfg: &BlockConfig, model: &str, layers: usize, tokens: usize) -> Result<FusionPlan, ModelError> {
+    pub fn for_block(
+        cfg: &BlockConfig,
+        model: &str,
+        layers: usize,
+        tokens: usize,
+    ) -> Result<FusionPlan, ModelError> {
         if tokens == 0 || tokens > MAX_TOKENS {
-            return Err(ModelError::Input(format!("fusion plan: {tokens} tokens (1..={MAX_TOKENS})")));
+            return Err(ModelError::Input(format!(
+                "fusion plan: {tokens} tokens (1..={MAX_TOKENS})"
+            )));
         }
-        if cfg.heads == 0 || cfg.hidden % cfg.heads != 0 {
-            return Err(ModelError::Input(format!("fusion plan: hidden {} is not a multiple of {} heads", cfg.hidden, cfg.heads)));
+        if cfg.heads == 0 || !cfg.hidden.is_multiple_of(cfg.heads) {
+            return Err(ModelError::Input(format!(
+                "fusion plan: hidden {} is not a multiple of {} heads",
+                cfg.hidden, cfg.heads
+            )));
         }
         let graph = LayerGraph::build(cfg, tokens);
         Ok(FusionPlan {
@@ -275,7 +292,11 @@ fn place(g: &LayerGraph, peeled: &[bool], cut: &[bool]) -> (Vec<Place>, Vec<usiz
         place[i] = match op.kind {
             OpKind::Nonlinear(_) => Place::Mpc(MpcRole::Nonlinear),
             OpKind::Linear(_) if peeled[i] => Place::Mpc(MpcRole::Peeled),
-            OpKind::Linear(k) if k.is_additive() && op.operands.iter().all(|v| in_mpc(v, &place)) => Place::Mpc(MpcRole::Local),
+            OpKind::Linear(k)
+                if k.is_additive() && op.operands.iter().all(|v| in_mpc(v, &place)) =>
+            {
+                Place::Mpc(MpcRole::Local)
+            }
             OpKind::Linear(_) => Place::Ckks,
         };
         let s = op
@@ -312,11 +333,18 @@ fn group(g: &LayerGraph, place: &[Place], stage: &[usize]) -> Vec<Option<usize>>
         i
     }
     for (i, op) in g.ops.iter().enumerate() {
-        let Some(k) = linear(op).filter(|_| place[i] == Place::Ckks) else { continue };
+        let Some(k) = linear(op).filter(|_| place[i] == Place::Ckks) else {
+            continue;
+        };
         for (pos, v) in op.operands.iter().enumerate() {
             let Operand::Op(j) = *v else { continue };
-            let Some(kj) = linear(&g.ops[j]) else { continue };
-            if place[j] == Place::Ckks && stage[j] == stage[i] && fuse(kj.category(), k.operand_category(pos)).is_some() {
+            let Some(kj) = linear(&g.ops[j]) else {
+                continue;
+            };
+            if place[j] == Place::Ckks
+                && stage[j] == stage[i]
+                && fuse(kj.category(), k.operand_category(pos)).is_some()
+            {
                 let (a, b) = (root(&mut parent, i), root(&mut parent, j));
                 parent[a.max(b)] = a.min(b);
             }
@@ -352,7 +380,9 @@ fn in_block(blk: &[Option<usize>], v: Operand, b: Option<usize>) -> Option<usize
 fn levels(g: &LayerGraph, blk: &[Option<usize>]) -> Levels {
     let mut lv: Levels = vec![(0, 0, 0, None); g.ops.len()];
     for (i, op) in g.ops.iter().enumerate() {
-        let Some(k) = linear(op).filter(|_| blk[i].is_some()) else { continue };
+        let Some(k) = linear(op).filter(|_| blk[i].is_some()) else {
+            continue;
+        };
         let mut best = (0, 0, 0, None);
         for v in &op.operands {
             if let Some(j) = in_block(blk, *v, blk[i]) {
@@ -361,7 +391,10 @@ fn levels(g: &LayerGraph, blk: &[Option<usize>]) -> Levels {
                 }
             }
         }
-        let b_from_mpc = op.operands.get(1).is_some_and(|v| in_block(blk, *v, blk[i]).is_none());
+        let b_from_mpc = op
+            .operands
+            .get(1)
+            .is_some_and(|v| in_block(blk, *v, blk[i]).is_none());
         let (cc, cp) = k.mults(b_from_mpc);
         lv[i] = (best.0 + cc + cp, best.1 + cc, best.2 + cp, best.3);
     }
@@ -378,7 +411,9 @@ fn plan_graph(g: &LayerGraph, tokens: usize) -> Result<Vec<PlanItem>, ModelError
         let (place, stage) = place(g, &peeled, &cut);
         let blk = group(g, &place, &stage);
         let lv = levels(g, &blk);
-        let deepest = (0..n).filter(|&i| blk[i].is_some()).max_by_key(|&i| (lv[i].0, std::cmp::Reverse(i)));
+        let deepest = (0..n)
+            .filter(|&i| blk[i].is_some())
+            .max_by_key(|&i| (lv[i].0, std::cmp::Reverse(i)));
         match deepest {
             Some(d) if lv[d].0 > max_depth => {
                 let mut path = vec![d];
@@ -387,8 +422,13 @@ fn plan_graph(g: &LayerGraph, tokens: usize) -> Result<Vec<PlanItem>, ModelError
                 }
                 let start = path.last().copied().unwrap_or(d);
                 let op = &g.ops[start];
-                let peelable = matches!(op.kind, OpKind::Linear(LinearKind::EwmulCc | LinearKind::SmulCc))
-                    && op.operands.iter().all(|v| in_block(&blk, *v, blk[start]).is_none());
+                let peelable = matches!(
+                    op.kind,
+                    OpKind::Linear(LinearKind::EwmulCc | LinearKind::SmulCc)
+                ) && op
+                    .operands
+                    .iter()
+                    .all(|v| in_block(&blk, *v, blk[start]).is_none());
                 if peelable {
                     peeled[start] = true;
                 } else if let Some(&c) = path.iter().rev().find(|&&i| lv[i].0 > max_depth) {
@@ -398,10 +438,19 @@ fn plan_graph(g: &LayerGraph, tokens: usize) -> Result<Vec<PlanItem>, ModelError
             _ => return assemble(g, tokens, &place, &stage, &blk, &lv),
         }
     }
-    Err(ModelError::Unsupported("fusion plan: no block fits a BLB Table 6 parameter set".into()))
+    Err(ModelError::Unsupported(
+        "fusion plan: no block fits a BLB Table 6 parameter set".into(),
+    ))
 }
 
-fn assemble(g: &LayerGraph, tokens: usize, place: &[Place], stage: &[usize], blk: &[Option<usize>], lv: &Levels) -> Result<Vec<PlanItem>, ModelError> {
+fn assemble(
+    g: &LayerGraph,
+    tokens: usize,
+    place: &[Place],
+    stage: &[usize],
+    blk: &[Option<usize>],
+    lv: &Levels,
+) -> Result<Vec<PlanItem>, ModelError> {
     let n = g.ops.len();
     let nblocks = blk.iter().flatten().max().map_or(0, |m| m + 1);
     // Schedule: CKKS blocks of stage k, then the MPC operators of stage k.
@@ -429,8 +478,15 @@ fn assemble(g: &LayerGraph, tokens: usize, place: &[Place], stage: &[usize], blk
     for (_, _, _, id, is_block) in order {
         if !is_block {
             let op = &g.ops[id];
-            let Place::Mpc(role) = place[id] else { continue };
-            let m = MpcOp { name: op.name.clone(), kind: op.kind, output: op.output, role };
+            let Place::Mpc(role) = place[id] else {
+                continue;
+            };
+            let m = MpcOp {
+                name: op.name.clone(),
+                kind: op.kind,
+                output: op.output,
+                role,
+            };
             match items.last_mut() {
                 Some(PlanItem::Mpc(v)) => v.push(m),
                 _ => items.push(PlanItem::Mpc(vec![m])),
@@ -439,9 +495,17 @@ fn assemble(g: &LayerGraph, tokens: usize, place: &[Place], stage: &[usize], blk
         }
         index += 1;
         let members: Vec<usize> = (0..n).filter(|&i| blk[i] == Some(id)).collect();
-        let deepest = members.iter().copied().max_by_key(|&i| (lv[i].0, std::cmp::Reverse(i))).unwrap_or(members[0]);
+        let deepest = members
+            .iter()
+            .copied()
+            .max_by_key(|&i| (lv[i].0, std::cmp::Reverse(i)))
+            .unwrap_or(members[0]);
         let depth = lv[deepest].0;
-        let preset = choose_preset(depth).ok_or_else(|| ModelError::Unsupported(format!("fusion plan: depth {depth} exceeds every BLB Table 6 set")))?;
+        let preset = choose_preset(depth).ok_or_else(|| {
+            ModelError::Unsupported(format!(
+                "fusion plan: depth {depth} exceeds every BLB Table 6 set"
+            ))
+        })?;
         let slots = preset.slots();
         let mut planned = Vec::new();
         let mut category: Option<Category> = None;
@@ -450,13 +514,30 @@ fn assemble(g: &LayerGraph, tokens: usize, place: &[Place], stage: &[usize], blk
             let op = &g.ops[i];
             let Some(k) = linear(op) else { continue };
             let rotations = rotations(g, blk, i, k, tokens, slots);
-            category = if first { Some(k.category()) } else { category.and_then(|c| fuse(c, k.category())) };
+            category = if first {
+                Some(k.category())
+            } else {
+                category.and_then(|c| fuse(c, k.category()))
+            };
             first = false;
-            planned.push(PlannedOp { name: op.name.clone(), kind: k, category: k.category(), input: op.input, output: op.output, level: lv[i].0, rotations });
+            planned.push(PlannedOp {
+                name: op.name.clone(),
+                kind: k,
+                category: k.category(),
+                input: op.input,
+                output: op.output,
+                level: lv[i].0,
+                rotations,
+            });
         }
         let conv = |v: Operand, peers: Vec<String>| {
             let shape = g.shape(v);
-            Conversion { value: g.value_name(v).to_string(), shape, ciphertexts: cost::ciphertexts(shape.rows, shape.cols, slots), peers }
+            Conversion {
+                value: g.value_name(v).to_string(),
+                shape,
+                ciphertexts: cost::ciphertexts(shape.rows, shape.cols, slots),
+                peers,
+            }
         };
         let mut to_ckks: Vec<Conversion> = Vec::new();
         let mut seen = Vec::new();
@@ -467,7 +548,9 @@ fn assemble(g: &LayerGraph, tokens: usize, place: &[Place], stage: &[usize], blk
                     let from = match *v {
                         Operand::Input(_) => "previous layer".to_string(),
                         Operand::Op(j) => match place[j] {
-                            Place::Ckks => format!("block {}", blk[j].map_or(0, |b| block_index[b])),
+                            Place::Ckks => {
+                                format!("block {}", blk[j].map_or(0, |b| block_index[b]))
+                            }
                             Place::Mpc(_) => format!("MPC {}", g.ops[j].name),
                         },
                     };
@@ -478,7 +561,12 @@ fn assemble(g: &LayerGraph, tokens: usize, place: &[Place], stage: &[usize], blk
         let mut to_mpc = Vec::new();
         for &i in &members {
             let v = Operand::Op(i);
-            let mut peers: Vec<String> = g.consumers(v).into_iter().filter(|&c| blk[c] != Some(id)).map(|c| g.ops[c].name.clone()).collect();
+            let mut peers: Vec<String> = g
+                .consumers(v)
+                .into_iter()
+                .filter(|&c| blk[c] != Some(id))
+                .map(|c| g.ops[c].name.clone())
+                .collect();
             if next_layer.contains(&v) {
                 peers.push("next layer".into());
             }
@@ -510,7 +598,9 @@ fn assemble(g: &LayerGraph, tokens: usize, place: &[Place], stage: &[usize], blk
 fn replicated(g: &LayerGraph, blk: &[Option<usize>], j: usize) -> bool {
     match linear(&g.ops[j]) {
         Some(LinearKind::Sum) => true,
-        Some(LinearKind::EwaddCc | LinearKind::EwaddCp | LinearKind::EwmulCc | LinearKind::EwmulCp) => g.ops[j]
+        Some(
+            LinearKind::EwaddCc | LinearKind::EwaddCp | LinearKind::EwmulCc | LinearKind::EwmulCp,
+        ) => g.ops[j]
             .operands
             .iter()
             .all(|v| in_block(blk, *v, blk[j]).is_none_or(|k| replicated(g, blk, k))),
@@ -519,7 +609,14 @@ fn replicated(g: &LayerGraph, blk: &[Option<usize>], j: usize) -> bool {
 }
 
 /// Rotations of operator `i` of a block at `slots` slots ([`cost`]).
-fn rotations(g: &LayerGraph, blk: &[Option<usize>], i: usize, k: LinearKind, l: usize, slots: usize) -> usize {
+fn rotations(
+    g: &LayerGraph,
+    blk: &[Option<usize>],
+    i: usize,
+    k: LinearKind,
+    l: usize,
+    slots: usize,
+) -> usize {
     let op = &g.ops[i];
     // A scalar operand needs a broadcast only when it is a ciphertext of this block that is not
     // an (unmasked, already replicated) sum; from MPC it is encoded replicated for free.
@@ -536,8 +633,17 @@ fn rotations(g: &LayerGraph, blk: &[Option<usize>], i: usize, k: LinearKind, l: 
         LinearKind::SaddCp | LinearKind::SmulCp => broadcast(op.operands[0]),
         LinearKind::MatmulCp => cost::matmul_cp_rotations(l, op.input.cols, op.output.cols, slots),
         LinearKind::MatmulCc => {
-            let b_from_mpc = op.operands.get(1).is_some_and(|v| in_block(blk, *v, blk[i]).is_none());
-            cost::matmul_cc_rotations(l, op.input.cols / op.heads.max(1), op.heads, slots, b_from_mpc)
+            let b_from_mpc = op
+                .operands
+                .get(1)
+                .is_some_and(|v| in_block(blk, *v, blk[i]).is_none());
+            cost::matmul_cc_rotations(
+                l,
+                op.input.cols / op.heads.max(1),
+                op.heads,
+                slots,
+                b_from_mpc,
+            )
         }
         LinearKind::EwaddCc | LinearKind::EwaddCp | LinearKind::EwmulCc | LinearKind::EwmulCp => 0,
     }
@@ -568,7 +674,9 @@ impl fmt::Display for FusionPlan {
                         .map(|o| match o.role {
                             MpcRole::Nonlinear => format!("{} [{}]", o.name, o.kind.name()),
                             MpcRole::Local => format!("{} [{}, local]", o.name, o.kind.name()),
-                            MpcRole::Peeled => format!("{} [{}, MPC product]", o.name, o.kind.name()),
+                            MpcRole::Peeled => {
+                                format!("{} [{}, MPC product]", o.name, o.kind.name())
+                            }
                         })
                         .collect();
                     writeln!(f, "\n  MPC: {}", names.join(", "))?;
@@ -581,9 +689,20 @@ impl fmt::Display for FusionPlan {
                         b.index, b.depth, b.path_ct_ct, b.path_ct_pt, b.rescales, b.params.name, b.params.n, b.params.total_bits, b.params.primes, b.params.log_scale, b.rotations
                     )?;
                     for c in &b.to_ckks {
-                        writeln!(f, "  MPC->CKKS  {:<24} {:>9}  {:>3} ct  from {}", c.value, c.shape.to_string(), c.ciphertexts, c.peers.join(", "))?;
+                        writeln!(
+                            f,
+                            "  MPC->CKKS  {:<24} {:>9}  {:>3} ct  from {}",
+                            c.value,
+                            c.shape.to_string(),
+                            c.ciphertexts,
+                            c.peers.join(", ")
+                        )?;
                     }
-                    writeln!(f, "  {:<28} {:<10} {} {:>9} -> {:<9} {:>5} {:>6}", "op", "kind", "c", "in", "out", "level", "rot")?;
+                    writeln!(
+                        f,
+                        "  {:<28} {:<10} c {:>9} -> {:<9} {:>5} {:>6}",
+                        "op", "kind", "in", "out", "level", "rot"
+                    )?;
                     for o in &b.ops {
                         writeln!(
                             f,
@@ -598,7 +717,14 @@ impl fmt::Display for FusionPlan {
                         )?;
                     }
                     for c in &b.to_mpc {
-                        writeln!(f, "  CKKS->MPC  {:<24} {:>9}  {:>3} ct  to {}", c.value, c.shape.to_string(), c.ciphertexts, c.peers.join(", "))?;
+                        writeln!(
+                            f,
+                            "  CKKS->MPC  {:<24} {:>9}  {:>3} ct  to {}",
+                            c.value,
+                            c.shape.to_string(),
+                            c.ciphertexts,
+                            c.peers.join(", ")
+                        )?;
                     }
                 }
             }

@@ -57,13 +57,23 @@ pub const TABLE4: [[Option<Category>; 4]; 4] = {
     use Category::*;
     [
         // first = Identity: fuses with anything and takes the second's type.
-        [Some(Identity), Some(Expansion), Some(Reduction), Some(Transformation)],
+        [
+            Some(Identity),
+            Some(Expansion),
+            Some(Reduction),
+            Some(Transformation),
+        ],
         // first = Expansion.
         [Some(Expansion), None, Some(Identity), Some(Expansion)],
         // first = Reduction.
         [Some(Reduction), Some(Identity), None, None],
         // first = Transformation.
-        [Some(Transformation), None, Some(Reduction), Some(Transformation)],
+        [
+            Some(Transformation),
+            None,
+            Some(Reduction),
+            Some(Transformation),
+        ],
     ]
 };
 
@@ -254,11 +264,41 @@ impl CkksPreset {
 /// CKKS presets must match this table; the two are wired together when CKKS lands there.
 /// Block 4 lists 7 primes for depth 7 as printed (REFERENCE §5.1 flags it).
 pub const BLB_TABLE6: [CkksPreset; 5] = [
-    CkksPreset { name: "blb-1", depth: 4, n: 16384, primes: &[60, 60, 60, 60, 60], log_scale: 38 },
-    CkksPreset { name: "blb-2", depth: 7, n: 32768, primes: &[60, 35, 60, 60, 60, 60, 60, 60], log_scale: 44 },
-    CkksPreset { name: "blb-3", depth: 7, n: 32768, primes: &[60, 40, 40, 40, 40, 40, 40, 40, 60], log_scale: 40 },
-    CkksPreset { name: "blb-4", depth: 7, n: 32768, primes: &[60, 60, 60, 60, 60, 60, 60], log_scale: 43 },
-    CkksPreset { name: "blb-5", depth: 6, n: 32768, primes: &[60, 32, 60, 60, 60, 60, 60, 60], log_scale: 46 },
+    CkksPreset {
+        name: "blb-1",
+        depth: 4,
+        n: 16384,
+        primes: &[60, 60, 60, 60, 60],
+        log_scale: 38,
+    },
+    CkksPreset {
+        name: "blb-2",
+        depth: 7,
+        n: 32768,
+        primes: &[60, 35, 60, 60, 60, 60, 60, 60],
+        log_scale: 44,
+    },
+    CkksPreset {
+        name: "blb-3",
+        depth: 7,
+        n: 32768,
+        primes: &[60, 40, 40, 40, 40, 40, 40, 40, 60],
+        log_scale: 40,
+    },
+    CkksPreset {
+        name: "blb-4",
+        depth: 7,
+        n: 32768,
+        primes: &[60, 60, 60, 60, 60, 60, 60],
+        log_scale: 43,
+    },
+    CkksPreset {
+        name: "blb-5",
+        depth: 6,
+        n: 32768,
+        primes: &[60, 32, 60, 60, 60, 60, 60, 60],
+        log_scale: 46,
+    },
 ];
 
 /// The deepest block any Table 6 set supports.

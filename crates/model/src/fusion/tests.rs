@@ -13,7 +13,10 @@ fn plan(arch: RandomArch, tokens: usize) -> FusionPlan {
 }
 
 fn op<'a>(p: &'a FusionPlan, name: &str) -> &'a PlannedOp {
-    p.blocks().flat_map(|b| &b.ops).find(|o| o.name == name).unwrap_or_else(|| panic!("{name} is in no block"))
+    p.blocks()
+        .flat_map(|b| &b.ops)
+        .find(|o| o.name == name)
+        .unwrap_or_else(|| panic!("{name} is in no block"))
 }
 
 #[test]
@@ -44,8 +47,15 @@ fn classification_of_every_linear_kind() {
     assert_eq!(SmulCp.operand_category(0), Expansion);
     assert_eq!(MatmulCc.operand_category(1), Transformation);
     // Only the additions are share-local.
-    let additive: Vec<_> = LinearKind::ALL.iter().filter(|k| k.is_additive()).map(|k| k.name()).collect();
-    assert_eq!(additive, ["ewadd_cc", "ewadd_cp", "sadd_cc", "sadd_cp", "sum"]);
+    let additive: Vec<_> = LinearKind::ALL
+        .iter()
+        .filter(|k| k.is_additive())
+        .map(|k| k.name())
+        .collect();
+    assert_eq!(
+        additive,
+        ["ewadd_cc", "ewadd_cp", "sadd_cc", "sadd_cp", "sum"]
+    );
     assert_eq!(MatmulCc.mults(false), (1, 3));
     assert_eq!(MatmulCc.mults(true), (1, 2));
 }
@@ -79,7 +89,10 @@ fn table4_every_cell() {
 
 #[test]
 fn table6_presets_and_choice() {
-    assert_eq!(BLB_TABLE6.map(|p| p.total_bits()), [300, 455, 400, 420, 452]);
+    assert_eq!(
+        BLB_TABLE6.map(|p| p.total_bits()),
+        [300, 455, 400, 420, 452]
+    );
     assert_eq!(BLB_TABLE6.map(|p| p.depth), [4, 7, 7, 7, 6]);
     assert_eq!(choose_preset(0).map(|p| p.name), Some("blb-1"));
     assert_eq!(choose_preset(4).map(|p| p.name), Some("blb-1"));
@@ -95,7 +108,12 @@ fn bert_base_has_the_five_blocks_of_blb() {
     let p = plan(RandomArch::BertBase, 128);
     let depths: Vec<u32> = p.blocks().map(|b| b.depth).collect();
     assert_eq!(depths, [4, 7, 7, 7, 6], "{p}");
-    let names = |i: usize| -> Vec<String> { p.blocks().nth(i).map(|b| b.ops.iter().map(|o| o.name.clone()).collect()).unwrap_or_default() };
+    let names = |i: usize| -> Vec<String> {
+        p.blocks()
+            .nth(i)
+            .map(|b| b.ops.iter().map(|o| o.name.clone()).collect())
+            .unwrap_or_default()
+    };
     let has = |i: usize, n: &[&str]| {
         let b = names(i);
         for x in n {
@@ -103,16 +121,64 @@ fn bert_base_has_the_five_blocks_of_blb() {
         }
     };
     // 1: FFN output product + residual + the next LayerNorm's head.
-    has(0, &["ffn.down", "ffn.residual", "ln2.sum", "ln2.center", "ln2.square", "ln2.var"]);
+    has(
+        0,
+        &[
+            "ffn.down",
+            "ffn.residual",
+            "ln2.sum",
+            "ln2.center",
+            "ln2.square",
+            "ln2.var",
+        ],
+    );
     // 2: LayerNorm tail + Q, K, V + Q·K^T.
-    has(1, &["ln2.normalize", "ln2.beta", "attn.q", "attn.k", "attn.v", "attn.qk"]);
+    has(
+        1,
+        &[
+            "ln2.normalize",
+            "ln2.beta",
+            "attn.q",
+            "attn.k",
+            "attn.v",
+            "attn.qk",
+        ],
+    );
     // 3: the exponential's polynomial (Alg. 5 lines 3–4).
-    has(2, &["softmax.exp.div64", "softmax.exp.add1", "softmax.exp.sq6"]);
+    has(
+        2,
+        &["softmax.exp.div64", "softmax.exp.add1", "softmax.exp.sq6"],
+    );
     // 4: softmax·V + W_O + residual + LayerNorm head.
-    has(3, &["attn.pv", "attn.o", "attn.residual", "ln1.square", "ln1.var"]);
+    has(
+        3,
+        &[
+            "attn.pv",
+            "attn.o",
+            "attn.residual",
+            "ln1.square",
+            "ln1.var",
+        ],
+    );
     // 5: LayerNorm tail + FC + GeLU's polynomials (BLB §1's example of a fused block).
-    has(4, &["ln1.normalize", "ln1.beta", "ffn.up", "gelu.x2", "gelu.x4", "gelu.f0", "gelu.f1"]);
-    assert_eq!(p.blocks().map(|b| b.params.name.as_str()).collect::<Vec<_>>(), ["blb-1", "blb-3", "blb-3", "blb-3", "blb-5"]);
+    has(
+        4,
+        &[
+            "ln1.normalize",
+            "ln1.beta",
+            "ffn.up",
+            "gelu.x2",
+            "gelu.x4",
+            "gelu.f0",
+            "gelu.f1",
+        ],
+    );
+    assert_eq!(
+        p.blocks()
+            .map(|b| b.params.name.as_str())
+            .collect::<Vec<_>>(),
+        ["blb-1", "blb-3", "blb-3", "blb-3", "blb-5"]
+    );
     // The additions between nonlinear steps stay in MPC; softmax's normalisation is the
     // product moved to MPC (§5.2: Softmax(·) is in secret-share form before × V).
     let role = |n: &str| p.mpc_ops().find(|o| o.name == n).map(|o| o.role);
@@ -135,15 +201,53 @@ fn bert_base_has_the_five_blocks_of_blb() {
 #[test]
 fn conversions_at_every_boundary() {
     let p = plan(RandomArch::BertBase, 128);
-    let outs: Vec<&str> = p.blocks().flat_map(|b| b.to_mpc.iter().map(|c| c.value.as_str())).collect();
-    for v in ["attn.qk", "ln1.var", "ln2.var", "softmax.exp.sq6", "gelu.f0", "gelu.f1", "ffn.up.bias", "attn.v.bias", "ln1.center", "ln2.center", "ln1.beta", "ln2.beta"] {
+    let outs: Vec<&str> = p
+        .blocks()
+        .flat_map(|b| b.to_mpc.iter().map(|c| c.value.as_str()))
+        .collect();
+    for v in [
+        "attn.qk",
+        "ln1.var",
+        "ln2.var",
+        "softmax.exp.sq6",
+        "gelu.f0",
+        "gelu.f1",
+        "ffn.up.bias",
+        "attn.v.bias",
+        "ln1.center",
+        "ln2.center",
+        "ln1.beta",
+        "ln2.beta",
+    ] {
         assert!(outs.contains(&v), "{v} not converted to MPC: {outs:?}");
     }
-    let b1 = p.blocks().next().map(|b| b.to_ckks.iter().map(|c| c.value.clone()).collect::<Vec<_>>()).unwrap_or_default();
+    let b1 = p
+        .blocks()
+        .next()
+        .map(|b| {
+            b.to_ckks
+                .iter()
+                .map(|c| c.value.clone())
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
     assert_eq!(b1, ["ffn.act_sum2", "prev.residual"]);
-    let b2 = p.blocks().nth(1).map(|b| b.to_ckks.iter().map(|c| c.value.clone()).collect::<Vec<_>>()).unwrap_or_default();
+    let b2 = p
+        .blocks()
+        .nth(1)
+        .map(|b| {
+            b.to_ckks
+                .iter()
+                .map(|c| c.value.clone())
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
     assert_eq!(b2, ["ln2.center", "ln2.rsqrt"]);
-    let from: Vec<String> = p.blocks().nth(1).map(|b| b.to_ckks.iter().flat_map(|c| c.peers.clone()).collect()).unwrap_or_default();
+    let from: Vec<String> = p
+        .blocks()
+        .nth(1)
+        .map(|b| b.to_ckks.iter().flat_map(|c| c.peers.clone()).collect())
+        .unwrap_or_default();
     assert_eq!(from, ["block 1", "MPC ln2.rsqrt"]);
     let ((ti, _), (to, _)) = p.conversions();
     assert!(ti >= 5 && to >= 5);
@@ -155,13 +259,19 @@ fn conversions_at_every_boundary() {
 #[test]
 fn ct_ct_matmul_rotations_within_table5_and_7() {
     let large = plan(RandomArch::BertLarge, 128);
-    let (qk, pv) = (op(&large, "attn.qk").rotations, op(&large, "attn.pv").rotations);
+    let (qk, pv) = (
+        op(&large, "attn.qk").rotations,
+        op(&large, "attn.pv").rotations,
+    );
     assert_eq!(large.block_of("attn.qk").map(|b| b.params.n), Some(32768));
     assert_eq!((qk, pv), (448, 640));
     assert!(qk <= 640 && 4 * qk >= 640, "{qk}");
     assert!(pv <= 1056 && 4 * pv >= 1056, "{pv}");
     let gpt2 = plan(RandomArch::Gpt2, 64);
-    let (qk, pv) = (op(&gpt2, "attn.qk").rotations, op(&gpt2, "attn.pv").rotations);
+    let (qk, pv) = (
+        op(&gpt2, "attn.qk").rotations,
+        op(&gpt2, "attn.pv").rotations,
+    );
     assert!(qk <= 488 && 4 * qk >= 488, "{qk}");
     assert!(pv <= 488 && 4 * pv >= 488, "{pv}");
 }
@@ -181,12 +291,26 @@ fn sum_rotations_follow_table3() {
 
 #[test]
 fn every_arch_fits_its_presets() {
-    for arch in [RandomArch::BertTiny, RandomArch::BertBase, RandomArch::BertLarge, RandomArch::Gpt2, RandomArch::VitBase, RandomArch::Llama7b] {
+    for arch in [
+        RandomArch::BertTiny,
+        RandomArch::BertBase,
+        RandomArch::BertLarge,
+        RandomArch::Gpt2,
+        RandomArch::VitBase,
+        RandomArch::Llama7b,
+    ] {
         for tokens in [1, 16, 64, 128, 512] {
             let p = plan(arch, tokens);
             assert!(p.blocks().count() >= 5, "{}: {p}", arch.name());
             for b in p.blocks() {
-                assert!(b.depth <= b.params.depth, "{} block {}: depth {} > {}", arch.name(), b.index, b.depth, b.params.depth);
+                assert!(
+                    b.depth <= b.params.depth,
+                    "{} block {}: depth {} > {}",
+                    arch.name(),
+                    b.index,
+                    b.depth,
+                    b.params.depth
+                );
                 assert_eq!(b.depth, b.path_ct_ct + b.path_ct_pt);
                 assert!(b.ops.iter().all(|o| o.level <= b.depth));
             }
@@ -197,14 +321,25 @@ fn every_arch_fits_its_presets() {
 #[test]
 fn gpt2_and_llama_shapes() {
     let g = plan(RandomArch::Gpt2, 64);
-    assert_eq!(g.blocks().map(|b| b.depth).collect::<Vec<_>>(), [4, 7, 7, 7, 6]);
-    assert!(g.block_of("attn.causal_mask").is_some_and(|b| b.ops.iter().any(|o| o.name == "attn.qk")));
+    assert_eq!(
+        g.blocks().map(|b| b.depth).collect::<Vec<_>>(),
+        [4, 7, 7, 7, 6]
+    );
+    assert!(g
+        .block_of("attn.causal_mask")
+        .is_some_and(|b| b.ops.iter().any(|o| o.name == "attn.qk")));
     let l = plan(RandomArch::Llama7b, 32);
     // RMSNorm has no mean; RoPE adds a level in the Q·K^T block, which therefore starts
     // after the normalisation product (moved to MPC).
-    assert!(l.blocks().all(|b| !b.ops.iter().any(|o| o.name == "ln1.sum")));
-    assert!(l.block_of("attn.q.rope").is_some_and(|b| b.ops.iter().any(|o| o.name == "attn.qk") && b.depth <= 7));
-    assert!(l.block_of("ffn.gate_up").is_some_and(|b| b.ops.iter().any(|o| o.name == "ffn.down")));
+    assert!(l
+        .blocks()
+        .all(|b| !b.ops.iter().any(|o| o.name == "ln1.sum")));
+    assert!(l
+        .block_of("attn.q.rope")
+        .is_some_and(|b| b.ops.iter().any(|o| o.name == "attn.qk") && b.depth <= 7));
+    assert!(l
+        .block_of("ffn.gate_up")
+        .is_some_and(|b| b.ops.iter().any(|o| o.name == "ffn.down")));
 }
 
 #[test]

@@ -14,8 +14,8 @@
 //!    groups are the blocks. Table 4 is read per edge, with the category the consumer has
 //!    *for that operand*: a scalar operator is an Expansion of its `(L, 1)` operand but
 //!    element-wise on its `(L, D)` operand (the paper states categories per operator only;
-//!    without this reading `matmul → +residual → sadd(x, −μ)` would hit the ✗ cell
-//!    Transformation→Expansion, which the paper's own LayerNorm fusion uses). A block's
+//!    without this reading a bias-free projection feeding LayerNorm's `x − μ` would look like
+//!    the ✗ cell Transformation→Expansion, although it is the paper's own fusion). A block's
 //!    category is Table 4 folded over its operators in graph order (`None` if the fold meets a
 //!    ✗ cell: the block then has no single mapping type).
 //! 4. Depth. Levels along the longest path (each multiplication, ct-ct or ct-pt, is followed
@@ -32,6 +32,22 @@
 //! Cross-block values (a residual, `V`, the centred `x − μ`) are converted to MPC at the end
 //! of their block and back into the consuming block: blocks use different `N`, so a
 //! ciphertext cannot be carried over as is.
+//!
+//! Where the paper leaves a choice open, and what the planner does:
+//! - Fig. 10 (the block membership) is not in the text: the membership above is derived, and
+//!   its depths match Table 6 exactly, in order.
+//! - `matmul_cc` depth: 4 (§5.1), or 3 when `B` comes from MPC and is pre-rotated while its
+//!   shares are repacked (§5.2, `V_h`) — needed for `× V` + `W_O` + LayerNorm head to fit 7.
+//! - Constant factors (`1/D`, `2^-6`, GeLU coefficients) cost a level like any `ewmul_cp`
+//!   (BLB Alg. 3–5 list them as operators); `1/√dh` is folded into `W_Q`.
+//! - Parameter set: among the depth-7 sets BLB chose by MSE (scale); we take the tightest
+//!   depth, then the fewest modulus bits ([`ops::choose_preset`]).
+//! - Rotations: [`cost`]'s closed forms are our derivation; Table 5 prints only O(·) forms,
+//!   and its figures (BERT-large `Q·K^T` 640, `× V` 1056; GPT-2 488) are upper bounds of ours
+//!   (448, 640; 220, 156), checked in the tests.
+//! - GeLU is BOLT's P4 (Alg. 4) whatever the suite's `gelu` choice, as in BLB §7.1; SiLU
+//!   (LLaMA, not in BLB) is BumbleBee's polynomial split the same way.
+//! - The plan covers a prompt of `L` tokens; KV-cache decoding steps are not planned.
 
 pub mod cost;
 pub mod graph;
@@ -665,6 +681,11 @@ impl fmt::Display for FusionPlan {
             count(MpcRole::Nonlinear),
             count(MpcRole::Local),
             count(MpcRole::Peeled)
+        )?;
+        writeln!(
+            f,
+            "decomposition: LayerNorm / softmax / GeLU per BLB App. B Alg. 3 / 5 / 4 (GeLU = BOLT P4); \
+             c = Table 4 category (I/E/R/T); level = levels used up to the op; rot = rotations"
         )?;
         for item in &self.items {
             match item {

@@ -20,7 +20,7 @@
 //!    ✗ cell: the block then has no single mapping type).
 //! 4. Depth. Levels along the longest path (each multiplication, ct-ct or ct-pt, is followed
 //!    by a rescale). A block deeper than the deepest Table 6 set (7) is repaired, first by
-//!    evaluating a leading ct-ct product whose operands are both in MPC with the MPC protocol
+//!    evaluating a leading ct-ct product of values already in MPC with the MPC protocol
 //!    instead (BLB §5.2 takes `Softmax(·)` "already in secret-share form" into `× V_h`), else
 //!    by cutting the block where it runs out of levels (a CKKS→MPC→CKKS refresh).
 //! 5. Parameters: the smallest Table 6 set covering the depth ([`ops::choose_preset`]);
@@ -438,13 +438,19 @@ fn plan_graph(g: &LayerGraph, tokens: usize) -> Result<Vec<PlanItem>, ModelError
                 }
                 let start = path.last().copied().unwrap_or(d);
                 let op = &g.ops[start];
+                // Only a product of values already in secret-share form (from MPC, the
+                // previous layer or another block); never a chain of products moved one by one.
+                let from_nonlinear = |v: &Operand| match *v {
+                    Operand::Input(_) => true,
+                    Operand::Op(j) => match place[j] {
+                        Place::Ckks => blk[j] != blk[start],
+                        Place::Mpc(role) => role != MpcRole::Peeled,
+                    },
+                };
                 let peelable = matches!(
                     op.kind,
                     OpKind::Linear(LinearKind::EwmulCc | LinearKind::SmulCc)
-                ) && op
-                    .operands
-                    .iter()
-                    .all(|v| in_block(&blk, *v, blk[start]).is_none());
+                ) && op.operands.iter().all(from_nonlinear);
                 if peelable {
                     peeled[start] = true;
                 } else if let Some(&c) = path.iter().rev().find(|&&i| lv[i].0 > max_depth) {

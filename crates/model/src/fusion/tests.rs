@@ -357,3 +357,116 @@ fn token_counts_are_checked() {
     assert!(FusionPlan::for_model(&cfg, "bert-base", 0).is_err());
     assert!(FusionPlan::for_model(&cfg, "bert-base", MAX_TOKENS + 1).is_err());
 }
+
+fn chain(ops: &[(&str, LinearKind)], cols: usize) -> LayerGraph {
+    let shape = Shape { rows: 4, cols };
+    let mut g = LayerGraph {
+        inputs: vec![graph::LayerInput {
+            name: "x".into(),
+            shape,
+        }],
+        ops: vec![],
+        outputs: vec![],
+    };
+    let mut prev = Operand::Input(0);
+    for (name, k) in ops {
+        let input = g.shape(prev);
+        let out = if *k == LinearKind::Sum {
+            Shape { rows: 4, cols: 1 }
+        } else {
+            input
+        };
+        let operands = if *k == LinearKind::EwmulCc {
+            vec![prev, prev]
+        } else {
+            vec![prev]
+        };
+        g.ops.push(graph::Op {
+            name: (*name).into(),
+            kind: OpKind::Linear(*k),
+            operands,
+            input,
+            output: out,
+            plain: None,
+            heads: 1,
+        });
+        prev = Operand::Op(g.ops.len() - 1);
+    }
+    g.outputs.push(("y".into(), prev));
+    g
+}
+
+fn blocks_of(items: &[PlanItem]) -> Vec<(Vec<String>, u32)> {
+    items
+        .iter()
+        .filter_map(|i| match i {
+            PlanItem::Ckks(b) => Some((b.ops.iter().map(|o| o.name.clone()).collect(), b.depth)),
+            PlanItem::Mpc(_) => None,
+        })
+        .collect()
+}
+
+/// A chain deeper than every Table 6 set: its first product (of an MPC input) moves to MPC,
+/// then the rest is cut where it runs out of levels (a CKKS→MPC→CKKS refresh).
+#[test]
+fn too_deep_chains_are_peeled_then_cut() {
+    let names: Vec<String> = (0..10).map(|i| format!("sq{i}")).collect();
+    let ops: Vec<(&str, LinearKind)> = names
+        .iter()
+        .map(|n| (n.as_str(), LinearKind::EwmulCc))
+        .collect();
+    let items = plan_graph(&chain(&ops, 8), 4).unwrap_or_else(|e| panic!("{e}"));
+    let blocks = blocks_of(&items);
+    assert_eq!(blocks.iter().map(|b| b.1).collect::<Vec<_>>(), [7, 2]);
+    assert_eq!(blocks[0].0.first().map(String::as_str), Some("sq1"));
+    assert_eq!(blocks[1].0, ["sq8", "sq9"]);
+    let PlanItem::Mpc(first) = &items[0] else {
+        panic!("{items:?}")
+    };
+    assert_eq!(
+        (first[0].name.as_str(), first[0].role),
+        ("sq0", MpcRole::Peeled)
+    );
+}
+
+/// A ✗ cell of Table 4 (Reduction then Reduction) is not fused: two blocks, with the
+/// intermediate value converted out and back in.
+#[test]
+fn a_table4_red_cell_splits_the_block() {
+    let ops = [
+        ("sq", LinearKind::EwmulCc),
+        ("sum", LinearKind::Sum),
+        ("sum2", LinearKind::Sum),
+    ];
+    let items = plan_graph(&chain(&ops, 8), 4).unwrap_or_else(|e| panic!("{e}"));
+    let blocks = blocks_of(&items);
+    assert_eq!(
+        blocks.iter().map(|b| b.0.clone()).collect::<Vec<_>>(),
+        [vec!["sq", "sum"], vec!["sum2"]]
+    );
+    let b: Vec<&FusedBlock> = items
+        .iter()
+        .filter_map(|i| {
+            if let PlanItem::Ckks(b) = i {
+                Some(b)
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert_eq!(
+        b[0].to_mpc
+            .iter()
+            .map(|c| c.value.as_str())
+            .collect::<Vec<_>>(),
+        ["sum"]
+    );
+    assert_eq!(
+        b[1].to_ckks
+            .iter()
+            .map(|c| c.value.as_str())
+            .collect::<Vec<_>>(),
+        ["sum"]
+    );
+    assert_eq!(b[1].to_mpc[0].peers, ["next layer"]);
+}

@@ -18,6 +18,7 @@ pub mod demo;
 pub mod fit;
 pub mod html_report;
 pub mod params;
+pub mod plan;
 pub mod private;
 pub mod progress;
 pub mod rate_limit;

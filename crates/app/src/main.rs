@@ -2,7 +2,7 @@
 
 use nectar_app::{
     bench_he, bench_linear, bench_model, bench_mpc, bench_net, bench_nn, bench_ot, bench_suites, demo, fit, html_report, outln,
-    params, private, progress, report, suites,
+    params, plan, private, progress, report, suites,
 };
 
 use clap::{Args, Parser, Subcommand};
@@ -170,6 +170,26 @@ enum Cmd {
         /// A suite (preset or PRESET+OP=PROTO...); default: every preset.
         #[arg(long)]
         suite: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The BLB fusion plan of one layer (BLB §4-6): fused CKKS blocks with their depth, BLB
+    /// Table 6 parameter set and rotations, the MPC operators between them and the CKKS<->MPC
+    /// conversions. Prints the plan only: the blb suite itself does not run yet.
+    Plan {
+        /// A Hugging Face model directory (only config.json is read); default: the fetched MiniLM.
+        #[arg(long, conflicts_with = "model_shape")]
+        model: Option<PathBuf>,
+        /// A model shape instead of a directory (as `nectar bench model --arch`).
+        #[arg(long, value_parser = ["bert-tiny", "bert-base", "bert-large", "gpt2", "vit-base", "llama", "llama-7b"])]
+        model_shape: Option<String>,
+        /// The suite; only blb (or any suite with matmul=ckks) has a fusion plan.
+        #[arg(long, default_value = "blb")]
+        suite: String,
+        /// Input tokens (the spatial dimension L).
+        #[arg(long, default_value_t = 128)]
+        tokens: usize,
+        /// The plan as one JSON document.
         #[arg(long)]
         json: bool,
     },
@@ -523,6 +543,14 @@ fn run(cli: Cli) -> Result<(), String> {
                 None => None,
             };
             params::run(s.as_ref(), json)
+        }
+        Cmd::Plan { model, model_shape, suite, tokens, json } => {
+            let dir = model.unwrap_or_else(|| nectar_model::fetch::default_home().join("minilm"));
+            let source = match &model_shape {
+                Some(s) => plan::Source::Shape(s),
+                None => plan::Source::Dir(&dir),
+            };
+            plan::run(&source, &suite, tokens, json)
         }
         Cmd::Report { file, html } => html_report::run(&file, &html),
         Cmd::Suites { json, markdown } => {

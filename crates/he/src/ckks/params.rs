@@ -90,6 +90,21 @@ pub struct BlbPreset {
     pub mse: Option<f64>,
 }
 
+impl BlbPreset {
+    /// `blb-1` .. `blb-5`: the fused block of BLB Fig. 10 it was chosen for.
+    pub fn name(&self) -> String {
+        format!("blb-{}", self.block)
+    }
+    /// Total modulus bits, special prime included (BLB Table 10's CKKS bit widths).
+    pub fn total_bits(&self) -> u32 {
+        self.prime_bits.iter().sum()
+    }
+    /// Plaintext slots, `N/2`.
+    pub fn slots(&self) -> usize {
+        self.n / 2
+    }
+}
+
 /// BLB Table 6, blocks 1–5. Levels / rescales under the convention above: block 1: 4 / 3,
 /// block 2: 7 / 6, block 3: 8 / 7, block 4: 6 / 5, block 5: 7 / 6 (Table 6's depths: 4, 7, 7,
 /// 7, 6). Totals 300 / 455 / 400 / 420 / 452 bits, all within the 128-bit bound at their `N`.

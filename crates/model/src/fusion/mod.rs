@@ -83,12 +83,12 @@ pub struct ParamSet {
 impl From<&CkksPreset> for ParamSet {
     fn from(p: &CkksPreset) -> Self {
         ParamSet {
-            name: p.name.into(),
+            name: p.name(),
             depth: p.depth,
             n: p.n,
-            primes: p.primes.to_vec(),
+            primes: p.prime_bits.to_vec(),
             total_bits: p.total_bits(),
-            log_scale: p.log_scale,
+            log_scale: p.scale_bits,
         }
     }
 }

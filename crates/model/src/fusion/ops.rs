@@ -234,72 +234,9 @@ impl OpKind {
     }
 }
 
-/// One CKKS parameter set of BLB Table 6 (REFERENCE §5.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CkksPreset {
-    /// `blb-1` .. `blb-5`: the fused block of BLB Fig. 10 it was chosen for.
-    pub name: &'static str,
-    /// Multiplicative depth it supports.
-    pub depth: u32,
-    /// Ring degree `N` (`N/2` slots).
-    pub n: usize,
-    /// RNS prime bit sizes, as printed.
-    pub primes: &'static [u32],
-    /// `log2 Δ`.
-    pub log_scale: u32,
-}
-
-impl CkksPreset {
-    /// Total modulus bits (BLB Table 10's CKKS bit widths).
-    pub fn total_bits(&self) -> u32 {
-        self.primes.iter().sum()
-    }
-    /// Plaintext slots, `N/2`.
-    pub fn slots(&self) -> usize {
-        self.n / 2
-    }
-}
-
-/// BLB Table 6 (AGREEMENT: both parties must use the same set per block). The `he` crate's
-/// CKKS presets must match this table; the two are wired together when CKKS lands there.
-/// Block 4 lists 7 primes for depth 7 as printed (REFERENCE §5.1 flags it).
-pub const BLB_TABLE6: [CkksPreset; 5] = [
-    CkksPreset {
-        name: "blb-1",
-        depth: 4,
-        n: 16384,
-        primes: &[60, 60, 60, 60, 60],
-        log_scale: 38,
-    },
-    CkksPreset {
-        name: "blb-2",
-        depth: 7,
-        n: 32768,
-        primes: &[60, 35, 60, 60, 60, 60, 60, 60],
-        log_scale: 44,
-    },
-    CkksPreset {
-        name: "blb-3",
-        depth: 7,
-        n: 32768,
-        primes: &[60, 40, 40, 40, 40, 40, 40, 40, 60],
-        log_scale: 40,
-    },
-    CkksPreset {
-        name: "blb-4",
-        depth: 7,
-        n: 32768,
-        primes: &[60, 60, 60, 60, 60, 60, 60],
-        log_scale: 43,
-    },
-    CkksPreset {
-        name: "blb-5",
-        depth: 6,
-        n: 32768,
-        primes: &[60, 32, 60, 60, 60, 60, 60, 60],
-        log_scale: 46,
-    },
-];
+/// BLB Table 6 (AGREEMENT: both parties use the same set per block) — the `he` crate's CKKS
+/// presets, one table for the planner and the evaluator.
+pub use nectar_he::ckks::{BlbPreset as CkksPreset, BLB_TABLE6};
 
 /// The deepest block any Table 6 set supports.
 pub fn max_preset_depth() -> u32 {

@@ -94,11 +94,11 @@ fn table6_presets_and_choice() {
         [300, 455, 400, 420, 452]
     );
     assert_eq!(BLB_TABLE6.map(|p| p.depth), [4, 7, 7, 7, 6]);
-    assert_eq!(choose_preset(0).map(|p| p.name), Some("blb-1"));
-    assert_eq!(choose_preset(4).map(|p| p.name), Some("blb-1"));
-    assert_eq!(choose_preset(5).map(|p| p.name), Some("blb-5"));
-    assert_eq!(choose_preset(6).map(|p| p.name), Some("blb-5"));
-    assert_eq!(choose_preset(7).map(|p| p.name), Some("blb-3"));
+    assert_eq!(choose_preset(0).map(|p| p.name()), Some("blb-1".to_string()));
+    assert_eq!(choose_preset(4).map(|p| p.name()), Some("blb-1".to_string()));
+    assert_eq!(choose_preset(5).map(|p| p.name()), Some("blb-5".to_string()));
+    assert_eq!(choose_preset(6).map(|p| p.name()), Some("blb-5".to_string()));
+    assert_eq!(choose_preset(7).map(|p| p.name()), Some("blb-3".to_string()));
     assert_eq!(choose_preset(8), None);
 }
 

@@ -1,5 +1,6 @@
 //! `nectar bench linear`: BumbleBee's HE linear protocols (issue 5), from
-//! `nectar_bench::linear::bench_linear`. The line is written from the server's side (P0).
+//! `nectar_bench::linear::bench_linear`, and with `--suite blb` BLB's CKKS kernels (issue 15),
+//! from `nectar_bench::blb`. The line is written from the server's side (P0).
 
 use crate::report::BenchLine;
 use nectar_bench::linear::{bench_linear, LinearBenchSpec};
@@ -51,6 +52,39 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
                 l = l.extra("mismatches", m);
             }
             l
+        })
+        .collect())
+}
+
+/// `--suite blb`: BLB's CKKS kernels. Today `convert` (§6.3, Alg. 1–2); the fused matmuls of
+/// §5 are a clear error until they land.
+pub fn run_blb(op: &str, block: usize, count: usize, f2r: &str, net: &str, suite: &Suite) -> Result<Vec<BenchLine>, String> {
+    if op != "convert" {
+        return Err(format!("--suite blb: --op {op} is not a BLB kernel (available: convert; the fused matmuls qk, sv, ffn1, ffn2 are not implemented yet)"));
+    }
+    let how = match f2r {
+        "exact" => nectar_bench::blb::FieldToRing::Exact,
+        _ => nectar_bench::blb::FieldToRing::Local,
+    };
+    let lines = nectar_bench::blb::bench_convert(block, count, how, net).map_err(|e| e.to_string())?;
+    Ok(lines
+        .into_iter()
+        .map(|r| {
+            let mut l = BenchLine::new("linear", &format!("convert/{}", r.direction))
+                .param("block", r.block)
+                .param("n", r.n)
+                .param("count", r.count)
+                .param("field_to_ring", r.field_to_ring)
+                .param("net", r.net.clone())
+                .param("suite", suite.label())
+                .seconds(r.seconds);
+            l.bytes_sent = r.bytes_server_to_client;
+            l.bytes_recv = r.bytes_client_to_server;
+            l.bytes_total = r.bytes_total;
+            l.rounds = r.rounds_server;
+            l.extra("ciphertexts", r.ciphertexts)
+                .extra("level", r.level)
+                .extra("max_abs_error", r.max_abs_error)
         })
         .collect())
 }

@@ -253,8 +253,19 @@ enum BenchCmd {
     },
     /// HE-based linear protocols: OLT, shared matmuls, bOLEe (both parties in-process).
     Linear {
-        #[arg(long, value_parser = ["olt", "matmul", "batch_matmul", "bole", "mul", "square"], default_value = "olt")]
+        /// The kernel; with `--suite blb`: `convert` (BLB's CKKS <-> MPC conversion, §6.3).
+        #[arg(long, value_parser = ["olt", "matmul", "batch_matmul", "bole", "mul", "square", "convert"], default_value = "olt")]
         op: String,
+        /// BLB Table 6 parameter set (1..=5) of `--op convert`.
+        #[arg(long, default_value_t = 1)]
+        block: usize,
+        /// Values converted by `--op convert` (default 128×768, one BERT-base activation).
+        #[arg(long, default_value_t = 98_304)]
+        count: usize,
+        /// Field -> ring of `--op convert`: `local` (40-bit slack, one more prime) or `exact`
+        /// (BLB App. C.3, millionaire + B2A).
+        #[arg(long, value_parser = ["local", "exact"], default_value = "local")]
+        f2r: String,
         /// k,m,n for the matrix ops.
         #[arg(long, default_value = "128,768,768")]
         shape: Option<String>,
@@ -571,8 +582,12 @@ fn run(cli: Cli) -> Result<(), String> {
                 report::print_lines(&bench_he::run(&n)?, json);
                 Ok(())
             }
-            BenchCmd::Linear { op, shape, size, variant, net, heads, l, json, suite, suite_file } => {
+            BenchCmd::Linear { op, shape, size, variant, net, heads, l, json, suite, suite_file, block, count, f2r } => {
                 let suite = suites::resolve(&suite, suite_file.as_deref(), &[])?;
+                if suite.matmul == nectar_model::suite::Matmul::Ckks || op == "convert" {
+                    report::print_lines(&bench_linear::run_blb(&op, block, count, &f2r, &net, &suite)?, json);
+                    return Ok(());
+                }
                 suite.validate().map_err(|e| e.to_string())?;
                 let elementwise = matches!(op.as_str(), "bole" | "mul" | "square");
                 let shape = match (elementwise, size) {

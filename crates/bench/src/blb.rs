@@ -10,8 +10,9 @@
 use nectar_he::ckks::{CkksEvaluator, CkksParams, CkksSecretKey};
 use nectar_linear::ckks_convert::{
     ciphertexts_for, ckks_to_shares_client, ckks_to_shares_server, conversion_level, shares_to_ckks_client, shares_to_ckks_server,
-    ConvFormat, FieldToRing,
+    ConvFormat,
 };
+pub use nectar_linear::ckks_convert::FieldToRing;
 use nectar_linear::LinearError;
 use nectar_math::Prg;
 use nectar_mpc::Mpc;

@@ -251,6 +251,18 @@ enum BenchCmd {
         #[arg(long)]
         json: bool,
     },
+    /// LEAF's BFV machinery at N = 32768 (LEAF §3.3): `mul` (ct × ct + relinearisation) or
+    /// `poly` (the degree-65536 GELU functional-bootstrapping polynomial on one ciphertext,
+    /// minutes).
+    Fhe {
+        #[arg(long, value_parser = ["mul", "poly"], default_value = "mul")]
+        op: String,
+        /// Products averaged by `mul`.
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// HE-based linear protocols: OLT, shared matmuls, bOLEe (both parties in-process).
     Linear {
         /// The kernel; with `--suite blb`: `convert` (BLB's CKKS <-> MPC conversion, §6.3).
@@ -576,6 +588,21 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             BenchCmd::Ot { count, json, suite } => {
                 report::print_lines(&[bench_ot::run(&suite.suite()?, count)?], json);
+                Ok(())
+            }
+            BenchCmd::Fhe { op, reps, json } => {
+                let r = nectar_bench::fhe::bench_fhe(&op, reps).map_err(|e| e.to_string())?;
+                let l = report::BenchLine::new("fhe", r.op)
+                    .param("n", r.n)
+                    .param("q_bits", r.q_bits)
+                    .param("plain", r.plain)
+                    .param("threads", r.threads)
+                    .seconds(r.seconds)
+                    .extra("ms_per_slot", r.ms_per_slot)
+                    .extra("products", r.products)
+                    .extra("mismatches", r.mismatches)
+                    .extra("budget_bits", r.budget_bits);
+                report::print_lines(&[l], json);
                 Ok(())
             }
             BenchCmd::He { n, json } => {

@@ -11,10 +11,13 @@
 //!   (`nectar bench linear`);
 //! - [`blb`]: BLB's CKKS ↔ MPC conversion at the Table 6 parameters
 //!   (`nectar bench linear --suite blb --op convert`);
+//! - [`fhe`]: LEAF's BFV products and functional-bootstrapping polynomial at N = 32768
+//!   (`nectar bench fhe`);
 //! - [`nn`]: whole nonlinear operators on the secure backend (`nectar bench nn --op gelu`);
 //! - [`model`]: one secure inference at real shapes with random weights (`nectar bench model`).
 
 pub mod blb;
+pub mod fhe;
 pub mod flute;
 pub mod he;
 pub mod linear;

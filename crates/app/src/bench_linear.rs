@@ -56,17 +56,58 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
         .collect())
 }
 
-/// `--suite blb`: BLB's CKKS kernels. Today `convert` (§6.3, Alg. 1–2); the fused matmuls of
-/// §5 are a clear error until they land.
-pub fn run_blb(op: &str, block: usize, count: usize, f2r: &str, net: &str, suite: &Suite) -> Result<Vec<BenchLine>, String> {
-    if op != "convert" {
-        return Err(format!("--suite blb: --op {op} is not a BLB kernel (available: convert; the fused matmuls qk, sv, ffn1, ffn2 are not implemented yet)"));
-    }
-    let how = match f2r {
+/// Arguments of the `--suite blb` kernels.
+pub struct BlbArgs<'a> {
+    pub op: &'a str,
+    pub block: usize,
+    pub count: usize,
+    pub f2r: &'a str,
+    pub net: &'a str,
+    pub model_shape: &'a str,
+    pub tokens: usize,
+}
+
+/// `--suite blb`: BLB's CKKS kernels. `convert` (§6.3, Alg. 1–2) and `blocks` (every fused
+/// block's conversions, Table 10); the fused matmuls of §5 are a clear error until they land.
+pub fn run_blb(a: &BlbArgs, suite: &Suite) -> Result<Vec<BenchLine>, String> {
+    let how = match a.f2r {
         "exact" => nectar_bench::blb::FieldToRing::Exact,
         _ => nectar_bench::blb::FieldToRing::Local,
     };
-    let lines = nectar_bench::blb::bench_convert(block, count, how, net).map_err(|e| e.to_string())?;
+    if a.op == "blocks" {
+        let plan = crate::plan::build(&crate::plan::Source::Shape(a.model_shape), "blb", a.tokens)?;
+        let lines = nectar_bench::blb::bench_plan_blocks(&plan, how, a.net).map_err(|e| e.to_string())?;
+        return Ok(lines
+            .into_iter()
+            .map(|r| {
+                let mut l = BenchLine::new("linear", &format!("blb_block/{}", r.block))
+                    .param("model", r.model.clone())
+                    .param("tokens", r.tokens)
+                    .param("params", r.params.clone())
+                    .param("n", r.n)
+                    .param("field_to_ring", a.f2r)
+                    .param("net", a.net)
+                    .param("suite", suite.label())
+                    .seconds(r.seconds);
+                l.bytes_total = r.bytes_total;
+                l.rounds = r.rounds_server;
+                l.extra("to_ckks_tensors", r.to_ckks_tensors)
+                    .extra("to_ckks_ciphertexts", r.to_ckks_ciphertexts)
+                    .extra("to_ckks_bytes", r.to_ckks_bytes)
+                    .extra("to_mpc_tensors", r.to_mpc_tensors)
+                    .extra("to_mpc_ciphertexts", r.to_mpc_ciphertexts)
+                    .extra("to_mpc_bytes", r.to_mpc_bytes)
+                    .extra("max_abs_error", r.max_abs_error)
+            })
+            .collect());
+    }
+    if a.op != "convert" {
+        return Err(format!(
+            "--suite blb: --op {} is not a BLB kernel (available: convert, blocks; the fused matmuls qk, sv, ffn1, ffn2 are not implemented yet)",
+            a.op
+        ));
+    }
+    let lines = nectar_bench::blb::bench_convert(a.block, a.count, how, a.net).map_err(|e| e.to_string())?;
     Ok(lines
         .into_iter()
         .map(|r| {

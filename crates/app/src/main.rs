@@ -265,9 +265,17 @@ enum BenchCmd {
     },
     /// HE-based linear protocols: OLT, shared matmuls, bOLEe (both parties in-process).
     Linear {
-        /// The kernel; with `--suite blb`: `convert` (BLB's CKKS <-> MPC conversion, §6.3).
-        #[arg(long, value_parser = ["olt", "matmul", "batch_matmul", "bole", "mul", "square", "convert"], default_value = "olt")]
+        /// The kernel; with `--suite blb`: `convert` (BLB's CKKS <-> MPC conversion, §6.3) or
+        /// `blocks` (the conversions of every fused block of `nectar plan`, i.e. each block's
+        /// communication, BLB Table 10).
+        #[arg(long, value_parser = ["olt", "matmul", "batch_matmul", "bole", "mul", "square", "convert", "blocks"], default_value = "olt")]
         op: String,
+        /// Model shape of `--op blocks` (as `nectar plan --model-shape`).
+        #[arg(long, default_value = "bert-base")]
+        model_shape: String,
+        /// Tokens of `--op blocks`.
+        #[arg(long, default_value_t = 128)]
+        tokens: usize,
         /// BLB Table 6 parameter set (1..=5) of `--op convert`.
         #[arg(long, default_value_t = 1)]
         block: usize,
@@ -609,10 +617,11 @@ fn run(cli: Cli) -> Result<(), String> {
                 report::print_lines(&bench_he::run(&n)?, json);
                 Ok(())
             }
-            BenchCmd::Linear { op, shape, size, variant, net, heads, l, json, suite, suite_file, block, count, f2r } => {
+            BenchCmd::Linear { op, shape, size, variant, net, heads, l, json, suite, suite_file, block, count, f2r, model_shape, tokens } => {
                 let suite = suites::resolve(&suite, suite_file.as_deref(), &[])?;
-                if suite.matmul == nectar_model::suite::Matmul::Ckks || op == "convert" {
-                    report::print_lines(&bench_linear::run_blb(&op, block, count, &f2r, &net, &suite)?, json);
+                if suite.matmul == nectar_model::suite::Matmul::Ckks || op == "convert" || op == "blocks" {
+                    let blb = bench_linear::BlbArgs { op: &op, block, count, f2r: &f2r, net: &net, model_shape: &model_shape, tokens };
+                    report::print_lines(&bench_linear::run_blb(&blb, &suite)?, json);
                     return Ok(());
                 }
                 suite.validate().map_err(|e| e.to_string())?;

@@ -14,6 +14,7 @@ use nectar_linear::ckks_convert::{
 };
 pub use nectar_linear::ckks_convert::FieldToRing;
 use nectar_linear::LinearError;
+use nectar_model::fusion::FusionPlan;
 use nectar_math::Prg;
 use nectar_mpc::Mpc;
 use nectar_net::{linked_pair, Channel, LinkModel, Role};
@@ -120,4 +121,159 @@ pub fn bench_convert(block: usize, count: usize, how: FieldToRing, net: &str) ->
             }
         })
         .collect())
+}
+
+/// The communication of one fused block of a [`FusionPlan`] (one JSON line): inside a block the
+/// server evaluates CKKS alone, so the block's traffic is exactly its conversions — each
+/// MPC → CKKS input and each CKKS → MPC output at the planned shape, run here for real at the
+/// block's Table 6 parameter set. The CKKS evaluation itself (server-local) is not timed here.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct BlockBench {
+    pub model: String,
+    pub tokens: usize,
+    pub block: usize,
+    pub params: String,
+    pub n: usize,
+    pub to_ckks_tensors: usize,
+    pub to_ckks_ciphertexts: usize,
+    pub to_ckks_bytes: u64,
+    pub to_mpc_tensors: usize,
+    pub to_mpc_ciphertexts: usize,
+    pub to_mpc_bytes: u64,
+    pub bytes_total: u64,
+    /// Rounds as counted by the server's channel.
+    pub rounds_server: u64,
+    pub seconds: f64,
+    /// Max |reconstructed − input| over every converted value.
+    pub max_abs_error: f64,
+}
+
+fn shared_random(count: usize, fmt: &ConvFormat, prg: &mut Prg) -> (Vec<f64>, Vec<u64>, Vec<u64>) {
+    let xs: Vec<f64> = (0..count).map(|_| (prg.next_u128() % 16_000_000) as f64 / 1e6 - 8.0).collect();
+    let a: Vec<u64> = xs.iter().map(|_| prg.next_u128() as u64).collect();
+    let b = xs.iter().zip(&a).map(|(&x, &r)| ((x * (fmt.f as f64).exp2()).round() as i64 as u64).wrapping_sub(r)).collect();
+    (xs, a, b)
+}
+
+/// Runs the conversions of every fused block of `plan` (one layer) with `how` for CKKS → MPC.
+pub fn bench_plan_blocks(plan: &FusionPlan, how: FieldToRing, net: &str) -> Result<Vec<BlockBench>, LinearError> {
+    let fmt = ConvFormat::DEFAULT;
+    let link = LinkModel::preset(net).ok_or_else(|| LinearError::BadParams(format!("unknown link '{net}'")))?;
+    let mut prg = Prg::from_entropy();
+    struct Job {
+        block: usize,
+        params: CkksParams,
+        name: String,
+        to_ckks: Vec<usize>,
+        to_mpc: Vec<usize>,
+    }
+    let mut jobs = Vec::new();
+    for b in plan.blocks() {
+        let set: usize = b.params.name.trim_start_matches("blb-").parse().map_err(|_| LinearError::BadParams(format!("parameter set {}", b.params.name)))?;
+        jobs.push(Job {
+            block: b.index,
+            params: CkksParams::blb_block(set)?,
+            name: b.params.name.clone(),
+            to_ckks: b.to_ckks.iter().map(|c| c.shape.rows * c.shape.cols).collect(),
+            to_mpc: b.to_mpc.iter().map(|c| c.shape.rows * c.shape.cols).collect(),
+        });
+    }
+    // Inputs of every conversion, shared up front (the client's key per parameter set).
+    type Data = (Vec<f64>, Vec<u64>, Vec<u64>);
+    let mut inputs: Vec<(Vec<Data>, Vec<Vec<f64>>)> = Vec::new();
+    for j in &jobs {
+        let ins = j.to_ckks.iter().map(|&c| shared_random(c, &fmt, &mut prg)).collect();
+        let outs = j.to_mpc.iter().map(|&c| shared_random(c, &fmt, &mut prg).0).collect();
+        inputs.push((ins, outs));
+    }
+    let keys: Vec<(CkksSecretKey, nectar_he::ckks::CkksPublicKey)> = jobs
+        .iter()
+        .map(|j| {
+            let sk = CkksSecretKey::generate(&j.params, &mut prg);
+            let pk = sk.public_key(&j.params, &mut prg);
+            (sk, pk)
+        })
+        .collect();
+    let (mut cs, mut cc) = linked_pair(link);
+    let (seed_s, seed_c, seed_e) = (prg.gen_block(), prg.gen_block(), prg.gen_block());
+    let server_jobs: Vec<(CkksParams, nectar_he::ckks::CkksPublicKey)> = jobs.iter().zip(&keys).map(|(j, k)| (j.params.clone(), k.1.clone())).collect();
+    let server_inputs: Vec<(Vec<Vec<u64>>, Vec<Vec<f64>>)> = inputs.iter().map(|(i, o)| (i.iter().map(|d| d.1.clone()).collect(), o.clone())).collect();
+    let server = std::thread::spawn(move || -> Result<_, LinearError> {
+        let ch: &mut dyn Channel = &mut *cs;
+        let mut m = Mpc::setup(Role::Server, ch, Prg::new(seed_s), Producer::default())?;
+        let mut enc_prg = Prg::new(seed_e);
+        let mut out = Vec::new();
+        for ((params, pk), (ins, outs)) in server_jobs.iter().zip(&server_inputs) {
+            let ev = CkksEvaluator::new(params);
+            let scale = params.default_scale();
+            let s0 = ch.stats();
+            let t0 = Instant::now();
+            for x in ins {
+                shares_to_ckks_server(ch, &mut m, &ev, x, params.max_level(), scale, &fmt)?;
+            }
+            let s1 = ch.stats();
+            let mut shares = Vec::new();
+            for vals in outs {
+                // The block's output, as the server holds it: ciphertexts under the client's key.
+                let cts = vals
+                    .chunks(params.slots())
+                    .map(|c| pk.encrypt(params, &params.encode_real(c, params.max_level(), scale)?, &mut enc_prg))
+                    .collect::<Result<Vec<_>, _>>()?;
+                shares.push(ckks_to_shares_server(ch, &mut m, &ev, pk, &cts, vals.len(), &fmt, how)?);
+            }
+            let s2 = ch.stats();
+            out.push((s0, s1, s2, t0.elapsed().as_secs_f64(), shares));
+        }
+        Ok(out)
+    });
+    let ch: &mut dyn Channel = &mut *cc;
+    let client = (|| -> Result<_, LinearError> {
+        let mut m = Mpc::setup(Role::Client, ch, Prg::new(seed_c), Producer::default())?;
+        let mut out = Vec::new();
+        for ((j, (sk, _)), (ins, outs)) in jobs.iter().zip(&keys).zip(&inputs) {
+            let scale = j.params.default_scale();
+            for d in ins {
+                shares_to_ckks_client(ch, &mut m, &j.params, sk, &d.2, j.params.max_level(), scale, &fmt)?;
+            }
+            let mut shares = Vec::new();
+            for vals in outs {
+                shares.push(ckks_to_shares_client(ch, &mut m, &j.params, sk, vals.len(), scale, &fmt, how)?);
+            }
+            out.push(shares);
+        }
+        Ok(out)
+    })();
+    let srv = server.join().map_err(|_| LinearError::Unsupported("server thread panicked".into()))??;
+    let cli = client?;
+    let ulp = (-(fmt.f as f64)).exp2();
+    let mut lines = Vec::new();
+    for (((j, (s0, s1, s2, secs, sh)), ch_sh), (_, outs)) in jobs.iter().zip(srv).zip(cli).zip(&inputs) {
+        let mut max_abs_error = 0f64;
+        for ((a, b), vals) in sh.iter().zip(&ch_sh).zip(outs) {
+            for i in 0..vals.len() {
+                max_abs_error = max_abs_error.max((a[i].wrapping_add(b[i]) as i64 as f64 * ulp - vals[i]).abs());
+            }
+        }
+        let cts = |v: &[usize]| v.iter().map(|&c| ciphertexts_for(&j.params, c)).sum();
+        let to_ckks_bytes = s1.bytes_total() - s0.bytes_total();
+        let to_mpc_bytes = s2.bytes_total() - s1.bytes_total();
+        lines.push(BlockBench {
+            model: plan.model.clone(),
+            tokens: plan.tokens,
+            block: j.block,
+            params: j.name.clone(),
+            n: j.params.n(),
+            to_ckks_tensors: j.to_ckks.len(),
+            to_ckks_ciphertexts: cts(&j.to_ckks),
+            to_ckks_bytes,
+            to_mpc_tensors: j.to_mpc.len(),
+            to_mpc_ciphertexts: cts(&j.to_mpc),
+            to_mpc_bytes,
+            bytes_total: to_ckks_bytes + to_mpc_bytes,
+            rounds_server: s2.rounds - s0.rounds,
+            seconds: secs,
+            max_abs_error,
+        });
+    }
+    Ok(lines)
 }

@@ -22,7 +22,9 @@ use crate::share_codec::ShareCodec;
 use crate::LinearError;
 use nectar_he::ckks::{CkksCiphertext, CkksEvaluator, CkksParams, CkksPlaintext, CkksPublicKey, CkksSecretKey};
 use nectar_math::sample::uniform_below;
-use nectar_mpc::field_ring::{field_to_ring_local, mask128, ring_to_field_local, trunc_local, STAT_SLACK_BITS};
+use nectar_math::modulus::Modulus;
+use nectar_math::rns::RnsBasis;
+use nectar_mpc::field_ring::{field_to_ring_local, mask128, ring_to_field_local, trunc_local, FieldModulus, STAT_SLACK_BITS};
 use nectar_mpc::Mpc;
 use nectar_net::{Channel, Role};
 
@@ -153,14 +155,16 @@ pub fn coeff_bits(scale: f64, fmt: &ConvFormat) -> u32 {
     scale.log2().ceil() as u32 + fmt.value_bits + 1
 }
 
-/// The level (number of primes, at most 2 so that `q < 2^126`) at which a ciphertext of scale
-/// `scale` is converted.
+/// The level (number of primes) at which a ciphertext of scale `scale` is converted: the
+/// fewest primes with 41 bits of slack over the coefficients ([`FieldToRing::Local`]), or the
+/// base prime alone ([`FieldToRing::Exact`]).
 pub fn conversion_level(params: &CkksParams, scale: f64, fmt: &ConvFormat, how: FieldToRing) -> Result<usize, LinearError> {
     let need = coeff_bits(scale, fmt) + 1 + if how == FieldToRing::Local { STAT_SLACK_BITS + 1 } else { 0 };
     let mut bits = 0u32;
-    for lvl in 1..=params.max_level().min(2) {
+    let max = if how == FieldToRing::Local { params.max_level() } else { 1 };
+    for lvl in 1..=max {
         bits += params.prime(lvl - 1).map_or(0, |q| 64 - q.leading_zeros());
-        if bits > need && (how == FieldToRing::Local || lvl == 1) {
+        if bits > need {
             return Ok(lvl);
         }
     }
@@ -170,35 +174,38 @@ pub fn conversion_level(params: &CkksParams, scale: f64, fmt: &ConvFormat, how: 
     )))
 }
 
-/// `(q, q_0 or 0)`: the product of the first `level` primes (`level <= 2`).
-fn level_modulus(params: &CkksParams, level: usize) -> Result<u128, LinearError> {
-    let mut q = 1u128;
-    for i in 0..level {
-        let p = params.prime(i).ok_or_else(|| LinearError::BadParams(format!("no prime {i}")))?;
-        q = q.checked_mul(p as u128).filter(|&q| q < 1u128 << 126).ok_or_else(|| LinearError::BadParams("conversion modulus over 2^126".into()))?;
-    }
-    Ok(q)
+/// The RNS basis of the first `level` primes.
+fn level_basis(params: &CkksParams, level: usize) -> Result<RnsBasis, LinearError> {
+    let mods = (0..level)
+        .map(|i| params.prime(i).and_then(Modulus::new).ok_or_else(|| LinearError::BadParams(format!("no prime {i}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    RnsBasis::new(&mods).ok_or_else(|| LinearError::BadParams("conversion basis".into()))
 }
 
-/// CRT composition of per-prime residues (`level <= 2`) into `[0, q)`.
-fn compose(params: &CkksParams, residues: &[Vec<u64>]) -> Result<Vec<u128>, LinearError> {
-    match residues {
-        [r0] => Ok(r0.iter().map(|&x| x as u128).collect()),
-        [r0, r1] => {
-            let (q0, q1) = (params.prime(0).unwrap_or(0) as u128, params.prime(1).unwrap_or(0) as u128);
-            let m1 = nectar_math::modulus::Modulus::new(q1 as u64).ok_or_else(|| LinearError::BadParams("prime 1".into()))?;
-            let inv = m1.inv(m1.reduce(q0 as u64)).ok_or_else(|| LinearError::BadParams("q0 not invertible mod q1".into()))?;
-            Ok(r0
-                .iter()
-                .zip(r1)
-                .map(|(&a, &b)| {
-                    let t = m1.mul(m1.sub(m1.reduce(b), m1.reduce(a)), inv) as u128;
-                    a as u128 + q0 * t
-                })
-                .collect())
-        }
-        _ => Err(LinearError::BadParams(format!("conversion at {} primes (1 or 2 supported)", residues.len()))),
-    }
+/// `q` of the level as a [`FieldModulus`] (bit length, value mod `2^128`).
+fn level_modulus(basis: &RnsBasis) -> FieldModulus {
+    FieldModulus { bits: basis.product().bits(), low: basis.product().low_u128() }
+}
+
+/// Low 128 bits of the CRT composition (in `[0, q)`) of per-prime residues; with `negate`,
+/// of `q − x mod q` (the server's share `−r̂`).
+fn compose_low(basis: &RnsBasis, residues: &[Vec<u64>], negate: bool) -> Vec<u128> {
+    let n = residues.first().map_or(0, |r| r.len());
+    let q = basis.product();
+    let mut r = vec![0u64; residues.len()];
+    (0..n)
+        .map(|k| {
+            for (i, ri) in r.iter_mut().enumerate() {
+                *ri = residues[i][k];
+            }
+            let x = basis.compose(&r);
+            if negate && !x.is_zero() {
+                q.checked_sub(&x).map_or(0, |d| d.low_u128())
+            } else {
+                x.low_u128()
+            }
+        })
+        .collect()
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -207,7 +214,7 @@ fn field_to_ring(
     mpc: &mut Mpc,
     params: &CkksParams,
     shares: &[u128],
-    q: u128,
+    q: FieldModulus,
     scale: f64,
     fmt: &ConvFormat,
     how: FieldToRing,
@@ -295,7 +302,8 @@ pub fn ckks_to_shares_server(
         return Err(LinearError::BadParams("ciphertexts of different scales in one conversion".into()));
     }
     let level = conversion_level(params, scale, fmt, how)?;
-    let q = level_modulus(params, level)?;
+    let basis = level_basis(params, level)?;
+    let q = level_modulus(&basis);
     let mut masked = Vec::with_capacity(cts.len());
     let mut mine = Vec::with_capacity(cts.len() * params.n());
     for ct in cts {
@@ -304,7 +312,7 @@ pub fn ckks_to_shares_server(
         }
         let (m, r) = mask_ciphertext(ev, peer_pk, ct, level, mpc.prg())?;
         masked.push(m);
-        mine.extend(compose(params, &r)?.into_iter().map(|v| (q - v) % q));
+        mine.extend(compose_low(&basis, &r, true));
     }
     send_cts(ch, params, &masked)?;
     let wide = field_to_ring(ch, mpc, params, &mine, q, scale, fmt, how)?;
@@ -337,7 +345,8 @@ pub fn ckks_to_shares_client(
     how: FieldToRing,
 ) -> Result<Vec<u64>, LinearError> {
     let level = conversion_level(params, scale, fmt, how)?;
-    let q = level_modulus(params, level)?;
+    let basis = level_basis(params, level)?;
+    let q = level_modulus(&basis);
     let k = ciphertexts_for(params, count);
     let cts = recv_cts(ch, params, k, params.ciphertext_bytes(level, false)?)?;
     let mut mine = Vec::with_capacity(k * params.n());
@@ -345,7 +354,7 @@ pub fn ckks_to_shares_client(
         if ct.level() != level || ct.size() != 2 || (ct.scale() / scale - 1.0).abs() > 1e-9 {
             return Err(LinearError::Malformed(format!("masked ciphertext at level {} scale {}", ct.level(), ct.scale())));
         }
-        mine.extend(compose(params, &sk.decrypt(params, ct)?.coeff_residues(params))?);
+        mine.extend(compose_low(&basis, &sk.decrypt(params, ct)?.coeff_residues(params), false));
     }
     let wide = field_to_ring(ch, mpc, params, &mine, q, scale, fmt, how)?;
     decode_all(params, fmt, wide, scale, count, Role::Client)

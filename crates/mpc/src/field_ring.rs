@@ -193,23 +193,41 @@ impl Mpc {
     }
 }
 
+/// A field modulus for [`field_to_ring_local`]: its bit length and its value mod `2^128`
+/// (moduli of any size: the CKKS modulus at the conversion level may span several primes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FieldModulus {
+    pub bits: u32,
+    pub low: u128,
+}
+
+impl FieldModulus {
+    /// An odd modulus below `2^126`.
+    pub fn small(q: u128) -> Result<Self> {
+        check_modulus(q)?;
+        Ok(Self { bits: bits_of(q), low: q })
+    }
+}
+
 /// Local field → ring (module doc): shares `a_b ∈ [0, q)` of `v` with `|v| < 2^bound_bits`
-/// and `log2 q ≥ bound_bits + 41`; P0 (the party whose share is `−r̂`) takes `a_0 − q`.
-/// Exact except with probability `< 2^(bound_bits+1)/q`. No communication.
-pub fn field_to_ring_local(role: Role, a: &[u128], q: u128, bound_bits: u32, l: u32) -> Result<Vec<u128>> {
-    check_modulus(q)?;
+/// and `log2 q ≥ bound_bits + 41`, given as their low 128 bits; P0 (the party whose share is
+/// `−r̂`) takes `a_0 − q`. Exact except with probability `< 2^(bound_bits+1)/q`. No
+/// communication.
+pub fn field_to_ring_local(role: Role, a: &[u128], q: FieldModulus, bound_bits: u32, l: u32) -> Result<Vec<u128>> {
     let ml = mask128(l)?;
-    if bound_bits + 1 + STAT_SLACK_BITS > bits_of(q) - 1 || bound_bits + 1 > l {
+    if q.low % 2 == 0 || bound_bits + 1 + STAT_SLACK_BITS > q.bits.saturating_sub(1) || bound_bits + 1 > l {
         return Err(MpcError::BadArgument(format!(
             "|v| < 2^{bound_bits} leaves less than {STAT_SLACK_BITS} bits of slack in a {}-bit modulus (or overflows Z_2^{l})",
-            bits_of(q)
+            q.bits
         )));
     }
-    if let Some(&bad) = a.iter().find(|&&v| v >= q) {
-        return Err(MpcError::BadArgument(format!("share {bad} not reduced mod {q}")));
+    if q.bits <= 126 {
+        if let Some(&bad) = a.iter().find(|&&v| v >= q.low) {
+            return Err(MpcError::BadArgument(format!("share {bad} not reduced mod {}", q.low)));
+        }
     }
     let server = role == Role::Server;
-    Ok(a.iter().map(|&v| if server { v.wrapping_sub(q) & ml } else { v & ml }).collect())
+    Ok(a.iter().map(|&v| if server { v.wrapping_sub(q.low) & ml } else { v & ml }).collect())
 }
 
 /// Local ring → field (BLB App. C.3): shares in `Z_{2^l}` of `m` with `|m| < 2^bound_bits`,
@@ -302,8 +320,9 @@ mod tests {
         let vs: Vec<i128> = (0..2000).map(|_| (prg.next_u128() as i128) >> (128 - bound)).collect();
         let (s, c) = share_mod(&vs, q, &mut prg);
         let l = 128;
-        let ys = field_to_ring_local(Role::Server, &s, q, bound, l).unwrap();
-        let yc = field_to_ring_local(Role::Client, &c, q, bound, l).unwrap();
+        let fq = FieldModulus::small(q).unwrap();
+        let ys = field_to_ring_local(Role::Server, &s, fq, bound, l).unwrap();
+        let yc = field_to_ring_local(Role::Client, &c, fq, bound, l).unwrap();
         for i in 0..vs.len() {
             assert_eq!(ys[i].wrapping_add(yc[i]) as i128, vs[i], "i={i}");
         }
@@ -315,7 +334,7 @@ mod tests {
             assert_eq!((zs[i] + zc[i]) % q2, vs[i].rem_euclid(q2 as i128) as u128, "i={i}");
         }
         // Too little slack is refused.
-        assert!(field_to_ring_local(Role::Server, &s, q, 80, l).is_err());
+        assert!(field_to_ring_local(Role::Server, &s, fq, 80, l).is_err());
         assert!(ring_to_field_local(Role::Server, &ys, 100, 60, q2).is_err());
     }
 

@@ -841,3 +841,148 @@ pub fn run_ckks(op: BlbOp, shape: &ModelShape, params: &CkksParams, seed: [u8; 1
     let got = inp.out_packing.unpack(&dec)?;
     Ok(CkksRun { counts, sim_counts: plan.counts, seconds, encode_seconds: ops.encode_seconds(), max_abs_err: max_err(&got, &inp.expect)? })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nectar_he::ckks::CkksParamsLiteral;
+
+    /// Small multi-head shape exercising every step (J = 2 / 4 operand ciphertexts, c = 4
+    /// groups, ρ = 4 babies) at N = 2^13.
+    const SMALL: ModelShape = ModelShape { tokens: 16, hidden: 16, heads: 2, ffn: 32, slots: 4096, mh_groups: Some(4) };
+
+    /// N = 2^13: data primes {45, 30, 30, 30, 30} (four rescales, the ct-ct matmul's depth),
+    /// special prime 45 (210 bits <= 218), Δ = 2^30.
+    fn small_params() -> CkksParams {
+        CkksParams::new(CkksParamsLiteral::from_bit_sizes(8192, &[45, 30, 30, 30, 30], Some(45), 30).unwrap()).unwrap()
+    }
+
+    /// The closed-form rotation count of [`matmul_cc`].
+    fn cc_rotations(lay: &MhLayout) -> u64 {
+        let (j, c, rho, l) = (lay.operand_cts() as u64, lay.c as u64, lay.rho() as u64, lay.l as u64);
+        let step1 = if c > 1 { j * c } else { 0 };
+        let step3 = if c > 1 { rho * c } else { 0 };
+        step1 + 2 * j * (c - 1) + 2 * j * (rho - 1) + step3.min(l)
+    }
+
+    #[test]
+    fn simulated_ct_ct_matmul_is_exact_on_many_layouts() {
+        for (sh, groups) in [
+            (ModelShape { tokens: 8, hidden: 8, heads: 2, ffn: 8, slots: 256, mh_groups: None }, None),
+            (ModelShape { tokens: 16, hidden: 48, heads: 3, ffn: 8, slots: 1024, mh_groups: None }, Some(2)),
+            (ModelShape { tokens: 16, hidden: 64, heads: 2, ffn: 8, slots: 512, mh_groups: None }, Some(1)),
+            (ModelShape { tokens: 8, hidden: 32, heads: 2, ffn: 8, slots: 128, mh_groups: None }, Some(8)),
+            (SMALL, Some(4)),
+        ] {
+            let sh = ModelShape { mh_groups: groups, ..sh };
+            for op in [BlbOp::Qk, BlbOp::Sv] {
+                let r = plan_counts(op, &sh).unwrap();
+                let lay = sh.layout(op).unwrap();
+                assert!(r.max_abs_err < 1e-9, "{op:?} {sh:?}: error {}", r.max_abs_err);
+                assert_eq!(r.counts.rotations, cc_rotations(&lay), "{op:?} {lay:?}");
+                assert_eq!(r.counts.ct_ct_mults, (lay.operand_cts() * lay.l) as u64);
+                assert!(r.depth <= 4);
+            }
+        }
+    }
+
+    /// BLB Table 5 / Table 7 at the paper's shapes (s = 16384): rotations at most the paper's
+    /// BLB figures, ct-ct products equal to Table 5's, simulated values correct.
+    #[test]
+    fn paper_shapes_meet_table5_and_table7() {
+        let cases = [
+            (ModelShape::BERT_LARGE, BlbOp::Qk, 640, Some(1024)),
+            (ModelShape::BERT_LARGE, BlbOp::Sv, 1056, Some(2048)),
+            (ModelShape::GPT2_BASE, BlbOp::Qk, 488, None),
+            (ModelShape::GPT2_BASE, BlbOp::Sv, 488, None),
+        ];
+        for (sh, op, paper_rot, paper_mult) in cases {
+            let r = plan_counts(op, &sh).unwrap();
+            eprintln!("{op:?} L={} D={} H={}: {:?}, depth {}, {} keys, err {:.1e}", sh.tokens, sh.hidden, sh.heads, r.counts, r.depth, r.rotation_steps.len(), r.max_abs_err);
+            assert!(r.counts.rotations <= paper_rot, "{op:?}: {} rotations > paper's {paper_rot}", r.counts.rotations);
+            if let Some(m) = paper_mult {
+                assert_eq!(r.counts.ct_ct_mults, m);
+            }
+            assert_eq!(r.depth, 4);
+            assert!(r.max_abs_err < 1e-9);
+        }
+        // The closed forms: BERT-large Qk J = 8, c = 8, ρ = 16: 64 + 112 + 240 + 128 = 544;
+        // Sv J = 16: 128 + 224 + 480 + 128 = 960.
+        assert_eq!(plan_counts(BlbOp::Qk, &ModelShape::BERT_LARGE).unwrap().counts.rotations, 544);
+        assert_eq!(plan_counts(BlbOp::Sv, &ModelShape::BERT_LARGE).unwrap().counts.rotations, 960);
+    }
+
+    #[test]
+    fn simulated_ct_pt_matmuls_are_exact() {
+        let sh = ModelShape { tokens: 8, hidden: 16, heads: 2, ffn: 64, slots: 256, mh_groups: None };
+        for op in [BlbOp::AttnOut, BlbOp::Ffn1, BlbOp::Ffn2] {
+            let r = plan_counts(op, &sh).unwrap();
+            assert!(r.max_abs_err < 1e-9, "{op:?}: {}", r.max_abs_err);
+            assert_eq!(r.depth, 1);
+        }
+        // X (8 x 16, 1 ct of 32 blocks) · W (16 x 64, 2 cts): B = 8, G = 4: 7 + 2·3 rotations.
+        assert_eq!(plan_counts(BlbOp::Ffn1, &sh).unwrap().counts.rotations, 13);
+    }
+
+    #[test]
+    fn sum_and_broadcast_follow_table3() {
+        let sim = SlotSim::new(64);
+        let x = Mat::from_fn(8, 4, |r, c| (r * 4 + c) as f64);
+        let sums: Vec<f64> = (0..8).map(|r| (0..4).map(|c| x.get(r, c)).sum()).collect();
+        // L·D = 32 < s: sum + mask + broadcast, 2·log2 D rotations and one product.
+        let v = Packing::SpatialFirst { rows: 8, cols: 4, slots: 64 }.pack(&[x]).unwrap();
+        let ct = sim.encrypt(v[0].clone(), 3);
+        let out = sum_broadcast(&sim, &[ct], 8, 4).unwrap();
+        assert_eq!((sim.counts().rotations, sim.counts().ct_pt_mults), (4, 1));
+        for k in 0..4 {
+            assert_eq!(&out.v[k * 8..k * 8 + 8], &sums[..]);
+        }
+        // L·D = 2s (two ciphertexts): every block holds the sum after log2(s/L) rotations.
+        let sim = SlotSim::new(64);
+        let x = Mat::from_fn(8, 16, |r, c| (r + 3 * c) as f64);
+        let v = Packing::SpatialFirst { rows: 8, cols: 16, slots: 64 }.pack(&[x.clone()]).unwrap();
+        let cts: Vec<SimCt> = v.into_iter().map(|v| sim.encrypt(v, 3)).collect();
+        let out = sum_broadcast(&sim, &cts, 8, 16).unwrap();
+        assert_eq!((sim.counts().rotations, sim.counts().ct_pt_mults), (3, 0));
+        for p in 0..64 {
+            let r = p % 8;
+            assert_eq!(out.v[p], (0..16).map(|c| x.get(r, c)).sum::<f64>());
+        }
+    }
+
+    /// Real CKKS at N = 2^13: every op decrypts to the plaintext product and the evaluator's
+    /// counts equal the simulator's.
+    #[test]
+    fn real_ckks_matches_plaintext_and_simulator_counts() {
+        let params = small_params();
+        for (op, tol) in [(BlbOp::Qk, 1e-2), (BlbOp::Sv, 1e-3), (BlbOp::AttnOut, 1e-3), (BlbOp::Ffn1, 1e-3)] {
+            let r = run_ckks(op, &SMALL, &params, [3; 16]).unwrap();
+            eprintln!("{op:?}: {:?} in {:.2} s (encode {:.2} s), err {:.1e}", r.counts, r.seconds, r.encode_seconds, r.max_abs_err);
+            assert!(r.max_abs_err < tol, "{op:?}: error {}", r.max_abs_err);
+            assert_eq!(r.counts, r.sim_counts, "{op:?}");
+        }
+    }
+
+    #[test]
+    fn real_ckks_sum_broadcast_counts_match() {
+        let params = small_params();
+        let mut prg = Prg::new([5; 16]);
+        let sk = CkksSecretKey::generate(&params, &mut prg);
+        let steps: Vec<i64> = (0..9).map(|i| 16i64 << i).flat_map(|k| [k, -k]).collect();
+        let eval = CkksEvaluator::new(&params).with_galois_keys(sk.galois_keys(&params, &steps, false, &mut prg).unwrap());
+        let ops = CkksOps::new(&eval);
+        let x = rand_mat(&mut prg, 16, 64, 1.0);
+        let v = Packing::SpatialFirst { rows: 16, cols: 64, slots: 4096 }.pack(&[x.clone()]).unwrap();
+        let ct = sk.encrypt(&params, &params.encode_real(&v[0], 5, params.default_scale()).unwrap(), &mut prg).unwrap();
+        let out = sum_broadcast(&ops, &[ct], 16, 64).unwrap();
+        let sim = SlotSim::new(4096);
+        let sout = sum_broadcast(&sim, &[sim.encrypt(v[0].clone(), 5)], 16, 64).unwrap();
+        assert_eq!(eval.stats().snapshot(), sim.counts());
+        assert_eq!(sim.counts().rotations, 12);
+        let dec = sk.decrypt_decode(&params, &out).unwrap();
+        for p in 0..16 * 64 {
+            let want: f64 = (0..64).map(|c| x.get(p % 16, c)).sum();
+            assert!((dec[p].re - want).abs() < 1e-3 && (sout.v[p] - want).abs() < 1e-9);
+        }
+    }
+}

@@ -26,8 +26,8 @@
 
 use crate::ckks_packing::{Mat, MhLayout, Packing};
 use crate::LinearError;
-use nectar_he::ckks::{CkksEvaluator, CkksParams, CkksPlaintext, CkksSecretKey, EvalCounts};
 use nectar_he::ckks::CkksCiphertext;
+use nectar_he::ckks::{CkksEvaluator, CkksParams, CkksPlaintext, CkksSecretKey, EvalCounts};
 use nectar_math::Prg;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap};
@@ -77,7 +77,10 @@ pub struct CkksOps<'a> {
 impl<'a> CkksOps<'a> {
     /// Wraps an evaluator holding the relinearisation key and the needed Galois keys.
     pub fn new(eval: &'a CkksEvaluator) -> Self {
-        Self { eval, encode_secs: Cell::new(0.0) }
+        Self {
+            eval,
+            encode_secs: Cell::new(0.0),
+        }
     }
     /// Seconds spent in [`SlotOps::encode`].
     pub fn encode_seconds(&self) -> f64 {
@@ -102,7 +105,8 @@ impl SlotOps for CkksOps<'_> {
             l => p.last_prime(l).map_or(p.default_scale(), |q| q as f64),
         };
         let pt = p.encode_real(values, level, scale)?;
-        self.encode_secs.set(self.encode_secs.get() + t.elapsed().as_secs_f64());
+        self.encode_secs
+            .set(self.encode_secs.get() + t.elapsed().as_secs_f64());
         Ok(pt)
     }
     fn rotate(&self, ct: &CkksCiphertext, k: i64) -> Result<CkksCiphertext, LinearError> {
@@ -111,7 +115,11 @@ impl SlotOps for CkksOps<'_> {
     fn add(&self, a: &CkksCiphertext, b: &CkksCiphertext) -> Result<CkksCiphertext, LinearError> {
         Ok(self.eval.add(a, b)?)
     }
-    fn mul_plain(&self, a: &CkksCiphertext, p: &CkksPlaintext) -> Result<CkksCiphertext, LinearError> {
+    fn mul_plain(
+        &self,
+        a: &CkksCiphertext,
+        p: &CkksPlaintext,
+    ) -> Result<CkksCiphertext, LinearError> {
         Ok(self.eval.mul_plain(a, p)?)
     }
     fn mul(&self, a: &CkksCiphertext, b: &CkksCiphertext) -> Result<CkksCiphertext, LinearError> {
@@ -157,11 +165,19 @@ pub struct SlotSim {
 impl SlotSim {
     /// A simulator with `slots` slots.
     pub fn new(slots: usize) -> Self {
-        Self { slots, counts: Cell::new(EvalCounts::default()), steps: RefCell::new(BTreeSet::new()) }
+        Self {
+            slots,
+            counts: Cell::new(EvalCounts::default()),
+            steps: RefCell::new(BTreeSet::new()),
+        }
     }
     /// A fresh simulated ciphertext at `level`.
     pub fn encrypt(&self, v: Vec<f64>, level: usize) -> SimCt {
-        SimCt { v, level, deg2: false }
+        SimCt {
+            v,
+            level,
+            deg2: false,
+        }
     }
     /// Rotation steps used (reduced to `(−s/2, s/2]`).
     pub fn rotation_steps(&self) -> Vec<i64> {
@@ -174,7 +190,11 @@ impl SlotSim {
     }
     fn check(&self, a: &SimCt) -> Result<(), LinearError> {
         if a.v.len() != self.slots || a.level == 0 {
-            return Err(LinearError::BadShape(format!("simulated ciphertext of {} slots at level {}", a.v.len(), a.level)));
+            return Err(LinearError::BadShape(format!(
+                "simulated ciphertext of {} slots at level {}",
+                a.v.len(),
+                a.level
+            )));
         }
         Ok(())
     }
@@ -191,7 +211,10 @@ impl SlotOps for SlotSim {
     }
     fn encode(&self, values: &[f64], level: usize) -> Result<(Vec<f64>, usize), LinearError> {
         if values.len() > self.slots || level == 0 {
-            return Err(LinearError::BadShape(format!("{} values at level {level}", values.len())));
+            return Err(LinearError::BadShape(format!(
+                "{} values at level {level}",
+                values.len()
+            )));
         }
         let mut v = values.to_vec();
         v.resize(self.slots, 0.0);
@@ -200,56 +223,89 @@ impl SlotOps for SlotSim {
     fn rotate(&self, ct: &SimCt, k: i64) -> Result<SimCt, LinearError> {
         self.check(ct)?;
         if ct.deg2 {
-            return Err(LinearError::BadShape("rotation of an unrelinearised ciphertext".into()));
+            return Err(LinearError::BadShape(
+                "rotation of an unrelinearised ciphertext".into(),
+            ));
         }
         let s = self.slots as i64;
         let k = k.rem_euclid(s);
         if k == 0 {
             return Ok(ct.clone());
         }
-        self.steps.borrow_mut().insert(if k > s / 2 { k - s } else { k });
+        self.steps
+            .borrow_mut()
+            .insert(if k > s / 2 { k - s } else { k });
         self.bump(|c| {
             c.rotations += 1;
             c.key_switches += 1;
         });
-        Ok(SimCt { v: rot_vec(&ct.v, k), level: ct.level, deg2: false })
+        Ok(SimCt {
+            v: rot_vec(&ct.v, k),
+            level: ct.level,
+            deg2: false,
+        })
     }
     fn add(&self, a: &SimCt, b: &SimCt) -> Result<SimCt, LinearError> {
         self.check(a)?;
         self.check(b)?;
-        Ok(SimCt { v: a.v.iter().zip(&b.v).map(|(x, y)| x + y).collect(), level: a.level.min(b.level), deg2: a.deg2 || b.deg2 })
+        Ok(SimCt {
+            v: a.v.iter().zip(&b.v).map(|(x, y)| x + y).collect(),
+            level: a.level.min(b.level),
+            deg2: a.deg2 || b.deg2,
+        })
     }
     fn mul_plain(&self, a: &SimCt, p: &(Vec<f64>, usize)) -> Result<SimCt, LinearError> {
         self.check(a)?;
         self.bump(|c| c.ct_pt_mults += 1);
-        Ok(SimCt { v: a.v.iter().zip(&p.0).map(|(x, y)| x * y).collect(), level: a.level.min(p.1), deg2: a.deg2 })
+        Ok(SimCt {
+            v: a.v.iter().zip(&p.0).map(|(x, y)| x * y).collect(),
+            level: a.level.min(p.1),
+            deg2: a.deg2,
+        })
     }
     fn mul(&self, a: &SimCt, b: &SimCt) -> Result<SimCt, LinearError> {
         self.check(a)?;
         self.check(b)?;
         if a.deg2 || b.deg2 {
-            return Err(LinearError::BadShape("ct-ct product of an unrelinearised ciphertext".into()));
+            return Err(LinearError::BadShape(
+                "ct-ct product of an unrelinearised ciphertext".into(),
+            ));
         }
         self.bump(|c| c.ct_ct_mults += 1);
-        Ok(SimCt { v: a.v.iter().zip(&b.v).map(|(x, y)| x * y).collect(), level: a.level.min(b.level), deg2: true })
+        Ok(SimCt {
+            v: a.v.iter().zip(&b.v).map(|(x, y)| x * y).collect(),
+            level: a.level.min(b.level),
+            deg2: true,
+        })
     }
     fn relin(&self, a: &SimCt) -> Result<SimCt, LinearError> {
         if !a.deg2 {
             return Ok(a.clone());
         }
         self.bump(|c| c.key_switches += 1);
-        Ok(SimCt { deg2: false, ..a.clone() })
+        Ok(SimCt {
+            deg2: false,
+            ..a.clone()
+        })
     }
     fn rescale(&self, a: &SimCt) -> Result<SimCt, LinearError> {
         if a.level <= 1 {
-            return Err(LinearError::BadParams("cannot rescale below the base prime".into()));
+            return Err(LinearError::BadParams(
+                "cannot rescale below the base prime".into(),
+            ));
         }
         self.bump(|c| c.rescales += 1);
-        Ok(SimCt { level: a.level - 1, ..a.clone() })
+        Ok(SimCt {
+            level: a.level - 1,
+            ..a.clone()
+        })
     }
     fn mod_drop(&self, a: &SimCt, level: usize) -> Result<SimCt, LinearError> {
         if level == 0 || level > a.level {
-            return Err(LinearError::BadParams(format!("mod drop to level {level} from {}", a.level)));
+            return Err(LinearError::BadParams(format!(
+                "mod drop to level {level} from {}",
+                a.level
+            )));
         }
         Ok(SimCt { level, ..a.clone() })
     }
@@ -279,15 +335,25 @@ struct Masks<'o, O: SlotOps> {
 
 impl<'o, O: SlotOps> Masks<'o, O> {
     fn new(ops: &'o O) -> Self {
-        Self { ops, cache: HashMap::new() }
+        Self {
+            ops,
+            cache: HashMap::new(),
+        }
     }
-    fn get(&mut self, key: u64, level: usize, f: impl Fn(usize) -> f64) -> Result<&O::Pt, LinearError> {
+    fn get(
+        &mut self,
+        key: u64,
+        level: usize,
+        f: impl Fn(usize) -> f64,
+    ) -> Result<&O::Pt, LinearError> {
         if !self.cache.contains_key(&(key, level)) {
             let v: Vec<f64> = (0..self.ops.slots()).map(f).collect();
             let pt = self.ops.encode(&v, level)?;
             self.cache.insert((key, level), pt);
         }
-        self.cache.get(&(key, level)).ok_or_else(|| LinearError::BadParams("mask cache".into()))
+        self.cache
+            .get(&(key, level))
+            .ok_or_else(|| LinearError::BadParams("mask cache".into()))
     }
 }
 
@@ -304,12 +370,24 @@ const MASK_HI: u64 = 2 << 40;
 
 /// Inner rotation (§5.1): every block of `l` slots rotated left by `a` (`0 < a < l`):
 /// `M_lo ⊙ Rot_a(x) + M_hi ⊙ Rot_{a−l}(x)`, rescaled. Two rotations, two ct-pt products.
-fn inner_rotate<O: SlotOps>(ops: &O, masks: &mut Masks<'_, O>, x: &O::Ct, l: usize, a: usize) -> Result<O::Ct, LinearError> {
+fn inner_rotate<O: SlotOps>(
+    ops: &O,
+    masks: &mut Masks<'_, O>,
+    x: &O::Ct,
+    l: usize,
+    a: usize,
+) -> Result<O::Ct, LinearError> {
     let lvl = ops.level(x);
     let y1 = ops.rotate(x, a as i64)?;
     let y2 = ops.rotate(x, a as i64 - l as i64)?;
-    let p1 = ops.mul_plain(&y1, masks.get(MASK_LO | a as u64, lvl, |j| ((j % l) < l - a) as u8 as f64)?)?;
-    let p2 = ops.mul_plain(&y2, masks.get(MASK_HI | a as u64, lvl, |j| ((j % l) >= l - a) as u8 as f64)?)?;
+    let p1 = ops.mul_plain(
+        &y1,
+        masks.get(MASK_LO | a as u64, lvl, |j| ((j % l) < l - a) as u8 as f64)?,
+    )?;
+    let p2 = ops.mul_plain(
+        &y2,
+        masks.get(MASK_HI | a as u64, lvl, |j| ((j % l) >= l - a) as u8 as f64)?,
+    )?;
     ops.rescale(&ops.add(&p1, &p2)?)
 }
 
@@ -324,10 +402,19 @@ fn inner_rotate<O: SlotOps>(ops: &O, masks: &mut Masks<'_, O>, x: &O::Ct, l: usi
 /// With `ρ = L/c`, block `(h, g)` of `B_j` is pre-rotated by `ρ·g` (step 1), so that the
 /// product of `A_j` with `B_j` inner-rotated by `t` holds, in group `g`, partial sums of
 /// diagonal `t + ρg` — exactly group `g + r` of output ciphertext `u` for `t = u + ρr`.
-pub fn matmul_cc<O: SlotOps>(ops: &O, lay: &MhLayout, a: &[O::Ct], b: &[O::Ct]) -> Result<Vec<O::Ct>, LinearError> {
+pub fn matmul_cc<O: SlotOps>(
+    ops: &O,
+    lay: &MhLayout,
+    a: &[O::Ct],
+    b: &[O::Ct],
+) -> Result<Vec<O::Ct>, LinearError> {
     let j_cts = lay.operand_cts();
     if a.len() != j_cts || b.len() != j_cts || lay.slots != ops.slots() {
-        return Err(LinearError::BadShape(format!("ct-ct matmul: {} x {} ciphertexts, layout needs {j_cts}", a.len(), b.len())));
+        return Err(LinearError::BadShape(format!(
+            "ct-ct matmul: {} x {} ciphertexts, layout needs {j_cts}",
+            a.len(),
+            b.len()
+        )));
     }
     let (l, c, rho) = (lay.l, lay.c, lay.rho());
     let group_stride = (l * lay.hs) as i64;
@@ -342,12 +429,17 @@ pub fn matmul_cc<O: SlotOps>(ops: &O, lay: &MhLayout, a: &[O::Ct], b: &[O::Ct]) 
             continue;
         }
         let lvl = ops.level(bj);
-        let mut lo = Some(ops.mul_plain(bj, masks.get(3 << 40, lvl, |p| (lay.group_of(p) == 0) as u8 as f64)?)?);
+        let mut lo = Some(ops.mul_plain(
+            bj,
+            masks.get(3 << 40, lvl, |p| (lay.group_of(p) == 0) as u8 as f64)?,
+        )?);
         let mut hi: Option<O::Ct> = None;
         for g in 1..c {
             let amt = rho * g;
             let y = ops.rotate(bj, amt as i64)?;
-            let m_lo = masks.get((4 << 40) | g as u64, lvl, |p| (lay.group_of(p) == g && p % l < l - amt) as u8 as f64)?;
+            let m_lo = masks.get((4 << 40) | g as u64, lvl, |p| {
+                (lay.group_of(p) == g && p % l < l - amt) as u8 as f64
+            })?;
             acc_add(ops, &mut lo, ops.mul_plain(&y, m_lo)?)?;
             // Rot_L of the wrapped-part mask, so that Rot_{−L} applied after the sum puts it back.
             let s = lay.slots;
@@ -383,8 +475,18 @@ pub fn matmul_cc<O: SlotOps>(ops: &O, lay: &MhLayout, a: &[O::Ct], b: &[O::Ct]) 
         giants.push(row);
     }
     // All products at one level, so that every Z_{u,r} is rescaled by the same prime.
-    let lvl = babies.iter().flatten().chain(giants.iter().flatten()).map(|x| ops.level(x)).min().unwrap_or(1);
-    for x in babies.iter_mut().flatten().chain(giants.iter_mut().flatten()) {
+    let lvl = babies
+        .iter()
+        .flatten()
+        .chain(giants.iter().flatten())
+        .map(|x| ops.level(x))
+        .min()
+        .unwrap_or(1);
+    for x in babies
+        .iter_mut()
+        .flatten()
+        .chain(giants.iter_mut().flatten())
+    {
         *x = ops.mod_drop(x, lvl)?;
     }
 
@@ -396,8 +498,8 @@ pub fn matmul_cc<O: SlotOps>(ops: &O, lay: &MhLayout, a: &[O::Ct], b: &[O::Ct]) 
         let (mut lo, mut hi): (Option<O::Ct>, Option<O::Ct>) = (None, None);
         for r in 0..c {
             let mut z: Option<O::Ct> = None;
-            for j in 0..j_cts {
-                acc_add(ops, &mut z, ops.mul(&giants[j][r], &babies[j][u])?)?;
+            for (ga, bb) in giants.iter().zip(&babies) {
+                acc_add(ops, &mut z, ops.mul(&ga[r], &bb[u])?)?;
             }
             let z = z.ok_or_else(|| LinearError::BadShape("no operand ciphertexts".into()))?;
             let z = ops.rescale(&ops.relin(&z)?)?;
@@ -409,8 +511,26 @@ pub fn matmul_cc<O: SlotOps>(ops: &O, lay: &MhLayout, a: &[O::Ct], b: &[O::Ct]) 
             let y = ops.rotate(&z, amt as i64 - r as i64 * group_stride)?;
             let zl = ops.level(&z);
             // Block-periodic masks: invariant under the group rotation (a multiple of L).
-            acc_add(ops, &mut lo, ops.mul_plain(&y, masks.get(MASK_LO | amt as u64, zl, |p| ((p % l) < l - amt) as u8 as f64)?)?)?;
-            acc_add(ops, &mut hi, ops.mul_plain(&y, masks.get(MASK_HI | amt as u64, zl, |p| ((p % l) >= l - amt) as u8 as f64)?)?)?;
+            acc_add(
+                ops,
+                &mut lo,
+                ops.mul_plain(
+                    &y,
+                    masks.get(MASK_LO | amt as u64, zl, |p| {
+                        ((p % l) < l - amt) as u8 as f64
+                    })?,
+                )?,
+            )?;
+            acc_add(
+                ops,
+                &mut hi,
+                ops.mul_plain(
+                    &y,
+                    masks.get(MASK_HI | amt as u64, zl, |p| {
+                        ((p % l) >= l - amt) as u8 as f64
+                    })?,
+                )?,
+            )?;
         }
         let mut o = base.ok_or_else(|| LinearError::BadShape("no output".into()))?;
         if let (Some(lo), Some(hi)) = (lo, hi) {
@@ -440,7 +560,10 @@ pub fn block_matvec<O: SlotOps>(
 ) -> Result<Vec<O::Ct>, LinearError> {
     let s = ops.slots();
     if !l.is_power_of_two() || l > s || x.is_empty() {
-        return Err(LinearError::BadShape(format!("block matvec with blocks of {l} over {s} slots, {} inputs", x.len())));
+        return Err(LinearError::BadShape(format!(
+            "block matvec with blocks of {l} over {s} slots, {} inputs",
+            x.len()
+        )));
     }
     let nb = s / l;
     let baby = best_baby(x.len(), n_out, nb);
@@ -468,7 +591,10 @@ pub fn block_matvec<O: SlotOps>(
                     for blk in 0..nb {
                         let dst = (blk + nb - (g * baby) % nb) % nb;
                         if let Some(w) = weight(o, i, dst, (blk + b) % nb) {
-                            v[blk * l..(blk + 1) * l].iter_mut().zip(&w).for_each(|(d, &x)| *d = x);
+                            v[blk * l..(blk + 1) * l]
+                                .iter_mut()
+                                .zip(&w)
+                                .for_each(|(d, &x)| *d = x);
                             any = true;
                         }
                     }
@@ -508,14 +634,32 @@ fn best_baby(n_in: usize, n_out: usize, nb: usize) -> usize {
 /// BOLT's ct × pt `X·W` (BLB §5.2): `X` (`L × D`) in [`Packing::SpatialFirst`], `W` (`D × D'`)
 /// in plaintext; output `X·W` (`L × D'`) in spatial-first packing. The weight block for
 /// column `c_out ← c_in` is `W[c_in][c_out]` duplicated over the block.
-pub fn matmul_cp_spatial<O: SlotOps>(ops: &O, x: &[O::Ct], l: usize, w: &Mat) -> Result<Vec<O::Ct>, LinearError> {
+pub fn matmul_cp_spatial<O: SlotOps>(
+    ops: &O,
+    x: &[O::Ct],
+    l: usize,
+    w: &Mat,
+) -> Result<Vec<O::Ct>, LinearError> {
     let s = ops.slots();
-    let p_in = Packing::SpatialFirst { rows: l, cols: w.rows, slots: s };
+    let p_in = Packing::SpatialFirst {
+        rows: l,
+        cols: w.rows,
+        slots: s,
+    };
     if x.len() != p_in.num_cts() || !l.is_power_of_two() || l > s {
-        return Err(LinearError::BadShape(format!("{} ciphertexts for X of {l} x {}", x.len(), w.rows)));
+        return Err(LinearError::BadShape(format!(
+            "{} ciphertexts for X of {l} x {}",
+            x.len(),
+            w.rows
+        )));
     }
     let nb = s / l;
-    let n_out = Packing::SpatialFirst { rows: l, cols: w.cols, slots: s }.num_cts();
+    let n_out = Packing::SpatialFirst {
+        rows: l,
+        cols: w.cols,
+        slots: s,
+    }
+    .num_cts();
     let weight = |o: usize, i: usize, dst: usize, src: usize| {
         let (ci, co) = (i * nb + src, o * nb + dst);
         (ci < w.rows && co < w.cols).then(|| vec![w.get(ci, co); l])
@@ -527,14 +671,33 @@ pub fn matmul_cp_spatial<O: SlotOps>(ops: &O, x: &[O::Ct], l: usize, w: &Mat) ->
 /// first `d` columns used, `d = W.rows / H`) in [`Packing::MhDiagonal`] on `lay`; output `E`
 /// (`L × W.cols`) in spatial-first packing. Column `o` of `E` is `Σ_h Σ_δ diag_δ(C_h) ⊙ w`,
 /// `w[i] = W[h·d + (i + δ) mod L][o]` (the duplicated spatial-first weight layout).
-pub fn matmul_cp_diag<O: SlotOps>(ops: &O, lay: &MhLayout, c_diag: &[O::Ct], w: &Mat) -> Result<Vec<O::Ct>, LinearError> {
+pub fn matmul_cp_diag<O: SlotOps>(
+    ops: &O,
+    lay: &MhLayout,
+    c_diag: &[O::Ct],
+    w: &Mat,
+) -> Result<Vec<O::Ct>, LinearError> {
     let (l, rho) = (lay.l, lay.rho());
-    if c_diag.len() != rho || w.rows % lay.heads != 0 || w.rows / lay.heads > l || lay.slots != ops.slots() {
-        return Err(LinearError::BadShape(format!("diagonal ct-pt: {} ciphertexts, W {}x{}", c_diag.len(), w.rows, w.cols)));
+    if c_diag.len() != rho
+        || !w.rows.is_multiple_of(lay.heads)
+        || w.rows / lay.heads > l
+        || lay.slots != ops.slots()
+    {
+        return Err(LinearError::BadShape(format!(
+            "diagonal ct-pt: {} ciphertexts, W {}x{}",
+            c_diag.len(),
+            w.rows,
+            w.cols
+        )));
     }
     let d = w.rows / lay.heads;
     let nb = lay.blocks();
-    let n_out = Packing::SpatialFirst { rows: l, cols: w.cols, slots: lay.slots }.num_cts();
+    let n_out = Packing::SpatialFirst {
+        rows: l,
+        cols: w.cols,
+        slots: lay.slots,
+    }
+    .num_cts();
     let weight = |o: usize, u: usize, dst: usize, src: usize| {
         let (h, g) = (src % lay.hs, src / lay.hs);
         let co = o * nb + dst;
@@ -542,10 +705,18 @@ pub fn matmul_cp_diag<O: SlotOps>(ops: &O, lay: &MhLayout, c_diag: &[O::Ct], w: 
             return None;
         }
         let delta = u + rho * g;
-        Some((0..l).map(|i| {
-            let j = (i + delta) % l;
-            if j < d { w.get(h * d + j, co) } else { 0.0 }
-        }).collect())
+        Some(
+            (0..l)
+                .map(|i| {
+                    let j = (i + delta) % l;
+                    if j < d {
+                        w.get(h * d + j, co)
+                    } else {
+                        0.0
+                    }
+                })
+                .collect(),
+        )
     };
     block_matvec(ops, c_diag, l, n_out, &weight)
 }
@@ -557,10 +728,22 @@ pub fn matmul_cp_diag<O: SlotOps>(ops: &O, lay: &MhLayout, c_diag: &[O::Ct], w: 
 /// added, then `m ← m + Rot_{2^{i−1}·L}(m)` for `i = 1..log2(D_ct)` (`D_ct` = columns per
 /// ciphertext). Block 0 holds `Σ_k X[:, k]`; if the blocks fill the ciphertext (`L·D >= s`)
 /// every block does (the rotations are cyclic), which is the broadcast for free.
-pub fn sum_reduce<O: SlotOps>(ops: &O, x: &[O::Ct], l: usize, d: usize) -> Result<O::Ct, LinearError> {
+pub fn sum_reduce<O: SlotOps>(
+    ops: &O,
+    x: &[O::Ct],
+    l: usize,
+    d: usize,
+) -> Result<O::Ct, LinearError> {
     let s = ops.slots();
-    if x.is_empty() || !l.is_power_of_two() || !d.is_power_of_two() || x.len() != (l * d).div_ceil(s) {
-        return Err(LinearError::BadShape(format!("sum over D = {d} of L = {l} in {} ciphertexts", x.len())));
+    if x.is_empty()
+        || !l.is_power_of_two()
+        || !d.is_power_of_two()
+        || x.len() != (l * d).div_ceil(s)
+    {
+        return Err(LinearError::BadShape(format!(
+            "sum over D = {d} of L = {l} in {} ciphertexts",
+            x.len()
+        )));
     }
     let mut m = x[0].clone();
     for xi in &x[1..] {
@@ -580,7 +763,9 @@ pub fn sum_reduce<O: SlotOps>(ops: &O, x: &[O::Ct], l: usize, d: usize) -> Resul
 pub fn broadcast<O: SlotOps>(ops: &O, m: &O::Ct, l: usize, d: usize) -> Result<O::Ct, LinearError> {
     let s = ops.slots();
     if !l.is_power_of_two() || !d.is_power_of_two() || l * d > s {
-        return Err(LinearError::BadShape(format!("broadcast to D = {d} blocks of {l} in {s} slots")));
+        return Err(LinearError::BadShape(format!(
+            "broadcast to D = {d} blocks of {l} in {s} slots"
+        )));
     }
     let mask: Vec<f64> = (0..s).map(|p| (p < l) as u8 as f64).collect();
     let mut m = ops.rescale(&ops.mul_plain(m, &ops.encode(&mask, ops.level(m))?)?)?;
@@ -595,7 +780,12 @@ pub fn broadcast<O: SlotOps>(ops: &O, m: &O::Ct, l: usize, d: usize) -> Result<O
 /// Sum then broadcast (Table 3): when the blocks fill the ciphertext the sum is already in
 /// every block (`log2 D` rotations, no product: "BLB w/ fusion"); otherwise mask and
 /// broadcast (`2·log2 D` rotations, one product: "w/o fusion").
-pub fn sum_broadcast<O: SlotOps>(ops: &O, x: &[O::Ct], l: usize, d: usize) -> Result<O::Ct, LinearError> {
+pub fn sum_broadcast<O: SlotOps>(
+    ops: &O,
+    x: &[O::Ct],
+    l: usize,
+    d: usize,
+) -> Result<O::Ct, LinearError> {
     let m = sum_reduce(ops, x, l, d)?;
     if l * d >= ops.slots() {
         Ok(m)
@@ -641,21 +831,49 @@ pub struct ModelShape {
 
 impl ModelShape {
     /// BERT-large, 128 tokens, `s = 16384` (BLB Table 5 / Table 7).
-    pub const BERT_LARGE: ModelShape = ModelShape { tokens: 128, hidden: 1024, heads: 16, ffn: 4096, slots: 16384, mh_groups: None };
+    pub const BERT_LARGE: ModelShape = ModelShape {
+        tokens: 128,
+        hidden: 1024,
+        heads: 16,
+        ffn: 4096,
+        slots: 16384,
+        mh_groups: None,
+    };
     /// GPT-2 base, 64 tokens, `s = 16384` (BLB Table 7).
-    pub const GPT2_BASE: ModelShape = ModelShape { tokens: 64, hidden: 768, heads: 12, ffn: 3072, slots: 16384, mh_groups: None };
+    pub const GPT2_BASE: ModelShape = ModelShape {
+        tokens: 64,
+        hidden: 768,
+        heads: 12,
+        ffn: 3072,
+        slots: 16384,
+        mh_groups: None,
+    };
     /// BERT-base, 128 tokens.
-    pub const BERT_BASE: ModelShape = ModelShape { tokens: 128, hidden: 768, heads: 12, ffn: 3072, slots: 16384, mh_groups: None };
+    pub const BERT_BASE: ModelShape = ModelShape {
+        tokens: 128,
+        hidden: 768,
+        heads: 12,
+        ffn: 3072,
+        slots: 16384,
+        mh_groups: None,
+    };
 
     fn head_dim(&self) -> Result<usize, LinearError> {
-        if self.heads == 0 || self.hidden % self.heads != 0 {
-            return Err(LinearError::BadShape(format!("hidden {} not divisible by {} heads", self.hidden, self.heads)));
+        if self.heads == 0 || !self.hidden.is_multiple_of(self.heads) {
+            return Err(LinearError::BadShape(format!(
+                "hidden {} not divisible by {} heads",
+                self.hidden, self.heads
+            )));
         }
         Ok(self.hidden / self.heads)
     }
     /// The multi-head layout of `op`'s ct-ct operands (reduce `d` for `Qk`, `L` otherwise).
     pub fn layout(&self, op: BlbOp) -> Result<MhLayout, LinearError> {
-        let reduce = if op == BlbOp::Qk { self.head_dim()? } else { self.tokens };
+        let reduce = if op == BlbOp::Qk {
+            self.head_dim()?
+        } else {
+            self.tokens
+        };
         MhLayout::new(self.tokens, self.heads, reduce, self.slots, self.mh_groups)
     }
 }
@@ -687,7 +905,9 @@ fn op_inputs(op: BlbOp, sh: &ModelShape, prg: &mut Prg) -> Result<OpInputs, Line
                 let kt: Vec<Mat> = (0..sh.heads).map(|_| rand_mat(prg, d, l, 1.0)).collect();
                 (q, kt)
             } else {
-                let p: Vec<Mat> = (0..sh.heads).map(|_| rand_mat(prg, l, l, 1.0 / l as f64)).collect();
+                let p: Vec<Mat> = (0..sh.heads)
+                    .map(|_| rand_mat(prg, l, l, 1.0 / l as f64))
+                    .collect();
                 let v: Vec<Mat> = (0..sh.heads)
                     .map(|_| {
                         let v = rand_mat(prg, l, d.min(l), 1.0);
@@ -696,7 +916,11 @@ fn op_inputs(op: BlbOp, sh: &ModelShape, prg: &mut Prg) -> Result<OpInputs, Line
                     .collect();
                 (p, v)
             };
-            let expect = a.iter().zip(&b).map(|(x, y)| x.matmul(y)).collect::<Result<Vec<_>, _>>()?;
+            let expect = a
+                .iter()
+                .zip(&b)
+                .map(|(x, y)| x.matmul(y))
+                .collect::<Result<Vec<_>, _>>()?;
             Ok(OpInputs {
                 a: Packing::MhSpatialFirst(lay).pack(&a)?,
                 b: Packing::MhReduceFirst(lay).pack(&b)?,
@@ -723,25 +947,49 @@ fn op_inputs(op: BlbOp, sh: &ModelShape, prg: &mut Prg) -> Result<OpInputs, Line
                 b: Vec::new(),
                 expect: vec![concat.matmul(&w)?],
                 w: Some(w),
-                out_packing: Packing::SpatialFirst { rows: l, cols: sh.hidden, slots: s },
+                out_packing: Packing::SpatialFirst {
+                    rows: l,
+                    cols: sh.hidden,
+                    slots: s,
+                },
             })
         }
         BlbOp::Ffn1 | BlbOp::Ffn2 => {
-            let (din, dout) = if op == BlbOp::Ffn1 { (sh.hidden, sh.ffn) } else { (sh.ffn, sh.hidden) };
+            let (din, dout) = if op == BlbOp::Ffn1 {
+                (sh.hidden, sh.ffn)
+            } else {
+                (sh.ffn, sh.hidden)
+            };
             let x = rand_mat(prg, l, din, 1.0);
             let w = rand_mat(prg, din, dout, 1.0 / (din as f64).sqrt());
             Ok(OpInputs {
-                a: Packing::SpatialFirst { rows: l, cols: din, slots: s }.pack(&[x.clone()])?,
+                a: Packing::SpatialFirst {
+                    rows: l,
+                    cols: din,
+                    slots: s,
+                }
+                .pack(std::slice::from_ref(&x))?,
                 b: Vec::new(),
                 expect: vec![x.matmul(&w)?],
                 w: Some(w),
-                out_packing: Packing::SpatialFirst { rows: l, cols: dout, slots: s },
+                out_packing: Packing::SpatialFirst {
+                    rows: l,
+                    cols: dout,
+                    slots: s,
+                },
             })
         }
     }
 }
 
-fn run_op<O: SlotOps>(ops: &O, op: BlbOp, sh: &ModelShape, a: &[O::Ct], b: &[O::Ct], w: Option<&Mat>) -> Result<Vec<O::Ct>, LinearError> {
+fn run_op<O: SlotOps>(
+    ops: &O,
+    op: BlbOp,
+    sh: &ModelShape,
+    a: &[O::Ct],
+    b: &[O::Ct],
+    w: Option<&Mat>,
+) -> Result<Vec<O::Ct>, LinearError> {
     let need_w = || w.ok_or_else(|| LinearError::BadParams("weight missing".into()));
     match op {
         BlbOp::Qk | BlbOp::Sv => matmul_cc(ops, &sh.layout(op)?, a, b),
@@ -772,13 +1020,28 @@ pub fn plan_counts(op: BlbOp, shape: &ModelShape) -> Result<PlanReport, LinearEr
     let mut prg = Prg::new([7; 16]);
     let inp = op_inputs(op, shape, &mut prg)?;
     let sim = SlotSim::new(shape.slots);
-    let a: Vec<SimCt> = inp.a.into_iter().map(|v| sim.encrypt(v, SIM_TOP_LEVEL)).collect();
-    let b: Vec<SimCt> = inp.b.into_iter().map(|v| sim.encrypt(v, SIM_TOP_LEVEL)).collect();
+    let a: Vec<SimCt> = inp
+        .a
+        .into_iter()
+        .map(|v| sim.encrypt(v, SIM_TOP_LEVEL))
+        .collect();
+    let b: Vec<SimCt> = inp
+        .b
+        .into_iter()
+        .map(|v| sim.encrypt(v, SIM_TOP_LEVEL))
+        .collect();
     let out = run_op(&sim, op, shape, &a, &b, inp.w.as_ref())?;
     let depth = SIM_TOP_LEVEL - out.iter().map(|c| c.level).min().unwrap_or(SIM_TOP_LEVEL);
-    let got = inp.out_packing.unpack(&out.into_iter().map(|c| c.v).collect::<Vec<_>>())?;
+    let got = inp
+        .out_packing
+        .unpack(&out.into_iter().map(|c| c.v).collect::<Vec<_>>())?;
     let err = max_err(&got, &inp.expect)?;
-    Ok(PlanReport { counts: sim.counts(), depth, rotation_steps: sim.rotation_steps(), max_abs_err: err })
+    Ok(PlanReport {
+        counts: sim.counts(),
+        depth,
+        rotation_steps: sim.rotation_steps(),
+        max_abs_err: err,
+    })
 }
 
 fn max_err(got: &[Mat], expect: &[Mat]) -> Result<f64, LinearError> {
@@ -808,13 +1071,26 @@ pub struct CkksRun {
 /// needs the op's depth in rescales: 4 for `Qk`/`Sv`, 1 otherwise): generates keys (Galois
 /// keys for exactly the simulator's rotation steps), encrypts random inputs, times the op,
 /// decrypts and compares with the plaintext product.
-pub fn run_ckks(op: BlbOp, shape: &ModelShape, params: &CkksParams, seed: [u8; 16]) -> Result<CkksRun, LinearError> {
+pub fn run_ckks(
+    op: BlbOp,
+    shape: &ModelShape,
+    params: &CkksParams,
+    seed: [u8; 16],
+) -> Result<CkksRun, LinearError> {
     if params.slots() != shape.slots {
-        return Err(LinearError::BadParams(format!("shape for {} slots, parameters have {}", shape.slots, params.slots())));
+        return Err(LinearError::BadParams(format!(
+            "shape for {} slots, parameters have {}",
+            shape.slots,
+            params.slots()
+        )));
     }
     let plan = plan_counts(op, shape)?;
     if plan.depth >= params.max_level() {
-        return Err(LinearError::BadParams(format!("op needs {} rescales, parameters allow {}", plan.depth, params.rescale_depth())));
+        return Err(LinearError::BadParams(format!(
+            "op needs {} rescales, parameters allow {}",
+            plan.depth,
+            params.rescale_depth()
+        )));
     }
     let mut prg = Prg::new(seed);
     let inp = op_inputs(op, shape, &mut prg)?;
@@ -824,10 +1100,22 @@ pub fn run_ckks(op: BlbOp, shape: &ModelShape, params: &CkksParams, seed: [u8; 1
         .with_galois_keys(sk.galois_keys(params, &plan.rotation_steps, false, &mut prg)?);
     let top = params.max_level();
     let enc = |v: &Vec<f64>, prg: &mut Prg| -> Result<CkksCiphertext, LinearError> {
-        Ok(sk.encrypt(params, &params.encode_real(v, top, params.default_scale())?, prg)?)
+        Ok(sk.encrypt(
+            params,
+            &params.encode_real(v, top, params.default_scale())?,
+            prg,
+        )?)
     };
-    let a = inp.a.iter().map(|v| enc(v, &mut prg)).collect::<Result<Vec<_>, _>>()?;
-    let b = inp.b.iter().map(|v| enc(v, &mut prg)).collect::<Result<Vec<_>, _>>()?;
+    let a = inp
+        .a
+        .iter()
+        .map(|v| enc(v, &mut prg))
+        .collect::<Result<Vec<_>, _>>()?;
+    let b = inp
+        .b
+        .iter()
+        .map(|v| enc(v, &mut prg))
+        .collect::<Result<Vec<_>, _>>()?;
     let ops = CkksOps::new(&eval);
     let before = eval.stats().snapshot();
     let t = Instant::now();
@@ -836,10 +1124,22 @@ pub fn run_ckks(op: BlbOp, shape: &ModelShape, params: &CkksParams, seed: [u8; 1
     let counts = eval.stats().snapshot() - before;
     let dec = out
         .iter()
-        .map(|c| Ok(sk.decrypt_decode(params, c)?.into_iter().map(|z| z.re).collect()))
+        .map(|c| {
+            Ok(sk
+                .decrypt_decode(params, c)?
+                .into_iter()
+                .map(|z| z.re)
+                .collect())
+        })
         .collect::<Result<Vec<Vec<f64>>, LinearError>>()?;
     let got = inp.out_packing.unpack(&dec)?;
-    Ok(CkksRun { counts, sim_counts: plan.counts, seconds, encode_seconds: ops.encode_seconds(), max_abs_err: max_err(&got, &inp.expect)? })
+    Ok(CkksRun {
+        counts,
+        sim_counts: plan.counts,
+        seconds,
+        encode_seconds: ops.encode_seconds(),
+        max_abs_err: max_err(&got, &inp.expect)?,
+    })
 }
 
 #[cfg(test)]
@@ -849,17 +1149,32 @@ mod tests {
 
     /// Small multi-head shape exercising every step (J = 2 / 4 operand ciphertexts, c = 4
     /// groups, ρ = 4 babies) at N = 2^13.
-    const SMALL: ModelShape = ModelShape { tokens: 16, hidden: 16, heads: 2, ffn: 32, slots: 4096, mh_groups: Some(4) };
+    const SMALL: ModelShape = ModelShape {
+        tokens: 16,
+        hidden: 16,
+        heads: 2,
+        ffn: 32,
+        slots: 4096,
+        mh_groups: Some(4),
+    };
 
     /// N = 2^13: data primes {45, 30, 30, 30, 30} (four rescales, the ct-ct matmul's depth),
     /// special prime 45 (210 bits <= 218), Δ = 2^30.
     fn small_params() -> CkksParams {
-        CkksParams::new(CkksParamsLiteral::from_bit_sizes(8192, &[45, 30, 30, 30, 30], Some(45), 30).unwrap()).unwrap()
+        CkksParams::new(
+            CkksParamsLiteral::from_bit_sizes(8192, &[45, 30, 30, 30, 30], Some(45), 30).unwrap(),
+        )
+        .unwrap()
     }
 
     /// The closed-form rotation count of [`matmul_cc`].
     fn cc_rotations(lay: &MhLayout) -> u64 {
-        let (j, c, rho, l) = (lay.operand_cts() as u64, lay.c as u64, lay.rho() as u64, lay.l as u64);
+        let (j, c, rho, l) = (
+            lay.operand_cts() as u64,
+            lay.c as u64,
+            lay.rho() as u64,
+            lay.l as u64,
+        );
         let step1 = if c > 1 { j * c } else { 0 };
         let step3 = if c > 1 { rho * c } else { 0 };
         step1 + 2 * j * (c - 1) + 2 * j * (rho - 1) + step3.min(l)
@@ -868,17 +1183,64 @@ mod tests {
     #[test]
     fn simulated_ct_ct_matmul_is_exact_on_many_layouts() {
         for (sh, groups) in [
-            (ModelShape { tokens: 8, hidden: 8, heads: 2, ffn: 8, slots: 256, mh_groups: None }, None),
-            (ModelShape { tokens: 16, hidden: 48, heads: 3, ffn: 8, slots: 1024, mh_groups: None }, Some(2)),
-            (ModelShape { tokens: 16, hidden: 64, heads: 2, ffn: 8, slots: 512, mh_groups: None }, Some(1)),
-            (ModelShape { tokens: 8, hidden: 32, heads: 2, ffn: 8, slots: 128, mh_groups: None }, Some(8)),
+            (
+                ModelShape {
+                    tokens: 8,
+                    hidden: 8,
+                    heads: 2,
+                    ffn: 8,
+                    slots: 256,
+                    mh_groups: None,
+                },
+                None,
+            ),
+            (
+                ModelShape {
+                    tokens: 16,
+                    hidden: 48,
+                    heads: 3,
+                    ffn: 8,
+                    slots: 1024,
+                    mh_groups: None,
+                },
+                Some(2),
+            ),
+            (
+                ModelShape {
+                    tokens: 16,
+                    hidden: 64,
+                    heads: 2,
+                    ffn: 8,
+                    slots: 512,
+                    mh_groups: None,
+                },
+                Some(1),
+            ),
+            (
+                ModelShape {
+                    tokens: 8,
+                    hidden: 32,
+                    heads: 2,
+                    ffn: 8,
+                    slots: 128,
+                    mh_groups: None,
+                },
+                Some(8),
+            ),
             (SMALL, Some(4)),
         ] {
-            let sh = ModelShape { mh_groups: groups, ..sh };
+            let sh = ModelShape {
+                mh_groups: groups,
+                ..sh
+            };
             for op in [BlbOp::Qk, BlbOp::Sv] {
                 let r = plan_counts(op, &sh).unwrap();
                 let lay = sh.layout(op).unwrap();
-                assert!(r.max_abs_err < 1e-9, "{op:?} {sh:?}: error {}", r.max_abs_err);
+                assert!(
+                    r.max_abs_err < 1e-9,
+                    "{op:?} {sh:?}: error {}",
+                    r.max_abs_err
+                );
                 assert_eq!(r.counts.rotations, cc_rotations(&lay), "{op:?} {lay:?}");
                 assert_eq!(r.counts.ct_ct_mults, (lay.operand_cts() * lay.l) as u64);
                 assert!(r.depth <= 4);
@@ -898,8 +1260,21 @@ mod tests {
         ];
         for (sh, op, paper_rot, paper_mult) in cases {
             let r = plan_counts(op, &sh).unwrap();
-            eprintln!("{op:?} L={} D={} H={}: {:?}, depth {}, {} keys, err {:.1e}", sh.tokens, sh.hidden, sh.heads, r.counts, r.depth, r.rotation_steps.len(), r.max_abs_err);
-            assert!(r.counts.rotations <= paper_rot, "{op:?}: {} rotations > paper's {paper_rot}", r.counts.rotations);
+            eprintln!(
+                "{op:?} L={} D={} H={}: {:?}, depth {}, {} keys, err {:.1e}",
+                sh.tokens,
+                sh.hidden,
+                sh.heads,
+                r.counts,
+                r.depth,
+                r.rotation_steps.len(),
+                r.max_abs_err
+            );
+            assert!(
+                r.counts.rotations <= paper_rot,
+                "{op:?}: {} rotations > paper's {paper_rot}",
+                r.counts.rotations
+            );
             if let Some(m) = paper_mult {
                 assert_eq!(r.counts.ct_ct_mults, m);
             }
@@ -908,13 +1283,32 @@ mod tests {
         }
         // The closed forms: BERT-large Qk J = 8, c = 8, ρ = 16: 64 + 112 + 240 + 128 = 544;
         // Sv J = 16: 128 + 224 + 480 + 128 = 960.
-        assert_eq!(plan_counts(BlbOp::Qk, &ModelShape::BERT_LARGE).unwrap().counts.rotations, 544);
-        assert_eq!(plan_counts(BlbOp::Sv, &ModelShape::BERT_LARGE).unwrap().counts.rotations, 960);
+        assert_eq!(
+            plan_counts(BlbOp::Qk, &ModelShape::BERT_LARGE)
+                .unwrap()
+                .counts
+                .rotations,
+            544
+        );
+        assert_eq!(
+            plan_counts(BlbOp::Sv, &ModelShape::BERT_LARGE)
+                .unwrap()
+                .counts
+                .rotations,
+            960
+        );
     }
 
     #[test]
     fn simulated_ct_pt_matmuls_are_exact() {
-        let sh = ModelShape { tokens: 8, hidden: 16, heads: 2, ffn: 64, slots: 256, mh_groups: None };
+        let sh = ModelShape {
+            tokens: 8,
+            hidden: 16,
+            heads: 2,
+            ffn: 64,
+            slots: 256,
+            mh_groups: None,
+        };
         for op in [BlbOp::AttnOut, BlbOp::Ffn1, BlbOp::Ffn2] {
             let r = plan_counts(op, &sh).unwrap();
             assert!(r.max_abs_err < 1e-9, "{op:?}: {}", r.max_abs_err);
@@ -930,7 +1324,13 @@ mod tests {
         let x = Mat::from_fn(8, 4, |r, c| (r * 4 + c) as f64);
         let sums: Vec<f64> = (0..8).map(|r| (0..4).map(|c| x.get(r, c)).sum()).collect();
         // L·D = 32 < s: sum + mask + broadcast, 2·log2 D rotations and one product.
-        let v = Packing::SpatialFirst { rows: 8, cols: 4, slots: 64 }.pack(&[x]).unwrap();
+        let v = Packing::SpatialFirst {
+            rows: 8,
+            cols: 4,
+            slots: 64,
+        }
+        .pack(&[x])
+        .unwrap();
         let ct = sim.encrypt(v[0].clone(), 3);
         let out = sum_broadcast(&sim, &[ct], 8, 4).unwrap();
         assert_eq!((sim.counts().rotations, sim.counts().ct_pt_mults), (4, 1));
@@ -940,7 +1340,13 @@ mod tests {
         // L·D = 2s (two ciphertexts): every block holds the sum after log2(s/L) rotations.
         let sim = SlotSim::new(64);
         let x = Mat::from_fn(8, 16, |r, c| (r + 3 * c) as f64);
-        let v = Packing::SpatialFirst { rows: 8, cols: 16, slots: 64 }.pack(&[x.clone()]).unwrap();
+        let v = Packing::SpatialFirst {
+            rows: 8,
+            cols: 16,
+            slots: 64,
+        }
+        .pack(std::slice::from_ref(&x))
+        .unwrap();
         let cts: Vec<SimCt> = v.into_iter().map(|v| sim.encrypt(v, 3)).collect();
         let out = sum_broadcast(&sim, &cts, 8, 16).unwrap();
         assert_eq!((sim.counts().rotations, sim.counts().ct_pt_mults), (3, 0));
@@ -955,9 +1361,17 @@ mod tests {
     #[test]
     fn real_ckks_matches_plaintext_and_simulator_counts() {
         let params = small_params();
-        for (op, tol) in [(BlbOp::Qk, 1e-2), (BlbOp::Sv, 1e-3), (BlbOp::AttnOut, 1e-3), (BlbOp::Ffn1, 1e-3)] {
+        for (op, tol) in [
+            (BlbOp::Qk, 1e-2),
+            (BlbOp::Sv, 1e-3),
+            (BlbOp::AttnOut, 1e-3),
+            (BlbOp::Ffn1, 1e-3),
+        ] {
             let r = run_ckks(op, &SMALL, &params, [3; 16]).unwrap();
-            eprintln!("{op:?}: {:?} in {:.2} s (encode {:.2} s), err {:.1e}", r.counts, r.seconds, r.encode_seconds, r.max_abs_err);
+            eprintln!(
+                "{op:?}: {:?} in {:.2} s (encode {:.2} s), err {:.1e}",
+                r.counts, r.seconds, r.encode_seconds, r.max_abs_err
+            );
             assert!(r.max_abs_err < tol, "{op:?}: error {}", r.max_abs_err);
             assert_eq!(r.counts, r.sim_counts, "{op:?}");
         }
@@ -969,20 +1383,55 @@ mod tests {
         let mut prg = Prg::new([5; 16]);
         let sk = CkksSecretKey::generate(&params, &mut prg);
         let steps: Vec<i64> = (0..9).map(|i| 16i64 << i).flat_map(|k| [k, -k]).collect();
-        let eval = CkksEvaluator::new(&params).with_galois_keys(sk.galois_keys(&params, &steps, false, &mut prg).unwrap());
+        let eval = CkksEvaluator::new(&params)
+            .with_galois_keys(sk.galois_keys(&params, &steps, false, &mut prg).unwrap());
         let ops = CkksOps::new(&eval);
         let x = rand_mat(&mut prg, 16, 64, 1.0);
-        let v = Packing::SpatialFirst { rows: 16, cols: 64, slots: 4096 }.pack(&[x.clone()]).unwrap();
-        let ct = sk.encrypt(&params, &params.encode_real(&v[0], 5, params.default_scale()).unwrap(), &mut prg).unwrap();
+        let v = Packing::SpatialFirst {
+            rows: 16,
+            cols: 64,
+            slots: 4096,
+        }
+        .pack(std::slice::from_ref(&x))
+        .unwrap();
+        let ct = sk
+            .encrypt(
+                &params,
+                &params
+                    .encode_real(&v[0], 5, params.default_scale())
+                    .unwrap(),
+                &mut prg,
+            )
+            .unwrap();
         let out = sum_broadcast(&ops, &[ct], 16, 64).unwrap();
         let sim = SlotSim::new(4096);
         let sout = sum_broadcast(&sim, &[sim.encrypt(v[0].clone(), 5)], 16, 64).unwrap();
         assert_eq!(eval.stats().snapshot(), sim.counts());
         assert_eq!(sim.counts().rotations, 12);
         let dec = sk.decrypt_decode(&params, &out).unwrap();
-        for p in 0..16 * 64 {
+        for (p, (z, sv)) in dec.iter().zip(&sout.v).take(16 * 64).enumerate() {
             let want: f64 = (0..64).map(|c| x.get(p % 16, c)).sum();
-            assert!((dec[p].re - want).abs() < 1e-3 && (sout.v[p] - want).abs() < 1e-9);
+            assert!((z.re - want).abs() < 1e-3 && (sv - want).abs() < 1e-9);
+        }
+    }
+
+    /// ct-pt matmuls at the paper's shapes: rotations `n_in(B − 1) + n_out(G − 1)` (BSGS over
+    /// the `s/L` blocks), values correct. E.g. BERT-large FFN1: 8 inputs, 32 outputs, B = 16,
+    /// G = 8: 120 + 224 = 344.
+    #[test]
+    fn paper_shapes_ct_pt_counts() {
+        for (sh, want) in [
+            (ModelShape::GPT2_BASE, [105, 177, 177]),
+            (ModelShape::BERT_LARGE, [232, 344, 344]),
+        ] {
+            for (op, w) in [BlbOp::AttnOut, BlbOp::Ffn1, BlbOp::Ffn2]
+                .into_iter()
+                .zip(want)
+            {
+                let r = plan_counts(op, &sh).unwrap();
+                assert_eq!((r.counts.rotations, r.depth), (w, 1), "{op:?} {sh:?}");
+                assert!(r.max_abs_err < 1e-9);
+            }
         }
     }
 }

@@ -33,7 +33,11 @@ pub struct Mat {
 impl Mat {
     /// The zero matrix.
     pub fn zeros(rows: usize, cols: usize) -> Self {
-        Self { rows, cols, data: vec![0.0; rows * cols] }
+        Self {
+            rows,
+            cols,
+            data: vec![0.0; rows * cols],
+        }
     }
     /// `M[r][c] = f(r, c)`.
     pub fn from_fn(rows: usize, cols: usize, mut f: impl FnMut(usize, usize) -> f64) -> Self {
@@ -56,7 +60,10 @@ impl Mat {
     /// `self · o`.
     pub fn matmul(&self, o: &Mat) -> Result<Mat, LinearError> {
         if self.cols != o.rows {
-            return Err(LinearError::BadShape(format!("{}x{} times {}x{}", self.rows, self.cols, o.rows, o.cols)));
+            return Err(LinearError::BadShape(format!(
+                "{}x{} times {}x{}",
+                self.rows, self.cols, o.rows, o.cols
+            )));
         }
         let mut out = Mat::zeros(self.rows, o.cols);
         for r in 0..self.rows {
@@ -64,7 +71,10 @@ impl Mat {
                 let a = self.get(r, k);
                 if a != 0.0 {
                     let row = &o.data[k * o.cols..(k + 1) * o.cols];
-                    out.data[r * o.cols..(r + 1) * o.cols].iter_mut().zip(row).for_each(|(x, &b)| *x += a * b);
+                    out.data[r * o.cols..(r + 1) * o.cols]
+                        .iter_mut()
+                        .zip(row)
+                        .for_each(|(x, &b)| *x += a * b);
                 }
             }
         }
@@ -73,9 +83,16 @@ impl Mat {
     /// Largest absolute entry-wise difference (shapes must agree).
     pub fn max_abs_diff(&self, o: &Mat) -> Result<f64, LinearError> {
         if (self.rows, self.cols) != (o.rows, o.cols) {
-            return Err(LinearError::BadShape(format!("{}x{} vs {}x{}", self.rows, self.cols, o.rows, o.cols)));
+            return Err(LinearError::BadShape(format!(
+                "{}x{} vs {}x{}",
+                self.rows, self.cols, o.rows, o.cols
+            )));
         }
-        Ok(self.data.iter().zip(&o.data).fold(0.0f64, |m, (a, b)| m.max((a - b).abs())))
+        Ok(self
+            .data
+            .iter()
+            .zip(&o.data)
+            .fold(0.0f64, |m, (a, b)| m.max((a - b).abs())))
     }
 }
 
@@ -104,19 +121,39 @@ impl MhLayout {
     /// `min(L, reduce, s/(L·H'))` rounded to powers of two (`H'` = `H` rounded up), which
     /// fills the ciphertexts and keeps `hs` minimal. `c` may be forced (smaller `c` wastes
     /// head slots but exercises every step on small rings).
-    pub fn new(l: usize, heads: usize, reduce: usize, slots: usize, c: Option<usize>) -> Result<Self, LinearError> {
+    pub fn new(
+        l: usize,
+        heads: usize,
+        reduce: usize,
+        slots: usize,
+        c: Option<usize>,
+    ) -> Result<Self, LinearError> {
         if !l.is_power_of_two() || !slots.is_power_of_two() || heads == 0 || reduce == 0 {
-            return Err(LinearError::BadShape(format!("multi-head layout L = {l}, H = {heads}, d = {reduce}, s = {slots}")));
+            return Err(LinearError::BadShape(format!(
+                "multi-head layout L = {l}, H = {heads}, d = {reduce}, s = {slots}"
+            )));
         }
         let hp = heads.next_power_of_two();
         if l * hp > slots {
-            return Err(LinearError::BadShape(format!("L·H = {} exceeds {slots} slots", l * hp)));
+            return Err(LinearError::BadShape(format!(
+                "L·H = {} exceeds {slots} slots",
+                l * hp
+            )));
         }
         let c = c.unwrap_or_else(|| l.min(reduce.next_power_of_two()).min(slots / (l * hp)));
         if !c.is_power_of_two() || c > l || l * hp * c > slots {
-            return Err(LinearError::BadShape(format!("column groups c = {c} for L = {l}, H = {heads}, s = {slots}")));
+            return Err(LinearError::BadShape(format!(
+                "column groups c = {c} for L = {l}, H = {heads}, s = {slots}"
+            )));
         }
-        Ok(Self { l, heads, reduce, c, hs: slots / (l * c), slots })
+        Ok(Self {
+            l,
+            heads,
+            reduce,
+            c,
+            hs: slots / (l * c),
+            slots,
+        })
     }
     /// Ciphertexts per multi-head operand: `J = ⌈reduce / c⌉`.
     pub fn operand_cts(&self) -> usize {
@@ -144,9 +181,17 @@ impl MhLayout {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Packing {
     /// `rows × cols`, column-major over consecutive ciphertexts.
-    SpatialFirst { rows: usize, cols: usize, slots: usize },
+    SpatialFirst {
+        rows: usize,
+        cols: usize,
+        slots: usize,
+    },
     /// `rows × cols`, row-major.
-    ReduceFirst { rows: usize, cols: usize, slots: usize },
+    ReduceFirst {
+        rows: usize,
+        cols: usize,
+        slots: usize,
+    },
     /// `n × n` by diagonals.
     Diagonal { n: usize, slots: usize },
     /// Per head `L × reduce` (`A_h`, e.g. `Q_h`).
@@ -161,21 +206,29 @@ impl Packing {
     /// Slots per ciphertext.
     pub fn slots(&self) -> usize {
         match *self {
-            Packing::SpatialFirst { slots, .. } | Packing::ReduceFirst { slots, .. } | Packing::Diagonal { slots, .. } => slots,
-            Packing::MhSpatialFirst(m) | Packing::MhReduceFirst(m) | Packing::MhDiagonal(m) => m.slots,
+            Packing::SpatialFirst { slots, .. }
+            | Packing::ReduceFirst { slots, .. }
+            | Packing::Diagonal { slots, .. } => slots,
+            Packing::MhSpatialFirst(m) | Packing::MhReduceFirst(m) | Packing::MhDiagonal(m) => {
+                m.slots
+            }
         }
     }
     /// Number of matrices (heads) packed.
     pub fn heads(&self) -> usize {
         match self {
-            Packing::MhSpatialFirst(m) | Packing::MhReduceFirst(m) | Packing::MhDiagonal(m) => m.heads,
+            Packing::MhSpatialFirst(m) | Packing::MhReduceFirst(m) | Packing::MhDiagonal(m) => {
+                m.heads
+            }
             _ => 1,
         }
     }
     /// Shape `(rows, cols)` of each matrix.
     pub fn dims(&self) -> (usize, usize) {
         match *self {
-            Packing::SpatialFirst { rows, cols, .. } | Packing::ReduceFirst { rows, cols, .. } => (rows, cols),
+            Packing::SpatialFirst { rows, cols, .. } | Packing::ReduceFirst { rows, cols, .. } => {
+                (rows, cols)
+            }
             Packing::Diagonal { n, .. } => (n, n),
             Packing::MhSpatialFirst(m) => (m.l, m.reduce),
             Packing::MhReduceFirst(m) => (m.reduce, m.l),
@@ -185,7 +238,8 @@ impl Packing {
     /// Number of ciphertexts.
     pub fn num_cts(&self) -> usize {
         match *self {
-            Packing::SpatialFirst { rows, cols, slots } | Packing::ReduceFirst { rows, cols, slots } => (rows * cols).div_ceil(slots),
+            Packing::SpatialFirst { rows, cols, slots }
+            | Packing::ReduceFirst { rows, cols, slots } => (rows * cols).div_ceil(slots),
             Packing::Diagonal { n, slots } => (n * n).div_ceil(slots),
             Packing::MhSpatialFirst(m) | Packing::MhReduceFirst(m) => m.operand_cts(),
             Packing::MhDiagonal(m) => m.rho(),
@@ -211,7 +265,11 @@ impl Packing {
     pub fn pack(&self, mats: &[Mat]) -> Result<Vec<Vec<f64>>, LinearError> {
         let (rows, cols) = self.dims();
         if mats.len() != self.heads() || mats.iter().any(|m| (m.rows, m.cols) != (rows, cols)) {
-            return Err(LinearError::BadShape(format!("{} matrices for {} heads of {rows}x{cols}", mats.len(), self.heads())));
+            return Err(LinearError::BadShape(format!(
+                "{} matrices for {} heads of {rows}x{cols}",
+                mats.len(),
+                self.heads()
+            )));
         }
         let mut out = vec![vec![0.0; self.slots()]; self.num_cts()];
         for (h, m) in mats.iter().enumerate() {
@@ -228,7 +286,11 @@ impl Packing {
     /// Reads the matrices back from slot vectors.
     pub fn unpack(&self, cts: &[Vec<f64>]) -> Result<Vec<Mat>, LinearError> {
         if cts.len() != self.num_cts() || cts.iter().any(|v| v.len() < self.slots()) {
-            return Err(LinearError::BadShape(format!("{} slot vectors for a packing of {} ciphertexts", cts.len(), self.num_cts())));
+            return Err(LinearError::BadShape(format!(
+                "{} slot vectors for a packing of {} ciphertexts",
+                cts.len(),
+                self.num_cts()
+            )));
         }
         let (rows, cols) = self.dims();
         Ok((0..self.heads())
@@ -257,8 +319,16 @@ mod tests {
         assert_eq!((lay.c, lay.hs), (4, 8));
         let lay2 = MhLayout::new(8, 3, 8, 256, None).unwrap();
         for p in [
-            Packing::SpatialFirst { rows: 8, cols: 12, slots: 32 },
-            Packing::ReduceFirst { rows: 12, cols: 8, slots: 32 },
+            Packing::SpatialFirst {
+                rows: 8,
+                cols: 12,
+                slots: 32,
+            },
+            Packing::ReduceFirst {
+                rows: 12,
+                cols: 8,
+                slots: 32,
+            },
             Packing::Diagonal { n: 8, slots: 16 },
             Packing::MhSpatialFirst(lay),
             Packing::MhReduceFirst(lay),
@@ -266,7 +336,9 @@ mod tests {
             Packing::MhSpatialFirst(lay2),
         ] {
             let (rows, cols) = p.dims();
-            let mats: Vec<Mat> = (0..p.heads()).map(|h| ramp(rows, cols, 1000.0 * h as f64)).collect();
+            let mats: Vec<Mat> = (0..p.heads())
+                .map(|h| ramp(rows, cols, 1000.0 * h as f64))
+                .collect();
             let v = p.pack(&mats).unwrap();
             let mut seen = std::collections::BTreeSet::new();
             for h in 0..p.heads() {
@@ -279,11 +351,21 @@ mod tests {
             assert_eq!(p.unpack(&v).unwrap(), mats);
         }
         // Spatial-first: column k of X is the k-th block of L slots (Fig. 6).
-        let p = Packing::SpatialFirst { rows: 4, cols: 2, slots: 8 };
-        assert_eq!(p.pack(&[ramp(4, 2, 0.0)]).unwrap()[0], vec![0.0, 2.0, 4.0, 6.0, 1.0, 3.0, 5.0, 7.0]);
+        let p = Packing::SpatialFirst {
+            rows: 4,
+            cols: 2,
+            slots: 8,
+        };
+        assert_eq!(
+            p.pack(&[ramp(4, 2, 0.0)]).unwrap()[0],
+            vec![0.0, 2.0, 4.0, 6.0, 1.0, 3.0, 5.0, 7.0]
+        );
         // Diagonal: slot δ·n + i holds C[i][i+δ].
         let p = Packing::Diagonal { n: 2, slots: 4 };
-        assert_eq!(p.pack(&[ramp(2, 2, 0.0)]).unwrap()[0], vec![0.0, 3.0, 1.0, 2.0]);
+        assert_eq!(
+            p.pack(&[ramp(2, 2, 0.0)]).unwrap()[0],
+            vec![0.0, 3.0, 1.0, 2.0]
+        );
         assert!(MhLayout::new(8, 3, 4, 16, None).is_err());
         assert!(Packing::Diagonal { n: 2, slots: 4 }.unpack(&[]).is_err());
     }

@@ -19,11 +19,17 @@
 //! - [`parse_mat`]: where each matrix entry lands (App. E, Fig. 8, corrected);
 //! - [`ckks_convert`]: BLB's CKKS ↔ MPC conversion (§6.3, Alg. 1–2), local encode / decode
 //!   pipelines and scale changes on `Z_{2^128}` shares;
+//! - [`ckks_packing`] / [`ckks_matmul`]: BLB's packings and fused CKKS matmuls (§4.2, §5,
+//!   App. C.1–C.2): rotation-efficient multi-head ct-ct matmul with BSGS, diagonal and
+//!   spatial-first ct-pt matmuls, sum / broadcast; one code path for real CKKS and for a
+//!   counting slot simulator ([`ckks_matmul::plan_counts`] at the paper's shapes);
 //! - [`share_codec`]: CKKS encode / decode on additive shares in fixed point (BLB §6.3, App. C.4);
 //! - [`liftdown`]: `Lift` / `Down` (Prop. 2–3) over a CRT plaintext modulus `t`.
 
 pub mod bole;
 pub mod ckks_convert;
+pub mod ckks_matmul;
+pub mod ckks_packing;
 pub mod h2a;
 pub mod interleave;
 pub mod krdy;

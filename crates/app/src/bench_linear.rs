@@ -65,6 +65,7 @@ pub struct BlbArgs<'a> {
     pub net: &'a str,
     pub model_shape: &'a str,
     pub tokens: usize,
+    pub real: bool,
 }
 
 /// `--suite blb`: BLB's CKKS kernels. `convert` (§6.3, Alg. 1–2) and `blocks` (every fused
@@ -101,11 +102,34 @@ pub fn run_blb(a: &BlbArgs, suite: &Suite) -> Result<Vec<BenchLine>, String> {
             })
             .collect());
     }
+    if matches!(a.op, "qk" | "sv" | "attn_out" | "ffn1" | "ffn2") {
+        let lines = nectar_bench::blb::bench_matmul(a.op, a.model_shape, a.tokens, a.real.then_some(a.block)).map_err(|e| e.to_string())?;
+        return Ok(lines
+            .into_iter()
+            .map(|r| {
+                let mut l = BenchLine::new("linear", &format!("blb_{}/{}", r.op, r.kind))
+                    .param("model_shape", r.model_shape.clone())
+                    .param("tokens", r.tokens)
+                    .param("slots", r.slots)
+                    .param("suite", suite.label())
+                    .seconds(r.seconds);
+                if let Some(p) = &r.params {
+                    l = l.param("params", p.clone());
+                }
+                l.extra("rotations", r.rotations)
+                    .extra("key_switches", r.key_switches)
+                    .extra("ct_ct_mults", r.ct_ct_mults)
+                    .extra("ct_pt_mults", r.ct_pt_mults)
+                    .extra("rescales", r.rescales)
+                    .extra("depth", r.depth)
+                    .extra("rotation_steps", r.rotation_steps)
+                    .extra("encode_seconds", r.encode_seconds)
+                    .extra("max_abs_error", r.max_abs_error)
+            })
+            .collect());
+    }
     if a.op != "convert" {
-        return Err(format!(
-            "--suite blb: --op {} is not a BLB kernel (available: convert, blocks; the fused matmuls qk, sv, ffn1, ffn2 are not implemented yet)",
-            a.op
-        ));
+        return Err(format!("--suite blb: --op {} is not a BLB kernel (convert, blocks, qk, sv, attn_out, ffn1, ffn2)", a.op));
     }
     let lines = nectar_bench::blb::bench_convert(a.block, a.count, how, a.net).map_err(|e| e.to_string())?;
     Ok(lines

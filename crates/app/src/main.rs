@@ -268,9 +268,16 @@ enum BenchCmd {
         /// The kernel; with `--suite blb`: `convert` (BLB's CKKS <-> MPC conversion, §6.3) or
         /// `blocks` (the conversions of every fused block of `nectar plan`, i.e. each block's
         /// communication, BLB Table 10).
-        #[arg(long, value_parser = ["olt", "matmul", "batch_matmul", "bole", "mul", "square", "convert", "blocks"], default_value = "olt")]
+        /// The fused matmuls of BLB §5 (`--suite blb`): `qk`, `sv`, `attn_out`, `ffn1`, `ffn2`,
+        /// counted on the slot simulator (whose counts equal the CKKS evaluator's, tested);
+        /// `--real` also runs them on CKKS at `--block`'s parameters.
+        #[arg(long, value_parser = ["olt", "matmul", "batch_matmul", "bole", "mul", "square", "convert", "blocks", "qk", "sv", "attn_out", "ffn1", "ffn2"], default_value = "olt")]
         op: String,
-        /// Model shape of `--op blocks` (as `nectar plan --model-shape`).
+        /// With a fused matmul op: run it on real CKKS too (keys, encryption, timing).
+        #[arg(long)]
+        real: bool,
+        /// Model shape of `--op blocks` and the fused matmuls (as `nectar plan --model-shape`;
+        /// the matmuls take bert-base, bert-large, gpt2).
         #[arg(long, default_value = "bert-base")]
         model_shape: String,
         /// Tokens of `--op blocks`.
@@ -617,10 +624,10 @@ fn run(cli: Cli) -> Result<(), String> {
                 report::print_lines(&bench_he::run(&n)?, json);
                 Ok(())
             }
-            BenchCmd::Linear { op, shape, size, variant, net, heads, l, json, suite, suite_file, block, count, f2r, model_shape, tokens } => {
+            BenchCmd::Linear { op, shape, size, variant, net, heads, l, json, suite, suite_file, block, count, f2r, model_shape, tokens, real } => {
                 let suite = suites::resolve(&suite, suite_file.as_deref(), &[])?;
-                if suite.matmul == nectar_model::suite::Matmul::Ckks || op == "convert" || op == "blocks" {
-                    let blb = bench_linear::BlbArgs { op: &op, block, count, f2r: &f2r, net: &net, model_shape: &model_shape, tokens };
+                if suite.matmul == nectar_model::suite::Matmul::Ckks || matches!(op.as_str(), "convert" | "blocks" | "qk" | "sv" | "attn_out" | "ffn1" | "ffn2") {
+                    let blb = bench_linear::BlbArgs { op: &op, block, count, f2r: &f2r, net: &net, model_shape: &model_shape, tokens, real };
                     report::print_lines(&bench_linear::run_blb(&blb, &suite)?, json);
                     return Ok(());
                 }

@@ -277,3 +277,79 @@ pub fn bench_plan_blocks(plan: &FusionPlan, how: FieldToRing, net: &str) -> Resu
     }
     Ok(lines)
 }
+
+/// One fused-matmul measurement (one JSON line): the op counted on the slot simulator
+/// (`kind = "simulated"`, whose counts equal the CKKS evaluator's — tested at small rings) or
+/// run on CKKS (`kind = "ckks"`).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct MatmulBench {
+    pub op: String,
+    pub kind: &'static str,
+    pub model_shape: String,
+    pub tokens: usize,
+    pub slots: usize,
+    /// Table 6 set of a `ckks` run.
+    pub params: Option<String>,
+    pub rotations: u64,
+    pub key_switches: u64,
+    pub ct_ct_mults: u64,
+    pub ct_pt_mults: u64,
+    pub rescales: u64,
+    pub depth: usize,
+    /// Distinct rotation steps (Galois keys).
+    pub rotation_steps: usize,
+    pub seconds: f64,
+    /// Of which plaintext encoding (ckks runs).
+    pub encode_seconds: f64,
+    pub max_abs_error: f64,
+}
+
+/// BLB §5's fused matmul `op` (`qk`, `sv`, `attn_out`, `ffn1`, `ffn2`) at `model_shape`
+/// (`bert-base`, `bert-large`, `gpt2`) with `tokens` tokens; with `real_block`, also on CKKS
+/// at that Table 6 parameter set.
+pub fn bench_matmul(op: &str, model_shape: &str, tokens: usize, real_block: Option<usize>) -> Result<Vec<MatmulBench>, LinearError> {
+    use nectar_linear::ckks_matmul::{plan_counts, run_ckks, BlbOp, ModelShape};
+    let bop = match op {
+        "qk" => BlbOp::Qk,
+        "sv" => BlbOp::Sv,
+        "attn_out" => BlbOp::AttnOut,
+        "ffn1" => BlbOp::Ffn1,
+        "ffn2" => BlbOp::Ffn2,
+        _ => return Err(LinearError::BadParams(format!("fused matmul '{op}' (qk, sv, attn_out, ffn1, ffn2)"))),
+    };
+    let mut shape = match model_shape {
+        "bert-large" => ModelShape::BERT_LARGE,
+        "gpt2" => ModelShape::GPT2_BASE,
+        "bert-base" => ModelShape::BERT_BASE,
+        s => return Err(LinearError::BadParams(format!("model shape '{s}' (bert-base, bert-large, gpt2)"))),
+    };
+    shape.tokens = tokens;
+    let t0 = Instant::now();
+    let plan = plan_counts(bop, &shape)?;
+    let sim_seconds = t0.elapsed().as_secs_f64();
+    let line = |kind, params: Option<String>, c: &nectar_he::ckks::EvalCounts, seconds, encode_seconds, max_abs_error| MatmulBench {
+        op: op.to_string(),
+        kind,
+        model_shape: model_shape.to_string(),
+        tokens,
+        slots: shape.slots,
+        params,
+        rotations: c.rotations,
+        key_switches: c.key_switches,
+        ct_ct_mults: c.ct_ct_mults,
+        ct_pt_mults: c.ct_pt_mults,
+        rescales: c.rescales,
+        depth: plan.depth,
+        rotation_steps: plan.rotation_steps.len(),
+        seconds,
+        encode_seconds,
+        max_abs_error,
+    };
+    let mut out = vec![line("simulated", None, &plan.counts, sim_seconds, 0.0, plan.max_abs_err)];
+    if let Some(b) = real_block {
+        let params = CkksParams::blb_block(b)?;
+        let r = run_ckks(bop, &shape, &params, Prg::from_entropy().gen_block())?;
+        out.push(line("ckks", Some(format!("blb-{b}")), &r.counts, r.seconds, r.encode_seconds, r.max_abs_err));
+    }
+    Ok(out)
+}

@@ -8,7 +8,7 @@ PYTHON ?= python3
 NECTAR = $(CARGO) run --quiet -p nectar-app --bin nectar --
 NECTAR_RELEASE = $(CARGO) run --quiet --release -p nectar-app --bin nectar --
 
-.PHONY: demo test pytest deps toolchain pydeps model bench bench-nonlinear bench-rotl bench-linear results fmt lint clean
+.PHONY: demo test pytest deps toolchain pydeps model bench bench-nonlinear bench-rotl bench-linear bench-blb bench-leaf results fmt lint clean
 
 demo: deps model
 	@echo "== plaintext reference =="
@@ -95,6 +95,14 @@ bench-rotl:
 bench-linear:
 	bash scripts/bench_linear.sh
 
+# The JSON behind docs/results/blb.md (BLB, issue 15; about 10 minutes on 2 cores).
+bench-blb:
+	bash scripts/bench_blb.sh
+
+# The JSON behind docs/results/leaf.md (LEAF, issue 16; about 5 minutes, ~4 GB).
+bench-leaf:
+	bash scripts/bench_leaf.sh
+
 # docs/results pages generated from committed JSON (*.jsonl + *.meta.json).
 results:
 	$(PYTHON) scripts/results_suites.py
@@ -106,6 +114,8 @@ results:
 	$(PYTHON) scripts/results_he.py
 	$(PYTHON) scripts/results_nonlinear.py
 	$(PYTHON) scripts/results_model.py
+	$(PYTHON) scripts/results_blb.py
+	$(PYTHON) scripts/results_leaf.py
 
 fmt:
 	$(CARGO) fmt --all

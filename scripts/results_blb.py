@@ -83,7 +83,12 @@ for b in range(1, 6):
     base = loc or ex
     if base is None:
         continue
-    mb = lambda l: f"{l['bytes_total'] / 1e6:.1f}" if l else "–"
+    def mb(l):
+        if not l:
+            return "–"
+        used = l.get("field_to_ring_used", l["params"]["field_to_ring"])
+        tag = "" if used == l["params"]["field_to_ring"] else f" ({used}: exact impossible at this set)"
+        return f"{l['bytes_total'] / 1e6:.1f}{tag}"
     err = max(l["max_abs_error"] for l in (loc, ex) if l)
     w(
         f"| {b} | {base['params']['params']} | {base['params']['n']} | {base['to_ckks_tensors']} / {base['to_ckks_ciphertexts']} | "

@@ -92,7 +92,8 @@ pub fn run_blb(a: &BlbArgs, suite: &Suite) -> Result<Vec<BenchLine>, String> {
                     .seconds(r.seconds);
                 l.bytes_total = r.bytes_total;
                 l.rounds = r.rounds_server;
-                l.extra("to_ckks_tensors", r.to_ckks_tensors)
+                l.extra("field_to_ring_used", r.field_to_ring_used)
+                    .extra("to_ckks_tensors", r.to_ckks_tensors)
                     .extra("to_ckks_ciphertexts", r.to_ckks_ciphertexts)
                     .extra("to_ckks_bytes", r.to_ckks_bytes)
                     .extra("to_mpc_tensors", r.to_mpc_tensors)

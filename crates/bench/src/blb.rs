@@ -134,6 +134,10 @@ pub struct BlockBench {
     pub block: usize,
     pub params: String,
     pub n: usize,
+    /// The field → ring actually used: `exact` needs the base prime alone to hold the
+    /// coefficients; where it cannot (e.g. Table 6 set 5, Δ = 2^46 over a 60-bit base prime) the
+    /// block falls back to `local`.
+    pub field_to_ring_used: &'static str,
     pub to_ckks_tensors: usize,
     pub to_ckks_ciphertexts: usize,
     pub to_ckks_bytes: u64,
@@ -163,6 +167,7 @@ pub fn bench_plan_blocks(plan: &FusionPlan, how: FieldToRing, net: &str) -> Resu
     struct Job {
         block: usize,
         params: CkksParams,
+        how: FieldToRing,
         name: String,
         to_ckks: Vec<usize>,
         to_mpc: Vec<usize>,
@@ -170,9 +175,12 @@ pub fn bench_plan_blocks(plan: &FusionPlan, how: FieldToRing, net: &str) -> Resu
     let mut jobs = Vec::new();
     for b in plan.blocks() {
         let set: usize = b.params.name.trim_start_matches("blb-").parse().map_err(|_| LinearError::BadParams(format!("parameter set {}", b.params.name)))?;
+        let params = CkksParams::blb_block(set)?;
+        let how = if conversion_level(&params, params.default_scale(), &fmt, how).is_ok() { how } else { FieldToRing::Local };
         jobs.push(Job {
             block: b.index,
-            params: CkksParams::blb_block(set)?,
+            params,
+            how,
             name: b.params.name.clone(),
             to_ckks: b.to_ckks.iter().map(|c| c.shape.rows * c.shape.cols).collect(),
             to_mpc: b.to_mpc.iter().map(|c| c.shape.rows * c.shape.cols).collect(),
@@ -196,14 +204,14 @@ pub fn bench_plan_blocks(plan: &FusionPlan, how: FieldToRing, net: &str) -> Resu
         .collect();
     let (mut cs, mut cc) = linked_pair(link);
     let (seed_s, seed_c, seed_e) = (prg.gen_block(), prg.gen_block(), prg.gen_block());
-    let server_jobs: Vec<(CkksParams, nectar_he::ckks::CkksPublicKey)> = jobs.iter().zip(&keys).map(|(j, k)| (j.params.clone(), k.1.clone())).collect();
+    let server_jobs: Vec<(CkksParams, nectar_he::ckks::CkksPublicKey, FieldToRing)> = jobs.iter().zip(&keys).map(|(j, k)| (j.params.clone(), k.1.clone(), j.how)).collect();
     let server_inputs: Vec<(Vec<Vec<u64>>, Vec<Vec<f64>>)> = inputs.iter().map(|(i, o)| (i.iter().map(|d| d.1.clone()).collect(), o.clone())).collect();
     let server = std::thread::spawn(move || -> Result<_, LinearError> {
         let ch: &mut dyn Channel = &mut *cs;
         let mut m = Mpc::setup(Role::Server, ch, Prg::new(seed_s), Producer::default())?;
         let mut enc_prg = Prg::new(seed_e);
         let mut out = Vec::new();
-        for ((params, pk), (ins, outs)) in server_jobs.iter().zip(&server_inputs) {
+        for ((params, pk, how), (ins, outs)) in server_jobs.iter().zip(&server_inputs) {
             let ev = CkksEvaluator::new(params);
             let scale = params.default_scale();
             let s0 = ch.stats();
@@ -219,7 +227,7 @@ pub fn bench_plan_blocks(plan: &FusionPlan, how: FieldToRing, net: &str) -> Resu
                     .chunks(params.slots())
                     .map(|c| pk.encrypt(params, &params.encode_real(c, params.max_level(), scale)?, &mut enc_prg))
                     .collect::<Result<Vec<_>, _>>()?;
-                shares.push(ckks_to_shares_server(ch, &mut m, &ev, pk, &cts, vals.len(), &fmt, how)?);
+                shares.push(ckks_to_shares_server(ch, &mut m, &ev, pk, &cts, vals.len(), &fmt, *how)?);
             }
             let s2 = ch.stats();
             out.push((s0, s1, s2, t0.elapsed().as_secs_f64(), shares));
@@ -237,7 +245,7 @@ pub fn bench_plan_blocks(plan: &FusionPlan, how: FieldToRing, net: &str) -> Resu
             }
             let mut shares = Vec::new();
             for vals in outs {
-                shares.push(ckks_to_shares_client(ch, &mut m, &j.params, sk, vals.len(), scale, &fmt, how)?);
+                shares.push(ckks_to_shares_client(ch, &mut m, &j.params, sk, vals.len(), scale, &fmt, j.how)?);
             }
             out.push(shares);
         }
@@ -263,6 +271,7 @@ pub fn bench_plan_blocks(plan: &FusionPlan, how: FieldToRing, net: &str) -> Resu
             block: j.block,
             params: j.name.clone(),
             n: j.params.n(),
+            field_to_ring_used: kind_name(j.how),
             to_ckks_tensors: j.to_ckks.len(),
             to_ckks_ciphertexts: cts(&j.to_ckks),
             to_ckks_bytes,

@@ -51,3 +51,33 @@ fn leaf_gelu_and_silu_polynomials() {
         }
     }
 }
+
+/// LEAF §4 "measured error": GELU through LEAF's quantisation (inputs rounded to 1/16 in
+/// `[−16, 16)`, outputs `round(16·GELU)/16` in `Z_512`) has mean absolute error ≤ 0.025 on
+/// `[−16, 16]` — the value the paper reports. The polynomial reproduces `g` exactly (the tests
+/// above), so this is the end-to-end approximation error of the FBS GELU.
+#[test]
+fn quantised_gelu_mean_abs_error_within_leaf_figure() {
+    let fp = FbsParams::LEAF;
+    let g = fp.g_table(gelu);
+    let (p, s) = (fp.small_p as i64, fp.scale as f64);
+    let signed = |v: u64| if 2 * v as i64 >= p { v as i64 - p } else { v as i64 };
+    let samples = 200_000;
+    let mut sum = 0.0;
+    let mut max = 0f64;
+    for i in 0..samples {
+        // Uniform grid over [−16, 16], offset so no point sits on a rounding boundary.
+        let x = -16.0 + 32.0 * (i as f64 + 0.37) / samples as f64;
+        let m = ((x * s).round() as i64).clamp(-p / 2, p / 2 - 1);
+        let y = signed(g[m.rem_euclid(p) as usize]) as f64 / s;
+        let e = (y - gelu(x)).abs();
+        sum += e;
+        max = max.max(e);
+    }
+    let mean = sum / samples as f64;
+    eprintln!("quantised GELU on [-16, 16]: mean abs error {mean:.4}, max {max:.4}");
+    assert!(mean <= 0.025, "mean abs error {mean}");
+    // Input rounding (≤ 1/32 · max|GELU'| ≈ 1.13) plus output rounding (≤ 1/32), and the clamp
+    // at 16 − 1/16 for inputs in (15.97, 16]: at most 0.1.
+    assert!(max <= 0.1, "max abs error {max}");
+}

@@ -42,10 +42,10 @@
 //! one key switch (`l(l+1)` forward, `2(l+1)` inverse NTTs).
 
 use crate::ciphertext::Ciphertext;
-use crate::keys::{all_mods, GaloisKey, GaloisKeys, SecretKey};
+use crate::keys::{GaloisKey, GaloisKeys, SecretKey};
 use crate::keyswitch::automorphism_key_switch;
 use crate::params::Params;
-use crate::poly::{from_small, sample_error, sample_uniform, RnsPoly};
+use crate::poly::RnsPoly;
 use crate::HeError;
 use nectar_math::modulus::{ntt_primes, Modulus};
 use nectar_math::ntt::NttPlan;
@@ -100,34 +100,8 @@ impl SecretKey {
             s2.data[i * n..(i + 1) * n].iter_mut().zip(s).for_each(|(x, &y)| *x = m.mul(y, y));
         }
         s2.to_coeff(params);
-        Ok(RelinKey { key: switching_key(self, params, &s2, prg)? })
+        Ok(RelinKey { key: self.switch_key(params, &s2, prg)? })
     }
-}
-
-/// A key-switching key from `s'` (coefficient form, all moduli) to `s`, built like the Galois
-/// keys of [`crate::keys`]: digit `j` is `(−a_j·s + e_j + [P]_{q_j}·s' in limb j, a_j)`.
-fn switching_key(sk: &SecretKey, params: &Params, s_prime: &RnsPoly, prg: &mut Prg) -> Result<GaloisKey, HeError> {
-    let sp = params.special_modulus().ok_or(HeError::NoSpecialPrime)?.value();
-    let l = params.max_level();
-    let seed = prg.gen_block();
-    let mut a_prg = Prg::new(seed);
-    let mut b = Vec::with_capacity(l);
-    let mut a = Vec::with_capacity(l);
-    for j in 0..l {
-        let aj = sample_uniform(params, &mut a_prg, all_mods(params));
-        let e = sample_error(params, prg);
-        let mut bj = from_small(params, &e, all_mods(params));
-        let m = *params.modulus(j);
-        let p_mod = m.reduce(sp);
-        let p_s = m.shoup(p_mod);
-        let src = s_prime.limb(j);
-        bj.limb_mut(j).iter_mut().zip(src).for_each(|(x, &y)| *x = m.add(*x, m.mul_shoup(y, p_mod, p_s)));
-        bj.to_ntt(params);
-        sk.sub_a_s(params, &mut bj, &aj);
-        b.push(bj);
-        a.push(aj);
-    }
-    Ok(GaloisKey { seed, b, a })
 }
 
 /// Constants of one fast base conversion `src → dst`:

@@ -326,29 +326,29 @@ impl CkksEvaluator {
         let v = v.round() as i128;
         let e = self.e();
         let scalars: Vec<u64> = (0..a.level()).map(|i| e.modulus(i).reduce_i128(v)).collect();
-        let mut out = a.clone();
-        mul_limb_scalars(e, &mut out.ct.c0, &scalars);
-        mul_limb_scalars(e, &mut out.ct.c1, &scalars);
-        if let Some(c2) = &mut out.c2 {
-            mul_limb_scalars(e, c2, &scalars);
-        }
-        out.ct.seed = None;
+        let mut out = self.mul_components(a, &scalars);
         out.scale = a.scale * cs;
         Ok(out)
+    }
+
+    /// Every component of `a` times the per-prime scalars (scale unchanged).
+    fn mul_components(&self, a: &CkksCiphertext, scalars: &[u64]) -> CkksCiphertext {
+        let e = self.e();
+        let mut out = a.clone();
+        mul_limb_scalars(e, &mut out.ct.c0, scalars);
+        mul_limb_scalars(e, &mut out.ct.c1, scalars);
+        if let Some(c2) = &mut out.c2 {
+            mul_limb_scalars(e, c2, scalars);
+        }
+        out.ct.seed = None;
+        out
     }
 
     /// `a·k` for an integer `k` (exact; the scale is unchanged).
     pub fn mul_int(&self, a: &CkksCiphertext, k: i64) -> CkksCiphertext {
         let e = self.e();
         let scalars: Vec<u64> = (0..a.level()).map(|i| e.modulus(i).reduce_i64(k)).collect();
-        let mut out = a.clone();
-        mul_limb_scalars(e, &mut out.ct.c0, &scalars);
-        mul_limb_scalars(e, &mut out.ct.c1, &scalars);
-        if let Some(c2) = &mut out.c2 {
-            mul_limb_scalars(e, c2, &scalars);
-        }
-        out.ct.seed = None;
-        out
+        self.mul_components(a, &scalars)
     }
 
     /// `a ⊙ pt` (slot-wise product; scale `Δ_a·Δ_pt`, level the lower of the two). NTT form.

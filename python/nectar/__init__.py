@@ -93,6 +93,10 @@ class Server:
     (seconds), ``max_frame_mib``, and ``quiet`` (default True: no per-session log lines on
     stderr). Use :meth:`serve_forever`, or :meth:`start` / :meth:`stop` (also as a ``with``
     block).
+
+    ``insecure_test_seed`` (tests only, NO privacy): session ``i`` derives all its randomness
+    from this public seed and ``i`` instead of the operating system, as ``nectar serve
+    --insecure-test-seed``; a warning is printed on stderr.
     """
 
     def __init__(
@@ -101,12 +105,16 @@ class Server:
         suite: str = "bumblebee",
         host: str = "127.0.0.1",
         port: int = 0,
+        *,
+        insecure_test_seed: Optional[int] = None,
         **limits: Any,
     ) -> None:
         unknown = sorted(set(limits) - set(SERVER_LIMITS))
         if unknown:
             raise TypeError(f"unknown server limit(s) {', '.join(unknown)} (known: {', '.join(SERVER_LIMITS)})")
-        self._native = _nectar.Server(os.fspath(model_dir), suite, host, int(port), **limits)
+        self._native = _nectar.Server(
+            os.fspath(model_dir), suite, host, int(port), insecure_test_seed=insecure_test_seed, **limits
+        )
         self._started = False
 
     @property
@@ -199,12 +207,14 @@ class _Bar:
             sys.stderr.flush()
 
 
-def _call(fn: Callable[..., Tuple[list, str]], progress: Progress, label: str, *args: Any) -> Tuple[list, Dict[str, Any]]:
+def _call(
+    fn: Callable[..., Tuple[list, str]], progress: Progress, label: str, *args: Any, seed: Optional[int] = None
+) -> Tuple[list, Dict[str, Any]]:
     """Run a native call with the progress choice; outputs and the metrics as a dict."""
     bar = _Bar(label) if progress is True else None
     cb = bar if bar is not None else (progress if callable(progress) else None)
     try:
-        outs, metrics = fn(*args, cb)
+        outs, metrics = fn(*args, cb, insecure_test_seed=seed)
     finally:
         if bar is not None:
             bar.close()
@@ -292,13 +302,26 @@ class Client:
     ``nectar infer``), whose ``config.json`` the handshake compares with the server's model.
     Token ids (lists of ints) can be given instead of texts and then need no local copy. Each
     call is one session: handshake, session setup (keys, base OTs), one query per input.
+
+    ``insecure_test_seed`` (tests only, NO privacy): every session derives the client's
+    randomness from this public seed, as ``nectar infer --insecure-test-seed``; with the same
+    seed on a freshly seeded server the outputs equal the CLI's bit for bit.
     """
 
-    def __init__(self, host: str, port: int, suite: str = "bumblebee", model_dir: Optional[Union[str, os.PathLike]] = None) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        suite: str = "bumblebee",
+        model_dir: Optional[Union[str, os.PathLike]] = None,
+        *,
+        insecure_test_seed: Optional[int] = None,
+    ) -> None:
         self.host = host
         self.port = int(port)
         self.suite = suite
         self.model_dir = os.fspath(model_dir) if model_dir is not None else None
+        self.insecure_test_seed = insecure_test_seed
 
     @property
     def address(self) -> str:
@@ -306,7 +329,17 @@ class Client:
 
     def _run(self, task: str, items: list, images: list, max_new_tokens: int, progress: Progress) -> Tuple[list, Dict[str, Any]]:
         return _call(
-            _nectar.client_run, progress, task, self.address, self.suite, self.model_dir, task, items, images, max_new_tokens
+            _nectar.client_run,
+            progress,
+            task,
+            self.address,
+            self.suite,
+            self.model_dir,
+            task,
+            items,
+            images,
+            max_new_tokens,
+            seed=self.insecure_test_seed,
         )
 
     def embed(self, texts: Union[Text, Sequence[Text]], normalize: bool = True, *, return_metrics: bool = False, progress: Progress = False) -> Any:
@@ -370,6 +403,7 @@ def run_local(
     normalize: bool = True,
     return_metrics: bool = False,
     progress: Progress = False,
+    insecure_test_seed: Optional[int] = None,
 ) -> Any:
     """Both parties in this process over the simulated link ``net`` (``none``, ``lan``,
     ``wan``): the server with ``model_dir``'s weights, the client with its tokenizer.
@@ -378,13 +412,27 @@ def run_local(
     architecture's own: embed for BERT, generate for GPT-2 / LLaMA, classify for ViT),
     ``embed``, ``classify`` or ``generate``. Returns ``(n, dim)`` embeddings, ``(n, labels)``
     logits, or a list of generated texts (token-id lists for id prompts).
+    ``insecure_test_seed`` (tests only, NO privacy): both parties seeded from it, so equal seeds
+    give equal outputs bit for bit.
     """
     _check_normalize(normalize)
     model_dir = os.fspath(model_dir)
     is_image = isinstance(inputs, np.ndarray) and inputs.dtype != object and inputs.ndim >= 3
     items = [] if is_image else _items(inputs)
     images = _pixels(model_dir, inputs) if is_image else []
-    outs, m = _call(_nectar.local_run, progress, "run_local", model_dir, suite, net, task, items, images, int(max_new_tokens))
+    outs, m = _call(
+        _nectar.local_run,
+        progress,
+        "run_local",
+        model_dir,
+        suite,
+        net,
+        task,
+        items,
+        images,
+        int(max_new_tokens),
+        seed=insecure_test_seed,
+    )
     kind = outs[0][0]
     if kind in ("embedding", "logits"):
         value: Any = np.asarray([o[1] for o in outs], dtype=np.float32)

@@ -4,7 +4,9 @@ A secure run draws fresh randomness in every session (shares, masks, the probabi
 truncations of fixed-point products), so two sessions on the same input agree up to the
 protocol's error, never bit for bit: the Python client's vector and the CLI client's vector for
 the same text are compared within that error (max |difference| below 2e-3, cosine above
-0.9999), and each against the plaintext reference. The plaintext reference itself is exact:
+0.9999), and each against the plaintext reference. With ``insecure_test_seed`` on both parties
+(tests only: no privacy) the whole run is a function of the seeds, and the Python client's
+vector equals the CLI's exactly. The plaintext reference itself is exact:
 the binding and `nectar embed --plaintext --json` (full f32 values, not rounded) give equal
 vectors, as the tokenization and the f32 forward are the same code.
 """
@@ -61,3 +63,20 @@ def test_run_local_on_minilm(minilm):
     assert float(vec[0] @ nectar.embed_plaintext(minilm, text)[0]) > 0.999
     ops = {row["op"] for row in metrics["ops"]}
     assert {"embed", "layernorm", "gelu", "softmax"} <= ops
+
+
+def test_seeded_python_client_equals_the_cli_client_exactly(minilm, nectar_bin):
+    text = ["The weather is lovely today."]
+    # A fresh server per run: its session 0 is seeded from (11, server, 0) both times.
+    with nectar.Server(minilm, insecure_test_seed=11) as server:
+        py = nectar.Client("127.0.0.1", server.port, insecure_test_seed=12).embed(text)
+    with nectar.Server(minilm, insecure_test_seed=11) as server:
+        args = ["infer", "--connect", server.address, "--model", minilm, "--json", "--insecure-test-seed", "12"]
+        out = subprocess.run([nectar_bin, *args, *text], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "NO privacy" in out.stderr
+    lines = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    cli = np.asarray([line["private"]["Embedding"] for line in lines if "private" in line], dtype=np.float32)
+    assert py.dtype == np.float32 and py.shape == cli.shape == (1, 384)
+    assert np.array_equal(py, cli)
+    assert float(py[0] @ nectar.embed_plaintext(minilm, text)[0]) > 0.999

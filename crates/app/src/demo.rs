@@ -147,8 +147,9 @@ fn describe(o: &Output) -> String {
     }
 }
 
-/// Server and client on loopback TCP, then the comparison with the plaintext reference.
-pub fn demo(dir: &Path, suite: &Suite, texts: &[String], images: &[PathBuf], tokens: usize, json: bool) -> Result<(), String> {
+/// Server and client on loopback TCP, then the comparison with the plaintext reference
+/// (`seed`: both parties seeded from it, [`crate::test_seed`]; NO privacy, tests only).
+pub fn demo(dir: &Path, suite: &Suite, texts: &[String], images: &[PathBuf], tokens: usize, json: bool, seed: Option<u64>) -> Result<(), String> {
     let server = Arc::new(ServerModel::load(dir)?);
     let client = ClientModel::load(dir)?;
     let is_vit = matches!(client.config, Some(nectar_model::config::ModelConfig::Vit(_)));
@@ -170,9 +171,9 @@ pub fn demo(dir: &Path, suite: &Suite, texts: &[String], images: &[PathBuf], tok
         outln!("server and client on {addr}; {} queries in one session", texts.len());
     }
     let s2 = *suite;
-    let srv = std::thread::spawn(move || private::serve(server, listener, &s2, &private::ServeOptions { max_sessions: Some(1), quiet: true, ..Default::default() }));
+    let srv = std::thread::spawn(move || private::serve(server, listener, &s2, &private::ServeOptions { max_sessions: Some(1), quiet: true, test_seed: seed, ..Default::default() }));
     let bar = (!json).then(|| crate::progress::QueryBar::new("demo"));
-    let res = private::run_client(&addr, suite, client.config.as_ref(), &inputs, tokens, false, bar.as_ref().map(|b| b.hook()));
+    let res = private::run_client(&addr, suite, client.config.as_ref(), &inputs, tokens, false, bar.as_ref().map(|b| b.hook()), seed);
     if let Some(b) = &bar {
         b.finish();
     }

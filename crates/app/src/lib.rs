@@ -25,3 +25,4 @@ pub mod rate_limit;
 pub mod report;
 pub mod session;
 pub mod suites;
+pub mod test_seed;

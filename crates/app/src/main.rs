@@ -78,6 +78,10 @@ enum Cmd {
         /// Largest message after the handshake, in MiB (a larger one ends that session).
         #[arg(long, default_value_t = 1024)]
         max_frame_mib: usize,
+        /// TESTS ONLY, NO PRIVACY: derive this party's randomness from this public seed
+        /// instead of the operating system, so two runs with equal seeds are bit-for-bit equal.
+        #[arg(long, value_name = "SEED")]
+        insecure_test_seed: Option<u64>,
         #[command(flatten)]
         suite: SuiteArgs,
     },
@@ -103,6 +107,10 @@ enum Cmd {
         classify: bool,
         #[arg(long)]
         json: bool,
+        /// TESTS ONLY, NO PRIVACY: derive this party's randomness from this public seed
+        /// instead of the operating system, so two runs with equal seeds are bit-for-bit equal.
+        #[arg(long, value_name = "SEED")]
+        insecure_test_seed: Option<u64>,
         #[command(flatten)]
         suite: SuiteArgs,
         texts: Vec<String>,
@@ -119,6 +127,10 @@ enum Cmd {
         image: Vec<PathBuf>,
         #[arg(long)]
         json: bool,
+        /// TESTS ONLY, NO PRIVACY: derive both parties' randomness from this public seed
+        /// instead of the operating system, so two runs with equal seeds are bit-for-bit equal.
+        #[arg(long, value_name = "SEED")]
+        insecure_test_seed: Option<u64>,
         #[command(flatten)]
         suite: SuiteArgs,
         texts: Vec<String>,
@@ -183,7 +195,7 @@ enum Cmd {
         /// A model shape instead of a directory (as `nectar bench model --arch`).
         #[arg(long, value_parser = ["bert-tiny", "bert-base", "bert-large", "gpt2", "vit-base", "llama", "llama-7b"])]
         model_shape: Option<String>,
-        /// The suite; only blb (or any suite with matmul=ckks) has a fusion plan.
+        /// The suite; only blb (matmul=blb-fused) has a fusion plan.
         #[arg(long, default_value = "blb")]
         suite: String,
         /// Input tokens (the spatial dimension L).
@@ -508,8 +520,10 @@ fn run(cli: Cli) -> Result<(), String> {
             handshake_timeout,
             idle_timeout,
             max_frame_mib,
+            insecure_test_seed,
             suite,
         } => {
+            nectar_app::test_seed::warn(insecure_test_seed);
             let secs = |name: &str, s: u64| match s {
                 0 => Err(format!("--{name} must be at least 1 second")),
                 s => Ok(std::time::Duration::from_secs(s)),
@@ -525,6 +539,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 },
                 quiet: false,
                 stop: None,
+                test_seed: insecure_test_seed,
             };
             let suite = suite.suite()?;
             let m = std::sync::Arc::new(private::ServerModel::load(&model.dir())?);
@@ -539,7 +554,8 @@ fn run(cli: Cli) -> Result<(), String> {
             );
             private::serve(m, listener, &suite, &opts)
         }
-        Cmd::Infer { connect, model, ids, image, tokens, classify, json, suite, texts } => {
+        Cmd::Infer { connect, model, ids, image, tokens, classify, json, insecure_test_seed, suite, texts } => {
+            nectar_app::test_seed::warn(insecure_test_seed);
             let suite = suite.suite()?;
             let (inputs, labels, expected) = if !image.is_empty() {
                 let cm = private::ClientModel::load(&model.dir())?;
@@ -560,7 +576,16 @@ fn run(cli: Cli) -> Result<(), String> {
                 (private::tokenize(cm.tokenizer.as_ref(), &texts)?, texts.clone(), cm.config)
             };
             let bar = (!json).then(|| progress::QueryBar::new("infer"));
-            let res = private::run_client(&connect, &suite, expected.as_ref(), &inputs, tokens, classify, bar.as_ref().map(|b| b.hook()));
+            let res = private::run_client(
+                &connect,
+                &suite,
+                expected.as_ref(),
+                &inputs,
+                tokens,
+                classify,
+                bar.as_ref().map(|b| b.hook()),
+                insecure_test_seed,
+            );
             if let Some(b) = &bar {
                 b.finish();
             }
@@ -568,8 +593,9 @@ fn run(cli: Cli) -> Result<(), String> {
             demo::print_run(&labels, &run, None, &suite, json);
             Ok(())
         }
-        Cmd::Demo { model, tokens, image, json, suite, texts } => {
-            demo::demo(&model.dir(), &suite.suite()?, &texts, &image, tokens, json)
+        Cmd::Demo { model, tokens, image, json, insecure_test_seed, suite, texts } => {
+            nectar_app::test_seed::warn(insecure_test_seed);
+            demo::demo(&model.dir(), &suite.suite()?, &texts, &image, tokens, json, insecure_test_seed)
         }
         Cmd::Fit { func, lo, hi, m, d, domain, exact_compare, samples, out, json } => {
             let a = fit::Args { func: &func, lo, hi, m, d, domain: domain.as_deref(), exact_compare, samples };
@@ -626,7 +652,7 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             BenchCmd::Linear { op, shape, size, variant, net, heads, l, json, suite, suite_file, block, count, f2r, model_shape, tokens, real } => {
                 let suite = suites::resolve(&suite, suite_file.as_deref(), &[])?;
-                if suite.matmul == nectar_model::suite::Matmul::Ckks || matches!(op.as_str(), "convert" | "blocks" | "qk" | "sv" | "attn_out" | "ffn1" | "ffn2") {
+                if suite.matmul != nectar_model::suite::Matmul::Olt || matches!(op.as_str(), "convert" | "blocks" | "qk" | "sv" | "attn_out" | "ffn1" | "ffn2") {
                     let blb = bench_linear::BlbArgs { op: &op, block, count, f2r: &f2r, net: &net, model_shape: &model_shape, tokens, real };
                     report::print_lines(&bench_linear::run_blb(&blb, &suite)?, json);
                     return Ok(());

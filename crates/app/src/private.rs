@@ -4,13 +4,13 @@ pub use crate::session::Input;
 use crate::rate_limit::RateLimitedLog;
 pub use crate::session::SessionLimits;
 use crate::session::{serve_session, Agreement, ClientRun, ClientSession, QueryProgress, QueryReport, Served};
-use nectar_math::Prg;
+use crate::test_seed;
 use nectar_model::config::ModelConfig;
 use nectar_model::secure::{Output, Task};
 use nectar_model::Suite;
 use nectar_model::tokenizer::TextTokenizer;
 use nectar_model::weights::Weights;
-use nectar_net::{LinkModel, TcpChannel};
+use nectar_net::{LinkModel, Role, TcpChannel};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -34,6 +34,9 @@ pub struct ServeOptions {
     /// When set, the server stops accepting at its next accepted connection and returns once
     /// the running sessions end; whoever sets it wakes the accept loop with [`wake`].
     pub stop: Option<Arc<AtomicBool>>,
+    /// `--insecure-test-seed`: session `i` draws its randomness from (seed, server, i) instead
+    /// of the operating system ([`crate::test_seed`]; NO privacy, tests only).
+    pub test_seed: Option<u64>,
 }
 
 impl Default for ServeOptions {
@@ -45,6 +48,7 @@ impl Default for ServeOptions {
             limits: SessionLimits::default(),
             quiet: false,
             stop: None,
+            test_seed: None,
         }
     }
 }
@@ -163,7 +167,7 @@ pub fn serve(model: Arc<ServerModel>, listener: TcpListener, suite: &Suite, opts
                 };
                 // A panic (a bug) ends this session only, never the server.
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    serve_session(Box::new(ch), &served, &opts.limits, id, Prg::from_entropy())
+                    serve_session(Box::new(ch), &served, &opts.limits, id, test_seed::session_prg(opts.test_seed, Role::Server, id as u64))
                 }));
                 match r {
                     Ok(Ok(reports)) => {
@@ -218,13 +222,15 @@ pub fn wake(addr: std::net::SocketAddr) -> Result<(), String> {
 /// Both parties in this process, over an in-memory channel through the simulated link `link`
 /// (`None`: no link delay): the server's session ([`serve_session`], as `nectar serve` runs
 /// it) on a second thread, the client's ([`ClientSession`]) on this one. Returns what the
-/// client measured, with its wall-clock seconds from handshake to `Bye`.
+/// client measured, with its wall-clock seconds from handshake to `Bye`. `seed`: both parties
+/// seeded from it ([`crate::test_seed`]; NO privacy, tests only).
 pub fn run_local(
     model: &ServerModel,
     suite: &Suite,
     link: Option<LinkModel>,
     queries: &[(Task, Input)],
     progress: Option<QueryProgress>,
+    seed: Option<u64>,
 ) -> Result<(ClientRun, f64), String> {
     let agreement = Agreement::new(suite)?;
     let (c0, c1) = nectar_net::linked_pair(link);
@@ -238,8 +244,8 @@ pub fn run_local(
     let limits = SessionLimits::default();
     let t = Instant::now();
     let (srv, cli) = std::thread::scope(|scope| {
-        let h = scope.spawn(|| serve_session(c0, &served, &limits, 0, Prg::from_entropy()));
-        let cli = ClientSession::connect(c1, agreement, Some(&model.config), Prg::from_entropy()).and_then(|s| match progress {
+        let h = scope.spawn(|| serve_session(c0, &served, &limits, 0, test_seed::session_prg(seed, Role::Server, 0)));
+        let cli = ClientSession::connect(c1, agreement, Some(&model.config), test_seed::session_prg(seed, Role::Client, 0)).and_then(|s| match progress {
             Some(p) => s.with_progress(p).run(queries),
             None => s.run(queries),
         });
@@ -300,7 +306,9 @@ pub fn default_task(cfg: &ModelConfig, tokens: usize, classify: bool) -> Task {
 }
 
 /// Connect to `addr` and run `inputs` (token ids or images) as one session (`progress`: told
-/// after each transformer block, e.g. a [`crate::progress::QueryBar`]).
+/// after each transformer block, e.g. a [`crate::progress::QueryBar`]; `seed`:
+/// [`crate::test_seed`], NO privacy, tests only).
+#[allow(clippy::too_many_arguments)]
 pub fn run_client(
     addr: &str,
     suite: &Suite,
@@ -309,8 +317,9 @@ pub fn run_client(
     tokens: usize,
     classify: bool,
     progress: Option<QueryProgress>,
+    seed: Option<u64>,
 ) -> Result<(ClientRun, ModelConfig), String> {
-    let mut session = connect(addr, suite, expected)?;
+    let mut session = connect(addr, suite, expected, seed)?;
     if let Some(p) = progress {
         session = session.with_progress(p);
     }
@@ -325,11 +334,12 @@ pub fn run_client(
 }
 
 /// Connect to `addr` and complete the handshake (`expected`: the client's own copy of the
-/// architecture, compared with the server's).
-pub fn connect(addr: &str, suite: &Suite, expected: Option<&ModelConfig>) -> Result<ClientSession, String> {
+/// architecture, compared with the server's; `seed`: [`crate::test_seed`], NO privacy, tests
+/// only).
+pub fn connect(addr: &str, suite: &Suite, expected: Option<&ModelConfig>, seed: Option<u64>) -> Result<ClientSession, String> {
     let agreement = Agreement::new(suite)?;
     let ch = TcpChannel::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
-    ClientSession::connect(Box::new(ch), agreement, expected, Prg::from_entropy()).map_err(|e| e.to_string())
+    ClientSession::connect(Box::new(ch), agreement, expected, test_seed::session_prg(seed, Role::Client, 0)).map_err(|e| e.to_string())
 }
 
 /// Token ids of each text.

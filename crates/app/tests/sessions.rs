@@ -16,11 +16,16 @@ struct Server {
 
 /// Start `nectar serve` on an ephemeral port and read the address it prints.
 fn start_server(dir: &std::path::Path, max_sessions: usize) -> Server {
+    start_server_with(dir, max_sessions, &[])
+}
+
+fn start_server_with(dir: &std::path::Path, max_sessions: usize, extra: &[&str]) -> Server {
     let mut child = nectar()
         .args(["serve", "--listen", "127.0.0.1:0", "--op", "ot=ferret-small", "--max-sessions"])
         .arg(max_sessions.to_string())
         .arg("--model")
         .arg(dir)
+        .args(extra)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -31,7 +36,12 @@ fn start_server(dir: &std::path::Path, max_sessions: usize) -> Server {
             let _ = tx.send(line);
         }
     });
-    let first = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("server banner");
+    let first = loop {
+        let line = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("server banner");
+        if line.starts_with("serving ") {
+            break line;
+        }
+    };
     let addr = first.split(" on ").nth(1).and_then(|s| s.split_whitespace().next()).expect("address in banner").to_string();
     Server { child, addr, log: rx }
 }
@@ -98,6 +108,37 @@ fn concurrent_clients_mismatches_and_disconnects() {
     assert_eq!(closed, 4, "{log:#?}");
     assert_eq!(errors, 2, "{log:#?}");
     assert!(log.iter().any(|l| l.contains("suite mismatch: gelu: client p4, server seg4")), "{log:#?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--insecure-test-seed`: a fresh server and a client seeded as before give the same output bit
+/// for bit (the whole transcript is a function of the two seeds); another client seed gives
+/// another run (within the protocol error of the first); both parties warn on stderr.
+#[test]
+fn insecure_test_seeds_reproduce_a_run_bit_for_bit() {
+    let dir = std::env::temp_dir().join(format!("nectar-seeded-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    nectar_model::tiny::write_tiny_bert(&dir, 5).unwrap();
+    let run = |server_seed: &str, client_seed: &str| {
+        let mut server = start_server_with(&dir, 1, &["--insecure-test-seed", server_seed]);
+        let out = infer(&server.addr, &dir, "2,7,1,8,2,8", &["--insecure-test-seed", client_seed]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("NO privacy"), "client warning");
+        assert!(server.child.wait().unwrap().success());
+        let text = String::from_utf8(out.stdout).unwrap();
+        let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        let v: Vec<f32> = serde_json::from_value(first["private"]["Embedding"].clone()).unwrap();
+        let totals: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        (v, totals["totals"]["bytes_total"].as_u64().unwrap())
+    };
+    let (a, bytes_a) = run("41", "42");
+    let (b, bytes_b) = run("41", "42");
+    assert_eq!(a.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), b.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+    assert_eq!(bytes_a, bytes_b);
+    let (c, _) = run("41", "43");
+    assert_ne!(a, c, "another client seed: other shares and truncation errors");
+    let cos = nectar_model::cosine(&a, &c);
+    assert!(cos > 0.99, "{cos}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

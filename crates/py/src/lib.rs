@@ -13,6 +13,7 @@
 
 use nectar_app::private::{self, ClientModel, Input, ServeOptions, ServerModel, SessionLimits};
 use nectar_app::session::{ClientRun, QueryProgress};
+use nectar_app::test_seed;
 use nectar_model::config::ModelConfig;
 use nectar_model::secure::{Output, Task};
 use nectar_model::Suite;
@@ -78,7 +79,7 @@ impl Server {
     #[new]
     #[pyo3(signature = (model_dir, suite="bumblebee", host="127.0.0.1", port=0, *, reveal_to_server=false,
         max_sessions=None, max_concurrent_sessions=private::DEFAULT_MAX_CONCURRENT, handshake_timeout=30,
-        idle_timeout=600, max_frame_mib=1024, quiet=true))]
+        idle_timeout=600, max_frame_mib=1024, quiet=true, insecure_test_seed=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -93,8 +94,10 @@ impl Server {
         idle_timeout: u64,
         max_frame_mib: usize,
         quiet: bool,
+        insecure_test_seed: Option<u64>,
     ) -> PyResult<Self> {
         let suite = self::suite(suite)?;
+        test_seed::warn(insecure_test_seed);
         let secs = |name: &str, s: u64| match s {
             0 => Err(err(format!("{name} must be at least 1 second"))),
             s => Ok(Duration::from_secs(s)),
@@ -111,6 +114,7 @@ impl Server {
             },
             quiet,
             stop: Some(Arc::clone(&stop)),
+            test_seed: insecure_test_seed,
         };
         let listen = format!("{host}:{port}");
         let (model, listener) = py.allow_threads(|| -> Result<_, String> {
@@ -337,7 +341,7 @@ fn callback(progress: Option<Py<PyAny>>) -> Option<Callback> {
 /// Client side against `address` (`host:port`): one session (handshake, setup, every input
 /// as one query of `task`, `Bye`). Returns the outputs and the metrics as JSON.
 #[pyfunction]
-#[pyo3(signature = (address, suite, model_dir, task, items, images, max_new_tokens=8, progress=None))]
+#[pyo3(signature = (address, suite, model_dir, task, items, images, max_new_tokens=8, progress=None, insecure_test_seed=None))]
 #[allow(clippy::too_many_arguments)]
 fn client_run(
     py: Python<'_>,
@@ -349,8 +353,10 @@ fn client_run(
     images: Vec<Vec<f32>>,
     max_new_tokens: usize,
     progress: Option<Py<PyAny>>,
+    insecure_test_seed: Option<u64>,
 ) -> PyResult<(Vec<PyOutput>, String)> {
     let suite = self::suite(suite)?;
+    test_seed::warn(insecure_test_seed);
     let cb = callback(progress);
     let hook = cb.as_ref().map(Callback::hook);
     let texts: Vec<bool> = items.iter().map(|i| matches!(i, Item::Text(_))).collect();
@@ -358,7 +364,7 @@ fn client_run(
         let t = Instant::now();
         let (inputs, local) = client_inputs(model_dir.as_deref(), items, images)?;
         let expected = local.as_ref().and_then(|m| m.config.as_ref());
-        let session = private::connect(&address, &suite, expected)?;
+        let session = private::connect(&address, &suite, expected, insecure_test_seed)?;
         let reveal = session.reveal_to_server();
         let task = self::task(&task, session.config(), max_new_tokens)?;
         let queries: Vec<(Task, Input)> = inputs.into_iter().map(|i| (task.clone(), i)).collect();
@@ -379,7 +385,7 @@ fn client_run(
 /// Both parties in this process over the simulated link `net`: the server with the weights
 /// of `model_dir`, the client with its tokenizer; every input one query of `task`.
 #[pyfunction]
-#[pyo3(signature = (model_dir, suite, net, task, items, images, max_new_tokens=8, progress=None))]
+#[pyo3(signature = (model_dir, suite, net, task, items, images, max_new_tokens=8, progress=None, insecure_test_seed=None))]
 #[allow(clippy::too_many_arguments)]
 fn local_run(
     py: Python<'_>,
@@ -391,8 +397,10 @@ fn local_run(
     images: Vec<Vec<f32>>,
     max_new_tokens: usize,
     progress: Option<Py<PyAny>>,
+    insecure_test_seed: Option<u64>,
 ) -> PyResult<(Vec<PyOutput>, String)> {
     let suite = self::suite(suite)?;
+    test_seed::warn(insecure_test_seed);
     let link = link(net)?;
     let cb = callback(progress);
     let hook = cb.as_ref().map(Callback::hook);
@@ -402,7 +410,7 @@ fn local_run(
         let (inputs, local) = client_inputs(Some(&model_dir), items, images)?;
         let task = self::task(&task, &server.config, max_new_tokens)?;
         let queries: Vec<(Task, Input)> = inputs.into_iter().map(|i| (task.clone(), i)).collect();
-        let (run, seconds) = private::run_local(&server, &suite, link, &queries, hook)?;
+        let (run, seconds) = private::run_local(&server, &suite, link, &queries, hook, insecure_test_seed)?;
         let metrics = run.metrics(&suite, seconds, false);
         Ok((outputs(&run, &texts, local.as_ref())?, metrics.to_string()))
     });

@@ -167,6 +167,10 @@ impl CkksEvaluator {
         self.galois = gk;
         self
     }
+    /// Adds Galois keys to those held ([`CkksGaloisKeys::merge`]).
+    pub fn add_galois_keys(&mut self, gk: CkksGaloisKeys) {
+        self.galois.merge(gk);
+    }
     /// The parameter set.
     pub fn params(&self) -> &CkksParams {
         &self.params

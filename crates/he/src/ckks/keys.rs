@@ -51,6 +51,13 @@ impl CkksGaloisKeys {
     pub fn has_conjugation(&self, params: &CkksParams) -> bool {
         self.keys.contains(conjugation_element(params.n()))
     }
+    /// Adds `other`'s keys (keys sent in several messages, e.g. as new rotation steps are
+    /// needed); a key already present is kept.
+    pub fn merge(&mut self, other: CkksGaloisKeys) {
+        for (g, k) in other.keys.keys {
+            self.keys.keys.entry(g).or_insert(k);
+        }
+    }
 }
 
 impl CkksSecretKey {

@@ -21,9 +21,9 @@ pub enum Source<'a> {
 /// matmul is BLB's CKKS fusion have a plan).
 pub fn build(source: &Source, suite: &str, tokens: usize) -> Result<FusionPlan, String> {
     let s = crate::suites::resolve(suite, None, &[])?;
-    if s.matmul != Matmul::Ckks {
+    if s.matmul != Matmul::Fused {
         return Err(format!(
-            "suite '{suite}' has no fusion plan: only the blb suite (matmul=ckks) fuses linear operators under CKKS (BLB §4); \
+            "suite '{suite}' has no fusion plan: only the blb suite (matmul=blb-fused) fuses linear operators under CKKS (BLB §4); \
              `nectar suites` lists every suite's protocol per operator"
         ));
     }
@@ -68,7 +68,7 @@ mod tests {
             .err()
             .unwrap_or_default();
         assert!(e.contains("only the blb suite"), "{e}");
-        assert!(build(&Source::Shape("bert-base"), "bumblebee+matmul=ckks", 128).is_ok());
+        assert!(build(&Source::Shape("bert-base"), "bumblebee+matmul=blb-fused", 128).is_ok());
         let e = build(&Source::Shape("gpt3"), "blb", 128)
             .err()
             .unwrap_or_default();

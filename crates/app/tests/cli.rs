@@ -120,10 +120,10 @@ fn suites_lists_presets_and_choices() {
 fn planned_protocols_fail_at_start_with_one_line() {
     let cases: [(&[&str], &str); 5] = [
         (&["demo", "--suite", "rotl", "--op", "ffn=leaf", "some text"], "operator ffn: protocol 'leaf'"),
-        (&["demo", "--suite", "east", "--op", "matmul-shared=ckks", "--model", "/nonexistent", "x"], "operator matmul-shared: protocol 'ckks'"),
-        (&["serve", "--suite", "blb", "--model", "/nonexistent"], "operator matmul: protocol 'ckks'"),
+        (&["demo", "--suite", "east", "--op", "matmul=blb-fused", "--model", "/nonexistent", "x"], "operator matmul: protocol 'blb-fused'"),
+        (&["serve", "--suite", "blb", "--model", "/nonexistent"], "operator matmul: protocol 'blb-fused'"),
         (&["infer", "--suite", "leaf", "--ids", "1,2"], "operator ffn: protocol 'leaf'"),
-        (&["bench", "nn", "--op", "gelu", "--suite", "bumblebee+matmul=ckks", "--size", "8"], "operator matmul: protocol 'ckks'"),
+        (&["bench", "nn", "--op", "gelu", "--suite", "bumblebee+matmul=blb-fused", "--size", "8"], "operator matmul: protocol 'blb-fused'"),
     ];
     for (args, needle) in cases {
         let out = nectar().args(args).output().unwrap();

@@ -360,21 +360,58 @@ pub fn ckks_to_shares_client(
     decode_all(params, fmt, wide, scale, count, Role::Client)
 }
 
-/// Shared steps of MPC → CKKS for a whole tensor: extend (one batch), encode per ciphertext,
-/// re-randomise (one seed), ring → field per prime.
+/// Where the values of an MPC → CKKS conversion go: value `i` to slot `at[i]` of the
+/// concatenated slot vectors of `total` slots (`N/2` per ciphertext); every other slot is a
+/// public zero (both shares 0), so it costs no extension. [`Slots::dense`]: in order.
+#[derive(Clone, Copy, Debug)]
+pub struct Slots<'a> {
+    /// Destination slot of each value (distinct, `< total`).
+    pub at: Option<&'a [usize]>,
+    /// Total slots (a multiple of `N/2` rounds up to whole ciphertexts).
+    pub total: usize,
+}
+
+impl<'a> Slots<'a> {
+    /// `count` values in slot order.
+    pub fn dense(count: usize) -> Self {
+        Slots { at: None, total: count }
+    }
+    /// Value `i` to slot `at[i]` of `total`.
+    pub fn scattered(at: &'a [usize], total: usize) -> Self {
+        Slots { at: Some(at), total }
+    }
+    fn spread(&self, wide: Vec<u128>) -> Result<Vec<u128>, LinearError> {
+        let Some(at) = self.at else {
+            return Ok(wide);
+        };
+        if at.len() != wide.len() {
+            return Err(LinearError::BadShape(format!("{} values for {} slot positions", wide.len(), at.len())));
+        }
+        let mut out = vec![0u128; self.total];
+        for (&p, v) in at.iter().zip(wide) {
+            *out.get_mut(p).ok_or_else(|| LinearError::BadShape(format!("slot {p} of {}", self.total)))? = v;
+        }
+        Ok(out)
+    }
+}
+
+/// Shared steps of MPC → CKKS for a whole tensor: extend (one batch), place, encode per
+/// ciphertext, re-randomise (one seed), ring → field per prime.
+#[allow(clippy::too_many_arguments)]
 fn shares_to_plaintexts(
     ch: &mut dyn Channel,
     mpc: &mut Mpc,
     params: &CkksParams,
     x: &[u64],
+    slots: Slots<'_>,
     level: usize,
     scale: f64,
     fmt: &ConvFormat,
 ) -> Result<Vec<CkksPlaintext>, LinearError> {
     let codec = ShareCodec::new(params.n(), fmt.tau)?;
     let role = mpc.role();
-    let wide = mpc.extend_wide(ch, x, fmt.l, 128)?;
-    let mut coeffs = Vec::with_capacity(ciphertexts_for(params, x.len()) * params.n());
+    let wide = slots.spread(mpc.extend_wide(ch, x, fmt.l, 128)?)?;
+    let mut coeffs = Vec::with_capacity(ciphertexts_for(params, wide.len()) * params.n());
     if wide.is_empty() {
         coeffs.extend(encode_local(&codec, fmt, &[], scale, role)?);
     }
@@ -409,8 +446,23 @@ pub fn shares_to_ckks_server(
     scale: f64,
     fmt: &ConvFormat,
 ) -> Result<Vec<CkksCiphertext>, LinearError> {
+    shares_to_ckks_server_at(ch, mpc, ev, x, Slots::dense(x.len()), level, scale, fmt)
+}
+
+/// [`shares_to_ckks_server`] with the values placed at `slots` (e.g. a packing's layout).
+#[allow(clippy::too_many_arguments)]
+pub fn shares_to_ckks_server_at(
+    ch: &mut dyn Channel,
+    mpc: &mut Mpc,
+    ev: &CkksEvaluator,
+    x: &[u64],
+    slots: Slots<'_>,
+    level: usize,
+    scale: f64,
+    fmt: &ConvFormat,
+) -> Result<Vec<CkksCiphertext>, LinearError> {
     let params = ev.params();
-    let mine = shares_to_plaintexts(ch, mpc, params, x, level, scale, fmt)?;
+    let mine = shares_to_plaintexts(ch, mpc, params, x, slots, level, scale, fmt)?;
     let cts = recv_cts(ch, params, mine.len(), params.ciphertext_bytes(level, true)?)?;
     cts.iter()
         .zip(&mine)
@@ -436,7 +488,23 @@ pub fn shares_to_ckks_client(
     scale: f64,
     fmt: &ConvFormat,
 ) -> Result<(), LinearError> {
-    let mine = shares_to_plaintexts(ch, mpc, params, x, level, scale, fmt)?;
+    shares_to_ckks_client_at(ch, mpc, params, sk, x, Slots::dense(x.len()), level, scale, fmt)
+}
+
+/// [`shares_to_ckks_client`] with the values placed at `slots` (the server's same layout).
+#[allow(clippy::too_many_arguments)]
+pub fn shares_to_ckks_client_at(
+    ch: &mut dyn Channel,
+    mpc: &mut Mpc,
+    params: &CkksParams,
+    sk: &CkksSecretKey,
+    x: &[u64],
+    slots: Slots<'_>,
+    level: usize,
+    scale: f64,
+    fmt: &ConvFormat,
+) -> Result<(), LinearError> {
+    let mine = shares_to_plaintexts(ch, mpc, params, x, slots, level, scale, fmt)?;
     let cts = mine.iter().map(|pt| sk.encrypt(params, pt, mpc.prg())).collect::<Result<Vec<_>, _>>()?;
     send_cts(ch, params, &cts)
 }
@@ -615,11 +683,11 @@ mod tests {
         let (ps, _) = run_pair(
             move |ch| {
                 let mut m = Mpc::setup(Role::Server, ch, Prg::new([3; 16]), Producer::Iknp).unwrap();
-                shares_to_plaintexts(ch, &mut m, &p1, &xa, 3, scale, &fmt).unwrap().remove(0)
+                shares_to_plaintexts(ch, &mut m, &p1, &xa, Slots::dense(xa.len()), 3, scale, &fmt).unwrap().remove(0)
             },
             move |ch| {
                 let mut m = Mpc::setup(Role::Client, ch, Prg::new([4; 16]), Producer::Iknp).unwrap();
-                shares_to_plaintexts(ch, &mut m, &p2, &xb, 3, scale, &fmt).unwrap().remove(0)
+                shares_to_plaintexts(ch, &mut m, &p2, &xb, Slots::dense(xb.len()), 3, scale, &fmt).unwrap().remove(0)
             },
         );
         let res = ps.coeff_residues(&params);

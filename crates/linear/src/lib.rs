@@ -28,6 +28,7 @@
 
 pub mod bole;
 pub mod ckks_convert;
+pub mod ckks_linear;
 pub mod ckks_matmul;
 pub mod ckks_packing;
 pub mod h2a;

@@ -176,8 +176,11 @@ choice! {
     Matmul : "matmul" {
         /// BumbleBee's OLT with InterLeave (§III).
         Olt => ("olt", "BumbleBee §III OLT + InterLeave", true),
-        /// BLB's CKKS-fused linear operators (§4–5).
-        Ckks => ("ckks", "BLB §4-5 CKKS fusion", false),
+        /// BLB's CKKS matmul with a conversion in and out at every operator (§5.2, §6.3).
+        Ckks => ("ckks", "BLB §5-6 per-operator CKKS", true),
+        /// BLB's FineGrainFusion blocks (§4): chains of linear operators under CKKS between
+        /// conversions.
+        Fused => ("blb-fused", "BLB §4 FineGrainFusion blocks", false),
     }
 }
 
@@ -198,7 +201,7 @@ choice! {
         /// Two OLTs for the cross terms (BumbleBee §III, §VII).
         Olt => ("olt", "BumbleBee §III, two OLTs", true),
         /// BLB's rotation-efficient ct-ct matmul (§5, App. C).
-        Ckks => ("ckks", "BLB §5 ct-ct matmul", false),
+        Ckks => ("ckks", "BLB §5.1 ct-ct matmul", true),
     }
 }
 
@@ -348,7 +351,7 @@ impl ChoiceParams for Matmul {
     fn params(self) -> String {
         match self {
             Matmul::Olt => format!("he={:#x}", nectar_he::Params::bumblebee_olt().fingerprint()),
-            Matmul::Ckks => String::new(),
+            Matmul::Ckks | Matmul::Fused => ckks_params(),
         }
     }
 }
@@ -364,7 +367,18 @@ impl ChoiceParams for OltCost {
 
 impl ChoiceParams for SharedMatmul {
     fn params(self) -> String {
-        String::new()
+        match self {
+            SharedMatmul::Olt => String::new(),
+            SharedMatmul::Ckks => ckks_params(),
+        }
+    }
+}
+
+/// The CKKS parameter set of BLB's per-operator matmuls (AGREEMENT).
+fn ckks_params() -> String {
+    match nectar_linear::ckks_linear::ckks_linear_params() {
+        Ok(p) => format!("ckks={:#x}", p.fingerprint()),
+        Err(e) => format!("ckks=invalid ({e})"),
     }
 }
 
@@ -649,7 +663,7 @@ impl Suite {
                 ..b
             },
             "blb" => Suite {
-                matmul: Matmul::Ckks,
+                matmul: Matmul::Fused,
                 matmul_shared: SharedMatmul::Ckks,
                 ..b
             },
@@ -858,11 +872,14 @@ impl Suite {
     pub fn protocol_for(&self, op: &str) -> &'static str {
         let head = op.split('.').next().unwrap_or(op);
         match head {
+            // Heads and embeddings are OLT under every `matmul` (BLB's CKKS covers the
+            // transformer layers, `nectar_linear::ckks_linear`).
             "embed" => match self.embed {
-                Embed::ClientOneHot => self.matmul.name_of(),
+                Embed::ClientOneHot => Matmul::Olt.name_of(),
                 Embed::SharedIds => "i_equal+olt",
             },
-            "linear" | "lm_head" | "classifier" => self.matmul.name_of(),
+            "lm_head" | "classifier" => Matmul::Olt.name_of(),
+            "linear" => self.matmul.name_of(),
             "matmul" => self.matmul_shared.name_of(),
             "mul" => self.mul.name_of(),
             "gelu" => self.gelu.name_of(),

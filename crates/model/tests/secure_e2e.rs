@@ -269,3 +269,44 @@ fn tiny_models_rotl_secure_matches_twin() {
         assert!(c >= 0.999 && err < 1e-2, "{arch}: secure vs twin: cosine {c}, max error {err}");
     }
 }
+
+/// BLB's per-operator CKKS matmuls (`matmul=ckks`: the transformer layers' `X·W`;
+/// `matmul-shared=ckks`: `Q_h·K_h^T`, `P_h·V_h`) end to end on tiny BERT and tiny GPT-2: secure
+/// vs the twin. The CKKS products come back already truncated, with the conversions'
+/// stochastic rounding (a few units of 2^-18) in place of one truncation's ±1: the same bound
+/// as the bumblebee test's.
+#[test]
+fn tiny_models_ckks_matmuls_secure_match_twin() {
+    let ckks = suite("bumblebee+matmul=ckks+matmul-shared=ckks");
+    for arch in ["bert", "gpt2"] {
+        let dir = tempfile::tempdir().unwrap();
+        match arch {
+            "bert" => tiny::write_tiny_bert(dir.path(), 13).unwrap(),
+            _ => tiny::write_tiny_gpt2(dir.path(), 13).unwrap(),
+        }
+        let model = Model::load(dir.path()).unwrap();
+        let w = Weights::open(&dir.path().join("model.safetensors")).unwrap();
+        let ids = [1u32, 7, 3, 9, 2, 14];
+        let task = if arch == "bert" { Task::Embed } else { Task::Generate { n_new: 3 } };
+        let (server, client, table, bytes) = secure_run_with(&model, &w, task.clone(), &ids, &ckks);
+        eprintln!("tiny {arch} ckks matmuls: {:.2} MB\n{table}", bytes as f64 / 1e6);
+        assert_eq!(server, Output::Nothing, "the server learns nothing");
+        for op in ["linear.qkv", "linear.ffn1", "matmul.qk", "matmul.pv"] {
+            let row = table.lines().find(|l| l.trim_start().starts_with(op)).unwrap_or_else(|| panic!("{op} in {table}"));
+            assert!(row.contains("ckks"), "{op} runs on CKKS: {row}");
+        }
+        let want = twin_run_with(&model, &w, task, &ids, &ckks);
+        let (got, want) = match (client, want) {
+            (Output::Embedding(g), Output::Embedding(w)) => (g, w),
+            (got @ Output::Tokens(_), want) => {
+                assert_eq!(got, want, "gpt2: secure greedy tokens equal the twin's");
+                continue;
+            }
+            other => panic!("unexpected outputs {other:?}"),
+        };
+        let err = want.iter().zip(&got).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        let c = cosine(&want, &got);
+        eprintln!("tiny {arch} ckks secure vs twin: cosine {c:.6}, max abs error {err:.2e}");
+        assert!(c >= 0.999 && err < 1e-2, "{arch}: secure vs twin: cosine {c}, max error {err}");
+    }
+}

@@ -8,7 +8,7 @@ use crate::block::{
     self, Activation, AttnDims, BlockConfig, BlockNames, BlockOps, ColScale, KvCache, NormKind, Rows,
 };
 use crate::secure::engine::{timed, Engine};
-use crate::secure::layers::{attention, linear, load_dense, load_vec, rope, EncDense};
+use crate::secure::layers::{attention, layer_linear, load_dense, load_vec, rope, EncDense};
 use crate::secure::operators;
 use crate::secure::{SecureError, WeightSource};
 use crate::suite::Ffn;
@@ -147,7 +147,7 @@ impl<E: Engine> BlockOps for EngineBlock<'_, E> {
         let total: usize = outs.iter().sum();
         timed(self.e, label, |e| {
             let w = load_fused(e.format(), src, names, in_dim, outs, cfg, scale)?;
-            linear(e, x, n, in_dim, total, w.as_ref(), cfg.bias)
+            layer_linear(e, x, n, in_dim, total, w.as_ref(), cfg.bias)
         })
     }
 

@@ -91,6 +91,39 @@ pub trait Engine: Backend {
         n: usize,
     ) -> Result<Self::Val, NnError>;
 
+    /// `X · W` truncated once by `f`, for a transformer layer's linear operators (the suite's
+    /// `matmul`; heads, patch and token embeddings use [`Engine::matmul_weight`]). Default:
+    /// the raw product, then the backend's truncation.
+    fn layer_matmul(
+        &mut self,
+        x: &Self::Val,
+        rows: usize,
+        in_dim: usize,
+        out_dim: usize,
+        w: WeightRef<'_>,
+    ) -> Result<Self::Val, NnError> {
+        let raw = self.matmul_weight(x, rows, in_dim, out_dim, w)?;
+        let f = self.format().f();
+        self.trunc(&raw, f)
+    }
+
+    /// The attention products (`Q_h·K_h^T`, `P_h·V_h`; the suite's `matmul-shared`) as in
+    /// [`Engine::batch_matmul_shared`], truncated once by `f`. Default: the raw products, then
+    /// the backend's truncation.
+    fn attention_matmul(
+        &mut self,
+        a: &Self::Val,
+        b: &Self::Val,
+        heads: usize,
+        k: usize,
+        m: usize,
+        n: usize,
+    ) -> Result<Self::Val, NnError> {
+        let raw = self.batch_matmul_shared(a, b, heads, k, m, n)?;
+        let f = self.format().f();
+        self.trunc(&raw, f)
+    }
+
     /// One shared×shared product `A · B` (`k×m` · `m×n`), raw.
     fn matmul_shared(
         &mut self,

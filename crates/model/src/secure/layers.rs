@@ -122,7 +122,8 @@ pub fn load_rows(
     }
 }
 
-/// `x W + b`, `x` `rows × in`, truncated once by `f` (the bias is added after truncation).
+/// `x W + b`, `x` `rows × in`, truncated once by `f` (the bias is added after truncation);
+/// for heads and embeddings (always [`Engine::matmul_weight`]).
 pub fn linear<E: Engine>(
     e: &mut E,
     x: &E::Val,
@@ -141,6 +142,32 @@ pub fn linear<E: Engine>(
     )?;
     let f = e.format().f();
     let y = e.trunc(&raw, f)?;
+    bias(e, y, rows, out_dim, w, has_bias)
+}
+
+/// [`linear`] for a transformer layer's operators: the suite's `matmul`
+/// ([`Engine::layer_matmul`]).
+pub fn layer_linear<E: Engine>(
+    e: &mut E,
+    x: &E::Val,
+    rows: usize,
+    in_dim: usize,
+    out_dim: usize,
+    w: Option<&EncDense>,
+    has_bias: bool,
+) -> Result<E::Val, SecureError> {
+    let y = e.layer_matmul(x, rows, in_dim, out_dim, WeightRef::from_option(w.map(|d| d.w.as_slice())))?;
+    bias(e, y, rows, out_dim, w, has_bias)
+}
+
+fn bias<E: Engine>(
+    e: &mut E,
+    y: E::Val,
+    rows: usize,
+    out_dim: usize,
+    w: Option<&EncDense>,
+    has_bias: bool,
+) -> Result<E::Val, SecureError> {
     if has_bias {
         let b = w.and_then(|d| d.b.as_deref());
         Ok(e.add_bias(&y, rows, out_dim, WeightRef::from_option(b))?)
@@ -206,7 +233,6 @@ pub fn attention<E: Engine>(
         )));
     }
     let (d, dkv, group) = (heads * dh, kv_heads * dh, heads / kv_heads);
-    let f = e.format().f();
     // Q as [H, n, dh]; K^T as [H, dh, m]; V as [H, m, dh] (query head h reads kv head h/group).
     let qi: Vec<usize> = (0..heads * n * dh)
         .map(|p| {
@@ -230,8 +256,7 @@ pub fn attention<E: Engine>(
     let kt = e.gather(k, &kti)?;
     let vh = e.gather(v, &vi)?;
     let scores = timed(e, "matmul.qk", |e| {
-        let raw = e.batch_matmul_shared(&qh, &kt, heads, n, dh, m)?;
-        Ok(e.trunc(&raw, f)?)
+        Ok(e.attention_matmul(&qh, &kt, heads, n, dh, m)?)
     })?;
     let hide: Vec<bool> = (0..heads * n * m)
         .map(|p| {
@@ -242,8 +267,7 @@ pub fn attention<E: Engine>(
     let any = hide.iter().any(|&h| h);
     let probs = operators::softmax(e, &scores, heads * n, m, any.then_some(&hide[..]))?;
     let ctx = timed(e, "matmul.pv", |e| {
-        let raw = e.batch_matmul_shared(&probs, &vh, heads, n, m, dh)?;
-        Ok(e.trunc(&raw, f)?)
+        Ok(e.attention_matmul(&probs, &vh, heads, n, m, dh)?)
     })?;
     // [H, n, dh] -> [n, H·dh]
     let back: Vec<usize> = (0..n * d)

@@ -14,7 +14,10 @@
 //! Session setup ([`SecureEngine::setup`]): the suite is validated first (a planned protocol is
 //! refused before any key is generated), then the backend's (OT session: base OTs both
 //! directions and the COT producer; bOLEe keys), then the OLT key exchange (public and Galois
-//! keys for InterLeave, `Params::bumblebee_olt()`). All from the party's own fresh `Prg`.
+//! keys for InterLeave, `Params::bumblebee_olt()`), and with `matmul = ckks` or
+//! `matmul-shared = ckks` the client's CKKS keys ([`CkksLinear`], BLB's per-operator CKKS
+//! matmuls for the transformer layers; heads and embeddings stay on OLT). All from the party's
+//! own fresh `Prg`.
 //! One engine serves any number of queries of the session.
 
 use crate::secure::engine::{Engine, WeightRef};
@@ -22,6 +25,7 @@ use crate::secure::profile::Profile;
 use crate::secure::SecureError;
 use crate::suite::{Compare, Matmul, Mul, OltCost, OtExt, SharedMatmul, Suite};
 use nectar_he::Params;
+use nectar_linear::ckks_linear::CkksLinear;
 use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_weight};
 use nectar_linear::{CostModel, HeSession, OltPlan, Shape, Variant};
 use nectar_math::{FixedPoint, Prg};
@@ -40,6 +44,8 @@ pub struct SecureEngine<'c> {
     b: SecureBackend<'c>,
     suite: Suite,
     olt: HeSession,
+    /// BLB's per-operator CKKS matmuls (`matmul = ckks` or `matmul-shared = ckks`).
+    ckks: Option<CkksLinear>,
     variant: Variant,
     /// Prices the OLT window chooser minimises (AGREEMENT: both parties must use the same,
     /// or their plans differ). Default: the artifact's, which minimise bytes.
@@ -87,12 +93,6 @@ impl<'c> SecureEngine<'c> {
         mut prg: Prg,
     ) -> Result<Self, SecureError> {
         suite.validate()?;
-        if suite.matmul != Matmul::Olt || suite.matmul_shared != SharedMatmul::Olt {
-            return Err(SecureError::Unsupported(format!(
-                "the secure engine runs OLT matmuls only (suite names matmul={}, matmul-shared={})",
-                suite.matmul, suite.matmul_shared
-            )));
-        }
         let opts = backend_opts(suite);
         let mut b = SecureBackend::setup(role, ch, prg.fork(), opts)?;
         let olt = HeSession::setup(
@@ -103,10 +103,18 @@ impl<'c> SecureEngine<'c> {
             &mut prg,
         )
         .map_err(be)?;
+        // BLB's per-operator CKKS matmuls: the client's CKKS public and relinearisation keys.
+        let ckks = if suite.matmul == Matmul::Ckks || suite.matmul_shared == SharedMatmul::Ckks {
+            let fp = b.format();
+            Some(CkksLinear::setup(b.channel_mut(), role, fp.l(), fp.f(), &mut prg)?)
+        } else {
+            None
+        };
         Ok(SecureEngine {
             b,
             suite: *suite,
             olt,
+            ckks,
             variant: Variant::Interleave,
             cost: cost_model(suite),
             plans: HashMap::new(),
@@ -232,6 +240,52 @@ impl Engine for SecureEngine<'_> {
         let (l, role) = (self.b.format().l(), self.b.role());
         let (ch, _, _, prg) = self.b.parts();
         batch_matmul_shared_shared(ch, &self.olt, role, &plan, &xs, &ys, l, prg).map_err(be)
+    }
+    fn layer_matmul(
+        &mut self,
+        x: &Vec<u64>,
+        rows: usize,
+        in_dim: usize,
+        out_dim: usize,
+        w: WeightRef<'_>,
+    ) -> Result<Vec<u64>, NnError> {
+        let fp = self.b.format();
+        match (&mut self.ckks, self.suite.matmul) {
+            (Some(lin), Matmul::Ckks) => {
+                if self.b.role() == Role::Server && w.values().is_none() {
+                    return Err(NnError::BadArgument("the server must provide the weight".into()));
+                }
+                lin.set_format(fp.l(), fp.f()).map_err(be)?;
+                let (ch, mpc, _, prg) = self.b.parts();
+                lin.matmul_weight(ch, mpc, prg, x, (rows, in_dim, out_dim), w.values(), fp.f()).map_err(be)
+            }
+            _ => {
+                let raw = self.matmul_weight(x, rows, in_dim, out_dim, w)?;
+                self.b.trunc(&raw, fp.f())
+            }
+        }
+    }
+    fn attention_matmul(
+        &mut self,
+        a: &Vec<u64>,
+        b: &Vec<u64>,
+        heads: usize,
+        k: usize,
+        m: usize,
+        n: usize,
+    ) -> Result<Vec<u64>, NnError> {
+        let fp = self.b.format();
+        match (&mut self.ckks, self.suite.matmul_shared) {
+            (Some(lin), SharedMatmul::Ckks) => {
+                lin.set_format(fp.l(), fp.f()).map_err(be)?;
+                let (ch, mpc, _, prg) = self.b.parts();
+                lin.batch_matmul(ch, mpc, prg, a, b, (heads, k, m, n)).map_err(be)
+            }
+            _ => {
+                let raw = self.batch_matmul_shared(a, b, heads, k, m, n)?;
+                self.b.trunc(&raw, fp.f())
+            }
+        }
     }
     fn reveal_to(&mut self, x: &Vec<u64>, to: Role) -> Result<Option<Vec<u64>>, NnError> {
         let m = self.mask();

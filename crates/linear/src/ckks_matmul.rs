@@ -29,14 +29,16 @@ use crate::LinearError;
 use nectar_he::ckks::CkksCiphertext;
 use nectar_he::ckks::{CkksEvaluator, CkksParams, CkksPlaintext, CkksSecretKey, EvalCounts};
 use nectar_math::Prg;
-use std::cell::{Cell, RefCell};
+use rayon::prelude::*;
+use std::sync::Mutex;
 use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
 /// The slot-level operations the algorithms use; implemented by real CKKS and by the simulator.
-pub trait SlotOps {
+/// Shared across threads: [`block_matvec`] computes its output ciphertexts in parallel.
+pub trait SlotOps: Sync {
     /// A ciphertext.
-    type Ct: Clone;
+    type Ct: Clone + Send + Sync;
     /// An encoded plaintext.
     type Pt;
     /// Slots per ciphertext `s`.
@@ -71,7 +73,7 @@ pub trait SlotOps {
 /// accumulates the seconds spent encoding plaintexts (masks, weights).
 pub struct CkksOps<'a> {
     eval: &'a CkksEvaluator,
-    encode_secs: Cell<f64>,
+    encode_secs: Mutex<f64>,
 }
 
 impl<'a> CkksOps<'a> {
@@ -79,12 +81,12 @@ impl<'a> CkksOps<'a> {
     pub fn new(eval: &'a CkksEvaluator) -> Self {
         Self {
             eval,
-            encode_secs: Cell::new(0.0),
+            encode_secs: Mutex::new(0.0),
         }
     }
     /// Seconds spent in [`SlotOps::encode`].
     pub fn encode_seconds(&self) -> f64 {
-        self.encode_secs.get()
+        *self.encode_secs.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -105,8 +107,7 @@ impl SlotOps for CkksOps<'_> {
             l => p.last_prime(l).map_or(p.default_scale(), |q| q as f64),
         };
         let pt = p.encode_real(values, level, scale)?;
-        self.encode_secs
-            .set(self.encode_secs.get() + t.elapsed().as_secs_f64());
+        *self.encode_secs.lock().unwrap_or_else(|e| e.into_inner()) += t.elapsed().as_secs_f64();
         Ok(pt)
     }
     fn rotate(&self, ct: &CkksCiphertext, k: i64) -> Result<CkksCiphertext, LinearError> {
@@ -158,8 +159,8 @@ pub struct SimCt {
 #[derive(Debug)]
 pub struct SlotSim {
     slots: usize,
-    counts: Cell<EvalCounts>,
-    steps: RefCell<BTreeSet<i64>>,
+    counts: Mutex<EvalCounts>,
+    steps: Mutex<BTreeSet<i64>>,
 }
 
 impl SlotSim {
@@ -167,8 +168,8 @@ impl SlotSim {
     pub fn new(slots: usize) -> Self {
         Self {
             slots,
-            counts: Cell::new(EvalCounts::default()),
-            steps: RefCell::new(BTreeSet::new()),
+            counts: Mutex::new(EvalCounts::default()),
+            steps: Mutex::new(BTreeSet::new()),
         }
     }
     /// A fresh simulated ciphertext at `level`.
@@ -181,12 +182,10 @@ impl SlotSim {
     }
     /// Rotation steps used (reduced to `(−s/2, s/2]`).
     pub fn rotation_steps(&self) -> Vec<i64> {
-        self.steps.borrow().iter().copied().collect()
+        self.steps.lock().unwrap_or_else(|e| e.into_inner()).iter().copied().collect()
     }
     fn bump(&self, f: impl FnOnce(&mut EvalCounts)) {
-        let mut c = self.counts.get();
-        f(&mut c);
-        self.counts.set(c);
+        f(&mut self.counts.lock().unwrap_or_else(|e| e.into_inner()));
     }
     fn check(&self, a: &SimCt) -> Result<(), LinearError> {
         if a.v.len() != self.slots || a.level == 0 {
@@ -233,7 +232,8 @@ impl SlotOps for SlotSim {
             return Ok(ct.clone());
         }
         self.steps
-            .borrow_mut()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
             .insert(if k > s / 2 { k - s } else { k });
         self.bump(|c| {
             c.rotations += 1;
@@ -310,7 +310,7 @@ impl SlotOps for SlotSim {
         Ok(SimCt { level, ..a.clone() })
     }
     fn counts(&self) -> EvalCounts {
-        self.counts.get()
+        *self.counts.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -556,7 +556,7 @@ pub fn block_matvec<O: SlotOps>(
     x: &[O::Ct],
     l: usize,
     n_out: usize,
-    weight: &dyn Fn(usize, usize, usize, usize) -> Option<Vec<f64>>,
+    weight: &(dyn Fn(usize, usize, usize, usize) -> Option<Vec<f64>> + Sync),
 ) -> Result<Vec<O::Ct>, LinearError> {
     let s = ops.slots();
     if !l.is_power_of_two() || l > s || x.is_empty() {
@@ -577,8 +577,8 @@ pub fn block_matvec<O: SlotOps>(
         }
         rots.push(row);
     }
-    let mut out = Vec::with_capacity(n_out);
-    for o in 0..n_out {
+    // Output ciphertexts are independent: computed in parallel (rayon keeps their order).
+    (0..n_out).into_par_iter().map(|o| {
         let mut acc: Option<O::Ct> = None;
         for g in 0..nb / baby {
             let mut inner: Option<O::Ct> = None;
@@ -612,9 +612,9 @@ pub fn block_matvec<O: SlotOps>(
             Some(a) => a,
             None => ops.mul_plain(&rots[0][0], &ops.encode(&vec![0.0; s], lvl)?)?,
         };
-        out.push(ops.rescale(&acc)?);
-    }
-    Ok(out)
+        ops.rescale(&acc)
+    })
+    .collect()
 }
 
 /// The power-of-two baby count minimising `n_in(B − 1) + n_out(nb/B − 1)`.

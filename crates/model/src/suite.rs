@@ -834,12 +834,18 @@ impl Suite {
             .map(|(s, c)| format!("{}: client {}, server {}", s.operator, c.protocol, s.protocol))
     }
 
-    /// A short name: the closest preset and the operators that differ from it, e.g.
-    /// `bumblebee+gelu=p4`.
+    /// A short name: the closest preset (a runnable one for a runnable suite) and the operators
+    /// that differ from it, e.g. `bumblebee+gelu=p4`.
     pub fn label(&self) -> String {
         let mut best: Option<(usize, String)> = None;
+        // A suite that runs is named from a preset that runs (`bumblebee+matmul=ckks`, not
+        // `blb+...` while `blb` is planned); a planned one from any preset.
+        let runs = self.validate().is_ok();
         for (name, _) in PRESETS {
             let Ok(p) = Suite::preset(name) else { continue };
+            if runs && p.validate().is_err() {
+                continue;
+            }
             let diffs: Vec<String> = p
                 .entries()
                 .into_iter()
@@ -915,6 +921,8 @@ mod tests {
         let p4 = Suite::parse("bumblebee+gelu=p4").unwrap();
         assert_eq!(p4.gelu, Gelu::P4);
         assert_eq!(p4.label(), "bumblebee+gelu=p4");
+        let ckks = Suite::parse("bumblebee+matmul=ckks+matmul-shared=ckks").unwrap();
+        assert_eq!(ckks.label(), "bumblebee+matmul=ckks+matmul-shared=ckks", "named from a runnable preset");
         let mut s = Suite::bumblebee();
         s.apply_overrides("gelu=p4, mul=ot").unwrap();
         assert_eq!((s.gelu, s.mul), (Gelu::P4, Mul::Ot));

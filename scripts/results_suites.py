@@ -51,6 +51,15 @@ for op in ops:
     vals = {l["protocols"][op] for l in lines}
     if len(vals) > 1:
         row(f"protocol `{op}`", lambda l, op=op: l["protocols"][op])
+ckks = [l["variant"] for l in lines if l["protocols"].get("matmul") == "ckks" or l["protocols"].get("matmul-shared") == "ckks"]
+if ckks:
+    w("")
+    w(", ".join(f"`{n}`" for n in ckks) + ": BLB's CKKS matmuls one operator at a time (`matmul=ckks`,")
+    w("`matmul-shared=ckks`; a conversion into CKKS and back around every transformer-layer matmul,")
+    w("not BLB's FineGrainFusion blocks, which the `blb` preset names and which do not run yet). The")
+    w("client's Galois keys (one per rotation step, sent with the first operator that needs them)")
+    w("are in the first query's bytes: this one-query run pays all of them (`linear.*` and")
+    w("`matmul.*` rows).")
 w("")
 w("## Per-operator breakdown (client's view)")
 w("")

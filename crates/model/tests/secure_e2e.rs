@@ -233,80 +233,66 @@ fn tiny_vit_secure_classifier_matches_twin() {
     assert_eq!(top(&got), top(&want), "argmax differs");
 }
 
+/// Runs suite `spec` end to end on each tiny architecture of `archs` (`bert`: embedding,
+/// `gpt2` / `llama`: greedy generation) and compares with the suite's twin: embeddings within
+/// the bumblebee test's bound, generated tokens equal. `check_table` inspects the client's
+/// profile table.
+fn tiny_suite_matches_twin(spec: &str, archs: &[&str], seed: u64, n_new: usize, check_table: impl Fn(&str)) {
+    let s = suite(spec);
+    for &arch in archs {
+        let dir = tempfile::tempdir().unwrap();
+        match arch {
+            "bert" => tiny::write_tiny_bert(dir.path(), seed).unwrap(),
+            "gpt2" => tiny::write_tiny_gpt2(dir.path(), seed).unwrap(),
+            _ => tiny::write_tiny_llama(dir.path(), seed).unwrap(),
+        }
+        let model = Model::load(dir.path()).unwrap();
+        let w = Weights::open(&dir.path().join("model.safetensors")).unwrap();
+        let ids = [1u32, 7, 3, 9, 2, 14];
+        let task = if arch == "bert" { Task::Embed } else { Task::Generate { n_new } };
+        let (server, client, table, bytes) = secure_run_with(&model, &w, task.clone(), &ids, &s);
+        eprintln!("tiny {arch} {spec}: {:.2} MB\n{table}", bytes as f64 / 1e6);
+        assert_eq!(server, Output::Nothing, "the server learns nothing");
+        check_table(&table);
+        let want = twin_run_with(&model, &w, task, &ids, &s);
+        let (got, want) = match (client, want) {
+            (Output::Embedding(g), Output::Embedding(w)) => (g, w),
+            (got @ Output::Tokens(_), want) => {
+                assert_eq!(got, want, "{arch}: secure greedy tokens equal the twin's");
+                continue;
+            }
+            other => panic!("unexpected outputs {other:?}"),
+        };
+        let err = want.iter().zip(&got).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        let c = cosine(&want, &got);
+        eprintln!("tiny {arch} {spec} secure vs twin: cosine {c:.6}, max abs error {err:.2e}");
+        assert!(c >= 0.999 && err < 1e-2, "{arch}: secure vs twin: cosine {c}, max error {err}");
+    }
+}
+
 /// The `rotl` suite (ROTL LUT GELU / SiLU / exp / reciprocal / softmax, comparisons from LUTs)
 /// end to end on tiny BERT and tiny LLaMA: secure vs the `rotl` twin. The LUT operators' twin
 /// gap (the index carry picks the neighbouring segment, `nectar_nn::tolerance`) is a few 1e−4
 /// per activation, so the bound is the same as the bumblebee test's.
 #[test]
 fn tiny_models_rotl_secure_matches_twin() {
-    let rotl = suite("rotl");
-    for arch in ["bert", "llama"] {
-        let dir = tempfile::tempdir().unwrap();
-        match arch {
-            "bert" => tiny::write_tiny_bert(dir.path(), 12).unwrap(),
-            _ => tiny::write_tiny_llama(dir.path(), 12).unwrap(),
-        }
-        let model = Model::load(dir.path()).unwrap();
-        let w = Weights::open(&dir.path().join("model.safetensors")).unwrap();
-        let ids = [1u32, 7, 3, 9, 2, 14];
-        let task = if arch == "bert" { Task::Embed } else { Task::Generate { n_new: 2 } };
-        let (server, client, table, bytes) = secure_run_with(&model, &w, task.clone(), &ids, &rotl);
-        eprintln!("tiny {arch} rotl: {:.2} MB\n{table}", bytes as f64 / 1e6);
-        assert_eq!(server, Output::Nothing, "the server learns nothing");
+    tiny_suite_matches_twin("rotl", &["bert", "llama"], 12, 2, |table| {
         assert!(table.contains("lut"), "the profile names the LUT protocols: {table}");
-        let want = twin_run_with(&model, &w, task, &ids, &rotl);
-        let (got, want) = match (client, want) {
-            (Output::Embedding(g), Output::Embedding(w)) => (g, w),
-            (got @ Output::Tokens(_), want) => {
-                assert_eq!(got, want, "llama: secure greedy tokens equal the twin's");
-                continue;
-            }
-            other => panic!("unexpected outputs {other:?}"),
-        };
-        let err = want.iter().zip(&got).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
-        let c = cosine(&want, &got);
-        eprintln!("tiny {arch} rotl secure vs twin: cosine {c:.6}, max abs error {err:.2e}");
-        assert!(c >= 0.999 && err < 1e-2, "{arch}: secure vs twin: cosine {c}, max error {err}");
-    }
+    });
 }
 
 /// BLB's per-operator CKKS matmuls (`matmul=ckks`: the transformer layers' `X·W`;
 /// `matmul-shared=ckks`: `Q_h·K_h^T`, `P_h·V_h`) end to end on tiny BERT and tiny GPT-2: secure
 /// vs the twin. The CKKS products come back already truncated, with the conversions'
 /// stochastic rounding (a few units of 2^-18) in place of one truncation's ±1: the same bound
-/// as the bumblebee test's.
+/// as the bumblebee test's. GPT-2's KV-cache steps give every query length its own layout.
 #[test]
 fn tiny_models_ckks_matmuls_secure_match_twin() {
-    let ckks = suite("bumblebee+matmul=ckks+matmul-shared=ckks");
-    for arch in ["bert", "gpt2"] {
-        let dir = tempfile::tempdir().unwrap();
-        match arch {
-            "bert" => tiny::write_tiny_bert(dir.path(), 13).unwrap(),
-            _ => tiny::write_tiny_gpt2(dir.path(), 13).unwrap(),
-        }
-        let model = Model::load(dir.path()).unwrap();
-        let w = Weights::open(&dir.path().join("model.safetensors")).unwrap();
-        let ids = [1u32, 7, 3, 9, 2, 14];
-        let task = if arch == "bert" { Task::Embed } else { Task::Generate { n_new: 3 } };
-        let (server, client, table, bytes) = secure_run_with(&model, &w, task.clone(), &ids, &ckks);
-        eprintln!("tiny {arch} ckks matmuls: {:.2} MB\n{table}", bytes as f64 / 1e6);
-        assert_eq!(server, Output::Nothing, "the server learns nothing");
+    tiny_suite_matches_twin("bumblebee+matmul=ckks+matmul-shared=ckks", &["bert", "gpt2"], 13, 3, |table| {
+        let row = |op: &str| table.lines().find(|l| l.trim_start().starts_with(op)).unwrap_or_else(|| panic!("{op} in {table}"));
         for op in ["linear.qkv", "linear.ffn1", "matmul.qk", "matmul.pv"] {
-            let row = table.lines().find(|l| l.trim_start().starts_with(op)).unwrap_or_else(|| panic!("{op} in {table}"));
-            assert!(row.contains("ckks"), "{op} runs on CKKS: {row}");
+            assert!(row(op).contains("ckks"), "{op} runs on CKKS: {}", row(op));
         }
-        let want = twin_run_with(&model, &w, task, &ids, &ckks);
-        let (got, want) = match (client, want) {
-            (Output::Embedding(g), Output::Embedding(w)) => (g, w),
-            (got @ Output::Tokens(_), want) => {
-                assert_eq!(got, want, "gpt2: secure greedy tokens equal the twin's");
-                continue;
-            }
-            other => panic!("unexpected outputs {other:?}"),
-        };
-        let err = want.iter().zip(&got).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
-        let c = cosine(&want, &got);
-        eprintln!("tiny {arch} ckks secure vs twin: cosine {c:.6}, max abs error {err:.2e}");
-        assert!(c >= 0.999 && err < 1e-2, "{arch}: secure vs twin: cosine {c}, max error {err}");
-    }
+        assert!(row("embed").contains("olt"), "the embedding stays on OLT: {}", row("embed"));
+    });
 }

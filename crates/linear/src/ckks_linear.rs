@@ -21,8 +21,9 @@
 //!
 //! Output: shares with the engine's `f` fractional bits, i.e. the product already truncated
 //! (the conversion's decode rescales), so no truncation protocol follows. Error: the CKKS
-//! noise (about `2^-25` relative at these sizes) plus the conversions' stochastic rounding
-//! (a few units of `2^-f`); values must stay below `2^value_bits` ([`ConvFormat`]).
+//! noise plus the conversions' stochastic rounding (a few units of `2^-f`; the tests measure
+//! below `1e-4` against the fixed-point product); values must stay below `2^value_bits`
+//! ([`ConvFormat`]), beyond which the local field → ring step is wrong (not detected).
 
 use crate::ckks_convert::{
     ckks_to_shares_client, ckks_to_shares_server, conversion_level, shares_to_ckks_client_at, shares_to_ckks_server_at,

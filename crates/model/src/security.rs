@@ -72,20 +72,17 @@ pub fn report(suite: &Suite) -> Result<SecurityReport, crate::SuiteError> {
     suite.validate()?;
     let mut he = Vec::new();
     let mut st = Vec::new();
-    match suite.matmul {
-        Matmul::Olt => {
-            he.push(he_report("olt", &Params::bumblebee_olt()));
-            st.push(StatReport {
-                step: "OLT H2A (coefficient branch)",
-                session_bits: None,
-                detail: "the masker adds r uniform over all of R_q: the decryptor's view is uniform \
-                         (statistical distance 0); the ±1 LSB error is a correctness event"
-                    .into(),
-            });
-        }
-        Matmul::Ckks | Matmul::Fused => {}
-    }
-    if suite.matmul == Matmul::Ckks || suite.matmul_shared == SharedMatmul::Ckks {
+    // OLT runs under every suite: the linear layers with `matmul = olt`, and always the
+    // embedding and the heads (BLB's CKKS covers the transformer layers only).
+    he.push(he_report("olt", &Params::bumblebee_olt()));
+    st.push(StatReport {
+        step: "OLT H2A (coefficient branch)",
+        session_bits: None,
+        detail: "the masker adds r uniform over all of R_q: the decryptor's view is uniform \
+                 (statistical distance 0); the ±1 LSB error is a correctness event"
+            .into(),
+    });
+    if suite.matmul != Matmul::Olt || suite.matmul_shared == SharedMatmul::Ckks {
         let p = nectar_linear::ckks_linear::ckks_linear_params()
             .map_err(|e| crate::SuiteError::Syntax(suite.label(), format!("CKKS parameters: {e}")))?;
         let log_qp = (0..p.max_level()).filter_map(|i| p.prime(i)).chain(p.special_prime()).map(|q| 64 - q.leading_zeros()).sum();
@@ -165,6 +162,11 @@ mod tests {
             }
         }
         assert_eq!(report(&Suite::bumblebee()).unwrap().session_bits, Some(40));
+        // Per-operator CKKS keeps OLT for the embedding and the heads: both sets are listed.
+        let roles: Vec<&str> = report(&Suite::parse("bumblebee+matmul=ckks").unwrap()).unwrap().he.iter().map(|h| h.role).collect();
+        assert!(roles.contains(&"olt") && roles.contains(&"ckks"), "{roles:?}");
+        let roles: Vec<&str> = report(&Suite::bumblebee()).unwrap().he.iter().map(|h| h.role).collect();
+        assert!(!roles.contains(&"ckks"), "{roles:?}");
         assert!(report(&Suite::parse("blb").unwrap()).is_err());
     }
 }

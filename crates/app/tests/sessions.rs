@@ -117,19 +117,21 @@ fn concurrent_clients_mismatches_and_disconnects() {
 #[test]
 fn insecure_test_seeds_reproduce_a_run_bit_for_bit() {
     let dir = std::env::temp_dir().join(format!("nectar-seeded-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    nectar_model::tiny::write_tiny_bert(&dir, 5).unwrap();
+    std::fs::create_dir_all(&dir).expect("temporary model directory");
+    nectar_model::tiny::write_tiny_bert(&dir, 5).expect("tiny BERT written");
     let run = |server_seed: &str, client_seed: &str| {
         let mut server = start_server_with(&dir, 1, &["--insecure-test-seed", server_seed]);
         let out = infer(&server.addr, &dir, "2,7,1,8,2,8", &["--insecure-test-seed", client_seed]);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         assert!(String::from_utf8_lossy(&out.stderr).contains("NO privacy"), "client warning");
-        assert!(server.child.wait().unwrap().success());
-        let text = String::from_utf8(out.stdout).unwrap();
-        let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-        let v: Vec<f32> = serde_json::from_value(first["private"]["Embedding"].clone()).unwrap();
-        let totals: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
-        (v, totals["totals"]["bytes_total"].as_u64().unwrap())
+        assert!(server.child.wait().expect("server exit status").success());
+        let text = String::from_utf8(out.stdout).expect("UTF-8 JSON lines");
+        let line = |l: Option<&str>| -> serde_json::Value {
+            serde_json::from_str(l.expect("a JSON line")).expect("valid JSON")
+        };
+        let v: Vec<f32> = serde_json::from_value(line(text.lines().next())["private"]["Embedding"].clone()).expect("an embedding");
+        let bytes = line(text.lines().last())["totals"]["bytes_total"].as_u64().expect("bytes_total");
+        (v, bytes)
     };
     let (a, bytes_a) = run("41", "42");
     let (b, bytes_b) = run("41", "42");

@@ -32,8 +32,8 @@ use crate::ckks_convert::{
 use crate::ckks_matmul::{matmul_cc, matmul_cp_spatial, CkksOps, SlotOps, SlotSim};
 use crate::ckks_packing::{Mat, MhLayout, Packing};
 use crate::LinearError;
-use nectar_he::ckks::{CkksEvaluator, CkksGaloisKeys, CkksParams, CkksParamsLiteral, CkksPublicKey, CkksSecretKey, RelinKey};
-use nectar_math::Prg;
+use nectar_he::ckks::{CkksCiphertext, CkksEvaluator, CkksGaloisKeys, CkksParams, CkksParamsLiteral, CkksPublicKey, CkksSecretKey, RelinKey};
+use nectar_math::{FixedPoint, Prg};
 use nectar_mpc::Mpc;
 use nectar_net::{Channel, Role};
 use std::collections::{BTreeSet, HashMap};
@@ -210,7 +210,7 @@ impl CkksLinear {
         at: &[usize],
         n_cts: usize,
         level: usize,
-    ) -> Result<Vec<nectar_he::ckks::CkksCiphertext>, LinearError> {
+    ) -> Result<Vec<CkksCiphertext>, LinearError> {
         let slots = Slots::scattered(at, n_cts * self.params.slots());
         let scale = self.params.default_scale();
         match &self.side {
@@ -228,7 +228,7 @@ impl CkksLinear {
         &self,
         ch: &mut dyn Channel,
         mpc: &mut Mpc,
-        out: &[nectar_he::ckks::CkksCiphertext],
+        out: &[CkksCiphertext],
         n_cts: usize,
     ) -> Result<Vec<u64>, LinearError> {
         let count = n_cts * self.params.slots();
@@ -272,6 +272,17 @@ impl CkksLinear {
         if x.len() != rows * in_dim || rows == 0 || in_dim == 0 || out_dim == 0 {
             return Err(LinearError::BadShape(format!("X of {} values as {rows} x {in_dim}", x.len())));
         }
+        // The server's weight is checked before anything is sent.
+        if let Side::Server { .. } = self.side {
+            match w {
+                None => return Err(LinearError::BadParams("the server must provide the weight".into())),
+                Some(w) if w.len() != in_dim * out_dim => {
+                    return Err(LinearError::BadShape(format!("W of {} values as {in_dim} x {out_dim}", w.len())))
+                }
+                Some(_) => {}
+            }
+        }
+        let wf = FixedPoint::new(self.fmt.l, w_f).map_err(|e| LinearError::BadParams(e.to_string()))?;
         let l = rows.next_power_of_two().max(s / MIN_BLOCKS_DIVISOR);
         if l > s {
             return Err(LinearError::BadShape(format!("{rows} rows exceed {s} slots")));
@@ -292,11 +303,8 @@ impl CkksLinear {
         let cts = self.to_ckks(ch, mpc, x, &at, p_in.num_cts(), level)?;
         let out = match &self.side {
             Side::Server { ev, .. } => {
-                let w = w.ok_or_else(|| LinearError::BadParams("the server must provide the weight".into()))?;
-                if w.len() != in_dim * out_dim {
-                    return Err(LinearError::BadShape(format!("W of {} values as {in_dim} x {out_dim}", w.len())));
-                }
-                let m = Mat::from_fn(in_dim, out_dim, |i, o| signed(w[i * out_dim + o], self.fmt.l) / (w_f as f64).exp2());
+                let w = w.unwrap_or(&[]); // present and of the right length: checked above
+                let m = Mat::from_fn(in_dim, out_dim, |i, o| wf.decode(w[i * out_dim + o]));
                 matmul_cp_spatial(&CkksOps::new(ev), &cts, l, &m)?
             }
             Side::Client { .. } => Vec::new(),
@@ -348,21 +356,6 @@ impl CkksLinear {
         };
         let y = self.to_shares(ch, mpc, &out, pc.num_cts())?;
         Ok((0..heads * k * n).map(|i| y[flat(&pc, i / (k * n), (i / n) % k, i % n)]).collect())
-    }
-}
-
-/// A ring element of `Z_{2^l}` as a signed integer.
-fn signed(v: u64, l: u32) -> f64 {
-    let v = if l >= 64 { v } else { v & ((1u64 << l) - 1) };
-    let half = if l >= 64 { 1u64 << 63 } else { 1u64 << (l - 1) };
-    if v >= half {
-        if l >= 64 {
-            v as i64 as f64
-        } else {
-            v as f64 - (l as f64).exp2()
-        }
-    } else {
-        v as f64
     }
 }
 

@@ -30,9 +30,15 @@ use nectar_he::ckks::CkksCiphertext;
 use nectar_he::ckks::{CkksEvaluator, CkksParams, CkksPlaintext, CkksSecretKey, EvalCounts};
 use nectar_math::Prg;
 use rayon::prelude::*;
-use std::sync::Mutex;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
+
+/// The counters behind a lock (a panic elsewhere cannot leave them inconsistent: they are only
+/// added to).
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The slot-level operations the algorithms use; implemented by real CKKS and by the simulator.
 /// Shared across threads: [`block_matvec`] computes its output ciphertexts in parallel.
@@ -86,7 +92,7 @@ impl<'a> CkksOps<'a> {
     }
     /// Seconds spent in [`SlotOps::encode`].
     pub fn encode_seconds(&self) -> f64 {
-        *self.encode_secs.lock().unwrap_or_else(|e| e.into_inner())
+        *locked(&self.encode_secs)
     }
 }
 
@@ -107,7 +113,7 @@ impl SlotOps for CkksOps<'_> {
             l => p.last_prime(l).map_or(p.default_scale(), |q| q as f64),
         };
         let pt = p.encode_real(values, level, scale)?;
-        *self.encode_secs.lock().unwrap_or_else(|e| e.into_inner()) += t.elapsed().as_secs_f64();
+        *locked(&self.encode_secs) += t.elapsed().as_secs_f64();
         Ok(pt)
     }
     fn rotate(&self, ct: &CkksCiphertext, k: i64) -> Result<CkksCiphertext, LinearError> {
@@ -182,10 +188,10 @@ impl SlotSim {
     }
     /// Rotation steps used (reduced to `(−s/2, s/2]`).
     pub fn rotation_steps(&self) -> Vec<i64> {
-        self.steps.lock().unwrap_or_else(|e| e.into_inner()).iter().copied().collect()
+        locked(&self.steps).iter().copied().collect()
     }
     fn bump(&self, f: impl FnOnce(&mut EvalCounts)) {
-        f(&mut self.counts.lock().unwrap_or_else(|e| e.into_inner()));
+        f(&mut locked(&self.counts));
     }
     fn check(&self, a: &SimCt) -> Result<(), LinearError> {
         if a.v.len() != self.slots || a.level == 0 {
@@ -231,10 +237,7 @@ impl SlotOps for SlotSim {
         if k == 0 {
             return Ok(ct.clone());
         }
-        self.steps
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(if k > s / 2 { k - s } else { k });
+        locked(&self.steps).insert(if k > s / 2 { k - s } else { k });
         self.bump(|c| {
             c.rotations += 1;
             c.key_switches += 1;
@@ -310,7 +313,7 @@ impl SlotOps for SlotSim {
         Ok(SimCt { level, ..a.clone() })
     }
     fn counts(&self) -> EvalCounts {
-        *self.counts.lock().unwrap_or_else(|e| e.into_inner())
+        *locked(&self.counts)
     }
 }
 

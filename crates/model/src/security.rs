@@ -85,7 +85,7 @@ pub fn report(suite: &Suite) -> Result<SecurityReport, crate::SuiteError> {
     if suite.matmul != Matmul::Olt || suite.matmul_shared == SharedMatmul::Ckks {
         let p = nectar_linear::ckks_linear::ckks_linear_params()
             .map_err(|e| crate::SuiteError::Syntax(suite.label(), format!("CKKS parameters: {e}")))?;
-        let log_qp = (0..p.max_level()).filter_map(|i| p.prime(i)).chain(p.special_prime()).map(|q| 64 - q.leading_zeros()).sum();
+        let log_qp = p.q_bits(p.max_level()) + p.special_prime().map_or(0, |q| 64 - q.leading_zeros());
         he.push(HeReport {
             role: "ckks",
             n: p.n(),

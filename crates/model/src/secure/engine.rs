@@ -102,9 +102,7 @@ pub trait Engine: Backend {
         out_dim: usize,
         w: WeightRef<'_>,
     ) -> Result<Self::Val, NnError> {
-        let raw = self.matmul_weight(x, rows, in_dim, out_dim, w)?;
-        let f = self.format().f();
-        self.trunc(&raw, f)
+        truncated_matmul_weight(self, x, rows, in_dim, out_dim, w)
     }
 
     /// The attention products (`Q_h·K_h^T`, `P_h·V_h`; the suite's `matmul-shared`) as in
@@ -119,9 +117,7 @@ pub trait Engine: Backend {
         m: usize,
         n: usize,
     ) -> Result<Self::Val, NnError> {
-        let raw = self.batch_matmul_shared(a, b, heads, k, m, n)?;
-        let f = self.format().f();
-        self.trunc(&raw, f)
+        truncated_batch_matmul(self, a, b, heads, k, m, n)
     }
 
     /// One shared×shared product `A · B` (`k×m` · `m×n`), raw.
@@ -168,6 +164,37 @@ pub trait Engine: Backend {
     /// AGREEMENT): the secure engine forgets its cached bOLEe queries there, so a query is
     /// reused only inside one operator (module docs of `nectar_nn::secure`, query reuse).
     fn operator_boundary(&mut self) {}
+}
+
+/// [`Engine::matmul_weight`] truncated once by `f` (the default of [`Engine::layer_matmul`];
+/// the heads and embeddings always take this path).
+pub fn truncated_matmul_weight<E: Engine + ?Sized>(
+    e: &mut E,
+    x: &E::Val,
+    rows: usize,
+    in_dim: usize,
+    out_dim: usize,
+    w: WeightRef<'_>,
+) -> Result<E::Val, NnError> {
+    let raw = e.matmul_weight(x, rows, in_dim, out_dim, w)?;
+    let f = e.format().f();
+    e.trunc(&raw, f)
+}
+
+/// [`Engine::batch_matmul_shared`] truncated once by `f` (the default of
+/// [`Engine::attention_matmul`]).
+pub fn truncated_batch_matmul<E: Engine + ?Sized>(
+    e: &mut E,
+    a: &E::Val,
+    b: &E::Val,
+    heads: usize,
+    k: usize,
+    m: usize,
+    n: usize,
+) -> Result<E::Val, NnError> {
+    let raw = e.batch_matmul_shared(a, b, heads, k, m, n)?;
+    let f = e.format().f();
+    e.trunc(&raw, f)
 }
 
 /// Runs `f` and records its time and communication under `op`, with the protocol the suite

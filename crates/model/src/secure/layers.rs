@@ -8,7 +8,7 @@
 //! has `2f` and is truncated once by `f` after the whole sum (BumbleBee §II-C).
 
 use crate::block::{AttnDims, ColScale, Layout};
-use crate::secure::engine::{timed, Engine, WeightRef};
+use crate::secure::engine::{timed, truncated_matmul_weight, Engine, WeightRef};
 use crate::secure::operators;
 use crate::secure::{SecureError, WeightSource};
 use crate::suite::Embed;
@@ -133,15 +133,7 @@ pub fn linear<E: Engine>(
     w: Option<&EncDense>,
     has_bias: bool,
 ) -> Result<E::Val, SecureError> {
-    let raw = e.matmul_weight(
-        x,
-        rows,
-        in_dim,
-        out_dim,
-        WeightRef::from_option(w.map(|d| d.w.as_slice())),
-    )?;
-    let f = e.format().f();
-    let y = e.trunc(&raw, f)?;
+    let y = truncated_matmul_weight(e, x, rows, in_dim, out_dim, WeightRef::from_option(w.map(|d| d.w.as_slice())))?;
     bias(e, y, rows, out_dim, w, has_bias)
 }
 

@@ -20,7 +20,7 @@
 //! own fresh `Prg`.
 //! One engine serves any number of queries of the session.
 
-use crate::secure::engine::{Engine, WeightRef};
+use crate::secure::engine::{truncated_batch_matmul, truncated_matmul_weight, Engine, WeightRef};
 use crate::secure::profile::Profile;
 use crate::secure::SecureError;
 use crate::suite::{Compare, Matmul, Mul, OltCost, OtExt, SharedMatmul, Suite};
@@ -252,17 +252,11 @@ impl Engine for SecureEngine<'_> {
         let fp = self.b.format();
         match (&mut self.ckks, self.suite.matmul) {
             (Some(lin), Matmul::Ckks) => {
-                if self.b.role() == Role::Server && w.values().is_none() {
-                    return Err(NnError::BadArgument("the server must provide the weight".into()));
-                }
                 lin.set_format(fp.l(), fp.f()).map_err(be)?;
                 let (ch, mpc, _, prg) = self.b.parts();
                 lin.matmul_weight(ch, mpc, prg, x, (rows, in_dim, out_dim), w.values(), fp.f()).map_err(be)
             }
-            _ => {
-                let raw = self.matmul_weight(x, rows, in_dim, out_dim, w)?;
-                self.b.trunc(&raw, fp.f())
-            }
+            _ => truncated_matmul_weight(self, x, rows, in_dim, out_dim, w),
         }
     }
     fn attention_matmul(
@@ -281,10 +275,7 @@ impl Engine for SecureEngine<'_> {
                 let (ch, mpc, _, prg) = self.b.parts();
                 lin.batch_matmul(ch, mpc, prg, a, b, (heads, k, m, n)).map_err(be)
             }
-            _ => {
-                let raw = self.batch_matmul_shared(a, b, heads, k, m, n)?;
-                self.b.trunc(&raw, fp.f())
-            }
+            _ => truncated_batch_matmul(self, a, b, heads, k, m, n),
         }
     }
     fn reveal_to(&mut self, x: &Vec<u64>, to: Role) -> Result<Option<Vec<u64>>, NnError> {

@@ -6,6 +6,13 @@ use nectar_app::{
 };
 
 use clap::{Args, Parser, Subcommand};
+
+/// mimalloc instead of glibc malloc: a session frees extension-sized buffers (160 MB of COTs)
+/// and many ciphertext-sized ones from rayon threads; glibc keeps them in per-thread arenas, so
+/// a server's resident memory stayed ~75 % above its live heap (measured with heaptrack:
+/// 608 MB peak heap, 1.07 GB peak RSS, MiniLM 22 tokens; 883 MB with mimalloc).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::path::PathBuf;
 use std::process::ExitCode;
 

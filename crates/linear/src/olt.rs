@@ -250,7 +250,17 @@ fn evaluator<C: Channel + ?Sized>(
             top,
         )?)
     };
-    let cache: Option<Vec<PlainNtt>> = if per * batch * top * n * 8 <= PT_CACHE_BYTES {
+    // Only an interleaved plan computes its products in several ranges (one per output
+    // ciphertext) whose plaintext blocks overlap: this party's block of column key (h, γ) (or
+    // (h, α)) is used once per row block α (or column block γ). Every other plan encodes each
+    // block exactly once without a cache, so a cache would only hold memory (up to
+    // PT_CACHE_BYTES per call: 450 MB for a MiniLM FFN matmul).
+    let reused = plan.compression == Compression::Interleave
+        && match side {
+            Side::Rhs => kb > 1,
+            Side::Lhs => nb > 1,
+        };
+    let cache: Option<Vec<PlainNtt>> = if reused && per * batch * top * n * 8 <= PT_CACHE_BYTES {
         Some(
             (0..per * batch)
                 .into_par_iter()

@@ -226,6 +226,16 @@ pub fn extend_recv<C: Channel + ?Sized>(
     Ok(out)
 }
 
+/// Splits one extension's output into the next reserve (its first `r` COTs, in an allocation of
+/// their own) and the usable rest, with the bootstrap's leftover COTs `extra` (if any) in front.
+/// The usable COTs stay in `out`'s allocation (`extra` is shorter than the reserve it replaces
+/// for every shipped set), so an extension holds one `n`-sized buffer rather than three.
+fn split_reserve(mut out: Vec<u128>, r: usize, extra: Vec<u128>) -> (Vec<u128>, Vec<u128>) {
+    let next = out[..r].to_vec();
+    out.splice(..r, extra);
+    (next, out)
+}
+
 /// The COT sender's Ferret state for one direction.
 pub struct FerretSender {
     params: FerretParams,
@@ -277,11 +287,11 @@ impl FerretSender {
                 }
             },
         };
-        let mut out = extend_send(ch, &self.crh, &m, delta, &reserve, &mut self.tweak, prg)?;
-        let usable = out.split_off(m.reserve());
-        self.reserve = Some(out);
-        extra.extend_from_slice(&usable);
-        Ok(extra)
+        let out = extend_send(ch, &self.crh, &m, delta, &reserve, &mut self.tweak, prg)?;
+        drop(reserve);
+        let (next, usable) = split_reserve(out, m.reserve(), extra);
+        self.reserve = Some(next);
+        Ok(usable)
     }
 }
 
@@ -313,11 +323,11 @@ impl FerretReceiver {
                 }
             },
         };
-        let mut out = extend_recv(ch, &self.crh, &m, &reserve, &mut self.tweak)?;
-        let usable = out.split_off(m.reserve());
-        self.reserve = Some(out);
-        extra.extend_from_slice(&usable);
-        Ok(extra)
+        let out = extend_recv(ch, &self.crh, &m, &reserve, &mut self.tweak)?;
+        drop(reserve);
+        let (next, usable) = split_reserve(out, m.reserve(), extra);
+        self.reserve = Some(next);
+        Ok(usable)
     }
 }
 
@@ -325,6 +335,19 @@ impl FerretReceiver {
 mod tests {
     use super::*;
     use nectar_net::mem::run_pair;
+
+    #[test]
+    fn split_reserve_keeps_order_and_the_usable_allocation() {
+        let out: Vec<u128> = (0..100).collect();
+        let cap = out.capacity();
+        let (next, usable) = split_reserve(out, 30, vec![1000, 1001]);
+        assert_eq!(next, (0..30).collect::<Vec<u128>>());
+        let want: Vec<u128> = [1000, 1001].into_iter().chain(30..100).collect();
+        assert_eq!(usable, want);
+        assert_eq!(usable.capacity(), cap, "no second n-sized buffer");
+        let (next, usable) = split_reserve((0..10).collect(), 4, Vec::new());
+        assert_eq!((next.len(), usable[0]), (4, 4));
+    }
 
     #[test]
     fn params_validate() {

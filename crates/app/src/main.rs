@@ -6,6 +6,8 @@ use nectar_app::{
 };
 
 use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
 
 /// mimalloc instead of glibc malloc: a session frees extension-sized buffers (160 MB of COTs)
 /// and many ciphertext-sized ones from rayon threads; glibc keeps them in per-thread arenas, so
@@ -13,8 +15,6 @@ use clap::{Args, Parser, Subcommand};
 /// 608 MB peak heap, 1.07 GB peak RSS, MiniLM 22 tokens; 883 MB with mimalloc).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use std::path::PathBuf;
-use std::process::ExitCode;
 
 #[derive(Parser)]
 #[command(name = "nectar", version, about = "Private transformer inference between two parties")]
@@ -54,10 +54,10 @@ enum Cmd {
     },
     /// Serve a model to clients (secure inference; one session per connection).
     ///
-    /// At start every tensor the config implies is checked against the weights' shapes. The
-    /// weights stay memory-mapped (a copy would cost resident memory equal to the file, and its
-    /// read time at each start); do not truncate or overwrite model.safetensors while serving
-    /// (the next read would fault with SIGBUS): rename a new file into place instead.
+    /// At start every tensor the config implies is checked against the weights' shapes. Each
+    /// session reads the weights from the open file (not copied, not memory-mapped): a file
+    /// truncated or rewritten while serving fails the sessions that read it with a clear error,
+    /// never the server. Rename a new file into place to replace a model.
     /// Limits against hostile clients: see README.md, "nectar serve: limits and failure modes".
     Serve {
         #[command(flatten)]

@@ -73,13 +73,11 @@ impl Drop for Running<'_> {
     }
 }
 
-/// The public architecture and the server's memory-mapped weights of a model directory.
+/// The public architecture and the server's open weights file of a model directory.
 ///
-/// The weights stay memory-mapped rather than copied: a copy would cost resident memory equal
-/// to the file (26 GB for a 7B f32 checkpoint) and its read time at every start, while pages
-/// of the map are shared and loaded on demand. The price: truncating or rewriting
-/// `model.safetensors` while the server runs makes its next read of the file fault (SIGBUS);
-/// replace model files by renaming a new file into place, never by writing over the old one.
+/// The weights are read per session from the open file ([`Weights`]: positioned reads, no
+/// copy of the whole file, no memory map), so a file truncated or rewritten underneath fails
+/// the sessions that read it with an error instead of killing the process (SIGBUS).
 pub struct ServerModel {
     pub config: ModelConfig,
     pub config_json: String,

@@ -350,3 +350,36 @@ fn oversized_control_message_after_the_handshake_is_refused() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn weights_truncated_while_serving_fail_the_session_not_the_server() {
+    let dir = model_dir("truncated", false);
+    let server = start_server(&dir, &[], None);
+    let ok = infer(&server.addr, &dir, "5,6,7", &[]);
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    // The attack (or an operator's mistake): the checkpoint is cut in half in place. With a
+    // memory map the server died of SIGBUS on its next read of the lost pages.
+    let path = dir.join("model.safetensors");
+    let whole = std::fs::read(&path).unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.set_len(whole.len() as u64 / 2).unwrap();
+    let bad = infer(&server.addr, &dir, "5,6,7", &[]);
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.starts_with("error: ") && err.contains("internal error (ref: session 1)"), "{err}");
+    assert!(server_alive(&server), "the server died with the file");
+    let log = server.log_for(Duration::from_millis(300));
+    assert!(log.iter().any(|l| l.contains("model.safetensors") && l.contains("cannot read tensor")), "{log:#?}");
+    // Written back in place (same file, same descriptor): served again, same answer.
+    std::fs::write(&path, &whole).unwrap();
+    let again = infer(&server.addr, &dir, "5,6,7", &[]);
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn server_alive(server: &Server) -> bool {
+    std::fs::read_to_string(format!("/proc/{}/status", server.child.id()))
+        .map(|s| !s.lines().any(|l| l.starts_with("State:") && l.contains("zombie")))
+        .unwrap_or(false)
+}

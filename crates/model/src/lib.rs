@@ -2,7 +2,7 @@
 //! plaintext reference forward that secure inference is checked against.
 //!
 //! - [`config`]: typed `config.json` for `bert`, `gpt2`, `vit`, `llama`.
-//! - [`weights`]: memory-mapped `model.safetensors`, shape-checked f32 access (F32/F16/BF16).
+//! - [`weights`]: `model.safetensors` read with positioned reads, shape-checked f32 access (F32/F16/BF16).
 //! - [`tokenizer`]: `tokenizer.json` through the `tokenizers` crate.
 //! - [`block`]: the transformer block, written once and configured by data, over any
 //!   arithmetic ([`block::BlockOps`]): the f32 reference ([`reference`], kernels in [`ops`]),

@@ -1,9 +1,14 @@
-//! Memory-mapped `model.safetensors` with typed, shape-checked access.
+//! `model.safetensors` with typed, shape-checked access.
 //!
-//! The file is mapped once; the header is validated by the `safetensors` crate at open
-//! (offsets inside the file, sizes consistent with dtype and shape), so a truncated or corrupt
-//! file is rejected before any tensor is read. Tensors are returned as `f32` vectors
-//! (F32 copied, F16/BF16/F64 converted), row-major in the file's order.
+//! The header is read and validated at open (the `safetensors` crate's header format; offsets
+//! contiguous, each tensor's byte size equal to dtype × shape, the data ending exactly at the
+//! end of the file), so a truncated or corrupt file is rejected before any tensor is read.
+//! Tensors are then read with positioned reads of the open file, never memory-mapped: a file
+//! truncated or rewritten while a server runs gives a read error (or different numbers), never
+//! a SIGBUS that would kill every session (issue 18). The cost is one copy per tensor read,
+//! which a map needed too (tensors are returned converted); the page cache stays out of the
+//! process's resident set. Tensors are returned as `f32` vectors (F32 copied, F16/BF16/F64
+//! converted), row-major in the file's order.
 //!
 //! Hugging Face checkpoints name the same tensor with or without the task-model prefix
 //! (`bert.embeddings...` in `BertForSequenceClassification`, `embeddings...` in a bare
@@ -11,12 +16,18 @@
 //! base name and try the known prefixes.
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use memmap2::Mmap;
-use safetensors::{Dtype, SafeTensors};
+use safetensors::tensor::Metadata;
+use safetensors::Dtype;
 
 use crate::ModelError;
+
+/// Largest header accepted (the `safetensors` crate's own limit).
+const MAX_HEADER_BYTES: u64 = 100_000_000;
 
 /// Prefixes under which HF task models store their base model.
 const PREFIXES: [&str; 4] = ["bert.", "transformer.", "model.", "vit."];
@@ -32,7 +43,9 @@ struct Entry {
 /// An opened safetensors file.
 pub struct Weights {
     path: PathBuf,
-    mmap: Mmap,
+    file: File,
+    /// File offset of the first tensor byte (8 + header length).
+    data_start: u64,
     entries: HashMap<String, Entry>,
 }
 
@@ -46,46 +59,60 @@ impl std::fmt::Debug for Weights {
 }
 
 impl Weights {
-    /// Maps and validates `path`.
+    /// Opens `path` and validates its header against the file's length.
     pub fn open(path: &Path) -> Result<Self, ModelError> {
-        let file = std::fs::File::open(path)
-            .map_err(|e| ModelError::weights(path, format!("cannot open: {e}")))?;
-        let len = file
-            .metadata()
-            .map_err(|e| ModelError::weights(path, format!("cannot stat: {e}")))?
-            .len();
+        let bad = |m: String| ModelError::weights(path, m);
+        let mut file = File::open(path).map_err(|e| bad(format!("cannot open: {e}")))?;
+        let len = file.metadata().map_err(|e| bad(format!("cannot stat: {e}")))?.len();
         if len < 8 {
-            return Err(ModelError::weights(
-                path,
-                format!("invalid safetensors file: only {len} bytes"),
-            ));
+            return Err(bad(format!("invalid safetensors file: only {len} bytes")));
         }
-        // SAFETY: the map is read-only; the usual caveat of memory maps applies (another
-        // process truncating the file while we run). Model files are not modified in place.
-        let mmap = unsafe { Mmap::map(&file) }
-            .map_err(|e| ModelError::weights(path, format!("cannot map: {e}")))?;
-        let st = SafeTensors::deserialize(&mmap)
-            .map_err(|e| ModelError::weights(path, format!("invalid safetensors file: {e:?}")))?;
-        let base = mmap.as_ptr() as usize;
+        let mut n = [0u8; 8];
+        file.read_exact(&mut n).map_err(|e| bad(format!("cannot read the header: {e}")))?;
+        let n = u64::from_le_bytes(n);
+        if n > MAX_HEADER_BYTES || n > len - 8 {
+            return Err(bad(format!("invalid safetensors file: header of {n} bytes in a file of {len}")));
+        }
+        let mut header = vec![0u8; n as usize];
+        file.read_exact(&mut header).map_err(|e| bad(format!("cannot read the header: {e}")))?;
+        let header = std::str::from_utf8(&header)
+            .map_err(|_| bad("invalid safetensors file: header is not UTF-8".into()))?;
+        let meta: Metadata = serde_json::from_str(header)
+            .map_err(|e| bad(format!("invalid safetensors file: header: {e}")))?;
+        let data_start = 8 + n;
         let mut entries = HashMap::new();
-        for (name, view) in st.tensors() {
-            let start = view.data().as_ptr() as usize - base;
-            let end = start + view.data().len();
-            entries.insert(
-                name,
-                Entry {
-                    dtype: view.dtype(),
-                    shape: view.shape().to_vec(),
-                    start,
-                    end,
-                },
-            );
+        let mut spans = Vec::new();
+        for (name, info) in meta.tensors() {
+            let (start, end) = info.data_offsets;
+            let bytes = info
+                .shape
+                .iter()
+                .try_fold(info.dtype.size(), |a, &d| a.checked_mul(d))
+                .ok_or_else(|| bad(format!("invalid safetensors file: tensor \"{name}\" is too large")))?;
+            if end < start || end - start != bytes {
+                return Err(bad(format!(
+                    "invalid safetensors file: tensor \"{name}\" spans {start}..{end}, its dtype and shape need {bytes} bytes"
+                )));
+            }
+            spans.push((start, end));
+            entries.insert(name, Entry { dtype: info.dtype, shape: info.shape.clone(), start, end });
         }
-        Ok(Weights {
-            path: path.to_path_buf(),
-            mmap,
-            entries,
-        })
+        // The data must tile the rest of the file exactly, as the crate's own check requires.
+        spans.sort_unstable();
+        let mut at = 0usize;
+        for (s, e) in spans {
+            if s != at {
+                return Err(bad(format!("invalid safetensors file: tensor data not contiguous at byte {s}")));
+            }
+            at = e;
+        }
+        if data_start.checked_add(at as u64) != Some(len) {
+            return Err(bad(format!(
+                "invalid safetensors file: tensors end at byte {}, the file has {len} (truncated or padded)",
+                data_start.saturating_add(at as u64)
+            )));
+        }
+        Ok(Weights { path: path.to_path_buf(), file, data_start, entries })
     }
 
     /// The file this was opened from.
@@ -157,7 +184,10 @@ impl Weights {
                 ),
             ));
         }
-        let bytes = &self.mmap[e.start..e.end];
+        let mut bytes = vec![0u8; e.end - e.start];
+        self.file.read_exact_at(&mut bytes, self.data_start + e.start as u64).map_err(|err| {
+            ModelError::weights(&self.path, format!("cannot read tensor \"{full}\" (file changed while open?): {err}"))
+        })?;
         let out: Vec<f32> = match e.dtype {
             Dtype::F32 => bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
             Dtype::F64 => bytes

@@ -93,7 +93,7 @@ impl From<nectar_math::MathError> for SecureError {
 
 /// Named f32 tensors of a checkpoint, read on demand (never all at once).
 ///
-/// Implemented by the memory-mapped [`Weights`] and by [`RandomWeights`] (deterministic
+/// Implemented by [`Weights`] (the open checkpoint file) and by [`RandomWeights`] (deterministic
 /// pseudo-random tensors at the real shapes, for benchmarks).
 pub trait WeightSource: Send + Sync {
     /// Tensor `name` (base name, without task prefix) as f32, checked to have `shape`.

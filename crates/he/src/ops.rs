@@ -281,8 +281,12 @@ impl Ciphertext {
         if level == 0 || level > self.level() {
             return Err(HeError::OutOfRange(format!("level {level} from {}", self.level())));
         }
-        while self.level() > level {
-            self.mod_switch_down(params)?;
+        if self.level() > level {
+            while self.level() > level {
+                self.mod_switch_down(params)?;
+            }
+            self.c0.release_dropped_limbs();
+            self.c1.release_dropped_limbs();
         }
         Ok(())
     }

@@ -82,6 +82,15 @@ impl RnsPoly {
         self.data.truncate(level * self.n);
     }
 
+    /// Moves the limbs into an allocation of their own size after [`Self::truncate_limbs`]
+    /// (a truncated `Vec` keeps its capacity: an OLT holding thousands of switched-down
+    /// products kept every one at its top-level size, 400 MB for MiniLM's embedding).
+    pub(crate) fn release_dropped_limbs(&mut self) {
+        if self.data.capacity() > self.data.len() {
+            self.data = self.data.as_slice().to_vec();
+        }
+    }
+
     /// `self ± other` limb-wise (same representation and moduli).
     pub(crate) fn add_assign(&mut self, params: &Params, other: &RnsPoly, negate: bool) {
         debug_assert_eq!(self.ntt, other.ntt);

@@ -25,7 +25,7 @@
 //! see [`crate::h2a`]).
 
 use crate::h2a;
-use crate::interleave::{interleave, pack_lwes, AutoRing};
+use crate::interleave::{interleave, pack_lwes_from, AutoRing};
 use crate::krdy::{encode_lhs_block, encode_rhs_block};
 use crate::parse_mat::ResultLayout;
 use crate::session::HeSession;
@@ -396,16 +396,15 @@ fn evaluator<C: Channel + ?Sized>(
             let ring = CtRing { params, gk: gk()? };
             let prods: Vec<Ciphertext> = products_range(0, products)?;
             for (g, p) in prgs.iter_mut().enumerate() {
-                let inputs: Vec<Option<Ciphertext>> = layout
-                    .pack_sources(g)
-                    .into_par_iter()
-                    .map(|(b, pos)| {
-                        let mut c = prods[b].clone();
-                        c.mul_monomial_assign(params, 2 * n - pos);
-                        Some(c)
-                    })
-                    .collect();
-                let (mut ct, _) = pack_lwes(&ring, inputs)?;
+                // Each input is a product shifted so that its entry is the constant term, made
+                // when the packing tree reaches it (not all cloned up front).
+                let sources = layout.pack_sources(g);
+                let (mut ct, _) = pack_lwes_from(&ring, sources.len(), &mut |i| {
+                    let (b, pos) = sources[i];
+                    let mut c = prods[b].clone();
+                    c.mul_monomial_assign(params, 2 * n - pos);
+                    Ok(Some(c))
+                })?;
                 shares.push(h2a::mask_coeff(sess, &mut ct, p)?);
                 out_cts.push(ct);
             }

@@ -53,6 +53,11 @@ pub enum Compression {
     Interleave,
 }
 
+/// Most block products an `Interleave`-variant plan may make the evaluator hold at once
+/// (AGREEMENT; see [`OltPlan::choose`]): 2048 response-level ciphertexts are about 270 MB at
+/// N = 8192.
+pub const MAX_HELD_PRODUCTS: usize = 2048;
+
 /// Prices of the cost model (LOCAL).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CostModel {
@@ -242,7 +247,23 @@ impl OltPlan {
         (self.sent_cts * b.query, self.returned_cts * b.response)
     }
 
-    /// Choose the windows minimising the cost model for `variant`.
+    /// Block products the evaluator holds at once: every one when they are returned as they
+    /// are (`None`) or packed together (`PackLwes`: the packing tree needs them all), one
+    /// InterLeave group otherwise.
+    pub fn held_products(&self) -> usize {
+        match self.compression {
+            Compression::None | Compression::PackLwes => self.products,
+            Compression::Interleave => self.windows.mw.min(self.products),
+        }
+    }
+
+    /// Choose the windows minimising the cost model for `variant`. For `Interleave` (the
+    /// protocol's own variant) plans that would hold more than [`MAX_HELD_PRODUCTS`] block
+    /// products at once are passed over while any plan stays under it (AGREEMENT: both parties
+    /// apply the same rule): the artifact's rule "PackLWEs when `k·n ≤ m_w`" otherwise picks
+    /// `(1, N, 1)` windows for a 17-token embedding lookup, 6528 products of one coefficient
+    /// each — 1.8 GB on the server and 12.6 s, against 0.3 GB and 2.6 s for 16 tokens. The
+    /// KRDY baselines keep the unconstrained choice.
     pub fn choose(
         shape: Shape,
         degree: usize,
@@ -255,6 +276,7 @@ impl OltPlan {
             )));
         }
         let mut best: Option<(f64, OltPlan)> = None;
+        let mut best_bounded: Option<(f64, OltPlan)> = None;
         for kw in 1..=shape.k.min(degree) {
             let mut mw = 1;
             while kw * mw <= degree && mw <= shape.m.max(1) {
@@ -263,6 +285,12 @@ impl OltPlan {
                     let w = Windows { kw, mw, nw };
                     let p = OltPlan::new(shape, w, degree, variant)?;
                     let cost = p.cost(c);
+                    if variant == Variant::Interleave
+                        && p.held_products() <= MAX_HELD_PRODUCTS
+                        && best_bounded.as_ref().is_none_or(|(bc, _)| cost <= *bc)
+                    {
+                        best_bounded = Some((cost, p.clone()));
+                    }
                     if best.as_ref().is_none_or(|(bc, _)| cost <= *bc) {
                         best = Some((cost, p));
                     }
@@ -274,7 +302,9 @@ impl OltPlan {
                 };
             }
         }
-        best.map(|(_, p)| p)
+        best_bounded
+            .or(best)
+            .map(|(_, p)| p)
             .ok_or_else(|| LinearError::BadShape(format!("{shape:?}: no window fits N = {degree}")))
     }
 }

@@ -281,7 +281,9 @@ def main():
         "every_honest_query_correct": bool(honest) and not failed,
         "every_attack_handled": bool(state.hostile) and not hostile_bad,
         "server_rss_under_budget": state.server_peak <= budget,
-        "no_honest_client_refused": not refused,
+        # A refused honest client is a failed query (no retries); refusals of hostile
+        # connections (an abandoned session lingers until its next I/O fails) are counted only.
+        "no_honest_client_refused": not any("server busy" in h["error"] for h in failed),
     }
     line = {
         "bench": "soak",
@@ -301,6 +303,7 @@ def main():
         "client_peak_rss_bytes": state.client_peak,
         "clients_sum_peak_rss_bytes": state.clients_sum_peak,
         "server_panics": panics[:5],
+        "refusal_log_lines": len(refused),
         "checks": checks,
         "pass": all(checks.values()),
     }

@@ -40,6 +40,8 @@ for l in lines:
     w(f"| server RSS idle / peak / budget | {l['server_idle_rss_bytes'] / gib:.2f} / {l['server_peak_rss_bytes'] / gib:.2f} / {l['server_budget_bytes'] / gib:.2f} GiB |")
     w(f"| largest client RSS / all clients at once, peak | {l['client_peak_rss_bytes'] / gib:.2f} / {l['clients_sum_peak_rss_bytes'] / gib:.2f} GiB |")
     w(f"| server sessions allowed at once (`--max-concurrent-sessions`) | {p['max_concurrent_sessions']} |")
+    if "refusal_log_lines" in l:
+        w(f"| `refused` log lines (at most one per 10 s; connections over the cap while abandoned sessions lingered) | {l['refusal_log_lines']} |")
     w("")
     w("| attack | runs | handled as expected |")
     w("|---|---:|---:|")

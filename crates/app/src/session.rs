@@ -537,3 +537,104 @@ impl ClientRun {
         })
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    //! Issue 18, item 5: the server's control messages (`Hello`, `Query`, `Output`, `Bye`) come
+    //! from the network. Arbitrary bytes and mutated valid messages go through exactly what
+    //! `serve_queries` does with them — parse, compare the agreement, validate the query against
+    //! the model — and must end in a value or an error, never a panic; an accepted query is
+    //! within the model's limits.
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The tiny BERT and GPT-2 with their position limits.
+    fn tiny_models() -> Vec<(SecureModel<'static>, usize)> {
+        let root = std::env::temp_dir().join(format!("nectar-fuzz-control-{}", std::process::id()));
+        let mut out = Vec::new();
+        for gpt2 in [false, true] {
+            let dir = root.join(if gpt2 { "gpt2" } else { "bert" });
+            std::fs::create_dir_all(&dir).unwrap();
+            if gpt2 {
+                nectar_model::tiny::write_tiny_gpt2(&dir, 3).unwrap();
+            } else {
+                nectar_model::tiny::write_tiny_bert(&dir, 3).unwrap();
+            }
+            let config = ModelConfig::from_file(&dir.join("config.json")).unwrap();
+            let positions = if gpt2 { nectar_model::tiny::GPT2_POSITIONS } else { nectar_model::tiny::BERT_MAX_POS };
+            out.push((SecureModel::new(&config, None).unwrap(), positions));
+        }
+        let _ = std::fs::remove_dir_all(&root);
+        out
+    }
+
+    fn valid_messages() -> Vec<Vec<u8>> {
+        let agreement = Agreement::new(&Suite::parse("bumblebee").unwrap()).unwrap();
+        [
+            ClientMsg::Hello { agreement },
+            ClientMsg::Query { task: Task::Embed, len: 3 },
+            ClientMsg::Query { task: Task::Generate { n_new: 2 }, len: 3 },
+            ClientMsg::Output { output: Output::Nothing },
+            ClientMsg::Bye,
+        ]
+        .iter()
+        .map(|m| serde_json::to_vec(m).unwrap())
+        .collect()
+    }
+
+    /// What the server does with one control message's bytes.
+    fn serve_bytes(models: &[(SecureModel<'static>, usize)], ours: &Agreement, bytes: &[u8]) {
+        let Ok(msg) = serde_json::from_slice::<ClientMsg>(bytes) else { return };
+        match msg {
+            ClientMsg::Hello { agreement } => {
+                let _ = ours.mismatch(&agreement);
+            }
+            ClientMsg::Query { task, len } => {
+                for (m, positions) in models {
+                    let q = Query { task: task.clone(), ids: None, len };
+                    if m.check_query(&q).is_ok() {
+                        assert!(len >= 1 && len <= *positions, "accepted length {len}");
+                        if let Task::Generate { n_new } = task {
+                            assert!(len.checked_add(n_new).is_some_and(|t| t <= *positions), "accepted n_new {n_new}");
+                        }
+                    }
+                }
+            }
+            ClientMsg::Output { .. } | ClientMsg::Bye => {}
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn arbitrary_control_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            thread_local!(static MODELS: Vec<(SecureModel<'static>, usize)> = tiny_models());
+            let ours = Agreement::new(&Suite::parse("bumblebee").unwrap()).unwrap();
+            MODELS.with(|m| serve_bytes(m, &ours, &bytes));
+        }
+
+        #[test]
+        fn mutated_control_messages_never_panic(
+            which in 0usize..5,
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
+            cut in any::<usize>(),
+            big in prop_oneof![Just(0u64), Just(u64::MAX), Just(1u64 << 53), any::<u64>()],
+        ) {
+            thread_local!(static MODELS: Vec<(SecureModel<'static>, usize)> = tiny_models());
+            let ours = Agreement::new(&Suite::parse("bumblebee").unwrap()).unwrap();
+            let mut b = valid_messages()[which].clone();
+            // Numbers swapped for extreme ones (lengths, n_new, the version) ...
+            let text = String::from_utf8(b.clone()).unwrap().replace(":3", &format!(":{big}")).replace(":2", &format!(":{big}"));
+            MODELS.with(|m| serve_bytes(m, &ours, text.as_bytes()));
+            // ... bytes overwritten, and the message cut short.
+            for (i, v) in edits {
+                let n = b.len();
+                b[i % n] = v;
+            }
+            MODELS.with(|m| serve_bytes(m, &ours, &b));
+            let n = b.len();
+            MODELS.with(|m| serve_bytes(m, &ours, &b[..cut % n]));
+        }
+    }
+}

@@ -39,6 +39,8 @@ fn kernel(op: &str, suite: &Suite) -> Result<String, String> {
         "gelu" => match suite.gelu {
             Gelu::Seg4 => "gelu",
             Gelu::P4 => "gelu-p4",
+            Gelu::P7 if mixed => return Err("--op gelu=p7: x^7 needs the full ring, not the mixed ring (32, 12)".into()),
+            Gelu::P7 => "gelu-p7",
             Gelu::Oppe => "gelu-oppe",
             Gelu::Lut => "gelu-lut",
         },
@@ -49,6 +51,8 @@ fn kernel(op: &str, suite: &Suite) -> Result<String, String> {
         },
         "exp" => match suite.exp {
             Exp::Taylor => "exp",
+            Exp::Taylor2 if mixed => return Err("--op exp=taylor2: its squarings at scale f + 6 need the full ring, not (32, 12)".into()),
+            Exp::Taylor2 => "exp-taylor2",
             Exp::Oppe => "exp-oppe",
             Exp::Lut if mixed => return Err("--op exp=lut: the two-LUT exp needs l >= f + 22, not the mixed ring (32, 12)".into()),
             Exp::Lut => "exp-lut",
@@ -79,6 +83,7 @@ fn kernel(op: &str, suite: &Suite) -> Result<String, String> {
         "softmax" => match (suite.exp, suite.reciprocal) {
             (Exp::Lut, Reciprocal::Lut) => "softmax-lut",
             (Exp::Taylor, Reciprocal::Newton) => "softmax",
+            (Exp::Taylor2, Reciprocal::Newton) => "softmax-taylor2-newton",
             (Exp::Oppe, Reciprocal::NewtonDetermine) => "softmax-oppe-determine",
             (Exp::Oppe, Reciprocal::Newton) => "softmax-oppe-newton",
             (Exp::Taylor, Reciprocal::NewtonDetermine) => "softmax-taylor-determine",

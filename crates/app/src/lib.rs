@@ -6,6 +6,7 @@
 
 #[macro_use]
 pub mod stdout;
+pub mod accuracy;
 pub mod bench_he;
 pub mod bench_linear;
 pub mod bench_model;

@@ -1,7 +1,7 @@
 //! `nectar`: the command-line interface (see README.md).
 
 use nectar_app::{
-    bench_he, bench_linear, bench_model, bench_mpc, bench_net, bench_nn, bench_ot, bench_suites, demo, fit, html_report, outln,
+    accuracy, bench_he, bench_linear, bench_model, bench_mpc, bench_net, bench_nn, bench_ot, bench_suites, demo, fit, html_report, outln,
     params, plan, private, progress, report, suites,
 };
 
@@ -153,6 +153,26 @@ enum Cmd {
         #[command(flatten)]
         suite: SuiteArgs,
         texts: Vec<String>,
+    },
+    /// Accuracy of a suite against the f32 reference on a file of sentences (one per line):
+    /// float vs twin end to end and per operator (each approximated alone, the others exact),
+    /// the fixed-point format's floor, and with --secure twin vs the two-party protocol.
+    Accuracy {
+        #[command(flatten)]
+        model: ModelArg,
+        /// Sentences, one per line (e.g. crates/model/tests/data/sentences50.txt).
+        #[arg(long)]
+        sentences: PathBuf,
+        /// Also run the two-party protocol on every sentence (both parties in this process).
+        #[arg(long)]
+        secure: bool,
+        /// Compare classifier logits (BERT with a classification head) instead of embeddings.
+        #[arg(long)]
+        classify: bool,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        suite: SuiteArgs,
     },
     /// The protocol suites: each preset, each operator's choices, and which are implemented.
     Suites {
@@ -616,6 +636,10 @@ fn run(cli: Cli) -> Result<(), String> {
         Cmd::Demo { model, tokens, image, json, insecure_test_seed, suite, texts } => {
             nectar_app::test_seed::warn(insecure_test_seed);
             demo::demo(&model.dir(), &suite.suite()?, &texts, &image, tokens, json, insecure_test_seed)
+        }
+        Cmd::Accuracy { model, sentences, secure, classify, json, suite } => {
+            let a = accuracy::Args { dir: model.dir(), sentences, suite: suite.suite()?, secure, classify };
+            accuracy::run(&a, json)
         }
         Cmd::Fit { func, lo, hi, m, d, domain, exact_compare, samples, out, json } => {
             let a = fit::Args { func: &func, lo, hi, m, d, domain: domain.as_deref(), exact_compare, samples };

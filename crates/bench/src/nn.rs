@@ -67,8 +67,9 @@ fn pivots(op: &str) -> Vec<f64> {
     match op {
         "gelu" | "gelu-mixed" => gelu::SEG4_BUMBLEBEE.t.to_vec(),
         "gelu-p4" | "gelu-p4-mixed" => vec![-gelu::P4_BOLT.range, 0.0, gelu::P4_BOLT.range],
+        "gelu-p7" => vec![-gelu::P7_ERF.range, 0.0, gelu::P7_ERF.range],
         "silu" | "silu-mixed" => silu::SILU_BUMBLEBEE.t.to_vec(),
-        "exp" | "exp-mixed" => vec![nectar_nn::exp::EXP_BUMBLEBEE.t_exp],
+        "exp" | "exp-mixed" | "exp-taylor2" => vec![nectar_nn::exp::EXP_BUMBLEBEE.t_exp],
         "elu" => vec![nectar_nn::exp::EXP_BUMBLEBEE.t_exp, 0.0],
         _ => Vec::new(),
     }
@@ -88,10 +89,13 @@ pub fn stated_tolerance(op: &str, cols: usize, fp: FixedPoint) -> Result<Option<
         "gelu" => SEG4_TOL,
         "gelu-mixed" => SEG4_MIXED_TOL,
         "gelu-p4" => P4_TOL,
+        "gelu-p7" => P7_TOL,
         "gelu-p4-mixed" => P4_MIXED_TOL,
         "silu" => SILU_TOL,
         "silu-mixed" => SILU_MIXED_TOL,
         "exp" => EXP_TOL,
+        "exp-taylor2" => EXP_TAYLOR2_TOL,
+        "softmax-taylor2-newton" => softmax_tol(EXP_TAYLOR2_TOL, RECIP_TOL),
         "exp-mixed" => EXP_MIXED_TOL,
         "elu" => ELU_TOL,
         "softmax" => softmax_tol(EXP_TOL, RECIP_TOL),
@@ -125,7 +129,7 @@ pub fn stated_tolerance(op: &str, cols: usize, fp: FixedPoint) -> Result<Option<
 }
 
 /// Operators [`bench_secure`] knows ([`nectar_nn::counting::OPERATORS`] plus `silu-mixed`, `elu`, `rmsnorm`, `onehot`).
-pub const SECURE_OPS: [&str; 37] = [
+pub const SECURE_OPS: [&str; 40] = [
     "gelu", "gelu-mixed", "gelu-p4", "gelu-p4-mixed", "silu", "silu-mixed", "exp", "exp-mixed", "elu", "softmax",
     "layernorm", "rmsnorm", "rsqrt", "reciprocal", "argmax", "onehot",
     // East (§4): OPPE with the committed tables, the Determine reciprocal, softmax compositions
@@ -134,6 +138,8 @@ pub const SECURE_OPS: [&str; 37] = [
     "layernorm-east", "rmsnorm-east", "rsqrt-determine",
     // ROTL / CipherGPT (§II-E): LUT activations, two-LUT exp, LUT + Newton reciprocal, softmax
     "gelu-lut", "gelu-lut-mixed", "silu-lut", "silu-lut-mixed", "exp-lut", "reciprocal-lut", "softmax-lut",
+    // nectar (issue 17): degree-7 GeLU in |x|, second-order Taylor exp, softmax with it
+    "gelu-p7", "exp-taylor2", "softmax-taylor2-newton",
 ];
 
 /// Input reals of a benchmark (deterministic; inside each operator's documented domain, and
@@ -150,7 +156,7 @@ fn bench_inputs(op: &str, n: usize, cols: usize) -> Vec<f64> {
     };
     (0..n)
         .map(|i| off(match op {
-            "exp" | "exp-mixed" | "exp-oppe" | "exp-oppe-mixed" | "exp-lut" => -16.0 * u(i),
+            "exp" | "exp-mixed" | "exp-oppe" | "exp-oppe-mixed" | "exp-lut" | "exp-taylor2" => -16.0 * u(i),
             "elu" => 20.0 * u(i) - 16.0,
             "rsqrt" | "rsqrt-determine" => 1.0 + 1000.0 * u(i),
             "reciprocal" | "reciprocal-determine" | "reciprocal-lut" => 1.0 + 4000.0 * u(i),
@@ -177,10 +183,12 @@ fn run_op<B: nectar_nn::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
         "gelu-mixed" => gelu::seg4_gelu_mixed(b, x, &gelu::SEG4_BUMBLEBEE)?,
         "gelu-p4" => gelu::p4_gelu(b, x, &gelu::P4_BOLT)?,
         "gelu-p4-mixed" => gelu::p4_gelu_mixed(b, x, &gelu::P4_BOLT)?,
+        "gelu-p7" => gelu::p7_gelu(b, x, &gelu::P7_ERF)?,
         "silu" => silu::silu(b, x, &silu::SILU_BUMBLEBEE)?,
         "silu-mixed" => silu::silu_mixed(b, x, &silu::SILU_BUMBLEBEE)?,
         "exp" => exp::exp_neg(b, x, &exp::EXP_BUMBLEBEE)?,
         "exp-mixed" => exp::exp_neg_mixed(b, x, &exp::EXP_BUMBLEBEE)?,
+        "exp-taylor2" => exp::exp_neg_taylor2(b, x, &exp::EXP_BUMBLEBEE)?,
         "elu" => elu::elu(b, x, 1.0, &exp::EXP_BUMBLEBEE)?,
         "softmax" => softmax::softmax(b, x, rows, cols, None, &softmax::SOFTMAX_BUMBLEBEE)?,
         "gelu-oppe" => oppe::oppe(b, x, oppe::east_table("gelu")?)?,
@@ -200,6 +208,7 @@ fn run_op<B: nectar_nn::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
         "softmax-lut" => lut::softmax_lut(b, x, rows, cols, None)?,
         s if s.starts_with("softmax-") => {
             let oppe_exp = s.contains("-oppe-");
+            let taylor2 = s.contains("-taylor2-");
             let determine = s.ends_with("-determine");
             let hi = (cols as f64).max(2.0);
             softmax::softmax_with(
@@ -211,6 +220,8 @@ fn run_op<B: nectar_nn::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
                 |b, d| {
                     if oppe_exp {
                         oppe::oppe(b, d, oppe::east_table("exp")?)
+                    } else if taylor2 {
+                        exp::exp_neg_taylor2(b, d, &exp::EXP_BUMBLEBEE)
                     } else {
                         exp::exp_neg(b, d, &exp::EXP_BUMBLEBEE)
                     }

@@ -232,6 +232,9 @@ choice! {
         Seg4 => ("seg4", "BumbleBee §V-B Seg4GeLU", true),
         /// BOLT's P4 polynomial on [-2.7, 2.7].
         P4 => ("p4", "BOLT P4 (BumbleBee §V-B)", true),
+        /// BOLT's structure at degree 7, fitted to the checkpoint's GeLU form on [-4, 4]
+        /// (nectar, issue 17; `nectar_nn::gelu::p7_gelu`).
+        P7 => ("p7", "nectar: P4 structure, degree 7", true),
         /// Oblivious piecewise polynomial, m = 8, d = 3 (East §4.1).
         Oppe => ("oppe", "East §4.1 OPPE", true),
         /// Shifted 2^8-entry lookup table (ROTL §II-E, CipherGPT).
@@ -256,6 +259,9 @@ choice! {
     Exp : "exp" {
         /// Clipped Taylor series, `(1 + x/2^n)^(2^n)` (BumbleBee §V-B).
         Taylor => ("taylor", "BumbleBee §V-B exp", true),
+        /// BumbleBee's exp with a second-order base `(1 + u + u²/2)^(2^n)` at scale f + n
+        /// (nectar, issue 17; `nectar_nn::exp::exp_neg_taylor2`).
+        Taylor2 => ("taylor2", "nectar: BumbleBee exp, 2nd-order base", true),
         /// Oblivious piecewise polynomial (East §4.1).
         Oppe => ("oppe", "East §4.1 OPPE", true),
         /// Two 2^8-entry lookup tables (ROTL §II-E).
@@ -427,6 +433,7 @@ impl ChoiceParams for Gelu {
         match self {
             Gelu::Seg4 => format!("{:?}", nectar_nn::gelu::SEG4_BUMBLEBEE),
             Gelu::P4 => format!("{:?}", nectar_nn::gelu::P4_BOLT),
+            Gelu::P7 => format!("{:?}; {:?}", nectar_nn::gelu::P7_ERF, nectar_nn::gelu::P7_TANH),
             Gelu::Oppe => oppe_params(&["gelu", "gelu_tanh"]),
             Gelu::Lut => format!(
                 "{}; {}",
@@ -450,7 +457,7 @@ impl ChoiceParams for Silu {
 impl ChoiceParams for Exp {
     fn params(self) -> String {
         match self {
-            Exp::Taylor => format!("{:?}", nectar_nn::exp::EXP_BUMBLEBEE),
+            Exp::Taylor | Exp::Taylor2 => format!("{:?}", nectar_nn::exp::EXP_BUMBLEBEE),
             // tanh follows the exp choice (the BERT pooler): East's OPPE tanh table
             Exp::Oppe => oppe_params(&["exp", "tanh"]),
             Exp::Lut => format!("{:?} tables={:?}", nectar_nn::lut::EXP_LUT, nectar_nn::lut::EXP_LUT.tables_f64()),

@@ -12,6 +12,7 @@
 use crate::backend::{enc, Backend};
 use crate::poly::{LessMode, BUMBLEBEE_LESS};
 use crate::NnError;
+use nectar_math::FixedPoint;
 
 /// Parameters of the clipped exponential (AGREEMENT).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -49,6 +50,64 @@ pub fn exp_neg<B: Backend>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Va
     };
     let y = exp_taylor(b, x, p.n)?;
     b.mux(&keep, &y)
+}
+
+/// `exp = taylor2` (nectar, issue 17 item 1): BumbleBee's `(1 + x/2^n)^(2^n)` with a
+/// second-order base, `(1 + u + u²/2)^(2^n)`, `u = x/2^n`, kept at scale `f + n` throughout.
+/// The base's error is `O(u³)` instead of `O(u²)`, so the result's is ≈ `|x|³e^x / (6·4^n)`
+/// (max ≈ 5.5e−5 at `n = 6`, near `x = −3`) instead of ≈ `x²e^x / 2^(n+1)` (max 4.3e−3): 80×
+/// smaller for one product more. No division: `x`'s raw value at scale `f` *is* `u` at scale
+/// `f + n`; `u²/2` is one square read in format `(l, f + n + 1)`; the `n` squarings run in
+/// format `(l, f + n)` and the last one truncates by `f + 2n`, landing at scale `f`.
+/// Cost on m elements: square (n + 1)·m, less_than m × 1, mux m — the same calls as
+/// [`exp_neg`] with its first truncation replaced by a product. Input domain as [`exp_neg`];
+/// needs `2(f + n) + 4 ≤ l` (the full ring (64, 18), not (32, 12)).
+pub fn exp_neg_taylor2<B: Backend>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Val, NnError> {
+    let fp = b.format();
+    let g = fp.f() + p.n;
+    if p.n == 0 || 2 * g + 4 > fp.l() {
+        return Err(NnError::FormatTooNarrow {
+            op: "exp_neg_taylor2",
+            l: fp.l(),
+            f: fp.f(),
+            why: format!("needs n >= 1 and 2(f + n) + 4 <= l for its squarings at scale f + n (n = {})", p.n),
+        });
+    }
+    let t = enc(b, p.t_exp)?;
+    let clip = b.less_than_const(x, &[t], p.less.ignore_bits(fp))?;
+    let keep = match clip.first() {
+        Some(c) => b.not(c)?,
+        None => return Err(NnError::BadArgument("less_than_const returned no bits".into())),
+    };
+    let at = |f: u32| FixedPoint::new(fp.l(), f);
+    let run = |b: &mut B| -> Result<B::Val, NnError> {
+        // u²/2 at scale g: x's raw value read at scale g + 1 is u/2, squared at that scale.
+        b.set_format(at(g + 1)?);
+        let half_u2 = b.square(x)?;
+        b.set_format(at(g)?);
+        let one = enc(b, 1.0)?;
+        let base = b.add(x, &half_u2)?;
+        let mut y = b.add_const(&base, &[one])?;
+        for _ in 1..p.n {
+            y = b.square(&y)?;
+        }
+        // The last squaring truncates by g + n: scale 2g − (g + n) = f.
+        b.set_format(at(g + p.n)?);
+        b.square(&y)
+    };
+    let y = run(b);
+    b.set_format(fp);
+    b.mux(&keep, &y?)
+}
+
+/// `exp = taylor2` in f64 (no fixed point).
+pub fn exp_neg_taylor2_f64(x: f64, p: &ExpParams) -> f64 {
+    if x < p.t_exp {
+        0.0
+    } else {
+        let u = x / (p.n as f64).exp2();
+        (1.0 + u + u * u / 2.0).powi(1 << p.n)
+    }
 }
 
 /// Clipped exponential under mixed bit-width in (32, 12) (§V-C, §VII for BERT/GPT2/ViT).

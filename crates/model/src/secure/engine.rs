@@ -59,6 +59,13 @@ pub trait Engine: Backend {
         false
     }
 
+    /// Whether operator `op` (a profile-row name of [`crate::secure::exact::EXACT_OPS`]) is
+    /// to be evaluated exactly instead of by the suite's approximation: only the twin can be
+    /// asked for this (error attribution, `nectar accuracy`); a secure engine answers `false`.
+    fn exact(&self, _op: &str) -> bool {
+        false
+    }
+
     /// Shares of a server-private vector of `n` raw ring elements (server: `Some(v)`, its share
     /// is `v` and the client's is 0). Local, exact.
     fn server_input(&mut self, v: Option<&[u64]>, n: usize) -> Result<Self::Val, NnError>;

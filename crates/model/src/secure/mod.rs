@@ -35,6 +35,7 @@
 pub mod bert;
 pub mod block;
 pub mod engine;
+pub mod exact;
 pub mod gpt2;
 pub mod layers;
 pub mod llama;

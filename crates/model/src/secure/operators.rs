@@ -10,12 +10,15 @@
 //! reaching these arms means a caller skipped validation.
 
 use crate::secure::engine::{timed, Engine};
+use crate::secure::exact;
 use crate::secure::SecureError;
 use crate::suite::{ActRing, Choice, Exp, Gelu, Norm, Reciprocal, Rsqrt, Silu, Softmax, Suite, SuiteError};
-use nectar_nn::exp::{exp_neg, EXP_BUMBLEBEE};
+use nectar_nn::exp::{exp_neg, exp_neg_taylor2, EXP_BUMBLEBEE};
 use nectar_nn::oppe::{east_table, oppe, oppe_mixed, OppeTable};
 use nectar_nn::NnError;
-use nectar_nn::gelu::{p4_gelu, p4_gelu_mixed, seg4_gelu, seg4_gelu_mixed, P4_BOLT, SEG4_BUMBLEBEE};
+use nectar_nn::gelu::{
+    p4_gelu, p4_gelu_mixed, p7_gelu, seg4_gelu, seg4_gelu_mixed, P4_BOLT, P7_ERF, P7_TANH, SEG4_BUMBLEBEE,
+};
 use nectar_nn::lut::{
     exp_lut, lut_activation, lut_activation_mixed, reciprocal_lut, softmax_lut, ActLut, EXP_LUT, GELU_LUT, GELU_TANH_LUT,
     SILU_LUT,
@@ -65,11 +68,20 @@ fn lut_in_ring<E: Engine>(e: &mut E, x: &E::Val, ring: ActRing, p: &ActLut) -> R
 pub fn gelu<E: Engine>(e: &mut E, x: &E::Val, tanh_form: bool) -> Result<E::Val, SecureError> {
     let s = *e.suite();
     timed(e, "gelu", |e| {
+        if e.exact("gelu") {
+            return exact::map(e, x, |v| exact::gelu(v, tanh_form));
+        }
         Ok(match (s.gelu, s.act_ring) {
             (Gelu::Seg4, ActRing::Full) => seg4_gelu(e, x, &SEG4_BUMBLEBEE)?,
             (Gelu::Seg4, ActRing::Mixed) => seg4_gelu_mixed(e, x, &SEG4_BUMBLEBEE)?,
             (Gelu::P4, ActRing::Full) => p4_gelu(e, x, &P4_BOLT)?,
             (Gelu::P4, ActRing::Mixed) => p4_gelu_mixed(e, x, &P4_BOLT)?,
+            (Gelu::P7, ActRing::Full) => p7_gelu(e, x, if tanh_form { &P7_TANH } else { &P7_ERF })?,
+            (Gelu::P7, ActRing::Mixed) => {
+                return Err(SecureError::Unsupported(
+                    "gelu=p7 needs the full ring (x^7 does not fit the activation format (32, 12)); use act-ring=full".into(),
+                ))
+            }
             (Gelu::Oppe, _) => oppe_in_ring(e, x, &s, table(if tanh_form { "gelu_tanh" } else { "gelu" })?)?,
             (Gelu::Lut, ring) => lut_in_ring(e, x, ring, if tanh_form { &GELU_TANH_LUT } else { &GELU_LUT })?,
         })
@@ -80,6 +92,9 @@ pub fn gelu<E: Engine>(e: &mut E, x: &E::Val, tanh_form: bool) -> Result<E::Val,
 pub fn silu<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, SecureError> {
     let s = *e.suite();
     timed(e, "silu", |e| {
+        if e.exact("silu") {
+            return exact::map(e, x, exact::silu);
+        }
         Ok(match (s.silu, s.act_ring) {
             (Silu::Seg4, ActRing::Full) => nn_silu(e, x, &SILU_BUMBLEBEE)?,
             (Silu::Seg4, ActRing::Mixed) => silu_mixed(e, x, &SILU_BUMBLEBEE)?,
@@ -95,10 +110,11 @@ pub fn mul<E: Engine>(e: &mut E, x: &E::Val, y: &E::Val) -> Result<E::Val, Secur
     timed(e, "mul", |e| Ok(e.mul(x, y)?))
 }
 
-/// `e^x` for `x <= 0` by the suite's `exp` (Taylor: clipped below −14; OPPE: 0 below −16).
+/// `e^x` for `x <= 0` by the suite's `exp` (Taylor, Taylor2: clipped below −14; OPPE: 0 below −16).
 pub fn exp_nonpositive<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, SecureError> {
     match e.suite().exp {
         Exp::Taylor => Ok(exp_neg(e, x, &EXP_BUMBLEBEE)?),
+        Exp::Taylor2 => Ok(exp_neg_taylor2(e, x, &EXP_BUMBLEBEE)?),
         Exp::Oppe => Ok(oppe(e, x, table("exp")?)?),
         Exp::Lut => Ok(exp_lut(e, x, &EXP_LUT)?),
     }
@@ -131,6 +147,9 @@ pub fn reciprocal<E: Engine>(e: &mut E, x: &E::Val, lo: f64, hi: f64, p: &RecipP
 /// exponential and a reciprocal ([`crate::secure::layers::tanh_composed`]); with `exp = oppe`, East's
 /// own OPPE tanh table (m = 7, d = 3) evaluates it directly.
 pub fn tanh<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, SecureError> {
+    if e.exact("tanh") {
+        return exact::map(e, x, f64::tanh);
+    }
     match e.suite().exp {
         Exp::Oppe => Ok(oppe(e, x, table("tanh")?)?),
         _ => crate::secure::layers::tanh_composed(e, x),
@@ -148,6 +167,9 @@ pub fn softmax<E: Engine>(
     mask: Option<&[bool]>,
 ) -> Result<E::Val, SecureError> {
     let s = *e.suite();
+    if e.exact("softmax") {
+        return timed(e, "softmax", |e| exact::softmax(e, x, cols, mask));
+    }
     timed(e, "softmax", |e| match (s.softmax, s.exp, s.reciprocal) {
         (Softmax::Bumblebee, Exp::Taylor, Reciprocal::Newton) => {
             Ok(nn_softmax(e, x, rows, cols, mask, &SOFTMAX_BUMBLEBEE)?)
@@ -222,6 +244,9 @@ pub fn layernorm<E: Engine>(
     eps: f64,
 ) -> Result<E::Val, SecureError> {
     let s = *e.suite();
+    if e.exact("layernorm") {
+        return timed(e, "layernorm", |e| exact::norm(e, x, cols, gamma, Some(beta), eps));
+    }
     timed(e, "layernorm", |e| match s.norm {
         Norm::Bumblebee => {
             let p = norm_params(&s, e.format(), eps)?;
@@ -244,6 +269,9 @@ pub fn rmsnorm<E: Engine>(
     eps: f64,
 ) -> Result<E::Val, SecureError> {
     let s = *e.suite();
+    if e.exact("rmsnorm") {
+        return timed(e, "rmsnorm", |e| exact::norm(e, x, cols, gamma, None, eps));
+    }
     timed(e, "rmsnorm", |e| match s.norm {
         Norm::Bumblebee => {
             let p = norm_params(&s, e.format(), eps)?;

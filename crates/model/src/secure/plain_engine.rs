@@ -20,6 +20,8 @@ pub struct PlainEngine {
     b: PlainBackend,
     suite: Suite,
     profile: Profile,
+    /// Operators evaluated exactly instead of approximated ([`PlainEngine::with_exact`]).
+    exact: Vec<&'static str>,
 }
 
 impl PlainEngine {
@@ -30,7 +32,25 @@ impl PlainEngine {
             b: PlainBackend::new(fp)?,
             suite: *suite,
             profile: Profile::default(),
+            exact: Vec::new(),
         })
+    }
+
+    /// The twin with the operators `ops` (names of [`crate::secure::exact::EXACT_OPS`])
+    /// evaluated exactly in f64 instead of by the suite's approximations: the error left is
+    /// that of the other operators and of the fixed-point format (error attribution of
+    /// `nectar accuracy`). An unknown name is an error.
+    pub fn with_exact(mut self, ops: &[&str]) -> Result<Self, NnError> {
+        for op in ops {
+            let known = crate::secure::exact::EXACT_OPS
+                .iter()
+                .find(|k| *k == op)
+                .ok_or_else(|| NnError::BadArgument(format!("no exact form of operator '{op}'")))?;
+            if !self.exact.contains(known) {
+                self.exact.push(known);
+            }
+        }
+        Ok(self)
     }
 
     /// The recorded per-operator profile (times only; no communication).
@@ -101,6 +121,9 @@ impl Engine for PlainEngine {
     }
     fn is_twin(&self) -> bool {
         true
+    }
+    fn exact(&self, op: &str) -> bool {
+        self.exact.iter().any(|k| *k == op)
     }
     fn server_input(&mut self, v: Option<&[u64]>, n: usize) -> Result<Vec<u64>, NnError> {
         self.b.constant(need(v, n, "server's weights")?)

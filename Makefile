@@ -8,7 +8,7 @@ PYTHON ?= python3
 NECTAR = $(CARGO) run --quiet -p nectar-app --bin nectar --
 NECTAR_RELEASE = $(CARGO) run --quiet --release -p nectar-app --bin nectar --
 
-.PHONY: demo test pytest deps toolchain pydeps model bench bench-nonlinear bench-rotl bench-linear bench-blb bench-leaf soak results fmt lint clean
+.PHONY: demo test pytest deps toolchain pydeps model bench bench-nonlinear bench-rotl bench-linear bench-blb bench-leaf bench-accuracy soak results fmt lint clean
 
 demo: deps model
 	@echo "== plaintext reference =="
@@ -103,6 +103,10 @@ bench-blb:
 bench-leaf:
 	bash scripts/bench_leaf.sh
 
+# The JSON behind docs/results/accuracy.md (issue 17; about 45 minutes on 2 cores).
+bench-accuracy:
+	bash scripts/bench_accuracy.sh
+
 # The 10-minute soak of `nectar serve` (issue 18): 12 honest + 4 hostile MiniLM clients at once.
 soak: deps
 	bash scripts/bench_soak.sh
@@ -121,6 +125,7 @@ results:
 	$(PYTHON) scripts/results_blb.py
 	$(PYTHON) scripts/results_leaf.py
 	$(PYTHON) scripts/results_soak.py
+	$(PYTHON) scripts/results_accuracy.py
 
 fmt:
 	$(CARGO) fmt --all

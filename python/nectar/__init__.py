@@ -86,7 +86,7 @@ def embed_plaintext(model_dir: Union[str, os.PathLike], texts: Union[str, Sequen
 class Server:
     """The party holding the model: serves private inference to clients over TCP.
 
-    ``Server(model_dir, suite="bumblebee", host="127.0.0.1", port=0, **limits)`` loads (memory-
+    ``Server(model_dir, suite="nectar", host="127.0.0.1", port=0, **limits)`` loads (memory-
     maps and checks) the model and binds ``host:port`` at once (``port=0``: any free port, read
     it from :attr:`port`). ``limits`` are the flags of ``nectar serve``: ``reveal_to_server``,
     ``max_sessions``, ``max_concurrent_sessions``, ``handshake_timeout``, ``idle_timeout``
@@ -102,7 +102,7 @@ class Server:
     def __init__(
         self,
         model_dir: Union[str, os.PathLike],
-        suite: str = "bumblebee",
+        suite: str = "nectar",
         host: str = "127.0.0.1",
         port: int = 0,
         *,
@@ -312,7 +312,7 @@ class Client:
         self,
         host: str,
         port: int,
-        suite: str = "bumblebee",
+        suite: str = "nectar",
         model_dir: Optional[Union[str, os.PathLike]] = None,
         *,
         insecure_test_seed: Optional[int] = None,
@@ -395,7 +395,7 @@ class Client:
 def run_local(
     model_dir: Union[str, os.PathLike],
     inputs: Any,
-    suite: str = "bumblebee",
+    suite: str = "nectar",
     net: str = "lan",
     *,
     task: str = "auto",

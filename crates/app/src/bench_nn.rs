@@ -15,7 +15,7 @@ pub struct Args<'a> {
     pub size: usize,
     /// Row length of row operators (softmax, layernorm, rmsnorm, argmax).
     pub cols: usize,
-    pub suite: &'a str,
+    pub suite: Option<&'a str>,
     pub suite_file: Option<&'a Path>,
     /// Ablations of the bOLEe products.
     pub no_query_reuse: bool,
@@ -74,6 +74,12 @@ fn kernel(op: &str, suite: &Suite) -> Result<String, String> {
             (Norm::EastEq9, Rsqrt::NewtonDetermine) => "rmsnorm-east",
             (Norm::EastEq9, _) => return Err(format!("--op {op}: norm=east-eq9 runs with rsqrt=newton-determine")),
             (Norm::Bumblebee, _) => return Err(format!("--op {op}: norm=bumblebee runs with rsqrt=newton")),
+            (Norm::Outer, _) => {
+                return Err(format!(
+                    "--op {op}: norm=outer forms r ⊗ γ with an OLT against the server's weights, which this \
+                     share-level bench does not run; it is measured end to end by `nectar bench suites`"
+                ))
+            }
         },
         "rsqrt" => match suite.rsqrt {
             Rsqrt::Newton => "rsqrt",
@@ -106,7 +112,7 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
         None => (a.op, None),
     };
     if OPERATORS.contains(&name) {
-        let mut suite = crate::suites::resolve(a.suite, a.suite_file, &[])?;
+        let mut suite = crate::suites::resolve(a.suite, a.suite_file, &[], crate::suites::BENCH_SUITE)?;
         if let Some(p) = proto {
             suite.set(name, p).map_err(|e| e.to_string())?;
         }

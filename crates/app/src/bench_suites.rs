@@ -115,7 +115,7 @@ pub fn run(a: &Args, json: bool) -> Result<(), String> {
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(|spec| {
-            let s = crate::suites::resolve(spec, None, a.ops)?;
+            let s = crate::suites::resolve(Some(spec), None, a.ops, crate::suites::DEFAULT_SUITE)?;
             s.validate().map_err(|e| format!("suite {spec}: {e}"))?;
             Ok(s)
         })

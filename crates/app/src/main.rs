@@ -362,10 +362,10 @@ enum BenchCmd {
         l: u32,
         #[arg(long)]
         json: bool,
-        /// The protocol suite (preset or PRESET+OP=PROTO..., e.g. `bumblebee+mul=ot`); `--op`
-        /// names the kernel here.
-        #[arg(long, default_value = "bumblebee")]
-        suite: String,
+        /// The protocol suite (preset or PRESET+OP=PROTO..., e.g. `bumblebee+mul=ot`; default
+        /// bumblebee, the paper's); `--op` names the kernel here.
+        #[arg(long)]
+        suite: Option<String>,
         /// A TOML suite file (`preset = "..."`, `[ops]`), instead of --suite.
         #[arg(long)]
         suite_file: Option<PathBuf>,
@@ -391,9 +391,9 @@ enum BenchCmd {
         wide_bole: bool,
         #[arg(long, value_parser = ["none", "lan", "wan"], default_value = "none")]
         net: String,
-        /// The protocol suite (preset or PRESET+OP=PROTO...).
-        #[arg(long, default_value = "bumblebee")]
-        suite: String,
+        /// The protocol suite (preset or PRESET+OP=PROTO...; default bumblebee, the paper's).
+        #[arg(long)]
+        suite: Option<String>,
         /// A TOML suite file (`preset = "..."`, `[ops]`), instead of --suite.
         #[arg(long)]
         suite_file: Option<PathBuf>,
@@ -470,8 +470,8 @@ enum BenchCmd {
     Suites {
         #[command(flatten)]
         model: ModelArg,
-        /// Suites to compare, comma-separated (`bumblebee,bumblebee+gelu=p4`).
-        #[arg(long, default_value = "bumblebee,bumblebee+gelu=p4")]
+        /// Suites to compare, comma-separated (`nectar,bumblebee+gelu=p4`).
+        #[arg(long, default_value = "nectar,bumblebee")]
         suites: String,
         /// Tokens of the input (the default sentence is cut or repeated to this length).
         #[arg(long, default_value_t = 32)]
@@ -493,10 +493,10 @@ enum BenchCmd {
 /// compares its digest and names the first differing operator).
 #[derive(Args, Clone)]
 struct SuiteArgs {
-    /// A preset (bumblebee, rotl, east, blb, leaf; see `nectar suites`), optionally with
-    /// `+OP=PROTO` overrides (`bumblebee+gelu=p4`).
-    #[arg(long, default_value = "bumblebee")]
-    suite: String,
+    /// A preset (nectar, bumblebee, rotl, east, blb, leaf; see `nectar suites`), optionally with
+    /// `+OP=PROTO` overrides (`bumblebee+gelu=p4`); default: nectar.
+    #[arg(long)]
+    suite: Option<String>,
     /// Override operators: `OP=PROTO[,OP=PROTO...]` (e.g. `gelu=p4`, `ot=iknp`,
     /// `olt-cost=lan_commodity`, `act-ring=mixed`, `embed=shared-ids`); repeatable.
     #[arg(long = "op")]
@@ -509,7 +509,7 @@ struct SuiteArgs {
 impl SuiteArgs {
     /// The resolved suite, refused if it names a protocol that is not implemented yet.
     fn suite(&self) -> Result<nectar_model::Suite, String> {
-        let s = suites::resolve(&self.suite, self.suite_file.as_deref(), &self.ops)?;
+        let s = suites::resolve(self.suite.as_deref(), self.suite_file.as_deref(), &self.ops, suites::DEFAULT_SUITE)?;
         s.validate().map_err(|e| e.to_string())?;
         Ok(s)
     }
@@ -647,7 +647,7 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Cmd::Params { suite, json } => {
             let s = match suite {
-                Some(spec) => Some(suites::resolve(&spec, None, &[])?),
+                Some(spec) => Some(suites::resolve(Some(&spec), None, &[], suites::DEFAULT_SUITE)?),
                 None => None,
             };
             params::run(s.as_ref(), json)
@@ -695,7 +695,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 Ok(())
             }
             BenchCmd::Linear { op, shape, size, variant, net, heads, l, json, suite, suite_file, block, count, f2r, model_shape, tokens, real } => {
-                let suite = suites::resolve(&suite, suite_file.as_deref(), &[])?;
+                let suite = suites::resolve(suite.as_deref(), suite_file.as_deref(), &[], suites::BENCH_SUITE)?;
                 if suite.matmul != nectar_model::suite::Matmul::Olt || matches!(op.as_str(), "convert" | "blocks" | "qk" | "sv" | "attn_out" | "ffn1" | "ffn2") {
                     let blb = bench_linear::BlbArgs { op: &op, block, count, f2r: &f2r, net: &net, model_shape: &model_shape, tokens, real };
                     report::print_lines(&bench_linear::run_blb(&blb, &suite)?, json);
@@ -717,7 +717,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     op: &op,
                     size,
                     cols,
-                    suite: &suite,
+                    suite: suite.as_deref(),
                     suite_file: suite_file.as_deref(),
                     no_query_reuse,
                     wide_bole,

@@ -20,7 +20,7 @@ pub enum Source<'a> {
 /// The plan of `source` for `tokens` tokens under `suite` (a suite spec; only suites whose
 /// matmul is BLB's CKKS fusion have a plan).
 pub fn build(source: &Source, suite: &str, tokens: usize) -> Result<FusionPlan, String> {
-    let s = crate::suites::resolve(suite, None, &[])?;
+    let s = crate::suites::resolve(Some(suite), None, &[], crate::suites::DEFAULT_SUITE)?;
     if s.matmul != Matmul::Fused {
         return Err(format!(
             "suite '{suite}' has no fusion plan: only the blb suite (matmul=blb-fused) fuses linear operators under CKKS (BLB §4); \

@@ -4,18 +4,23 @@
 use nectar_model::suite::{Suite, PRESETS};
 use std::path::Path;
 
-/// `--suite SPEC` (or `--suite-file FILE`) with the `--op` overrides on top. Not validated:
-/// callers that run the suite call [`Suite::validate`].
-pub fn resolve(spec: &str, file: Option<&Path>, ops: &[String]) -> Result<Suite, String> {
-    let mut s = match file {
-        Some(f) => {
-            if spec != "bumblebee" {
-                return Err("give either --suite or --suite-file, not both".into());
-            }
+/// The suite of `serve`, `infer`, `demo`, `accuracy` and the Python package when none is named.
+pub const DEFAULT_SUITE: &str = "nectar";
+
+/// The suite of the share-level benches (`bench nn`, `bench linear`) when none is named: the
+/// paper's protocols, whose tables they are compared with.
+pub const BENCH_SUITE: &str = "bumblebee";
+
+/// `--suite SPEC` (`None`: `default`) or `--suite-file FILE`, with the `--op` overrides on top.
+/// Not validated: callers that run the suite call [`Suite::validate`].
+pub fn resolve(spec: Option<&str>, file: Option<&Path>, ops: &[String], default: &str) -> Result<Suite, String> {
+    let mut s = match (spec, file) {
+        (Some(_), Some(_)) => return Err("give either --suite or --suite-file, not both".into()),
+        (_, Some(f)) => {
             let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
             Suite::from_toml(&text).map_err(|e| format!("{}: {e}", f.display()))?
         }
-        None => Suite::parse(spec).map_err(|e| e.to_string())?,
+        (spec, None) => Suite::parse(spec.unwrap_or(default)).map_err(|e| e.to_string())?,
     };
     for o in ops {
         s.apply_overrides(o).map_err(|e| e.to_string())?;

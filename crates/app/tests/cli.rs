@@ -88,7 +88,7 @@ fn bench_model_reports_each_partys_peak_rss() {
     assert!(s["profile"].as_array().unwrap().iter().any(|o| o["op"] == "embed"));
 }
 
-/// `nectar suites` lists the five presets and every operator's choices, implemented or not.
+/// `nectar suites` lists the six presets and every operator's choices, implemented or not.
 #[test]
 fn suites_lists_presets_and_choices() {
     let out = nectar().args(["suites", "--json"]).output().unwrap();
@@ -96,9 +96,9 @@ fn suites_lists_presets_and_choices() {
     let lines: Vec<serde_json::Value> =
         String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let presets: Vec<&str> = lines.iter().filter_map(|l| l["preset"].as_str()).collect();
-    assert_eq!(presets, ["bumblebee", "rotl", "east", "blb", "leaf"]);
+    assert_eq!(presets, ["nectar", "bumblebee", "rotl", "east", "blb", "leaf"]);
     let runs: Vec<bool> = lines.iter().filter(|l| l["preset"].is_string()).map(|l| l["runs"].as_bool().unwrap()).collect();
-    assert_eq!(runs, [true, true, true, false, false], "bumblebee, rotl and east run today");
+    assert_eq!(runs, [true, true, true, true, false, false], "nectar, bumblebee, rotl and east run today");
     let gelu = lines.iter().find(|l| l["operator"] == "gelu").expect("gelu row");
     let choices: Vec<(String, bool)> = gelu["choices"]
         .as_array()
@@ -106,10 +106,13 @@ fn suites_lists_presets_and_choices() {
         .iter()
         .map(|c| (c["protocol"].as_str().unwrap().to_string(), c["implemented"].as_bool().unwrap()))
         .collect();
-    assert_eq!(choices, [("seg4".into(), true), ("p4".into(), true), ("oppe".into(), true), ("lut".into(), true)]);
+    assert_eq!(
+        choices,
+        [("seg4".into(), true), ("p4".into(), true), ("p7".into(), true), ("oppe".into(), true), ("lut".into(), true)]
+    );
     let table = nectar().arg("suites").output().unwrap();
     let text = String::from_utf8(table.stdout).unwrap();
-    for needle in ["bumblebee", "rotl", "east", "blb", "leaf", "implemented"] {
+    for needle in ["nectar", "bumblebee", "rotl", "east", "blb", "leaf", "implemented"] {
         assert!(text.contains(needle), "{needle}: {text}");
     }
 }
@@ -136,7 +139,7 @@ fn planned_protocols_fail_at_start_with_one_line() {
     let bad = nectar().args(["demo", "--op", "gelu=xyz", "x"]).output().unwrap();
     assert!(!bad.status.success());
     let err = String::from_utf8_lossy(&bad.stderr);
-    assert!(err.contains("operator gelu: unknown protocol 'xyz' (choices: seg4, p4, oppe, lut)"), "{err}");
+    assert!(err.contains("operator gelu: unknown protocol 'xyz' (choices: seg4, p4, p7, oppe, lut)"), "{err}");
 }
 
 /// Bench lines name the protocol that ran: `bench nn --op gelu=p4` and `bench model` with a
@@ -160,7 +163,7 @@ fn bench_lines_name_their_protocols() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let l: serde_json::Value = serde_json::from_str(String::from_utf8(out.stdout).unwrap().trim()).unwrap();
     assert_eq!(l["protocols"]["gelu"], "p4");
-    assert_eq!(l["params"]["suite"], "bumblebee+ot=iknp+gelu=p4");
+    assert_eq!(l["params"]["suite"], "nectar+ot=iknp+gelu=p4", "the default suite with two overrides");
     let ops = l["client"]["profile"].as_array().unwrap();
     let gelu = ops.iter().find(|o| o["op"] == "gelu").expect("a gelu row");
     assert_eq!(gelu["protocol"], "p4");
@@ -210,17 +213,17 @@ fn fit_prints_a_table_and_refuses_bad_arguments() {
 }
 
 /// `nectar params` prints the statistical security per session of every preset: ≥ 40 bits for
-/// the suites that run (bumblebee, rotl, east), a clear "cannot assess" for planned ones.
+/// the suites that run (nectar, bumblebee, rotl, east), a clear "cannot assess" for planned ones.
 #[test]
 fn params_reports_40_bits_per_session() {
     let out = nectar().args(["params", "--json"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let lines: Vec<serde_json::Value> =
         String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(lines.len(), 5);
+    assert_eq!(lines.len(), 6);
     for l in &lines {
         match l["suite"].as_str().unwrap() {
-            "bumblebee" | "east" | "rotl" => {
+            "nectar" | "bumblebee" | "east" | "rotl" => {
                 assert!(l["session_bits"].as_u64().unwrap() >= 40, "{l}");
                 for h in l["he"].as_array().unwrap() {
                     assert!(h["log_qp"].as_u64() <= h["max_log_qp_128"].as_u64(), "{h}");
@@ -270,4 +273,55 @@ fn closed_stdout_ends_quietly() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `nectar accuracy` on MiniLM: per-sentence and summary JSON lines; the default suite's twin and
+/// secure run within issue 17's 0.9999 of plaintext; the error attribution names GeLU as
+/// BumbleBee's dominant operator; bad inputs are one-line errors.
+#[test]
+fn accuracy_reports_per_operator_errors() {
+    let minilm = nectar_model::fetch::default_home().join("minilm");
+    assert!(minilm.join("model.safetensors").exists(), "MiniLM missing: `make test` fetches it (nectar fetch-model minilm)");
+    let m = minilm.display().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.txt");
+    std::fs::write(&file, "OK.\n\nWhy?!\n").unwrap();
+    let f = file.display().to_string();
+    let run = |extra: &[&str]| -> Vec<serde_json::Value> {
+        let mut args = vec!["accuracy", "--model", &m, "--sentences", &f, "--json"];
+        args.extend_from_slice(extra);
+        let out = nectar().args(&args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let lines = run(&["--secure"]);
+    assert_eq!(lines.len(), 3, "two sentences (the blank line skipped) and a summary");
+    let s = &lines[2];
+    assert_eq!((s["bench"].as_str(), s["suite"].as_str(), s["sentences"].as_u64()), (Some("accuracy-summary"), Some("nectar"), Some(2)));
+    let min = |v: &serde_json::Value| v["min_cosine"].as_f64().unwrap();
+    assert!(min(&s["twin"]) >= 0.9999 && min(&s["secure"]) >= 0.9999 && min(&s["secure_vs_twin"]) >= 0.9999, "{s}");
+    assert!(min(&s["format_only"]) >= 0.99999, "{s}");
+    for op in ["gelu", "softmax", "layernorm"] {
+        assert!(min(&s["only"][op]) >= min(&s["twin"]) - 1e-6, "{op}: {s}");
+    }
+    assert!(lines[0]["tokens"].as_u64().unwrap() >= 3 && lines[0]["secure"]["cosine"].is_f64());
+    // BumbleBee's approximations: GeLU (Seg4) is the largest error, LayerNorm the smallest.
+    let b = run(&["--suite", "bumblebee"]);
+    let o = &b[2]["only"];
+    assert!(min(&o["gelu"]) < min(&o["softmax"]) && min(&o["softmax"]) < min(&o["layernorm"]), "{o}");
+    assert!(b[2].get("secure").is_none());
+    // Bad inputs: a missing file, a file without sentences, a generation model.
+    std::fs::write(dir.path().join("empty.txt"), "\n  \n").unwrap();
+    let gpt = dir.path().join("gpt");
+    nectar_model::tiny::write_tiny_gpt2(&gpt, 3).unwrap();
+    for (model, sentences, needle) in [
+        (m.as_str(), dir.path().join("none.txt"), "none.txt"),
+        (m.as_str(), dir.path().join("empty.txt"), "no sentences"),
+        (gpt.to_str().unwrap(), file.clone(), "BERT-family"),
+    ] {
+        let out = nectar().args(["accuracy", "--model", model, "--sentences", sentences.to_str().unwrap()]).output().unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.starts_with("error: ") && err.contains(needle) && err.trim().lines().count() == 1, "{err}");
+    }
 }

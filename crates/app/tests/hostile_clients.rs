@@ -102,7 +102,7 @@ fn infer(addr: &str, dir: &Path, ids: &str, extra: &[&str]) -> std::process::Out
 }
 
 fn suite() -> Suite {
-    let mut s = Suite::parse("bumblebee").unwrap();
+    let mut s = Suite::parse("nectar").unwrap(); // the server's default
     s.apply_overrides("ot=ferret-small").unwrap();
     s
 }

@@ -69,7 +69,8 @@ fn pivots(op: &str) -> Vec<f64> {
         "gelu-p4" | "gelu-p4-mixed" => vec![-gelu::P4_BOLT.range, 0.0, gelu::P4_BOLT.range],
         "gelu-p7" => vec![-gelu::P7_ERF.range, 0.0, gelu::P7_ERF.range],
         "silu" | "silu-mixed" => silu::SILU_BUMBLEBEE.t.to_vec(),
-        "exp" | "exp-mixed" | "exp-taylor2" => vec![nectar_nn::exp::EXP_BUMBLEBEE.t_exp],
+        "exp" | "exp-mixed" => vec![nectar_nn::exp::EXP_BUMBLEBEE.t_exp],
+        "exp-taylor2" => vec![nectar_nn::exp::EXP_TAYLOR2.t_exp],
         "elu" => vec![nectar_nn::exp::EXP_BUMBLEBEE.t_exp, 0.0],
         _ => Vec::new(),
     }
@@ -188,7 +189,7 @@ fn run_op<B: nectar_nn::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
         "silu-mixed" => silu::silu_mixed(b, x, &silu::SILU_BUMBLEBEE)?,
         "exp" => exp::exp_neg(b, x, &exp::EXP_BUMBLEBEE)?,
         "exp-mixed" => exp::exp_neg_mixed(b, x, &exp::EXP_BUMBLEBEE)?,
-        "exp-taylor2" => exp::exp_neg_taylor2(b, x, &exp::EXP_BUMBLEBEE)?,
+        "exp-taylor2" => exp::exp_neg_taylor2(b, x, &exp::EXP_TAYLOR2)?,
         "elu" => elu::elu(b, x, 1.0, &exp::EXP_BUMBLEBEE)?,
         "softmax" => softmax::softmax(b, x, rows, cols, None, &softmax::SOFTMAX_BUMBLEBEE)?,
         "gelu-oppe" => oppe::oppe(b, x, oppe::east_table("gelu")?)?,
@@ -221,7 +222,7 @@ fn run_op<B: nectar_nn::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
                     if oppe_exp {
                         oppe::oppe(b, d, oppe::east_table("exp")?)
                     } else if taylor2 {
-                        exp::exp_neg_taylor2(b, d, &exp::EXP_BUMBLEBEE)
+                        exp::exp_neg_taylor2(b, d, &exp::EXP_TAYLOR2)
                     } else {
                         exp::exp_neg(b, d, &exp::EXP_BUMBLEBEE)
                     }

@@ -298,6 +298,9 @@ choice! {
         Bumblebee => ("bumblebee", "BumbleBee §V-B LayerNorm", true),
         /// East's transform, Eq. (9).
         EastEq9 => ("east-eq9", "East §4.2 Eq. (9)", true),
+        /// BumbleBee's LayerNorm / RMSNorm with `r ⊗ γ` formed by one OLT against the server's
+        /// `γ`, then one product (nectar, issue 17; `secure::operators::layernorm`).
+        Outer => ("outer", "nectar: BumbleBee LayerNorm, r⊗γ by OLT", true),
     }
 }
 
@@ -457,7 +460,8 @@ impl ChoiceParams for Silu {
 impl ChoiceParams for Exp {
     fn params(self) -> String {
         match self {
-            Exp::Taylor | Exp::Taylor2 => format!("{:?}", nectar_nn::exp::EXP_BUMBLEBEE),
+            Exp::Taylor => format!("{:?}", nectar_nn::exp::EXP_BUMBLEBEE),
+            Exp::Taylor2 => format!("{:?}", nectar_nn::exp::EXP_TAYLOR2),
             // tanh follows the exp choice (the BERT pooler): East's OPPE tanh table
             Exp::Oppe => oppe_params(&["exp", "tanh"]),
             Exp::Lut => format!("{:?} tables={:?}", nectar_nn::lut::EXP_LUT, nectar_nn::lut::EXP_LUT.tables_f64()),
@@ -503,7 +507,7 @@ impl ChoiceParams for Rsqrt {
 impl ChoiceParams for Norm {
     fn params(self) -> String {
         match self {
-            Norm::Bumblebee => format!("{:?}", nectar_nn::layernorm::LAYERNORM_DEFAULT),
+            Norm::Bumblebee | Norm::Outer => format!("{:?}", nectar_nn::layernorm::LAYERNORM_DEFAULT),
             Norm::EastEq9 => format!("{:?}", nectar_nn::layernorm::EAST_NORM_DEFAULT),
         }
     }
@@ -607,7 +611,11 @@ fn choices<C: Choice>() -> OperatorChoices {
 }
 
 /// The named presets with one line each on what they are.
-pub const PRESETS: [(&str, &str); 5] = [
+pub const PRESETS: [(&str, &str); 6] = [
+    (
+        "nectar",
+        "the default: BumbleBee's protocols with nectar's GeLU (p7), exp (taylor2) and LayerNorm (outer)",
+    ),
     ("bumblebee", "BumbleBee (NDSS'25): OLT matmuls, bOLEe products, OT nonlinear protocols"),
     ("rotl", "BumbleBee linear layers + ROTL comparison from LUTs and LUT GeLU/exp/reciprocal/softmax"),
     ("east", "BumbleBee linear layers + East OPPE GeLU/exp/SiLU/tanh, the Determine reciprocal and rsqrt, LayerNorm by Eq. (9)"),
@@ -617,12 +625,21 @@ pub const PRESETS: [(&str, &str); 5] = [
 
 impl Default for Suite {
     fn default() -> Self {
-        Suite::bumblebee()
+        Suite::nectar()
     }
 }
 
 impl Suite {
-    /// BumbleBee's protocols (the default suite).
+    /// The default suite (issue 17): BumbleBee's protocols — OLT matmuls, bOLEe products, the
+    /// OT millionaire, Newton reciprocal and rsqrt — with three approximations of ours chosen
+    /// by `nectar accuracy`'s per-operator error table: GeLU `p7` (degree 7 in |x|, 2.4e−4
+    /// max error vs Seg4's 3.3e−2), exp `taylor2` (second-order base, 2.2e−4 vs 4.3e−3) and
+    /// LayerNorm `outer` (`r ⊗ γ` by one OLT instead of a second product). SiLU stays Seg4.
+    pub const fn nectar() -> Self {
+        Suite { gelu: Gelu::P7, exp: Exp::Taylor2, norm: Norm::Outer, ..Suite::bumblebee() }
+    }
+
+    /// BumbleBee's protocols and approximations as in the paper.
     pub const fn bumblebee() -> Self {
         Suite {
             ot: OtExt::Ferret,
@@ -648,6 +665,7 @@ impl Suite {
     pub fn preset(name: &str) -> Result<Self, SuiteError> {
         let b = Suite::bumblebee();
         Ok(match name {
+            "nectar" => Suite::nectar(),
             "bumblebee" => b,
             "rotl" => Suite {
                 compare: Compare::RotlLut,
@@ -997,6 +1015,6 @@ mod tests {
         );
         let gelu = cat.iter().find(|c| c.operator == "gelu").unwrap();
         let names: Vec<_> = gelu.choices.iter().map(|c| (c.0, c.2)).collect();
-        assert_eq!(names, [("seg4", true), ("p4", true), ("oppe", true), ("lut", true)]);
+        assert_eq!(names, [("seg4", true), ("p4", true), ("p7", true), ("oppe", true), ("lut", true)]);
     }
 }

@@ -427,3 +427,62 @@ fn minilm_rotl_twin_embeddings_match_plaintext() {
     }
     assert!(worst >= 0.999, "rotl worst cosine {worst}");
 }
+
+/// `PlainEngine::with_exact` (the error attribution of `nectar accuracy`): with every nonlinear
+/// operator exact the twin is the f32 model up to the fixed-point format; with only one
+/// approximated it carries that operator's error alone; an unknown operator is an error.
+#[test]
+fn exact_operators_isolate_each_approximation() {
+    let dir = tempfile::tempdir().unwrap();
+    tiny::write_tiny_bert(dir.path(), 21).unwrap();
+    let model = Model::load(dir.path()).unwrap();
+    let Network::Bert(bert) = model.network() else { panic!("bert expected") };
+    let w = weights(dir.path());
+    let ids: Vec<u32> = (0..24).map(|i| (i * 11 % 50) as u32).collect();
+    let want = bert.embed_ids(&ids).unwrap();
+    let m = SecureModel::new(model.config(), Some(&w)).unwrap();
+    let q = Query { task: Task::Embed, ids: Some(ids.clone()), len: ids.len() };
+    let cos = |exact: &[&str], suite: &Suite| {
+        let mut e = twin_with(suite).with_exact(exact).unwrap();
+        let Output::Embedding(got) = m.run(&mut e, &q).unwrap() else { panic!() };
+        (1.0 - cosine(&want, &got)) as f64
+    };
+    let bb = Suite::bumblebee();
+    let all = ["gelu", "softmax", "layernorm"];
+    let (approx, floor) = (cos(&[], &bb), cos(&all, &bb));
+    let only_gelu = cos(&["softmax", "layernorm"], &bb);
+    eprintln!("tiny bert 1 − cosine: bumblebee {approx:.3e}, only gelu {only_gelu:.3e}, format only {floor:.3e}");
+    assert!(floor < 1e-6, "format floor {floor}");
+    assert!(floor < only_gelu && only_gelu <= approx * 1.5 + 1e-7, "{floor} {only_gelu} {approx}");
+    // the default suite's GeLU, exp and LayerNorm are at least 10x closer than BumbleBee's
+    let nectar = cos(&[], &Suite::nectar());
+    eprintln!("tiny bert 1 − cosine: nectar {nectar:.3e}");
+    assert!(nectar * 10.0 < approx, "nectar {nectar} vs bumblebee {approx}");
+    assert!(twin_with(&bb).with_exact(&["relu"]).is_err());
+}
+
+/// The default suite's twin on MiniLM: plaintext-grade (issue 17: cosine ≥ 0.9999) on varied
+/// sentences, including the worst of the 50-sentence set under BumbleBee's approximations.
+#[test]
+fn minilm_nectar_twin_embeddings_match_plaintext() {
+    let dir = fetch::minilm_dir(&fetch::default_home());
+    let model = Model::load(&dir).expect("MiniLM (make test fetches it: nectar fetch-model minilm)");
+    let w = weights(&dir);
+    let tok = model.tokenizer().unwrap();
+    let mut worst = 1f32;
+    for t in [
+        "OK.",
+        "Why?!",
+        "Numbers: 3.14159, 2.71828 and 1,000,000 — what do they have in common?",
+        "Der schnelle braune Fuchs springt über den faulen Hund.",
+        "I bought 12 eggs, 3 loaves of bread, and a bottle of olive oil at the market yesterday afternoon.",
+    ] {
+        let enc = tok.encode(t).unwrap();
+        let want = model.embed(&[t]).unwrap().remove(0);
+        let Output::Embedding(got) = run(&model, &w, Task::Embed, &enc.ids, &Suite::nectar()) else { panic!() };
+        let c = cosine(&want, &got);
+        eprintln!("minilm twin: nectar {c:.7}: {t:?}");
+        worst = worst.min(c);
+    }
+    assert!(worst >= 0.9999, "nectar worst cosine {worst}");
+}

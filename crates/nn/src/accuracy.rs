@@ -120,11 +120,18 @@ pub fn approximation_table() -> Result<Vec<ErrStats>, NnError> {
         "avg ULP ≈ 4 (§V-A 'Tradeoffs')")?);
     out.push(measure_elementwise("GeLU BOLT P4 mixed (32,12)", fp, &g, |b, x| gelu::p4_gelu_mixed(b, x, &gelu::P4_BOLT), gelu::gelu_f64, "—")?);
     let g = grid(-8.0, 8.0, 16001);
+    let erf_gelu = |x: f64| 0.5 * x * (1.0 + libm::erf(x * std::f64::consts::FRAC_1_SQRT_2));
+    out.push(measure_elementwise("GeLU P7 erf form (64,18)", fp, &g, |b, x| gelu::p7_gelu(b, x, &gelu::P7_ERF), erf_gelu,
+        "— (nectar; fit 2.4e−4)")?);
+    out.push(measure_elementwise("GeLU P7 tanh form (64,18)", fp, &g, |b, x| gelu::p7_gelu(b, x, &gelu::P7_TANH), gelu::gelu_f64,
+        "— (nectar; fit 2.3e−4)")?);
     out.push(measure_elementwise("SiLU (64,18)", fp, &g, |b, x| silu::silu(b, x, &silu::SILU_BUMBLEBEE), silu::silu_f64, "— (App. D)")?);
     out.push(measure_elementwise("SiLU mixed (32,8)", fp, &g, |b, x| silu::silu_mixed(b, x, &silu::SILU_BUMBLEBEE), silu::silu_f64, "—")?);
     let g = grid(-14.0, 0.0, 14001);
     out.push(measure_elementwise("exp (64,18) n=6, T=−14", fp, &g, |b, x| exp::exp_neg(b, x, &exp::EXP_BUMBLEBEE), f64::exp,
         "avg err within 2^−10 ≈ 9.8e−4 (§V-B)")?);
+    out.push(measure_elementwise("exp taylor2 (64,18) n=5, T=−14", fp, &g, |b, x| exp::exp_neg_taylor2(b, x, &exp::EXP_TAYLOR2), f64::exp,
+        "— (nectar; ≈ |x|³eˣ/(6·4ⁿ) ≤ 2.2e−4)")?);
     out.push(measure_elementwise("exp mixed (32,12)", fp, &g, |b, x| exp::exp_neg_mixed(b, x, &exp::EXP_BUMBLEBEE), f64::exp, "—")?);
     let g = grid(-14.0, 4.0, 18001);
     out.push(measure_elementwise("ELU α=1 (64,18)", fp, &g, |b, x| elu::elu(b, x, 1.0, &exp::EXP_BUMBLEBEE), |x| crate::elu::elu_f64(x, 1.0), "—")?);

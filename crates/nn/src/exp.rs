@@ -52,11 +52,16 @@ pub fn exp_neg<B: Backend>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Va
     b.mux(&keep, &y)
 }
 
+/// The parameters of `exp = taylor2` (AGREEMENT): T_exp = −14 as BumbleBee, n = 5 squarings
+/// (the second-order base makes n = 5 already 20× more accurate than n = 6 of the first-order
+/// one: max ≈ 2.2e−4 vs 4.3e−3; one squaring fewer pays for the base's extra product).
+pub const EXP_TAYLOR2: ExpParams = ExpParams { t_exp: -14.0, n: 5, less: BUMBLEBEE_LESS };
+
 /// `exp = taylor2` (nectar, issue 17 item 1): BumbleBee's `(1 + x/2^n)^(2^n)` with a
 /// second-order base, `(1 + u + u²/2)^(2^n)`, `u = x/2^n`, kept at scale `f + n` throughout.
 /// The base's error is `O(u³)` instead of `O(u²)`, so the result's is ≈ `|x|³e^x / (6·4^n)`
-/// (max ≈ 5.5e−5 at `n = 6`, near `x = −3`) instead of ≈ `x²e^x / 2^(n+1)` (max 4.3e−3): 80×
-/// smaller for one product more. No division: `x`'s raw value at scale `f` *is* `u` at scale
+/// (max ≈ 2.2e−4 at `n = 5`, 5.5e−5 at `n = 6`, near `x = −3`) instead of ≈ `x²e^x / 2^(n+1)`
+/// (max 4.3e−3 at `n = 6`). No division: `x`'s raw value at scale `f` *is* `u` at scale
 /// `f + n`; `u²/2` is one square read in format `(l, f + n + 1)`; the `n` squarings run in
 /// format `(l, f + n)` and the last one truncates by `f + 2n`, landing at scale `f`.
 /// Cost on m elements: square (n + 1)·m, less_than m × 1, mux m — the same calls as

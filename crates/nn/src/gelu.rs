@@ -145,20 +145,62 @@ pub const P4_BOLT: P4Params = P4Params {
 /// BOLT P4 GeLU in the current format (fits the activation format (32, 12) of §V-C).
 /// Cost: square 2n, mul n, one truncation of 2n, one less_than on n × 3, one mux of 3n.
 pub fn p4_gelu<B: Backend>(b: &mut B, x: &B::Val, p: &P4Params) -> Result<B::Val, NnError> {
-    abs_poly_gelu(b, x, &p.c, p.range, p.less, "p4_gelu")
+    let fp = b.format();
+    // Powers are only used on |x| < r: x⁴ < r⁴ (2.7⁴ ≈ 53 < 2^6: fits (32, 12)).
+    let pow_log2 = (p.range.powi(4)).log2().ceil().max(0.0) as u32;
+    check_headroom("p4_gelu", fp, pow_log2)?;
+    let n = b.len(x);
+    let th = [enc(b, -p.range)?, 0, enc(b, p.range)?];
+    let bits = b.less_than_const(x, &th, p.less.ignore_bits(fp))?;
+    let [b0, s, c] = take3(b, bits, n)?;
+    let x2 = b.square(x)?;
+    let x3 = b.mul(&x2, x)?;
+    let x4 = b.square(&x2)?;
+    let [c0, c1, c2, c3, c4] = p.c;
+    let xx = b.concat(&[x, x])?;
+    let x2x2 = b.concat(&[&x2, &x2])?;
+    let x3x3 = b.concat(&[&x3, &x3])?;
+    let x4x4 = b.concat(&[&x4, &x4])?;
+    // F0 (x < 0): c4x⁴ − c3x³ + c2x² + (0.5 − c1)x + c0; F1 (x ≥ 0): c4x⁴ + c3x³ + c2x² + (0.5 + c1)x + c0.
+    let s_extra = extra_bits(fp, POLY_LOG2);
+    let sh = fp.f() + s_extra;
+    let two = |b: &B, u: f64, v: f64| -> Result<Vec<u64>, NnError> {
+        let (u, v) = (enc_scaled(b, u, sh)?, enc_scaled(b, v, sh)?);
+        Ok((0..2 * n).map(|i| if i < n { u } else { v }).collect())
+    };
+    let k1 = two(b, 0.5 - c1, 0.5 + c1)?;
+    let k2 = two(b, c2, c2)?;
+    let k3 = two(b, -c3, c3)?;
+    let k4 = two(b, c4, c4)?;
+    let mut acc = b.mul_const(&xx, &k1, 0)?;
+    for (pw, k) in [(&x2x2, &k2), (&x3x3, &k3), (&x4x4, &k4)] {
+        let t = b.mul_const(pw, k, 0)?;
+        acc = b.add(&acc, &t)?;
+    }
+    let k0 = enc_scaled(b, c0, 2 * fp.f() + s_extra)?;
+    acc = b.add_const(&acc, &[k0])?;
+    let polys = b.trunc(&acc, sh)?;
+    let f0 = b.gather(&polys, &(0..n).collect::<Vec<_>>())?;
+    let f1 = b.gather(&polys, &(n..2 * n).collect::<Vec<_>>())?;
+    let z0 = b.xor(&b0, &s)?; // −r ≤ x < 0
+    let z1 = b.xor(&s, &c)?; // 0 ≤ x < r
+    let z2 = b.not(&c)?; // x ≥ r
+    select_sum(b, &[&z0, &z1, &z2], &[&f0, &f1, x])
 }
 
-/// The `p7` GeLU (nectar, issue 17 item 1): BOLT's P4 structure — `0.5x + P(|x|)` on
-/// `|x| < r`, `x` for `x ≥ r`, `0` for `x < −r` — with a degree-7 `P` fitted (minimax) to the
-/// checkpoint's own GeLU form on `[0, r]`, `r = 4`. `GeLU(x) − 0.5x = (x/2)·erf(x/√2)` is even,
-/// so a polynomial in `|x|` fits it without the kink at 0 that a polynomial in `x` has to
-/// bend around; and the tails are exact up to `r·Φ(−r) = 1.3e−4`. Max error on the real
-/// line: 2.0e−4 (erf form), 1.9e−4 (tanh form) — vs Seg4's 1.5e−2 (its tanh-form fit is 3.3e−2
-/// off the erf form). Coefficients: `scripts/fit_gelu_abs.py 7 4.0` (AGREEMENT).
+/// The `p7` GeLU (nectar, issue 17 item 1). `GeLU(x) = x·S(x)` with `S(x) + S(−x) = 1` (`S = Φ`
+/// for the erf form, `(1 + tanh(…))/2` for GPT-2's), so `GeLU(x) = ReLU(x) − g(|x|)` with
+/// `g(t) = t − GeLU(t) = t·S(−t)`, analytic and decaying to 0 (`g(4) = 1.3e−4`). `p7` evaluates
+/// `ReLU(x) − Q(|x|)` on `|x| < r` and `ReLU(x)` outside, `Q` a degree-7 minimax fit of `g` on
+/// `[−0.07, r + 0.07]`, `r = 4`: max error 2.4e−4 (erf form), 2.3e−4 (tanh form) on the real
+/// line, vs Seg4's 1.5e−2 (3.3e−2 off the erf form). Because `g` is analytic, a wrong sign
+/// from the approximate comparison near 0 (it ignores the bits below 2^−4) still gives
+/// `ReLU(x) − g(|x|) = GeLU(x)`: the fit extends past 0 for that. Coefficients:
+/// `scripts/fit_gelu_abs.py 7 4.0` (AGREEMENT).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AbsPolyParams {
-    /// `c0..c_d` of `P(t) = Σ c_k t^k`, `t = |x|` (`d ≤ 8`).
-    pub c: &'static [f64],
+    /// `c0..c7` of `Q(t) = Σ c_k t^k`.
+    pub c: [f64; 8],
     /// Range `r`.
     pub range: f64,
     pub less: LessMode,
@@ -167,15 +209,15 @@ pub struct AbsPolyParams {
 /// `p7` for the erf GeLU (BERT, ViT: `hidden_act = "gelu"`).
 #[allow(clippy::excessive_precision)] // the fit's digits, verbatim
 pub const P7_ERF: AbsPolyParams = AbsPolyParams {
-    c: &[
-        1.95093330111062614e-04,
-        -1.76691282145109035e-03,
-        3.93609530842023325e-01,
-        3.99204650740870928e-02,
-        -1.38374710793554928e-01,
-        5.70821881069372428e-02,
-        -9.84557448567129935e-03,
-        6.38032041834336199e-04,
+    c: [
+        -1.13343634985068177e-04,
+        5.02103443123945059e-01,
+        -3.96636467032915885e-01,
+        -3.41981028573490956e-02,
+        1.33707902318160571e-01,
+        -5.51963131862335601e-02,
+        9.47420818414095034e-03,
+        -6.09603296292709020e-04,
     ],
     range: 4.0,
     less: BUMBLEBEE_LESS,
@@ -184,93 +226,67 @@ pub const P7_ERF: AbsPolyParams = AbsPolyParams {
 /// `p7` for GPT-2's `gelu_new` (tanh form).
 #[allow(clippy::excessive_precision)] // the fit's digits, verbatim
 pub const P7_TANH: AbsPolyParams = AbsPolyParams {
-    c: &[
-        1.86821237883713859e-04,
-        -1.96932208365280942e-03,
-        3.95494252223124954e-01,
-        3.54044179901331496e-02,
-        -1.34387918665004019e-01,
-        5.54908438414284180e-02,
-        -9.55024394785382140e-03,
-        6.17217921064907053e-04,
+    c: [
+        -9.34749210462791147e-05,
+        5.02132291091130223e-01,
+        -3.97950148859479436e-01,
+        -3.04530070181622953e-02,
+        1.30239442134269995e-01,
+        -5.37886025278662278e-02,
+        9.21167700207162904e-03,
+        -5.91116186229477189e-04,
     ],
     range: 4.0,
     less: BUMBLEBEE_LESS,
 };
 
-/// The `p7` GeLU in the current format (needs `2f + 14 + 2 ≤ l`: `x⁷ < 4⁷ = 2^14`; the full
-/// ring (64, 18), not the activation format (32, 12)). Cost: square 3n, mul 3n, one truncation
-/// of 2n, one less_than on n × 3, one mux of 3n.
+/// Extra fractional bits of `B` and of the coefficients in [`p7_gelu`] (`Q`'s sum is at scale
+/// `2f + P7_EXTRA`; `t⁴·B` before its truncation stays below `2^(2f + 8 + P7_EXTRA) < 2^62`).
+const P7_EXTRA: u32 = 12;
+
+/// The `p7` GeLU in the current format. `t = |x|` and `ReLU(x)` from one mux; `Q(t)` by
+/// Paterson–Stockmeyer, `Q = A(t) + t⁴·B(t)` with `A`, `B` of degree 3 in the baby steps
+/// `t, t², t³`: four products (`t² = sq(t)`, `t³ = t²·t`, `t⁴ = sq(t²)`, `t⁴·B`) on `n`
+/// elements instead of Seg4's five, `B` kept at scale `f + 12` so that `t⁴ ≤ 256` does not
+/// magnify its rounding. Needs `2f + 22 + 2 ≤ l` (the full ring (64, 18), not (32, 12)).
+/// Cost: one less_than on n × 3, mux n (ReLU), square 2n, mul 2n, truncation 2n, mux n.
 pub fn p7_gelu<B: Backend>(b: &mut B, x: &B::Val, p: &AbsPolyParams) -> Result<B::Val, NnError> {
-    abs_poly_gelu(b, x, p.c, p.range, p.less, "p7_gelu")
+    let fp = b.format();
+    let f = fp.f();
+    // Largest value before a truncation: t⁴·B at scale 2f + P7_EXTRA, |t⁴·B| < 2^8.
+    check_headroom("p7_gelu", fp, 8 + P7_EXTRA)?;
+    let n = b.len(x);
+    let th = [enc(b, -p.range)?, 0, enc(b, p.range)?];
+    let bits = b.less_than_const(x, &th, p.less.ignore_bits(fp))?;
+    let [lo, s, hi] = take3(b, bits, n)?;
+    let neg = b.mux(&s, x)?; // x where x < 0
+    let relu = b.sub(x, &neg)?;
+    let t = b.sub(&relu, &neg)?; // |x|
+    let t2 = b.square(&t)?;
+    let t3 = b.mul(&t2, &t)?;
+    let t4 = b.square(&t2)?;
+    let sh = f + P7_EXTRA;
+    // Σ_{k=1..3} c_{j+k} t^k + c_j at scale 2f + P7_EXTRA (local).
+    let cubic = |b: &mut B, c: &[f64]| -> Result<B::Val, NnError> {
+        let mut acc = b.mul_const(&t, &[enc_scaled(b, c[1], sh)?], 0)?;
+        for (pw, ck) in [(&t2, c[2]), (&t3, c[3])] {
+            let term = b.mul_const(pw, &[enc_scaled(b, ck, sh)?], 0)?;
+            acc = b.add(&acc, &term)?;
+        }
+        b.add_const(&acc, &[enc_scaled(b, c[0], 2 * f + P7_EXTRA)?])
+    };
+    let bq = cubic(b, &p.c[4..8])?;
+    let bq = b.trunc(&bq, f)?; // B at scale f + P7_EXTRA
+    let m = b.mul(&t4, &bq)?; // t⁴·B at scale f + P7_EXTRA
+    let m = b.mul_const(&m, &[enc_scaled(b, 1.0, f)?], 0)?; // lifted to 2f + P7_EXTRA (exact)
+    let a = cubic(b, &p.c[0..4])?;
+    let q = b.add(&a, &m)?;
+    let q = b.trunc(&q, sh)?;
+    let z = b.xor(&lo, &hi)?; // −r ≤ x < r
+    let qz = b.mux(&z, &q)?;
+    b.sub(&relu, &qz)
 }
 
-/// `0.5x + Σ c_k |x|^k` on `|x| < r`, `x` for `x ≥ r`, `0` for `x < −r`, evaluated without
-/// `|x|` as `F0` on `[−r, 0)` and `F1` on `[0, r)` (odd-power coefficients flip sign; BLB App. B
-/// Alg. 4). Powers: `x² = sq(x)`, `x³ = x²·x`, `x⁴ = sq(x²)`, `x⁵ = x⁴·x`, `x⁶ = sq(x³)`,
-/// `x⁷ = x⁴·x³`, `x⁸ = sq(x⁴)`, computed up to the degree; both polynomials share one
-/// truncation; one batched comparison (−r, 0, r) and one batched mux select the pieces.
-fn abs_poly_gelu<B: Backend>(
-    b: &mut B,
-    x: &B::Val,
-    c: &[f64],
-    range: f64,
-    less: LessMode,
-    op: &'static str,
-) -> Result<B::Val, NnError> {
-    let d = c.len().saturating_sub(1);
-    if !(2..=8).contains(&d) {
-        return Err(NnError::BadArgument(format!("{op}: polynomial degree {d} outside 2..=8")));
-    }
-    let fp = b.format();
-    // Powers are only used on |x| < r: |x|^d < r^d.
-    let pow_log2 = range.powi(d as i32).log2().ceil().max(0.0) as u32;
-    check_headroom(op, fp, pow_log2)?;
-    let n = b.len(x);
-    let th = [enc(b, -range)?, 0, enc(b, range)?];
-    let bits = b.less_than_const(x, &th, less.ignore_bits(fp))?;
-    let [b0, s, z] = take3(b, bits, n)?;
-    // pw[k] = x^k for k = 1..=d.
-    let mut pw: Vec<B::Val> = vec![x.clone(), x.clone()];
-    for k in 2..=d {
-        let v = match k {
-            2 => b.square(x)?,
-            3 => b.mul(&pw[2], x)?,
-            4 => b.square(&pw[2])?,
-            5 => b.mul(&pw[4], x)?,
-            6 => b.square(&pw[3])?,
-            7 => b.mul(&pw[4], &pw[3])?,
-            _ => b.square(&pw[4])?,
-        };
-        pw.push(v);
-    }
-    // F0 (x < 0): Σ c_k (−x)^k + 0.5x; F1 (x ≥ 0): Σ c_k x^k + 0.5x.
-    let s_extra = extra_bits(fp, POLY_LOG2);
-    let sh = fp.f() + s_extra;
-    let mut acc: Option<B::Val> = None;
-    for k in 1..=d {
-        let (u, v) = if k % 2 == 1 { (-c[k], c[k]) } else { (c[k], c[k]) };
-        let (u, v) = if k == 1 { (0.5 + u, 0.5 + v) } else { (u, v) };
-        let (u, v) = (enc_scaled(b, u, sh)?, enc_scaled(b, v, sh)?);
-        let kk: Vec<u64> = (0..2 * n).map(|i| if i < n { u } else { v }).collect();
-        let both = b.concat(&[&pw[k], &pw[k]])?;
-        let t = b.mul_const(&both, &kk, 0)?;
-        acc = Some(match acc {
-            None => t,
-            Some(a) => b.add(&a, &t)?,
-        });
-    }
-    let acc = acc.ok_or_else(|| NnError::BadArgument(format!("{op}: empty polynomial")))?;
-    let k0 = enc_scaled(b, c[0], 2 * fp.f() + s_extra)?;
-    let acc = b.add_const(&acc, &[k0])?;
-    let polys = b.trunc(&acc, sh)?;
-    let f0 = b.gather(&polys, &(0..n).collect::<Vec<_>>())?;
-    let f1 = b.gather(&polys, &(n..2 * n).collect::<Vec<_>>())?;
-    let z0 = b.xor(&b0, &s)?; // −r ≤ x < 0
-    let z1 = b.xor(&s, &z)?; // 0 ≤ x < r
-    let z2 = b.not(&z)?; // x ≥ r
-    select_sum(b, &[&z0, &z1, &z2], &[&f0, &f1, x])
-}
 
 /// P4 GeLU under mixed bit-width in BumbleBee's activation format (32, 12) (§V-C).
 pub fn p4_gelu_mixed<B: Backend>(b: &mut B, x: &B::Val, p: &P4Params) -> Result<B::Val, NnError> {

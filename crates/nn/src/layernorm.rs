@@ -57,6 +57,25 @@ pub fn layernorm<B: Backend>(
     beta: &B::Val,
     p: &LayerNormParams,
 ) -> Result<B::Val, NnError> {
+    let (q, r) = centre_and_rsqrt(b, x, rows, cols, p)?;
+    let rb = broadcast_rows(b, &r, rows, cols)?;
+    let g = tile_cols(b, gamma, rows, cols)?;
+    let be = tile_cols(b, beta, rows, cols)?;
+    let y = b.mul(&q, &rb)?;
+    let y = b.mul(&y, &g)?;
+    b.add(&y, &be)
+}
+
+/// The statistics part of [`layernorm`]: `q = x − μ` (`rows × cols`) and `r = 1/√(Var + ε)`
+/// (one per row); `y = q·r·γ + β` is left to the caller (the model's `norm = outer` forms
+/// `r ⊗ γ` with one OLT against the server's `γ` instead of a second product).
+pub fn centre_and_rsqrt<B: Backend>(
+    b: &mut B,
+    x: &B::Val,
+    rows: usize,
+    cols: usize,
+    p: &LayerNormParams,
+) -> Result<(B::Val, B::Val), NnError> {
     check_rows(b, x, rows, cols)?;
     let s = b.sum_groups(x, cols)?;
     let sb = broadcast_rows(b, &s, rows, cols)?;
@@ -68,12 +87,7 @@ pub fn layernorm<B: Backend>(
     let var = div_n(b, &ss, cols)?;
     let ve = b.add_const(&var, &[enc(b, p.eps)?])?;
     let r = rsqrt(b, &ve, &p.rsqrt)?;
-    let rb = broadcast_rows(b, &r, rows, cols)?;
-    let g = tile_cols(b, gamma, rows, cols)?;
-    let be = tile_cols(b, beta, rows, cols)?;
-    let y = b.mul(&q, &rb)?;
-    let y = b.mul(&y, &g)?;
-    b.add(&y, &be)
+    Ok((q, r))
 }
 
 /// Reference LayerNorm in f64.

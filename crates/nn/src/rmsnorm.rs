@@ -17,16 +17,22 @@ pub fn rmsnorm<B: Backend>(
     gamma: &B::Val,
     p: &LayerNormParams,
 ) -> Result<B::Val, NnError> {
+    let r = rms_rsqrt(b, x, rows, cols, p)?;
+    let rb = broadcast_rows(b, &r, rows, cols)?;
+    let g = tile_cols(b, gamma, rows, cols)?;
+    let y = b.mul(x, &rb)?;
+    b.mul(&y, &g)
+}
+
+/// The statistics part of [`rmsnorm`]: `r = 1/√(mean(x²) + ε)`, one per row (`y = x·r·γ` is
+/// left to the caller, as for [`crate::layernorm::centre_and_rsqrt`]).
+pub fn rms_rsqrt<B: Backend>(b: &mut B, x: &B::Val, rows: usize, cols: usize, p: &LayerNormParams) -> Result<B::Val, NnError> {
     check_rows(b, x, rows, cols)?;
     let x2 = b.square(x)?;
     let ss = b.sum_groups(&x2, cols)?;
     let ms = div_n(b, &ss, cols)?;
     let ve = b.add_const(&ms, &[enc(b, p.eps)?])?;
-    let r = rsqrt(b, &ve, &p.rsqrt)?;
-    let rb = broadcast_rows(b, &r, rows, cols)?;
-    let g = tile_cols(b, gamma, rows, cols)?;
-    let y = b.mul(x, &rb)?;
-    b.mul(&y, &g)
+    rsqrt(b, &ve, &p.rsqrt)
 }
 
 /// Reference RMSNorm in f64.

@@ -30,10 +30,11 @@ pub const SEG4_TOL: i64 = 5;
 pub const SEG4_MIXED_TOL: i64 = 8 << 8;
 /// P4 at f = 18 (|x| < 2.7): x² 2, x³ 7.4, x⁴ 31; |c2|, |c3|, |c4| = 0.54, 0.18, 0.021: 3.1 + 2 ≤ 5.
 pub const P4_TOL: i64 = 5;
-/// P7 (`gelu=p7`) at f = 18, |x| < 4: errors of the powers (±1 per truncation, propagated)
-/// x² 1, x³ 5, x⁴ 33, x⁵ 133, x⁶ 641, x⁷ 3393; weighted by |c2..c7| = 0.39, 0.040, 0.14, 0.057,
-/// 0.0098, 0.00064: 21.3, + 1 (truncation) + 1 (floor of the sum) → 24.
-pub const P7_TOL: i64 = 24;
+/// P7 (`gelu=p7`) at f = 18, |x| < 4 (t = |x| exact, from a mux): t² 1, t³ 4·1 + 1 = 5,
+/// t⁴ 2·16·1 + 1 = 33; B = c4 + c5 t + c6 t² + c7 t³ (at f + 12) |c6|·1 + |c7|·5 ≈ 0.013;
+/// t⁴·B: |B| ≤ 0.134 times 33, + t⁴ ≤ 256 times 0.013, ≈ 7.8; A: |c2|·1 + |c3|·5 ≈ 0.57;
+/// + 1 (truncation) + 1 (floor of the sum) → 12.
+pub const P7_TOL: i64 = 12;
 /// P4 mixed at f' = 12: 1.2 + 5 + 1 → 8 LSB' · 2^6.
 pub const P4_MIXED_TOL: i64 = 8 << 6;
 /// SiLU at f = 18 (P6 on |x| ≤ 4): x² 2, x⁴ 66, x³ 10, x⁶ 1282; |b2|, |b4|, |b6| = 0.23, 0.011,
@@ -47,9 +48,9 @@ pub const EXP_TOL: i64 = 190;
 /// exp mixed at f' = 12: e_0 ≤ 2 (entering δ and the division's truncation): 4·2^n − 2 = 254 LSB'
 /// · 2^6.
 pub const EXP_MIXED_TOL: i64 = 254 << 6;
-/// `exp = taylor2` (n = 6): at scale g = f + n, e_0 ≤ 2 (the u²/2 square), e_{k+1} ≤ 2·e_k + 2
-/// over the n − 1 squarings at scale g (y ≤ 1): 4·2^(n−1) − 2 = 126 LSB_g; the last squaring
-/// (truncating to scale f): 2·126·2^−n + 2 → 6 LSB.
+/// `exp = taylor2` (n = 5): at scale g = f + n, e_0 ≤ 2 (the u²/2 square), e_{k+1} ≤ 2·e_k + 2
+/// over the n − 1 squarings at scale g (y ≤ 1): 4·2^(n−1) − 2 = 62 LSB_g; the last squaring
+/// (truncating to scale f): 2·62·2^−n + 2 → 6 LSB.
 pub const EXP_TAYLOR2_TOL: i64 = 6;
 /// ELU (α = 1): the unclipped exp's 190 + the α product's truncation.
 pub const ELU_TOL: i64 = EXP_TOL + 2;

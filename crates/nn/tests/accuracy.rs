@@ -19,12 +19,19 @@ fn table_bounds() {
     assert!(get("GeLU Seg4 mixed").max_abs < 3.5e-2);
     assert!(get("GeLU BOLT P4 (64").max_abs < 1e-2);
     assert!(get("GeLU BOLT P4 mixed").max_abs < 1e-2);
+    // P7 (gelu=p7): the fit's 2.4e−4 / 2.3e−4 plus the twin's rounding, over [−8, 8].
+    let p7 = get("GeLU P7 erf");
+    assert!(p7.max_abs < 2.6e-4 && p7.mean_abs < 1e-4, "{p7:?}");
+    assert!(get("GeLU P7 tanh").max_abs < 2.5e-4);
     assert!(get("SiLU (64").max_abs < 7.5e-2);
     assert!(get("SiLU mixed").max_abs < 8e-2);
     let e = get("exp (64");
     // Mean 1.12e−3 over [−14, 0] (the paper's 2^−10 ≈ 9.8e−4 is stated for T_exp = −13).
     assert!(e.max_abs < 5e-3 && e.mean_abs < 1.2e-3, "{e:?}");
     assert!(get("exp mixed").max_abs < 2e-2);
+    // exp=taylor2 (n = 5): the second-order base, ≈ |x|³eˣ/(6·4⁵) ≤ 2.2e−4, plus rounding.
+    let t2 = get("exp taylor2");
+    assert!(t2.max_abs < 2.4e-4 && t2.mean_abs < 6e-5, "{t2:?}");
     assert!(get("ELU").max_abs < 5e-3);
     assert!(get("reciprocal").max_abs < 1e-4);
     assert!(get("rsqrt").max_abs < 2e-3);
@@ -251,4 +258,31 @@ fn print_report() {
             println!("  {k}: calls {} elements {} element_bits {}", c.calls, c.elements, c.element_bits);
         }
     }
+}
+
+#[test]
+fn p7_boundaries_and_saturation() {
+    // gelu=p7 at its pieces' ends ± 1 LSB (−4, 0, 4) and at the ends of the domain: within the
+    // fit's error of the GeLU form it was fitted to (the outer pieces are 0 and x exactly).
+    let mut b = PlainBackend::new(FP).unwrap();
+    let ulp = 1.0 / FP.scale();
+    let mut xs = vec![];
+    for t in [-4.0, 0.0, 4.0] {
+        xs.extend([t - ulp, t, t + ulp]);
+    }
+    let dom = ((FP.l() - 2 - FP.f()) as f64).exp2() - 1.0;
+    xs.extend([-dom, dom, -1000.0, 1000.0, -4.5, 4.5]);
+    let erf_gelu = |x: f64| 0.5 * x * (1.0 + libm::erf(x * std::f64::consts::FRAC_1_SQRT_2));
+    for (p, f) in [(gelu::P7_ERF, &erf_gelu as &dyn Fn(f64) -> f64), (gelu::P7_TANH, &gelu::gelu_f64)] {
+        let x = b.encode(&xs).unwrap();
+        let y = FP.decode_vec::<u64>(&gelu::p7_gelu(&mut b, &x, &p).unwrap());
+        for (xv, yv) in xs.iter().zip(&y) {
+            assert!((yv - f(*xv)).abs() < 2.6e-4, "p7({xv}) = {yv}, want {}", f(*xv));
+        }
+    }
+    // Under the activation format (32, 12) x^7 does not fit: a clear error, no wrong value.
+    let mut m = PlainBackend::new(FixedPoint::BUMBLEBEE_ACT).unwrap();
+    let x = m.encode(&[1.0]).unwrap();
+    assert!(matches!(gelu::p7_gelu(&mut m, &x, &gelu::P7_ERF), Err(nectar_nn::NnError::FormatTooNarrow { .. })));
+    assert!(matches!(exp::exp_neg_taylor2(&mut m, &x, &exp::EXP_TAYLOR2), Err(nectar_nn::NnError::FormatTooNarrow { .. })));
 }

@@ -43,7 +43,7 @@ fn err(e: impl std::fmt::Display) -> PyErr {
 /// A suite specification (`bumblebee`, `rotl`, `bumblebee+gelu=p4`...), refused if it names a
 /// protocol that is not implemented yet (as `nectar serve --suite`).
 fn suite(spec: &str) -> PyResult<Suite> {
-    let s = nectar_app::suites::resolve(spec, None, &[]).map_err(err)?;
+    let s = nectar_app::suites::resolve(Some(spec), None, &[], nectar_app::suites::DEFAULT_SUITE).map_err(err)?;
     s.validate().map_err(err)?;
     Ok(s)
 }
@@ -77,7 +77,7 @@ impl Server {
     /// Load (memory-map and check) the model in `model_dir`, resolve the suite and bind
     /// `host:port` (port 0: any free port). Limits as the flags of `nectar serve`.
     #[new]
-    #[pyo3(signature = (model_dir, suite="bumblebee", host="127.0.0.1", port=0, *, reveal_to_server=false,
+    #[pyo3(signature = (model_dir, suite="nectar", host="127.0.0.1", port=0, *, reveal_to_server=false,
         max_sessions=None, max_concurrent_sessions=private::DEFAULT_MAX_CONCURRENT, handshake_timeout=30,
         idle_timeout=600, max_frame_mib=1024, quiet=true, insecure_test_seed=None))]
     #[allow(clippy::too_many_arguments)]

@@ -7,7 +7,7 @@
 use crate::block::{
     self, Activation, AttnDims, BlockConfig, BlockNames, BlockOps, ColScale, KvCache, NormKind, Rows,
 };
-use crate::secure::engine::{timed, Engine};
+use crate::secure::engine::{timed, Engine, WeightRef};
 use crate::secure::layers::{attention, layer_linear, load_dense, load_vec, rope, EncDense};
 use crate::secure::operators;
 use crate::secure::{SecureError, WeightSource};
@@ -96,14 +96,14 @@ pub fn named_norm<E: Engine>(
     timed(e, label, |e| {
         let fp = e.format();
         let g = load_vec(src, fp, &format!("{prefix}.weight"), cols)?;
-        let gv = e.server_input(g.as_deref(), cols)?;
+        let gw = WeightRef::from_option(g.as_deref());
         match kind {
             NormKind::LayerNorm => {
                 let b = load_vec(src, fp, &format!("{prefix}.bias"), cols)?;
                 let bv = e.server_input(b.as_deref(), cols)?;
-                operators::layernorm(e, x, rows, cols, &gv, &bv, eps)
+                operators::layernorm(e, x, rows, cols, gw, &bv, eps)
             }
-            NormKind::RmsNorm => operators::rmsnorm(e, x, rows, cols, &gv, eps),
+            NormKind::RmsNorm => operators::rmsnorm(e, x, rows, cols, gw, eps),
         }
     })
 }

@@ -9,11 +9,11 @@
 //! naming the operator and protocol — [`Suite::validate`] refuses such a suite at start, so
 //! reaching these arms means a caller skipped validation.
 
-use crate::secure::engine::{timed, Engine};
+use crate::secure::engine::{timed, truncated_matmul_weight, Engine, WeightRef};
 use crate::secure::exact;
 use crate::secure::SecureError;
 use crate::suite::{ActRing, Choice, Exp, Gelu, Norm, Reciprocal, Rsqrt, Silu, Softmax, Suite, SuiteError};
-use nectar_nn::exp::{exp_neg, exp_neg_taylor2, EXP_BUMBLEBEE};
+use nectar_nn::exp::{exp_neg, exp_neg_taylor2, EXP_BUMBLEBEE, EXP_TAYLOR2};
 use nectar_nn::oppe::{east_table, oppe, oppe_mixed, OppeTable};
 use nectar_nn::NnError;
 use nectar_nn::gelu::{
@@ -24,10 +24,11 @@ use nectar_nn::lut::{
     SILU_LUT,
 };
 use nectar_nn::layernorm::{
-    layernorm as nn_layernorm, layernorm_east, EastNormParams, LayerNormParams, EAST_NORM_DEFAULT, LAYERNORM_DEFAULT,
+    centre_and_rsqrt, layernorm as nn_layernorm, layernorm_east, EastNormParams, LayerNormParams, EAST_NORM_DEFAULT, LAYERNORM_DEFAULT,
 };
 use nectar_nn::reciprocal::{reciprocal as nn_reciprocal, reciprocal_determine, RecipParams};
-use nectar_nn::rmsnorm::rmsnorm as nn_rmsnorm;
+use nectar_nn::max::tile_cols;
+use nectar_nn::rmsnorm::{rms_rsqrt, rmsnorm as nn_rmsnorm};
 use nectar_nn::silu::{silu as nn_silu, silu_mixed, SILU_BUMBLEBEE};
 use nectar_nn::softmax::{softmax as nn_softmax, softmax_with, SOFTMAX_BUMBLEBEE};
 use nectar_math::FixedPoint;
@@ -114,7 +115,7 @@ pub fn mul<E: Engine>(e: &mut E, x: &E::Val, y: &E::Val) -> Result<E::Val, Secur
 pub fn exp_nonpositive<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, SecureError> {
     match e.suite().exp {
         Exp::Taylor => Ok(exp_neg(e, x, &EXP_BUMBLEBEE)?),
-        Exp::Taylor2 => Ok(exp_neg_taylor2(e, x, &EXP_BUMBLEBEE)?),
+        Exp::Taylor2 => Ok(exp_neg_taylor2(e, x, &EXP_TAYLOR2)?),
         Exp::Oppe => Ok(oppe(e, x, table("exp")?)?),
         Exp::Lut => Ok(exp_lut(e, x, &EXP_LUT)?),
     }
@@ -232,54 +233,91 @@ fn east_norm_params(s: &Suite, eps: f64) -> Result<EastNormParams, SecureError> 
     Ok(EastNormParams { eps, ..EAST_NORM_DEFAULT })
 }
 
-/// LayerNorm of `rows × cols` with shared `γ`, `β`, by the suite's formulation.
+/// LayerNorm of `rows × cols` with the server's `γ` and shared `β`, by the suite's formulation.
 #[allow(clippy::too_many_arguments)]
 pub fn layernorm<E: Engine>(
     e: &mut E,
     x: &E::Val,
     rows: usize,
     cols: usize,
-    gamma: &E::Val,
+    gamma: WeightRef<'_>,
     beta: &E::Val,
     eps: f64,
 ) -> Result<E::Val, SecureError> {
     let s = *e.suite();
     if e.exact("layernorm") {
-        return timed(e, "layernorm", |e| exact::norm(e, x, cols, gamma, Some(beta), eps));
+        let gv = e.server_input(gamma.values(), cols)?;
+        return timed(e, "layernorm", |e| exact::norm(e, x, cols, &gv, Some(beta), eps));
     }
     timed(e, "layernorm", |e| match s.norm {
         Norm::Bumblebee => {
             let p = norm_params(&s, e.format(), eps)?;
-            Ok(nn_layernorm(e, x, rows, cols, gamma, beta, &p)?)
+            let gv = e.server_input(gamma.values(), cols)?;
+            Ok(nn_layernorm(e, x, rows, cols, &gv, beta, &p)?)
         }
         Norm::EastEq9 => {
             let p = east_norm_params(&s, eps)?;
-            Ok(layernorm_east(e, x, rows, cols, gamma, Some(beta), &p)?)
+            let gv = e.server_input(gamma.values(), cols)?;
+            Ok(layernorm_east(e, x, rows, cols, &gv, Some(beta), &p)?)
+        }
+        Norm::Outer => {
+            let p = norm_params(&s, e.format(), eps)?;
+            let (q, r) = centre_and_rsqrt(e, x, rows, cols, &p)?;
+            let y = scale_rows_by_gamma(e, &q, &r, rows, cols, gamma)?;
+            let be = tile_cols(e, beta, rows, cols)?;
+            Ok(e.add(&y, &be)?)
         }
     })
 }
 
-/// RMSNorm of `rows × cols` with shared `γ`, by the suite's formulation.
+/// RMSNorm of `rows × cols` with the server's `γ`, by the suite's formulation.
 pub fn rmsnorm<E: Engine>(
     e: &mut E,
     x: &E::Val,
     rows: usize,
     cols: usize,
-    gamma: &E::Val,
+    gamma: WeightRef<'_>,
     eps: f64,
 ) -> Result<E::Val, SecureError> {
     let s = *e.suite();
     if e.exact("rmsnorm") {
-        return timed(e, "rmsnorm", |e| exact::norm(e, x, cols, gamma, None, eps));
+        let gv = e.server_input(gamma.values(), cols)?;
+        return timed(e, "rmsnorm", |e| exact::norm(e, x, cols, &gv, None, eps));
     }
     timed(e, "rmsnorm", |e| match s.norm {
         Norm::Bumblebee => {
             let p = norm_params(&s, e.format(), eps)?;
-            Ok(nn_rmsnorm(e, x, rows, cols, gamma, &p)?)
+            let gv = e.server_input(gamma.values(), cols)?;
+            Ok(nn_rmsnorm(e, x, rows, cols, &gv, &p)?)
         }
         Norm::EastEq9 => {
             let p = east_norm_params(&s, eps)?;
-            Ok(layernorm_east(e, x, rows, cols, gamma, None, &p)?)
+            let gv = e.server_input(gamma.values(), cols)?;
+            Ok(layernorm_east(e, x, rows, cols, &gv, None, &p)?)
+        }
+        Norm::Outer => {
+            let p = norm_params(&s, e.format(), eps)?;
+            let r = rms_rsqrt(e, x, rows, cols, &p)?;
+            scale_rows_by_gamma(e, x, &r, rows, cols, gamma)
         }
     })
+}
+
+/// `y_ij = q_ij · r_i · γ_j` for `norm = outer`: `w = r ⊗ γ` is the product of the shared column
+/// `r` (`rows × 1`) and the server's row `γ` (`1 × cols`) — one OLT, the server's share term
+/// local (the same operator as a linear layer with `in_dim = 1`), truncated once — and then
+/// one element-wise product `q ⊙ w`. BumbleBee's order, `(q ⊙ r)` then `⊙ γ`, takes two
+/// products of `rows × cols`, the second with `γ` entering as a share; here `q`'s bOLEe query
+/// is the one its square already sent (reused inside the operator), so the products cost
+/// one fresh query and one response instead of three queries and two responses.
+fn scale_rows_by_gamma<E: Engine>(
+    e: &mut E,
+    q: &E::Val,
+    r: &E::Val,
+    rows: usize,
+    cols: usize,
+    gamma: WeightRef<'_>,
+) -> Result<E::Val, SecureError> {
+    let w = truncated_matmul_weight(e, r, rows, 1, cols, gamma)?;
+    Ok(e.mul(q, &w)?)
 }

@@ -20,8 +20,11 @@ w("")
 w(f"- command: `{meta['command']}`")
 w(f"- commit: `{meta['commit']}`; build: {meta['build']}")
 w(f"- machine: {meta['machine']}")
+per_party = all(l.get("rss_per_party") for l in lines)
+where = ("the server party in a child process, the client here, over loopback TCP through the simulated link"
+         if per_party else "both parties in one process (two threads)")
 w(f"- model: {lines[0]['params']['model']}, {lines[0]['params']['tokens']} tokens, "
-  f"simulated link `{lines[0]['params']['net']}`; both parties in one process (two threads)")
+  f"simulated link `{lines[0]['params']['net']}`; {where}")
 w("")
 w("Every suite computes the sentence embedding of the same token ids; `vs plaintext` is the cosine")
 w("of the private embedding to the f32 reference. Seconds are the client's wall clock of the")
@@ -30,6 +33,10 @@ w("are exact. No paper reports this model at this length, so there is no paper c
 w("paper comparisons of the operators are in `nonlinear.md` and of whole models in `e2e.md`.")
 w("")
 names = [l["variant"] for l in lines]
+if "nectar" in names:
+    w("`nectar` is the default suite (what `serve`, `infer`, `demo` and the Python package run when no")
+    w("`--suite` is given); `bumblebee` is the paper's protocols and approximations.")
+    w("")
 w("| | " + " | ".join(f"`{n}`" for n in names) + " |")
 w("|---|" + "---|" * len(lines))
 
@@ -45,6 +52,8 @@ row("MB total", lambda l: f"{l['bytes_total'] / 1e6:.1f}")
 row("of which preprocessing MB", lambda l: f"{sum(r.get('prepro_bytes', 0) for r in l['breakdown']['ops']) / 1e6:.1f}")
 row("rounds (flights)", lambda l: str(l["rounds"]))
 row("setup s / MB", lambda l: f"{l['setup_seconds']:.1f} / {l['setup_bytes'] / 1e6:.1f}")
+if per_party:
+    row("peak RSS GB server / client", lambda l: f"{l['server_peak_rss_bytes'] / 1e9:.2f} / {l['client_peak_rss_bytes'] / 1e9:.2f}")
 row("cosine vs plaintext", lambda l: "-" if l["agreement_vs_plaintext"] is None else f"{l['agreement_vs_plaintext']:.7f}")
 ops = list(lines[0]["protocols"].keys())
 for op in ops:

@@ -1,8 +1,12 @@
 //! `nectar bench suites`: the same input end to end under several suites (issue 12 item 7).
 //!
-//! For each suite both parties run in this process (two threads over an in-memory channel
-//! through the simulated link of `--net`): session setup, then one query on the model's real
-//! weights. Reported per suite: inference seconds (the client's wall clock, setup apart),
+//! For each suite the server party runs in a child process (this binary with the hidden
+//! `--server-party ADDR`) and the client party here, over loopback TCP through the simulated
+//! link of `--net` (its frame clock is the host's wall clock, shared by both processes):
+//! session setup, then one query on the model's real weights. Each party resets its peak RSS
+//! counter (`/proc/self/clear_refs`) before its session, so `server_peak_rss_bytes` and
+//! `client_peak_rss_bytes` are that party's own peak for that suite. `--in-process` runs both
+//! parties as threads of this process over an in-memory channel instead (one peak for both). Reported per suite: inference seconds (the client's wall clock, setup apart),
 //! bytes each way, rounds, the per-operator profile (with the protocol of each row) and the
 //! agreement with the plaintext f32 reference (cosine for embeddings and logits, the fraction
 //! of equal tokens for generation). Printed as one side-by-side table, or as JSON lines (one
@@ -15,8 +19,11 @@ use nectar_math::Prg;
 use nectar_model::secure::{OpRecord, Output, Profile, Query, SecureEngine, SecureModel, WeightSource};
 use nectar_model::Suite;
 use nectar_net::{linked_pair, Channel, LinkModel, Role, Stats};
+use nectar_net::{Simulated, TcpChannel};
+use std::net::TcpListener;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 pub struct Args<'a> {
     pub dir: PathBuf,
@@ -27,7 +34,12 @@ pub struct Args<'a> {
     pub net: &'a str,
     /// Overrides applied to every suite.
     pub ops: &'a [String],
+    /// Both parties as threads of this process (no per-party RSS).
+    pub in_process: bool,
 }
+
+/// How long the client waits for its child server party to connect.
+const CHILD_CONNECT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The default input text (cut or repeated to `--tokens`).
 const DEFAULT_TEXT: &str = "The weather is lovely today, and the children are playing football in the park \
@@ -41,6 +53,8 @@ struct Party {
     seconds: f64,
     traffic: Stats,
     profile: Profile,
+    /// This party's own peak RSS during the run (`None`: both parties shared the process).
+    peak_rss: Option<u64>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -76,7 +90,7 @@ fn party(
     .map_err(|e| format!("{role:?}: {e}"))?;
     let seconds = t1.elapsed().as_secs_f64();
     let traffic = nectar_model::secure::Engine::net_stats(&e) - s1;
-    Ok(Party { output, setup_seconds, setup, seconds, traffic, profile: e.take_profile() })
+    Ok(Party { output, setup_seconds, setup, seconds, traffic, profile: e.take_profile(), peak_rss: None })
 }
 
 /// The input ids cut or repeated to `n` tokens (first and last token kept: `[CLS]`, `[SEP]`).
@@ -131,29 +145,42 @@ pub fn run(a: &Args, json: bool) -> Result<(), String> {
     };
     let input = Input::Ids(fit_ids(&ids, a.tokens)?);
     let task = default_task(&server.config, 1, false);
-    let reference_model = nectar_model::Model::load(&a.dir).map_err(|e| e.to_string())?;
+    // The plaintext reference of every output kind this task gives, computed before the runs
+    // (and its model dropped), so that it is not in the client party's peak RSS.
+    let plain = {
+        let reference_model = nectar_model::Model::load(&a.dir).map_err(|e| e.to_string())?;
+        let kind = match task {
+            nectar_model::secure::Task::Classify => Output::Logits(Vec::new()),
+            nectar_model::secure::Task::Embed => Output::Embedding(Vec::new()),
+            nectar_model::secure::Task::Generate { n_new } => Output::Tokens(vec![0; n_new]),
+        };
+        reference(reference_model.network(), &input, &kind)?
+    };
     let mut rows = Vec::new();
     for suite in &suites {
         if !json {
             eprintln!("running suite {} ...", suite.label());
         }
-        let (mut c0, mut c1) = linked_pair(link);
-        let w: &dyn WeightSource = &server.weights;
         let bar = (!json).then(|| crate::progress::QueryBar::new(&suite.label()));
         let hook = bar.as_ref().map(|b| b.hook());
-        let (rs, rc) = std::thread::scope(|s| {
-            let h = s.spawn(|| party(&mut *c1, Role::Client, suite, &server.config, None, &input, &task, hook));
-            let rs = party(&mut *c0, Role::Server, suite, &server.config, Some(w), &input, &task, None);
-            (rs, h.join().unwrap_or_else(|_| Err("the client thread panicked".into())))
-        });
+        let (srv, cli) = if a.in_process {
+            let (mut c0, mut c1) = linked_pair(link);
+            let w: &dyn WeightSource = &server.weights;
+            let (rs, rc) = std::thread::scope(|s| {
+                let h = s.spawn(|| party(&mut *c1, Role::Client, suite, &server.config, None, &input, &task, hook));
+                let rs = party(&mut *c0, Role::Server, suite, &server.config, Some(w), &input, &task, None);
+                (rs, h.join().unwrap_or_else(|_| Err("the client thread panicked".into())))
+            });
+            (rs?, rc?)
+        } else {
+            two_processes(a, suite, link, &server.config, &input, &task, hook)?
+        };
         if let Some(b) = &bar {
             b.finish();
         }
-        let (srv, cli) = (rs?, rc?);
         if srv.output != Output::Nothing {
             return Err("the server learned an output".into());
         }
-        let plain = reference(reference_model.network(), &input, &cli.output)?;
         let score = agreement_score(&cli.output, &plain);
         rows.push(Row { suite: *suite, client: cli, server: srv, score });
     }
@@ -164,6 +191,140 @@ pub fn run(a: &Args, json: bool) -> Result<(), String> {
         print_table(a, &rows);
     }
     Ok(())
+}
+
+/// Resets this process's peak RSS counter (`VmHWM`) to its current RSS (Linux ≥ 4.0; a no-op
+/// elsewhere, where the peak then covers the whole process).
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// The input of the server party: only its length is used (the ids are the client's).
+fn server_input(n: usize) -> Input {
+    Input::Ids(vec![0; n])
+}
+
+/// The child's side (`--server-party ADDR`): the server party of the one suite in `a.suites`,
+/// connected to the client at `addr` through the simulated link; prints one JSON line with its
+/// counters and its own peak RSS.
+pub fn run_server_party(a: &Args, addr: &str) -> Result<(), String> {
+    let link = LinkModel::preset(a.net).ok_or_else(|| format!("unknown --net '{}' (none, lan, wan)", a.net))?;
+    let suite = crate::suites::resolve(Some(a.suites), None, a.ops, crate::suites::DEFAULT_SUITE)?;
+    suite.validate().map_err(|e| e.to_string())?;
+    let server = ServerModel::load(&a.dir)?;
+    let task = default_task(&server.config, 1, false);
+    let mut tcp = TcpChannel::connect(addr).map_err(|e| format!("server party: connect {addr}: {e}"))?;
+    tcp.set_timeout(None).map_err(|e| e.to_string())?;
+    let mut ch: Box<dyn Channel> = match link {
+        Some(m) => Box::new(Simulated::new(tcp, m)),
+        None => Box::new(tcp),
+    };
+    reset_peak_rss();
+    let w: &dyn WeightSource = &server.weights;
+    let p = party(&mut *ch, Role::Server, &suite, &server.config, Some(w), &server_input(a.tokens), &task, None)?;
+    let stats = |s: &Stats| serde_json::json!([s.bytes_sent, s.bytes_recv, s.msgs_sent, s.msgs_recv, s.rounds]);
+    let o = serde_json::json!({
+        "learned_nothing": p.output == Output::Nothing,
+        "setup_seconds": p.setup_seconds,
+        "setup": stats(&p.setup),
+        "seconds": p.seconds,
+        "traffic": stats(&p.traffic),
+        "peak_rss_bytes": crate::report::peak_rss_bytes(),
+    });
+    outln!("{o}");
+    Ok(())
+}
+
+/// Runs the server party of `suite` as a child process and the client party here, over
+/// loopback TCP through the simulated link.
+#[allow(clippy::too_many_arguments)]
+fn two_processes(
+    a: &Args,
+    suite: &Suite,
+    link: Option<LinkModel>,
+    config: &nectar_model::ModelConfig,
+    input: &Input,
+    task: &nectar_model::secure::Task,
+    progress: Option<crate::session::QueryProgress>,
+) -> Result<(Party, Party), String> {
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind loopback: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let exe = std::env::current_exe().map_err(|e| format!("locating this binary: {e}"))?;
+    let mut child = Command::new(exe)
+        .args(["bench", "suites", "--model"])
+        .arg(&a.dir)
+        .args(["--suites", &suite.label(), "--tokens", &input.len(config).to_string(), "--net", a.net])
+        .args(["--server-party", &addr.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("starting the server party: {e}"))?;
+    let client = (|| -> Result<Party, String> {
+        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let t0 = Instant::now();
+        let stream = loop {
+            match listener.accept() {
+                Ok((s, _)) => break s,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if let Ok(Some(st)) = child.try_wait() {
+                        return Err(format!("the server party exited before connecting ({st})"));
+                    }
+                    if t0.elapsed() > CHILD_CONNECT_TIMEOUT {
+                        return Err("the server party did not connect".into());
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(format!("accept: {e}")),
+            }
+        };
+        stream.set_nonblocking(false).map_err(|e| e.to_string())?;
+        let mut tcp = TcpChannel::from_stream(stream).map_err(|e| e.to_string())?;
+        tcp.set_timeout(None).map_err(|e| e.to_string())?;
+        let mut ch: Box<dyn Channel> = match link {
+            Some(m) => Box::new(Simulated::new(tcp, m)),
+            None => Box::new(tcp),
+        };
+        reset_peak_rss();
+        let mut p = party(&mut *ch, Role::Client, suite, config, None, input, task, progress)?;
+        p.peak_rss = Some(crate::report::peak_rss_bytes());
+        Ok(p)
+    })();
+    let client = match client {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
+    let out = child.wait_with_output().map_err(|e| format!("the server party: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("the server party failed ({})", out.status));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: serde_json::Value = text
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .ok_or_else(|| format!("the server party printed no result: {text:?}"))?;
+    let stats = |k: &str| -> Result<Stats, String> {
+        let n = |i: usize| v[k][i].as_u64().ok_or_else(|| format!("server party result: bad '{k}'"));
+        Ok(Stats { bytes_sent: n(0)?, bytes_recv: n(1)?, msgs_sent: n(2)?, msgs_recv: n(3)?, rounds: n(4)? })
+    };
+    let secs = |k: &str| v[k].as_f64().ok_or_else(|| format!("server party result: bad '{k}'"));
+    if v["learned_nothing"].as_bool() != Some(true) {
+        return Err("the server learned an output".into());
+    }
+    let server = Party {
+        output: Output::Nothing,
+        setup_seconds: secs("setup_seconds")?,
+        setup: stats("setup")?,
+        seconds: secs("seconds")?,
+        traffic: stats("traffic")?,
+        profile: Profile::default(),
+        peak_rss: v["peak_rss_bytes"].as_u64(),
+    };
+    Ok((server, client))
 }
 
 fn line(a: &Args, r: &Row) -> BenchLine {
@@ -183,16 +344,20 @@ fn line(a: &Args, r: &Row) -> BenchLine {
         .extra("setup_seconds", r.client.setup_seconds.max(r.server.setup_seconds))
         .extra("setup_bytes", r.client.setup.bytes_sent + r.server.setup.bytes_sent)
         .extra("agreement_vs_plaintext", r.score)
+        .extra("rss_per_party", r.client.peak_rss.is_some())
+        .extra("server_peak_rss_bytes", r.server.peak_rss)
+        .extra("client_peak_rss_bytes", r.client.peak_rss)
         .extra("top_ops", serde_json::to_value(top_ops(&r.client.profile, 5)).unwrap_or_default())
         .extra("breakdown", r.client.profile.to_json())
 }
 
 fn print_table(a: &Args, rows: &[Row]) {
     outln!(
-        "nectar bench suites — {} , {} tokens, net {} (both parties in-process; client's view of the profile)",
+        "nectar bench suites — {} , {} tokens, net {} ({}; client's view of the profile)",
         a.dir.display(),
         a.tokens,
-        a.net
+        a.net,
+        if a.in_process { "both parties in-process" } else { "server party in a child process, loopback TCP" }
     );
     let w = 26;
     let mut head = format!("{:<22}", "");
@@ -219,6 +384,8 @@ fn print_table(a: &Args, rows: &[Row]) {
         )
     });
     row("vs plaintext", &|r| r.score.map_or("-".into(), |s| format!("{s:.5}")));
+    let gb = |b: Option<u64>| b.map_or("-".into(), |b| format!("{:.2}", b as f64 / 1e9));
+    row("peak RSS GB srv / cli", &|r| format!("{} / {}", gb(r.server.peak_rss), gb(r.client.peak_rss)));
     // Operators that differ between the suites, then the top costs of each.
     let base = rows[0].suite.entries();
     for (i, e) in base.iter().enumerate() {

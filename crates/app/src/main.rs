@@ -484,6 +484,14 @@ enum BenchCmd {
         /// Extra overrides applied to every suite (e.g. `ot=iknp`).
         #[arg(long)]
         op: Vec<String>,
+        /// Both parties as threads of this process (default: the server party in a child
+        /// process over loopback TCP, so each party's peak RSS is its own).
+        #[arg(long)]
+        in_process: bool,
+        /// Internal: run only the server party of the one suite in --suites, connected to this
+        /// address (the child process).
+        #[arg(long, hide = true)]
+        server_party: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -765,9 +773,13 @@ fn run(cli: Cli) -> Result<(), String> {
                     }
                 }
             }
-            BenchCmd::Suites { model, suites, tokens, text, net, op, json } => {
-                let args = bench_suites::Args { dir: model.dir(), suites: &suites, tokens, text: text.as_deref(), net: &net, ops: &op };
-                bench_suites::run(&args, json)
+            BenchCmd::Suites { model, suites, tokens, text, net, op, in_process, server_party, json } => {
+                let args =
+                    bench_suites::Args { dir: model.dir(), suites: &suites, tokens, text: text.as_deref(), net: &net, ops: &op, in_process };
+                match server_party {
+                    Some(addr) => bench_suites::run_server_party(&args, &addr),
+                    None => bench_suites::run(&args, json),
+                }
             }
         },
     }

@@ -325,3 +325,29 @@ fn accuracy_reports_per_operator_errors() {
         assert!(err.starts_with("error: ") && err.contains(needle) && err.trim().lines().count() == 1, "{err}");
     }
 }
+
+/// `nectar bench suites` runs the server party in a child process: each party's own peak RSS
+/// (issue 17's per-party memory figure), the same bytes and rounds as `--in-process`.
+#[test]
+fn bench_suites_reports_rss_per_party() {
+    let minilm = nectar_model::fetch::default_home().join("minilm");
+    assert!(minilm.join("model.safetensors").exists(), "MiniLM missing: `make test` fetches it (nectar fetch-model minilm)");
+    let m = minilm.display().to_string();
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["bench", "suites", "--model", &m, "--suites", "nectar", "--tokens", "4", "--net", "none", "--json"];
+        args.extend_from_slice(extra);
+        let out = nectar().args(&args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_str(String::from_utf8(out.stdout).unwrap().trim()).unwrap()
+    };
+    let (two, one) = (run(&[]), run(&["--in-process"]));
+    assert_eq!(two["rss_per_party"], true);
+    assert_eq!(one["rss_per_party"], false);
+    for k in ["server_peak_rss_bytes", "client_peak_rss_bytes"] {
+        assert!(two[k].as_u64().unwrap() > 50 << 20, "{k}: {two}");
+        assert!(one[k].is_null());
+    }
+    assert_eq!(two["bytes_total"], one["bytes_total"]);
+    assert_eq!(two["rounds"], one["rounds"]);
+    assert!(two["agreement_vs_plaintext"].as_f64().unwrap() > 0.9999);
+}

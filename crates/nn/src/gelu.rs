@@ -240,6 +240,13 @@ pub const P7_TANH: AbsPolyParams = AbsPolyParams {
     less: BUMBLEBEE_LESS,
 };
 
+/// Ring width of [`p7_gelu`]'s comparisons: `x` is reduced to `Z_{2^40}` (local) before its
+/// three-threshold comparison, which then compares 40 − 2 − (f − 4) bits instead of 64 − 2 −
+/// (f − 4): 84 instead of 176 bytes per element (`nectar bench nn --op less3 --bits 40|64
+/// --shift 14`). The input domain is `|x| < 2^(40 − 2 − f)` = 2^20 at f = 18 (a million; GeLU
+/// inputs of real checkpoints are below 10^3).
+pub const P7_CMP_BITS: u32 = 40;
+
 /// Extra fractional bits of `B` and of the coefficients in [`p7_gelu`] (`Q`'s sum is at scale
 /// `2f + P7_EXTRA`; `t⁴·B` before its truncation stays below `2^(2f + 8 + P7_EXTRA) < 2^62`).
 const P7_EXTRA: u32 = 12;
@@ -249,16 +256,24 @@ const P7_EXTRA: u32 = 12;
 /// `t, t², t³`: four products (`t² = sq(t)`, `t³ = t²·t`, `t⁴ = sq(t²)`, `t⁴·B`) on `n`
 /// elements instead of Seg4's five, `B` kept at scale `f + 12` so that `t⁴ ≤ 256` does not
 /// magnify its rounding. Needs `2f + 22 + 2 ≤ l` (the full ring (64, 18), not (32, 12)).
-/// Cost: one less_than on n × 3, mux n (ReLU), square 2n, mul 2n, truncation 2n, mux n.
+/// Cost: one less_than on n × 3 in `Z_{2^40}` ([`P7_CMP_BITS`]), mux n (ReLU), square 2n,
+/// mul 2n, truncation 2n, mux n.
 pub fn p7_gelu<B: Backend>(b: &mut B, x: &B::Val, p: &AbsPolyParams) -> Result<B::Val, NnError> {
     let fp = b.format();
     let f = fp.f();
     // Largest value before a truncation: t⁴·B at scale 2f + P7_EXTRA, |t⁴·B| < 2^8.
     check_headroom("p7_gelu", fp, 8 + P7_EXTRA)?;
     let n = b.len(x);
-    let th = [enc(b, -p.range)?, 0, enc(b, p.range)?];
-    let bits = b.less_than_const(x, &th, p.less.ignore_bits(fp))?;
-    let [lo, s, hi] = take3(b, bits, n)?;
+    // The comparisons in the smaller ring (shares reduced locally; the bits are ring-free).
+    let cmp = FixedPoint::new(P7_CMP_BITS.min(fp.l()), f)?;
+    let xr = if cmp.l() < fp.l() { b.reduce(x, cmp.l())? } else { x.clone() };
+    b.set_format(cmp);
+    let bits = (|| {
+        let th = [enc(b, -p.range)?, 0, enc(b, p.range)?];
+        b.less_than_const(&xr, &th, p.less.ignore_bits(cmp))
+    })();
+    b.set_format(fp);
+    let [lo, s, hi] = take3(b, bits?, n)?;
     let neg = b.mux(&s, x)?; // x where x < 0
     let relu = b.sub(x, &neg)?;
     let t = b.sub(&relu, &neg)?; // |x|

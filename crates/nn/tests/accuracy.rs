@@ -31,7 +31,7 @@ fn table_bounds() {
     assert!(get("exp mixed").max_abs < 2e-2);
     // exp=taylor2 (n = 5): the second-order base, ≈ |x|³eˣ/(6·4⁵) ≤ 2.2e−4, plus rounding.
     let t2 = get("exp taylor2");
-    assert!(t2.max_abs < 2.4e-4 && t2.mean_abs < 6e-5, "{t2:?}");
+    assert!(t2.max_abs < 2.4e-4 && t2.mean_abs < 8e-5, "{t2:?}");
     assert!(get("ELU").max_abs < 5e-3);
     assert!(get("reciprocal").max_abs < 1e-4);
     assert!(get("rsqrt").max_abs < 2e-3);
@@ -262,7 +262,7 @@ fn print_report() {
 
 #[test]
 fn p7_boundaries_and_saturation() {
-    // gelu=p7 at its pieces' ends ± 1 LSB (−4, 0, 4) and at the ends of the domain: within the
+    // gelu=p7 at its pieces' ends ± 1 LSB (−4, 0, 4) and at the ends of its domain: within the
     // fit's error of the GeLU form it was fitted to (the outer pieces are 0 and x exactly).
     let mut b = PlainBackend::new(FP).unwrap();
     let ulp = 1.0 / FP.scale();
@@ -270,7 +270,8 @@ fn p7_boundaries_and_saturation() {
     for t in [-4.0, 0.0, 4.0] {
         xs.extend([t - ulp, t, t + ulp]);
     }
-    let dom = ((FP.l() - 2 - FP.f()) as f64).exp2() - 1.0;
+    // p7's domain: its comparisons run in Z_2^40, |x| < 2^(40 − 2 − f).
+    let dom = ((gelu::P7_CMP_BITS - 2 - FP.f()) as f64).exp2() - 1.0;
     xs.extend([-dom, dom, -1000.0, 1000.0, -4.5, 4.5]);
     let erf_gelu = |x: f64| 0.5 * x * (1.0 + libm::erf(x * std::f64::consts::FRAC_1_SQRT_2));
     for (p, f) in [(gelu::P7_ERF, &erf_gelu as &dyn Fn(f64) -> f64), (gelu::P7_TANH, &gelu::gelu_f64)] {

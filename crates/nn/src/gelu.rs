@@ -302,7 +302,6 @@ pub fn p7_gelu<B: Backend>(b: &mut B, x: &B::Val, p: &AbsPolyParams) -> Result<B
     b.sub(&relu, &qz)
 }
 
-
 /// P4 GeLU under mixed bit-width in BumbleBee's activation format (32, 12) (§V-C).
 pub fn p4_gelu_mixed<B: Backend>(b: &mut B, x: &B::Val, p: &P4Params) -> Result<B::Val, NnError> {
     crate::mixed::with_format(b, x, crate::mixed::ACT_FORMAT, |b, y| p4_gelu(b, y, p))

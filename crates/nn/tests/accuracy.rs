@@ -287,3 +287,14 @@ fn p7_boundaries_and_saturation() {
     assert!(matches!(gelu::p7_gelu(&mut m, &x, &gelu::P7_ERF), Err(nectar_nn::NnError::FormatTooNarrow { .. })));
     assert!(matches!(exp::exp_neg_taylor2(&mut m, &x, &exp::EXP_TAYLOR2), Err(nectar_nn::NnError::FormatTooNarrow { .. })));
 }
+
+#[test]
+fn taylor2_twin_matches_its_own_approximation() {
+    // exp=taylor2's twin equals the f64 evaluation of (1 + u + u²/2)^(2^n) up to fixed-point
+    // rounding (away from the clipping threshold, where the approximate comparison decides).
+    let p = exp::EXP_TAYLOR2;
+    let xs: Vec<f64> = grid(-14.0, 0.0, 2801).into_iter().filter(|x| (x - p.t_exp).abs() > 0.07).collect();
+    let s = measure_elementwise("taylor2", FP, &xs, |b, x| exp::exp_neg_taylor2(b, x, &p), |x| exp::exp_neg_taylor2_f64(x, &p), "")
+        .unwrap();
+    assert!(s.max_abs < 2e-5, "{s:?}");
+}

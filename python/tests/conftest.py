@@ -10,9 +10,9 @@ import nectar
 
 REPO = Path(__file__).resolve().parents[2]
 
-#: Suite of the tiny-model tests: BumbleBee with the small Ferret parameter set (fast setup),
-#: as the Rust session tests use.
-FAST = "bumblebee+ot=ferret-small"
+#: Suite of the tiny-model tests: the default suite (nectar) with the small Ferret parameter set
+#: (fast setup), as the Rust session tests use; a `nectar serve --op ot=ferret-small` agrees.
+FAST = "nectar+ot=ferret-small"
 
 
 @pytest.fixture(scope="session")

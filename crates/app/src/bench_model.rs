@@ -7,14 +7,13 @@
 //! clock lives in one process), run both parties as threads of one process instead; both
 //! parties then report that process's peak RSS (`rss_per_party: false`).
 
+use crate::child_party::{accept_child, finish, listen};
 use crate::report::BenchLine;
 use nectar_bench::model::{bench_model, bench_party, combine_parties, BenchSpec, ModelBench, PartyBench};
 use nectar_model::secure::RandomArch;
 use nectar_model::Suite;
 use nectar_net::{LinkModel, Role, TcpChannel};
-use std::net::TcpListener;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 pub struct Args<'a> {
     pub arch: &'a str,
@@ -28,8 +27,6 @@ pub struct Args<'a> {
     pub in_process: bool,
 }
 
-/// How long the parent waits for its child server party to connect.
-const CHILD_CONNECT_TIMEOUT: Duration = Duration::from_secs(120);
 
 fn spec(a: &Args) -> Result<(RandomArch, BenchSpec), String> {
     let arch = RandomArch::parse(a.arch)
@@ -91,14 +88,13 @@ pub fn run_server_party(a: &Args, addr: &str) -> Result<(), String> {
 
 /// Runs the server party as a child process and the client party here, over loopback TCP.
 fn two_processes(a: &Args, spec: &BenchSpec) -> Result<ModelBench, String> {
-    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind loopback: {e}"))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let (listener, addr) = listen()?;
     let exe = std::env::current_exe().map_err(|e| format!("locating this binary: {e}"))?;
     let mut cmd = Command::new(exe);
     cmd.args(["bench", "model", "--arch", a.arch, "--net", "none", "--quiet"])
         .args(["--seq", &a.seq.to_string(), "--seed", &a.seed.to_string()])
         .args(["--suite", &a.suite.label()])
-        .args(["--server-party", &addr.to_string()]);
+        .args(["--server-party", &addr]);
     if let Some(l) = a.layers {
         cmd.args(["--layers", &l.to_string()]);
     }
@@ -108,41 +104,11 @@ fn two_processes(a: &Args, spec: &BenchSpec) -> Result<ModelBench, String> {
         .spawn()
         .map_err(|e| format!("starting the server party: {e}"))?;
     let client = (|| -> Result<PartyBench, String> {
-        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-        let t0 = Instant::now();
-        let stream = loop {
-            match listener.accept() {
-                Ok((s, _)) => break s,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    if let Ok(Some(st)) = child.try_wait() {
-                        return Err(format!("the server party exited before connecting ({st})"));
-                    }
-                    if t0.elapsed() > CHILD_CONNECT_TIMEOUT {
-                        return Err("the server party did not connect".into());
-                    }
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Err(e) => return Err(format!("accept: {e}")),
-            }
-        };
-        stream.set_nonblocking(false).map_err(|e| e.to_string())?;
-        let mut ch = TcpChannel::from_stream(stream).map_err(|e| e.to_string())?;
-        ch.set_timeout(None).map_err(|e| e.to_string())?;
+        let mut ch = accept_child(&listener, &mut child)?;
         bench_party(spec, Role::Client, &mut ch).map_err(|e| format!("client party: {e}"))
     })();
-    let client = match client {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(e);
-        }
-    };
-    let out = child.wait_with_output().map_err(|e| format!("waiting for the server party: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("the server party failed ({})", out.status));
-    }
-    let server: PartyBench = serde_json::from_slice(&out.stdout)
+    let (client, stdout) = finish(child, client)?;
+    let server: PartyBench = serde_json::from_slice(&stdout)
         .map_err(|e| format!("the server party's report is not valid JSON: {e}"))?;
     Ok(combine_parties(spec, server, client))
 }

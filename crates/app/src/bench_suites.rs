@@ -19,11 +19,11 @@ use nectar_math::Prg;
 use nectar_model::secure::{OpRecord, Output, Profile, Query, SecureEngine, SecureModel, WeightSource};
 use nectar_model::Suite;
 use nectar_net::{linked_pair, Channel, LinkModel, Role, Stats};
+use crate::child_party::{accept_child, finish, listen, reset_peak_rss};
 use nectar_net::{Simulated, TcpChannel};
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 pub struct Args<'a> {
     pub dir: PathBuf,
@@ -38,8 +38,7 @@ pub struct Args<'a> {
     pub in_process: bool,
 }
 
-/// How long the client waits for its child server party to connect.
-const CHILD_CONNECT_TIMEOUT: Duration = Duration::from_secs(120);
+
 
 /// The default input text (cut or repeated to `--tokens`).
 const DEFAULT_TEXT: &str = "The weather is lovely today, and the children are playing football in the park \
@@ -193,12 +192,6 @@ pub fn run(a: &Args, json: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// Resets this process's peak RSS counter (`VmHWM`) to its current RSS (Linux ≥ 4.0; a no-op
-/// elsewhere, where the peak then covers the whole process).
-fn reset_peak_rss() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
 /// The input of the server party: only its length is used (the ids are the client's).
 fn server_input(n: usize) -> Input {
     Input::Ids(vec![0; n])
@@ -247,39 +240,19 @@ fn two_processes(
     task: &nectar_model::secure::Task,
     progress: Option<crate::session::QueryProgress>,
 ) -> Result<(Party, Party), String> {
-    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind loopback: {e}"))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let (listener, addr) = listen()?;
     let exe = std::env::current_exe().map_err(|e| format!("locating this binary: {e}"))?;
     let mut child = Command::new(exe)
         .args(["bench", "suites", "--model"])
         .arg(&a.dir)
         .args(["--suites", &suite.label(), "--tokens", &input.len(config).to_string(), "--net", a.net])
-        .args(["--server-party", &addr.to_string()])
+        .args(["--server-party", &addr])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .map_err(|e| format!("starting the server party: {e}"))?;
     let client = (|| -> Result<Party, String> {
-        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-        let t0 = Instant::now();
-        let stream = loop {
-            match listener.accept() {
-                Ok((s, _)) => break s,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    if let Ok(Some(st)) = child.try_wait() {
-                        return Err(format!("the server party exited before connecting ({st})"));
-                    }
-                    if t0.elapsed() > CHILD_CONNECT_TIMEOUT {
-                        return Err("the server party did not connect".into());
-                    }
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Err(e) => return Err(format!("accept: {e}")),
-            }
-        };
-        stream.set_nonblocking(false).map_err(|e| e.to_string())?;
-        let mut tcp = TcpChannel::from_stream(stream).map_err(|e| e.to_string())?;
-        tcp.set_timeout(None).map_err(|e| e.to_string())?;
+        let tcp = accept_child(&listener, &mut child)?;
         let mut ch: Box<dyn Channel> = match link {
             Some(m) => Box::new(Simulated::new(tcp, m)),
             None => Box::new(tcp),
@@ -289,19 +262,8 @@ fn two_processes(
         p.peak_rss = Some(crate::report::peak_rss_bytes());
         Ok(p)
     })();
-    let client = match client {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(e);
-        }
-    };
-    let out = child.wait_with_output().map_err(|e| format!("the server party: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("the server party failed ({})", out.status));
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
+    let (client, stdout) = finish(child, client)?;
+    let text = String::from_utf8_lossy(&stdout);
     let v: serde_json::Value = text
         .lines()
         .last()

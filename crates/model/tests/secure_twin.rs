@@ -404,28 +404,36 @@ fn minilm_east_twin_embeddings_match_plaintext() {
 /// the twin is its noiseless part).
 #[test]
 fn minilm_rotl_twin_embeddings_match_plaintext() {
+    let worst = minilm_twin_worst_cosine(
+        "rotl",
+        &[
+            "The weather is lovely today.",
+            "It's so sunny outside!",
+            "He drove to the stadium.",
+            "Numbers: 3.14159, 2.71828 and 1,000,000 — what do they have in common?",
+            "Why?!",
+        ],
+    );
+    assert!(worst >= 0.999, "rotl worst cosine {worst}");
+}
+
+/// The worst cosine between MiniLM's f32 embeddings of `texts` and the twin's under `spec`.
+fn minilm_twin_worst_cosine(spec: &str, texts: &[&str]) -> f32 {
     let dir = fetch::minilm_dir(&fetch::default_home());
     let model = Model::load(&dir).expect("MiniLM (make test fetches it: nectar fetch-model minilm)");
     let w = weights(&dir);
     let tok = model.tokenizer().unwrap();
+    let suite = Suite::parse(spec).unwrap();
     let mut worst = 1f32;
-    for t in [
-        "The weather is lovely today.",
-        "It's so sunny outside!",
-        "He drove to the stadium.",
-        "Numbers: 3.14159, 2.71828 and 1,000,000 — what do they have in common?",
-        "Why?!",
-    ] {
+    for t in texts {
         let enc = tok.encode(t).unwrap();
         let want = model.embed(&[t]).unwrap().remove(0);
-        let Output::Embedding(got) = run(&model, &w, Task::Embed, &enc.ids, &Suite::parse("rotl").unwrap()) else {
-            panic!()
-        };
+        let Output::Embedding(got) = run(&model, &w, Task::Embed, &enc.ids, &suite) else { panic!() };
         let c = cosine(&want, &got);
-        eprintln!("minilm twin: rotl {c:.6}: {t:?}");
+        eprintln!("minilm twin: {spec} {c:.7}: {t:?}");
         worst = worst.min(c);
     }
-    assert!(worst >= 0.999, "rotl worst cosine {worst}");
+    worst
 }
 
 /// `PlainEngine::with_exact` (the error attribution of `nectar accuracy`): with every nonlinear
@@ -465,24 +473,15 @@ fn exact_operators_isolate_each_approximation() {
 /// sentences, including the worst of the 50-sentence set under BumbleBee's approximations.
 #[test]
 fn minilm_nectar_twin_embeddings_match_plaintext() {
-    let dir = fetch::minilm_dir(&fetch::default_home());
-    let model = Model::load(&dir).expect("MiniLM (make test fetches it: nectar fetch-model minilm)");
-    let w = weights(&dir);
-    let tok = model.tokenizer().unwrap();
-    let mut worst = 1f32;
-    for t in [
-        "OK.",
-        "Why?!",
-        "Numbers: 3.14159, 2.71828 and 1,000,000 — what do they have in common?",
-        "Der schnelle braune Fuchs springt über den faulen Hund.",
-        "I bought 12 eggs, 3 loaves of bread, and a bottle of olive oil at the market yesterday afternoon.",
-    ] {
-        let enc = tok.encode(t).unwrap();
-        let want = model.embed(&[t]).unwrap().remove(0);
-        let Output::Embedding(got) = run(&model, &w, Task::Embed, &enc.ids, &Suite::nectar()) else { panic!() };
-        let c = cosine(&want, &got);
-        eprintln!("minilm twin: nectar {c:.7}: {t:?}");
-        worst = worst.min(c);
-    }
+    let worst = minilm_twin_worst_cosine(
+        "nectar",
+        &[
+            "OK.",
+            "Why?!",
+            "Numbers: 3.14159, 2.71828 and 1,000,000 — what do they have in common?",
+            "Der schnelle braune Fuchs springt über den faulen Hund.",
+            "I bought 12 eggs, 3 loaves of bread, and a bottle of olive oil at the market yesterday afternoon.",
+        ],
+    );
     assert!(worst >= 0.9999, "nectar worst cosine {worst}");
 }

@@ -51,7 +51,7 @@ fn kernel(op: &str, suite: &Suite) -> Result<String, String> {
         },
         "exp" => match suite.exp {
             Exp::Taylor => "exp",
-            Exp::Taylor2 if mixed => return Err("--op exp=taylor2: its squarings at scale f + 6 need the full ring, not (32, 12)".into()),
+            Exp::Taylor2 if mixed => return Err("--op exp=taylor2: its squarings at scale f + n need the full ring, not (32, 12)".into()),
             Exp::Taylor2 => "exp-taylor2",
             Exp::Oppe => "exp-oppe",
             Exp::Lut if mixed => return Err("--op exp=lut: the two-LUT exp needs l >= f + 22, not the mixed ring (32, 12)".into()),

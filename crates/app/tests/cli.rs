@@ -283,45 +283,45 @@ fn accuracy_reports_per_operator_errors() {
     let minilm = nectar_model::fetch::default_home().join("minilm");
     assert!(minilm.join("model.safetensors").exists(), "MiniLM missing: `make test` fetches it (nectar fetch-model minilm)");
     let m = minilm.display().to_string();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().expect("a temp dir");
     let file = dir.path().join("s.txt");
-    std::fs::write(&file, "OK.\n\nWhy?!\n").unwrap();
+    std::fs::write(&file, "OK.\n\nWhy?!\n").expect("write the sentences");
     let f = file.display().to_string();
     let run = |extra: &[&str]| -> Vec<serde_json::Value> {
         let mut args = vec!["accuracy", "--model", &m, "--sentences", &f, "--json"];
         args.extend_from_slice(extra);
-        let out = nectar().args(&args).output().unwrap();
+        let out = nectar().args(&args).output().expect("run nectar");
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+        String::from_utf8(out.stdout).expect("utf-8 stdout").lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect()
     };
     let lines = run(&["--secure"]);
-    assert_eq!(lines.len(), 3, "two sentences (the blank line skipped) and a summary");
+    assert_eq!(lines.len(), 3, "two sentences (a blank line is not a sentence) and a summary");
     let s = &lines[2];
     assert_eq!((s["bench"].as_str(), s["suite"].as_str(), s["sentences"].as_u64()), (Some("accuracy-summary"), Some("nectar"), Some(2)));
-    let min = |v: &serde_json::Value| v["min_cosine"].as_f64().unwrap();
+    let min = |v: &serde_json::Value| v["min_cosine"].as_f64().expect("min_cosine");
     assert!(min(&s["twin"]) >= 0.9999 && min(&s["secure"]) >= 0.9999 && min(&s["secure_vs_twin"]) >= 0.9999, "{s}");
     assert!(min(&s["format_only"]) >= 0.99999, "{s}");
     for op in ["gelu", "softmax", "layernorm"] {
         assert!(min(&s["only"][op]) >= min(&s["twin"]) - 1e-6, "{op}: {s}");
     }
-    assert!(lines[0]["tokens"].as_u64().unwrap() >= 3 && lines[0]["secure"]["cosine"].is_f64());
+    assert!(lines[0]["tokens"].as_u64().expect("tokens") >= 3 && lines[0]["secure"]["cosine"].is_f64());
     // BumbleBee's approximations: GeLU (Seg4) is the largest error, LayerNorm the smallest.
     let b = run(&["--suite", "bumblebee"]);
     let o = &b[2]["only"];
     assert!(min(&o["gelu"]) < min(&o["softmax"]) && min(&o["softmax"]) < min(&o["layernorm"]), "{o}");
     assert!(b[2].get("secure").is_none());
     // Bad inputs: a missing file, a file without sentences, a generation model.
-    std::fs::write(dir.path().join("empty.txt"), "\n  \n").unwrap();
+    std::fs::write(dir.path().join("empty.txt"), "\n  \n").expect("write the empty file");
     let gpt = dir.path().join("gpt");
-    nectar_model::tiny::write_tiny_gpt2(&gpt, 3).unwrap();
+    nectar_model::tiny::write_tiny_gpt2(&gpt, 3).expect("a tiny GPT-2");
     for (model, sentences, needle) in [
         (m.as_str(), dir.path().join("none.txt"), "none.txt"),
         (m.as_str(), dir.path().join("empty.txt"), "no sentences"),
-        (gpt.to_str().unwrap(), file.clone(), "BERT-family"),
+        (gpt.to_str().expect("utf-8 path"), file.clone(), "BERT-family"),
     ] {
-        let out = nectar().args(["accuracy", "--model", model, "--sentences", sentences.to_str().unwrap()]).output().unwrap();
+        let out = nectar().args(["accuracy", "--model", model, "--sentences", sentences.to_str().expect("utf-8 path")]).output().expect("run nectar");
         assert!(!out.status.success());
-        let err = String::from_utf8(out.stderr).unwrap();
+        let err = String::from_utf8(out.stderr).expect("utf-8 stderr");
         assert!(err.starts_with("error: ") && err.contains(needle) && err.trim().lines().count() == 1, "{err}");
     }
 }
@@ -336,18 +336,18 @@ fn bench_suites_reports_rss_per_party() {
     let run = |extra: &[&str]| -> serde_json::Value {
         let mut args = vec!["bench", "suites", "--model", &m, "--suites", "nectar", "--tokens", "4", "--net", "none", "--json"];
         args.extend_from_slice(extra);
-        let out = nectar().args(&args).output().unwrap();
+        let out = nectar().args(&args).output().expect("run nectar");
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_str(String::from_utf8(out.stdout).unwrap().trim()).unwrap()
+        serde_json::from_str(String::from_utf8(out.stdout).expect("utf-8 stdout").trim()).expect("one JSON line")
     };
     let (two, one) = (run(&[]), run(&["--in-process"]));
     assert_eq!(two["rss_per_party"], true);
     assert_eq!(one["rss_per_party"], false);
     for k in ["server_peak_rss_bytes", "client_peak_rss_bytes"] {
-        assert!(two[k].as_u64().unwrap() > 50 << 20, "{k}: {two}");
+        assert!(two[k].as_u64().expect("a peak RSS") > 50 << 20, "{k}: {two}");
         assert!(one[k].is_null());
     }
     assert_eq!(two["bytes_total"], one["bytes_total"]);
     assert_eq!(two["rounds"], one["rounds"]);
-    assert!(two["agreement_vs_plaintext"].as_f64().unwrap() > 0.9999);
+    assert!(two["agreement_vs_plaintext"].as_f64().expect("a cosine") > 0.9999);
 }

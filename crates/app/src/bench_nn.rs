@@ -51,8 +51,10 @@ fn kernel(op: &str, suite: &Suite) -> Result<String, String> {
         },
         "exp" => match suite.exp {
             Exp::Taylor => "exp",
-            Exp::Taylor2 if mixed => return Err("--op exp=taylor2: its squarings at scale f + n need the full ring, not (32, 12)".into()),
+            Exp::Taylor2 if mixed => return Err("--op exp=taylor2: no mixed-ring kernel (the model runs exp in the full ring, or in (45, 18) under softmax=narrow)".into()),
             Exp::Taylor2 => "exp-taylor2",
+            Exp::Taylor4 if mixed => return Err("--op exp=taylor4: no mixed-ring kernel (the model runs exp in the full ring, or in (45, 18) under softmax=narrow)".into()),
+            Exp::Taylor4 => "exp-taylor4",
             Exp::Oppe => "exp-oppe",
             Exp::Lut if mixed => return Err("--op exp=lut: the two-LUT exp needs l >= f + 22, not the mixed ring (32, 12)".into()),
             Exp::Lut => "exp-lut",
@@ -86,10 +88,21 @@ fn kernel(op: &str, suite: &Suite) -> Result<String, String> {
             Rsqrt::NewtonDetermine => "rsqrt-determine",
         },
         "softmax" if suite.softmax == Softmax::Lut => "softmax-lut",
+        "softmax" if suite.softmax == Softmax::Narrow => match (suite.exp, suite.reciprocal) {
+            (Exp::Taylor4, Reciprocal::Newton) => "softmax-narrow-taylor4-newton",
+            (Exp::Taylor2, Reciprocal::Newton) => "softmax-narrow-taylor2-newton",
+            (Exp::Taylor, Reciprocal::Newton) => "softmax-narrow-taylor-newton",
+            (e, r) => {
+                return Err(format!(
+                    "--op softmax=narrow: no bench kernel for exp={e} with reciprocal={r} (benched: taylor4, taylor2 or taylor × newton)"
+                ))
+            }
+        },
         "softmax" => match (suite.exp, suite.reciprocal) {
             (Exp::Lut, Reciprocal::Lut) => "softmax-lut",
             (Exp::Taylor, Reciprocal::Newton) => "softmax",
             (Exp::Taylor2, Reciprocal::Newton) => "softmax-taylor2-newton",
+            (Exp::Taylor4, Reciprocal::Newton) => "softmax-taylor4-newton",
             (Exp::Oppe, Reciprocal::NewtonDetermine) => "softmax-oppe-determine",
             (Exp::Oppe, Reciprocal::Newton) => "softmax-oppe-newton",
             (Exp::Taylor, Reciprocal::NewtonDetermine) => "softmax-taylor-determine",

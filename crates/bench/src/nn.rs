@@ -71,6 +71,7 @@ fn pivots(op: &str) -> Vec<f64> {
         "silu" | "silu-mixed" => silu::SILU_BUMBLEBEE.t.to_vec(),
         "exp" | "exp-mixed" => vec![nectar_nn::exp::EXP_BUMBLEBEE.t_exp],
         "exp-taylor2" => vec![nectar_nn::exp::EXP_TAYLOR2.t_exp],
+        "exp-taylor4" => vec![nectar_nn::exp::EXP_TAYLOR4.t_exp],
         "elu" => vec![nectar_nn::exp::EXP_BUMBLEBEE.t_exp, 0.0],
         _ => Vec::new(),
     }
@@ -97,6 +98,17 @@ pub fn stated_tolerance(op: &str, cols: usize, fp: FixedPoint) -> Result<Option<
         "exp" => EXP_TOL,
         "exp-taylor2" => EXP_TAYLOR2_TOL,
         "softmax-taylor2-newton" => softmax_tol(EXP_TAYLOR2_TOL, RECIP_TOL),
+        "softmax-narrow-taylor2-newton" => {
+            let narrow = FixedPoint::new(nectar_nn::softmax::NARROW_L, fp.f())?;
+            softmax_tol(exp_taylor2_tol(narrow, &nectar_nn::exp::EXP_TAYLOR2)?, RECIP_TOL)
+        }
+        "softmax-narrow-taylor-newton" => softmax_tol(EXP_TOL, RECIP_TOL),
+        "softmax-narrow-taylor4-newton" => {
+            let narrow = FixedPoint::new(nectar_nn::softmax::NARROW_L, fp.f())?;
+            softmax_tol(exp_taylor4_tol(narrow, &nectar_nn::exp::EXP_TAYLOR4)?, RECIP_TOL)
+        }
+        "exp-taylor4" => exp_taylor4_tol(fp, &nectar_nn::exp::EXP_TAYLOR4)?,
+        "softmax-taylor4-newton" => softmax_tol(exp_taylor4_tol(fp, &nectar_nn::exp::EXP_TAYLOR4)?, RECIP_TOL),
         "exp-mixed" => EXP_MIXED_TOL,
         "elu" => ELU_TOL,
         "softmax" => softmax_tol(EXP_TOL, RECIP_TOL),
@@ -130,7 +142,7 @@ pub fn stated_tolerance(op: &str, cols: usize, fp: FixedPoint) -> Result<Option<
 }
 
 /// Operators [`bench_secure`] knows ([`nectar_nn::counting::OPERATORS`] plus `silu-mixed`, `elu`, `rmsnorm`, `onehot`).
-pub const SECURE_OPS: [&str; 40] = [
+pub const SECURE_OPS: [&str; 45] = [
     "gelu", "gelu-mixed", "gelu-p4", "gelu-p4-mixed", "silu", "silu-mixed", "exp", "exp-mixed", "elu", "softmax",
     "layernorm", "rmsnorm", "rsqrt", "reciprocal", "argmax", "onehot",
     // East (§4): OPPE with the committed tables, the Determine reciprocal, softmax compositions
@@ -139,8 +151,10 @@ pub const SECURE_OPS: [&str; 40] = [
     "layernorm-east", "rmsnorm-east", "rsqrt-determine",
     // ROTL / CipherGPT (§II-E): LUT activations, two-LUT exp, LUT + Newton reciprocal, softmax
     "gelu-lut", "gelu-lut-mixed", "silu-lut", "silu-lut-mixed", "exp-lut", "reciprocal-lut", "softmax-lut",
-    // nectar (issue 17): degree-7 GeLU in |x|, second-order Taylor exp, softmax with it
-    "gelu-p7", "exp-taylor2", "softmax-taylor2-newton",
+    // nectar (issue 17): degree-7 GeLU in |x|, second- and fourth-order Taylor exp, softmax
+    // with them, and the softmax composition in Z_2^45
+    "gelu-p7", "exp-taylor2", "softmax-taylor2-newton", "softmax-narrow-taylor2-newton", "softmax-narrow-taylor-newton",
+    "exp-taylor4", "softmax-taylor4-newton", "softmax-narrow-taylor4-newton",
 ];
 
 /// Input reals of a benchmark (deterministic; inside each operator's documented domain, and
@@ -157,7 +171,7 @@ fn bench_inputs(op: &str, n: usize, cols: usize) -> Vec<f64> {
     };
     (0..n)
         .map(|i| off(match op {
-            "exp" | "exp-mixed" | "exp-oppe" | "exp-oppe-mixed" | "exp-lut" | "exp-taylor2" => -16.0 * u(i),
+            "exp" | "exp-mixed" | "exp-oppe" | "exp-oppe-mixed" | "exp-lut" | "exp-taylor2" | "exp-taylor4" => -16.0 * u(i),
             "elu" => 20.0 * u(i) - 16.0,
             "rsqrt" | "rsqrt-determine" => 1.0 + 1000.0 * u(i),
             "reciprocal" | "reciprocal-determine" | "reciprocal-lut" => 1.0 + 4000.0 * u(i),
@@ -190,6 +204,7 @@ fn run_op<B: nectar_nn::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
         "exp" => exp::exp_neg(b, x, &exp::EXP_BUMBLEBEE)?,
         "exp-mixed" => exp::exp_neg_mixed(b, x, &exp::EXP_BUMBLEBEE)?,
         "exp-taylor2" => exp::exp_neg_taylor2(b, x, &exp::EXP_TAYLOR2)?,
+        "exp-taylor4" => exp::exp_neg_taylor4(b, x, &exp::EXP_TAYLOR4)?,
         "elu" => elu::elu(b, x, 1.0, &exp::EXP_BUMBLEBEE)?,
         "softmax" => softmax::softmax(b, x, rows, cols, None, &softmax::SOFTMAX_BUMBLEBEE)?,
         "gelu-oppe" => oppe::oppe(b, x, oppe::east_table("gelu")?)?,
@@ -210,19 +225,23 @@ fn run_op<B: nectar_nn::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
         s if s.starts_with("softmax-") => {
             let oppe_exp = s.contains("-oppe-");
             let taylor2 = s.contains("-taylor2-");
+            let taylor4 = s.contains("-taylor4-");
             let determine = s.ends_with("-determine");
             let hi = (cols as f64).max(2.0);
-            softmax::softmax_with(
+            softmax::softmax_in_ring(
                 b,
                 x,
                 rows,
                 cols,
                 None,
+                s.starts_with("softmax-narrow-"),
                 |b, d| {
                     if oppe_exp {
                         oppe::oppe(b, d, oppe::east_table("exp")?)
                     } else if taylor2 {
                         exp::exp_neg_taylor2(b, d, &exp::EXP_TAYLOR2)
+                    } else if taylor4 {
+                        exp::exp_neg_taylor4(b, d, &exp::EXP_TAYLOR4)
                     } else {
                         exp::exp_neg(b, d, &exp::EXP_BUMBLEBEE)
                     }
@@ -230,6 +249,8 @@ fn run_op<B: nectar_nn::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
                 |b, sum| {
                     if determine {
                         reciprocal::reciprocal_determine(b, sum, 1.0, hi)
+                    } else if s.starts_with("softmax-narrow-") {
+                        reciprocal::reciprocal(b, sum, &softmax::recip_for_rows(cols, reciprocal::RECIP_SOFTMAX))
                     } else {
                         reciprocal::reciprocal(b, sum, &reciprocal::RECIP_SOFTMAX)
                     }

@@ -25,7 +25,7 @@ use std::fmt;
 /// A suite that cannot be built or run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SuiteError {
-    #[error("unknown suite preset '{0}' (presets: bumblebee, rotl, east, blb, leaf)")]
+    #[error("unknown suite preset '{0}' (presets: nectar, bumblebee, rotl, east, blb, leaf)")]
     UnknownPreset(String),
     #[error("unknown operator '{0}' (operators: {1})")]
     UnknownOperator(String, String),
@@ -262,6 +262,9 @@ choice! {
         /// BumbleBee's exp with a second-order base `(1 + u + u²/2)^(2^n)` at scale f + n
         /// (nectar, issue 17; `nectar_nn::exp::exp_neg_taylor2`).
         Taylor2 => ("taylor2", "nectar: BumbleBee exp, 2nd-order base", true),
+        /// A fourth-order base `T4(u)^(2^3)`: one bOLEe query fewer than `taylor2`, 3× more
+        /// accurate (nectar, issue 17; `nectar_nn::exp::exp_neg_taylor4`).
+        Taylor4 => ("taylor4", "nectar: BumbleBee exp, 4th-order base", true),
         /// Oblivious piecewise polynomial (East §4.1).
         Oppe => ("oppe", "East §4.1 OPPE", true),
         /// Two 2^8-entry lookup tables (ROTL §II-E).
@@ -311,6 +314,10 @@ choice! {
         Bumblebee => ("bumblebee", "BumbleBee §V-B softmax", true),
         /// LUT exp and reciprocal (ROTL / CipherGPT).
         Lut => ("lut", "ROTL §II-E LUT softmax", true),
+        /// BumbleBee's composition in `Z_{2^45}` (narrow bOLEe key set, 45-bit comparisons),
+        /// the row sums' reciprocal in the full ring (nectar, issue 17;
+        /// `nectar_nn::softmax::softmax_narrow_with`). Needs `exp = taylor` or `taylor2`.
+        Narrow => ("narrow", "nectar: BumbleBee softmax in Z_2^45", true),
     }
 }
 
@@ -462,6 +469,7 @@ impl ChoiceParams for Exp {
         match self {
             Exp::Taylor => format!("{:?}", nectar_nn::exp::EXP_BUMBLEBEE),
             Exp::Taylor2 => format!("{:?}", nectar_nn::exp::EXP_TAYLOR2),
+            Exp::Taylor4 => format!("{:?}", nectar_nn::exp::EXP_TAYLOR4),
             // tanh follows the exp choice (the BERT pooler): East's OPPE tanh table
             Exp::Oppe => oppe_params(&["exp", "tanh"]),
             Exp::Lut => format!("{:?} tables={:?}", nectar_nn::lut::EXP_LUT, nectar_nn::lut::EXP_LUT.tables_f64()),
@@ -522,6 +530,12 @@ impl ChoiceParams for Softmax {
                 nectar_nn::softmax::MASK_VALUE
             ),
             Softmax::Lut => format!("exp={:?} reciprocal=lut mask={}", nectar_nn::lut::EXP_LUT, nectar_nn::softmax::MASK_VALUE),
+            Softmax::Narrow => format!(
+                "{:?} ring={} mask={}",
+                nectar_nn::softmax::SOFTMAX_BUMBLEBEE.recip,
+                nectar_nn::softmax::NARROW_L,
+                nectar_nn::softmax::MASK_VALUE
+            ),
         }
     }
 }
@@ -614,7 +628,7 @@ fn choices<C: Choice>() -> OperatorChoices {
 pub const PRESETS: [(&str, &str); 6] = [
     (
         "nectar",
-        "the default: BumbleBee's protocols with nectar's GeLU (p7), exp (taylor2) and LayerNorm (outer)",
+        "the default: BumbleBee's protocols with nectar's GeLU (p7), exp (taylor2), LayerNorm (outer) and softmax (narrow)",
     ),
     ("bumblebee", "BumbleBee (NDSS'25): OLT matmuls, bOLEe products, OT nonlinear protocols"),
     ("rotl", "BumbleBee linear layers + ROTL comparison from LUTs and LUT GeLU/exp/reciprocal/softmax"),
@@ -634,9 +648,11 @@ impl Suite {
     /// OT millionaire, Newton reciprocal and rsqrt — with three approximations of ours chosen
     /// by `nectar accuracy`'s per-operator error table: GeLU `p7` (degree 7 in |x|, 2.4e−4
     /// max error vs Seg4's 3.3e−2), exp `taylor2` (second-order base, 2.2e−4 vs 4.3e−3) and
-    /// LayerNorm `outer` (`r ⊗ γ` by one OLT instead of a second product). SiLU stays Seg4.
+    /// LayerNorm `outer` (`r ⊗ γ` by one OLT instead of a second product); and softmax
+    /// `narrow` (the same composition in `Z_{2^45}`: 45-bit comparisons, 2-prime bOLEe
+    /// products). SiLU stays Seg4.
     pub const fn nectar() -> Self {
-        Suite { gelu: Gelu::P7, exp: Exp::Taylor2, norm: Norm::Outer, ..Suite::bumblebee() }
+        Suite { gelu: Gelu::P7, exp: Exp::Taylor4, norm: Norm::Outer, softmax: Softmax::Narrow, ..Suite::bumblebee() }
     }
 
     /// BumbleBee's protocols and approximations as in the paper.

@@ -132,6 +132,8 @@ pub fn approximation_table() -> Result<Vec<ErrStats>, NnError> {
         "avg err within 2^−10 ≈ 9.8e−4 (§V-B)")?);
     out.push(measure_elementwise("exp taylor2 (64,18) n=5, T=−14", fp, &g, |b, x| exp::exp_neg_taylor2(b, x, &exp::EXP_TAYLOR2), f64::exp,
         "— (nectar; ≈ |x|³eˣ/(6·4ⁿ) ≤ 2.2e−4)")?);
+    out.push(measure_elementwise("exp taylor4 (64,18) n=3, T=−14", fp, &g, |b, x| exp::exp_neg_taylor4(b, x, &exp::EXP_TAYLOR4), f64::exp,
+        "— (nectar; ≈ |x|⁵eˣ/(120·16ⁿ) ≤ 7.5e−5)")?);
     out.push(measure_elementwise("exp mixed (32,12)", fp, &g, |b, x| exp::exp_neg_mixed(b, x, &exp::EXP_BUMBLEBEE), f64::exp, "—")?);
     let g = grid(-14.0, 4.0, 18001);
     out.push(measure_elementwise("ELU α=1 (64,18)", fp, &g, |b, x| elu::elu(b, x, 1.0, &exp::EXP_BUMBLEBEE), |x| crate::elu::elu_f64(x, 1.0), "—")?);

@@ -58,26 +58,23 @@ pub fn exp_neg<B: Backend>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Va
 pub const EXP_TAYLOR2: ExpParams = ExpParams { t_exp: -14.0, n: 5, less: BUMBLEBEE_LESS };
 
 /// `exp = taylor2` (nectar, issue 17 item 1): BumbleBee's `(1 + x/2^n)^(2^n)` with a
-/// second-order base, `(1 + u + u²/2)^(2^n)`, `u = x/2^n`, kept at scale `f + n` throughout.
+/// second-order base, `(1 + u + u²/2)^(2^n)`, `u = x/2^n`, kept at scale `g` throughout.
 /// The base's error is `O(u³)` instead of `O(u²)`, so the result's is ≈ `|x|³e^x / (6·4^n)`
 /// (max ≈ 2.2e−4 at `n = 5`, 5.5e−5 at `n = 6`, near `x = −3`) instead of ≈ `x²e^x / 2^(n+1)`
 /// (max 4.3e−3 at `n = 6`). No division: `x`'s raw value at scale `f` *is* `u` at scale
-/// `f + n`; `u²/2` is one square read in format `(l, f + n + 1)`; the `n` squarings run in
-/// format `(l, f + n)` and the last one truncates by `f + 2n`, landing at scale `f`.
-/// Cost on m elements: square (n + 1)·m, less_than m × 1, mux m — the same calls as
-/// [`exp_neg`] with its first truncation replaced by a product. Input domain as [`exp_neg`];
-/// needs `2(f + n) + 4 ≤ l` (the full ring (64, 18), not (32, 12)).
+/// `f + n`, so `g = f + n` when the ring allows it; `u²/2` is one square read in format
+/// `(l, g + 1)`; the `n` squarings run in format `(l, g)` and the last one truncates by
+/// `2g − f`, landing at scale `f`.
+///
+/// The ring: a value `y ≤ 1` at scale `g` squares to `< 2^(2g + 1)`, which the truncation needs
+/// below `2^(l−2)`, so `g = min(f + n, ⌊(l − 3)/2⌋)` ([`taylor2_scale`]): 23 in `(64, 18)`
+/// (no pre-truncation), 21 in the narrow softmax ring `(45, 18)`, where `x` is first truncated
+/// by `f + n − g = 2` bits (one more LSB of error, see [`crate::tolerance::exp_taylor2_tol`]).
+/// Needs `g ≥ f`. Cost on m elements: square (n + 1)·m, less_than m × 1, mux m (and one
+/// truncation m when `g < f + n`). Input domain as [`exp_neg`].
 pub fn exp_neg_taylor2<B: Backend>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Val, NnError> {
     let fp = b.format();
-    let g = fp.f() + p.n;
-    if p.n == 0 || 2 * g + 4 > fp.l() {
-        return Err(NnError::FormatTooNarrow {
-            op: "exp_neg_taylor2",
-            l: fp.l(),
-            f: fp.f(),
-            why: format!("needs n >= 1 and 2(f + n) + 4 <= l for its squarings at scale f + n (n = {})", p.n),
-        });
-    }
+    let g = taylor2_scale(fp, p)?;
     let t = enc(b, p.t_exp)?;
     let clip = b.less_than_const(x, &[t], p.less.ignore_bits(fp))?;
     let keep = match clip.first() {
@@ -86,23 +83,41 @@ pub fn exp_neg_taylor2<B: Backend>(b: &mut B, x: &B::Val, p: &ExpParams) -> Resu
     };
     let at = |f: u32| FixedPoint::new(fp.l(), f);
     let run = |b: &mut B| -> Result<B::Val, NnError> {
-        // u²/2 at scale g: x's raw value read at scale g + 1 is u/2, squared at that scale.
+        // u at scale g: x's raw value is u at scale f + n; drop the bits the ring cannot hold.
+        let pre = fp.f() + p.n - g;
+        let u = if pre > 0 { b.trunc(x, pre)? } else { x.clone() };
+        // u²/2 at scale g: u's raw value read at scale g + 1 is u/2, squared at that scale.
         b.set_format(at(g + 1)?);
-        let half_u2 = b.square(x)?;
+        let half_u2 = b.square(&u)?;
         b.set_format(at(g)?);
         let one = enc(b, 1.0)?;
-        let base = b.add(x, &half_u2)?;
+        let base = b.add(&u, &half_u2)?;
         let mut y = b.add_const(&base, &[one])?;
         for _ in 1..p.n {
             y = b.square(&y)?;
         }
-        // The last squaring truncates by g + n: scale 2g − (g + n) = f.
-        b.set_format(at(g + p.n)?);
+        // The last squaring truncates by 2g − f: scale f.
+        b.set_format(at(2 * g - fp.f())?);
         b.square(&y)
     };
     let y = run(b);
     b.set_format(fp);
     b.mux(&keep, &y?)
+}
+
+/// The scale `g` of [`exp_neg_taylor2`]'s squarings in format `fp`: `min(f + n, ⌊(l − 3)/2⌋)`;
+/// an error when `n = 0` or the ring leaves `g < f`.
+pub fn taylor2_scale(fp: FixedPoint, p: &ExpParams) -> Result<u32, NnError> {
+    let g = (fp.f() + p.n).min(fp.l().saturating_sub(3) / 2);
+    if p.n == 0 || g < fp.f() {
+        return Err(NnError::FormatTooNarrow {
+            op: "exp_neg_taylor2",
+            l: fp.l(),
+            f: fp.f(),
+            why: format!("needs n >= 1 and 2f + 3 <= l for its squarings at scale >= f (n = {})", p.n),
+        });
+    }
+    Ok(g)
 }
 
 /// `exp = taylor2` in f64 (no fixed point).
@@ -112,6 +127,103 @@ pub fn exp_neg_taylor2_f64(x: f64, p: &ExpParams) -> f64 {
     } else {
         let u = x / (p.n as f64).exp2();
         (1.0 + u + u * u / 2.0).powi(1 << p.n)
+    }
+}
+
+/// The parameters of `exp = taylor4` (AGREEMENT): T_exp = −14, n = 3 squarings of a
+/// fourth-order base (|u| ≤ 14/8 = 1.75, where the degree-4 Taylor polynomial stays positive).
+pub const EXP_TAYLOR4: ExpParams = ExpParams { t_exp: -14.0, n: 3, less: BUMBLEBEE_LESS };
+
+/// Bound on `|u| = |x|/2^n` over the kept inputs of [`exp_neg_taylor4`] (`T_exp/2^n` plus the
+/// approximate clip's slack, [`crate::tolerance::PIVOT_GAP`]).
+fn taylor4_u_max(p: &ExpParams) -> f64 {
+    (-p.t_exp + crate::tolerance::PIVOT_GAP) / (p.n as f64).exp2()
+}
+
+/// Scales `(g, h)` of [`exp_neg_taylor4`] in format `fp`: the powers `u², u³, u⁴` at scale
+/// `g = min(f + n, ⌊(l − 2 − ⌈log2 u_max⁴⌉)/2⌋)` (u⁴ at scale 2g before truncating must stay
+/// below `2^(l−2)`), the squarings at `h = min(f + n, ⌊(l − 3)/2⌋)` (y ≤ 1). An error when the
+/// ring leaves `g < f`.
+pub fn taylor4_scales(fp: FixedPoint, p: &ExpParams) -> Result<(u32, u32), NnError> {
+    let u4_bits = (4.0 * taylor4_u_max(p).log2()).ceil().max(0.0) as u32;
+    let g = (fp.f() + p.n).min(fp.l().saturating_sub(2 + u4_bits) / 2);
+    let h = (fp.f() + p.n).min(fp.l().saturating_sub(3) / 2);
+    if p.n == 0 || g < fp.f() || h < g {
+        return Err(NnError::FormatTooNarrow {
+            op: "exp_neg_taylor4",
+            l: fp.l(),
+            f: fp.f(),
+            why: format!("needs n >= 1 and room for u⁴ (|u| <= {:.3}) at scale >= f", taylor4_u_max(p)),
+        });
+    }
+    Ok((g, h))
+}
+
+/// `exp = taylor4` (nectar, issue 17 item 2): `T4(u)^(2^n)` with the fourth-order Taylor base
+/// `T4(u) = 1 + u + u²/2 + u³/6 + u⁴/24`, `u = x/2^n`, n = 3: error ≈ `|x|⁵eˣ/(120·16ⁿ)`,
+/// max 7.5e−5 on [−14, 0] (taylor2: 2.4e−4) with **one bOLEe query fewer**: the powers cost
+/// 2 queries and 3 responses — `u² = Π_square(u)`, `u⁴ = Π_square(u²)`, then `u³ = Π_mul(u, u²)`
+/// answers both cached queries (§V-A3 reuse) — and the n squarings n of each (taylor2:
+/// 6 queries, 6 responses). `u²/2 + u³/6 + u⁴/24` is one local combination with constants at
+/// scale 20 and one truncation.
+///
+/// Formats (see [`taylor4_scales`]): in (64, 18) g = h = 21 (x's raw value *is* u at scale
+/// f + n, no truncation); in the narrow softmax ring (45, 18) g = 19 (u truncated by 2 bits),
+/// the base is shifted to h = 21 (exact) for the squarings. The last squaring truncates to
+/// scale f. Input domain as [`exp_neg`]; the clip as there.
+pub fn exp_neg_taylor4<B: Backend>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Val, NnError> {
+    const K: u32 = 20;
+    let fp = b.format();
+    let (g, h) = taylor4_scales(fp, p)?;
+    let t = enc(b, p.t_exp)?;
+    let clip = b.less_than_const(x, &[t], p.less.ignore_bits(fp))?;
+    let keep = match clip.first() {
+        Some(c) => b.not(c)?,
+        None => return Err(NnError::BadArgument("less_than_const returned no bits".into())),
+    };
+    let at = |f: u32| FixedPoint::new(fp.l(), f);
+    let run = |b: &mut B| -> Result<B::Val, NnError> {
+        let pre = fp.f() + p.n - g;
+        let u = if pre > 0 { b.trunc(x, pre)? } else { x.clone() };
+        b.set_format(at(g)?);
+        let u2 = b.square(&u)?;
+        let u4 = b.square(&u2)?;
+        let u3 = b.mul(&u, &u2)?;
+        // u²/2 + u³/6 + u⁴/24: exact local products with the constants at scale K, one truncation.
+        let n = b.len(&u);
+        let c = |d: f64| vec![(2f64.powi(K as i32) / d).round() as u64; n];
+        let a2 = b.mul_const(&u2, &c(2.0), 0)?;
+        let a3 = b.mul_const(&u3, &c(6.0), 0)?;
+        let a4 = b.mul_const(&u4, &c(24.0), 0)?;
+        let sum = b.add(&a2, &a3)?;
+        let sum = b.add(&sum, &a4)?;
+        let tail = b.trunc(&sum, K)?;
+        let base = b.add(&u, &tail)?;
+        let one = enc(b, 1.0)?;
+        let mut y = b.add_const(&base, &[one])?;
+        if h > g {
+            y = b.mul_const(&y, &vec![1u64 << (h - g); n], 0)?;
+        }
+        b.set_format(at(h)?);
+        for _ in 1..p.n {
+            y = b.square(&y)?;
+        }
+        // The last squaring truncates by 2h − f: scale f.
+        b.set_format(at(2 * h - fp.f())?);
+        b.square(&y)
+    };
+    let y = run(b);
+    b.set_format(fp);
+    b.mux(&keep, &y?)
+}
+
+/// `exp = taylor4` in f64 (no fixed point).
+pub fn exp_neg_taylor4_f64(x: f64, p: &ExpParams) -> f64 {
+    if x < p.t_exp {
+        0.0
+    } else {
+        let u = x / (p.n as f64).exp2();
+        (1.0 + u * (1.0 + u * (0.5 + u * (1.0 / 6.0 + u / 24.0)))).powi(1 << p.n)
     }
 }
 

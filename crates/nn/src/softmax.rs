@@ -15,6 +15,7 @@
 use crate::backend::{enc, Backend};
 use crate::exp::{exp_neg, ExpParams, EXP_BUMBLEBEE};
 use crate::max::{broadcast_rows, max_rows};
+use crate::mixed;
 use crate::reciprocal::{reciprocal, RecipParams, RECIP_SOFTMAX};
 use crate::NnError;
 
@@ -79,31 +80,125 @@ where
     E: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
     R: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
 {
+    softmax_in_ring(b, x, rows, cols, mask, false, exp, recip)
+}
+
+/// Ring width of [`softmax_narrow_with`]: the widest ring the 2-prime bOLEe key set serves
+/// ([`crate::secure::NARROW_MAX_L`]), so that its products cost 2/3 of the full ring's.
+pub const NARROW_L: u32 = crate::secure::NARROW_MAX_L;
+
+/// The Newton reciprocal's domain narrowed to the row sums' range: `s ∈ [1, cols]`, so
+/// `[2^lo, 2^hi)` with `hi = ⌊log2 cols⌋ + 1` (at most `base.hi`): the MSB normalisation then
+/// compares against `hi − lo` thresholds instead of `base`'s (8 instead of 13 for rows of 128).
+/// The factors and Newton steps are those of `base` for every `s` in the range (same output).
+/// A function of the public row length (AGREEMENT).
+pub fn recip_for_rows(cols: usize, base: RecipParams) -> RecipParams {
+    let bits = (usize::BITS - cols.max(1).leading_zeros()) as i32;
+    RecipParams { hi: bits.min(base.hi).max(base.lo + 1), ..base }
+}
+
+/// `softmax = narrow` (nectar, issue 17 item 2): the same composition with everything
+/// element-wise in `Z_{2^45}` at the same `f` — the row-max tree and the exp clip compare
+/// 45-bit instead of 64-bit values, the exp's squarings and the final product use the narrow
+/// bOLEe key set (2 ciphertexts per query and response instead of 3) — and only the row sums
+/// (one per row) extended back to the full ring for the reciprocal, whose result is reduced
+/// again (with the domain [`recip_for_rows`] when the caller passes it). Entering is a local reduction (no truncation: `f` is kept); leaving is one ring
+/// extension (App. E Alg. 5) of the probabilities.
+///
+/// Domain: `|x| < 2^(45 − 4 − f)` (2^23 at f = 18), the masked entries at
+/// `−2^(45 − 4 − f)`; `exp` must run in `(45, f)` ([`crate::exp::exp_neg`] and
+/// [`crate::exp::exp_neg_taylor2`] do; `taylor2` then squares at scale 21, see there).
+/// The format must be wider than 45 bits.
+pub fn softmax_narrow_with<B, E, R>(
+    b: &mut B,
+    x: &B::Val,
+    rows: usize,
+    cols: usize,
+    mask: Option<&[bool]>,
+    exp: E,
+    recip: R,
+) -> Result<B::Val, NnError>
+where
+    B: Backend,
+    E: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
+    R: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
+{
+    softmax_in_ring(b, x, rows, cols, mask, true, exp, recip)
+}
+
+/// [`softmax_with`] (`narrow = false`) or [`softmax_narrow_with`] (`narrow = true`). The
+/// backend's format is restored on every path.
+#[allow(clippy::too_many_arguments)]
+pub fn softmax_in_ring<B, E, R>(
+    b: &mut B,
+    x: &B::Val,
+    rows: usize,
+    cols: usize,
+    mask: Option<&[bool]>,
+    narrow: bool,
+    exp: E,
+    recip: R,
+) -> Result<B::Val, NnError>
+where
+    B: Backend,
+    E: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
+    R: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
+{
     let n = b.len(x);
     if cols == 0 || rows.checked_mul(cols) != Some(n) {
         return Err(NnError::Length { op: "softmax shape", a: n, b: rows.saturating_mul(cols) });
     }
-    let x = match mask {
-        None => x.clone(),
-        Some(m) => {
-            if m.len() != n {
-                return Err(NnError::Length { op: "softmax mask", a: m.len(), b: n });
+    if let Some(m) = mask {
+        if m.len() != n {
+            return Err(NnError::Length { op: "softmax mask", a: m.len(), b: n });
+        }
+    }
+    let full = b.format();
+    let narrow = match narrow {
+        true => Some(
+            nectar_math::FixedPoint::new(NARROW_L, full.f())
+                .map_err(|e| NnError::BadArgument(format!("narrow softmax format: {e}")))?,
+        ),
+        false => None,
+    };
+    let run = |b: &mut B| -> Result<B::Val, NnError> {
+        let x = match narrow {
+            Some(nf) => mixed::enter(b, x, nf)?,
+            None => x.clone(),
+        };
+        let x = match mask {
+            None => x,
+            Some(m) => {
+                let keep: Vec<u64> = m.iter().map(|&z| (!z) as u64).collect();
+                let neg = enc(b, mask_value(b.format()))?;
+                let add: Vec<u64> = m.iter().map(|&z| if z { neg } else { 0 }).collect();
+                let kept = b.mul_const(&x, &keep, 0)?;
+                b.add_const(&kept, &add)?
             }
-            let keep: Vec<u64> = m.iter().map(|&z| (!z) as u64).collect();
-            let neg = enc(b, mask_value(b.format()))?;
-            let add: Vec<u64> = m.iter().map(|&z| if z { neg } else { 0 }).collect();
-            let kept = b.mul_const(x, &keep, 0)?;
-            b.add_const(&kept, &add)?
+        };
+        let m = max_rows(b, &x, rows, cols)?;
+        let mb = broadcast_rows(b, &m, rows, cols)?;
+        let d = b.sub(&x, &mb)?;
+        let e = exp(b, &d)?;
+        let s = b.sum_groups(&e, cols)?;
+        let r = match narrow {
+            Some(nf) => {
+                let s = mixed::leave(b, &s, full)?;
+                let r = recip(b, &s)?;
+                mixed::enter(b, &r, nf)?
+            }
+            None => recip(b, &s)?,
+        };
+        let rb = broadcast_rows(b, &r, rows, cols)?;
+        let y = b.mul(&e, &rb)?;
+        match narrow {
+            Some(_) => mixed::leave(b, &y, full),
+            None => Ok(y),
         }
     };
-    let m = max_rows(b, &x, rows, cols)?;
-    let mb = broadcast_rows(b, &m, rows, cols)?;
-    let d = b.sub(&x, &mb)?;
-    let e = exp(b, &d)?;
-    let s = b.sum_groups(&e, cols)?;
-    let r = recip(b, &s)?;
-    let rb = broadcast_rows(b, &r, rows, cols)?;
-    b.mul(&e, &rb)
+    let y = run(b);
+    b.set_format(full);
+    y
 }
 
 /// Reference softmax in f64 (masked entries get probability 0; a fully masked row is uniform).

@@ -52,6 +52,37 @@ pub const EXP_MIXED_TOL: i64 = 254 << 6;
 /// over the n − 1 squarings at scale g (y ≤ 1): 4·2^(n−1) − 2 = 62 LSB_g; the last squaring
 /// (truncating to scale f): 2·62·2^−n + 2 → 6 LSB.
 pub const EXP_TAYLOR2_TOL: i64 = 6;
+
+/// `exp = taylor2` in any format `fp` (the general form of [`EXP_TAYLOR2_TOL`], which it equals
+/// at (64, 18)): at the squarings' scale `g` ([`crate::exp::taylor2_scale`]), u's
+/// pre-truncation (when `g < f + n`) adds 1 LSB_g to u and `|u|·1` to `u²/2`, so
+/// `e_0 ≤ 2 (+ 1 + |u|)`; `e_{k+1} ≤ 2·e_k + 2` over the `n − 1` squarings (y ≤ 1); the last
+/// one, truncating to scale f: `2·e_{n−1}·2^(f − g) + 2` LSB. At (45, 18) (g = 21): 24.
+pub fn exp_taylor2_tol(fp: nectar_math::FixedPoint, p: &crate::exp::ExpParams) -> Result<i64, NnError> {
+    let g = crate::exp::taylor2_scale(fp, p)?;
+    let u_max = -p.t_exp / (p.n as f64).exp2();
+    let e0 = if g < fp.f() + p.n { 3.0 + u_max } else { 2.0 };
+    let chain = (p.n as f64 - 1.0).exp2() * e0 + ((p.n as f64).exp2() - 2.0);
+    Ok((2.0 * chain * (fp.f() as f64 - g as f64).exp2() + 2.0).ceil() as i64)
+}
+/// `exp = taylor4` ([`crate::exp::exp_neg_taylor4`]) in format `fp`, in LSB of the output:
+/// at the powers' scale g, u's pre-truncation δ ∈ {0, 1}; a product's own ±2 plus its inputs'
+/// errors times the other factor: `u²` 2 + 2|u|δ, `u⁴` 2 + 2u²·e(u²), `u³` 2 + |u|·e(u²) + u²δ;
+/// the tail `e(u²)/2 + e(u³)/6 + e(u⁴)/24 + 1` (its truncation), plus δ; shifted to scale h
+/// (×2^(h−g)); `e_{k+1} ≤ 2e_k + 2` over the n − 1 squarings at h; the last one, truncating to
+/// scale f, `2·e·2^(f−h) + 2`. (64, 18): 8 LSB; (45, 18): 39.
+pub fn exp_taylor4_tol(fp: nectar_math::FixedPoint, p: &crate::exp::ExpParams) -> Result<i64, NnError> {
+    let (g, h) = crate::exp::taylor4_scales(fp, p)?;
+    let u = (-p.t_exp + PIVOT_GAP) / (p.n as f64).exp2();
+    let u2 = u * u;
+    let d = if g < fp.f() + p.n { 1.0 } else { 0.0 };
+    let e2 = 2.0 + 2.0 * u * d;
+    let e4 = 2.0 + 2.0 * u2 * e2;
+    let e3 = 2.0 + u * e2 + u2 * d;
+    let y = (d + e2 / 2.0 + e3 / 6.0 + e4 / 24.0 + 1.0) * ((h - g) as f64).exp2();
+    let chain = (p.n as f64 - 1.0).exp2() * y + ((p.n as f64).exp2() - 2.0);
+    Ok((2.0 * chain * (fp.f() as f64 - h as f64).exp2() + 2.0).ceil() as i64)
+}
 /// ELU (α = 1): the unclipped exp's 190 + the α product's truncation.
 pub const ELU_TOL: i64 = EXP_TOL + 2;
 /// Reciprocal: Newton's map has zero derivative at the fixed point, so only the last step's

@@ -32,6 +32,9 @@ fn table_bounds() {
     // exp=taylor2 (n = 5): the second-order base, ≈ |x|³eˣ/(6·4⁵) ≤ 2.2e−4, plus rounding.
     let t2 = get("exp taylor2");
     assert!(t2.max_abs < 2.4e-4 && t2.mean_abs < 8e-5, "{t2:?}");
+    // exp=taylor4 (n = 3): the fourth-order base, max 7.5e−5 on [−14, 0], plus rounding.
+    let t4 = get("exp taylor4");
+    assert!(t4.max_abs < 8e-5 && t4.max_abs > 5e-5, "{t4:?}");
     assert!(get("ELU").max_abs < 5e-3);
     assert!(get("reciprocal").max_abs < 1e-4);
     assert!(get("rsqrt").max_abs < 2e-3);
@@ -285,7 +288,40 @@ fn p7_boundaries_and_saturation() {
     let mut m = PlainBackend::new(FixedPoint::BUMBLEBEE_ACT).unwrap();
     let x = m.encode(&[1.0]).unwrap();
     assert!(matches!(gelu::p7_gelu(&mut m, &x, &gelu::P7_ERF), Err(nectar_nn::NnError::FormatTooNarrow { .. })));
+    // taylor2 runs its squarings at scale min(f + n, (l − 3)/2) = 14 there (pre-truncating u by
+    // 3 bits): still exp within a few LSB of 2^−12.
+    let xs = [-13.0, -7.5, -3.0, -1.0, -0.25, 0.0];
+    let x = m.encode(&xs).expect("encode in (32, 12)");
+    let y = FixedPoint::BUMBLEBEE_ACT.decode_vec::<u64>(&exp::exp_neg_taylor2(&mut m, &x, &exp::EXP_TAYLOR2).expect("taylor2 in (32, 12)"));
+    for (xv, yv) in xs.iter().zip(&y) {
+        assert!((yv - xv.exp()).abs() < 2e-3, "taylor2({xv}) = {yv} in (32, 12)");
+    }
+    // A ring too narrow for squarings at scale f: a clear error.
+    let mut m = PlainBackend::new(FixedPoint::new(24, 12).expect("format (24, 12)")).expect("backend (24, 12)");
+    let x = m.encode(&[1.0]).expect("encode in (24, 12)");
     assert!(matches!(exp::exp_neg_taylor2(&mut m, &x, &exp::EXP_TAYLOR2), Err(nectar_nn::NnError::FormatTooNarrow { .. })));
+}
+
+#[test]
+fn taylor4_twin_matches_its_own_approximation_in_both_rings() {
+    // exp=taylor4's twin equals the f64 evaluation of T4(u)^(2^n) up to fixed-point rounding,
+    // in (64, 18) and in the narrow softmax ring (45, 18) (u truncated by 2 bits there).
+    let p = exp::EXP_TAYLOR4;
+    let xs: Vec<f64> = grid(-14.0, 0.0, 2801).into_iter().filter(|x| (x - p.t_exp).abs() > 0.07).collect();
+    let narrow = FixedPoint::new(softmax::NARROW_L, FP.f()).expect("(45, 18)");
+    assert_eq!(exp::taylor4_scales(FP, &p).expect("(64, 18)"), (21, 21));
+    assert_eq!(exp::taylor4_scales(narrow, &p).expect("(45, 18)"), (19, 21));
+    // Narrow: u's and the tail's floor (2^−19 each) times 2^n = 8, the squarings' (2^−21 × 7)
+    // and the last one's (2^−18): ≤ 3.5e−5.
+    for (fp, bound) in [(FP, 1e-5), (narrow, 3.5e-5)] {
+        let s = measure_elementwise("taylor4", fp, &xs, |b, x| exp::exp_neg_taylor4(b, x, &p), |x| exp::exp_neg_taylor4_f64(x, &p), "")
+            .expect("taylor4 twin");
+        assert!(s.max_abs < bound, "({}, {}): {s:?}", fp.l(), fp.f());
+    }
+    // A ring too narrow for u⁴ at scale f: a clear error.
+    let mut m = PlainBackend::new(FixedPoint::new(40, 18).expect("(40, 18)")).expect("backend (40, 18)");
+    let x = m.encode(&[-1.0]).expect("encode in (40, 18)");
+    assert!(matches!(exp::exp_neg_taylor4(&mut m, &x, &p), Err(nectar_nn::NnError::FormatTooNarrow { .. })));
 }
 
 #[test]
@@ -297,4 +333,20 @@ fn taylor2_twin_matches_its_own_approximation() {
     let s = measure_elementwise("taylor2", FP, &xs, |b, x| exp::exp_neg_taylor2(b, x, &p), |x| exp::exp_neg_taylor2_f64(x, &p), "")
         .unwrap();
     assert!(s.max_abs < 2e-5, "{s:?}");
+}
+
+#[test]
+fn reciprocal_domain_for_rows_gives_the_same_values() {
+    let base = reciprocal::RECIP_SOFTMAX;
+    let hi = |cols: usize| softmax::recip_for_rows(cols, base).hi;
+    assert_eq!((hi(1), hi(2), hi(127), hi(128), hi(4095), hi(1 << 20)), (1, 2, 7, 8, 12, base.hi));
+    // On [1, cols] the narrowed domain picks the same factor, so the twin's values are equal.
+    let mut b = PlainBackend::new(FP).expect("backend");
+    for cols in [1usize, 40, 128] {
+        let xs = grid(1.0, cols as f64, 513);
+        let x = b.encode(&xs).expect("encode");
+        let wide = reciprocal::reciprocal(&mut b, &x, &base).expect("reciprocal on [1, 2^13)");
+        let narrow = reciprocal::reciprocal(&mut b, &x, &softmax::recip_for_rows(cols, base)).expect("reciprocal on [1, cols]");
+        assert_eq!(wide, narrow, "cols {cols}");
+    }
 }

@@ -262,7 +262,7 @@ fn randu(n: usize, lo: f64, hi: f64, seed: u64) -> Vec<f64> {
 
 // ---- tolerances (twin vs secure, raw LSB of the (64, 18) output): the error models of
 // `nectar_nn::tolerance`, shared with `nectar bench nn` ----
-use nectar_nn::tolerance::{ELU_TOL, EXP_MIXED_TOL, EXP_TOL, NORM_TOL, P4_MIXED_TOL, P4_TOL, RECIP_TOL, RSQRT_TOL, SEG4_MIXED_TOL, SEG4_TOL, SILU_MIXED_TOL, SILU_TOL};
+use nectar_nn::tolerance::{exp_taylor4_tol, softmax_tol, ELU_TOL, EXP_MIXED_TOL, EXP_TOL, NORM_TOL, P4_MIXED_TOL, P4_TOL, RECIP_TOL, RSQRT_TOL, SEG4_MIXED_TOL, SEG4_TOL, SILU_MIXED_TOL, SILU_TOL};
 
 #[test]
 fn activations_match_twin_and_f64() {
@@ -318,6 +318,11 @@ fn activations_match_twin_and_f64() {
             b.reveal(&y)
         }))
         .float(|v: f64| v.exp(), 5e-3 + EXP_TOL as f64 * ulp),
+        item("exp taylor4", ge.clone(), exp_taylor4_tol(FP, &exp::EXP_TAYLOR4).expect("taylor4 in (64, 18)"), case!(|b, x| {
+            let y = exp::exp_neg_taylor4(b, x, &exp::EXP_TAYLOR4)?;
+            b.reveal(&y)
+        }))
+        .float(|v: f64| v.exp(), 8e-5 + 8.0 * ulp),
         item("exp mixed", ge.clone(), EXP_MIXED_TOL, case!(|b, x| {
             let y = exp::exp_neg_mixed(b, x, &exp::EXP_BUMBLEBEE)?;
             b.reveal(&y)
@@ -390,6 +395,7 @@ fn row_operators_match_twin_and_f64() {
     }
     let items = vec![
         item("softmax (masked, ties)", sx.clone(), 3 * EXP_TOL, Box::new(SoftmaxCase { rows, cols, mask: m2 })).float_vec(smax_want, 5e-3 + (3 * EXP_TOL) as f64 / FP.scale()),
+        narrow_softmax_item("softmax narrow taylor4 (masked, ties)"),
         item("layernorm", lx[..4 * cols].to_vec(), NORM_TOL, Box::new(NormCase { rows: 4, cols, gamma: gamma.clone(), beta: Some(beta.clone()) }))
             .float_vec(ln_want[..4 * cols].to_vec(), 1e-2 + NORM_TOL as f64 / FP.scale()),
         // variance 0: the twin returns β exactly; the secure x − μ is 0 or −1 LSB (one
@@ -410,6 +416,37 @@ fn row_operators_match_twin_and_f64() {
         .float_vec(oh_want, 0.0),
     ];
     check(opts(), items);
+}
+
+struct NarrowSoftmaxCase {
+    rows: usize,
+    cols: usize,
+    mask: Vec<bool>,
+}
+impl NarrowSoftmaxCase {
+    fn go<B: Backend<Val = Vec<u64>, Bit = Vec<bool>>>(&self, b: &mut B, x: &Vec<u64>) -> R {
+        let y = softmax::softmax_narrow_with(
+            b,
+            x,
+            self.rows,
+            self.cols,
+            Some(&self.mask),
+            |b, d| exp::exp_neg_taylor4(b, d, &exp::EXP_TAYLOR4),
+            |b, s| reciprocal::reciprocal(b, s, &softmax::recip_for_rows(self.cols, reciprocal::RECIP_SOFTMAX)),
+        )?;
+        if b.format() != FP {
+            return Err(NnError::BadArgument("softmax_narrow_with left the narrow format set".into()));
+        }
+        b.reveal(&y)
+    }
+}
+impl Case for NarrowSoftmaxCase {
+    fn plain(&self, b: &mut PlainBackend, x: &Vec<u64>) -> R {
+        self.go(b, x)
+    }
+    fn secure(&self, b: &mut SecureBackend<'_>, x: &Vec<u64>) -> R {
+        self.go(b, x)
+    }
 }
 
 struct SoftmaxCase {
@@ -500,8 +537,33 @@ fn bole_products_match_twin() {
             let y = gelu::seg4_gelu_mixed(b, x, &gelu::SEG4_BUMBLEBEE)?;
             b.reveal(&y)
         })),
+        // softmax = narrow (45-bit ring, narrow bOLEe key set) with exp = taylor4
+        narrow_softmax_item("bole softmax narrow taylor4"),
     ];
     check(o, items);
+}
+
+/// `softmax = narrow` with `exp = taylor4` (the default suite's) on rows of 40 (random, equal
+/// maxima, causal-masked, fully masked): within `softmax_tol(exp_taylor4_tol((45, 18)),
+/// RECIP_TOL)` of the twin and within taylor4's approximation error (7.5e−5, renormalised) of
+/// f64.
+fn narrow_softmax_item(name: &'static str) -> Item {
+    let (rows, cols) = (4, 40);
+    let mut sx = randu(rows * cols, -7.0, 7.0, 31);
+    for c in [2, 19] {
+        sx[c] = 8.0;
+    }
+    let mut mask = vec![false; rows * cols];
+    for c in 0..cols {
+        mask[2 * cols + c] = c > 12;
+        mask[3 * cols + c] = true;
+    }
+    let want = softmax::softmax_f64(&sx, cols, Some(&mask));
+    let narrow = FixedPoint::new(softmax::NARROW_L, FP.f()).expect("the narrow format");
+    let tol = softmax_tol(exp_taylor4_tol(narrow, &exp::EXP_TAYLOR4).expect("taylor4 in (45, 18)"), RECIP_TOL);
+    assert_eq!(tol, 117, "softmax_tol(39, 8)");
+    let case = Box::new(NarrowSoftmaxCase { rows, cols, mask });
+    item(name, sx, tol, case).float_vec(want, 3e-4 + tol as f64 / FP.scale())
 }
 
 /// IKNP as the COT producer gives the same results (the producer only changes the OT layer).
@@ -684,7 +746,7 @@ fn rotl_lut_operators_match_twin_and_f64() {
     use nectar_nn::fit::Func;
     use nectar_nn::lut::*;
     use nectar_nn::reciprocal::DETERMINE_DELTA;
-    use nectar_nn::tolerance::{exp_lut_tol, lut_act_tol, reciprocal_lut_tol, softmax_tol};
+    use nectar_nn::tolerance::{exp_lut_tol, lut_act_tol, reciprocal_lut_tol};
     let ulp = 1.0 / FP.scale();
     let f = FP.f();
     let mut items = Vec::new();

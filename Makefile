@@ -8,7 +8,7 @@ PYTHON ?= python3
 NECTAR = $(CARGO) run --quiet -p nectar-app --bin nectar --
 NECTAR_RELEASE = $(CARGO) run --quiet --release -p nectar-app --bin nectar --
 
-.PHONY: demo test pytest deps toolchain pydeps model bench bench-nonlinear bench-rotl bench-linear bench-blb bench-leaf bench-accuracy soak results fmt lint clean
+.PHONY: demo test pytest deps toolchain pydeps model bench bench-nonlinear bench-rotl bench-linear bench-blb bench-leaf bench-accuracy bench-default-ops soak results fmt lint clean
 
 demo: deps model
 	@echo "== plaintext reference =="
@@ -107,6 +107,10 @@ bench-leaf:
 bench-accuracy:
 	bash scripts/bench_accuracy.sh
 
+# The JSON behind docs/results/default-ops.md (issue 17; about 3 minutes on 2 cores).
+bench-default-ops:
+	bash scripts/bench_default_ops.sh
+
 # The 10-minute soak of `nectar serve` (issue 18): 12 honest + 4 hostile MiniLM clients at once.
 soak: deps
 	bash scripts/bench_soak.sh
@@ -114,6 +118,7 @@ soak: deps
 # docs/results pages generated from committed JSON (*.jsonl + *.meta.json).
 results:
 	$(PYTHON) scripts/results_suites.py
+	$(PYTHON) scripts/results_default_ops.py
 	$(PYTHON) scripts/results_east.py
 	$(PYTHON) scripts/results_rotl.py
 	$(PYTHON) scripts/results_linear.py

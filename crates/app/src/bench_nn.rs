@@ -39,7 +39,7 @@ fn kernel(op: &str, suite: &Suite) -> Result<String, String> {
         "gelu" => match suite.gelu {
             Gelu::Seg4 => "gelu",
             Gelu::P4 => "gelu-p4",
-            Gelu::P7 if mixed => return Err("--op gelu=p7: x^7 needs the full ring, not the mixed ring (32, 12)".into()),
+            Gelu::P7 if mixed => return Err("--op gelu=p7: runs its polynomial in Z_2^45 from the full ring, not from the mixed ring (32, 12)".into()),
             Gelu::P7 => "gelu-p7",
             Gelu::Oppe => "gelu-oppe",
             Gelu::Lut => "gelu-lut",

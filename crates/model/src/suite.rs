@@ -233,7 +233,7 @@ choice! {
         /// BOLT's P4 polynomial on [-2.7, 2.7].
         P4 => ("p4", "BOLT P4 (BumbleBee §V-B)", true),
         /// `ReLU(x) − Q(|x|)` with `Q` of degree 7 fitted to the checkpoint's GeLU form on
-        /// |x| < 4 (nectar, issue 17; `nectar_nn::gelu::p7_gelu`).
+        /// |x| < 4, evaluated in `Z_2^45` (nectar, issue 17; `nectar_nn::gelu::p7_gelu`).
         P7 => ("p7", "nectar: ReLU(x) - Q(|x|), degree 7", true),
         /// Oblivious piecewise polynomial, m = 8, d = 3 (East §4.1).
         Oppe => ("oppe", "East §4.1 OPPE", true),

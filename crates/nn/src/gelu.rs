@@ -247,26 +247,61 @@ pub const P7_TANH: AbsPolyParams = AbsPolyParams {
 /// inputs of real checkpoints are below 10^3).
 pub const P7_CMP_BITS: u32 = 40;
 
-/// Extra fractional bits of `B` and of the coefficients in [`p7_gelu`] (`Q`'s sum is at scale
-/// `2f + P7_EXTRA`; `t⁴·B` before its truncation stays below `2^(2f + 8 + P7_EXTRA) < 2^62`).
-const P7_EXTRA: u32 = 12;
+/// Ring of [`p7_gelu`]'s polynomial: `Q` runs in `Z_{2^45}`, the widest ring the 2-prime bOLEe
+/// key set serves ([`crate::secure::NARROW_MAX_L`]), so its four products cost 2/3 of the full
+/// ring's (2 ciphertexts per query and response instead of 3).
+pub const P7_POLY_BITS: u32 = crate::secure::NARROW_MAX_L;
 
-/// The `p7` GeLU in the current format. `t = |x|` and `ReLU(x)` from one mux; `Q(t)` by
-/// Paterson–Stockmeyer, `Q = A(t) + t⁴·B(t)` with `A`, `B` of degree 3 in the baby steps
-/// `t, t², t³`: four products (`t² = sq(t)`, `t³ = t²·t`, `t⁴ = sq(t²)`, `t⁴·B`) on `n`
-/// elements instead of Seg4's five, `B` kept at scale `f + 12` so that `t⁴ ≤ 256` does not
-/// magnify its rounding. Needs `2f + 22 + 2 ≤ l` (the full ring (64, 18), not (32, 12)).
-/// Cost: one less_than on n × 3 in `Z_{2^40}` ([`P7_CMP_BITS`]), mux n (ReLU), square 2n,
-/// mul 2n, truncation 2n, mux n.
+/// Scale of `w = t/r − 1/2 ∈ [−1/2, 1/2]` and of its powers in [`p7_gelu`]: `w²` before its
+/// truncation is `≤ 0.27·2^44 < 2^43` (the truncation's domain in `Z_{2^45}`).
+const P7_G: u32 = 22;
+/// Scale `B(w)` is summed at (`|B| ≤ 7 < 2^3`: `< 2^42`), then truncated to `P7_G − 1`, so that
+/// `w⁴·B` (`≤ 0.43`) before its truncation is `< 2^42`.
+const P7_SB: u32 = 39;
+/// Scale `A(w) + w⁴·B(w)` is summed at (`|A|, |w⁴B| ≤ 0.43`: `< 2^42`).
+const P7_SA: u32 = 43;
+
+/// `Q`'s coefficients in `w = t/r − 1/2` (`t = r·(w + 1/2)`):
+/// `e_k = Σ_{j ≥ k} c_j · C(j, k) · r^j · 2^(k − j)`. With them `|A(w)| ≤ 0.43`, `|B(w)| ≤ 7` and
+/// `|w⁴B(w)| ≤ 0.43` on `w ∈ [−1/2, 1/2 + 2^−6]` for both fits (tested), where in `t` the two
+/// halves of Paterson–Stockmeyer reach 34 and cancel to `|Q| ≤ 0.17`.
+pub fn p7_w_coefficients(p: &AbsPolyParams) -> [f64; 8] {
+    let binom = |j: usize, k: usize| (0..k).fold(1.0, |acc, i| acc * (j - i) as f64 / (i + 1) as f64);
+    let mut e = [0.0; 8];
+    for (k, ek) in e.iter_mut().enumerate() {
+        *ek = (k..8).map(|j| p.c[j] * binom(j, k) * p.range.powi(j as i32) * 0.5f64.powi((j - k) as i32)).sum();
+    }
+    e
+}
+
+/// The `p7` GeLU in the current format. `t = |x|` and `ReLU(x)` from one mux; `Q(t)` in
+/// `Z_{2^45}` ([`P7_POLY_BITS`]; `t` enters by local reduction) in the variable
+/// `w = t/r − 1/2` (a local affine map of `t`'s shares: `r = 4 = 2^2`), by
+/// Paterson–Stockmeyer `Q = A(w) + w⁴·B(w)`, `A`, `B` of degree 3 in the baby steps
+/// `w, w², w³` ([`p7_w_coefficients`]): four products (`w² = sq(w)`, `w³ = w²·w`, `w⁴ = sq(w²)`,
+/// `w⁴·B`; queries of `w`, `w²`, `w⁴`, `B`) on n elements instead of Seg4's five, at scale 22.
+/// The selection `mux(|x| < r, Q)` runs in `Z_{2^45}` too; the result is extended back (App. E
+/// Alg. 5) and subtracted from `ReLU(x)`.
+/// Centring `t` at `r/2` keeps every term below 0.43 (in `t` the halves reach 34 and cancel),
+/// so 45 bits hold `Q` to ≈ 1e−6, like the full ring. Needs `f + 2 ≤ 22` and a ring wider than
+/// 45 bits (the full ring (64, 18), not (32, 12)).
+/// Cost: one less_than on n × 3 in `Z_{2^40}` ([`P7_CMP_BITS`]), mux n (full ring), square 2n,
+/// mul 2n (2-prime bOLEe), truncation 4n, mux n and extension n in `Z_{2^45}`.
 pub fn p7_gelu<B: Backend>(b: &mut B, x: &B::Val, p: &AbsPolyParams) -> Result<B::Val, NnError> {
     let fp = b.format();
     let f = fp.f();
-    // Largest value before a truncation: t⁴·B at scale 2f + P7_EXTRA, |t⁴·B| < 2^8.
-    check_headroom("p7_gelu", fp, 8 + P7_EXTRA)?;
+    let rho = p.range.log2();
+    let narrow = |why: String| NnError::FormatTooNarrow { op: "p7_gelu", l: fp.l(), f, why };
+    if rho.fract() != 0.0 || rho < 0.0 || f + rho as u32 > P7_G {
+        return Err(narrow(format!("needs a power-of-two range r (got {}) with f + log2 r <= {P7_G}", p.range)));
+    }
+    if fp.l() <= P7_POLY_BITS {
+        return Err(narrow(format!("Q runs in Z_2^{P7_POLY_BITS}, so the format must be wider")));
+    }
     let n = b.len(x);
     // The comparisons in the smaller ring (shares reduced locally; the bits are ring-free).
-    let cmp = FixedPoint::new(P7_CMP_BITS.min(fp.l()), f)?;
-    let xr = if cmp.l() < fp.l() { b.reduce(x, cmp.l())? } else { x.clone() };
+    let cmp = FixedPoint::new(P7_CMP_BITS, f)?;
+    let xr = b.reduce(x, cmp.l())?;
     b.set_format(cmp);
     let bits = (|| {
         let th = [enc(b, -p.range)?, 0, enc(b, p.range)?];
@@ -277,29 +312,41 @@ pub fn p7_gelu<B: Backend>(b: &mut B, x: &B::Val, p: &AbsPolyParams) -> Result<B
     let neg = b.mux(&s, x)?; // x where x < 0
     let relu = b.sub(x, &neg)?;
     let t = b.sub(&relu, &neg)?; // |x|
-    let t2 = b.square(&t)?;
-    let t3 = b.mul(&t2, &t)?;
-    let t4 = b.square(&t2)?;
-    let sh = f + P7_EXTRA;
-    // Σ_{k=1..3} c_{j+k} t^k + c_j at scale 2f + P7_EXTRA (local).
-    let cubic = |b: &mut B, c: &[f64]| -> Result<B::Val, NnError> {
-        let mut acc = b.mul_const(&t, &[enc_scaled(b, c[1], sh)?], 0)?;
-        for (pw, ck) in [(&t2, c[2]), (&t3, c[3])] {
-            let term = b.mul_const(pw, &[enc_scaled(b, ck, sh)?], 0)?;
-            acc = b.add(&acc, &term)?;
-        }
-        b.add_const(&acc, &[enc_scaled(b, c[0], 2 * f + P7_EXTRA)?])
-    };
-    let bq = cubic(b, &p.c[4..8])?;
-    let bq = b.trunc(&bq, f)?; // B at scale f + P7_EXTRA
-    let m = b.mul(&t4, &bq)?; // t⁴·B at scale f + P7_EXTRA
-    let m = b.mul_const(&m, &[enc_scaled(b, 1.0, f)?], 0)?; // lifted to 2f + P7_EXTRA (exact)
-    let a = cubic(b, &p.c[0..4])?;
-    let q = b.add(&a, &m)?;
-    let q = b.trunc(&q, sh)?;
     let z = b.xor(&lo, &hi)?; // −r ≤ x < r
-    let qz = b.mux(&z, &q)?;
-    b.sub(&relu, &qz)
+    let tn = b.reduce(&t, P7_POLY_BITS)?;
+    let e = p7_w_coefficients(p);
+    let at = |s: u32| FixedPoint::new(P7_POLY_BITS, s);
+    let run = |b: &mut B| -> Result<B::Val, NnError> {
+        b.set_format(at(P7_G)?);
+        // w = t/r − 1/2 at scale G: t's raw value times 2^(G − f − log2 r), minus 2^(G−1).
+        let w = b.mul_const(&tn, &[1u64 << (P7_G - f - rho as u32)], 0)?;
+        let w = b.add_const(&w, &[enc(b, -0.5)?])?;
+        let w2 = b.square(&w)?;
+        let w3 = b.mul(&w2, &w)?;
+        let w4 = b.square(&w2)?;
+        // Σ_{k=1..3} c_k w^k + c_0 at scale `sc` (local, exact).
+        let cubic = |b: &mut B, c: &[f64], sc: u32| -> Result<B::Val, NnError> {
+            let mut acc = b.mul_const(&w, &[enc_scaled(b, c[1], sc - P7_G)?], 0)?;
+            for (pw, ck) in [(&w2, c[2]), (&w3, c[3])] {
+                let term = b.mul_const(pw, &[enc_scaled(b, ck, sc - P7_G)?], 0)?;
+                acc = b.add(&acc, &term)?;
+            }
+            b.add_const(&acc, &[enc_scaled(b, c[0], sc)?])
+        };
+        let bq = cubic(b, &e[4..8], P7_SB)?;
+        let bq = b.trunc(&bq, P7_SB - (P7_G - 1))?; // B at scale G − 1
+        let m = b.mul(&w4, &bq)?; // w⁴·B at scale G − 1
+        let m = b.mul_const(&m, &[1u64 << (P7_SA - (P7_G - 1))], 0)?; // lifted to SA (exact)
+        let a = cubic(b, &e[0..4], P7_SA)?;
+        let q = b.add(&a, &m)?;
+        let q = b.trunc(&q, P7_SA - f)?; // Q at scale f
+        b.set_format(at(f)?);
+        let qz = b.mux(&z, &q)?;
+        crate::mixed::leave(b, &qz, fp)
+    };
+    let qz = run(b);
+    b.set_format(fp);
+    b.sub(&relu, &qz?)
 }
 
 /// P4 GeLU under mixed bit-width in BumbleBee's activation format (32, 12) (§V-C).

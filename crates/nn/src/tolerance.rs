@@ -30,11 +30,12 @@ pub const SEG4_TOL: i64 = 5;
 pub const SEG4_MIXED_TOL: i64 = 8 << 8;
 /// P4 at f = 18 (|x| < 2.7): x² 2, x³ 7.4, x⁴ 31; |c2|, |c3|, |c4| = 0.54, 0.18, 0.021: 3.1 + 2 ≤ 5.
 pub const P4_TOL: i64 = 5;
-/// P7 (`gelu=p7`) at f = 18, |x| < 4 (t = |x| exact, from a mux): t² 1, t³ 4·1 + 1 = 5,
-/// t⁴ 2·16·1 + 1 = 33; B = c4 + c5 t + c6 t² + c7 t³ (at f + 12) |c6|·1 + |c7|·5 ≈ 0.013;
-/// t⁴·B: |B| ≤ 0.134 times 33, + t⁴ ≤ 256 times 0.013, ≈ 7.8; A: |c2|·1 + |c3|·5 ≈ 0.57;
-/// + 1 (truncation) + 1 (floor of the sum) → 12.
-pub const P7_TOL: i64 = 12;
+/// P7 (`gelu=p7`, polynomial in `Z_2^45`) at f = 18, in LSB_22 of the powers of
+/// `w = t/4 − 1/2` (t = |x| exact, from a mux; w exact, local): w² 2, w³ 2 + |w|·2 ≈ 3.1,
+/// w⁴ 2 + 2w²·2 ≈ 3.1; B (at scale 21 after its truncation) |e6|·2 + |e7|·3.1 = 38 LSB_22 → 20
+/// LSB_21; w⁴·B: 3.1·|B| (7) + w⁴ (0.073)·20 + 2 ≈ 25 LSB_21; A: |e2|·2 + |e3|·3.1 ≈ 4.4 LSB_21;
+/// Q at scale 18: 29.5/8 + 1 (truncation) → 5 (the mux and the extension are exact).
+pub const P7_TOL: i64 = 5;
 /// P4 mixed at f' = 12: 1.2 + 5 + 1 → 8 LSB' · 2^6.
 pub const P4_MIXED_TOL: i64 = 8 << 6;
 /// SiLU at f = 18 (P6 on |x| ≤ 4): x² 2, x⁴ 66, x³ 10, x⁶ 1282; |b2|, |b4|, |b6| = 0.23, 0.011,

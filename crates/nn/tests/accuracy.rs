@@ -350,3 +350,25 @@ fn reciprocal_domain_for_rows_gives_the_same_values() {
         assert_eq!(wide, narrow, "cols {cols}");
     }
 }
+
+#[test]
+fn p7_w_form_terms_fit_the_45_bit_ring() {
+    // p7's polynomial runs in Z_2^45 at scale 22 in w = t/4 − 1/2: its scales assume |A(w)| and
+    // |w⁴B(w)| ≤ 0.43 and |B(w)| ≤ 7 on w ∈ [−1/2, 1/2 + 2^−6] (the approximate comparison's
+    // slack), and Q(t) = A(w) + w⁴B(w) must equal the fit in t.
+    for p in [gelu::P7_ERF, gelu::P7_TANH] {
+        let e = gelu::p7_w_coefficients(&p);
+        let poly = |c: &[f64], x: f64| c.iter().rev().fold(0.0, |acc, ck| acc * x + ck);
+        let (mut a_max, mut b_max, mut m_max) = (0.0f64, 0.0f64, 0.0f64);
+        for i in 0..=4000 {
+            let w = -0.5 + (1.0 + 1.0 / 64.0) * i as f64 / 4000.0;
+            let (a, bq) = (poly(&e[..4], w), poly(&e[4..], w));
+            a_max = a_max.max(a.abs());
+            b_max = b_max.max(bq.abs());
+            m_max = m_max.max((w.powi(4) * bq).abs());
+            let t = 4.0 * (w + 0.5);
+            assert!((a + w.powi(4) * bq - poly(&p.c, t)).abs() < 1e-12, "Q({t}) in w differs from the fit");
+        }
+        assert!(a_max <= 0.43 && m_max <= 0.43 && b_max <= 7.0, "{a_max} {b_max} {m_max}");
+    }
+}

@@ -262,7 +262,7 @@ fn randu(n: usize, lo: f64, hi: f64, seed: u64) -> Vec<f64> {
 
 // ---- tolerances (twin vs secure, raw LSB of the (64, 18) output): the error models of
 // `nectar_nn::tolerance`, shared with `nectar bench nn` ----
-use nectar_nn::tolerance::{exp_taylor4_tol, softmax_tol, ELU_TOL, EXP_MIXED_TOL, EXP_TOL, NORM_TOL, P4_MIXED_TOL, P4_TOL, RECIP_TOL, RSQRT_TOL, SEG4_MIXED_TOL, SEG4_TOL, SILU_MIXED_TOL, SILU_TOL};
+use nectar_nn::tolerance::{exp_taylor4_tol, softmax_tol, ELU_TOL, P7_TOL, EXP_MIXED_TOL, EXP_TOL, NORM_TOL, P4_MIXED_TOL, P4_TOL, RECIP_TOL, RSQRT_TOL, SEG4_MIXED_TOL, SEG4_TOL, SILU_MIXED_TOL, SILU_TOL};
 
 #[test]
 fn activations_match_twin_and_f64() {
@@ -537,6 +537,17 @@ fn bole_products_match_twin() {
             let y = gelu::seg4_gelu_mixed(b, x, &gelu::SEG4_BUMBLEBEE)?;
             b.reveal(&y)
         })),
+        // p7: its polynomial in Z_2^45 (narrow bOLEe key set), both fits
+        item("bole gelu p7 erf", off_pivots(-6.0, 6.0, 241, &[-4.0, 0.0, 4.0], 1.0 / 16.0), P7_TOL, case!(|b, x| {
+            let y = gelu::p7_gelu(b, x, &gelu::P7_ERF)?;
+            b.reveal(&y)
+        }))
+        .float(|v: f64| 0.5 * v * (1.0 + libm::erf(v * std::f64::consts::FRAC_1_SQRT_2)), 2.5e-4 + P7_TOL as f64 / FP.scale()),
+        item("bole gelu p7 tanh", off_pivots(-6.0, 6.0, 241, &[-4.0, 0.0, 4.0], 1.0 / 16.0), P7_TOL, case!(|b, x| {
+            let y = gelu::p7_gelu(b, x, &gelu::P7_TANH)?;
+            b.reveal(&y)
+        }))
+        .float(gelu::gelu_f64, 2.5e-4 + P7_TOL as f64 / FP.scale()),
         // softmax = narrow (45-bit ring, narrow bOLEe key set) with exp = taylor4
         narrow_softmax_item("bole softmax narrow taylor4"),
     ];

@@ -80,7 +80,7 @@ pub fn gelu<E: Engine>(e: &mut E, x: &E::Val, tanh_form: bool) -> Result<E::Val,
             (Gelu::P7, ActRing::Full) => p7_gelu(e, x, if tanh_form { &P7_TANH } else { &P7_ERF })?,
             (Gelu::P7, ActRing::Mixed) => {
                 return Err(SecureError::Unsupported(
-                    "gelu=p7 needs the full ring (x^7 does not fit the activation format (32, 12)); use act-ring=full".into(),
+                    "gelu=p7 runs its polynomial in Z_2^45 itself, from the full ring; the activation format (32, 12) is narrower: use act-ring=full".into(),
                 ))
             }
             (Gelu::Oppe, _) => oppe_in_ring(e, x, &s, table(if tanh_form { "gelu_tanh" } else { "gelu" })?)?,

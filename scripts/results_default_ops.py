@@ -14,7 +14,7 @@ meta = load_meta("default-ops.meta.json")
 # Issue 17's target for the softmax row (12×128×128 scores).
 TARGET = {"softmax": ("≤ 150 MB", "≤ 4 s")}
 # BumbleBee Table II (REFERENCE.md §7.1): (comm, LAN s); softmax's shape cell is unconfirmed.
-PAPER = {("gelu", 1 << 20): ("0.40 GB", "3.95 s"), ("softmax", 196608): ("0.27 GB (shape unconfirmed)", "3.03 s")}
+PAPER = {("gelu", 1 << 20): ("0.40 GB (its mixed 32-bit ring)", "3.95 s"), ("softmax", 196608): ("0.27 GB (shape unconfirmed)", "3.03 s")}
 
 out = []
 w = out.append

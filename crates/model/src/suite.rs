@@ -316,7 +316,7 @@ choice! {
         Lut => ("lut", "ROTL §II-E LUT softmax", true),
         /// BumbleBee's composition in `Z_{2^45}` (narrow bOLEe key set, 45-bit comparisons),
         /// the row sums' reciprocal in the full ring (nectar, issue 17;
-        /// `nectar_nn::softmax::softmax_narrow_with`). Needs `exp = taylor` or `taylor2`.
+        /// `nectar_nn::softmax::softmax_narrow_with`). Needs `exp = taylor4`, `taylor2` or `taylor`.
         Narrow => ("narrow", "nectar: BumbleBee softmax in Z_2^45", true),
     }
 }
@@ -628,7 +628,7 @@ fn choices<C: Choice>() -> OperatorChoices {
 pub const PRESETS: [(&str, &str); 6] = [
     (
         "nectar",
-        "the default: BumbleBee's protocols with nectar's GeLU (p7), exp (taylor2), LayerNorm (outer) and softmax (narrow)",
+        "the default: BumbleBee's protocols with nectar's GeLU (p7), exp (taylor4), LayerNorm (outer) and softmax (narrow)",
     ),
     ("bumblebee", "BumbleBee (NDSS'25): OLT matmuls, bOLEe products, OT nonlinear protocols"),
     ("rotl", "BumbleBee linear layers + ROTL comparison from LUTs and LUT GeLU/exp/reciprocal/softmax"),
@@ -646,9 +646,10 @@ impl Default for Suite {
 impl Suite {
     /// The default suite (issue 17): BumbleBee's protocols — OLT matmuls, bOLEe products, the
     /// OT millionaire, Newton reciprocal and rsqrt — with three approximations of ours chosen
-    /// by `nectar accuracy`'s per-operator error table: GeLU `p7` (degree 7 in |x|, 2.4e−4
-    /// max error vs Seg4's 3.3e−2), exp `taylor2` (second-order base, 2.2e−4 vs 4.3e−3) and
-    /// LayerNorm `outer` (`r ⊗ γ` by one OLT instead of a second product); and softmax
+    /// by `nectar accuracy`'s per-operator error table: GeLU `p7` (degree 7 in |x|, in
+    /// `Z_{2^45}`, 2.4e−4 max error vs Seg4's 3.3e−2), exp `taylor4` (fourth-order base,
+    /// 7.5e−5 vs 4.3e−3) and LayerNorm `outer` (`r ⊗ γ` by one OLT instead of a second
+    /// product); and softmax
     /// `narrow` (the same composition in `Z_{2^45}`: 45-bit comparisons, 2-prime bOLEe
     /// products). SiLU stays Seg4.
     pub const fn nectar() -> Self {

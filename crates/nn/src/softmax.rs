@@ -102,13 +102,13 @@ pub fn recip_for_rows(cols: usize, base: RecipParams) -> RecipParams {
 /// 45-bit instead of 64-bit values, the exp's squarings and the final product use the narrow
 /// bOLEe key set (2 ciphertexts per query and response instead of 3) — and only the row sums
 /// (one per row) extended back to the full ring for the reciprocal, whose result is reduced
-/// again (with the domain [`recip_for_rows`] when the caller passes it). Entering is a local reduction (no truncation: `f` is kept); leaving is one ring
-/// extension (App. E Alg. 5) of the probabilities.
+/// again (the model passes the domain [`recip_for_rows`]). Entering is a local reduction (no
+/// truncation: `f` is kept); leaving is one ring extension (App. E Alg. 5) of the probabilities.
 ///
 /// Domain: `|x| < 2^(45 − 4 − f)` (2^23 at f = 18), the masked entries at
-/// `−2^(45 − 4 − f)`; `exp` must run in `(45, f)` ([`crate::exp::exp_neg`] and
-/// [`crate::exp::exp_neg_taylor2`] do; `taylor2` then squares at scale 21, see there).
-/// The format must be wider than 45 bits.
+/// `−2^(45 − 4 − f)`; `exp` must run in `(45, f)` ([`crate::exp::exp_neg`],
+/// [`crate::exp::exp_neg_taylor2`] and [`crate::exp::exp_neg_taylor4`] do, choosing their
+/// scales for the ring). The format must be wider than 45 bits.
 pub fn softmax_narrow_with<B, E, R>(
     b: &mut B,
     x: &B::Val,

@@ -284,7 +284,7 @@ fn p7_boundaries_and_saturation() {
             assert!((yv - f(*xv)).abs() < 2.6e-4, "p7({xv}) = {yv}, want {}", f(*xv));
         }
     }
-    // Under the activation format (32, 12) x^7 does not fit: a clear error, no wrong value.
+    // Under the activation format (32, 12), narrower than p7's 45-bit polynomial ring: a clear error.
     let mut m = PlainBackend::new(FixedPoint::BUMBLEBEE_ACT).unwrap();
     let x = m.encode(&[1.0]).unwrap();
     assert!(matches!(gelu::p7_gelu(&mut m, &x, &gelu::P7_ERF), Err(nectar_nn::NnError::FormatTooNarrow { .. })));

@@ -23,24 +23,46 @@ pub fn unpack_bits(bytes: &[u8], n: usize) -> Result<Vec<bool>, OtError> {
 pub fn pack_words(xs: &[u128], k: usize) -> Vec<u8> {
     debug_assert!((1..=128).contains(&k));
     let total = xs.len() * k;
-    let mut out = vec![0u8; total.div_ceil(8) + 16];
+    let mut out = vec![0u8; total.div_ceil(8) + WORD_SLACK];
     let mask = mask128(k);
-    let mut pos = 0usize;
-    for &x in xs {
-        let x = x & mask;
-        let byte = pos / 8;
-        let sh = pos % 8;
-        // Write up to 136 bits: low part shifted, then the spill.
-        let lo = x << sh;
-        let hi = if sh == 0 { 0 } else { x >> (128 - sh) };
-        for (j, b) in lo.to_le_bytes().iter().enumerate() {
-            out[byte + j] |= b;
-        }
-        out[byte + 16] |= hi as u8;
-        pos += k;
+    for (i, &x) in xs.iter().enumerate() {
+        or_word(&mut out, i * k, x & mask, k);
     }
     out.truncate(total.div_ceil(8));
     out
+}
+
+/// Bytes a buffer read by [`word_at`] needs past its last word's first byte.
+pub const WORD_SLACK: usize = 17;
+
+/// ORs the `k`-bit word `x` (already masked to `k` bits) into `out` at bit position `pos`: the
+/// layout of [`pack_words`]. Touches only the bytes the word spans.
+pub fn or_word(out: &mut [u8], pos: usize, x: u128, k: usize) {
+    let byte = pos / 8;
+    let sh = pos % 8;
+    let span = (sh + k).div_ceil(8);
+    // Up to 136 bits: the low part shifted, then the spill.
+    let lo = (x << sh).to_le_bytes();
+    for (o, b) in out[byte..byte + span.min(16)].iter_mut().zip(lo) {
+        *o |= b;
+    }
+    if span > 16 {
+        out[byte + 16] |= (x >> (128 - sh)) as u8;
+    }
+}
+
+/// The `k`-bit word at bit position `pos` of `padded` (the layout of [`pack_words`]); `padded`
+/// must extend [`WORD_SLACK`] bytes past byte `pos / 8`.
+pub fn word_at(padded: &[u8], pos: usize, k: usize) -> u128 {
+    let byte = pos / 8;
+    let sh = pos % 8;
+    let mut lo = [0u8; 16];
+    lo.copy_from_slice(&padded[byte..byte + 16]);
+    let mut x = u128::from_le_bytes(lo) >> sh;
+    if sh != 0 {
+        x |= (padded[byte + 16] as u128) << (128 - sh);
+    }
+    x & mask128(k)
 }
 
 /// Unpack `n` words of `k` bits from a message that must be exactly `ceil(n*k/8)` bytes.
@@ -50,23 +72,8 @@ pub fn unpack_words(bytes: &[u8], n: usize, k: usize) -> Result<Vec<u128>, OtErr
         return Err(OtError::BadMessage { what: "packed words", expected: need, got: bytes.len() });
     }
     let mut padded = bytes.to_vec();
-    padded.resize(need + 17, 0);
-    let mask = mask128(k);
-    let mut out = Vec::with_capacity(n);
-    let mut pos = 0usize;
-    for _ in 0..n {
-        let byte = pos / 8;
-        let sh = pos % 8;
-        let mut lo = [0u8; 16];
-        lo.copy_from_slice(&padded[byte..byte + 16]);
-        let mut x = u128::from_le_bytes(lo) >> sh;
-        if sh != 0 {
-            x |= (padded[byte + 16] as u128) << (128 - sh);
-        }
-        out.push(x & mask);
-        pos += k;
-    }
-    Ok(out)
+    padded.resize(need + WORD_SLACK, 0);
+    Ok((0..n).map(|i| word_at(&padded, i * k, k)).collect())
 }
 
 /// The low-`k`-bits mask (`k <= 128`).
@@ -102,6 +109,13 @@ mod tests {
             let p = pack_words(&xs, k);
             assert_eq!(p.len(), (37 * k).div_ceil(8));
             assert_eq!(unpack_words(&p, 37, k).unwrap(), xs, "k={k}");
+            // The layout bit by bit: bit b of word i is bit i·k + b of the string.
+            for (i, &x) in xs.iter().enumerate() {
+                for b in 0..k {
+                    let at = i * k + b;
+                    assert_eq!((p[at / 8] >> (at % 8)) & 1 == 1, (x >> b) & 1 == 1, "k={k} word {i} bit {b}");
+                }
+            }
         }
     }
 }

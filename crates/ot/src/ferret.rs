@@ -150,7 +150,17 @@ pub fn extension_bytes(p: &LpnParams) -> usize {
     16 * p.t * (2 * p.log_bin + 1)
 }
 
-/// Sender side of one extension: consumes `reserve` (length `p.reserve()`), returns `n` COTs.
+/// `buf` cleared and zero-filled to `n` blocks: a recycled allocation (of a drained pool
+/// buffer) keeps its pages, so an extension does not fault in and zero `n` fresh blocks.
+fn zeroed(mut buf: Vec<u128>, n: usize) -> Vec<u128> {
+    buf.clear();
+    buf.resize(n, 0);
+    buf
+}
+
+/// Sender side of one extension: consumes `reserve` (length `p.reserve()`), returns `n` COTs
+/// (in `buf`'s allocation when it has room).
+#[allow(clippy::too_many_arguments)]
 pub fn extend_send<C: Channel + ?Sized>(
     ch: &mut C,
     crh: &Crh,
@@ -159,10 +169,11 @@ pub fn extend_send<C: Channel + ?Sized>(
     reserve: &[u128],
     tweak: &mut u128,
     prg: &mut Prg,
+    buf: Vec<u128>,
 ) -> Result<Vec<u128>, OtError> {
     let (h, t) = (p.log_bin, p.t);
     let (spc, seed) = reserve.split_at(t * h);
-    let mut out = vec![0u128; p.n];
+    let mut out = zeroed(buf, p.n);
     let mut scratch = Vec::new();
     // pads: [H(q), H(q ⊕ Δ)] for every reserved SPCOT COT.
     let mut p0: Vec<u128> = spc.to_vec();
@@ -189,13 +200,14 @@ pub fn extend_send<C: Channel + ?Sized>(
     Ok(out)
 }
 
-/// Receiver side of one extension.
+/// Receiver side of one extension (output in `buf`'s allocation when it has room).
 pub fn extend_recv<C: Channel + ?Sized>(
     ch: &mut C,
     crh: &Crh,
     p: &LpnParams,
     reserve: &[u128],
     tweak: &mut u128,
+    buf: Vec<u128>,
 ) -> Result<Vec<u128>, OtError> {
     let (h, t) = (p.log_bin, p.t);
     let (spc, seed) = reserve.split_at(t * h);
@@ -203,7 +215,7 @@ pub fn extend_recv<C: Channel + ?Sized>(
     let mut pads: Vec<u128> = spc.to_vec();
     crh.tccr_seq(&mut pads, DOMAIN_SPCOT | *tweak);
     *tweak += (t * h) as u128;
-    let mut out = vec![0u128; p.n];
+    let mut out = zeroed(buf, p.n);
     let mut scratch = Vec::new();
     let mut keys = vec![0u128; h];
     for (j, leaves) in out.chunks_exact_mut(1 << h).enumerate() {
@@ -226,14 +238,32 @@ pub fn extend_recv<C: Channel + ?Sized>(
     Ok(out)
 }
 
-/// Splits one extension's output into the next reserve (its first `r` COTs, in an allocation of
-/// their own) and the usable rest, with the bootstrap's leftover COTs `extra` (if any) in front.
-/// The usable COTs stay in `out`'s allocation (`extra` is shorter than the reserve it replaces
-/// for every shipped set), so an extension holds one `n`-sized buffer rather than three.
-fn split_reserve(mut out: Vec<u128>, r: usize, extra: Vec<u128>) -> (Vec<u128>, Vec<u128>) {
-    let next = out[..r].to_vec();
-    out.splice(..r, extra);
-    (next, out)
+/// One extension's usable COTs: `extra` (the bootstrap's leftovers, first extension only)
+/// followed by `out[start..]`; `out[..start]` was copied out as the next extension's reserve.
+/// The usable COTs stay where the extension wrote them (no shift of an `n`-sized buffer).
+pub struct Extension {
+    pub extra: Vec<u128>,
+    pub out: Vec<u128>,
+    pub start: usize,
+}
+
+impl Extension {
+    /// Number of usable COTs.
+    pub fn len(&self) -> usize {
+        self.extra.len() + self.out.len() - self.start
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The usable COTs in order, as one vector (tests and small uses).
+    pub fn into_vec(self) -> Vec<u128> {
+        let mut v = self.extra;
+        v.extend_from_slice(&self.out[self.start..]);
+        v
+    }
 }
 
 /// The COT sender's Ferret state for one direction.
@@ -270,8 +300,9 @@ impl FerretSender {
         &self.params
     }
 
-    /// One main extension (bootstrapping first if needed); returns the usable COTs.
-    pub fn extend<C: Channel + ?Sized>(&mut self, ch: &mut C, prg: &mut Prg) -> Result<Vec<u128>, OtError> {
+    /// One main extension (bootstrapping first if needed), written into `buf`'s allocation
+    /// when it has room; returns the usable COTs.
+    pub fn extend<C: Channel + ?Sized>(&mut self, ch: &mut C, prg: &mut Prg, buf: Vec<u128>) -> Result<Extension, OtError> {
         let m = self.params.main;
         let delta = self.delta();
         let mut extra = Vec::new();
@@ -281,17 +312,16 @@ impl FerretSender {
                 None => self.iknp.extend(ch, m.reserve())?,
                 Some(pre) => {
                     let base = self.iknp.extend(ch, pre.reserve())?;
-                    let mut v = extend_send(ch, &self.crh, &pre, delta, &base, &mut self.tweak, prg)?;
+                    let mut v = extend_send(ch, &self.crh, &pre, delta, &base, &mut self.tweak, prg, Vec::new())?;
                     extra = v.split_off(m.reserve());
                     v
                 }
             },
         };
-        let out = extend_send(ch, &self.crh, &m, delta, &reserve, &mut self.tweak, prg)?;
+        let out = extend_send(ch, &self.crh, &m, delta, &reserve, &mut self.tweak, prg, buf)?;
         drop(reserve);
-        let (next, usable) = split_reserve(out, m.reserve(), extra);
-        self.reserve = Some(next);
-        Ok(usable)
+        self.reserve = Some(out[..m.reserve()].to_vec());
+        Ok(Extension { extra, out, start: m.reserve() })
     }
 }
 
@@ -307,8 +337,9 @@ impl FerretReceiver {
         &self.params
     }
 
-    /// One main extension (bootstrapping first if needed); returns the usable COTs.
-    pub fn extend<C: Channel + ?Sized>(&mut self, ch: &mut C, prg: &mut Prg) -> Result<Vec<u128>, OtError> {
+    /// One main extension (bootstrapping first if needed), written into `buf`'s allocation
+    /// when it has room; returns the usable COTs.
+    pub fn extend<C: Channel + ?Sized>(&mut self, ch: &mut C, prg: &mut Prg, buf: Vec<u128>) -> Result<Extension, OtError> {
         let m = self.params.main;
         let mut extra = Vec::new();
         let reserve = match self.reserve.take() {
@@ -317,17 +348,16 @@ impl FerretReceiver {
                 None => self.iknp.extend(ch, m.reserve(), prg)?,
                 Some(pre) => {
                     let base = self.iknp.extend(ch, pre.reserve(), prg)?;
-                    let mut v = extend_recv(ch, &self.crh, &pre, &base, &mut self.tweak)?;
+                    let mut v = extend_recv(ch, &self.crh, &pre, &base, &mut self.tweak, Vec::new())?;
                     extra = v.split_off(m.reserve());
                     v
                 }
             },
         };
-        let out = extend_recv(ch, &self.crh, &m, &reserve, &mut self.tweak)?;
+        let out = extend_recv(ch, &self.crh, &m, &reserve, &mut self.tweak, buf)?;
         drop(reserve);
-        let (next, usable) = split_reserve(out, m.reserve(), extra);
-        self.reserve = Some(next);
-        Ok(usable)
+        self.reserve = Some(out[..m.reserve()].to_vec());
+        Ok(Extension { extra, out, start: m.reserve() })
     }
 }
 
@@ -335,19 +365,6 @@ impl FerretReceiver {
 mod tests {
     use super::*;
     use nectar_net::mem::run_pair;
-
-    #[test]
-    fn split_reserve_keeps_order_and_the_usable_allocation() {
-        let out: Vec<u128> = (0..100).collect();
-        let cap = out.capacity();
-        let (next, usable) = split_reserve(out, 30, vec![1000, 1001]);
-        assert_eq!(next, (0..30).collect::<Vec<u128>>());
-        let want: Vec<u128> = [1000, 1001].into_iter().chain(30..100).collect();
-        assert_eq!(usable, want);
-        assert_eq!(usable.capacity(), cap, "no second n-sized buffer");
-        let (next, usable) = split_reserve((0..10).collect(), 4, Vec::new());
-        assert_eq!((next.len(), usable[0]), (4, 4));
-    }
 
     #[test]
     fn params_validate() {
@@ -368,15 +385,16 @@ mod tests {
             move |c| {
                 let mut prg = Prg::new([3; 16]);
                 let mut f = FerretSender::setup(c, p, &mut prg).unwrap();
-                let a = f.extend(c, &mut prg).unwrap();
-                let b = f.extend(c, &mut prg).unwrap();
+                let a = f.extend(c, &mut prg, Vec::new()).unwrap().into_vec();
+                // The second extension reuses a dirty buffer: it must not leak into the output.
+                let b = f.extend(c, &mut prg, vec![u128::MAX; 3 * p.main.n]).unwrap().into_vec();
                 (f.delta(), a, b)
             },
             move |c| {
                 let mut prg = Prg::new([4; 16]);
                 let mut f = FerretReceiver::setup(c, p, &mut prg).unwrap();
-                let a = f.extend(c, &mut prg).unwrap();
-                let b = f.extend(c, &mut prg).unwrap();
+                let a = f.extend(c, &mut prg, Vec::new()).unwrap().into_vec();
+                let b = f.extend(c, &mut prg, vec![7u128; 5]).unwrap().into_vec();
                 (a, b)
             },
         );

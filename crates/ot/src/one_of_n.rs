@@ -15,12 +15,16 @@
 //! different unknown keys. It costs ~`2N` hashes per instance instead of `N·β`.
 //! Cost: 2 flows, `n·β` bits + `n·N·k` bits, `n·β` COTs.
 
-use crate::bits::{mask128, pack_bits, pack_words, unpack_bits, unpack_words};
+use crate::bits::{mask128, or_word, pack_bits, unpack_bits, word_at, WORD_SLACK};
 use crate::crhash::Crh;
 use crate::pool::CotPool;
 use crate::rot::{need_receiver, need_sender};
 use crate::{recv_bytes, OtError};
 use nectar_net::Channel;
+
+/// Instances whose hash inputs are built and hashed together (LOCAL: up to 510 blocks each, so
+/// a block stays in cache).
+const BLOCK: usize = 256;
 
 /// Tweak domain (AGREEMENT).
 const DOMAIN_1N: u128 = 3 << 120;
@@ -49,36 +53,43 @@ pub fn send<C: Channel + ?Sized>(pool: &mut CotPool, crh: &Crh, ch: &mut C, msgs
     let n = msgs.len() / big_n;
     let (first, q) = pool.take(ch, n * beta)?;
     let d = unpack_bits(&recv_bytes(ch, (n * beta).div_ceil(8), "1-of-N choice correction")?, n * beta)?;
-    // Hash inputs per instance: for s in 0..β, for v in 0..2^{s+1}: K_{s, bit_s(v)}.
-    let per: usize = (0..beta).map(|s| 2usize << s).sum();
-    let mut inp = Vec::with_capacity(n * per);
-    let mut tw = Vec::with_capacity(n * per);
-    for i in 0..n {
-        let g = first + (i * beta) as u64;
-        for s in 0..beta {
-            let qs = q[i * beta + s];
-            let k0 = if d[i * beta + s] { qs ^ delta } else { qs };
-            for v in 0..(2usize << s) {
-                inp.push(if (v >> s) & 1 == 1 { k0 ^ delta } else { k0 });
-                tw.push(tweak(g, s, v));
+    // Hash inputs per instance: for s in 0..β, for v in 0..2^{s+1}: K_{s, bit_s(v)}; `layout`
+    // names the (s, v) of each position. They are hashed and turned into pads BLOCK instances
+    // at a time, straight into the packed message (no per-call buffers of n·per blocks).
+    let layout: Vec<(usize, usize)> = (0..beta).flat_map(|s| (0..(2usize << s)).map(move |v| (s, v))).collect();
+    let per = layout.len();
+    let total = n * big_n * k;
+    let mut out = vec![0u8; total.div_ceil(8) + WORD_SLACK];
+    let mask = mask128(k);
+    let mut hs = vec![0u128; BLOCK.min(n) * per];
+    for b0 in (0..n).step_by(BLOCK) {
+        let b1 = (b0 + BLOCK).min(n);
+        let buf = &mut hs[..(b1 - b0) * per];
+        for (i, row) in (b0..b1).zip(buf.chunks_exact_mut(per)) {
+            for (slot, &(s, v)) in row.iter_mut().zip(&layout) {
+                let qs = q[i * beta + s];
+                let k0 = if d[i * beta + s] { qs ^ delta } else { qs };
+                *slot = if (v >> s) & 1 == 1 { k0 ^ delta } else { k0 };
+            }
+        }
+        crh.tccr_with(buf, |x| {
+            let (s, v) = layout[x % per];
+            tweak(first + ((b0 + x / per) * beta) as u64, s, v)
+        });
+        for (i, row) in (b0..b1).zip(buf.chunks_exact(per)) {
+            for j in 0..big_n {
+                let mut pad = 0u128;
+                let mut off = 0;
+                for s in 0..beta {
+                    pad ^= row[off + (j & ((2 << s) - 1))];
+                    off += 2 << s;
+                }
+                or_word(&mut out, (i * big_n + j) * k, (msgs[i * big_n + j] ^ pad) & mask, k);
             }
         }
     }
-    crh.tccr_with(&mut inp, |i| tw[i]);
-    let mut y = Vec::with_capacity(n * big_n);
-    for i in 0..n {
-        let hs = &inp[i * per..(i + 1) * per];
-        for j in 0..big_n {
-            let mut pad = 0u128;
-            let mut off = 0;
-            for s in 0..beta {
-                pad ^= hs[off + (j & ((2 << s) - 1))];
-                off += 2 << s;
-            }
-            y.push(msgs[i * big_n + j] ^ pad);
-        }
-    }
-    ch.send(&pack_words(&y, k))?;
+    out.truncate(total.div_ceil(8));
+    ch.send(&out)?;
     Ok(())
 }
 
@@ -102,11 +113,18 @@ pub fn recv<C: Channel + ?Sized>(pool: &mut CotPool, crh: &Crh, ch: &mut C, choi
         let (i, s) = (x / beta, x % beta);
         tweak(first + (i * beta) as u64, s, choices[i] as usize & ((2 << s) - 1))
     });
-    let y = unpack_words(&ch.recv()?, n * big_n, k)?;
+    // Only the chosen word of each instance is read from the packed message.
+    let bytes = ch.recv()?;
+    let need = (n * big_n * k).div_ceil(8);
+    if bytes.len() != need {
+        return Err(OtError::BadMessage { what: "1-of-N messages", expected: need, got: bytes.len() });
+    }
+    let mut padded = bytes;
+    padded.resize(need + WORD_SLACK, 0);
     Ok((0..n)
         .map(|i| {
             let pad = t[i * beta..(i + 1) * beta].iter().fold(0u128, |a, b| a ^ b);
-            (y[i * big_n + choices[i] as usize] ^ pad) & mask128(k)
+            word_at(&padded, (i * big_n + choices[i] as usize) * k, k) ^ (pad & mask128(k))
         })
         .collect())
 }

@@ -8,7 +8,7 @@
 //! index (returned by [`CotPool::take`]) is the tweak base of the hash that consumes it, so no
 //! pad is ever derived twice from the same input.
 
-use crate::ferret::{FerretParams, FerretReceiver, FerretSender};
+use crate::ferret::{Extension, FerretParams, FerretReceiver, FerretSender};
 use crate::iknp::{IknpReceiver, IknpSender};
 use crate::OtError;
 use nectar_math::Prg;
@@ -87,9 +87,16 @@ impl RefillTraffic {
     }
 }
 
-/// One direction's random COTs, as seen by one party.
+/// One direction's random COTs, as seen by one party. The buffered COTs are `front[fpos..]`
+/// (a small vector: what was left when the last extension ran, and the bootstrap's leftovers)
+/// followed by `buf[pos..]` (the last extension's output, in the allocation it was written
+/// into). When the pool runs short, the drained `buf` allocation is handed to the next
+/// extension to write into, so a session keeps one extension-sized buffer per direction and
+/// does not fault in a fresh one per extension.
 pub struct CotPool {
     engine: Engine,
+    front: Vec<u128>,
+    fpos: usize,
     buf: Vec<u128>,
     pos: usize,
     used: u64,
@@ -123,7 +130,7 @@ impl CotPool {
     }
 
     fn with(engine: Engine, prg: Prg) -> Self {
-        CotPool { engine, buf: Vec::new(), pos: 0, used: 0, refills: 0, first: RefillTraffic::default(), steady: RefillTraffic::default(), prg }
+        CotPool { engine, front: Vec::new(), fpos: 0, buf: Vec::new(), pos: 0, used: 0, refills: 0, first: RefillTraffic::default(), steady: RefillTraffic::default(), prg }
     }
 
     /// Whether this party is the sender of this direction.
@@ -167,7 +174,7 @@ impl CotPool {
 
     /// COTs buffered right now.
     pub fn available(&self) -> usize {
-        self.buf.len() - self.pos
+        (self.front.len() - self.fpos) + (self.buf.len() - self.pos)
     }
 
     /// Hand out the next `n` COTs: `(global index of the first, blocks)`. Refills (one or more
@@ -175,8 +182,17 @@ impl CotPool {
     pub fn take<C: Channel + ?Sized>(&mut self, ch: &mut C, n: usize) -> Result<(u64, Vec<u128>), OtError> {
         self.reserve(ch, n)?;
         let first = self.used;
-        let out = self.buf[self.pos..self.pos + n].to_vec();
-        self.pos += n;
+        let mut out = Vec::with_capacity(n);
+        let f = n.min(self.front.len() - self.fpos);
+        out.extend_from_slice(&self.front[self.fpos..self.fpos + f]);
+        self.fpos += f;
+        if self.fpos == self.front.len() && !self.front.is_empty() {
+            self.front = Vec::new();
+            self.fpos = 0;
+        }
+        let b = n - f;
+        out.extend_from_slice(&self.buf[self.pos..self.pos + b]);
+        self.pos += b;
         self.used += n as u64;
         Ok((first, out))
     }
@@ -185,17 +201,25 @@ impl CotPool {
     /// the peer's pool of this direction calls it at the same point with the same `n`). For
     /// preprocessing: the COTs a later online phase consumes are produced ahead of it.
     pub fn reserve<C: Channel + ?Sized>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError> {
-        if self.available() < n {
-            // Keep only the unused COTs, in an allocation of their own size: the old buffer
-            // (one extension's worth) is freed before the next extension allocates its own.
-            self.buf = self.buf[self.pos..].to_vec();
-            self.pos = 0;
-            while self.buf.len() < n {
-                let need = n - self.buf.len();
-                self.extend_once(ch, need)?;
-            }
+        while self.available() < n {
+            // Keep only the unused COTs, in a vector of their own size; the drained buffer's
+            // allocation receives the next extension.
+            let need = n - self.available();
+            let recycled = self.keep_unused();
+            self.extend_once(ch, need, recycled)?;
         }
         Ok(())
+    }
+
+    /// Moves the unused COTs into `front` and returns `buf`'s allocation.
+    fn keep_unused(&mut self) -> Vec<u128> {
+        let mut left = Vec::with_capacity(self.available());
+        left.extend_from_slice(&self.front[self.fpos..]);
+        left.extend_from_slice(&self.buf[self.pos..]);
+        self.front = left;
+        self.fpos = 0;
+        self.pos = 0;
+        std::mem::take(&mut self.buf)
     }
 
     /// Runs one extension now; its COTs replace the buffered ones (AGREEMENT: the peer's pool
@@ -204,67 +228,92 @@ impl CotPool {
     /// after the first extension this measures a steady-state one ([`Self::steady_refills`])
     /// without consuming a whole buffer first, and without holding two buffers.
     pub fn refill<C: Channel + ?Sized>(&mut self, ch: &mut C) -> Result<(), OtError> {
-        self.buf = Vec::new();
+        self.front = Vec::new();
+        self.fpos = 0;
         self.pos = 0;
-        self.extend_once(ch, 1)
+        let recycled = std::mem::take(&mut self.buf);
+        self.extend_once(ch, 1, recycled)
     }
 
-    /// One extension (IKNP: at least `need` COTs), appended to the buffer; its traffic is
+    /// One extension (IKNP: at least `need` COTs; Ferret: into `recycled`'s allocation) after
+    /// the buffered COTs, which must all be in `front` ([`Self::keep_unused`]); its traffic is
     /// recorded from the channel counters around it.
-    fn extend_once<C: Channel + ?Sized>(&mut self, ch: &mut C, need: usize) -> Result<(), OtError> {
+    fn extend_once<C: Channel + ?Sized>(&mut self, ch: &mut C, need: usize, recycled: Vec<u128>) -> Result<(), OtError> {
+        debug_assert!(self.buf.is_empty() && self.pos == 0);
         let s0 = ch.stats();
-        let fresh = match &mut self.engine {
-            Engine::IknpS(s) => s.extend(ch, need.max(IKNP_REFILL))?,
-            Engine::IknpR(r) => r.extend(ch, need.max(IKNP_REFILL), &mut self.prg)?,
-            Engine::FerS(s) => s.extend(ch, &mut self.prg)?,
-            Engine::FerR(r) => r.extend(ch, &mut self.prg)?,
+        let ext = match &mut self.engine {
+            Engine::IknpS(s) => Extension { extra: Vec::new(), out: s.extend(ch, need.max(IKNP_REFILL))?, start: 0 },
+            Engine::IknpR(r) => Extension { extra: Vec::new(), out: r.extend(ch, need.max(IKNP_REFILL), &mut self.prg)?, start: 0 },
+            Engine::FerS(s) => s.extend(ch, &mut self.prg, recycled)?,
+            Engine::FerR(r) => r.extend(ch, &mut self.prg, recycled)?,
         };
         let d = ch.stats() - s0;
         let t = if self.refills == 0 { &mut self.first } else { &mut self.steady };
         t.extensions += 1;
-        t.cots += fresh.len() as u64;
+        t.cots += ext.len() as u64;
         t.bytes_sent += d.bytes_sent;
         t.bytes_recv += d.bytes_recv;
         self.refills += 1;
-        self.buf = append_exact(std::mem::take(&mut self.buf), fresh);
+        if !ext.extra.is_empty() {
+            self.front.drain(..self.fpos);
+            self.front.extend_from_slice(&ext.extra);
+            self.fpos = 0;
+        }
+        self.buf = ext.out;
+        self.pos = ext.start;
         Ok(())
     }
 }
 
-/// `old ++ fresh` without `Vec`'s capacity doubling (one extension is 160 MB for b13): in
-/// `fresh`'s allocation when it has room in front of its spare capacity for `old`, else in an
-/// allocation of exactly the sum.
-fn append_exact(old: Vec<u128>, mut fresh: Vec<u128>) -> Vec<u128> {
-    if old.is_empty() {
-        return fresh;
-    }
-    if fresh.capacity() - fresh.len() >= old.len() {
-        fresh.splice(..0, old);
-        return fresh;
-    }
-    let mut v = Vec::with_capacity(old.len() + fresh.len());
-    v.extend_from_slice(&old);
-    drop(old);
-    v.extend_from_slice(&fresh);
-    v
-}
-
 #[cfg(test)]
 mod tests {
-    use super::append_exact;
+    use super::*;
+    use nectar_net::mem::run_pair;
 
+    /// Takes of the given sizes from a fresh pair of pools (insecure tiny Ferret): the sender's
+    /// Δ and, per party, the COTs in the order handed out with their global indices checked.
+    fn takes(sizes: Vec<usize>) -> (u128, Vec<u128>, Vec<u128>) {
+        let p = Producer::Ferret(FerretParams::insecure_tiny());
+        let run = |c: &mut nectar_net::mem::MemChannel, sender: bool, sizes: Vec<usize>| {
+            let mut prg = Prg::new([if sender { 5 } else { 6 }; 16]);
+            let mut pool = if sender { CotPool::sender(c, p, &mut prg) } else { CotPool::receiver(c, p, &mut prg) }.unwrap();
+            let mut all = Vec::new();
+            for n in sizes {
+                let (first, v) = pool.take(c, n).unwrap();
+                assert_eq!(first, all.len() as u64);
+                assert_eq!(v.len(), n);
+                all.extend(v);
+            }
+            (pool.delta(), all)
+        };
+        let sz = sizes.clone();
+        let ((delta, s), (_, r)) = run_pair(move |c| run(c, true, sizes), move |c| run(c, false, sz));
+        (delta.unwrap(), s, r)
+    }
+
+    /// The pool hands out one fixed sequence of COTs whatever the take sizes (both parties
+    /// must agree on it): takes inside one extension, across extension boundaries (the
+    /// leftovers, then the new COTs in the recycled buffer) and larger than one extension.
     #[test]
-    fn append_exact_keeps_order_without_doubling() {
-        // Room in front of `fresh`'s spare capacity: its allocation is reused.
-        let mut fresh: Vec<u128> = Vec::with_capacity(10);
-        fresh.extend(5..9);
-        let v = append_exact(vec![1, 2, 3], fresh);
-        assert_eq!(v, vec![1, 2, 3, 5, 6, 7, 8]);
-        assert_eq!(v.capacity(), 10);
-        // No room: exactly the sum, not a doubled capacity.
-        let v = append_exact((0..50).collect(), (50..60).collect());
-        assert_eq!(v, (0..60).collect::<Vec<u128>>());
-        assert_eq!(v.capacity(), 60);
-        assert_eq!(append_exact(Vec::new(), vec![7]), vec![7]);
+    fn take_order_is_independent_of_sizes() {
+        let usable = FerretParams::insecure_tiny().usable();
+        let mixed = vec![7, usable - 10, 2 * usable + 5, 300, usable];
+        let total: usize = mixed.iter().sum();
+        let (delta, s, r) = takes(mixed);
+        for other in [vec![total], vec![997; total / 997]] {
+            let (d, s2, r2) = takes(other);
+            assert_eq!(d, delta);
+            assert_eq!(s2[..], s[..s2.len()]);
+            assert_eq!(r2[..], r[..r2.len()]);
+        }
+        for (q, t) in s.iter().zip(&r) {
+            assert_eq!(q & 1, 0);
+            assert_eq!(*t, q ^ if t & 1 == 1 { delta } else { 0 });
+        }
+        // No COT is handed out twice.
+        let mut seen = s.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), s.len());
     }
 }

@@ -67,13 +67,19 @@ pub fn word_at(padded: &[u8], pos: usize, k: usize) -> u128 {
 
 /// Unpack `n` words of `k` bits from a message that must be exactly `ceil(n*k/8)` bytes.
 pub fn unpack_words(bytes: &[u8], n: usize, k: usize) -> Result<Vec<u128>, OtError> {
+    let padded = padded_words(bytes.to_vec(), n, k)?;
+    Ok((0..n).map(|i| word_at(&padded, i * k, k)).collect())
+}
+
+/// A message of `n` packed `k`-bit words, checked to be exactly `ceil(n*k/8)` bytes and padded
+/// with [`WORD_SLACK`] zero bytes so that [`word_at`] can read any of its words.
+pub fn padded_words(mut bytes: Vec<u8>, n: usize, k: usize) -> Result<Vec<u8>, OtError> {
     let need = (n * k).div_ceil(8);
     if bytes.len() != need {
         return Err(OtError::BadMessage { what: "packed words", expected: need, got: bytes.len() });
     }
-    let mut padded = bytes.to_vec();
-    padded.resize(need + WORD_SLACK, 0);
-    Ok((0..n).map(|i| word_at(&padded, i * k, k)).collect())
+    bytes.resize(need + WORD_SLACK, 0);
+    Ok(bytes)
 }
 
 /// The low-`k`-bits mask (`k <= 128`).

@@ -248,6 +248,12 @@ pub struct Extension {
 }
 
 impl Extension {
+    /// Splits an extension's output: its first `r` COTs (copied out) are the next extension's
+    /// reserve, the rest stays in place behind the bootstrap's leftovers `extra`.
+    fn split(out: Vec<u128>, r: usize, extra: Vec<u128>) -> (Vec<u128>, Extension) {
+        (out[..r].to_vec(), Extension { extra, out, start: r })
+    }
+
     /// Number of usable COTs.
     pub fn len(&self) -> usize {
         self.extra.len() + self.out.len() - self.start
@@ -258,8 +264,9 @@ impl Extension {
         self.len() == 0
     }
 
-    /// The usable COTs in order, as one vector (tests and small uses).
-    pub fn into_vec(self) -> Vec<u128> {
+    /// The usable COTs in order, as one vector.
+    #[cfg(test)]
+    fn into_vec(self) -> Vec<u128> {
         let mut v = self.extra;
         v.extend_from_slice(&self.out[self.start..]);
         v
@@ -320,8 +327,9 @@ impl FerretSender {
         };
         let out = extend_send(ch, &self.crh, &m, delta, &reserve, &mut self.tweak, prg, buf)?;
         drop(reserve);
-        self.reserve = Some(out[..m.reserve()].to_vec());
-        Ok(Extension { extra, out, start: m.reserve() })
+        let (next, ext) = Extension::split(out, m.reserve(), extra);
+        self.reserve = Some(next);
+        Ok(ext)
     }
 }
 
@@ -356,8 +364,9 @@ impl FerretReceiver {
         };
         let out = extend_recv(ch, &self.crh, &m, &reserve, &mut self.tweak, buf)?;
         drop(reserve);
-        self.reserve = Some(out[..m.reserve()].to_vec());
-        Ok(Extension { extra, out, start: m.reserve() })
+        let (next, ext) = Extension::split(out, m.reserve(), extra);
+        self.reserve = Some(next);
+        Ok(ext)
     }
 }
 

@@ -15,7 +15,7 @@
 //! different unknown keys. It costs ~`2N` hashes per instance instead of `N·β`.
 //! Cost: 2 flows, `n·β` bits + `n·N·k` bits, `n·β` COTs.
 
-use crate::bits::{mask128, or_word, pack_bits, unpack_bits, word_at, WORD_SLACK};
+use crate::bits::{mask128, or_word, pack_bits, padded_words, unpack_bits, word_at, WORD_SLACK};
 use crate::crhash::Crh;
 use crate::pool::CotPool;
 use crate::rot::{need_receiver, need_sender};
@@ -114,17 +114,12 @@ pub fn recv<C: Channel + ?Sized>(pool: &mut CotPool, crh: &Crh, ch: &mut C, choi
         tweak(first + (i * beta) as u64, s, choices[i] as usize & ((2 << s) - 1))
     });
     // Only the chosen word of each instance is read from the packed message.
-    let bytes = ch.recv()?;
-    let need = (n * big_n * k).div_ceil(8);
-    if bytes.len() != need {
-        return Err(OtError::BadMessage { what: "1-of-N messages", expected: need, got: bytes.len() });
-    }
-    let mut padded = bytes;
-    padded.resize(need + WORD_SLACK, 0);
+    let padded = padded_words(ch.recv()?, n * big_n, k)?;
+    let mask = mask128(k);
     Ok((0..n)
         .map(|i| {
             let pad = t[i * beta..(i + 1) * beta].iter().fold(0u128, |a, b| a ^ b);
-            word_at(&padded, (i * big_n + choices[i] as usize) * k, k) ^ (pad & mask128(k))
+            word_at(&padded, (i * big_n + choices[i] as usize) * k, k) ^ (pad & mask)
         })
         .collect())
 }

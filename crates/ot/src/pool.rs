@@ -239,7 +239,7 @@ impl CotPool {
     /// the buffered COTs, which must all be in `front` ([`Self::keep_unused`]); its traffic is
     /// recorded from the channel counters around it.
     fn extend_once<C: Channel + ?Sized>(&mut self, ch: &mut C, need: usize, recycled: Vec<u128>) -> Result<(), OtError> {
-        debug_assert!(self.buf.is_empty() && self.pos == 0);
+        debug_assert!(self.buf.is_empty() && self.pos == 0 && self.fpos == 0);
         let s0 = ch.stats();
         let ext = match &mut self.engine {
             Engine::IknpS(s) => Extension { extra: Vec::new(), out: s.extend(ch, need.max(IKNP_REFILL))?, start: 0 },
@@ -254,11 +254,9 @@ impl CotPool {
         t.bytes_sent += d.bytes_sent;
         t.bytes_recv += d.bytes_recv;
         self.refills += 1;
-        if !ext.extra.is_empty() {
-            self.front.drain(..self.fpos);
-            self.front.extend_from_slice(&ext.extra);
-            self.fpos = 0;
-        }
+        // `front` holds the unused COTs from `fpos = 0` on (keep_unused); the bootstrap's
+        // leftovers come after them.
+        self.front.extend_from_slice(&ext.extra);
         self.buf = ext.out;
         self.pos = ext.start;
         Ok(())

@@ -41,6 +41,8 @@ fn kernel(op: &str, suite: &Suite) -> Result<String, String> {
             Gelu::P4 => "gelu-p4",
             Gelu::P7 if mixed => return Err("--op gelu=p7: runs its polynomial in Z_2^45 from the full ring, not from the mixed ring (32, 12)".into()),
             Gelu::P7 => "gelu-p7",
+            Gelu::Sq8 if mixed => return Err("--op gelu=sq8: runs its polynomial in Z_2^45 from the full ring, not from the mixed ring (32, 12)".into()),
+            Gelu::Sq8 => "gelu-sq8",
             Gelu::Oppe => "gelu-oppe",
             Gelu::Lut => "gelu-lut",
         },

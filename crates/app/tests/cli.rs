@@ -108,7 +108,7 @@ fn suites_lists_presets_and_choices() {
         .collect();
     assert_eq!(
         choices,
-        [("seg4".into(), true), ("p4".into(), true), ("p7".into(), true), ("oppe".into(), true), ("lut".into(), true)]
+        [("seg4".into(), true), ("p4".into(), true), ("p7".into(), true), ("sq8".into(), true), ("oppe".into(), true), ("lut".into(), true)]
     );
     let table = nectar().arg("suites").output().unwrap();
     let text = String::from_utf8(table.stdout).unwrap();
@@ -139,7 +139,7 @@ fn planned_protocols_fail_at_start_with_one_line() {
     let bad = nectar().args(["demo", "--op", "gelu=xyz", "x"]).output().unwrap();
     assert!(!bad.status.success());
     let err = String::from_utf8_lossy(&bad.stderr);
-    assert!(err.contains("operator gelu: unknown protocol 'xyz' (choices: seg4, p4, p7, oppe, lut)"), "{err}");
+    assert!(err.contains("operator gelu: unknown protocol 'xyz' (choices: seg4, p4, p7, sq8, oppe, lut)"), "{err}");
 }
 
 /// Bench lines name the protocol that ran: `bench nn --op gelu=p4` and `bench model` with a

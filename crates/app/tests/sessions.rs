@@ -97,7 +97,7 @@ fn concurrent_clients_mismatches_and_disconnects() {
     let bad = infer(&addr, &dir, "1,2,3", &["--op", "gelu=p4"]);
     assert!(!bad.status.success());
     let err = String::from_utf8_lossy(&bad.stderr);
-    assert!(err.contains("session rejected: suite mismatch: gelu: client p4, server p7"), "{err}");
+    assert!(err.contains("session rejected: suite mismatch: gelu: client p4, server sq8"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
 
     let status = server.child.wait().unwrap();
@@ -107,7 +107,7 @@ fn concurrent_clients_mismatches_and_disconnects() {
     let closed = log.iter().filter(|l| l.contains("closed after 1 queries")).count();
     assert_eq!(closed, 4, "{log:#?}");
     assert_eq!(errors, 2, "{log:#?}");
-    assert!(log.iter().any(|l| l.contains("suite mismatch: gelu: client p4, server p7")), "{log:#?}");
+    assert!(log.iter().any(|l| l.contains("suite mismatch: gelu: client p4, server sq8")), "{log:#?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

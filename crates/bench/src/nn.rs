@@ -68,6 +68,7 @@ fn pivots(op: &str) -> Vec<f64> {
         "gelu" | "gelu-mixed" => gelu::SEG4_BUMBLEBEE.t.to_vec(),
         "gelu-p4" | "gelu-p4-mixed" => vec![-gelu::P4_BOLT.range, 0.0, gelu::P4_BOLT.range],
         "gelu-p7" => vec![-gelu::P7_ERF.range, 0.0, gelu::P7_ERF.range],
+        "gelu-sq8" => vec![-gelu::SQ8_ERF.range, 0.0, gelu::SQ8_ERF.range],
         "silu" | "silu-mixed" => silu::SILU_BUMBLEBEE.t.to_vec(),
         "exp" | "exp-mixed" => vec![nectar_nn::exp::EXP_BUMBLEBEE.t_exp],
         "exp-taylor2" => vec![nectar_nn::exp::EXP_TAYLOR2.t_exp],
@@ -92,6 +93,7 @@ pub fn stated_tolerance(op: &str, cols: usize, fp: FixedPoint) -> Result<Option<
         "gelu-mixed" => SEG4_MIXED_TOL,
         "gelu-p4" => P4_TOL,
         "gelu-p7" => P7_TOL,
+        "gelu-sq8" => SQ8_TOL,
         "gelu-p4-mixed" => P4_MIXED_TOL,
         "silu" => SILU_TOL,
         "silu-mixed" => SILU_MIXED_TOL,
@@ -142,7 +144,7 @@ pub fn stated_tolerance(op: &str, cols: usize, fp: FixedPoint) -> Result<Option<
 }
 
 /// Operators [`bench_secure`] knows ([`nectar_nn::counting::OPERATORS`] plus `silu-mixed`, `elu`, `rmsnorm`, `onehot`).
-pub const SECURE_OPS: [&str; 45] = [
+pub const SECURE_OPS: [&str; 46] = [
     "gelu", "gelu-mixed", "gelu-p4", "gelu-p4-mixed", "silu", "silu-mixed", "exp", "exp-mixed", "elu", "softmax",
     "layernorm", "rmsnorm", "rsqrt", "reciprocal", "argmax", "onehot",
     // East (§4): OPPE with the committed tables, the Determine reciprocal, softmax compositions
@@ -155,6 +157,8 @@ pub const SECURE_OPS: [&str; 45] = [
     // with them, and the softmax composition in Z_2^45
     "gelu-p7", "exp-taylor2", "softmax-taylor2-newton", "softmax-narrow-taylor2-newton", "softmax-narrow-taylor-newton",
     "exp-taylor4", "softmax-taylor4-newton", "softmax-narrow-taylor4-newton",
+    // nectar (issue 17): degree-8 GeLU in |x| from three squarings
+    "gelu-sq8",
 ];
 
 /// Input reals of a benchmark (deterministic; inside each operator's documented domain, and
@@ -199,6 +203,7 @@ fn run_op<B: nectar_nn::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
         "gelu-p4" => gelu::p4_gelu(b, x, &gelu::P4_BOLT)?,
         "gelu-p4-mixed" => gelu::p4_gelu_mixed(b, x, &gelu::P4_BOLT)?,
         "gelu-p7" => gelu::p7_gelu(b, x, &gelu::P7_ERF)?,
+        "gelu-sq8" => gelu::sq8_gelu(b, x, &gelu::SQ8_ERF)?,
         "silu" => silu::silu(b, x, &silu::SILU_BUMBLEBEE)?,
         "silu-mixed" => silu::silu_mixed(b, x, &silu::SILU_BUMBLEBEE)?,
         "exp" => exp::exp_neg(b, x, &exp::EXP_BUMBLEBEE)?,

@@ -235,6 +235,10 @@ choice! {
         /// `ReLU(x) − Q(|x|)` with `Q` of degree 7 fitted to the checkpoint's GeLU form on
         /// |x| < 4, evaluated in `Z_2^45` (nectar, issue 17; `nectar_nn::gelu::p7_gelu`).
         P7 => ("p7", "nectar: ReLU(x) - Q(|x|), degree 7", true),
+        /// `ReLU(x) − Q(|x|)` with `Q` of degree 8 from three squarings, fitted to the
+        /// checkpoint's GeLU form on |x| < 4, in `Z_2^45`, branch by sign then |x| < 4 (nectar,
+        /// issue 17; `nectar_nn::gelu::sq8_gelu`): 3 bOLEe queries and responses instead of 4.
+        Sq8 => ("sq8", "nectar: ReLU(x) - Q(|x|), degree 8 by three squares", true),
         /// Oblivious piecewise polynomial, m = 8, d = 3 (East §4.1).
         Oppe => ("oppe", "East §4.1 OPPE", true),
         /// Shifted 2^8-entry lookup table (ROTL §II-E, CipherGPT).
@@ -444,6 +448,7 @@ impl ChoiceParams for Gelu {
             Gelu::Seg4 => format!("{:?}", nectar_nn::gelu::SEG4_BUMBLEBEE),
             Gelu::P4 => format!("{:?}", nectar_nn::gelu::P4_BOLT),
             Gelu::P7 => format!("{:?}; {:?}", nectar_nn::gelu::P7_ERF, nectar_nn::gelu::P7_TANH),
+            Gelu::Sq8 => format!("{:?}; {:?}", nectar_nn::gelu::SQ8_ERF, nectar_nn::gelu::SQ8_TANH),
             Gelu::Oppe => oppe_params(&["gelu", "gelu_tanh"]),
             Gelu::Lut => format!(
                 "{}; {}",
@@ -628,7 +633,7 @@ fn choices<C: Choice>() -> OperatorChoices {
 pub const PRESETS: [(&str, &str); 6] = [
     (
         "nectar",
-        "the default: BumbleBee's protocols with nectar's GeLU (p7), exp (taylor4), LayerNorm (outer) and softmax (narrow)",
+        "the default: BumbleBee's protocols with nectar's GeLU (sq8), exp (taylor4), LayerNorm (outer) and softmax (narrow)",
     ),
     ("bumblebee", "BumbleBee (NDSS'25): OLT matmuls, bOLEe products, OT nonlinear protocols"),
     ("rotl", "BumbleBee linear layers + ROTL comparison from LUTs and LUT GeLU/exp/reciprocal/softmax"),
@@ -646,14 +651,14 @@ impl Default for Suite {
 impl Suite {
     /// The default suite (issue 17): BumbleBee's protocols — OLT matmuls, bOLEe products, the
     /// OT millionaire, Newton reciprocal and rsqrt — with three approximations of ours chosen
-    /// by `nectar accuracy`'s per-operator error table: GeLU `p7` (degree 7 in |x|, in
-    /// `Z_{2^45}`, 2.4e−4 max error vs Seg4's 3.3e−2), exp `taylor4` (fourth-order base,
+    /// by `nectar accuracy`'s per-operator error table: GeLU `sq8` (degree 8 in |x| from three
+    /// squarings, in `Z_{2^45}`, 1.8e−4 max error vs Seg4's 3.3e−2), exp `taylor4` (fourth-order base,
     /// 7.5e−5 vs 4.3e−3) and LayerNorm `outer` (`r ⊗ γ` by one OLT instead of a second
     /// product); and softmax
     /// `narrow` (the same composition in `Z_{2^45}`: 45-bit comparisons, 2-prime bOLEe
     /// products). SiLU stays Seg4.
     pub const fn nectar() -> Self {
-        Suite { gelu: Gelu::P7, exp: Exp::Taylor4, norm: Norm::Outer, softmax: Softmax::Narrow, ..Suite::bumblebee() }
+        Suite { gelu: Gelu::Sq8, exp: Exp::Taylor4, norm: Norm::Outer, softmax: Softmax::Narrow, ..Suite::bumblebee() }
     }
 
     /// BumbleBee's protocols and approximations as in the paper.
@@ -1032,6 +1037,6 @@ mod tests {
         );
         let gelu = cat.iter().find(|c| c.operator == "gelu").unwrap();
         let names: Vec<_> = gelu.choices.iter().map(|c| (c.0, c.2)).collect();
-        assert_eq!(names, [("seg4", true), ("p4", true), ("p7", true), ("oppe", true), ("lut", true)]);
+        assert_eq!(names, [("seg4", true), ("p4", true), ("p7", true), ("sq8", true), ("oppe", true), ("lut", true)]);
     }
 }

@@ -297,16 +297,16 @@ fn tiny_models_ckks_matmuls_secure_match_twin() {
     });
 }
 
-/// The default suite (`nectar`: P7 GeLU, second-order Taylor exp, `r ⊗ γ` LayerNorm / RMSNorm)
+/// The default suite (`nectar`: SQ8 GeLU, fourth-order Taylor exp, `r ⊗ γ` LayerNorm / RMSNorm)
 /// end to end on tiny BERT, GPT-2 (tanh-form GeLU, causal softmax) and LLaMA (RMSNorm): secure
-/// vs the nectar twin, with the bumblebee test's bound (P7's stated twin gap is 12 LSB, the exp's
+/// vs the nectar twin, with the bumblebee test's bound (SQ8's stated twin gap is 3 LSB, the exp's
 /// 6; the `r ⊗ γ` OLT adds one truncation).
 #[test]
 fn tiny_models_nectar_secure_matches_twin() {
     tiny_suite_matches_twin("nectar", &["bert", "gpt2", "llama"], 14, 2, |table| {
         assert!(table.contains("outer"), "the profile names the r ⊗ γ norm: {table}");
         if let Some(gelu) = table.lines().find(|l| l.trim_start().starts_with("gelu")) {
-            assert!(gelu.contains("p7"), "GeLU by p7: {gelu}");
+            assert!(gelu.contains("sq8"), "GeLU by sq8: {gelu}");
         }
     });
 }

@@ -125,6 +125,10 @@ pub fn approximation_table() -> Result<Vec<ErrStats>, NnError> {
         "— (nectar; fit 2.4e−4)")?);
     out.push(measure_elementwise("GeLU P7 tanh form (64,18)", fp, &g, |b, x| gelu::p7_gelu(b, x, &gelu::P7_TANH), gelu::gelu_f64,
         "— (nectar; fit 2.3e−4)")?);
+    out.push(measure_elementwise("GeLU SQ8 erf form (64,18)", fp, &g, |b, x| gelu::sq8_gelu(b, x, &gelu::SQ8_ERF), erf_gelu,
+        "— (nectar; fit 1.8e−4)")?);
+    out.push(measure_elementwise("GeLU SQ8 tanh form (64,18)", fp, &g, |b, x| gelu::sq8_gelu(b, x, &gelu::SQ8_TANH), gelu::gelu_f64,
+        "— (nectar; fit 1.6e−4)")?);
     out.push(measure_elementwise("SiLU (64,18)", fp, &g, |b, x| silu::silu(b, x, &silu::SILU_BUMBLEBEE), silu::silu_f64, "— (App. D)")?);
     out.push(measure_elementwise("SiLU mixed (32,8)", fp, &g, |b, x| silu::silu_mixed(b, x, &silu::SILU_BUMBLEBEE), silu::silu_f64, "—")?);
     let g = grid(-14.0, 0.0, 14001);

@@ -140,20 +140,26 @@ fn taylor4_u_max(p: &ExpParams) -> f64 {
     (-p.t_exp + crate::tolerance::PIVOT_GAP) / (p.n as f64).exp2()
 }
 
-/// Scales `(g, h)` of [`exp_neg_taylor4`] in format `fp`: the powers `u², u³, u⁴` at scale
-/// `g = min(f + n, ⌊(l − 2 − ⌈log2 u_max⁴⌉)/2⌋)` (u⁴ at scale 2g before truncating must stay
+/// Largest `v = u² + 2u + 4 = (u + 1)² + 3` of [`exp_neg_taylor4`] on `u ∈ [−u_max, 0]`.
+fn taylor4_v_max(p: &ExpParams) -> f64 {
+    let u = taylor4_u_max(p);
+    ((u - 1.0) * (u - 1.0) + 3.0).max(4.0)
+}
+
+/// Scales `(g, h)` of [`exp_neg_taylor4`] in format `fp`: `u²`, `v` and `v²` at scale
+/// `g = min(f + n, ⌊(l − 2 − ⌈log2 v_max²⌉)/2⌋)` (v² at scale 2g before truncating must stay
 /// below `2^(l−2)`), the squarings at `h = min(f + n, ⌊(l − 3)/2⌋)` (y ≤ 1). An error when the
 /// ring leaves `g < f`.
 pub fn taylor4_scales(fp: FixedPoint, p: &ExpParams) -> Result<(u32, u32), NnError> {
-    let u4_bits = (4.0 * taylor4_u_max(p).log2()).ceil().max(0.0) as u32;
-    let g = (fp.f() + p.n).min(fp.l().saturating_sub(2 + u4_bits) / 2);
+    let v2_bits = (2.0 * taylor4_v_max(p).log2()).ceil().max(0.0) as u32;
+    let g = (fp.f() + p.n).min(fp.l().saturating_sub(2 + v2_bits) / 2);
     let h = (fp.f() + p.n).min(fp.l().saturating_sub(3) / 2);
     if p.n == 0 || g < fp.f() || h < g {
         return Err(NnError::FormatTooNarrow {
             op: "exp_neg_taylor4",
             l: fp.l(),
             f: fp.f(),
-            why: format!("needs n >= 1 and room for u⁴ (|u| <= {:.3}) at scale >= f", taylor4_u_max(p)),
+            why: format!("needs n >= 1 and room for v² (v <= {:.3}) at scale >= f", taylor4_v_max(p)),
         });
     }
     Ok((g, h))
@@ -161,20 +167,24 @@ pub fn taylor4_scales(fp: FixedPoint, p: &ExpParams) -> Result<(u32, u32), NnErr
 
 /// `exp = taylor4` (nectar, issue 17 item 2): `T4(u)^(2^n)` with the fourth-order Taylor base
 /// `T4(u) = 1 + u + u²/2 + u³/6 + u⁴/24`, `u = x/2^n`, n = 3: error ≈ `|x|⁵eˣ/(120·16ⁿ)`,
-/// max 7.5e−5 on [−14, 0] (taylor2: 2.4e−4) with **one bOLEe query fewer**: the powers cost
-/// 2 queries and 3 responses — `u² = Π_square(u)`, `u⁴ = Π_square(u²)`, then `u³ = Π_mul(u, u²)`
-/// answers both cached queries (§V-A3 reuse) — and the n squarings n of each (taylor2:
-/// 6 queries, 6 responses). `u²/2 + u³/6 + u⁴/24` is one local combination with constants at
-/// scale 20 and one truncation.
+/// max 7.5e−5 on [−14, 0] (taylor2: 2.4e−4) with **one bOLEe query fewer**. The base is
+/// evaluated as `T4(u) = ((u² + 2u + 4)² + 8u + 8)/24` (expand: `u⁴ + 4u³ + 12u² + 24u + 24`),
+/// two squarings: `u² = Π_square(u)`, `v = u² + 2u + 4` (local), `v² = Π_square(v)`, then
+/// `(v² + 8u + 8)·(1/24)` with the constant at scale `min(40, l − 3 − g)` and one truncation: 2 bOLEe queries
+/// and 2 responses (the power form `u², u⁴ = sq(u²), u³ = mul(u, u²)` takes 2 and 3), and the
+/// n squarings n of each (taylor2: 6 queries, 6 responses). `v ∈ [3, 4]` on `u ∈ [−1.75, 0]`.
 ///
 /// Formats (see [`taylor4_scales`]): in (64, 18) g = h = 21 (x's raw value *is* u at scale
 /// f + n, no truncation); in the narrow softmax ring (45, 18) g = 19 (u truncated by 2 bits),
 /// the base is shifted to h = 21 (exact) for the squarings. The last squaring truncates to
 /// scale f. Input domain as [`exp_neg`]; the clip as there.
 pub fn exp_neg_taylor4<B: Backend>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Val, NnError> {
-    const K: u32 = 20;
     let fp = b.format();
     let (g, h) = taylor4_scales(fp, p)?;
+    // Scale of the constant 1/24: `(v² + 8u + 8) ≤ 24` at scale g times `2^K/24` stays below
+    // `2^(l−3)`; its rounding (relative ≤ 8·2^−K, ×2^n after the squarings) is 7.6e−6 in
+    // (45, 18) (K = 23) and negligible in (64, 18) (K = 40).
+    let k = fp.l().saturating_sub(3 + g).min(40);
     let t = enc(b, p.t_exp)?;
     let clip = b.less_than_const(x, &[t], p.less.ignore_bits(fp))?;
     let keep = match clip.first() {
@@ -186,21 +196,18 @@ pub fn exp_neg_taylor4<B: Backend>(b: &mut B, x: &B::Val, p: &ExpParams) -> Resu
         let pre = fp.f() + p.n - g;
         let u = if pre > 0 { b.trunc(x, pre)? } else { x.clone() };
         b.set_format(at(g)?);
-        let u2 = b.square(&u)?;
-        let u4 = b.square(&u2)?;
-        let u3 = b.mul(&u, &u2)?;
-        // u²/2 + u³/6 + u⁴/24: exact local products with the constants at scale K, one truncation.
         let n = b.len(&u);
-        let c = |d: f64| vec![(2f64.powi(K as i32) / d).round() as u64; n];
-        let a2 = b.mul_const(&u2, &c(2.0), 0)?;
-        let a3 = b.mul_const(&u3, &c(6.0), 0)?;
-        let a4 = b.mul_const(&u4, &c(24.0), 0)?;
-        let sum = b.add(&a2, &a3)?;
-        let sum = b.add(&sum, &a4)?;
-        let tail = b.trunc(&sum, K)?;
-        let base = b.add(&u, &tail)?;
-        let one = enc(b, 1.0)?;
-        let mut y = b.add_const(&base, &[one])?;
+        let u2 = b.square(&u)?;
+        // v = u² + 2u + 4, then (v² + 8u + 8)/24: local, with 1/24 at scale K, one truncation.
+        let two_u = b.mul_const(&u, &vec![2; n], 0)?;
+        let v = b.add(&u2, &two_u)?;
+        let v = b.add_const(&v, &[enc(b, 4.0)?])?;
+        let v2 = b.square(&v)?;
+        let eight_u = b.mul_const(&u, &vec![8; n], 0)?;
+        let num = b.add(&v2, &eight_u)?;
+        let num = b.add_const(&num, &[enc(b, 8.0)?])?;
+        let num = b.mul_const(&num, &vec![(2f64.powi(k as i32) / 24.0).round() as u64; n], 0)?;
+        let mut y = b.trunc(&num, k)?;
         if h > g {
             y = b.mul_const(&y, &vec![1u64 << (h - g); n], 0)?;
         }

@@ -349,6 +349,183 @@ pub fn p7_gelu<B: Backend>(b: &mut B, x: &B::Val, p: &AbsPolyParams) -> Result<B
     b.sub(&relu, &qz?)
 }
 
+/// The `sq8` GeLU (nectar, issue 17): `p7`'s `ReLU(x) − Q(|x|)` on `|x| < r` with `Q` a
+/// degree-8 polynomial in `w = |x|/r − 1/2` built from three squarings instead of a degree-7
+/// one from four products:
+///
+/// ```text
+/// p1 = w²,  u2 = a1·p1 + b1·w + c1,  p2 = u2²,  u3 = a2·p2 + b2·p1 + c2·w + d2,  p3 = u3²
+/// Q  = k3·p3 + k2·p2 + k1·p1 + kw·w + k0
+/// ```
+///
+/// Each square is one bOLEe query and one response (Π_square, BumbleBee §IV), so `Q` costs
+/// three queries and three responses where Paterson–Stockmeyer's `w², w³, w⁴, w⁴·B` cost four
+/// of each. The chain is not every degree-8 polynomial: its twelve coefficients are fitted
+/// directly (`scripts/fit_gelu_chain.py`: Nelder–Mead over the shape, minimax outer
+/// coefficients, objective = max error + the chain's worst-case rounding at scale 2^−22), with
+/// `|u2|, |u3| ≤ 0.68` on `w ∈ [−1/2 − δ, 1/2 + δ]` so every square is below `2^43` at scale
+/// `2·22` (the truncation domain of `Z_2^45`). Max error on `[−0.07, r + 0.07]`: 1.82e−4 (erf
+/// form), 1.64e−4 (tanh form), vs `p7`'s 2.36e−4 / 2.26e−4; rounding bound 5.2e−6.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ChainParams {
+    /// `[a1, b1, c1, a2, b2, c2, d2, k3, k2, k1, kw, k0]`.
+    pub c: [f64; 12],
+    /// Range `r` (a power of two).
+    pub range: f64,
+    pub less: LessMode,
+}
+
+/// `sq8` for the erf GeLU (BERT, ViT). `scripts/fit_gelu_chain.py` (AGREEMENT).
+#[allow(clippy::excessive_precision)] // the fit's digits, verbatim
+pub const SQ8_ERF: ChainParams = ChainParams {
+    c: [
+        1.70647801698084067e+00,
+        -8.35985673705146981e-01,
+        -5.77614861989037665e-01,
+        2.11556884262751943e+00,
+        5.63876373928775765e-01,
+        4.00797506525304936e-01,
+        -6.09289026283639901e-01,
+        1.32792079443330491e-01,
+        -5.88008089375714471e-01,
+        -6.14280427045710065e-01,
+        1.61303927504356959e-01,
+        2.40389113061467402e-01,
+    ],
+    range: 4.0,
+    less: BUMBLEBEE_LESS,
+};
+
+/// `sq8` for GPT-2's `gelu_new` (tanh form). `scripts/fit_gelu_chain.py` (AGREEMENT).
+#[allow(clippy::excessive_precision)] // the fit's digits, verbatim
+pub const SQ8_TANH: ChainParams = ChainParams {
+    c: [
+        1.66155209037023588e+00,
+        -8.22474246295642364e-01,
+        -5.78218098984939477e-01,
+        2.12596164154035216e+00,
+        6.33629966031810099e-01,
+        3.60026738158432336e-01,
+        -6.35804188703923856e-01,
+        1.40739207238180231e-01,
+        -6.05316615578810668e-01,
+        -6.37740747230490013e-01,
+        1.78475080022274246e-01,
+        2.46931122843853906e-01,
+    ],
+    range: 4.0,
+    less: BUMBLEBEE_LESS,
+};
+
+/// Scale the affine combinations of [`sq8_gelu`] are summed at before their one truncation
+/// (`|u2|, |u3| ≤ 0.68`, `|Q| < 0.2`: below `2^43`).
+const SQ8_S: u32 = 43;
+
+/// [`ChainParams`]'s chain evaluated in f64 (the approximation alone, no fixed point): `Q(w)`.
+pub fn sq8_q_f64(p: &ChainParams, w: f64) -> f64 {
+    let [a1, b1, c1, a2, b2, c2, d2, k3, k2, k1, kw, k0] = p.c;
+    let p1 = w * w;
+    let u2 = a1 * p1 + b1 * w + c1;
+    let p2 = u2 * u2;
+    let u3 = a2 * p2 + b2 * p1 + c2 * w + d2;
+    let p3 = u3 * u3;
+    k3 * p3 + k2 * p2 + k1 * p1 + kw * w + k0
+}
+
+/// `sq8` evaluated in f64: `ReLU(x) − Q(|x|/r − 1/2)` on `|x| < r`, `ReLU(x)` outside.
+pub fn sq8_f64(p: &ChainParams, x: f64) -> f64 {
+    let t = x.abs();
+    let relu = x.max(0.0);
+    if t < p.range {
+        relu - sq8_q_f64(p, t / p.range - 0.5)
+    } else {
+        relu
+    }
+}
+
+/// `Σ c_k · v_k + c0` for values `v_k` at scale [`P7_G`] in `Z_2^45`: summed at [`SQ8_S`]
+/// (local products by public constants), then one truncation to `out` (≤ 1 LSB).
+fn sq8_affine<B: Backend>(b: &mut B, terms: &[(&B::Val, f64)], c0: f64, out: u32) -> Result<B::Val, NnError> {
+    let mut acc: Option<B::Val> = None;
+    for &(v, c) in terms {
+        let term = b.mul_const(v, &[enc_scaled(b, c, SQ8_S - P7_G)?], 0)?;
+        acc = Some(match acc {
+            Some(a) => b.add(&a, &term)?,
+            None => term,
+        });
+    }
+    let acc = acc.ok_or_else(|| NnError::BadArgument("sq8: empty combination".into()))?;
+    let acc = b.add_const(&acc, &[enc_scaled(b, c0, SQ8_S)?])?;
+    b.trunc(&acc, SQ8_S - out)
+}
+
+/// The `sq8` GeLU in the current format ([`ChainParams`]). Branch selection by two
+/// one-threshold comparisons in `Z_{2^40}` ([`P7_CMP_BITS`]) instead of `p7`'s three-threshold
+/// one: the sign `s = 1{x < 0}` (then `t = |x|` and `ReLU(x)` from one mux), then
+/// `z = 1{t < r}` on `t`: 2 × 30 instead of 84 bytes per element, one comparison's rounds
+/// more. A wrong approximate sign near 0 (`|x| < 2^−4`) gives `t = −|x|`, inside the fit's
+/// `[−0.07, r + 0.07]` like `p7`'s. `Q` as in [`ChainParams`] in `Z_2^45` at scale 22 (narrow
+/// bOLEe key set), its selection `mux(z, Q)` there too, then extension back and `ReLU(x) − ·`.
+/// Needs `f + log2 r ≤ 22` and a ring wider than 45 bits.
+/// Cost: two less_than on n (sequential), mux n (full ring), three squares on n (3 queries,
+/// 3 responses), six truncations of n, mux n and extension n in `Z_{2^45}`.
+pub fn sq8_gelu<B: Backend>(b: &mut B, x: &B::Val, p: &ChainParams) -> Result<B::Val, NnError> {
+    let fp = b.format();
+    let f = fp.f();
+    let rho = p.range.log2();
+    let narrow = |why: String| NnError::FormatTooNarrow { op: "sq8_gelu", l: fp.l(), f, why };
+    if rho.fract() != 0.0 || rho < 0.0 || f + rho as u32 > P7_G {
+        return Err(narrow(format!("needs a power-of-two range r (got {}) with f + log2 r <= {P7_G}", p.range)));
+    }
+    if fp.l() <= P7_POLY_BITS {
+        return Err(narrow(format!("Q runs in Z_2^{P7_POLY_BITS}, so the format must be wider")));
+    }
+    let n = b.len(x);
+    let cmp = FixedPoint::new(P7_CMP_BITS, f)?;
+    let ignore = p.less.ignore_bits(cmp);
+    // One threshold in Z_2^40 (shares reduced locally; the bit is ring-free).
+    let compare = |b: &mut B, v: &B::Val, th: f64| -> Result<B::Bit, NnError> {
+        let vr = b.reduce(v, cmp.l())?;
+        b.set_format(cmp);
+        let bits = (|| {
+            let th = [enc(b, th)?];
+            b.less_than_const(&vr, &th, ignore)
+        })();
+        b.set_format(fp);
+        let mut it = bits?.into_iter();
+        match (it.next(), it.next()) {
+            (Some(bit), None) if b.bit_len(&bit) == n => Ok(bit),
+            _ => Err(NnError::BadArgument("expected one comparison bit vector".into())),
+        }
+    };
+    let s = compare(b, x, 0.0)?;
+    let neg = b.mux(&s, x)?; // x where x < 0
+    let relu = b.sub(x, &neg)?;
+    let t = b.sub(&relu, &neg)?; // |x|
+    let z = compare(b, &t, p.range)?; // |x| < r
+    let tn = b.reduce(&t, P7_POLY_BITS)?;
+    let [a1, b1, c1, a2, b2, c2, d2, k3, k2, k1, kw, k0] = p.c;
+    let at = |s: u32| FixedPoint::new(P7_POLY_BITS, s);
+    let run = |b: &mut B| -> Result<B::Val, NnError> {
+        b.set_format(at(P7_G)?);
+        // w = t/r − 1/2 at scale G: t's raw value times 2^(G − f − log2 r), minus 2^(G−1).
+        let w = b.mul_const(&tn, &[1u64 << (P7_G - f - rho as u32)], 0)?;
+        let w = b.add_const(&w, &[enc(b, -0.5)?])?;
+        let p1 = b.square(&w)?;
+        let u2 = sq8_affine(b, &[(&p1, a1), (&w, b1)], c1, P7_G)?;
+        let p2 = b.square(&u2)?;
+        let u3 = sq8_affine(b, &[(&p2, a2), (&p1, b2), (&w, c2)], d2, P7_G)?;
+        let p3 = b.square(&u3)?;
+        let q = sq8_affine(b, &[(&p3, k3), (&p2, k2), (&p1, k1), (&w, kw)], k0, f)?;
+        b.set_format(at(f)?);
+        let qz = b.mux(&z, &q)?;
+        crate::mixed::leave(b, &qz, fp)
+    };
+    let qz = run(b);
+    b.set_format(fp);
+    b.sub(&relu, &qz?)
+}
+
 /// P4 GeLU under mixed bit-width in BumbleBee's activation format (32, 12) (§V-C).
 pub fn p4_gelu_mixed<B: Backend>(b: &mut B, x: &B::Val, p: &P4Params) -> Result<B::Val, NnError> {
     crate::mixed::with_format(b, x, crate::mixed::ACT_FORMAT, |b, y| p4_gelu(b, y, p))

@@ -36,6 +36,12 @@ pub const P4_TOL: i64 = 5;
 /// LSB_21; w⁴·B: 3.1·|B| (7) + w⁴ (0.073)·20 + 2 ≈ 25 LSB_21; A: |e2|·2 + |e3|·3.1 ≈ 4.4 LSB_21;
 /// Q at scale 18: 29.5/8 + 1 (truncation) → 5 (the mux and the extension are exact).
 pub const P7_TOL: i64 = 5;
+/// SQ8 (`gelu=sq8`, chain of squares in `Z_2^45`) at f = 18, in LSB_22 (each square: product
+/// {0, ±1} + truncation ≤ 1 → 2; each affine sum: one truncation): p1 2; u2 |a1|·2 + 1 = 4.4;
+/// p2 2·|u2|·4.4 + 2 = 8; u3 |a2|·8 + |b2|·2 + 1 = 19; p3 2·|u3|·19 + 2 = 28; Q at scale 18:
+/// (|k3|·28 + |k2|·8 + |k1|·2)/16 = 0.6 + 1 (truncation) → 2, rounded up to 3 (the mux and the
+/// extension are exact; `|u2|, |u3| ≤ 0.68`, coefficients of `SQ8_ERF` / `SQ8_TANH`).
+pub const SQ8_TOL: i64 = 3;
 /// P4 mixed at f' = 12: 1.2 + 5 + 1 → 8 LSB' · 2^6.
 pub const P4_MIXED_TOL: i64 = 8 << 6;
 /// SiLU at f = 18 (P6 on |x| ≤ 4): x² 2, x⁴ 66, x³ 10, x⁶ 1282; |b2|, |b4|, |b6| = 0.23, 0.011,
@@ -67,20 +73,20 @@ pub fn exp_taylor2_tol(fp: nectar_math::FixedPoint, p: &crate::exp::ExpParams) -
     Ok((2.0 * chain * (fp.f() as f64 - g as f64).exp2() + 2.0).ceil() as i64)
 }
 /// `exp = taylor4` ([`crate::exp::exp_neg_taylor4`]) in format `fp`, in LSB of the output:
-/// at the powers' scale g, u's pre-truncation δ ∈ {0, 1}; a product's own ±2 plus its inputs'
-/// errors times the other factor: `u²` 2 + 2|u|δ, `u⁴` 2 + 2u²·e(u²), `u³` 2 + |u|·e(u²) + u²δ;
-/// the tail `e(u²)/2 + e(u³)/6 + e(u⁴)/24 + 1` (its truncation), plus δ; shifted to scale h
-/// (×2^(h−g)); `e_{k+1} ≤ 2e_k + 2` over the n − 1 squarings at h; the last one, truncating to
-/// scale f, `2·e·2^(f−h) + 2`. (64, 18): 8 LSB; (45, 18): 39.
+/// at the base's scale g, u's pre-truncation δ ∈ {0, 1}; a square's own ±2 plus twice its
+/// input's error times the input: `u²` 2 + 2|u|δ, `v = u² + 2u + 4` e(u²) + 2δ, `v²`
+/// 2 + 2·v_max·e(v) (v ≤ 4); the base `(v² + 8u + 8)/24` `(e(v²) + 8δ)/24 + 1` (its
+/// truncation); shifted to scale h (×2^(h−g)); `e_{k+1} ≤ 2e_k + 2` over the n − 1 squarings
+/// at h; the last one, truncating to scale f, `2·e·2^(f−h) + 2`. (64, 18): 6 LSB; (45, 18): 20.
 pub fn exp_taylor4_tol(fp: nectar_math::FixedPoint, p: &crate::exp::ExpParams) -> Result<i64, NnError> {
     let (g, h) = crate::exp::taylor4_scales(fp, p)?;
     let u = (-p.t_exp + PIVOT_GAP) / (p.n as f64).exp2();
-    let u2 = u * u;
+    let v_max = ((u - 1.0) * (u - 1.0) + 3.0).max(4.0);
     let d = if g < fp.f() + p.n { 1.0 } else { 0.0 };
     let e2 = 2.0 + 2.0 * u * d;
-    let e4 = 2.0 + 2.0 * u2 * e2;
-    let e3 = 2.0 + u * e2 + u2 * d;
-    let y = (d + e2 / 2.0 + e3 / 6.0 + e4 / 24.0 + 1.0) * ((h - g) as f64).exp2();
+    let ev = e2 + 2.0 * d;
+    let ev2 = 2.0 + 2.0 * v_max * ev;
+    let y = ((ev2 + 8.0 * d) / 24.0 + 1.0) * ((h - g) as f64).exp2();
     let chain = (p.n as f64 - 1.0).exp2() * y + ((p.n as f64).exp2() - 2.0);
     Ok((2.0 * chain * (fp.f() as f64 - h as f64).exp2() + 2.0).ceil() as i64)
 }

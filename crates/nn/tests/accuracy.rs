@@ -23,6 +23,10 @@ fn table_bounds() {
     let p7 = get("GeLU P7 erf");
     assert!(p7.max_abs < 2.6e-4 && p7.mean_abs < 1e-4, "{p7:?}");
     assert!(get("GeLU P7 tanh").max_abs < 2.5e-4);
+    // SQ8 (gelu=sq8): the chain's 1.82e−4 / 1.64e−4 plus the twin's rounding (≤ 5.2e−6).
+    let sq8 = get("GeLU SQ8 erf");
+    assert!(sq8.max_abs < 1.9e-4 && sq8.mean_abs < 1e-4, "{sq8:?}");
+    assert!(get("GeLU SQ8 tanh").max_abs < 1.75e-4);
     assert!(get("SiLU (64").max_abs < 7.5e-2);
     assert!(get("SiLU mixed").max_abs < 8e-2);
     let e = get("exp (64");
@@ -348,6 +352,60 @@ fn reciprocal_domain_for_rows_gives_the_same_values() {
         let wide = reciprocal::reciprocal(&mut b, &x, &base).expect("reciprocal on [1, 2^13)");
         let narrow = reciprocal::reciprocal(&mut b, &x, &softmax::recip_for_rows(cols, base)).expect("reciprocal on [1, cols]");
         assert_eq!(wide, narrow, "cols {cols}");
+    }
+}
+
+#[test]
+fn sq8_boundaries_saturation_and_format() {
+    // gelu=sq8 at its pieces' ends ± 1 LSB (−4, 0, 4) and at the ends of its domain: within the
+    // chain's error of the GeLU form it was fitted to.
+    let mut b = PlainBackend::new(FP).unwrap();
+    let ulp = 1.0 / FP.scale();
+    let mut xs = vec![];
+    for t in [-4.0, 0.0, 4.0] {
+        xs.extend([t - ulp, t, t + ulp]);
+    }
+    let dom = ((gelu::P7_CMP_BITS - 2 - FP.f()) as f64).exp2() - 1.0;
+    xs.extend([-dom, dom, -1000.0, 1000.0, -4.5, 4.5, -0.03, 0.03]);
+    let erf_gelu = |x: f64| 0.5 * x * (1.0 + libm::erf(x * std::f64::consts::FRAC_1_SQRT_2));
+    for (p, f) in [(gelu::SQ8_ERF, &erf_gelu as &dyn Fn(f64) -> f64), (gelu::SQ8_TANH, &gelu::gelu_f64)] {
+        let x = b.encode(&xs).unwrap();
+        let y = FP.decode_vec::<u64>(&gelu::sq8_gelu(&mut b, &x, &p).unwrap());
+        for (xv, yv) in xs.iter().zip(&y) {
+            assert!((yv - f(*xv)).abs() < 1.9e-4, "sq8({xv}) = {yv}, want {}", f(*xv));
+            // The twin follows the f64 chain within its rounding bound (5.2e−6 + 1 LSB).
+            assert!((yv - gelu::sq8_f64(&p, *xv)).abs() < 5.2e-6 + 2.0 * ulp, "sq8({xv}) twin {yv}");
+        }
+    }
+    let mut m = PlainBackend::new(FixedPoint::BUMBLEBEE_ACT).unwrap();
+    let x = m.encode(&[1.0]).unwrap();
+    assert!(matches!(gelu::sq8_gelu(&mut m, &x, &gelu::SQ8_ERF), Err(nectar_nn::NnError::FormatTooNarrow { .. })));
+}
+
+#[test]
+fn sq8_chain_fits_the_45_bit_ring() {
+    // sq8's squares run in Z_2^45 at scale 22: each operand must stay below 0.7 (its square
+    // below 1/2, i.e. 2^43 at scale 44) and each affine sum, Q included, below 1 at scale 43,
+    // on w ∈ [−1/2 − 2^−6, 1/2 + 2^−6] (the fit's [−0.07, r + 0.07] with r = 4), and the chain's
+    // max error there is the fit's.
+    let erf = |x: f64| 0.5 * x * (1.0 + libm::erf(x * std::f64::consts::FRAC_1_SQRT_2));
+    for (p, f, fit) in [(gelu::SQ8_ERF, &erf as &dyn Fn(f64) -> f64, 1.83e-4), (gelu::SQ8_TANH, &gelu::gelu_f64, 1.64e-4)] {
+        let [a1, b1, c1, a2, b2, c2, d2, ..] = p.c;
+        let (mut u_max, mut q_max, mut err) = (0.0f64, 0.0f64, 0.0f64);
+        for i in 0..=4000 {
+            let t = -0.07 + (4.14) * i as f64 / 4000.0;
+            let w = t / 4.0 - 0.5;
+            let p1 = w * w;
+            let u2 = a1 * p1 + b1 * w + c1;
+            let u3 = a2 * u2 * u2 + b2 * p1 + c2 * w + d2;
+            let q = gelu::sq8_q_f64(&p, w);
+            u_max = u_max.max(u2.abs()).max(u3.abs());
+            q_max = q_max.max(q.abs());
+            err = err.max((q - (t - f(t))).abs());
+        }
+        assert!(u_max <= 0.69, "operands of the squares reach {u_max}");
+        assert!(q_max < 0.25, "Q reaches {q_max}");
+        assert!(err < fit, "chain error {err}");
     }
 }
 

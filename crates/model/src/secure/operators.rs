@@ -17,7 +17,8 @@ use nectar_nn::exp::{exp_neg, exp_neg_taylor2, exp_neg_taylor4, EXP_BUMBLEBEE, E
 use nectar_nn::oppe::{east_table, oppe, oppe_mixed, OppeTable};
 use nectar_nn::NnError;
 use nectar_nn::gelu::{
-    p4_gelu, p4_gelu_mixed, p7_gelu, seg4_gelu, seg4_gelu_mixed, P4_BOLT, P7_ERF, P7_TANH, SEG4_BUMBLEBEE,
+    p4_gelu, p4_gelu_mixed, p7_gelu, seg4_gelu, seg4_gelu_mixed, sq8_gelu, P4_BOLT, P7_ERF, P7_TANH, SEG4_BUMBLEBEE,
+    SQ8_ERF, SQ8_TANH,
 };
 use nectar_nn::lut::{
     exp_lut, lut_activation, lut_activation_mixed, reciprocal_lut, softmax_lut, ActLut, EXP_LUT, GELU_LUT, GELU_TANH_LUT,
@@ -81,6 +82,12 @@ pub fn gelu<E: Engine>(e: &mut E, x: &E::Val, tanh_form: bool) -> Result<E::Val,
             (Gelu::P7, ActRing::Mixed) => {
                 return Err(SecureError::Unsupported(
                     "gelu=p7 runs its polynomial in Z_2^45 itself, from the full ring; the activation format (32, 12) is narrower: use act-ring=full".into(),
+                ))
+            }
+            (Gelu::Sq8, ActRing::Full) => sq8_gelu(e, x, if tanh_form { &SQ8_TANH } else { &SQ8_ERF })?,
+            (Gelu::Sq8, ActRing::Mixed) => {
+                return Err(SecureError::Unsupported(
+                    "gelu=sq8 runs its polynomial in Z_2^45 itself, from the full ring; the activation format (32, 12) is narrower: use act-ring=full".into(),
                 ))
             }
             (Gelu::Oppe, _) => oppe_in_ring(e, x, &s, table(if tanh_form { "gelu_tanh" } else { "gelu" })?)?,

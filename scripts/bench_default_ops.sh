@@ -8,7 +8,7 @@ bench_init default-ops
 for s in nectar nectar+exp=taylor2 nectar+softmax=bumblebee nectar+softmax=bumblebee+exp=taylor2 bumblebee; do
   run bench nn --json --op softmax --size 196608 --cols 128 --suite "$s"
 done
-for s in nectar bumblebee; do
+for s in nectar nectar+gelu=p7 bumblebee; do
   run bench nn --json --op gelu --size 1048576 --suite "$s"
 done
 bench_meta "2-core VM (nproc = 2), 24 GiB RAM; both parties in one process (two threads, in-memory channel), no simulated link"

@@ -167,7 +167,7 @@ pub fn taylor4_scales(fp: FixedPoint, p: &ExpParams) -> Result<(u32, u32), NnErr
 
 /// `exp = taylor4` (nectar, issue 17 item 2): `T4(u)^(2^n)` with the fourth-order Taylor base
 /// `T4(u) = 1 + u + u²/2 + u³/6 + u⁴/24`, `u = x/2^n`, n = 3: error ≈ `|x|⁵eˣ/(120·16ⁿ)`,
-/// max 7.5e−5 on [−14, 0] (taylor2: 2.4e−4) with **one bOLEe query fewer**. The base is
+/// max 7.5e−5 on [−14, 0] (taylor2: 2.4e−4) with **one bOLEe query and one response fewer** than taylor2. The base is
 /// evaluated as `T4(u) = ((u² + 2u + 4)² + 8u + 8)/24` (expand: `u⁴ + 4u³ + 12u² + 24u + 24`),
 /// two squarings: `u² = Π_square(u)`, `v = u² + 2u + 4` (local), `v² = Π_square(v)`, then
 /// `(v² + 8u + 8)·(1/24)` with the constant at scale `min(40, l − 3 − g)` and one truncation: 2 bOLEe queries

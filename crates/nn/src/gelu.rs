@@ -261,6 +261,29 @@ const P7_SB: u32 = 39;
 /// Scale `A(w) + w⁴·B(w)` is summed at (`|A|, |w⁴B| ≤ 0.43`: `< 2^42`).
 const P7_SA: u32 = 43;
 
+/// Checks of the `|x|`-form GeLUs ([`p7_gelu`], [`sq8_gelu`]) in format `fp`: a power-of-two
+/// range `r` with `f + log2 r ≤ P7_G` and a ring wider than [`P7_POLY_BITS`]. Returns
+/// `P7_G − f − log2 r`, the shift taking `t = |x|` at scale f to `t/r` at scale `P7_G`.
+fn abs_form_shift(op: &'static str, fp: FixedPoint, range: f64) -> Result<u32, NnError> {
+    let f = fp.f();
+    let rho = range.log2();
+    let narrow = |why: String| NnError::FormatTooNarrow { op, l: fp.l(), f, why };
+    if rho.fract() != 0.0 || rho < 0.0 || f + rho as u32 > P7_G {
+        return Err(narrow(format!("needs a power-of-two range r (got {range}) with f + log2 r <= {P7_G}")));
+    }
+    if fp.l() <= P7_POLY_BITS {
+        return Err(narrow(format!("Q runs in Z_2^{P7_POLY_BITS}, so the format must be wider")));
+    }
+    Ok(P7_G - f - rho as u32)
+}
+
+/// `w = t/r − 1/2` at scale `P7_G` (the backend in `(P7_POLY_BITS, P7_G)`): `t`'s raw value
+/// times `2^shift` ([`abs_form_shift`]), minus `2^(P7_G − 1)`. Local and exact.
+fn centred_w<B: Backend>(b: &mut B, tn: &B::Val, shift: u32) -> Result<B::Val, NnError> {
+    let w = b.mul_const(tn, &[1u64 << shift], 0)?;
+    b.add_const(&w, &[enc(b, -0.5)?])
+}
+
 /// `Q`'s coefficients in `w = t/r − 1/2` (`t = r·(w + 1/2)`):
 /// `e_k = Σ_{j ≥ k} c_j · C(j, k) · r^j · 2^(k − j)`. With them `|A(w)| ≤ 0.43`, `|B(w)| ≤ 7` and
 /// `|w⁴B(w)| ≤ 0.43` on `w ∈ [−1/2, 1/2 + 2^−6]` for both fits (tested), where in `t` the two
@@ -290,14 +313,7 @@ pub fn p7_w_coefficients(p: &AbsPolyParams) -> [f64; 8] {
 pub fn p7_gelu<B: Backend>(b: &mut B, x: &B::Val, p: &AbsPolyParams) -> Result<B::Val, NnError> {
     let fp = b.format();
     let f = fp.f();
-    let rho = p.range.log2();
-    let narrow = |why: String| NnError::FormatTooNarrow { op: "p7_gelu", l: fp.l(), f, why };
-    if rho.fract() != 0.0 || rho < 0.0 || f + rho as u32 > P7_G {
-        return Err(narrow(format!("needs a power-of-two range r (got {}) with f + log2 r <= {P7_G}", p.range)));
-    }
-    if fp.l() <= P7_POLY_BITS {
-        return Err(narrow(format!("Q runs in Z_2^{P7_POLY_BITS}, so the format must be wider")));
-    }
+    let shift = abs_form_shift("p7_gelu", fp, p.range)?;
     let n = b.len(x);
     // The comparisons in the smaller ring (shares reduced locally; the bits are ring-free).
     let cmp = FixedPoint::new(P7_CMP_BITS, f)?;
@@ -318,9 +334,7 @@ pub fn p7_gelu<B: Backend>(b: &mut B, x: &B::Val, p: &AbsPolyParams) -> Result<B
     let at = |s: u32| FixedPoint::new(P7_POLY_BITS, s);
     let run = |b: &mut B| -> Result<B::Val, NnError> {
         b.set_format(at(P7_G)?);
-        // w = t/r − 1/2 at scale G: t's raw value times 2^(G − f − log2 r), minus 2^(G−1).
-        let w = b.mul_const(&tn, &[1u64 << (P7_G - f - rho as u32)], 0)?;
-        let w = b.add_const(&w, &[enc(b, -0.5)?])?;
+        let w = centred_w(b, &tn, shift)?;
         let w2 = b.square(&w)?;
         let w3 = b.mul(&w2, &w)?;
         let w4 = b.square(&w2)?;
@@ -472,14 +486,7 @@ fn sq8_affine<B: Backend>(b: &mut B, terms: &[(&B::Val, f64)], c0: f64, out: u32
 pub fn sq8_gelu<B: Backend>(b: &mut B, x: &B::Val, p: &ChainParams) -> Result<B::Val, NnError> {
     let fp = b.format();
     let f = fp.f();
-    let rho = p.range.log2();
-    let narrow = |why: String| NnError::FormatTooNarrow { op: "sq8_gelu", l: fp.l(), f, why };
-    if rho.fract() != 0.0 || rho < 0.0 || f + rho as u32 > P7_G {
-        return Err(narrow(format!("needs a power-of-two range r (got {}) with f + log2 r <= {P7_G}", p.range)));
-    }
-    if fp.l() <= P7_POLY_BITS {
-        return Err(narrow(format!("Q runs in Z_2^{P7_POLY_BITS}, so the format must be wider")));
-    }
+    let shift = abs_form_shift("sq8_gelu", fp, p.range)?;
     let n = b.len(x);
     let cmp = FixedPoint::new(P7_CMP_BITS, f)?;
     let ignore = p.less.ignore_bits(cmp);
@@ -508,9 +515,7 @@ pub fn sq8_gelu<B: Backend>(b: &mut B, x: &B::Val, p: &ChainParams) -> Result<B:
     let at = |s: u32| FixedPoint::new(P7_POLY_BITS, s);
     let run = |b: &mut B| -> Result<B::Val, NnError> {
         b.set_format(at(P7_G)?);
-        // w = t/r − 1/2 at scale G: t's raw value times 2^(G − f − log2 r), minus 2^(G−1).
-        let w = b.mul_const(&tn, &[1u64 << (P7_G - f - rho as u32)], 0)?;
-        let w = b.add_const(&w, &[enc(b, -0.5)?])?;
+        let w = centred_w(b, &tn, shift)?;
         let p1 = b.square(&w)?;
         let u2 = sq8_affine(b, &[(&p1, a1), (&w, b1)], c1, P7_G)?;
         let p2 = b.square(&u2)?;

@@ -26,25 +26,16 @@ Prints, for the erf form (BERT's `gelu`) and GPT-2's tanh form, the twelve coeff
 [a1, b1, c1, a2, b2, c2, d2, k3, k2, k1, kw, k0], the max approximation error on
 [-DELTA, r + DELTA], the rounding bound, and max |u2|, |u3|, |p_i|.
 """
-import math
 import sys
 
 import numpy as np
 
-DELTA = 0.07  # > 2^-4: the comparisons ignore the bits below 2^-4 (see fit_gelu_abs.py)
+from fit_gelu_abs import DELTA, gelu_erf, gelu_tanh  # the forms and interval p7 is fitted on
+
 R = 4.0
 BOUND = 0.68
 G = 22
 F = 18
-
-
-def gelu_erf(x):
-    return 0.5 * x * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))
-
-
-def gelu_tanh(x):
-    c = math.sqrt(2.0 / math.pi)
-    return 0.5 * x * (1.0 + np.tanh(c * (x + 0.044715 * x**3)))
 
 
 T = np.linspace(-DELTA, R + DELTA, 4001)

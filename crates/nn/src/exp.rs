@@ -196,20 +196,19 @@ pub fn exp_neg_taylor4<B: Backend>(b: &mut B, x: &B::Val, p: &ExpParams) -> Resu
         let pre = fp.f() + p.n - g;
         let u = if pre > 0 { b.trunc(x, pre)? } else { x.clone() };
         b.set_format(at(g)?);
-        let n = b.len(&u);
         let u2 = b.square(&u)?;
-        // v = u² + 2u + 4, then (v² + 8u + 8)/24: local, with 1/24 at scale K, one truncation.
-        let two_u = b.mul_const(&u, &vec![2; n], 0)?;
+        // v = u² + 2u + 4, then (v² + 8u + 8)/24: local, with 1/24 at scale k, one truncation.
+        let two_u = b.mul_const(&u, &[2], 0)?;
         let v = b.add(&u2, &two_u)?;
         let v = b.add_const(&v, &[enc(b, 4.0)?])?;
         let v2 = b.square(&v)?;
-        let eight_u = b.mul_const(&u, &vec![8; n], 0)?;
+        let eight_u = b.mul_const(&u, &[8], 0)?;
         let num = b.add(&v2, &eight_u)?;
         let num = b.add_const(&num, &[enc(b, 8.0)?])?;
-        let num = b.mul_const(&num, &vec![(2f64.powi(k as i32) / 24.0).round() as u64; n], 0)?;
+        let num = b.mul_const(&num, &[(2f64.powi(k as i32) / 24.0).round() as u64], 0)?;
         let mut y = b.trunc(&num, k)?;
         if h > g {
-            y = b.mul_const(&y, &vec![1u64 << (h - g); n], 0)?;
+            y = b.mul_const(&y, &[1u64 << (h - g)], 0)?;
         }
         b.set_format(at(h)?);
         for _ in 1..p.n {

@@ -3,7 +3,7 @@
 
 model.jsonl holds verbatim `nectar bench model --json` lines: whole models with random weights
 at the published shapes, every block run (issue 17 item 4), server in a child process over
-loopback TCP. The paper's figures are BumbleBee's Table III / IV (REFERENCE.md §7.1). The older
+loopback TCP. The paper's figures are BumbleBee's Tables IV-VI (REFERENCE.md §7.1). The older
 hand-written analysis (fidelity runs, extrapolated totals of issue 7) is docs/notes/e2e-notes.md.
 Never edit e2e.md by hand: re-run the commands listed in model.meta.json, then `make results`.
 """
@@ -13,7 +13,12 @@ lines = load("model.jsonl")
 meta = load_meta("model.meta.json")
 
 # BumbleBee's whole-model communication (REFERENCE.md §7.1), GB.
-PAPER_GB = {("bert-base", 128): 6.40, ("gpt2", 64): 2.77}
+PAPER_GB = {
+    ("bert-base", 128): 6.40,
+    ("gpt2", 64): 2.77,
+    ("vit-base", 197): 11.56,  # Table VI: 6.30 GB sent + 5.26 GB received, one 224x224 image
+    ("llama-7b", 8): 6.27,  # Table IV: 8 input tokens, 1 generated
+}
 # The issue-17 targets for the default suite, GB.
 TARGET_GB = {("bert-base", 128): 5.0, ("gpt2", 64): 2.5}
 

@@ -234,10 +234,8 @@ impl Ciphertext {
 
     /// Size in bytes of [`Ciphertext::serialize`]'s output.
     pub fn serialized_len(&self, params: &Params) -> usize {
-        let mods: Vec<usize> = (0..self.level()).collect();
         let seeded = self.seed.is_some() && self.level() == params.max_level() && self.c1.ntt;
-        let polys = if seeded { 1 } else { 2 };
-        15 + if seeded { 16 } else { 0 } + packed_bytes(params, &mods, polys * params.n())
+        params.ciphertext_len(self.level(), seeded)
     }
 
     fn de(params: &Params, bytes: &[u8], keep: Option<&[usize]>) -> Result<Ciphertext, HeError> {
@@ -294,6 +292,18 @@ impl Ciphertext {
     pub fn deserialize_partial(params: &Params, bytes: &[u8], keep: &[usize]) -> Result<Ciphertext, HeError> {
         check_positions(params, keep)?;
         Self::de(params, bytes, Some(keep))
+    }
+}
+
+impl Params {
+    /// Size in bytes of a serialized ciphertext at `level` (all coefficients): `seeded` is a
+    /// fresh symmetric one at the top level (`b` and a 16-byte seed), otherwise `(c0, c1)`.
+    /// What a protocol plans its traffic with before any ciphertext exists (e.g. the OLT window
+    /// chooser's byte prices).
+    pub fn ciphertext_len(&self, level: usize, seeded: bool) -> usize {
+        let mods: Vec<usize> = (0..level).collect();
+        let polys = if seeded { 1 } else { 2 };
+        15 + if seeded { 16 } else { 0 } + packed_bytes(self, &mods, polys * self.n())
     }
 }
 

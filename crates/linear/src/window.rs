@@ -70,6 +70,12 @@ pub struct CostModel {
     /// One plaintext block of the evaluating party encoded and transformed to NTT form
     /// ([`OltPlan::encodes`] per call). Zero in the artifact's model, which ignores it.
     pub per_encode: f64,
+    /// One byte on the wire, on top of `per_ct`: the plan's predicted bytes
+    /// ([`OltPlan::bytes`] with `ct_bytes`) are priced too. Zero in the artifact and
+    /// `lan_commodity` models, which price ciphertexts by count only.
+    pub per_byte: f64,
+    /// Ciphertext sizes `per_byte` is applied to (unused when `per_byte` is zero).
+    pub ct_bytes: CtBytes,
 }
 
 impl Default for CostModel {
@@ -79,6 +85,8 @@ impl Default for CostModel {
             per_auto: 1.0,
             per_mult: 0.1,
             per_encode: 0.0,
+            per_byte: 0.0,
+            ct_bytes: CtBytes::NONE,
         }
     }
 }
@@ -104,14 +112,45 @@ impl CostModel {
             per_auto: 2.5,
             per_mult: 0.09,
             per_encode: 0.3,
+            per_byte: 0.0,
+            ct_bytes: CtBytes::NONE,
         }
     }
 
-    /// A named model: `artifact` (the default) or `lan_commodity`.
+    /// AGREEMENT. The default suite's prices (`olt-cost = balanced`): fewest bytes first, but a
+    /// plan may spend one more MB of traffic where it saves at least 0.8 s of computation.
+    /// Compute prices in milliseconds, fitted by least squares on 16 OLT runs of MiniLM, BERT-base
+    /// and LLaMA-7B shapes with forced windows on the 2-core development VM
+    /// (`examples/bench_linear.rs ... w=kw,mw,nw`, both parties in-process):
+    /// - `per_auto` = 1.2: one InterLeave step (automorphism, key switch, glue, mod switch);
+    /// - `per_mult` = 0.062: one ct × pt multiply-accumulate;
+    /// - `per_encode` = 0.018: one evaluator block encoded and transformed;
+    /// - `per_ct` = 2.5: a ciphertext's encryption / decryption and NTT conversions;
+    /// - `per_byte` = 0.8 ms per kB, with the sizes of `ct` (e.g. [`CtBytes::olt`]): 100× the
+    ///   wire time of a 1 Gbit/s LAN (8 ms per MB), so bytes still dominate the choice.
+    ///
+    /// The artifact's model (1000 : 1) keeps choosing the fewest ciphertexts however many
+    /// automorphisms that costs: for a 32-token MiniLM FFN1 `(32, 384, 1536)` it picks windows
+    /// `(32, 256, 1)`, 1536 automorphisms, 1.73 MB and ≈ 2.0 s here, where `(32, 64, 4)` needs
+    /// 384 automorphisms, 2.40 MB and 0.69 s.
+    pub fn balanced(ct: CtBytes) -> Self {
+        CostModel {
+            per_ct: 2.5,
+            per_auto: 1.2,
+            per_mult: 0.062,
+            per_encode: 0.018,
+            per_byte: 0.8e-3,
+            ct_bytes: ct,
+        }
+    }
+
+    /// A named model: `artifact` (the default), `lan_commodity` or `balanced` (at the OLT's
+    /// parameters, [`nectar_he::Params::bumblebee_olt`]).
     pub fn by_name(name: &str) -> Option<Self> {
         match name {
             "artifact" | "default" => Some(CostModel::default()),
             "lan_commodity" | "lan-commodity" | "commodity" => Some(CostModel::lan_commodity()),
+            "balanced" => Some(CostModel::balanced(CtBytes::olt(&nectar_he::Params::bumblebee_olt()))),
             _ => None,
         }
     }
@@ -130,6 +169,8 @@ impl CostModel {
             per_auto: auto_seconds,
             per_mult: mult_seconds,
             per_encode: 0.0,
+            per_byte: 0.0,
+            ct_bytes: CtBytes::NONE,
         }
     }
 }
@@ -141,6 +182,20 @@ pub struct CtBytes {
     pub query: usize,
     /// A result ciphertext returned after H2A (mod-switched).
     pub response: usize,
+}
+
+impl CtBytes {
+    /// No sizes (cost models that do not price bytes).
+    pub const NONE: CtBytes = CtBytes { query: 0, response: 0 };
+
+    /// The OLT's ciphertexts under `params`: a fresh seeded query at the top level, a full
+    /// response at [`crate::h2a::response_level`] (every coefficient, as after InterLeave).
+    pub fn olt(params: &nectar_he::Params) -> CtBytes {
+        CtBytes {
+            query: params.ciphertext_len(params.max_level(), true),
+            response: params.ciphertext_len(crate::h2a::response_level(params, 64), false),
+        }
+    }
 }
 
 /// Everything public about one OLT: who encrypts, windows, compression and its counts.
@@ -234,11 +289,12 @@ impl OltPlan {
         let base = c.per_ct * (self.sent_cts + self.returned_cts) as f64
             + c.per_auto * self.autos as f64
             + c.per_mult * self.mults as f64;
-        if c.per_encode == 0.0 {
+        if c.per_encode == 0.0 && c.per_byte == 0.0 {
             // Bit-identical to the artifact's formula (the default model's choices are pinned).
             base
         } else {
-            base + c.per_encode * self.encodes() as f64
+            let (sent, returned) = self.bytes(c.ct_bytes);
+            base + c.per_encode * self.encodes() as f64 + c.per_byte * (sent + returned) as f64
         }
     }
 
@@ -389,5 +445,59 @@ mod tests {
             Some(CostModel::lan_commodity())
         );
         assert_eq!(CostModel::by_name("nope"), None);
+    }
+
+    /// The planner's sizes are the wire's: a fresh query and a switched-down response.
+    #[test]
+    fn olt_ct_bytes_match_serialization() {
+        let p = nectar_he::Params::bumblebee_olt();
+        let mut prg = nectar_math::Prg::new([5; 16]);
+        let sk = nectar_he::SecretKey::generate(&p, &mut prg);
+        let coeffs: Vec<u64> = (0..p.n() as u64).collect();
+        let pt = nectar_he::Plaintext::from_coeffs(&p, &coeffs, 0).unwrap();
+        let mut ct = sk.encrypt(&p, &pt, &mut prg).unwrap();
+        let b = CtBytes::olt(&p);
+        assert_eq!(ct.serialize(&p).len(), b.query);
+        ct.mod_switch_to(&p, crate::h2a::response_level(&p, 64)).unwrap();
+        assert_eq!(ct.serialize(&p).len(), b.response);
+        assert!(b.response > b.query);
+    }
+
+    /// `balanced` (the default suite's) against the artifact's choices at the shapes of the
+    /// models it runs: never more automorphisms, at most twice the predicted bytes, and the
+    /// choices pinned (AGREEMENT: both parties derive them).
+    #[test]
+    fn balanced_trades_few_bytes_for_automorphisms() {
+        let params = nectar_he::Params::bumblebee_olt();
+        let ct = CtBytes::olt(&params);
+        let bal = CostModel::balanced(ct);
+        assert_eq!(CostModel::by_name("balanced"), Some(bal));
+        let cases = [
+            // MiniLM, 32 tokens: embedding, QKV, O, FFN1, FFN2.
+            ((32, 30522, 384), (32, 256, 1)),
+            ((32, 384, 1152), (32, 128, 2)),
+            ((32, 384, 384), (32, 128, 2)),
+            ((32, 384, 1536), (32, 64, 4)),
+            ((32, 1536, 384), (32, 256, 1)),
+            // BERT-base, 128 tokens.
+            ((128, 768, 2304), (128, 64, 1)),
+            ((128, 768, 3072), (128, 32, 2)),
+            ((128, 3072, 768), (128, 64, 1)),
+            // LLaMA-7B, 8 tokens: FFN1 (gate ‖ up).
+            ((8, 4096, 22016), (8, 128, 8)),
+        ];
+        for ((k, m, n), want) in cases {
+            let s = Shape::new(k, m, n).unwrap();
+            let a = OltPlan::choose(s, 8192, Variant::Interleave, &CostModel::default()).unwrap();
+            let b = OltPlan::choose(s, 8192, Variant::Interleave, &bal).unwrap();
+            let got = (b.windows.kw, b.windows.mw, b.windows.nw);
+            assert_eq!(got, want, "{:?}", (k, m, n));
+            let total = |p: &OltPlan| {
+                let (x, y) = p.bytes(ct);
+                x + y
+            };
+            assert!(b.autos <= a.autos, "{:?}", (k, m, n));
+            assert!(total(&b) <= 2 * total(&a), "{:?}", (k, m, n));
+        }
     }
 }

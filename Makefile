@@ -8,7 +8,7 @@ PYTHON ?= python3
 NECTAR = $(CARGO) run --quiet -p nectar-app --bin nectar --
 NECTAR_RELEASE = $(CARGO) run --quiet --release -p nectar-app --bin nectar --
 
-.PHONY: demo test pytest deps toolchain pydeps model bench bench-nonlinear bench-rotl bench-linear bench-blb bench-leaf bench-accuracy bench-default-ops soak results fmt lint clean
+.PHONY: demo test pytest deps toolchain pydeps model bench bench-nonlinear bench-rotl bench-linear bench-blb bench-leaf bench-accuracy bench-default-ops bench-olt-prices soak results fmt lint clean
 
 demo: deps model
 	@echo "== plaintext reference =="
@@ -111,6 +111,10 @@ bench-accuracy:
 bench-default-ops:
 	bash scripts/bench_default_ops.sh
 
+# The forced-window OLT runs `olt-cost = balanced`'s prices are fitted on (about 1.5 minutes).
+bench-olt-prices:
+	bash scripts/bench_olt_prices.sh
+
 # The 10-minute soak of `nectar serve` (issue 18): 12 honest + 4 hostile MiniLM clients at once.
 soak: deps
 	bash scripts/bench_soak.sh
@@ -122,6 +126,7 @@ results:
 	$(PYTHON) scripts/results_east.py
 	$(PYTHON) scripts/results_rotl.py
 	$(PYTHON) scripts/results_linear.py
+	$(PYTHON) scripts/results_olt_prices.py
 	$(PYTHON) scripts/results_net.py
 	$(PYTHON) scripts/results_ot.py
 	$(PYTHON) scripts/results_he.py

@@ -10,6 +10,8 @@ use nectar_model::Suite;
 pub struct Args<'a> {
     pub op: &'a str,
     pub shape: &'a str,
+    /// `kw,mw,nw`: fixed OLT windows instead of the suite's `olt-cost` choice.
+    pub windows: Option<&'a str>,
     pub variant: &'a str,
     pub net: &'a str,
     pub heads: usize,
@@ -20,9 +22,12 @@ pub struct Args<'a> {
 }
 
 pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
-    let spec = LinearBenchSpec::parse(a.op, a.shape, a.variant, a.net, a.heads, a.l)
+    let mut spec = LinearBenchSpec::parse(a.op, a.shape, a.variant, a.net, a.heads, a.l)
         .and_then(|s| s.with_cost_model(&cost_model(a.suite)))
         .map_err(|e| e.to_string())?;
+    if let Some(w) = a.windows {
+        spec = spec.with_windows(w).map_err(|e| e.to_string())?;
+    }
     let lines = bench_linear(&spec).map_err(|e| e.to_string())?;
     Ok(lines
         .into_iter()

@@ -350,6 +350,10 @@ enum BenchCmd {
         /// Vector length for bole / mul / square (instead of --shape).
         #[arg(long)]
         size: Option<usize>,
+        /// Fixed OLT partition windows `kw,mw,nw` instead of the suite's `olt-cost` choice (the
+        /// measurements `CostModel::balanced`'s prices are fitted on).
+        #[arg(long)]
+        windows: Option<String>,
         #[arg(long, value_parser = ["krdy", "krdy_plus", "interleave"], default_value = "interleave")]
         variant: String,
         #[arg(long, value_parser = ["none", "lan", "wan"], default_value = "none")]
@@ -702,7 +706,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 report::print_lines(&bench_he::run(&n)?, json);
                 Ok(())
             }
-            BenchCmd::Linear { op, shape, size, variant, net, heads, l, json, suite, suite_file, block, count, f2r, model_shape, tokens, real } => {
+            BenchCmd::Linear { op, shape, size, windows, variant, net, heads, l, json, suite, suite_file, block, count, f2r, model_shape, tokens, real } => {
                 let suite = suites::resolve(suite.as_deref(), suite_file.as_deref(), &[], suites::BENCH_SUITE)?;
                 if suite.matmul != nectar_model::suite::Matmul::Olt || matches!(op.as_str(), "convert" | "blocks" | "qk" | "sv" | "attn_out" | "ffn1" | "ffn2") {
                     let blb = bench_linear::BlbArgs { op: &op, block, count, f2r: &f2r, net: &net, model_shape: &model_shape, tokens, real };
@@ -716,7 +720,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     (true, None) => (1usize << 20).to_string(),
                     (false, _) => shape.unwrap_or_default(),
                 };
-                let args = bench_linear::Args { op: &op, shape: &shape, variant: &variant, net: &net, heads, l, suite: &suite };
+                let args = bench_linear::Args { op: &op, shape: &shape, windows: windows.as_deref(), variant: &variant, net: &net, heads, l, suite: &suite };
                 report::print_lines(&bench_linear::run(&args)?, json);
                 Ok(())
             }

@@ -1,6 +1,5 @@
 //! `cargo run --release -p nectar-bench --example bench_linear -- op k,m,n variant net [heads] [model]`
-//! (`model`: a `CostModel::by_name` name for the window chooser, default `artifact`, or
-//! `w=kw,mw,nw` for fixed windows).
+//! (`model`: a `CostModel::by_name` name for the window chooser, default `artifact`).
 use nectar_bench::linear::{
     bench_compression, bench_linear, measure_automorphism_seconds, LinearBenchSpec, Op,
 };
@@ -28,10 +27,6 @@ fn main() {
     let shape: Vec<usize> = a[2].split(',').map(|x| x.parse().unwrap()).collect();
     let variant = Variant::parse(&a[3]).unwrap();
     let windows = a.get(6).map(|name| {
-        if let Some(w) = name.strip_prefix("w=") {
-            let w: Vec<usize> = w.split(',').map(|x| x.parse().unwrap()).collect();
-            return Windows::new(w[0], w[1], w[2], 8192, true).unwrap();
-        }
         let c = CostModel::by_name(name).expect("cost model name");
         let sh = Shape::new(shape[0], shape[1], shape[2]).unwrap();
         OltPlan::choose(sh, 8192, variant, &c).unwrap().windows

@@ -136,6 +136,25 @@ impl LinearBenchSpec {
         }
         Ok(self)
     }
+
+    /// Fixes the windows to `kw,mw,nw` (a matrix op only; checked against `N` and, unless the
+    /// variant is plain KRDY, `m_w` a power of two).
+    pub fn with_windows(mut self, w: &str) -> Result<Self, LinearError> {
+        if !matches!(self.op, Op::Olt | Op::Matmul | Op::BatchMatmul) {
+            return Err(LinearError::BadParams(format!("--windows needs a matrix op, not {}", self.op.name())));
+        }
+        let v: Vec<usize> = w
+            .split(',')
+            .map(|x| x.trim().parse::<usize>())
+            .collect::<Result<_, _>>()
+            .map_err(|e| LinearError::BadParams(format!("windows {w:?}: {e}")))?;
+        let [kw, mw, nw] = v[..] else {
+            return Err(LinearError::BadParams(format!("windows {w:?}: kw,mw,nw expected")));
+        };
+        let degree = Params::bumblebee_olt().n();
+        self.windows = Some(Windows::new(kw, mw, nw, degree, self.variant != Variant::Krdy)?);
+        Ok(self)
+    }
 }
 
 /// Counts this party's flights (maximal runs of sends) from its creation on.

@@ -118,16 +118,18 @@ impl CostModel {
     }
 
     /// AGREEMENT. The default suite's prices (`olt-cost = balanced`): fewest bytes first, but a
-    /// plan may spend one more MB of traffic where it saves at least 0.8 s of computation.
+    /// plan may spend one more MB of traffic where it saves at least 0.6 s of computation.
     /// Compute prices in milliseconds, fitted by least squares on 16 OLT runs of MiniLM, BERT-base
     /// and LLaMA-7B shapes with forced windows on the 2-core development VM
-    /// (`examples/bench_linear.rs ... w=kw,mw,nw`, both parties in-process):
-    /// - `per_auto` = 1.2: one InterLeave step (automorphism, key switch, glue, mod switch);
-    /// - `per_mult` = 0.062: one ct × pt multiply-accumulate;
-    /// - `per_encode` = 0.018: one evaluator block encoded and transformed;
-    /// - `per_ct` = 2.5: a ciphertext's encryption / decryption and NTT conversions;
-    /// - `per_byte` = 0.8 ms per kB, with the sizes of `ct` (e.g. [`CtBytes::olt`]): 100× the
-    ///   wire time of a 1 Gbit/s LAN (8 ms per MB), so bytes still dominate the choice.
+    /// (`nectar bench linear --windows`, `scripts/bench_olt_prices.sh`; the runs and the fit are
+    /// in `docs/results/olt-prices.md`):
+    /// - `per_auto` = 0.98: one InterLeave step (automorphism, key switch, glue, mod switch);
+    /// - `per_mult` = 0.060: one ct × pt multiply-accumulate;
+    /// - `per_encode` = 0.0068: one evaluator block encoded and transformed;
+    /// - `per_ct` = 5.6: a ciphertext's encryption / decryption, NTT conversions and framing;
+    /// - `per_byte` = 0.6 ms per kB, with the sizes of `ct` (e.g. [`CtBytes::olt`]): 75× the
+    ///   wire time of a 1 Gbit/s LAN (8 ms per MB), so bytes still dominate the choice. The
+    ///   rate is the policy: at 0.6 BERT-base/128 stays within 1 % of the artifact's bytes.
     ///
     /// The artifact's model (1000 : 1) keeps choosing the fewest ciphertexts however many
     /// automorphisms that costs: for a 32-token MiniLM FFN1 `(32, 384, 1536)` it picks windows
@@ -135,11 +137,11 @@ impl CostModel {
     /// 384 automorphisms, 2.40 MB and 0.69 s.
     pub fn balanced(ct: CtBytes) -> Self {
         CostModel {
-            per_ct: 2.5,
-            per_auto: 1.2,
-            per_mult: 0.062,
-            per_encode: 0.018,
-            per_byte: 0.8e-3,
+            per_ct: 5.6,
+            per_auto: 0.98,
+            per_mult: 0.060,
+            per_encode: 0.0068,
+            per_byte: 0.6e-3,
             ct_bytes: ct,
         }
     }

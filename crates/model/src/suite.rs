@@ -192,7 +192,7 @@ choice! {
         Artifact => ("artifact", "BumbleBee artifact cost model", true),
         /// Measured prices of a 2-core machine on a 1 Gbit/s LAN: faster, more bytes.
         LanCommodity => ("lan_commodity", "nectar, docs/results/linear.md", true),
-        /// Fewest bytes first, but one more MB where it saves at least 0.8 s of computation
+        /// Fewest bytes first, but one more MB where it saves at least 0.6 s of computation
         /// (`CostModel::balanced`): the default suite's.
         Balanced => ("balanced", "nectar, CostModel::balanced", true),
     }
@@ -666,7 +666,7 @@ impl Suite {
     /// product); and softmax
     /// `narrow` (the same composition in `Z_{2^45}`: 45-bit comparisons, 2-prime bOLEe
     /// products). SiLU stays Seg4. The OLT windows are priced by `olt-cost = balanced` (the
-    /// artifact's fewest-bytes choice, except where one more MB saves at least 0.8 s).
+    /// artifact's fewest-bytes choice, except where one more MB saves at least 0.6 s).
     pub const fn nectar() -> Self {
         Suite {
             gelu: Gelu::Sq8,

@@ -50,6 +50,10 @@ for l in lines:
         f"{PAPER_GB.get(key, '–')} | {TARGET_GB.get(key, '–')} |"
     )
 w("")
+w("Targets (issue 17): BERT-base and GPT-2 by total bytes (column); LLaMA-7B shape by peak RSS, at most")
+w("24 GiB per party (BumbleBee's authors ran it on a 384 GB machine). GPT-2 and LLaMA produce one token")
+w("after the prompt, as in the paper's Table IV; ViT-base is one 224×224 image (Table VI).")
+w("")
 w("## Per operator (client's profile; bytes both directions)")
 for l in lines:
     p = l["params"]

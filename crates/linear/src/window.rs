@@ -133,8 +133,8 @@ impl CostModel {
     ///
     /// The artifact's model (1000 : 1) keeps choosing the fewest ciphertexts however many
     /// automorphisms that costs: for a 32-token MiniLM FFN1 `(32, 384, 1536)` it picks windows
-    /// `(32, 256, 1)`, 1536 automorphisms, 1.73 MB and ≈ 2.0 s here, where `(32, 64, 4)` needs
-    /// 384 automorphisms, 2.40 MB and 0.69 s.
+    /// `(32, 256, 1)`, 1536 automorphisms, 1.73 MB and 1.95 s here, where `(32, 64, 4)` needs
+    /// 384 automorphisms, 2.40 MB and 0.55 s (`docs/results/olt-prices.md`).
     pub fn balanced(ct: CtBytes) -> Self {
         CostModel {
             per_ct: 5.6,
@@ -146,13 +146,19 @@ impl CostModel {
         }
     }
 
-    /// A named model: `artifact` (the default), `lan_commodity` or `balanced` (at the OLT's
-    /// parameters, [`nectar_he::Params::bumblebee_olt`]).
+    /// [`CostModel::balanced`] with the sizes of the OLT's ciphertexts
+    /// ([`nectar_he::Params::bumblebee_olt`]): what `olt-cost = balanced` runs.
+    pub fn balanced_olt() -> Self {
+        CostModel::balanced(CtBytes::olt(&nectar_he::Params::bumblebee_olt()))
+    }
+
+    /// A named model: `artifact` (the default), `lan_commodity` or `balanced`
+    /// ([`CostModel::balanced_olt`]).
     pub fn by_name(name: &str) -> Option<Self> {
         match name {
             "artifact" | "default" => Some(CostModel::default()),
             "lan_commodity" | "lan-commodity" | "commodity" => Some(CostModel::lan_commodity()),
-            "balanced" => Some(CostModel::balanced(CtBytes::olt(&nectar_he::Params::bumblebee_olt()))),
+            "balanced" => Some(CostModel::balanced_olt()),
             _ => None,
         }
     }
@@ -470,9 +476,9 @@ mod tests {
     /// choices pinned (AGREEMENT: both parties derive them).
     #[test]
     fn balanced_trades_few_bytes_for_automorphisms() {
-        let params = nectar_he::Params::bumblebee_olt();
-        let ct = CtBytes::olt(&params);
-        let bal = CostModel::balanced(ct);
+        let ct = CtBytes::olt(&nectar_he::Params::bumblebee_olt());
+        let bal = CostModel::balanced_olt();
+        assert_eq!(bal, CostModel::balanced(ct));
         assert_eq!(CostModel::by_name("balanced"), Some(bal));
         let cases = [
             // MiniLM, 32 tokens: embedding, QKV, O, FFN1, FFN2.

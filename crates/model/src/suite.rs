@@ -384,12 +384,7 @@ impl ChoiceParams for OltCost {
         match self {
             OltCost::Artifact => format!("{:?}", nectar_linear::CostModel::default()),
             OltCost::LanCommodity => format!("{:?}", nectar_linear::CostModel::lan_commodity()),
-            OltCost::Balanced => format!(
-                "{:?}",
-                nectar_linear::CostModel::balanced(nectar_linear::CtBytes::olt(
-                    &nectar_he::Params::bumblebee_olt()
-                ))
-            ),
+            OltCost::Balanced => format!("{:?}", nectar_linear::CostModel::balanced_olt()),
         }
     }
 }

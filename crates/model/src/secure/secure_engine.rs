@@ -27,7 +27,7 @@ use crate::suite::{Compare, Matmul, Mul, OltCost, OtExt, SharedMatmul, Suite};
 use nectar_he::Params;
 use nectar_linear::ckks_linear::CkksLinear;
 use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_weight};
-use nectar_linear::{CostModel, CtBytes, HeSession, OltPlan, Shape, Variant};
+use nectar_linear::{CostModel, HeSession, OltPlan, Shape, Variant};
 use nectar_math::{FixedPoint, Prg};
 use nectar_net::{Channel, Role, Stats};
 use nectar_nn::secure::{Comparison, MulProtocol, SecureBackend, SecureOpts, ROTL_COMPARE_BLOCK};
@@ -79,7 +79,7 @@ pub fn cost_model(suite: &Suite) -> CostModel {
     match suite.olt_cost {
         OltCost::Artifact => CostModel::default(),
         OltCost::LanCommodity => CostModel::lan_commodity(),
-        OltCost::Balanced => CostModel::balanced(CtBytes::olt(&Params::bumblebee_olt())),
+        OltCost::Balanced => CostModel::balanced_olt(),
     }
 }
 

@@ -53,9 +53,9 @@ fn kernel(op: &str, suite: &Suite) -> Result<String, String> {
         },
         "exp" => match suite.exp {
             Exp::Taylor => "exp",
-            Exp::Taylor2 if mixed => return Err("--op exp=taylor2: no mixed-ring kernel (the model runs exp in the full ring, or in (45, 18) under softmax=narrow)".into()),
+            Exp::Taylor2 if mixed => return Err("--op exp=taylor2: no mixed-ring kernel (the model runs exp in the full ring, or in (45, 18) under softmax=narrow or coarse)".into()),
             Exp::Taylor2 => "exp-taylor2",
-            Exp::Taylor4 if mixed => return Err("--op exp=taylor4: no mixed-ring kernel (the model runs exp in the full ring, or in (45, 18) under softmax=narrow)".into()),
+            Exp::Taylor4 if mixed => return Err("--op exp=taylor4: no mixed-ring kernel (the model runs exp in the full ring, or in (45, 18) under softmax=narrow or coarse)".into()),
             Exp::Taylor4 => "exp-taylor4",
             Exp::Oppe => "exp-oppe",
             Exp::Lut if mixed => return Err("--op exp=lut: the two-LUT exp needs l >= f + 22, not the mixed ring (32, 12)".into()),
@@ -90,6 +90,16 @@ fn kernel(op: &str, suite: &Suite) -> Result<String, String> {
             Rsqrt::NewtonDetermine => "rsqrt-determine",
         },
         "softmax" if suite.softmax == Softmax::Lut => "softmax-lut",
+        "softmax" if suite.softmax == Softmax::Coarse => match (suite.exp, suite.reciprocal) {
+            (Exp::Taylor4, Reciprocal::Newton) => "softmax-coarse-taylor4-newton",
+            (Exp::Taylor2, Reciprocal::Newton) => "softmax-coarse-taylor2-newton",
+            (Exp::Taylor, Reciprocal::Newton) => "softmax-coarse-taylor-newton",
+            (e, r) => {
+                return Err(format!(
+                    "--op softmax=coarse: no bench kernel for exp={e} with reciprocal={r} (benched: taylor4, taylor2 or taylor × newton)"
+                ))
+            }
+        },
         "softmax" if suite.softmax == Softmax::Narrow => match (suite.exp, suite.reciprocal) {
             (Exp::Taylor4, Reciprocal::Newton) => "softmax-narrow-taylor4-newton",
             (Exp::Taylor2, Reciprocal::Newton) => "softmax-narrow-taylor2-newton",

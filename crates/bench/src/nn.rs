@@ -109,6 +109,15 @@ pub fn stated_tolerance(op: &str, cols: usize, fp: FixedPoint) -> Result<Option<
             let narrow = FixedPoint::new(nectar_nn::softmax::NARROW_L, fp.f())?;
             softmax_tol(exp_taylor4_tol(narrow, &nectar_nn::exp::EXP_TAYLOR4)?, RECIP_TOL)
         }
+        "softmax-coarse-taylor4-newton" => {
+            let narrow = FixedPoint::new(nectar_nn::softmax::NARROW_L, fp.f())?;
+            coarse_softmax_tol(softmax_tol(exp_taylor4_tol(narrow, &nectar_nn::exp::EXP_TAYLOR4)?, RECIP_TOL), fp.f())
+        }
+        "softmax-coarse-taylor2-newton" => {
+            let narrow = FixedPoint::new(nectar_nn::softmax::NARROW_L, fp.f())?;
+            coarse_softmax_tol(softmax_tol(exp_taylor2_tol(narrow, &nectar_nn::exp::EXP_TAYLOR2)?, RECIP_TOL), fp.f())
+        }
+        "softmax-coarse-taylor-newton" => coarse_softmax_tol(softmax_tol(EXP_TOL, RECIP_TOL), fp.f()),
         "exp-taylor4" => exp_taylor4_tol(fp, &nectar_nn::exp::EXP_TAYLOR4)?,
         "softmax-taylor4-newton" => softmax_tol(exp_taylor4_tol(fp, &nectar_nn::exp::EXP_TAYLOR4)?, RECIP_TOL),
         "exp-mixed" => EXP_MIXED_TOL,
@@ -144,7 +153,7 @@ pub fn stated_tolerance(op: &str, cols: usize, fp: FixedPoint) -> Result<Option<
 }
 
 /// Operators [`bench_secure`] knows ([`nectar_nn::counting::OPERATORS`] plus `silu-mixed`, `elu`, `rmsnorm`, `onehot`).
-pub const SECURE_OPS: [&str; 46] = [
+pub const SECURE_OPS: [&str; 49] = [
     "gelu", "gelu-mixed", "gelu-p4", "gelu-p4-mixed", "silu", "silu-mixed", "exp", "exp-mixed", "elu", "softmax",
     "layernorm", "rmsnorm", "rsqrt", "reciprocal", "argmax", "onehot",
     // East (§4): OPPE with the committed tables, the Determine reciprocal, softmax compositions
@@ -157,6 +166,8 @@ pub const SECURE_OPS: [&str; 46] = [
     // with them, and the softmax composition in Z_2^45
     "gelu-p7", "exp-taylor2", "softmax-taylor2-newton", "softmax-narrow-taylor2-newton", "softmax-narrow-taylor-newton",
     "exp-taylor4", "softmax-taylor4-newton", "softmax-narrow-taylor4-newton",
+    // nectar (issue 17): the narrow softmax with the coarse row max and clip in Z_2^34
+    "softmax-coarse-taylor4-newton", "softmax-coarse-taylor2-newton", "softmax-coarse-taylor-newton",
     // nectar (issue 17): degree-8 GeLU in |x| from three squarings
     "gelu-sq8",
 ];
@@ -233,28 +244,38 @@ fn run_op<B: nectar_nn::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
             let taylor4 = s.contains("-taylor4-");
             let determine = s.ends_with("-determine");
             let hi = (cols as f64).max(2.0);
+            let form = if s.starts_with("softmax-narrow-") {
+                softmax::SoftmaxForm::Narrow
+            } else if s.starts_with("softmax-coarse-") {
+                softmax::SoftmaxForm::Coarse
+            } else {
+                softmax::SoftmaxForm::Full
+            };
+            let clip_l = (form == softmax::SoftmaxForm::Coarse).then_some(softmax::COARSE_CMP_L);
             softmax::softmax_in_ring(
                 b,
                 x,
                 rows,
                 cols,
                 None,
-                s.starts_with("softmax-narrow-"),
+                form,
                 |b, d| {
                     if oppe_exp {
                         oppe::oppe(b, d, oppe::east_table("exp")?)
                     } else if taylor2 {
-                        exp::exp_neg_taylor2(b, d, &exp::EXP_TAYLOR2)
+                        exp::exp_neg_taylor2(b, d, &exp::ExpParams { clip_l, ..exp::EXP_TAYLOR2 })
                     } else if taylor4 {
-                        exp::exp_neg_taylor4(b, d, &exp::EXP_TAYLOR4)
+                        exp::exp_neg_taylor4(b, d, &exp::ExpParams { clip_l, ..exp::EXP_TAYLOR4 })
                     } else {
-                        exp::exp_neg(b, d, &exp::EXP_BUMBLEBEE)
+                        exp::exp_neg(b, d, &exp::ExpParams { clip_l, ..exp::EXP_BUMBLEBEE })
                     }
                 },
                 |b, sum| {
                     if determine {
                         reciprocal::reciprocal_determine(b, sum, 1.0, hi)
-                    } else if s.starts_with("softmax-narrow-") {
+                    } else if form == softmax::SoftmaxForm::Coarse {
+                        reciprocal::reciprocal(b, sum, &softmax::coarse_recip(cols, reciprocal::RECIP_SOFTMAX))
+                    } else if form == softmax::SoftmaxForm::Narrow {
                         reciprocal::reciprocal(b, sum, &softmax::recip_for_rows(cols, reciprocal::RECIP_SOFTMAX))
                     } else {
                         reciprocal::reciprocal(b, sum, &reciprocal::RECIP_SOFTMAX)

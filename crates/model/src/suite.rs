@@ -325,6 +325,11 @@ choice! {
         /// the row sums' reciprocal in the full ring (nectar, issue 17;
         /// `nectar_nn::softmax::softmax_narrow_with`). Needs `exp = taylor4`, `taylor2` or `taylor`.
         Narrow => ("narrow", "nectar: BumbleBee softmax in Z_2^45", true),
+        /// `narrow` with a coarse row max: the max tree and the exp clip compare in `Z_{2^34}`
+        /// on a `2^−4` grid, the rows shifted by the max's slack (nectar, issue 17;
+        /// `nectar_nn::softmax::softmax_coarse_with`). Inputs `|x| < 4096` at f = 18.
+        /// Needs `exp = taylor4`, `taylor2` or `taylor`.
+        Coarse => ("coarse", "nectar: narrow softmax with a coarse row max", true),
     }
 }
 
@@ -545,6 +550,13 @@ impl ChoiceParams for Softmax {
                 nectar_nn::softmax::NARROW_L,
                 nectar_nn::softmax::MASK_VALUE
             ),
+            Softmax::Coarse => format!(
+                "recip=[2^-1, 2^(floor(log2 cols)+1)) iters={} ring={} compare_ring={} grid=2^-(1+ceil(log2(ceil(log2 cols)))) mask=-2^({}-4-f)",
+                nectar_nn::softmax::SOFTMAX_BUMBLEBEE.recip.iters,
+                nectar_nn::softmax::NARROW_L,
+                nectar_nn::softmax::COARSE_CMP_L,
+                nectar_nn::softmax::COARSE_CMP_L
+            ),
         }
     }
 }
@@ -637,7 +649,7 @@ fn choices<C: Choice>() -> OperatorChoices {
 pub const PRESETS: [(&str, &str); 6] = [
     (
         "nectar",
-        "the default: BumbleBee's protocols with nectar's GeLU (sq8), exp (taylor4), LayerNorm (outer) and softmax (narrow)",
+        "the default: BumbleBee's protocols with nectar's GeLU (sq8), exp (taylor4), LayerNorm (outer) and softmax (coarse)",
     ),
     ("bumblebee", "BumbleBee (NDSS'25): OLT matmuls, bOLEe products, OT nonlinear protocols"),
     ("rotl", "BumbleBee linear layers + ROTL comparison from LUTs and LUT GeLU/exp/reciprocal/softmax"),
@@ -659,15 +671,16 @@ impl Suite {
     /// squarings, in `Z_{2^45}`, 1.8e−4 max error vs Seg4's 3.3e−2), exp `taylor4` (fourth-order base,
     /// 7.5e−5 vs 4.3e−3) and LayerNorm `outer` (`r ⊗ γ` by one OLT instead of a second
     /// product); and softmax
-    /// `narrow` (the same composition in `Z_{2^45}`: 45-bit comparisons, 2-prime bOLEe
-    /// products). SiLU stays Seg4. The OLT windows are priced by `olt-cost = balanced` (the
+    /// `coarse` (the composition in `Z_{2^45}` with 2-prime bOLEe products, its row max and exp
+    /// clip compared in `Z_{2^34}` on a `2^−4` grid: 75 COTs per element instead of `narrow`'s
+    /// 144). SiLU stays Seg4. The OLT windows are priced by `olt-cost = balanced` (the
     /// artifact's fewest-bytes choice, except where one more MB saves at least 0.6 s).
     pub const fn nectar() -> Self {
         Suite {
             gelu: Gelu::Sq8,
             exp: Exp::Taylor4,
             norm: Norm::Outer,
-            softmax: Softmax::Narrow,
+            softmax: Softmax::Coarse,
             olt_cost: OltCost::Balanced,
             ..Suite::bumblebee()
         }

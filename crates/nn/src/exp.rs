@@ -22,11 +22,32 @@ pub struct ExpParams {
     /// Squarings n: (1 + x/2^n)^(2^n).
     pub n: u32,
     pub less: LessMode,
+    /// The ring `Z_{2^l}` of the clip's comparison: `None` = the current ring; `Some(l)` =
+    /// shares reduced locally to `l` bits first ([`crate::poly::less_than_in_ring`]), valid for
+    /// inputs `|x| < 2^(l − 2 − f)` (the coarse softmax, [`crate::softmax::COARSE_CMP_L`]).
+    pub clip_l: Option<u32>,
+}
+
+/// The clip bit `1{x < T_exp}` in the ring `p.clip_l` names, negated: the `keep` selector of
+/// every clipped exponential here.
+fn keep_bit<B: Backend>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Bit, NnError> {
+    let clip = match p.clip_l {
+        None => {
+            let fp = b.format();
+            let t = enc(b, p.t_exp)?;
+            b.less_than_const(x, &[t], p.less.ignore_bits(fp))?
+        }
+        Some(l) => crate::poly::less_than_in_ring(b, x, l, &[p.t_exp], p.less)?,
+    };
+    match clip.first() {
+        Some(c) => b.not(c),
+        None => Err(NnError::BadArgument("less_than_const returned no bits".into())),
+    }
 }
 
 /// BumbleBee §VII: T_exp = −14, n = 6 (for f = 18). The artifact config uses n = 5
 /// (REFERENCE.md §3.4 discrepancy); we follow the paper.
-pub const EXP_BUMBLEBEE: ExpParams = ExpParams { t_exp: -14.0, n: 6, less: BUMBLEBEE_LESS };
+pub const EXP_BUMBLEBEE: ExpParams = ExpParams { t_exp: -14.0, n: 6, less: BUMBLEBEE_LESS, clip_l: None };
 
 /// `(1 + x/2^n)^(2^n)` without clipping (n squarings).
 pub fn exp_taylor<B: Backend>(b: &mut B, x: &B::Val, n: u32) -> Result<B::Val, NnError> {
@@ -41,13 +62,7 @@ pub fn exp_taylor<B: Backend>(b: &mut B, x: &B::Val, n: u32) -> Result<B::Val, N
 
 /// Clipped exponential of non-positive inputs.
 pub fn exp_neg<B: Backend>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Val, NnError> {
-    let fp = b.format();
-    let t = enc(b, p.t_exp)?;
-    let clip = b.less_than_const(x, &[t], p.less.ignore_bits(fp))?;
-    let keep = match clip.first() {
-        Some(c) => b.not(c)?,
-        None => return Err(NnError::BadArgument("less_than_const returned no bits".into())),
-    };
+    let keep = keep_bit(b, x, p)?;
     let y = exp_taylor(b, x, p.n)?;
     b.mux(&keep, &y)
 }
@@ -55,7 +70,7 @@ pub fn exp_neg<B: Backend>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Va
 /// The parameters of `exp = taylor2` (AGREEMENT): T_exp = −14 as BumbleBee, n = 5 squarings
 /// (the second-order base makes n = 5 already 20× more accurate than n = 6 of the first-order
 /// one: max ≈ 2.2e−4 vs 4.3e−3; one squaring fewer pays for the base's extra product).
-pub const EXP_TAYLOR2: ExpParams = ExpParams { t_exp: -14.0, n: 5, less: BUMBLEBEE_LESS };
+pub const EXP_TAYLOR2: ExpParams = ExpParams { t_exp: -14.0, n: 5, less: BUMBLEBEE_LESS, clip_l: None };
 
 /// `exp = taylor2` (nectar, issue 17 item 1): BumbleBee's `(1 + x/2^n)^(2^n)` with a
 /// second-order base, `(1 + u + u²/2)^(2^n)`, `u = x/2^n`, kept at scale `g` throughout.
@@ -75,12 +90,7 @@ pub const EXP_TAYLOR2: ExpParams = ExpParams { t_exp: -14.0, n: 5, less: BUMBLEB
 pub fn exp_neg_taylor2<B: Backend>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Val, NnError> {
     let fp = b.format();
     let g = taylor2_scale(fp, p)?;
-    let t = enc(b, p.t_exp)?;
-    let clip = b.less_than_const(x, &[t], p.less.ignore_bits(fp))?;
-    let keep = match clip.first() {
-        Some(c) => b.not(c)?,
-        None => return Err(NnError::BadArgument("less_than_const returned no bits".into())),
-    };
+    let keep = keep_bit(b, x, p)?;
     let at = |f: u32| FixedPoint::new(fp.l(), f);
     let run = |b: &mut B| -> Result<B::Val, NnError> {
         // u at scale g: x's raw value is u at scale f + n; drop the bits the ring cannot hold.
@@ -132,7 +142,7 @@ pub fn exp_neg_taylor2_f64(x: f64, p: &ExpParams) -> f64 {
 
 /// The parameters of `exp = taylor4` (AGREEMENT): T_exp = −14, n = 3 squarings of a
 /// fourth-order base (|u| ≤ 14/8 = 1.75, where the degree-4 Taylor polynomial stays positive).
-pub const EXP_TAYLOR4: ExpParams = ExpParams { t_exp: -14.0, n: 3, less: BUMBLEBEE_LESS };
+pub const EXP_TAYLOR4: ExpParams = ExpParams { t_exp: -14.0, n: 3, less: BUMBLEBEE_LESS, clip_l: None };
 
 /// Bound on `|u| = |x|/2^n` over the kept inputs of [`exp_neg_taylor4`] (`T_exp/2^n` plus the
 /// approximate clip's slack, [`crate::tolerance::PIVOT_GAP`]).
@@ -185,12 +195,7 @@ pub fn exp_neg_taylor4<B: Backend>(b: &mut B, x: &B::Val, p: &ExpParams) -> Resu
     // `2^(l−3)`; its rounding (relative ≤ 8·2^−K, ×2^n after the squarings) is 7.6e−6 in
     // (45, 18) (K = 23) and negligible in (64, 18) (K = 40).
     let k = fp.l().saturating_sub(3 + g).min(40);
-    let t = enc(b, p.t_exp)?;
-    let clip = b.less_than_const(x, &[t], p.less.ignore_bits(fp))?;
-    let keep = match clip.first() {
-        Some(c) => b.not(c)?,
-        None => return Err(NnError::BadArgument("less_than_const returned no bits".into())),
-    };
+    let keep = keep_bit(b, x, p)?;
     let at = |f: u32| FixedPoint::new(fp.l(), f);
     let run = |b: &mut B| -> Result<B::Val, NnError> {
         let pre = fp.f() + p.n - g;

@@ -8,7 +8,42 @@
 //! Exact (MSB and mux are exact) for `|x| < 2^(l−2)` (differences must not wrap).
 
 use crate::backend::{int, Backend};
+use crate::poly::{less_than_in_ring, LessMode};
 use crate::NnError;
+
+/// The comparison of a coarse max tree (nectar, issue 17): `1{a < c}` as BumbleBee's
+/// approximate less-than (§V-A1) on a `2^−precision` grid, in `Z_{2^l}` after local reduction
+/// ([`less_than_in_ring`]). Valid for `|a − c| < 2^(l − 1 − f)`. Ignoring the low bits only
+/// errs for `0 ≤ a − c < 2^−precision` (it may then report `a < c`), so each level keeps an
+/// element within `2^−precision` of the larger one: the tree returns an element of the row
+/// that is at most [`CoarseCompare::slack`] below the row's maximum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CoarseCompare {
+    /// Ring width of the comparisons.
+    pub l: u32,
+    /// Grid of the comparisons: `2^−precision`.
+    pub precision: u32,
+}
+
+impl CoarseCompare {
+    /// The grid for rows of `cols`: the finest `2^−p` with `⌈log2 cols⌉ · 2^−p ≤ 1/2`, so that
+    /// the slack stays ≤ 1/2 (AGREEMENT: a public function of the row length).
+    pub fn for_rows(l: u32, cols: usize) -> Self {
+        let levels = levels(cols).max(1);
+        let precision = 1 + (usize::BITS - (levels - 1).leading_zeros());
+        CoarseCompare { l, precision }
+    }
+
+    /// Bound on `max(row) − coarse_max(row)` for rows of `cols`: `⌈log2 cols⌉ · 2^−precision`.
+    pub fn slack(&self, cols: usize) -> f64 {
+        levels(cols) as f64 * (-(self.precision as f64)).exp2()
+    }
+}
+
+/// Levels of the comparison tree on rows of `cols`: `⌈log2 cols⌉`.
+fn levels(cols: usize) -> usize {
+    (usize::BITS - cols.max(1).saturating_sub(1).leading_zeros()) as usize
+}
 
 fn check_shape<B: Backend>(b: &B, x: &B::Val, rows: usize, cols: usize) -> Result<(), NnError> {
     if cols == 0 || rows.checked_mul(cols) != Some(b.len(x)) {
@@ -24,6 +59,7 @@ fn tree<B: Backend>(
     rows: usize,
     cols: usize,
     with_index: bool,
+    coarse: Option<CoarseCompare>,
 ) -> Result<(B::Val, Option<B::Val>), NnError> {
     check_shape(b, x, rows, cols)?;
     let mut v = x.clone();
@@ -50,7 +86,17 @@ fn tree<B: Backend>(
         let a = b.gather(&v, &ia)?;
         let c = b.gather(&v, &ib)?;
         let d = b.sub(&a, &c)?;
-        let s = b.msb(&d)?; // a < c
+        let s = match coarse {
+            None => b.msb(&d)?, // a < c
+            Some(c) => {
+                let less = LessMode::Approx { precision: c.precision };
+                let mut bits = less_than_in_ring(b, &d, c.l, &[0.0], less)?.into_iter();
+                match (bits.next(), bits.next()) {
+                    (Some(s), None) => s,
+                    _ => return Err(NnError::BadArgument("expected one comparison bit vector".into())),
+                }
+            }
+        };
         let ca = b.sub(&c, &a)?;
         let (mx, new_idx) = match &idx {
             None => {
@@ -95,7 +141,21 @@ fn tree<B: Backend>(
 
 /// Maximum of each row of a row-major `rows × cols` matrix.
 pub fn max_rows<B: Backend>(b: &mut B, x: &B::Val, rows: usize, cols: usize) -> Result<B::Val, NnError> {
-    Ok(tree(b, x, rows, cols, false)?.0)
+    Ok(tree(b, x, rows, cols, false, None)?.0)
+}
+
+/// A coarse maximum of each row (nectar's `softmax = coarse`): an element of the row within
+/// [`CoarseCompare::slack`] of its maximum, by the comparisons of `cmp` (cheaper than
+/// [`max_rows`]'s exact MSBs on the full ring: 19 instead of 44 millionaire bits in softmax's
+/// `Z_{2^45}` at f = 18). Inputs must satisfy `|x| < 2^(cmp.l − 2 − f)`.
+pub fn max_rows_coarse<B: Backend>(
+    b: &mut B,
+    x: &B::Val,
+    rows: usize,
+    cols: usize,
+    cmp: CoarseCompare,
+) -> Result<B::Val, NnError> {
+    Ok(tree(b, x, rows, cols, false, Some(cmp))?.0)
 }
 
 /// (max, first index of the max) of each row; the index is a ring integer (not scaled by 2^f).
@@ -105,7 +165,7 @@ pub fn argmax_rows<B: Backend>(
     rows: usize,
     cols: usize,
 ) -> Result<(B::Val, B::Val), NnError> {
-    let (m, i) = tree(b, x, rows, cols, true)?;
+    let (m, i) = tree(b, x, rows, cols, true, None)?;
     let i = i.ok_or_else(|| NnError::BadArgument("argmax index missing".into()))?;
     Ok((m, i))
 }

@@ -30,6 +30,39 @@ impl LessMode {
     }
 }
 
+/// `1{x < t_j}` for real thresholds `t_j`, compared in the smaller ring `Z_{2^cmp_l}` at the
+/// current `f` (nectar, issue 17): the shares are reduced locally (`x mod 2^cmp_l` is a sharing
+/// of `x` whenever `|x| < 2^(cmp_l − 1 − f)`), so the millionaire runs on `cmp_l − 1 − k` bits
+/// instead of `l − 1 − k` (`k` = `less`'s ignored bits in that format); the bits are
+/// ring-free. Exact (as `less`) for `|x − t_j| < 2^(cmp_l − 1 − f)`; `cmp_l` is a public
+/// function of the caller's input domain (AGREEMENT). The backend's format is restored on
+/// every path; `cmp_l` must be narrower than the current ring.
+pub fn less_than_in_ring<B: Backend>(
+    b: &mut B,
+    x: &B::Val,
+    cmp_l: u32,
+    thresholds: &[f64],
+    less: LessMode,
+) -> Result<Vec<B::Bit>, NnError> {
+    let fp = b.format();
+    if cmp_l >= fp.l() {
+        return Err(NnError::BadArgument(format!(
+            "comparison ring Z_2^{cmp_l} is not narrower than Z_2^{}",
+            fp.l()
+        )));
+    }
+    let cmp = FixedPoint::new(cmp_l, fp.f())
+        .map_err(|e| NnError::BadArgument(format!("comparison ring Z_2^{cmp_l}: {e}")))?;
+    let xr = b.reduce(x, cmp_l)?;
+    b.set_format(cmp);
+    let bits = (|| {
+        let th = thresholds.iter().map(|&t| crate::backend::enc(b, t)).collect::<Result<Vec<_>, _>>()?;
+        b.less_than_const(&xr, &th, less.ignore_bits(cmp))
+    })();
+    b.set_format(fp);
+    bits
+}
+
 /// `Σ_k c_k · p_k + c0` with a single truncation: the `p_k` are at scale `f`, each `c_k` is
 /// encoded at scale `f + s` (local products), `c0` at scale `2f + s`, and the sum is truncated
 /// by `f + s` (Alg. 3 step 2 with `s` extra coefficient bits; the paper's `s = 0` encodes small

@@ -14,7 +14,7 @@
 
 use crate::backend::{enc, Backend};
 use crate::exp::{exp_neg, ExpParams, EXP_BUMBLEBEE};
-use crate::max::{broadcast_rows, max_rows};
+use crate::max::{broadcast_rows, max_rows, max_rows_coarse, CoarseCompare};
 use crate::mixed;
 use crate::reciprocal::{reciprocal, RecipParams, RECIP_SOFTMAX};
 use crate::NnError;
@@ -80,7 +80,73 @@ where
     E: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
     R: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
 {
-    softmax_in_ring(b, x, rows, cols, mask, false, exp, recip)
+    softmax_in_ring(b, x, rows, cols, mask, SoftmaxForm::Full, exp, recip)
+}
+
+/// Where the softmax composition runs and how its row max is found (AGREEMENT: shapes the
+/// transcript).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SoftmaxForm {
+    /// The backend's ring, the exact max tree (BumbleBee §V-B).
+    Full,
+    /// `Z_{2^45}` ([`NARROW_L`]), the exact max tree ([`softmax_narrow_with`]).
+    Narrow,
+    /// `Z_{2^45}` with a coarse max ([`softmax_coarse_with`]).
+    Coarse,
+}
+
+/// Ring width of the comparisons of `softmax = coarse` (the max tree's and, by the caller's
+/// exp, the clip's): inputs `|x| < 2^(34 − 4 − f)` (4096 at f = 18), masked entries at
+/// [`coarse_mask_value`] `= −2^(34 − 4 − f)`, so every difference the tree or the clip compares
+/// stays below `2^(34 − 1 − f)` in magnitude. AGREEMENT.
+pub const COARSE_CMP_L: u32 = 34;
+
+/// The masked entries' value under `softmax = coarse`: [`mask_value`] of the comparison ring,
+/// `−2^(COARSE_CMP_L − 4 − f)`.
+pub fn coarse_mask_value(f: u32) -> f64 {
+    -(((COARSE_CMP_L - 4).saturating_sub(f) as f64).exp2())
+}
+
+/// The comparison grid of the coarse max tree on rows of `cols` ([`CoarseCompare::for_rows`]).
+pub fn coarse_compare(cols: usize) -> CoarseCompare {
+    CoarseCompare::for_rows(COARSE_CMP_L, cols)
+}
+
+/// The reciprocal domain of `softmax = coarse` on rows of `cols`: [`recip_for_rows`] with the
+/// lower end at `2^−1`, since the row sums lie in `[e^−slack, cols]` with slack ≤ 1/2.
+pub fn coarse_recip(cols: usize, base: RecipParams) -> RecipParams {
+    RecipParams { lo: base.lo.min(-1), ..recip_for_rows(cols, base) }
+}
+
+/// `softmax = coarse` (nectar, issue 17 item 2): [`softmax_narrow_with`] with a coarse row max.
+/// Softmax is invariant to the value subtracted from a row, and the max is there only to keep
+/// `x − m ≤ 0`; so the tree compares on a `2^−p` grid ([`coarse_compare`]: p = 4 for rows of
+/// 128) in `Z_{2^34}` ([`COARSE_CMP_L`], shares reduced locally): 19 millionaire bits per
+/// comparison instead of 44. The tree returns an element `m` of the row with
+/// `max − slack ≤ m ≤ max` (slack = `⌈log2 cols⌉·2^−p ≤ 1/2`), and the rows are shifted by the
+/// public `m + slack`: `d = x − m − slack ∈ [max − m − slack − …, 0]`, with the row's maximum at
+/// `d ∈ [−slack, 0]`, so the row sums lie in `[e^−1/2, cols]` and the reciprocal's domain starts
+/// at 1/2 ([`coarse_recip`]). `exp` should clip in `Z_{2^34}` too (its input `d` is in
+/// `(−2^(34 − 3 − f) − 1/2, 0]`): [`crate::exp::ExpParams::clip_l`] = `Some(COARSE_CMP_L)`.
+///
+/// Domain: `|x| < 2^(34 − 4 − f)` (4096 at f = 18); masked entries at [`coarse_mask_value`].
+/// The result differs from the exact-max composition only by the exp's and reciprocal's
+/// approximation at the shifted arguments (the same function of a shifted input).
+pub fn softmax_coarse_with<B, E, R>(
+    b: &mut B,
+    x: &B::Val,
+    rows: usize,
+    cols: usize,
+    mask: Option<&[bool]>,
+    exp: E,
+    recip: R,
+) -> Result<B::Val, NnError>
+where
+    B: Backend,
+    E: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
+    R: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
+{
+    softmax_in_ring(b, x, rows, cols, mask, SoftmaxForm::Coarse, exp, recip)
 }
 
 /// Ring width of [`softmax_narrow_with`]: the widest ring the 2-prime bOLEe key set serves
@@ -123,11 +189,11 @@ where
     E: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
     R: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
 {
-    softmax_in_ring(b, x, rows, cols, mask, true, exp, recip)
+    softmax_in_ring(b, x, rows, cols, mask, SoftmaxForm::Narrow, exp, recip)
 }
 
-/// [`softmax_with`] (`narrow = false`) or [`softmax_narrow_with`] (`narrow = true`). The
-/// backend's format is restored on every path.
+/// [`softmax_with`] ([`SoftmaxForm::Full`]), [`softmax_narrow_with`] (`Narrow`) or
+/// [`softmax_coarse_with`] (`Coarse`). The backend's format is restored on every path.
 #[allow(clippy::too_many_arguments)]
 pub fn softmax_in_ring<B, E, R>(
     b: &mut B,
@@ -135,7 +201,7 @@ pub fn softmax_in_ring<B, E, R>(
     rows: usize,
     cols: usize,
     mask: Option<&[bool]>,
-    narrow: bool,
+    form: SoftmaxForm,
     exp: E,
     recip: R,
 ) -> Result<B::Val, NnError>
@@ -154,12 +220,12 @@ where
         }
     }
     let full = b.format();
-    let narrow = match narrow {
-        true => Some(
+    let narrow = match form {
+        SoftmaxForm::Narrow | SoftmaxForm::Coarse => Some(
             nectar_math::FixedPoint::new(NARROW_L, full.f())
                 .map_err(|e| NnError::BadArgument(format!("narrow softmax format: {e}")))?,
         ),
-        false => None,
+        SoftmaxForm::Full => None,
     };
     let run = |b: &mut B| -> Result<B::Val, NnError> {
         let x = match narrow {
@@ -170,13 +236,24 @@ where
             None => x,
             Some(m) => {
                 let keep: Vec<u64> = m.iter().map(|&z| (!z) as u64).collect();
-                let neg = enc(b, mask_value(b.format()))?;
+                let neg = match form {
+                    SoftmaxForm::Coarse => enc(b, coarse_mask_value(full.f()))?,
+                    _ => enc(b, mask_value(b.format()))?,
+                };
                 let add: Vec<u64> = m.iter().map(|&z| if z { neg } else { 0 }).collect();
                 let kept = b.mul_const(&x, &keep, 0)?;
                 b.add_const(&kept, &add)?
             }
         };
-        let m = max_rows(b, &x, rows, cols)?;
+        let m = match form {
+            SoftmaxForm::Coarse => {
+                let cmp = coarse_compare(cols);
+                let m = max_rows_coarse(b, &x, rows, cols, cmp)?;
+                let slack = enc(b, cmp.slack(cols))?;
+                b.add_const(&m, &[slack])?
+            }
+            _ => max_rows(b, &x, rows, cols)?,
+        };
         let mb = broadcast_rows(b, &m, rows, cols)?;
         let d = b.sub(&x, &mb)?;
         let e = exp(b, &d)?;

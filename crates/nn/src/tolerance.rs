@@ -145,6 +145,22 @@ pub fn softmax_tol(exp_tol: i64, recip_tol: i64) -> i64 {
     3 * exp_tol.max(recip_tol)
 }
 
+/// Max |Δp| of the narrow softmax with `exp = taylor4` against f64 softmax, for row sums
+/// `s ≥ e^−1/2` (the coarse max's shift): taylor4's 7.5e−5 absolute exp error over `s`, plus
+/// `p_i·|Δs|/s` where `|Δs|` sums the same error over the row's few large terms (the
+/// composition's tests assert it on random, tied and masked rows).
+pub const COARSE_SOFTMAX_F64: f64 = 5e-4;
+
+/// `softmax = coarse`: the secure max tree may keep another element than the twin's (both
+/// within the slack of the row maximum, `crate::max::CoarseCompare`), so the two evaluate the
+/// same approximate softmax at different shifts; each is within [`COARSE_SOFTMAX_F64`] of the
+/// true softmax, so they differ by at most the narrow composition's bound plus twice that.
+/// On inputs where the coarse comparisons are exact (values on the `2^−p` grid) the narrow
+/// bound alone holds.
+pub fn coarse_softmax_tol(narrow_tol: i64, f: u32) -> i64 {
+    narrow_tol + 2 * (COARSE_SOFTMAX_F64 * (f as f64).exp2()).ceil() as i64
+}
+
 /// A LUT activation ([`crate::lut::lut_activation`]) at `f` fractional bits: the secure index
 /// may be one below the twin's (the carry of the local shift), and both segments' lines are
 /// within [`ActLut::max_error`] of the function, so the two outputs differ by at most twice

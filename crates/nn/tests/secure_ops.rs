@@ -561,11 +561,15 @@ fn bole_products_match_twin() {
         .float(gelu::gelu_f64, 1.75e-4 + SQ8_TOL as f64 / FP.scale()),
         // softmax = narrow (45-bit ring, narrow bOLEe key set) with exp = taylor4
         narrow_softmax_item("bole softmax narrow taylor4"),
+        // softmax = coarse (the default suite's): on the comparison grid, then off it
+        coarse_softmax_item("bole softmax coarse taylor4 (grid)", true),
+        coarse_softmax_item("bole softmax coarse taylor4 (random)", false),
+        coarse_max_item(),
     ];
     check(o, items);
 }
 
-/// `softmax = narrow` with `exp = taylor4` (the default suite's) on rows of 40 (random, equal
+/// `softmax = narrow` with `exp = taylor4` on rows of 40 (random, equal
 /// maxima, causal-masked, fully masked): within `softmax_tol(exp_taylor4_tol((45, 18)),
 /// RECIP_TOL)` of the twin and within taylor4's approximation error (7.5e−5, renormalised) of
 /// f64.
@@ -586,6 +590,103 @@ fn narrow_softmax_item(name: &'static str) -> Item {
     assert_eq!(tol, 60, "softmax_tol(20, 8)");
     let case = Box::new(NarrowSoftmaxCase { rows, cols, mask });
     item(name, sx, tol, case).float_vec(want, 3e-4 + tol as f64 / FP.scale())
+}
+
+struct CoarseSoftmaxCase {
+    rows: usize,
+    cols: usize,
+    mask: Vec<bool>,
+}
+impl CoarseSoftmaxCase {
+    fn go<B: Backend<Val = Vec<u64>, Bit = Vec<bool>>>(&self, b: &mut B, x: &Vec<u64>) -> R {
+        let clip = exp::ExpParams { clip_l: Some(softmax::COARSE_CMP_L), ..exp::EXP_TAYLOR4 };
+        let y = softmax::softmax_coarse_with(
+            b,
+            x,
+            self.rows,
+            self.cols,
+            Some(&self.mask),
+            |b, d| exp::exp_neg_taylor4(b, d, &clip),
+            |b, s| reciprocal::reciprocal(b, s, &softmax::coarse_recip(self.cols, reciprocal::RECIP_SOFTMAX)),
+        )?;
+        if b.format() != FP {
+            return Err(NnError::BadArgument("softmax_coarse_with left the narrow format set".into()));
+        }
+        b.reveal(&y)
+    }
+}
+impl Case for CoarseSoftmaxCase {
+    fn plain(&self, b: &mut PlainBackend, x: &Vec<u64>) -> R {
+        self.go(b, x)
+    }
+    fn secure(&self, b: &mut SecureBackend<'_>, x: &Vec<u64>) -> R {
+        self.go(b, x)
+    }
+}
+
+/// `softmax = coarse` with `exp = taylor4` on rows of 40 (random, equal maxima, causal-masked,
+/// fully masked) and one row of large scores (±3000, inside the |x| < 4096 domain). With
+/// `grid` the inputs are multiples of the comparison grid 2^−4 (rows of 40: 6 levels, p = 4),
+/// where the approximate comparisons are exact up to ties, so the secure max equals the twin's
+/// and the narrow bound holds; off the grid the secure tree may keep another element within
+/// the slack, and [`nectar_nn::tolerance::coarse_softmax_tol`] applies. Both within
+/// `COARSE_SOFTMAX_F64` of f64.
+fn coarse_softmax_item(name: &'static str, grid: bool) -> Item {
+    use nectar_nn::tolerance::{coarse_softmax_tol, COARSE_SOFTMAX_F64};
+    let (rows, cols) = (5, 40);
+    let mut sx = randu(rows * cols, -7.0, 7.0, 37);
+    for c in [2, 19] {
+        sx[c] = 8.0;
+    }
+    for (c, v) in sx[4 * cols..].iter_mut().enumerate() {
+        *v = if c % 2 == 0 { 3000.0 - 0.7 * c as f64 } else { -3000.0 + c as f64 };
+    }
+    if grid {
+        assert_eq!(softmax::coarse_compare(cols).precision, 4, "rows of 40: grid 2^-4");
+        sx.iter_mut().for_each(|v| *v = (*v * 16.0).round() / 16.0);
+    }
+    let mut mask = vec![false; rows * cols];
+    for c in 0..cols {
+        mask[2 * cols + c] = c > 12;
+        mask[3 * cols + c] = true;
+    }
+    let want = softmax::softmax_f64(&sx, cols, Some(&mask));
+    let narrow = FixedPoint::new(softmax::NARROW_L, FP.f()).expect("the narrow format");
+    let tight = softmax_tol(exp_taylor4_tol(narrow, &exp::EXP_TAYLOR4).expect("taylor4 in (45, 18)"), RECIP_TOL);
+    let tol = if grid { tight } else { coarse_softmax_tol(tight, FP.f()) };
+    let case = Box::new(CoarseSoftmaxCase { rows, cols, mask });
+    item(name, sx, tol, case).float_vec(want, COARSE_SOFTMAX_F64 + tight as f64 / FP.scale())
+}
+
+/// The coarse max tree ([`max::max_rows_coarse`], comparisons in `Z_2^34` on a 2^−4 grid):
+/// on rows with near-ties below the grid (gaps of 2^−6) its result is within the slack of the
+/// row maximum (the f64 check) and, as the twin's, within the slack of the twin (the LSB check:
+/// `slack · 2^f`); rows of 40: slack 6·2^−4.
+fn coarse_max_item() -> Item {
+    let (rows, cols) = (6, 40);
+    let mut sx = randu(rows * cols, -100.0, 100.0, 41);
+    // Rows 0–2: a cluster of near-equal maxima (gaps of 2^−6 under the 2^−4 grid), larger to
+    // the left: the comparison `a < c` of a left `a` may then err (a lost carry), and does so
+    // for most share values, so the secure tree keeps a smaller element of the cluster.
+    for r in 0..3 {
+        for c in 0..8 {
+            sx[r * cols + 5 * c] = 150.0 + (7 - c) as f64 / 64.0;
+        }
+    }
+    let cmp = softmax::coarse_compare(cols);
+    let slack = cmp.slack(cols);
+    let want: Vec<f64> = sx.chunks(cols).map(|r| r.iter().cloned().fold(f64::MIN, f64::max)).collect();
+    let tol = (slack * FP.scale()).ceil() as i64;
+    item("coarse max (near ties)", sx, tol, case!(|b, x| {
+        let narrow = FixedPoint::new(softmax::NARROW_L, FP.f())?;
+        let xn = b.reduce(x, narrow.l())?;
+        b.set_format(narrow);
+        let m = max::max_rows_coarse(b, &xn, 6, 40, softmax::coarse_compare(40));
+        b.set_format(FP);
+        let m = b.extend(&m?, narrow.l(), FP.l())?;
+        b.reveal(&m)
+    }))
+    .float_vec(want, slack + 1.0 / FP.scale())
 }
 
 /// IKNP as the COT producer gives the same results (the producer only changes the OT layer).

@@ -13,7 +13,7 @@ use crate::secure::engine::{timed, truncated_matmul_weight, Engine, WeightRef};
 use crate::secure::exact;
 use crate::secure::SecureError;
 use crate::suite::{ActRing, Choice, Exp, Gelu, Norm, Reciprocal, Rsqrt, Silu, Softmax, Suite, SuiteError};
-use nectar_nn::exp::{exp_neg, exp_neg_taylor2, exp_neg_taylor4, EXP_BUMBLEBEE, EXP_TAYLOR2, EXP_TAYLOR4};
+use nectar_nn::exp::{exp_neg, exp_neg_taylor2, exp_neg_taylor4, ExpParams, EXP_BUMBLEBEE, EXP_TAYLOR2, EXP_TAYLOR4};
 use nectar_nn::oppe::{east_table, oppe, oppe_mixed, OppeTable};
 use nectar_nn::NnError;
 use nectar_nn::gelu::{
@@ -31,7 +31,9 @@ use nectar_nn::reciprocal::{reciprocal as nn_reciprocal, reciprocal_determine, R
 use nectar_nn::max::tile_cols;
 use nectar_nn::rmsnorm::{rms_rsqrt, rmsnorm as nn_rmsnorm};
 use nectar_nn::silu::{silu as nn_silu, silu_mixed, SILU_BUMBLEBEE};
-use nectar_nn::softmax::{recip_for_rows, softmax as nn_softmax, softmax_in_ring, SOFTMAX_BUMBLEBEE};
+use nectar_nn::softmax::{
+    coarse_recip, recip_for_rows, softmax as nn_softmax, softmax_in_ring, SoftmaxForm, COARSE_CMP_L, SOFTMAX_BUMBLEBEE,
+};
 use nectar_math::FixedPoint;
 
 /// The error for a planned protocol reached at run time.
@@ -120,10 +122,16 @@ pub fn mul<E: Engine>(e: &mut E, x: &E::Val, y: &E::Val) -> Result<E::Val, Secur
 
 /// `e^x` for `x <= 0` by the suite's `exp` (Taylor, Taylor2, Taylor4: clipped below −14; OPPE: 0 below −16).
 pub fn exp_nonpositive<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, SecureError> {
+    exp_clipped_in(e, x, None)
+}
+
+/// [`exp_nonpositive`] with the Taylor forms' clip compared in `Z_{2^clip_l}` (`Some`: the
+/// coarse softmax, whose inputs are bounded; see `nectar_nn::exp::ExpParams::clip_l`).
+fn exp_clipped_in<E: Engine>(e: &mut E, x: &E::Val, clip_l: Option<u32>) -> Result<E::Val, SecureError> {
     match e.suite().exp {
-        Exp::Taylor => Ok(exp_neg(e, x, &EXP_BUMBLEBEE)?),
-        Exp::Taylor2 => Ok(exp_neg_taylor2(e, x, &EXP_TAYLOR2)?),
-        Exp::Taylor4 => Ok(exp_neg_taylor4(e, x, &EXP_TAYLOR4)?),
+        Exp::Taylor => Ok(exp_neg(e, x, &ExpParams { clip_l, ..EXP_BUMBLEBEE })?),
+        Exp::Taylor2 => Ok(exp_neg_taylor2(e, x, &ExpParams { clip_l, ..EXP_TAYLOR2 })?),
+        Exp::Taylor4 => Ok(exp_neg_taylor4(e, x, &ExpParams { clip_l, ..EXP_TAYLOR4 })?),
         Exp::Oppe => Ok(oppe(e, x, table("exp")?)?),
         Exp::Lut => Ok(exp_lut(e, x, &EXP_LUT)?),
     }
@@ -184,17 +192,21 @@ pub fn softmax<E: Engine>(
             Ok(nn_softmax(e, x, rows, cols, mask, &SOFTMAX_BUMBLEBEE)?)
         }
         (Softmax::Lut, _, _) => Ok(softmax_lut(e, x, rows, cols, mask)?),
-        (Softmax::Narrow, Exp::Oppe | Exp::Lut, _) => Err(SecureError::Unsupported(format!(
-            "softmax=narrow runs exp in (45, 18), where exp={} does not fit; use exp=taylor4, taylor2 or taylor",
+        (Softmax::Narrow | Softmax::Coarse, Exp::Oppe | Exp::Lut, _) => Err(SecureError::Unsupported(format!(
+            "softmax={} runs exp in (45, 18), where exp={} does not fit; use exp=taylor4, taylor2 or taylor",
+            s.softmax.name(),
             s.exp.name()
         ))),
-        (Softmax::Bumblebee | Softmax::Narrow, _, _) => {
+        (Softmax::Bumblebee | Softmax::Narrow | Softmax::Coarse, _, _) => {
             // nectar's narrow softmax also narrows the Newton domain to [1, cols] (fewer
-            // normalisation thresholds); BumbleBee's keeps [1, 2^13).
-            let recip = match s.softmax {
-                Softmax::Narrow => recip_for_rows(cols, SOFTMAX_BUMBLEBEE.recip),
-                _ => SOFTMAX_BUMBLEBEE.recip,
+            // normalisation thresholds); BumbleBee's keeps [1, 2^13); the coarse max's row
+            // sums start at 1/2.
+            let (recip, lo, form) = match s.softmax {
+                Softmax::Narrow => (recip_for_rows(cols, SOFTMAX_BUMBLEBEE.recip), 1.0, SoftmaxForm::Narrow),
+                Softmax::Coarse => (coarse_recip(cols, SOFTMAX_BUMBLEBEE.recip), 0.5, SoftmaxForm::Coarse),
+                _ => (SOFTMAX_BUMBLEBEE.recip, 1.0, SoftmaxForm::Full),
             };
+            let clip_l = (form == SoftmaxForm::Coarse).then_some(COARSE_CMP_L);
             let hi = cols as f64;
             let (mut exp_err, mut recip_err) = (None, None);
             let y = softmax_in_ring(
@@ -203,9 +215,9 @@ pub fn softmax<E: Engine>(
                 rows,
                 cols,
                 mask,
-                s.softmax == Softmax::Narrow,
-                |e, d| exp_nonpositive(e, d).map_err(|x| keep(&mut exp_err, x)),
-                |e, sum| reciprocal(e, sum, 1.0, hi.max(2.0), &recip).map_err(|x| keep(&mut recip_err, x)),
+                form,
+                |e, d| exp_clipped_in(e, d, clip_l).map_err(|x| keep(&mut exp_err, x)),
+                |e, sum| reciprocal(e, sum, lo, hi.max(2.0), &recip).map_err(|x| keep(&mut recip_err, x)),
             );
             match (y, exp_err.or(recip_err)) {
                 (_, Some(x)) => Err(x),

@@ -239,8 +239,9 @@ choice! {
         /// |x| < 4, evaluated in `Z_2^45` (nectar, issue 17; `nectar_nn::gelu::p7_gelu`).
         P7 => ("p7", "nectar: ReLU(x) - Q(|x|), degree 7", true),
         /// `ReLU(x) − Q(|x|)` with `Q` of degree 8 from three squarings, fitted to the
-        /// checkpoint's GeLU form on |x| < 4, in `Z_2^45`, branch by sign then |x| < 4 (nectar,
-        /// issue 17; `nectar_nn::gelu::sq8_gelu`): 3 bOLEe queries and responses instead of 4.
+        /// checkpoint's GeLU form on |x| < 4, in `Z_2^45`, branch by sign then |x| < 4, both
+        /// compared in `Z_2^34` (inputs |x| < 16384; nectar, issue 17;
+        /// `nectar_nn::gelu::sq8_gelu`): 3 bOLEe queries and responses instead of 4.
         Sq8 => ("sq8", "nectar: ReLU(x) - Q(|x|), degree 8 by three squares", true),
         /// Oblivious piecewise polynomial, m = 8, d = 3 (East §4.1).
         Oppe => ("oppe", "East §4.1 OPPE", true),
@@ -457,7 +458,12 @@ impl ChoiceParams for Gelu {
             Gelu::Seg4 => format!("{:?}", nectar_nn::gelu::SEG4_BUMBLEBEE),
             Gelu::P4 => format!("{:?}", nectar_nn::gelu::P4_BOLT),
             Gelu::P7 => format!("{:?}; {:?}", nectar_nn::gelu::P7_ERF, nectar_nn::gelu::P7_TANH),
-            Gelu::Sq8 => format!("{:?}; {:?}", nectar_nn::gelu::SQ8_ERF, nectar_nn::gelu::SQ8_TANH),
+            Gelu::Sq8 => format!(
+                "{:?}; {:?}; compare_ring={}",
+                nectar_nn::gelu::SQ8_ERF,
+                nectar_nn::gelu::SQ8_TANH,
+                nectar_nn::gelu::SQ8_CMP_BITS
+            ),
             Gelu::Oppe => oppe_params(&["gelu", "gelu_tanh"]),
             Gelu::Lut => format!(
                 "{}; {}",
@@ -668,7 +674,8 @@ impl Suite {
     /// The default suite (issue 17): BumbleBee's protocols — OLT matmuls, bOLEe products, the
     /// OT millionaire, Newton reciprocal and rsqrt — with three approximations of ours chosen
     /// by `nectar accuracy`'s per-operator error table: GeLU `sq8` (degree 8 in |x| from three
-    /// squarings, in `Z_{2^45}`, 1.8e−4 max error vs Seg4's 3.3e−2), exp `taylor4` (fourth-order base,
+    /// squarings, in `Z_{2^45}`, its two branch comparisons in `Z_{2^34}`; 1.8e−4 max error vs
+    /// Seg4's 3.3e−2), exp `taylor4` (fourth-order base,
     /// 7.5e−5 vs 4.3e−3) and LayerNorm `outer` (`r ⊗ γ` by one OLT instead of a second
     /// product); and softmax
     /// `coarse` (the composition in `Z_{2^45}` with 2-prime bOLEe products, its row max and exp

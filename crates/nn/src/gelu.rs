@@ -247,6 +247,12 @@ pub const P7_TANH: AbsPolyParams = AbsPolyParams {
 /// inputs of real checkpoints are below 10^3).
 pub const P7_CMP_BITS: u32 = 40;
 
+/// Ring width of [`sq8_gelu`]'s two comparisons (shares reduced locally,
+/// [`crate::poly::less_than_in_ring`]): 34 − 1 − (f − 4) = 19 millionaire bits (5 digits)
+/// instead of 25 in `Z_{2^40}`. The input domain is `|x| < 2^(34 − 2 − f)` = 16384 at f = 18,
+/// 16× above the largest GeLU input of the real checkpoints we run (below 10^3). AGREEMENT.
+pub const SQ8_CMP_BITS: u32 = 34;
+
 /// Ring of [`p7_gelu`]'s polynomial: `Q` runs in `Z_{2^45}`, the widest ring the 2-prime bOLEe
 /// key set serves ([`crate::secure::NARROW_MAX_L`]), so its four products cost 2/3 of the full
 /// ring's (2 ciphertexts per query and response instead of 3).
@@ -474,10 +480,11 @@ fn sq8_affine<B: Backend>(b: &mut B, terms: &[(&B::Val, f64)], c0: f64, out: u32
 }
 
 /// The `sq8` GeLU in the current format ([`ChainParams`]). Branch selection by two
-/// one-threshold comparisons in `Z_{2^40}` ([`P7_CMP_BITS`]) instead of `p7`'s three-threshold
-/// one: the sign `s = 1{x < 0}` (then `t = |x|` and `ReLU(x)` from one mux), then
-/// `z = 1{t < r}` on `t`: 2 × 30 instead of 84 bytes per element, one comparison's rounds
-/// more. A wrong approximate sign near 0 (`|x| < 2^−4`) gives `t = −|x|`, inside the fit's
+/// one-threshold comparisons in `Z_{2^34}` ([`SQ8_CMP_BITS`]) instead of `p7`'s three-threshold
+/// one in `Z_{2^40}`: the sign `s = 1{x < 0}` (then `t = |x|` and `ReLU(x)` from one mux), then
+/// `z = 1{t < r}` on `t`: two 19-bit millionaires per element instead of one 25-bit one with
+/// three thresholds, one comparison's rounds more. Input domain `|x| < 2^(34 − 2 − f)` (2^14 at
+/// f = 18). A wrong approximate sign near 0 (`|x| < 2^−4`) gives `t = −|x|`, inside the fit's
 /// `[−0.07, r + 0.07]` like `p7`'s. `Q` as in [`ChainParams`] in `Z_2^45` at scale 22 (narrow
 /// bOLEe key set), its selection `mux(z, Q)` there too, then extension back and `ReLU(x) − ·`.
 /// Needs `f + log2 r ≤ 22` and a ring wider than 45 bits.
@@ -488,18 +495,9 @@ pub fn sq8_gelu<B: Backend>(b: &mut B, x: &B::Val, p: &ChainParams) -> Result<B:
     let f = fp.f();
     let shift = abs_form_shift("sq8_gelu", fp, p.range)?;
     let n = b.len(x);
-    let cmp = FixedPoint::new(P7_CMP_BITS, f)?;
-    let ignore = p.less.ignore_bits(cmp);
-    // One threshold in Z_2^40 (shares reduced locally; the bit is ring-free).
+    // One threshold in Z_2^34 (shares reduced locally; the bit is ring-free).
     let compare = |b: &mut B, v: &B::Val, th: f64| -> Result<B::Bit, NnError> {
-        let vr = b.reduce(v, cmp.l())?;
-        b.set_format(cmp);
-        let bits = (|| {
-            let th = [enc(b, th)?];
-            b.less_than_const(&vr, &th, ignore)
-        })();
-        b.set_format(fp);
-        let mut it = bits?.into_iter();
+        let mut it = crate::poly::less_than_in_ring(b, v, SQ8_CMP_BITS, &[th], p.less)?.into_iter();
         match (it.next(), it.next()) {
             (Some(bit), None) if b.bit_len(&bit) == n => Ok(bit),
             _ => Err(NnError::BadArgument("expected one comparison bit vector".into())),

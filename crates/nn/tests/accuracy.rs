@@ -269,13 +269,14 @@ fn print_report() {
 
 /// Inputs of the `|x|`-form GeLUs (p7, sq8): their pieces' ends ± 1 LSB (−4, 0, 4), the ends of
 /// their domain (comparisons in Z_2^40: |x| < 2^(40 − 2 − f)), far and just-outside points, and `extra`.
-fn abs_form_probes(extra: &[f64]) -> Vec<f64> {
+/// Probes at the pieces' ends and at the ends of the input domain `|x| < 2^(cmp_bits − 2 − f)`.
+fn abs_form_probes(cmp_bits: u32, extra: &[f64]) -> Vec<f64> {
     let ulp = 1.0 / FP.scale();
     let mut xs = vec![];
     for t in [-4.0, 0.0, 4.0] {
         xs.extend([t - ulp, t, t + ulp]);
     }
-    let dom = ((gelu::P7_CMP_BITS - 2 - FP.f()) as f64).exp2() - 1.0;
+    let dom = ((cmp_bits - 2 - FP.f()) as f64).exp2() - 1.0;
     xs.extend([-dom, dom, -1000.0, 1000.0, -4.5, 4.5]);
     xs.extend_from_slice(extra);
     xs
@@ -286,7 +287,7 @@ fn p7_boundaries_and_saturation() {
     // gelu=p7 at its pieces' ends ± 1 LSB (−4, 0, 4) and at the ends of its domain: within the
     // fit's error of the GeLU form it was fitted to (the outer pieces are 0 and x exactly).
     let mut b = PlainBackend::new(FP).unwrap();
-    let xs = abs_form_probes(&[]);
+    let xs = abs_form_probes(gelu::P7_CMP_BITS, &[]);
     let erf_gelu = |x: f64| 0.5 * x * (1.0 + libm::erf(x * std::f64::consts::FRAC_1_SQRT_2));
     for (p, f) in [(gelu::P7_ERF, &erf_gelu as &dyn Fn(f64) -> f64), (gelu::P7_TANH, &gelu::gelu_f64)] {
         let x = b.encode(&xs).unwrap();
@@ -368,7 +369,7 @@ fn sq8_boundaries_saturation_and_format() {
     // chain's error of the GeLU form it was fitted to.
     let mut b = PlainBackend::new(FP).unwrap();
     let ulp = 1.0 / FP.scale();
-    let xs = abs_form_probes(&[-0.03, 0.03]);
+    let xs = abs_form_probes(gelu::SQ8_CMP_BITS, &[-0.03, 0.03]);
     let erf_gelu = |x: f64| 0.5 * x * (1.0 + libm::erf(x * std::f64::consts::FRAC_1_SQRT_2));
     for (p, f) in [(gelu::SQ8_ERF, &erf_gelu as &dyn Fn(f64) -> f64), (gelu::SQ8_TANH, &gelu::gelu_f64)] {
         let x = b.encode(&xs).unwrap();

@@ -328,7 +328,7 @@ choice! {
         Narrow => ("narrow", "nectar: BumbleBee softmax in Z_2^45", true),
         /// `narrow` with a coarse row max: the max tree and the exp clip compare in `Z_{2^34}`
         /// on a `2^−4` grid, the rows shifted by the max's slack (nectar, issue 17;
-        /// `nectar_nn::softmax::softmax_coarse_with`). Inputs `|x| < 4096` at f = 18.
+        /// `nectar_nn::softmax::SoftmaxForm::Coarse`). Inputs `|x| < 4096` at f = 18.
         /// Needs `exp = taylor4`, `taylor2` or `taylor`.
         Coarse => ("coarse", "nectar: narrow softmax with a coarse row max", true),
     }

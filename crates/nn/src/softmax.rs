@@ -91,7 +91,20 @@ pub enum SoftmaxForm {
     Full,
     /// `Z_{2^45}` ([`NARROW_L`]), the exact max tree ([`softmax_narrow_with`]).
     Narrow,
-    /// `Z_{2^45}` with a coarse max ([`softmax_coarse_with`]).
+    /// `softmax = coarse` (nectar, issue 17 item 2): `Narrow` with a coarse row max.
+    /// Softmax is invariant to the value subtracted from a row, and the max is there only to keep
+    /// `x − m ≤ 0`; so the tree compares on a `2^−p` grid ([`coarse_compare`]: p = 4 for rows of
+    /// 128) in `Z_{2^34}` ([`COARSE_CMP_L`], shares reduced locally): 19 millionaire bits per
+    /// comparison instead of 44. The tree returns an element `m` of the row with
+    /// `max − slack ≤ m ≤ max` (slack = `⌈log2 cols⌉·2^−p ≤ 1/2`), and the rows are shifted by the
+    /// public `m + slack`: `d = x − m − slack ≤ 0` for every entry and `d ∈ [−slack, 0]` for the
+    /// row's maximum, so the row sums lie in `[e^−1/2, cols]` and the reciprocal's domain starts
+    /// at 1/2 ([`coarse_recip`]). `exp` should clip in `Z_{2^34}` too (its input `d` is in
+    /// `(−2^(34 − 3 − f) − 1/2, 0]`): [`crate::exp::ExpParams::clip_l`] = `Some(COARSE_CMP_L)`.
+    ///
+    /// Domain: `|x| < 2^(34 − 4 − f)` (4096 at f = 18); masked entries at [`coarse_mask_value`].
+    /// The result differs from the exact-max composition only by the exp's and reciprocal's
+    /// approximation at the shifted arguments (the same function of a shifted input).
     Coarse,
 }
 
@@ -116,37 +129,6 @@ pub fn coarse_compare(cols: usize) -> CoarseCompare {
 /// lower end at `2^−1`, since the row sums lie in `[e^−slack, cols]` with slack ≤ 1/2.
 pub fn coarse_recip(cols: usize, base: RecipParams) -> RecipParams {
     RecipParams { lo: base.lo.min(-1), ..recip_for_rows(cols, base) }
-}
-
-/// `softmax = coarse` (nectar, issue 17 item 2): [`softmax_narrow_with`] with a coarse row max.
-/// Softmax is invariant to the value subtracted from a row, and the max is there only to keep
-/// `x − m ≤ 0`; so the tree compares on a `2^−p` grid ([`coarse_compare`]: p = 4 for rows of
-/// 128) in `Z_{2^34}` ([`COARSE_CMP_L`], shares reduced locally): 19 millionaire bits per
-/// comparison instead of 44. The tree returns an element `m` of the row with
-/// `max − slack ≤ m ≤ max` (slack = `⌈log2 cols⌉·2^−p ≤ 1/2`), and the rows are shifted by the
-/// public `m + slack`: `d = x − m − slack ∈ [max − m − slack − …, 0]`, with the row's maximum at
-/// `d ∈ [−slack, 0]`, so the row sums lie in `[e^−1/2, cols]` and the reciprocal's domain starts
-/// at 1/2 ([`coarse_recip`]). `exp` should clip in `Z_{2^34}` too (its input `d` is in
-/// `(−2^(34 − 3 − f) − 1/2, 0]`): [`crate::exp::ExpParams::clip_l`] = `Some(COARSE_CMP_L)`.
-///
-/// Domain: `|x| < 2^(34 − 4 − f)` (4096 at f = 18); masked entries at [`coarse_mask_value`].
-/// The result differs from the exact-max composition only by the exp's and reciprocal's
-/// approximation at the shifted arguments (the same function of a shifted input).
-pub fn softmax_coarse_with<B, E, R>(
-    b: &mut B,
-    x: &B::Val,
-    rows: usize,
-    cols: usize,
-    mask: Option<&[bool]>,
-    exp: E,
-    recip: R,
-) -> Result<B::Val, NnError>
-where
-    B: Backend,
-    E: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
-    R: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
-{
-    softmax_in_ring(b, x, rows, cols, mask, SoftmaxForm::Coarse, exp, recip)
 }
 
 /// Ring width of [`softmax_narrow_with`]: the widest ring the 2-prime bOLEe key set serves
@@ -193,7 +175,7 @@ where
 }
 
 /// [`softmax_with`] ([`SoftmaxForm::Full`]), [`softmax_narrow_with`] (`Narrow`) or
-/// [`softmax_coarse_with`] (`Coarse`). The backend's format is restored on every path.
+/// [`SoftmaxForm::Coarse`]. The backend's format is restored on every path.
 #[allow(clippy::too_many_arguments)]
 pub fn softmax_in_ring<B, E, R>(
     b: &mut B,

@@ -418,29 +418,39 @@ fn row_operators_match_twin_and_f64() {
     check(opts(), items);
 }
 
-struct NarrowSoftmaxCase {
+/// `softmax = narrow` or `coarse` with `exp = taylor4` (the coarse form clipping in
+/// `Z_2^34`, its reciprocal's domain from 1/2).
+struct RingSoftmaxCase {
     rows: usize,
     cols: usize,
     mask: Vec<bool>,
+    form: softmax::SoftmaxForm,
 }
-impl NarrowSoftmaxCase {
+impl RingSoftmaxCase {
     fn go<B: Backend<Val = Vec<u64>, Bit = Vec<bool>>>(&self, b: &mut B, x: &Vec<u64>) -> R {
-        let y = softmax::softmax_narrow_with(
+        let coarse = self.form == softmax::SoftmaxForm::Coarse;
+        let clip = exp::ExpParams { clip_l: coarse.then_some(softmax::COARSE_CMP_L), ..exp::EXP_TAYLOR4 };
+        let recip = match coarse {
+            true => softmax::coarse_recip(self.cols, reciprocal::RECIP_SOFTMAX),
+            false => softmax::recip_for_rows(self.cols, reciprocal::RECIP_SOFTMAX),
+        };
+        let y = softmax::softmax_in_ring(
             b,
             x,
             self.rows,
             self.cols,
             Some(&self.mask),
-            |b, d| exp::exp_neg_taylor4(b, d, &exp::EXP_TAYLOR4),
-            |b, s| reciprocal::reciprocal(b, s, &softmax::recip_for_rows(self.cols, reciprocal::RECIP_SOFTMAX)),
+            self.form,
+            |b, d| exp::exp_neg_taylor4(b, d, &clip),
+            |b, s| reciprocal::reciprocal(b, s, &recip),
         )?;
         if b.format() != FP {
-            return Err(NnError::BadArgument("softmax_narrow_with left the narrow format set".into()));
+            return Err(NnError::BadArgument("softmax_in_ring left the narrow format set".into()));
         }
         b.reveal(&y)
     }
 }
-impl Case for NarrowSoftmaxCase {
+impl Case for RingSoftmaxCase {
     fn plain(&self, b: &mut PlainBackend, x: &Vec<u64>) -> R {
         self.go(b, x)
     }
@@ -588,40 +598,8 @@ fn narrow_softmax_item(name: &'static str) -> Item {
     let narrow = FixedPoint::new(softmax::NARROW_L, FP.f()).expect("the narrow format");
     let tol = softmax_tol(exp_taylor4_tol(narrow, &exp::EXP_TAYLOR4).expect("taylor4 in (45, 18)"), RECIP_TOL);
     assert_eq!(tol, 60, "softmax_tol(20, 8)");
-    let case = Box::new(NarrowSoftmaxCase { rows, cols, mask });
+    let case = Box::new(RingSoftmaxCase { rows, cols, mask, form: softmax::SoftmaxForm::Narrow });
     item(name, sx, tol, case).float_vec(want, 3e-4 + tol as f64 / FP.scale())
-}
-
-struct CoarseSoftmaxCase {
-    rows: usize,
-    cols: usize,
-    mask: Vec<bool>,
-}
-impl CoarseSoftmaxCase {
-    fn go<B: Backend<Val = Vec<u64>, Bit = Vec<bool>>>(&self, b: &mut B, x: &Vec<u64>) -> R {
-        let clip = exp::ExpParams { clip_l: Some(softmax::COARSE_CMP_L), ..exp::EXP_TAYLOR4 };
-        let y = softmax::softmax_coarse_with(
-            b,
-            x,
-            self.rows,
-            self.cols,
-            Some(&self.mask),
-            |b, d| exp::exp_neg_taylor4(b, d, &clip),
-            |b, s| reciprocal::reciprocal(b, s, &softmax::coarse_recip(self.cols, reciprocal::RECIP_SOFTMAX)),
-        )?;
-        if b.format() != FP {
-            return Err(NnError::BadArgument("softmax_coarse_with left the narrow format set".into()));
-        }
-        b.reveal(&y)
-    }
-}
-impl Case for CoarseSoftmaxCase {
-    fn plain(&self, b: &mut PlainBackend, x: &Vec<u64>) -> R {
-        self.go(b, x)
-    }
-    fn secure(&self, b: &mut SecureBackend<'_>, x: &Vec<u64>) -> R {
-        self.go(b, x)
-    }
 }
 
 /// `softmax = coarse` with `exp = taylor4` on rows of 40 (random, equal maxima, causal-masked,
@@ -654,7 +632,7 @@ fn coarse_softmax_item(name: &'static str, grid: bool) -> Item {
     let narrow = FixedPoint::new(softmax::NARROW_L, FP.f()).expect("the narrow format");
     let tight = softmax_tol(exp_taylor4_tol(narrow, &exp::EXP_TAYLOR4).expect("taylor4 in (45, 18)"), RECIP_TOL);
     let tol = if grid { tight } else { coarse_softmax_tol(tight, FP.f()) };
-    let case = Box::new(CoarseSoftmaxCase { rows, cols, mask });
+    let case = Box::new(RingSoftmaxCase { rows, cols, mask, form: softmax::SoftmaxForm::Coarse });
     item(name, sx, tol, case).float_vec(want, COARSE_SOFTMAX_F64 + tight as f64 / FP.scale())
 }
 

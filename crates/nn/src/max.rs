@@ -26,8 +26,9 @@ pub struct CoarseCompare {
 }
 
 impl CoarseCompare {
-    /// The grid for rows of `cols`: the finest `2^−p` with `⌈log2 cols⌉ · 2^−p ≤ 1/2`, so that
-    /// the slack stays ≤ 1/2 (AGREEMENT: a public function of the row length).
+    /// The grid for rows of `cols`: the coarsest `2^−p` (fewest compared bits) with
+    /// `⌈log2 cols⌉ · 2^−p ≤ 1/2`, i.e. `p = 1 + ⌈log2 ⌈log2 cols⌉⌉`, so that the slack stays
+    /// ≤ 1/2 (AGREEMENT: a public function of the row length).
     pub fn for_rows(l: u32, cols: usize) -> Self {
         let levels = levels(cols).max(1);
         let precision = 1 + (usize::BITS - (levels - 1).leading_zeros());

@@ -322,14 +322,7 @@ pub fn p7_gelu<B: Backend>(b: &mut B, x: &B::Val, p: &AbsPolyParams) -> Result<B
     let shift = abs_form_shift("p7_gelu", fp, p.range)?;
     let n = b.len(x);
     // The comparisons in the smaller ring (shares reduced locally; the bits are ring-free).
-    let cmp = FixedPoint::new(P7_CMP_BITS, f)?;
-    let xr = b.reduce(x, cmp.l())?;
-    b.set_format(cmp);
-    let bits = (|| {
-        let th = [enc(b, -p.range)?, 0, enc(b, p.range)?];
-        b.less_than_const(&xr, &th, p.less.ignore_bits(cmp))
-    })();
-    b.set_format(fp);
+    let bits = crate::poly::less_than_in_ring(b, x, P7_CMP_BITS, &[-p.range, 0.0, p.range], p.less);
     let [lo, s, hi] = take3(b, bits?, n)?;
     let neg = b.mux(&s, x)?; // x where x < 0
     let relu = b.sub(x, &neg)?;

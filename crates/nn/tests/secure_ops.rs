@@ -579,13 +579,11 @@ fn bole_products_match_twin() {
     check(o, items);
 }
 
-/// `softmax = narrow` with `exp = taylor4` on rows of 40 (random, equal
-/// maxima, causal-masked, fully masked): within `softmax_tol(exp_taylor4_tol((45, 18)),
-/// RECIP_TOL)` of the twin and within taylor4's approximation error (7.5e−5, renormalised) of
-/// f64.
-fn narrow_softmax_item(name: &'static str) -> Item {
-    let (rows, cols) = (4, 40);
-    let mut sx = randu(rows * cols, -7.0, 7.0, 31);
+/// Rows of `cols` scores for the narrow / coarse softmax items: random in [−7, 7] with two equal
+/// maxima (8) in row 0, row 2 causal-masked after column 12, row 3 fully masked (the rows past
+/// 3 unmasked).
+fn softmax_rows(rows: usize, cols: usize, seed: u64) -> (Vec<f64>, Vec<bool>) {
+    let mut sx = randu(rows * cols, -7.0, 7.0, seed);
     for c in [2, 19] {
         sx[c] = 8.0;
     }
@@ -594,9 +592,24 @@ fn narrow_softmax_item(name: &'static str) -> Item {
         mask[2 * cols + c] = c > 12;
         mask[3 * cols + c] = true;
     }
-    let want = softmax::softmax_f64(&sx, cols, Some(&mask));
+    (sx, mask)
+}
+
+/// The narrow composition's twin-vs-secure bound: `softmax_tol(exp_taylor4_tol((45, 18)), RECIP_TOL)`.
+fn narrow_softmax_tol() -> i64 {
     let narrow = FixedPoint::new(softmax::NARROW_L, FP.f()).expect("the narrow format");
-    let tol = softmax_tol(exp_taylor4_tol(narrow, &exp::EXP_TAYLOR4).expect("taylor4 in (45, 18)"), RECIP_TOL);
+    softmax_tol(exp_taylor4_tol(narrow, &exp::EXP_TAYLOR4).expect("taylor4 in (45, 18)"), RECIP_TOL)
+}
+
+/// `softmax = narrow` with `exp = taylor4` on rows of 40 (random, equal
+/// maxima, causal-masked, fully masked): within `softmax_tol(exp_taylor4_tol((45, 18)),
+/// RECIP_TOL)` of the twin and within taylor4's approximation error (7.5e−5, renormalised) of
+/// f64.
+fn narrow_softmax_item(name: &'static str) -> Item {
+    let (rows, cols) = (4, 40);
+    let (sx, mask) = softmax_rows(rows, cols, 31);
+    let want = softmax::softmax_f64(&sx, cols, Some(&mask));
+    let tol = narrow_softmax_tol();
     assert_eq!(tol, 60, "softmax_tol(20, 8)");
     let case = Box::new(RingSoftmaxCase { rows, cols, mask, form: softmax::SoftmaxForm::Narrow });
     item(name, sx, tol, case).float_vec(want, 3e-4 + tol as f64 / FP.scale())
@@ -612,10 +625,7 @@ fn narrow_softmax_item(name: &'static str) -> Item {
 fn coarse_softmax_item(name: &'static str, grid: bool) -> Item {
     use nectar_nn::tolerance::{coarse_softmax_tol, COARSE_SOFTMAX_F64};
     let (rows, cols) = (5, 40);
-    let mut sx = randu(rows * cols, -7.0, 7.0, 37);
-    for c in [2, 19] {
-        sx[c] = 8.0;
-    }
+    let (mut sx, mask) = softmax_rows(rows, cols, 37);
     for (c, v) in sx[4 * cols..].iter_mut().enumerate() {
         *v = if c % 2 == 0 { 3000.0 - 0.7 * c as f64 } else { -3000.0 + c as f64 };
     }
@@ -623,14 +633,8 @@ fn coarse_softmax_item(name: &'static str, grid: bool) -> Item {
         assert_eq!(softmax::coarse_compare(cols).precision, 4, "rows of 40: grid 2^-4");
         sx.iter_mut().for_each(|v| *v = (*v * 16.0).round() / 16.0);
     }
-    let mut mask = vec![false; rows * cols];
-    for c in 0..cols {
-        mask[2 * cols + c] = c > 12;
-        mask[3 * cols + c] = true;
-    }
     let want = softmax::softmax_f64(&sx, cols, Some(&mask));
-    let narrow = FixedPoint::new(softmax::NARROW_L, FP.f()).expect("the narrow format");
-    let tight = softmax_tol(exp_taylor4_tol(narrow, &exp::EXP_TAYLOR4).expect("taylor4 in (45, 18)"), RECIP_TOL);
+    let tight = narrow_softmax_tol();
     let tol = if grid { tight } else { coarse_softmax_tol(tight, FP.f()) };
     let case = Box::new(RingSoftmaxCase { rows, cols, mask, form: softmax::SoftmaxForm::Coarse });
     item(name, sx, tol, case).float_vec(want, COARSE_SOFTMAX_F64 + tight as f64 / FP.scale())

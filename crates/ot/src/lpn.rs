@@ -8,6 +8,7 @@
 //! 452 000 blocks does not fit in L2).
 
 use crate::crhash::FixedAes;
+use rayon::prelude::*;
 
 /// Row weight `d` (SECURITY, AGREEMENT).
 pub const D: usize = 10;
@@ -32,30 +33,35 @@ impl LocalCode {
         let k = self.k as u64;
         // Indices of a whole chunk are computed first so that the 10·ROWS independent random
         // reads are in flight together (memory-level parallelism is what bounds this loop).
+        // Tasks of TASK rows run in parallel; each chunk's AES counters depend only on its global
+        // index, so the output does not depend on the thread count.
         const ROWS: usize = 32;
-        let mut ctr = [0u128; 3 * ROWS];
-        let mut idx = [0usize; D * ROWS];
-        for (c, chunk) in out.chunks_mut(ROWS).enumerate() {
-            let base = (c * ROWS * 3) as u128;
-            for (j, x) in ctr.iter_mut().enumerate() {
-                *x = base + j as u128;
-            }
-            self.aes.encrypt(&mut ctr[..3 * chunk.len()]);
-            for r in 0..chunk.len() {
-                let words = &ctr[3 * r..3 * r + 3];
-                for j in 0..D {
-                    let w = (words[j / 4] >> (32 * (j % 4))) as u32 as u64;
-                    idx[r * D + j] = ((w * k) >> 32) as usize;
+        const TASK: usize = ROWS * 2048;
+        out.par_chunks_mut(TASK).enumerate().for_each(|(ti, task)| {
+            let mut ctr = [0u128; 3 * ROWS];
+            let mut idx = [0usize; D * ROWS];
+            for (c, chunk) in task.chunks_mut(ROWS).enumerate() {
+                let base = ((ti * (TASK / ROWS) + c) * ROWS * 3) as u128;
+                for (j, x) in ctr.iter_mut().enumerate() {
+                    *x = base + j as u128;
+                }
+                self.aes.encrypt(&mut ctr[..3 * chunk.len()]);
+                for r in 0..chunk.len() {
+                    let words = &ctr[3 * r..3 * r + 3];
+                    for j in 0..D {
+                        let w = (words[j / 4] >> (32 * (j % 4))) as u32 as u64;
+                        idx[r * D + j] = ((w * k) >> 32) as usize;
+                    }
+                }
+                for (r, o) in chunk.iter_mut().enumerate() {
+                    let mut acc = 0u128;
+                    for &i in &idx[r * D..r * D + D] {
+                        acc ^= seed[i];
+                    }
+                    *o ^= acc;
                 }
             }
-            for (r, o) in chunk.iter_mut().enumerate() {
-                let mut acc = 0u128;
-                for &i in &idx[r * D..r * D + D] {
-                    acc ^= seed[i];
-                }
-                *o ^= acc;
-            }
-        }
+        });
     }
 }
 

@@ -19,6 +19,7 @@ pub mod child_party;
 pub mod demo;
 pub mod fit;
 pub mod html_report;
+pub mod memory;
 pub mod params;
 pub mod plan;
 pub mod private;

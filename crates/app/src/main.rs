@@ -16,18 +16,6 @@ use std::process::ExitCode;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// `mi_option_purge_delay` in mimalloc v3's `mi_option_e` (include/mimalloc.h; the Rust
-/// bindings name no constant for it).
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-
-/// Freed memory goes back to the OS at once rather than after mimalloc's purge delay: with its
-/// default a server that had run 4 MiniLM sessions stayed at 600 MB resident when idle (32 MB
-/// with immediate purging), and a busy server's footprint is the sum of such retained peaks.
-fn return_freed_memory_at_once() {
-    // SAFETY: sets a process-wide allocator option; no memory is touched.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
-}
-
 #[derive(Parser)]
 #[command(name = "nectar", version, about = "Private transformer inference between two parties")]
 struct Cli {
@@ -528,7 +516,7 @@ impl SuiteArgs {
 }
 
 fn main() -> ExitCode {
-    return_freed_memory_at_once();
+    nectar_app::memory::keep_freed_memory_briefly();
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,

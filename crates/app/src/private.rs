@@ -190,6 +190,7 @@ pub fn serve(model: Arc<ServerModel>, listener: TcpListener, suite: &Suite, opts
                     Ok(Err(e)) => eprintln!("session {id} ({peer}): ended with error: {e}"),
                     Err(_) => eprintln!("session {id} ({peer}): ended with error: internal error (panic)"),
                 }
+                crate::memory::release_freed_memory();
             });
             if let Err(e) = spawned {
                 if let Some(more) = accept_log.event(Instant::now()) {

@@ -118,30 +118,34 @@ impl CostModel {
     }
 
     /// AGREEMENT. The default suite's prices (`olt-cost = balanced`): fewest bytes first, but a
-    /// plan may spend one more MB of traffic where it saves at least 0.6 s of computation.
-    /// Compute prices in milliseconds, fitted by least squares on 16 OLT runs of MiniLM, BERT-base
-    /// and LLaMA-7B shapes with forced windows on the 2-core development VM
+    /// plan may spend one more MB of traffic where it saves at least 0.1 s of computation.
+    /// Compute prices in milliseconds, fitted (least squares, non-negative) on 16 OLT runs of
+    /// MiniLM, BERT-base and LLaMA-7B shapes with forced windows on the 2-core development VM
     /// (`nectar bench linear --windows`, `scripts/bench_olt_prices.sh`; the runs and the fit are
-    /// in `docs/results/olt-prices.md`):
-    /// - `per_auto` = 0.98: one InterLeave step (automorphism, key switch, glue, mod switch);
-    /// - `per_mult` = 0.060: one ct × pt multiply-accumulate;
-    /// - `per_encode` = 0.0068: one evaluator block encoded and transformed;
-    /// - `per_ct` = 5.6: a ciphertext's encryption / decryption, NTT conversions and framing;
-    /// - `per_byte` = 0.6 ms per kB, with the sizes of `ct` (e.g. [`CtBytes::olt`]): 75× the
-    ///   wire time of a 1 Gbit/s LAN (8 ms per MB), so bytes still dominate the choice. The
-    ///   rate is the policy: at 0.6 BERT-base/128 stays within 1 % of the artifact's bytes.
+    /// in `docs/results/olt-prices.md`), after the InterLeave butterflies went parallel:
+    /// - `per_auto` = 0.64: one InterLeave step (automorphism, key switch, glue, mod switch);
+    /// - `per_mult` = 0.089: one ct × pt multiply-accumulate;
+    /// - `per_encode` = 0.0023: one evaluator block encoded and transformed;
+    /// - `per_ct` = 0: a ciphertext's encryption / decryption did not show in the fit (its
+    ///   bytes are priced by `per_byte`);
+    /// - `per_byte` = 0.1 ms per kB, with the sizes of `ct` (e.g. [`CtBytes::olt`]): 12.5× the
+    ///   wire time of a 1 Gbit/s LAN (8 ms per MB), so bytes still weigh more than time. The
+    ///   rate is the policy. It was 0.6 ms per kB (fewest bytes nearly always) until MiniLM's
+    ///   automorphisms were measured to cost more than their saved bytes: at 0.1, MiniLM 32
+    ///   tokens sends 18 MB more and runs 2–4 s faster (`docs/results/suites.md`), BERT-base 128
+    ///   tokens stays under 5 GB (`docs/results/e2e.md`).
     ///
     /// The artifact's model (1000 : 1) keeps choosing the fewest ciphertexts however many
     /// automorphisms that costs: for a 32-token MiniLM FFN1 `(32, 384, 1536)` it picks windows
-    /// `(32, 256, 1)`, 1536 automorphisms, 1.73 MB and 1.95 s here, where `(32, 64, 4)` needs
-    /// 384 automorphisms, 2.40 MB and 0.55 s (`docs/results/olt-prices.md`).
+    /// `(32, 256, 1)`, 1536 automorphisms, 1.73 MB and 1.27 s here, where `(32, 64, 4)` needs
+    /// 384 automorphisms, 2.40 MB and 0.47 s (`docs/results/olt-prices.md`).
     pub fn balanced(ct: CtBytes) -> Self {
         CostModel {
-            per_ct: 5.6,
-            per_auto: 0.98,
-            per_mult: 0.060,
-            per_encode: 0.0068,
-            per_byte: 0.6e-3,
+            per_ct: 0.0,
+            per_auto: 0.64,
+            per_mult: 0.089,
+            per_encode: 0.0023,
+            per_byte: 0.1e-3,
             ct_bytes: ct,
         }
     }
@@ -472,8 +476,9 @@ mod tests {
     }
 
     /// `balanced` (the default suite's) against the artifact's choices at the shapes of the
-    /// models it runs: never more automorphisms, at most twice the predicted bytes, and the
-    /// choices pinned (AGREEMENT: both parties derive them).
+    /// models it runs: never more automorphisms, at most four times the predicted bytes (the
+    /// most, 3.9×, at LLaMA-7B's 8-token O projection, where it saves 3584 of 4096
+    /// automorphisms), and the choices pinned (AGREEMENT: both parties derive them).
     #[test]
     fn balanced_trades_few_bytes_for_automorphisms() {
         let ct = CtBytes::olt(&nectar_he::Params::bumblebee_olt());
@@ -483,16 +488,18 @@ mod tests {
         let cases = [
             // MiniLM, 32 tokens: embedding, QKV, O, FFN1, FFN2.
             ((32, 30522, 384), (32, 256, 1)),
-            ((32, 384, 1152), (32, 128, 2)),
-            ((32, 384, 384), (32, 128, 2)),
-            ((32, 384, 1536), (32, 64, 4)),
-            ((32, 1536, 384), (32, 256, 1)),
+            ((32, 384, 1152), (32, 32, 8)),
+            ((32, 384, 384), (32, 64, 4)),
+            ((32, 384, 1536), (32, 32, 8)),
+            ((32, 1536, 384), (32, 128, 2)),
             // BERT-base, 128 tokens.
-            ((128, 768, 2304), (128, 64, 1)),
-            ((128, 768, 3072), (128, 32, 2)),
+            ((128, 768, 2304), (128, 32, 2)),
+            ((128, 768, 3072), (128, 16, 4)),
             ((128, 3072, 768), (128, 64, 1)),
-            // LLaMA-7B, 8 tokens: FFN1 (gate ‖ up).
-            ((8, 4096, 22016), (8, 128, 8)),
+            // LLaMA-7B, 8 tokens: O, FFN1 (gate ‖ up), FFN2.
+            ((8, 4096, 4096), (8, 128, 8)),
+            ((8, 4096, 22016), (8, 64, 16)),
+            ((8, 11008, 4096), (8, 256, 4)),
         ];
         for ((k, m, n), want) in cases {
             let s = Shape::new(k, m, n).unwrap();
@@ -505,7 +512,7 @@ mod tests {
                 x + y
             };
             assert!(b.autos <= a.autos, "{:?}", (k, m, n));
-            assert!(total(&b) <= 2 * total(&a), "{:?}", (k, m, n));
+            assert!(total(&b) <= 4 * total(&a), "{:?}", (k, m, n));
         }
     }
 }

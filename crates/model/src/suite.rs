@@ -192,7 +192,7 @@ choice! {
         Artifact => ("artifact", "BumbleBee artifact cost model", true),
         /// Measured prices of a 2-core machine on a 1 Gbit/s LAN: faster, more bytes.
         LanCommodity => ("lan_commodity", "nectar, docs/results/linear.md", true),
-        /// Fewest bytes first, but one more MB where it saves at least 0.6 s of computation
+        /// Fewest bytes first, but one more MB where it saves at least 0.1 s of computation
         /// (`CostModel::balanced`): the default suite's.
         Balanced => ("balanced", "nectar, CostModel::balanced", true),
     }
@@ -681,7 +681,7 @@ impl Suite {
     /// `coarse` (the composition in `Z_{2^45}` with 2-prime bOLEe products, its row max and exp
     /// clip compared in `Z_{2^34}` on a `2^−4` grid: 75 COTs per element instead of `narrow`'s
     /// 144). SiLU stays Seg4. The OLT windows are priced by `olt-cost = balanced` (the
-    /// artifact's fewest-bytes choice, except where one more MB saves at least 0.6 s).
+    /// artifact's fewest-bytes choice, except where one more MB saves at least 0.1 s).
     pub const fn nectar() -> Self {
         Suite {
             gelu: Gelu::Sq8,

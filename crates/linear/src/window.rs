@@ -132,8 +132,9 @@ impl CostModel {
     ///   wire time of a 1 Gbit/s LAN (8 ms per MB), so bytes still weigh more than time. The
     ///   rate is the policy. It was 0.6 ms per kB (fewest bytes nearly always) until MiniLM's
     ///   automorphisms were measured to cost more than their saved bytes: at 0.1, MiniLM 32
-    ///   tokens sends 18 MB more and runs 2–4 s faster (`docs/results/suites.md`), BERT-base 128
-    ///   tokens stays under 5 GB (`docs/results/e2e.md`).
+    ///   tokens sends 381.9 MB instead of 357.9 MB and ran 25.3–26.5 s in isolated runs against
+    ///   31.0–33.2 s at 0.6 (`docs/results/suites.md`); BERT-base 128 tokens stays under 5 GB
+    ///   (4.91 GB, `docs/results/e2e.md`).
     ///
     /// The artifact's model (1000 : 1) keeps choosing the fewest ciphertexts however many
     /// automorphisms that costs: for a 32-token MiniLM FFN1 `(32, 384, 1536)` it picks windows

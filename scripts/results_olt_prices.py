@@ -2,8 +2,8 @@
 """Generate docs/results/olt-prices.md from docs/results/olt-prices.jsonl (+ meta).
 
 The JSON lines are verbatim `nectar bench linear --op olt --windows ... --json` runs with forced
-partition windows (scripts/bench_olt_prices.sh). The page fits, by least squares, the seconds
-of one OLT to its counts — automorphisms, ct x pt products, evaluator encodings, ciphertexts
+partition windows (scripts/bench_olt_prices.sh). The page fits, by non-negative least squares,
+the seconds of one OLT to its counts — automorphisms, ct x pt products, evaluator encodings, ciphertexts
 each way — from the same formulas as `OltPlan` (crates/linear/src/window.rs), and lists the
 prices `CostModel::balanced` uses next to the fit. Never edit the page by hand.
 """

@@ -186,27 +186,26 @@ pub fn extend_send<C: Channel + ?Sized>(
     // flushed before the LPN encoding, so the receiver reconstructs while the sender encodes
     // (unflushed, it waited for the sender's whole extension: 0.35 s of a b13 bootstrap).
     let seeds: Vec<u128> = (0..t).map(|_| prg.next_u128()).collect();
-    let per_tree: Vec<Vec<u128>> = out
-        .par_chunks_exact_mut(1 << h)
+    // Tree j's message: its h level pairs, then its gamma, at msg[j·(2h + 1)..].
+    let mut msg = vec![0u128; t * (2 * h + 1)];
+    out.par_chunks_exact_mut(1 << h)
+        .zip(msg.par_chunks_exact_mut(2 * h + 1))
         .zip(seeds.par_iter())
         .enumerate()
-        .map_init(Vec::new, |scratch, (j, (leaves, &seed))| {
+        .for_each_init(Vec::new, |scratch, (j, ((leaves, m), &seed))| {
             let sums = ggm::expand(crh, seed, h, leaves, scratch);
             let mut gamma = delta;
             for x in leaves.iter_mut() {
                 *x &= !1;
                 gamma ^= *x;
             }
-            let mut m = Vec::with_capacity(2 * h + 1);
             for (l, (k0, k1)) in sums.iter().enumerate() {
-                m.push(k0 ^ p0[j * h + l]);
-                m.push(k1 ^ p1[j * h + l]);
+                m[2 * l] = k0 ^ p0[j * h + l];
+                m[2 * l + 1] = k1 ^ p1[j * h + l];
             }
-            m.push(gamma);
-            m
-        })
-        .collect();
-    ch.send(&blocks_to_bytes(&per_tree.concat()))?;
+            m[2 * h] = gamma;
+        });
+    ch.send(&blocks_to_bytes(&msg))?;
     ch.flush()?;
     LocalCode::new(p.k).encode(&mut out, seed);
     Ok(out)

@@ -5,14 +5,29 @@
 //!   `f: Z_P → Z_P` (built in `O(P log P)` by an NTT mod `P`), and LEAF's GELU / SiLU
 //!   functional-bootstrapping tables ([`fbs_poly::FbsParams::LEAF`]). The polynomial is
 //!   evaluated on BFV ciphertexts by `nectar_he::bfv::paterson_stockmeyer`.
+//! - [`rlwe`]: the coefficient-encoded RLWE of the non-polynomial part (`n = 1024`,
+//!   `q' = 2^27`, `p = 512`), the plaintext–ciphertext matmul over the `(A, B)` parts
+//!   ([`rlwe::pcmm`], LEAF §2.2) and the modulus switch to `P = 65537` (Alg. 4 steps 1–2).
+//! - [`pack`]: coefficient RLWE → slot BFV (LEAF §3.2 Alg. 1, App. A Alg. 5/6): the packing
+//!   key and the baby-step giant-step transform (Alg. 4 step 4).
 
 pub mod fbs_poly;
+pub mod pack;
+pub mod rlwe;
 
 pub use fbs_poly::{interpolate, FbsParams};
+pub use pack::{packing_key, Packer, PackStats};
+pub use rlwe::{pcmm, switch_to_p, RlweCt, RlweParams, RlweSecretKey, SwitchedCt};
 
 /// Errors of the FHE layer.
 #[derive(Debug, thiserror::Error)]
 pub enum FheError {
     #[error("invalid parameters: {0}")]
     InvalidParams(String),
+    /// A parameter set below 128-bit security (SECURITY).
+    #[error("insecure parameters: {0}")]
+    Insecure(String),
+    /// An error of the HE layer.
+    #[error("HE: {0}")]
+    He(String),
 }

@@ -1,0 +1,213 @@
+//! Coefficient-encoded RLWE → slot-encoded BFV (LEAF §3.2 Alg. 1; the linear transform of
+//! App. A Alg. 5/6; REFERENCE.md §6.3): `N/n` RLWE ciphertexts modulo `P` (after
+//! [`crate::rlwe::switch_to_p`]) become one BFV ciphertext whose slots hold their phases
+//! `α·m_t[c] + e_t[c]`, ready for the functional-bootstrapping polynomial.
+//!
+//! The decryption of coefficient `c` of ciphertext `t` is an inner product (LEAF Eq. (5)):
+//! `b_t[c] + ⟨a_t^(c), s̲⟩ mod P` with `a^(c) = [a_c, …, a_0, −a_{n−1}, …, −a_{c+1}]`. The
+//! client's **packing key** encrypts `[s̲, s̲, …, s̲]` in the BFV slots; the server evaluates
+//! `Ecd(b̄) + A·key` with `A` block-diagonal (one `n × n` block per ciphertext).
+//!
+//! **Layout (fixed here).** BFV slots in the row layout of
+//! [`nectar_he::Params::encode_simd_rows`] (two rows of `N/2`; a rotation by `k` moves every
+//! slot `(r, i)` to `(r, i − k)`); ciphertext `t`'s coefficient `c` lands in slot `t·n + c`, so
+//! each block of `n` consecutive slots is one RLWE ciphertext in coefficient order (`n | N/2`
+//! keeps every block inside one row). LEAF orders the slots for its ring switching (§3.5);
+//! that order is a permutation the slots-to-coefficients transform absorbs, so it is not fixed
+//! here.
+//!
+//! **The transform (deviation: `n` diagonals, not `N`).** Because the key is periodic with
+//! period `n` and each block is `n` wide, `rot_r(key)` for `r ∈ [n]` already brings every
+//! coefficient of `s̲` to every slot: `A·key = Σ_{r<n} α_r ⊙ rot_r(key)` with
+//! `α_r[t·n + c] = a_t[0]` for `r = 0`, `a_t[n − r]` if `c + r ≥ n` and `−a_t[n − r]` otherwise
+//! (derived from `a^(c)[(c + r) mod n]`). LEAF's Alg. 5 sums over all `N` diagonals of the
+//! `N × N` matrix; for this block-diagonal family with a periodic input the other `N − n`
+//! diagonals are zero. Baby-step giant-step (Alg. 5): `B` baby rotations of the key — input
+//! independent, so computed once per key ([`Packer::new`]) and kept in NTT form (Alg. 6) —
+//! and `G = ⌈n/B⌉` giant steps, each diagonal pre-rotated by `−g·B` in the clear; the giant
+//! steps are combined by Horner's rule, `inner_0 + rot_B(inner_1 + rot_B(…))`, so the whole
+//! transform needs the Galois keys of only two rotations (by 1 and by `B`,
+//! [`pack_galois_elements`]; at `N = 32768` one key is ~95 MB, LEAF's `B + G` keys would be
+//! 34 GB).
+//!
+//! **Noise (LEAF Lemma 1).** The products multiply the key's noise by at most `n·P/2` per
+//! slot; the rotations add key-switching noise. Measured by [`nectar_he::SecretKey::noise`]
+//! in the tests and the bench.
+
+use crate::rlwe::{RlweSecretKey, SwitchedCt, LEAF_P};
+use crate::FheError;
+use nectar_he::{Ciphertext, GaloisKeys, Params, PlainNtt, SecretKey};
+use nectar_math::Prg;
+use rayon::prelude::*;
+
+fn he(e: nectar_he::HeError) -> FheError {
+    FheError::He(e.to_string())
+}
+
+/// Baby steps `B` for `n` diagonals: `⌈√n⌉` rounded up to a power of two.
+pub fn baby_steps(n: usize) -> usize {
+    let mut b = 1;
+    while b * b < n {
+        b *= 2;
+    }
+    b
+}
+
+/// The Galois elements [`Packer`] needs: rotations by 1 (baby steps) and by `B` (giant steps).
+pub fn pack_galois_elements(params: &Params, n: usize) -> Vec<u64> {
+    nectar_he::bfv::row_galois_elements(params.n(), &[1, baby_steps(n) as i64], false)
+}
+
+fn check_shapes(params: &Params, n: usize) -> Result<(), FheError> {
+    let big = params.n();
+    if params.plain_modulus(0) != LEAF_P as u128 {
+        return Err(FheError::InvalidParams(format!("packing needs the BFV plaintext modulus P = {LEAF_P}")));
+    }
+    if !n.is_power_of_two() || n < 2 || n > big / 2 {
+        return Err(FheError::InvalidParams(format!("RLWE degree {n} must be a power of two dividing N/2 = {}", big / 2)));
+    }
+    Ok(())
+}
+
+/// The client's packing key: a BFV encryption (under its BFV key) of the slots
+/// `[s̲, s̲, …, s̲]` (`N/n` copies of the RLWE secret, entries `−1 ↦ P − 1`), LEAF §3.2.
+pub fn packing_key(params: &Params, bfv_sk: &SecretKey, rlwe_sk: &RlweSecretKey, prg: &mut Prg) -> Result<Ciphertext, FheError> {
+    let s = rlwe_sk.coeffs();
+    check_shapes(params, s.len())?;
+    let slots: Vec<u64> = (0..params.n())
+        .map(|j| {
+            let v = s[j % s.len()] as i64;
+            v.rem_euclid(LEAF_P as i64) as u64
+        })
+        .collect();
+    let pt = params.encode_simd_rows(&slots, 0).map_err(he)?;
+    bfv_sk.encrypt(params, &pt, prg).map_err(he)
+}
+
+/// Operation counts of one [`Packer::pack`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PackStats {
+    /// Key-switched rotations of ciphertexts (giant steps; the baby steps are per key).
+    pub rotations: usize,
+    /// Plaintext × ciphertext products (one per diagonal).
+    pub products: usize,
+    /// Diagonals encoded (SIMD encoding + NTT on every prime).
+    pub encodings: usize,
+}
+
+/// The server's side of the packing: the key's baby-step rotations, computed once.
+pub struct Packer {
+    params: Params,
+    n: usize,
+    b: usize,
+    /// `rot_b(key)` for `b ∈ [B]`, NTT form.
+    baby: Vec<Ciphertext>,
+    keys: GaloisKeys,
+}
+
+impl Packer {
+    /// Precomputes `rot_b(key)` for `b < B` (`B − 1` rotations by 1). `keys` must hold
+    /// [`pack_galois_elements`]`(params, n)`.
+    pub fn new(params: &Params, key: &Ciphertext, keys: GaloisKeys, n: usize) -> Result<Self, FheError> {
+        check_shapes(params, n)?;
+        for g in pack_galois_elements(params, n) {
+            if !keys.contains(g) {
+                return Err(FheError::InvalidParams(format!("missing the Galois key {g} of the packing transform")));
+            }
+        }
+        let b = baby_steps(n);
+        let mut baby = Vec::with_capacity(b);
+        let mut cur = key.clone();
+        for i in 0..b {
+            if i > 0 {
+                cur = cur.rotate_rows(params, 1, &keys).map_err(he)?;
+            }
+            let mut c = cur.clone();
+            c.to_ntt(params);
+            baby.push(c);
+        }
+        Ok(Self { params: params.clone(), n, b, baby, keys })
+    }
+
+    /// RLWE degree `n` this packer serves.
+    pub fn rlwe_degree(&self) -> usize {
+        self.n
+    }
+
+    /// Ciphertexts one BFV ciphertext holds: `N/n`.
+    pub fn capacity(&self) -> usize {
+        self.params.n() / self.n
+    }
+
+    /// Packs up to `N/n` switched ciphertexts (LEAF Alg. 1): slot `t·n + c` of the result
+    /// (row layout) holds `b_t[c] + ⟨a_t^(c), s̲⟩ mod P`; blocks past `cts.len()` hold 0.
+    pub fn pack(&self, cts: &[SwitchedCt]) -> Result<(Ciphertext, PackStats), FheError> {
+        let (p, n, b) = (&self.params, self.n, self.b);
+        let big = p.n();
+        if cts.is_empty() || cts.len() > self.capacity() {
+            return Err(FheError::InvalidParams(format!("{} ciphertexts for a packing of {}", cts.len(), self.capacity())));
+        }
+        if let Some(c) = cts.iter().find(|c| c.a.len() != n || c.b.len() != n) {
+            return Err(FheError::InvalidParams(format!("a ciphertext of degree {} for a packing of degree {n}", c.a.len())));
+        }
+        if cts.iter().any(|c| c.a.iter().chain(&c.b).any(|&v| v as u64 >= LEAF_P)) {
+            return Err(FheError::InvalidParams(format!("coefficients must be below P = {LEAF_P}")));
+        }
+        let half = big / 2;
+        let level = self.baby[0].level();
+        let g_count = n.div_ceil(b);
+        // diagonal r, pre-rotated by −shift within each row, as row-layout slot values
+        let diagonal = |r: usize, shift: usize| -> Vec<u64> {
+            let mut v = vec![0u64; big];
+            for (t, ct) in cts.iter().enumerate() {
+                let a = if r == 0 { ct.a[0] as u64 } else { ct.a[n - r] as u64 };
+                let neg = if a == 0 { 0 } else { LEAF_P - a };
+                for c in 0..n {
+                    let val = if r == 0 || c + r >= n { a } else { neg };
+                    // slot j = t·n + c; pre-rotation by −shift: value of slot j goes to j + shift
+                    let j = t * n + c;
+                    let (row, col) = (j / half, j % half);
+                    v[row * half + (col + shift) % half] = val;
+                }
+            }
+            v
+        };
+        let inner: Vec<Ciphertext> = (0..g_count)
+            .into_par_iter()
+            .map(|g| -> Result<Ciphertext, FheError> {
+                let mut acc: Option<Ciphertext> = None;
+                for bb in 0..b {
+                    let r = g * b + bb;
+                    if r >= n {
+                        break;
+                    }
+                    let pt = p.encode_simd_rows(&diagonal(r, g * b), 0).map_err(he)?;
+                    let pt = PlainNtt::new(p, &pt, level).map_err(he)?;
+                    match acc.as_mut() {
+                        None => acc = Some(self.baby[bb].mul_plain(p, &pt).map_err(he)?),
+                        Some(a) => a.mul_plain_accumulate(p, &self.baby[bb], &pt).map_err(he)?,
+                    }
+                }
+                acc.ok_or_else(|| FheError::InvalidParams("empty giant step".into()))
+            })
+            .collect::<Result<_, _>>()?;
+        let mut stats = PackStats { rotations: 0, products: n, encodings: n };
+        let mut it = inner.into_iter().rev();
+        let mut acc = it.next().ok_or_else(|| FheError::InvalidParams("no giant step".into()))?;
+        for inner_g in it {
+            acc.to_coeff(p);
+            acc = acc.rotate_rows(p, b as i64, &self.keys).map_err(he)?;
+            stats.rotations += 1;
+            acc.add_assign(p, &inner_g).map_err(he)?;
+        }
+        acc.to_coeff(p);
+        let mut bbar = vec![0u64; big];
+        for (t, ct) in cts.iter().enumerate() {
+            for c in 0..n {
+                bbar[t * n + c] = ct.b[c] as u64;
+            }
+        }
+        acc.add_plain_assign(p, &p.encode_simd_rows(&bbar, 0).map_err(he)?).map_err(he)?;
+        Ok((acc, stats))
+    }
+}

@@ -1,0 +1,99 @@
+//! LEAF Alg. 4 steps 1–4 on real ciphertexts: PCMM over the (A, B) parts, the switch to
+//! `P = 65537`, and the packing into slot BFV (LEAF §2.2, §3.2). The BFV side runs at
+//! `N = 8192` with `t = 65537` (a 128-bit set: 3 × 50-bit primes plus a 50-bit special prime,
+//! 200 ≤ 218 bits), the RLWE side at LEAF's `n = 1024`, `q' = 2^27`, `p = 512`: 8 RLWE
+//! ciphertexts per BFV ciphertext.
+
+use nectar_fhe::pack::{pack_galois_elements, packing_key, Packer};
+use nectar_fhe::rlwe::{decode_p, pcmm, switch_to_p, RlweCt, RlweParams, RlweSecretKey, LEAF_P};
+use nectar_he::{Params, ParamsLiteral, PlainModulus, SecretKey};
+use nectar_math::Prg;
+use rand_core::RngCore;
+
+fn bfv_params() -> Params {
+    Params::new(ParamsLiteral::from_bit_sizes(8192, &[50, 50, 50], Some(50), PlainModulus::Prime(LEAF_P)).unwrap()).unwrap()
+}
+
+fn random_rows(prg: &mut Prg, rows: usize, n: usize, p: u32) -> Vec<Vec<u32>> {
+    (0..rows).map(|_| (0..n).map(|_| prg.next_u32() % p).collect()).collect()
+}
+
+#[test]
+fn pcmm_computes_w_times_m_mod_p() {
+    let rp = RlweParams::leaf().unwrap();
+    let mut prg = Prg::new([1; 16]);
+    let sk = RlweSecretKey::generate(&rp, &mut prg);
+    let (l, d, n, p) = (24, 5, rp.n(), rp.p());
+    let m = random_rows(&mut prg, l, n, p);
+    let cts: Vec<RlweCt> = m.iter().map(|r| sk.encrypt(&rp, r, &mut prg).unwrap()).collect();
+    // signed weights in [-256, 256)
+    let w: Vec<i32> = (0..d * l).map(|_| (prg.next_u32() % 512) as i32 - 256).collect();
+    let out = pcmm(&rp, &w, &cts).unwrap();
+    assert_eq!(out.len(), d);
+    for k in 0..d {
+        let want: Vec<u32> = (0..n)
+            .map(|j| {
+                let s: i64 = (0..l).map(|i| w[k * l + i] as i64 * m[i][j] as i64).sum();
+                s.rem_euclid(p as i64) as u32
+            })
+            .collect();
+        assert_eq!(sk.decrypt(&rp, &out[k]), want, "row {k}");
+        // after the switch to P the phase decodes to the same message (|e'| < α/2)
+        let sw = switch_to_p(&rp, &out[k]);
+        let got: Vec<u32> = sk.phase_p(&rp, &sw).into_iter().map(|x| decode_p(&rp, x)).collect();
+        assert_eq!(got, want, "row {k} after the switch");
+    }
+    assert!(pcmm(&rp, &w[..7], &cts).is_err());
+}
+
+#[test]
+fn packing_puts_every_phase_in_its_slot() {
+    let params = bfv_params();
+    let rp = RlweParams::leaf().unwrap();
+    let n = rp.n();
+    let mut prg = Prg::new([2; 16]);
+    let bfv_sk = SecretKey::generate(&params, &mut prg);
+    let sk = RlweSecretKey::generate(&rp, &mut prg);
+    let key = packing_key(&params, &bfv_sk, &sk, &mut prg).unwrap();
+    let gk = bfv_sk.galois_keys(&params, &pack_galois_elements(&params, n), &mut prg).unwrap();
+    let packer = Packer::new(&params, &key, gk, n).unwrap();
+    assert_eq!(packer.capacity(), 8);
+    // 7 of 8 blocks used: the last block stays zero
+    let m = random_rows(&mut prg, 7, n, rp.p());
+    let cts: Vec<_> = m.iter().map(|r| switch_to_p(&rp, &sk.encrypt(&rp, r, &mut prg).unwrap())).collect();
+    let (ct, stats) = packer.pack(&cts).unwrap();
+    assert_eq!(stats.products, n);
+    assert_eq!(stats.rotations, n.div_ceil(nectar_fhe::pack::baby_steps(n)) - 1);
+    let noise = bfv_sk.noise(&params, &ct).unwrap();
+    assert!(noise.budget_bits > 60, "budget left {}", noise.budget_bits);
+    let slots = params.decode_simd_rows(&bfv_sk.decrypt(&params, &ct).unwrap()).unwrap();
+    for (t, c) in cts.iter().enumerate() {
+        let phase = sk.phase_p(&rp, c);
+        assert_eq!(&slots[t * n..(t + 1) * n], &phase[..], "block {t}");
+        let msg: Vec<u32> = phase.iter().map(|&x| decode_p(&rp, x)).collect();
+        assert_eq!(msg, m[t]);
+    }
+    assert!(slots[7 * n..].iter().all(|&v| v == 0));
+    // bad inputs: too many ciphertexts, a wrong degree, coefficients not below P
+    assert!(packer.pack(&vec![cts[0].clone(); 9]).is_err());
+    let mut short = cts[0].clone();
+    short.a.pop();
+    assert!(packer.pack(&[short]).is_err());
+    let mut big = cts[0].clone();
+    big.b[3] = LEAF_P as u32;
+    assert!(packer.pack(&[big]).is_err());
+}
+
+#[test]
+fn packer_refuses_missing_keys_and_bad_degrees() {
+    let params = bfv_params();
+    let rp = RlweParams::leaf().unwrap();
+    let mut prg = Prg::new([3; 16]);
+    let bfv_sk = SecretKey::generate(&params, &mut prg);
+    let sk = RlweSecretKey::generate(&rp, &mut prg);
+    let key = packing_key(&params, &bfv_sk, &sk, &mut prg).unwrap();
+    let only_one = bfv_sk.galois_keys(&params, &pack_galois_elements(&params, 1024)[..1], &mut prg).unwrap();
+    assert!(Packer::new(&params, &key, only_one, 1024).is_err());
+    let gk = bfv_sk.galois_keys(&params, &pack_galois_elements(&params, 1000), &mut prg).unwrap();
+    assert!(Packer::new(&params, &key, gk, 1000).is_err());
+}

@@ -8,16 +8,26 @@
 //! - [`rlwe`]: the coefficient-encoded RLWE of the non-polynomial part (`n = 1024`,
 //!   `q' = 2^27`, `p = 512`), the plaintext–ciphertext matmul over the `(A, B)` parts
 //!   ([`rlwe::pcmm`], LEAF §2.2) and the modulus switch to `P = 65537` (Alg. 4 steps 1–2).
+//! - [`lt`]: the baby-step giant-step slot transform (LEAF App. A Alg. 5–7) both use.
 //! - [`pack`]: coefficient RLWE → slot BFV (LEAF §3.2 Alg. 1, App. A Alg. 5/6): the packing
 //!   key and the baby-step giant-step transform (Alg. 4 step 4).
+//! - [`s2c`]: slots to coefficients (LEAF §3.4, Alg. 7; Alg. 4 step 7).
+//! - [`ring_switch`]: modulus and ring switching back to `n = 1024`, `q' = 2^27` (LEAF §3.5;
+//!   Alg. 4 steps 8–9).
 
 pub mod fbs_poly;
+pub mod lt;
 pub mod pack;
+pub mod ring_switch;
 pub mod rlwe;
+pub mod s2c;
 
 pub use fbs_poly::{interpolate, FbsParams};
-pub use pack::{packing_key, Packer, PackStats};
+pub use lt::LtStats;
+pub use pack::{packing_key, Packer};
+pub use ring_switch::{ring_switch, ring_switch_key};
 pub use rlwe::{pcmm, switch_to_p, RlweCt, RlweParams, RlweSecretKey, SwitchedCt};
+pub use s2c::SlotsToCoeffs;
 
 /// Errors of the FHE layer.
 #[derive(Debug, thiserror::Error)]

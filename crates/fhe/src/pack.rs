@@ -34,24 +34,11 @@
 //! slot; the rotations add key-switching noise. Measured by [`nectar_he::SecretKey::noise`]
 //! in the tests and the bench.
 
+use crate::lt::{baby_steps, bsgs, he, LtStats, RowSlots};
 use crate::rlwe::{RlweSecretKey, SwitchedCt, LEAF_P};
 use crate::FheError;
-use nectar_he::{Ciphertext, GaloisKeys, Params, PlainNtt, SecretKey};
+use nectar_he::{Ciphertext, GaloisKeys, Params, SecretKey};
 use nectar_math::Prg;
-use rayon::prelude::*;
-
-fn he(e: nectar_he::HeError) -> FheError {
-    FheError::He(e.to_string())
-}
-
-/// Baby steps `B` for `n` diagonals: `⌈√n⌉` rounded up to a power of two.
-pub fn baby_steps(n: usize) -> usize {
-    let mut b = 1;
-    while b * b < n {
-        b *= 2;
-    }
-    b
-}
 
 /// The Galois elements [`Packer`] needs: rotations by 1 (baby steps) and by `B` (giant steps).
 pub fn pack_galois_elements(params: &Params, n: usize) -> Vec<u64> {
@@ -74,32 +61,16 @@ fn check_shapes(params: &Params, n: usize) -> Result<(), FheError> {
 pub fn packing_key(params: &Params, bfv_sk: &SecretKey, rlwe_sk: &RlweSecretKey, prg: &mut Prg) -> Result<Ciphertext, FheError> {
     let s = rlwe_sk.coeffs();
     check_shapes(params, s.len())?;
-    let slots: Vec<u64> = (0..params.n())
-        .map(|j| {
-            let v = s[j % s.len()] as i64;
-            v.rem_euclid(LEAF_P as i64) as u64
-        })
-        .collect();
-    let pt = params.encode_simd_rows(&slots, 0).map_err(he)?;
+    let slots: Vec<u64> = (0..params.n()).map(|j| (s[j % s.len()] as i64).rem_euclid(LEAF_P as i64) as u64).collect();
+    let pt = RowSlots::new(params)?.encode(params, &slots)?;
     bfv_sk.encrypt(params, &pt, prg).map_err(he)
-}
-
-/// Operation counts of one [`Packer::pack`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PackStats {
-    /// Key-switched rotations of ciphertexts (giant steps; the baby steps are per key).
-    pub rotations: usize,
-    /// Plaintext × ciphertext products (one per diagonal).
-    pub products: usize,
-    /// Diagonals encoded (SIMD encoding + NTT on every prime).
-    pub encodings: usize,
 }
 
 /// The server's side of the packing: the key's baby-step rotations, computed once.
 pub struct Packer {
     params: Params,
     n: usize,
-    b: usize,
+    enc: RowSlots,
     /// `rot_b(key)` for `b ∈ [B]`, NTT form.
     baby: Vec<Ciphertext>,
     keys: GaloisKeys,
@@ -126,7 +97,7 @@ impl Packer {
             c.to_ntt(params);
             baby.push(c);
         }
-        Ok(Self { params: params.clone(), n, b, baby, keys })
+        Ok(Self { params: params.clone(), n, enc: RowSlots::new(params)?, baby, keys })
     }
 
     /// RLWE degree `n` this packer serves.
@@ -141,8 +112,8 @@ impl Packer {
 
     /// Packs up to `N/n` switched ciphertexts (LEAF Alg. 1): slot `t·n + c` of the result
     /// (row layout) holds `b_t[c] + ⟨a_t^(c), s̲⟩ mod P`; blocks past `cts.len()` hold 0.
-    pub fn pack(&self, cts: &[SwitchedCt]) -> Result<(Ciphertext, PackStats), FheError> {
-        let (p, n, b) = (&self.params, self.n, self.b);
+    pub fn pack(&self, cts: &[SwitchedCt]) -> Result<(Ciphertext, LtStats), FheError> {
+        let (p, n) = (&self.params, self.n);
         let big = p.n();
         if cts.is_empty() || cts.len() > self.capacity() {
             return Err(FheError::InvalidParams(format!("{} ciphertexts for a packing of {}", cts.len(), self.capacity())));
@@ -153,61 +124,26 @@ impl Packer {
         if cts.iter().any(|c| c.a.iter().chain(&c.b).any(|&v| v as u64 >= LEAF_P)) {
             return Err(FheError::InvalidParams(format!("coefficients must be below P = {LEAF_P}")));
         }
-        let half = big / 2;
-        let level = self.baby[0].level();
-        let g_count = n.div_ceil(b);
-        // diagonal r, pre-rotated by −shift within each row, as row-layout slot values
-        let diagonal = |r: usize, shift: usize| -> Vec<u64> {
+        // diagonal r (module docs): α_r[t·n + c] = a_t[0] (r = 0), else ±a_t[n − r]
+        let diag = |_: usize, r: usize| -> Option<Vec<u64>> {
             let mut v = vec![0u64; big];
             for (t, ct) in cts.iter().enumerate() {
                 let a = if r == 0 { ct.a[0] as u64 } else { ct.a[n - r] as u64 };
                 let neg = if a == 0 { 0 } else { LEAF_P - a };
                 for c in 0..n {
-                    let val = if r == 0 || c + r >= n { a } else { neg };
-                    // slot j = t·n + c; pre-rotation by −shift: value of slot j goes to j + shift
-                    let j = t * n + c;
-                    let (row, col) = (j / half, j % half);
-                    v[row * half + (col + shift) % half] = val;
+                    v[t * n + c] = if r == 0 || c + r >= n { a } else { neg };
                 }
             }
-            v
+            Some(v)
         };
-        let inner: Vec<Ciphertext> = (0..g_count)
-            .into_par_iter()
-            .map(|g| -> Result<Ciphertext, FheError> {
-                let mut acc: Option<Ciphertext> = None;
-                for bb in 0..b {
-                    let r = g * b + bb;
-                    if r >= n {
-                        break;
-                    }
-                    let pt = p.encode_simd_rows(&diagonal(r, g * b), 0).map_err(he)?;
-                    let pt = PlainNtt::new(p, &pt, level).map_err(he)?;
-                    match acc.as_mut() {
-                        None => acc = Some(self.baby[bb].mul_plain(p, &pt).map_err(he)?),
-                        Some(a) => a.mul_plain_accumulate(p, &self.baby[bb], &pt).map_err(he)?,
-                    }
-                }
-                acc.ok_or_else(|| FheError::InvalidParams("empty giant step".into()))
-            })
-            .collect::<Result<_, _>>()?;
-        let mut stats = PackStats { rotations: 0, products: n, encodings: n };
-        let mut it = inner.into_iter().rev();
-        let mut acc = it.next().ok_or_else(|| FheError::InvalidParams("no giant step".into()))?;
-        for inner_g in it {
-            acc.to_coeff(p);
-            acc = acc.rotate_rows(p, b as i64, &self.keys).map_err(he)?;
-            stats.rotations += 1;
-            acc.add_assign(p, &inner_g).map_err(he)?;
-        }
-        acc.to_coeff(p);
+        let (mut acc, stats) = bsgs(p, &self.enc, std::slice::from_ref(&self.baby), n, diag, &self.keys)?;
         let mut bbar = vec![0u64; big];
         for (t, ct) in cts.iter().enumerate() {
             for c in 0..n {
                 bbar[t * n + c] = ct.b[c] as u64;
             }
         }
-        acc.add_plain_assign(p, &p.encode_simd_rows(&bbar, 0).map_err(he)?).map_err(he)?;
+        acc.add_plain_assign(p, &self.enc.encode(p, &bbar)?).map_err(he)?;
         Ok((acc, stats))
     }
 }

@@ -63,7 +63,7 @@ fn packing_puts_every_phase_in_its_slot() {
     let cts: Vec<_> = m.iter().map(|r| switch_to_p(&rp, &sk.encrypt(&rp, r, &mut prg).unwrap())).collect();
     let (ct, stats) = packer.pack(&cts).unwrap();
     assert_eq!(stats.products, n);
-    assert_eq!(stats.rotations, n.div_ceil(nectar_fhe::pack::baby_steps(n)) - 1);
+    assert_eq!(stats.rotations, n.div_ceil(nectar_fhe::lt::baby_steps(n)) - 1);
     let noise = bfv_sk.noise(&params, &ct).unwrap();
     assert!(noise.budget_bits > 60, "budget left {}", noise.budget_bits);
     let slots = params.decode_simd_rows(&bfv_sk.decrypt(&params, &ct).unwrap()).unwrap();
@@ -96,4 +96,54 @@ fn packer_refuses_missing_keys_and_bad_degrees() {
     assert!(Packer::new(&params, &key, only_one, 1024).is_err());
     let gk = bfv_sk.galois_keys(&params, &pack_galois_elements(&params, 1000), &mut prg).unwrap();
     assert!(Packer::new(&params, &key, gk, 1000).is_err());
+}
+
+/// Pack → (a slot-wise map) → S2C → ring switch: every output RLWE phase, scaled back by
+/// `P/q'`, is exactly the map of the input phase (mod P), at the same ciphertext and
+/// coefficient.
+#[test]
+fn pack_s2c_ring_switch_round_trip() {
+    use nectar_fhe::ring_switch::{ring_switch, ring_switch_key};
+    use nectar_fhe::s2c::{s2c_galois_elements, SlotsToCoeffs};
+    let params = bfv_params();
+    let rp = RlweParams::leaf().unwrap();
+    let n = rp.n();
+    let mut prg = Prg::new([4; 16]);
+    let bfv_sk = SecretKey::generate(&params, &mut prg);
+    let sk = RlweSecretKey::generate(&rp, &mut prg);
+    let key = packing_key(&params, &bfv_sk, &sk, &mut prg).unwrap();
+    let mut elems = pack_galois_elements(&params, n);
+    elems.extend(s2c_galois_elements(&params));
+    elems.sort_unstable();
+    elems.dedup();
+    let gk = bfv_sk.galois_keys(&params, &elems, &mut prg).unwrap();
+    let packer = Packer::new(&params, &key, gk.clone(), n).unwrap();
+    let s2c = SlotsToCoeffs::new(&params, n).unwrap();
+    let rsk = ring_switch_key(&params, &bfv_sk, &sk, &mut prg).unwrap();
+    let m = random_rows(&mut prg, 8, n, rp.p());
+    let cts: Vec<_> = m.iter().map(|r| switch_to_p(&rp, &sk.encrypt(&rp, r, &mut prg).unwrap())).collect();
+    let phases: Vec<Vec<u64>> = cts.iter().map(|c| sk.phase_p(&rp, c)).collect();
+    let (packed, _) = packer.pack(&cts).unwrap();
+    for scale in [1u64, 3] {
+        let mapped = packed.mul_plain_scalar(&params, scale).unwrap();
+        let (coeff_ct, st) = s2c.apply(&mapped, &gk).unwrap();
+        assert_eq!(st.products, params.n());
+        let budget = bfv_sk.noise(&params, &coeff_ct).unwrap().budget_bits;
+        assert!(budget > 20, "S2C left {budget} bits");
+        let out = ring_switch(&params, &rp, &coeff_ct, &rsk).unwrap();
+        assert_eq!(out.len(), 8);
+        for (t, ct) in out.iter().enumerate() {
+            let got: Vec<u64> = sk
+                .phase(&rp, ct)
+                .into_iter()
+                .map(|x| ((x as u64 * LEAF_P + (1 << 26)) >> 27) % LEAF_P)
+                .collect();
+            let want: Vec<u64> = phases[t].iter().map(|&x| x * scale % LEAF_P).collect();
+            assert_eq!(got, want, "ciphertext {t}, scale {scale}");
+            if scale == 1 {
+                // and the RLWE decryption is the original message
+                assert_eq!(sk.decrypt(&rp, ct), m[t]);
+            }
+        }
+    }
 }

@@ -6,10 +6,16 @@
 //! - `poly`: LEAF §3.3 step 6 — the degree-65536 functional-bootstrapping polynomial of GELU
 //!   (Lemma 2, α/2 offset inside f) evaluated by Paterson–Stockmeyer on one encrypted
 //!   ciphertext of 32768 slots `α·m + e` (`|e| < α/2`), checked slot by slot against
-//!   `α·g(m)`. This is Table 1's "poly" stage only; the packing LT, S2C and the switches are
-//!   not built yet.
+//!   `α·g(m)`: Table 1's "poly" stage alone.
+//! - `gelu`: LEAF Table 1 end to end — `N/n = 32` coefficient RLWE ciphertexts (`n = 1024`,
+//!   `q' = 2^27`, messages `m ∈ Z_512` uniform, i.e. inputs `m/16 ∈ [−16, 16)`) through the
+//!   switch to `P`, the packing LT, the polynomial, S2C and the modulus / ring switches
+//!   ([`nectar_fhe::LeafActivation`]), per-stage seconds, every output decrypted and checked
+//!   against the table `g(m) = round(16·GELU(m/16))`, and the mean abs error of `g(m)/16`
+//!   against GELU. Key generation is timed apart (the client's, once per key).
 
 use nectar_fhe::fbs_poly::{gelu, interpolate, FbsParams};
+use nectar_fhe::{leaf_keygen, LeafActivation, RlweParams, StageTimes};
 use nectar_he::bfv::{paterson_stockmeyer, BfvMul, BfvPolyOps};
 use nectar_he::{HeError, Params, SecretKey};
 use nectar_math::Prg;
@@ -33,6 +39,12 @@ pub struct FheBench {
     /// Noise budget left (bits) after the operation.
     pub budget_bits: i64,
     pub threads: usize,
+    /// `gelu`: per-stage times and counts.
+    pub stages: Option<StageTimes>,
+    /// `gelu`: seconds of the client's key generation.
+    pub keygen_seconds: Option<f64>,
+    /// `gelu`: mean |g(m)/16 − GELU(m/16)| over the inputs (LEAF reports 0.025).
+    pub mean_abs_error: Option<f64>,
 }
 
 /// Runs `op` (`mul` or `poly`).
@@ -63,7 +75,7 @@ pub fn bench_fhe(op: &str, reps: usize) -> Result<FheBench, HeError> {
             let got = params.decode_simd(&sk.decrypt(&params, &out)?)?;
             let mismatches = (0..n).filter(|&i| got[i] != (a[i] as u128 * b[i] as u128 % t as u128) as u64).count();
             let budget_bits = sk.noise(&params, &out)?.budget_bits;
-            Ok(FheBench { op: "mul", n, q_bits, plain: t, seconds, ms_per_slot: seconds * 1e3 / n as f64, products: reps, mismatches, budget_bits, threads })
+            Ok(FheBench { op: "mul", n, q_bits, plain: t, seconds, ms_per_slot: seconds * 1e3 / n as f64, products: reps, mismatches, budget_bits, threads, stages: None, keygen_seconds: None, mean_abs_error: None })
         }
         "poly" => {
             let fp = FbsParams::LEAF;
@@ -87,8 +99,49 @@ pub fn bench_fhe(op: &str, reps: usize) -> Result<FheBench, HeError> {
             let got = params.decode_simd(&sk.decrypt(&params, &out)?)?;
             let mismatches = (0..n).filter(|&s| got[s] != fp.alpha * g[ms[s] as usize]).count();
             let budget_bits = sk.noise(&params, &out)?.budget_bits;
-            Ok(FheBench { op: "poly", n, q_bits, plain: t, seconds, ms_per_slot: seconds * 1e3 / n as f64, products: st.mults, mismatches, budget_bits, threads })
+            Ok(FheBench { op: "poly", n, q_bits, plain: t, seconds, ms_per_slot: seconds * 1e3 / n as f64, products: st.mults, mismatches, budget_bits, threads, stages: None, keygen_seconds: None, mean_abs_error: None })
         }
-        _ => Err(HeError::InvalidParams(format!("bench fhe: unknown op '{op}' (mul, poly)"))),
+        "gelu" => {
+            let fe = |e: nectar_fhe::FheError| HeError::InvalidParams(e.to_string());
+            let rp = RlweParams::leaf().map_err(fe)?;
+            let fp = FbsParams::LEAF;
+            let t0 = Instant::now();
+            let (client, eval) = leaf_keygen(&params, &rp, &mut prg).map_err(fe)?;
+            let keygen_seconds = t0.elapsed().as_secs_f64();
+            let act = LeafActivation::new(&params, &rp, eval, &fp, &fp.gelu_f().map_err(fe)?).map_err(fe)?;
+            let count = n / rp.n();
+            let ms: Vec<Vec<u32>> = (0..count).map(|_| (0..rp.n()).map(|_| rnd(&mut prg, fp.small_p) as u32).collect()).collect();
+            let cts = ms.iter().map(|m| client.rlwe.encrypt(&rp, m, &mut prg)).collect::<Result<Vec<_>, _>>().map_err(fe)?;
+            let t0 = Instant::now();
+            let (out, st) = act.evaluate(&cts).map_err(fe)?;
+            let seconds = t0.elapsed().as_secs_f64();
+            let g = fp.g_table(gelu);
+            let (mut mismatches, mut err) = (0usize, 0.0f64);
+            let sgn = |v: u64| if 2 * v >= fp.small_p { v as f64 - fp.small_p as f64 } else { v as f64 };
+            for (m, o) in ms.iter().zip(&out) {
+                let got = client.rlwe.decrypt(&rp, o);
+                for (&mi, &gi) in m.iter().zip(&got) {
+                    mismatches += (gi as u64 != g[mi as usize]) as usize;
+                    err += (sgn(gi as u64) / fp.scale as f64 - gelu(sgn(mi as u64) / fp.scale as f64)).abs();
+                }
+            }
+            let inputs = count * rp.n();
+            Ok(FheBench {
+                op: "gelu",
+                n,
+                q_bits,
+                plain: t,
+                seconds,
+                ms_per_slot: seconds * 1e3 / inputs as f64,
+                products: st.poly_products,
+                mismatches,
+                budget_bits: 0,
+                threads,
+                stages: Some(st),
+                keygen_seconds: Some(keygen_seconds),
+                mean_abs_error: Some(err / inputs as f64),
+            })
+        }
+        _ => Err(HeError::InvalidParams(format!("bench fhe: unknown op '{op}' (mul, poly, gelu)"))),
     }
 }

@@ -12,9 +12,12 @@
 //! - [`pack`]: coefficient RLWE → slot BFV (LEAF §3.2 Alg. 1, App. A Alg. 5/6): the packing
 //!   key and the baby-step giant-step transform (Alg. 4 step 4).
 //! - [`s2c`]: slots to coefficients (LEAF §3.4, Alg. 7; Alg. 4 step 7).
+//! - [`activation`]: the whole non-polynomial evaluation (Alg. 4 steps 2–9) with per-stage
+//!   times, and the client's key generation.
 //! - [`ring_switch`]: modulus and ring switching back to `n = 1024`, `q' = 2^27` (LEAF §3.5;
 //!   Alg. 4 steps 8–9).
 
+pub mod activation;
 pub mod fbs_poly;
 pub mod lt;
 pub mod pack;
@@ -22,6 +25,7 @@ pub mod ring_switch;
 pub mod rlwe;
 pub mod s2c;
 
+pub use activation::{leaf_keygen, LeafActivation, LeafClientKeys, LeafEvalKeys, StageTimes};
 pub use fbs_poly::{interpolate, FbsParams};
 pub use lt::LtStats;
 pub use pack::{packing_key, Packer};

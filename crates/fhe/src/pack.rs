@@ -8,13 +8,11 @@
 //! client's **packing key** encrypts `[s̲, s̲, …, s̲]` in the BFV slots; the server evaluates
 //! `Ecd(b̄) + A·key` with `A` block-diagonal (one `n × n` block per ciphertext).
 //!
-//! **Layout (fixed here).** BFV slots in the row layout of
-//! [`nectar_he::Params::encode_simd_rows`] (two rows of `N/2`; a rotation by `k` moves every
-//! slot `(r, i)` to `(r, i − k)`); ciphertext `t`'s coefficient `c` lands in slot `t·n + c`, so
-//! each block of `n` consecutive slots is one RLWE ciphertext in coefficient order (`n | N/2`
-//! keeps every block inside one row). LEAF orders the slots for its ring switching (§3.5);
-//! that order is a permutation the slots-to-coefficients transform absorbs, so it is not fixed
-//! here.
+//! **Layout (fixed here).** BFV slots in the row layout ([`crate::lt`]); ciphertext `t`'s
+//! coefficient `c` lands in slot `t·n + c`, so each block of `n` consecutive slots is one RLWE
+//! ciphertext in coefficient order (`n | N/2` keeps every block inside one row). LEAF orders
+//! the slots for its ring switching (§3.5); that order is a permutation which
+//! [`crate::s2c`] folds into its matrix, so the values come back in place.
 //!
 //! **The transform (deviation: `n` diagonals, not `N`).** Because the key is periodic with
 //! period `n` and each block is `n` wide, `rot_r(key)` for `r ∈ [n]` already brings every
@@ -22,13 +20,10 @@
 //! `α_r[t·n + c] = a_t[0]` for `r = 0`, `a_t[n − r]` if `c + r ≥ n` and `−a_t[n − r]` otherwise
 //! (derived from `a^(c)[(c + r) mod n]`). LEAF's Alg. 5 sums over all `N` diagonals of the
 //! `N × N` matrix; for this block-diagonal family with a periodic input the other `N − n`
-//! diagonals are zero. Baby-step giant-step (Alg. 5): `B` baby rotations of the key — input
-//! independent, so computed once per key ([`Packer::new`]) and kept in NTT form (Alg. 6) —
-//! and `G = ⌈n/B⌉` giant steps, each diagonal pre-rotated by `−g·B` in the clear; the giant
-//! steps are combined by Horner's rule, `inner_0 + rot_B(inner_1 + rot_B(…))`, so the whole
-//! transform needs the Galois keys of only two rotations (by 1 and by `B`,
-//! [`pack_galois_elements`]; at `N = 32768` one key is ~95 MB, LEAF's `B + G` keys would be
-//! 34 GB).
+//! diagonals are zero. The baby steps `rot_b(key)` do not depend on the input, so they are
+//! computed once per key ([`Packer::new`]) and kept in NTT form (Alg. 6); the giant steps are
+//! [`crate::lt::bsgs`]'s, so the Galois keys are those of two rotations (by 1 and by `B`,
+//! [`pack_galois_elements`]).
 //!
 //! **Noise (LEAF Lemma 1).** The products multiply the key's noise by at most `n·P/2` per
 //! slot; the rotations add key-switching noise. Measured by [`nectar_he::SecretKey::noise`]

@@ -147,3 +147,30 @@ fn pack_s2c_ring_switch_round_trip() {
         }
     }
 }
+
+/// The whole non-polynomial evaluation (LEAF Alg. 4 steps 2–9) with a table whose Lemma 2
+/// polynomial is shallow enough for this test set (`f(x) = x² + 5 mod P`: one product); the
+/// degree-65536 GELU polynomial runs at LEAF's parameters in `nectar bench fhe --op gelu`.
+#[test]
+fn leaf_activation_applies_the_table_to_every_phase() {
+    use nectar_fhe::activation::{leaf_keygen, LeafActivation};
+    use nectar_fhe::fbs_poly::FbsParams;
+    let params = bfv_params();
+    let rp = RlweParams::leaf().unwrap();
+    let mut prg = Prg::new([5; 16]);
+    let (client, eval) = leaf_keygen(&params, &rp, &mut prg).unwrap();
+    let f: Vec<u64> = (0..LEAF_P).map(|x| (x * x + 5) % LEAF_P).collect();
+    let act = LeafActivation::new(&params, &rp, eval, &FbsParams::LEAF, &f).unwrap();
+    // 10 ciphertexts: one full BFV ciphertext (8) and a partial one (2)
+    let m = random_rows(&mut prg, 10, rp.n(), rp.p());
+    let cts: Vec<_> = m.iter().map(|r| client.rlwe.encrypt(&rp, r, &mut prg).unwrap()).collect();
+    let (out, st) = act.evaluate(&cts).unwrap();
+    assert_eq!((out.len(), st.bfv_cts), (10, 2));
+    assert_eq!(st.poly_products, 2);
+    for (t, (i, o)) in cts.iter().zip(&out).enumerate() {
+        let x = client.rlwe.phase_p(&rp, &switch_to_p(&rp, i));
+        let got: Vec<u64> = client.rlwe.phase(&rp, o).into_iter().map(|v| ((v as u64 * LEAF_P + (1 << 26)) >> 27) % LEAF_P).collect();
+        let want: Vec<u64> = x.iter().map(|&v| (v * v + 5) % LEAF_P).collect();
+        assert_eq!(got, want, "ciphertext {t}");
+    }
+}

@@ -292,11 +292,15 @@ enum BenchCmd {
     },
     /// LEAF's BFV machinery at N = 32768 (LEAF §3.3): `mul` (ct × ct + relinearisation),
     /// `poly` (the degree-65536 GELU functional-bootstrapping polynomial on one ciphertext,
-    /// minutes) or `gelu` (LEAF Table 1: 32 RLWE ciphertexts through packing, polynomial, S2C
-    /// and the switches, per-stage times; minutes, ~5 GB).
+    /// minutes), `gelu` (LEAF Table 1: 32 RLWE ciphertexts through packing, polynomial, S2C
+    /// and the switches, per-stage times; minutes, ~6 GB) or `ffn` (LEAF Table 2: BERT-base
+    /// `X·W1` by PCMM then GELU, `--tokens` tokens; 12 BFV ciphertexts at 128 tokens, ~40 min).
     Fhe {
-        #[arg(long, value_parser = ["mul", "poly", "gelu"], default_value = "mul")]
+        #[arg(long, value_parser = ["mul", "poly", "gelu", "ffn"], default_value = "mul")]
         op: String,
+        /// Sequence length of `ffn` (at most 1024).
+        #[arg(long, default_value_t = 128)]
+        tokens: usize,
         /// Products averaged by `mul`.
         #[arg(long, default_value_t = 3)]
         reps: usize,
@@ -676,8 +680,8 @@ fn run(cli: Cli) -> Result<(), String> {
                 report::print_lines(&[bench_ot::run(&suite.suite()?, count)?], json);
                 Ok(())
             }
-            BenchCmd::Fhe { op, reps, json } => {
-                let r = nectar_bench::fhe::bench_fhe(&op, reps).map_err(|e| e.to_string())?;
+            BenchCmd::Fhe { op, reps, tokens, json } => {
+                let r = nectar_bench::fhe::bench_fhe(&op, reps, tokens).map_err(|e| e.to_string())?;
                 let l = report::BenchLine::new("fhe", r.op)
                     .param("n", r.n)
                     .param("q_bits", r.q_bits)
@@ -689,10 +693,19 @@ fn run(cli: Cli) -> Result<(), String> {
                     .extra("mismatches", r.mismatches)
                     .extra("budget_bits", r.budget_bits);
                 let l = match (r.stages, r.keygen_seconds, r.mean_abs_error) {
-                    (Some(st), Some(kg), Some(mae)) => l
-                        .extra("keygen_seconds", kg)
-                        .extra("mean_abs_error", mae)
-                        .extra("stages", serde_json::to_value(st).map_err(|e| e.to_string())?),
+                    (Some(st), Some(kg), mae) => {
+                        let l = l
+                            .extra("keygen_seconds", kg)
+                            .extra("stages", serde_json::to_value(st).map_err(|e| e.to_string())?);
+                        let l = match mae {
+                            Some(v) => l.extra("mean_abs_error", v),
+                            None => l,
+                        };
+                        match (r.pcmm_seconds, r.shape) {
+                            (Some(ps), Some((tk, h, f))) => l.extra("pcmm_seconds", ps).param("tokens", tk).param("hidden", h).param("ffn", f),
+                            _ => l,
+                        }
+                    }
                     _ => l,
                 };
                 report::print_lines(&[l], json);

@@ -13,6 +13,12 @@
 //!   ([`nectar_fhe::LeafActivation`]), per-stage seconds, every output decrypted and checked
 //!   against the table `g(m) = round(16·GELU(m/16))`, and the mean abs error of `g(m)/16`
 //!   against GELU. Key generation is timed apart (the client's, once per key).
+//! - `ffn`: LEAF Table 2's BERT-base feed-forward first half — `X·W1` by PCMM on 768 RLWE
+//!   ciphertexts (one per input feature, the `tokens` in its first coefficients) with a
+//!   768 × 3072 weight matrix, then GELU on the 3072 outputs, `tokens · 3072 / 32768` BFV
+//!   ciphertexts (12 at 128 tokens). Inputs uniform in `Z_512`, weights uniform in
+//!   `[−256, 256)` (the widest 9-bit weights: the most PCMM noise); every output checked
+//!   against `g((W·M) mod 512)`.
 
 use nectar_fhe::fbs_poly::{gelu, interpolate, FbsParams};
 use nectar_fhe::{leaf_keygen, LeafActivation, RlweParams, StageTimes};
@@ -45,10 +51,14 @@ pub struct FheBench {
     pub keygen_seconds: Option<f64>,
     /// `gelu`: mean |g(m)/16 − GELU(m/16)| over the inputs (LEAF reports 0.025).
     pub mean_abs_error: Option<f64>,
+    /// `ffn`: seconds of the PCMM (`X·W1`).
+    pub pcmm_seconds: Option<f64>,
+    /// `ffn`: the shape `(tokens, hidden, ffn)`.
+    pub shape: Option<(usize, usize, usize)>,
 }
 
-/// Runs `op` (`mul` or `poly`).
-pub fn bench_fhe(op: &str, reps: usize) -> Result<FheBench, HeError> {
+/// Runs `op` (`mul`, `poly`, `gelu` or `ffn`; `tokens` is `ffn`'s sequence length).
+pub fn bench_fhe(op: &str, reps: usize, tokens: usize) -> Result<FheBench, HeError> {
     let params = Params::leaf_bfv()?;
     let n = params.n();
     let t = params.plain_modulus(0) as u64;
@@ -75,7 +85,7 @@ pub fn bench_fhe(op: &str, reps: usize) -> Result<FheBench, HeError> {
             let got = params.decode_simd(&sk.decrypt(&params, &out)?)?;
             let mismatches = (0..n).filter(|&i| got[i] != (a[i] as u128 * b[i] as u128 % t as u128) as u64).count();
             let budget_bits = sk.noise(&params, &out)?.budget_bits;
-            Ok(FheBench { op: "mul", n, q_bits, plain: t, seconds, ms_per_slot: seconds * 1e3 / n as f64, products: reps, mismatches, budget_bits, threads, stages: None, keygen_seconds: None, mean_abs_error: None })
+            Ok(FheBench { op: "mul", n, q_bits, plain: t, seconds, ms_per_slot: seconds * 1e3 / n as f64, products: reps, mismatches, budget_bits, threads, stages: None, keygen_seconds: None, mean_abs_error: None, pcmm_seconds: None, shape: None })
         }
         "poly" => {
             let fp = FbsParams::LEAF;
@@ -99,7 +109,7 @@ pub fn bench_fhe(op: &str, reps: usize) -> Result<FheBench, HeError> {
             let got = params.decode_simd(&sk.decrypt(&params, &out)?)?;
             let mismatches = (0..n).filter(|&s| got[s] != fp.alpha * g[ms[s] as usize]).count();
             let budget_bits = sk.noise(&params, &out)?.budget_bits;
-            Ok(FheBench { op: "poly", n, q_bits, plain: t, seconds, ms_per_slot: seconds * 1e3 / n as f64, products: st.mults, mismatches, budget_bits, threads, stages: None, keygen_seconds: None, mean_abs_error: None })
+            Ok(FheBench { op: "poly", n, q_bits, plain: t, seconds, ms_per_slot: seconds * 1e3 / n as f64, products: st.mults, mismatches, budget_bits, threads, stages: None, keygen_seconds: None, mean_abs_error: None, pcmm_seconds: None, shape: None })
         }
         "gelu" => {
             let fe = |e: nectar_fhe::FheError| HeError::InvalidParams(e.to_string());
@@ -108,7 +118,7 @@ pub fn bench_fhe(op: &str, reps: usize) -> Result<FheBench, HeError> {
             let t0 = Instant::now();
             let (client, eval) = leaf_keygen(&params, &rp, &mut prg).map_err(fe)?;
             let keygen_seconds = t0.elapsed().as_secs_f64();
-            let act = LeafActivation::new(&params, &rp, eval, &fp, &fp.gelu_f().map_err(fe)?).map_err(fe)?;
+            let act = LeafActivation::new(&params, &rp, eval, &fp, &fp.gelu_f().map_err(fe)?, rp.n()).map_err(fe)?;
             let count = n / rp.n();
             let ms: Vec<Vec<u32>> = (0..count).map(|_| (0..rp.n()).map(|_| rnd(&mut prg, fp.small_p) as u32).collect()).collect();
             let cts = ms.iter().map(|m| client.rlwe.encrypt(&rp, m, &mut prg)).collect::<Result<Vec<_>, _>>().map_err(fe)?;
@@ -140,8 +150,64 @@ pub fn bench_fhe(op: &str, reps: usize) -> Result<FheBench, HeError> {
                 stages: Some(st),
                 keygen_seconds: Some(keygen_seconds),
                 mean_abs_error: Some(err / inputs as f64),
+                pcmm_seconds: None,
+                shape: None,
             })
         }
-        _ => Err(HeError::InvalidParams(format!("bench fhe: unknown op '{op}' (mul, poly, gelu)"))),
+        "ffn" => {
+            let fe = |e: nectar_fhe::FheError| HeError::InvalidParams(e.to_string());
+            let rp = RlweParams::leaf().map_err(fe)?;
+            let (hidden, ffn) = (768usize, 3072usize);
+            if tokens == 0 || tokens > rp.n() {
+                return Err(HeError::InvalidParams(format!("bench fhe ffn: tokens in 1..={}", rp.n())));
+            }
+            let used = tokens.next_power_of_two();
+            let fp = FbsParams::LEAF;
+            let t0 = Instant::now();
+            let (client, eval) = leaf_keygen(&params, &rp, &mut prg).map_err(fe)?;
+            let keygen_seconds = t0.elapsed().as_secs_f64();
+            let act = LeafActivation::new(&params, &rp, eval, &fp, &fp.gelu_f().map_err(fe)?, used).map_err(fe)?;
+            // M: one row per input feature, the tokens in the first coefficients
+            let p = fp.small_p;
+            let m: Vec<Vec<u32>> = (0..hidden).map(|_| (0..tokens).map(|_| rnd(&mut prg, p) as u32).collect()).collect();
+            let w: Vec<i32> = (0..ffn * hidden).map(|_| rnd(&mut prg, 512) as i32 - 256).collect();
+            let cts = m.iter().map(|r| client.rlwe.encrypt(&rp, r, &mut prg)).collect::<Result<Vec<_>, _>>().map_err(fe)?;
+            let t0 = Instant::now();
+            let y = nectar_fhe::pcmm(&rp, &w, &cts).map_err(fe)?;
+            let pcmm_seconds = t0.elapsed().as_secs_f64();
+            let t1 = Instant::now();
+            let (out, st) = act.evaluate(&y).map_err(fe)?;
+            let seconds = pcmm_seconds + t1.elapsed().as_secs_f64();
+            let g = fp.g_table(gelu);
+            let q = rp.n() / used;
+            let mut mismatches = 0usize;
+            let dec: Vec<Vec<u32>> = out.iter().map(|o| client.rlwe.decrypt(&rp, o)).collect();
+            for k in 0..ffn {
+                for c in 0..tokens {
+                    let pre: i64 = (0..hidden).map(|i| w[k * hidden + i] as i64 * m[i][c] as i64).sum();
+                    let want = g[pre.rem_euclid(p as i64) as usize];
+                    mismatches += (dec[k / q][(k % q) * used + c] as u64 != want) as usize;
+                }
+            }
+            let inputs = ffn * tokens;
+            Ok(FheBench {
+                op: "ffn",
+                n,
+                q_bits,
+                plain: t,
+                seconds,
+                ms_per_slot: seconds * 1e3 / inputs as f64,
+                products: st.poly_products,
+                mismatches,
+                budget_bits: 0,
+                threads,
+                stages: Some(st),
+                keygen_seconds: Some(keygen_seconds),
+                mean_abs_error: None,
+                pcmm_seconds: Some(pcmm_seconds),
+                shape: Some((tokens, hidden, ffn)),
+            })
+        }
+        _ => Err(HeError::InvalidParams(format!("bench fhe: unknown op '{op}' (mul, poly, gelu, ffn)"))),
     }
 }

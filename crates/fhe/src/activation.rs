@@ -84,34 +84,40 @@ pub struct LeafActivation {
     mul: BfvMul,
     keys: LeafEvalKeys,
     coeffs: Vec<u64>,
+    used: usize,
 }
 
 impl LeafActivation {
-    /// Prepares the evaluation of `f` (a table over `Z_P`, e.g. [`FbsParams::gelu_f`]): its
-    /// Lemma 2 polynomial, the packing's baby steps, the S2C tables.
-    pub fn new(params: &Params, rp: &RlweParams, keys: LeafEvalKeys, fbs: &FbsParams, f: &[u64]) -> Result<Self, FheError> {
+    /// Prepares the evaluation of `f` (a table over `Z_P`, e.g. [`FbsParams::gelu_f`]) on the
+    /// first `used` coefficients of each ciphertext ([`crate::Packer::pack`]): its Lemma 2
+    /// polynomial, the packing's baby steps, the S2C tables.
+    pub fn new(params: &Params, rp: &RlweParams, keys: LeafEvalKeys, fbs: &FbsParams, f: &[u64], used: usize) -> Result<Self, FheError> {
         if fbs.small_p != rp.p() as u64 || fbs.big_p != crate::rlwe::LEAF_P || fbs.alpha != rp.alpha() {
             return Err(FheError::InvalidParams(format!("table {fbs:?} does not match the RLWE set (p = {})", rp.p())));
         }
         let coeffs = interpolate(fbs.big_p, f)?;
         let packer = Packer::new(params, &keys.packing, keys.galois.clone(), rp.n())?;
-        let s2c = SlotsToCoeffs::new(params, rp.n())?;
+        let s2c = SlotsToCoeffs::new(params, rp.n(), used)?;
         let mul = BfvMul::new(params).map_err(he)?;
-        Ok(Self { params: params.clone(), rp: rp.clone(), packer, s2c, mul, keys, coeffs })
+        Ok(Self { params: params.clone(), rp: rp.clone(), packer, s2c, mul, keys, coeffs, used })
     }
 
-    /// `g` on every coefficient of every ciphertext (LEAF Alg. 4 steps 2–9), `N/n`
-    /// ciphertexts per BFV ciphertext; outputs in the input order.
+    /// `g` on the first `used` coefficients of every ciphertext (LEAF Alg. 4 steps 2–9),
+    /// `N/used` ciphertexts per BFV ciphertext (`used` as at [`LeafActivation::new`]). Input
+    /// `t`'s coefficient `c` comes back at output `t / (n/used)`, coefficient
+    /// `(t mod n/used)·used + c` (with `used = n`: in place).
     pub fn evaluate(&self, cts: &[RlweCt]) -> Result<(Vec<RlweCt>, StageTimes), FheError> {
         let p = &self.params;
+        let used = self.used;
+        let q = self.rp.n() / used;
         let mut st = StageTimes::default();
-        let mut out = Vec::with_capacity(cts.len());
-        for chunk in cts.chunks(self.packer.capacity()) {
+        let mut out = Vec::with_capacity(cts.len().div_ceil(q));
+        for chunk in cts.chunks(self.packer.capacity(used)) {
             let t0 = Instant::now();
             let sw: Vec<_> = chunk.iter().map(|c| switch_to_p(&self.rp, c)).collect();
             st.mod_switch += t0.elapsed().as_secs_f64();
             let t0 = Instant::now();
-            let (packed, ls) = self.packer.pack(&sw)?;
+            let (packed, ls) = self.packer.pack(&sw, used)?;
             st.lt += t0.elapsed().as_secs_f64();
             let t0 = Instant::now();
             let mut ops = BfvPolyOps { params: p, mul: &self.mul, rk: &self.keys.relin };
@@ -123,7 +129,7 @@ impl LeafActivation {
             let t0 = Instant::now();
             let back = ring_switch(p, &self.rp, &c, &self.keys.ring_switch)?;
             st.switches += t0.elapsed().as_secs_f64();
-            out.extend(back.into_iter().take(chunk.len()));
+            out.extend(back.into_iter().take(chunk.len().div_ceil(q)));
             st.bfv_cts += 1;
             st.poly_products += ps.mults;
             for (a, b) in [(&mut st.lt_stats, ls), (&mut st.s2c_stats, ss)] {

@@ -10,7 +10,8 @@
 //!
 //! **Layout (fixed here).** BFV slots in the row layout ([`crate::lt`]); ciphertext `t`'s
 //! coefficient `c` lands in slot `t·n + c`, so each block of `n` consecutive slots is one RLWE
-//! ciphertext in coefficient order (`n | N/2` keeps every block inside one row). LEAF orders
+//! ciphertext in coefficient order (`n | N/2` keeps every block inside one row); with a packed
+//! prefix of `used < n` coefficients ([`Packer::pack`]), slot `t·used + c`. LEAF orders
 //! the slots for its ring switching (§3.5); that order is a permutation which
 //! [`crate::s2c`] folds into its matrix, so the values come back in place.
 //!
@@ -100,18 +101,26 @@ impl Packer {
         self.n
     }
 
-    /// Ciphertexts one BFV ciphertext holds: `N/n`.
-    pub fn capacity(&self) -> usize {
-        self.params.n() / self.n
+    /// Ciphertexts one BFV ciphertext holds when `used` coefficients of each are packed:
+    /// `N/used`.
+    pub fn capacity(&self, used: usize) -> usize {
+        self.params.n() / used.max(1)
     }
 
-    /// Packs up to `N/n` switched ciphertexts (LEAF Alg. 1): slot `t·n + c` of the result
-    /// (row layout) holds `b_t[c] + ⟨a_t^(c), s̲⟩ mod P`; blocks past `cts.len()` hold 0.
-    pub fn pack(&self, cts: &[SwitchedCt]) -> Result<(Ciphertext, LtStats), FheError> {
+    /// Packs the first `used` coefficients (a power of two `<= n`; the rest must be known to
+    /// the server as padding) of up to `N/used` switched ciphertexts (LEAF Alg. 1): slot
+    /// `t·used + c` of the result (row layout) holds `b_t[c] + ⟨a_t^(c), s̲⟩ mod P`; slots past
+    /// the last ciphertext hold 0. With `used = n` every coefficient is packed (LEAF's case);
+    /// a smaller `used` packs ciphertexts whose other coefficients are padding (e.g. 128 tokens
+    /// in a ring of 1024) without spending slots on them.
+    pub fn pack(&self, cts: &[SwitchedCt], used: usize) -> Result<(Ciphertext, LtStats), FheError> {
         let (p, n) = (&self.params, self.n);
         let big = p.n();
-        if cts.is_empty() || cts.len() > self.capacity() {
-            return Err(FheError::InvalidParams(format!("{} ciphertexts for a packing of {}", cts.len(), self.capacity())));
+        if !used.is_power_of_two() || used > n {
+            return Err(FheError::InvalidParams(format!("packed prefix {used} must be a power of two <= n = {n}")));
+        }
+        if cts.is_empty() || cts.len() > self.capacity(used) {
+            return Err(FheError::InvalidParams(format!("{} ciphertexts for a packing of {}", cts.len(), self.capacity(used))));
         }
         if let Some(c) = cts.iter().find(|c| c.a.len() != n || c.b.len() != n) {
             return Err(FheError::InvalidParams(format!("a ciphertext of degree {} for a packing of degree {n}", c.a.len())));
@@ -119,14 +128,18 @@ impl Packer {
         if cts.iter().any(|c| c.a.iter().chain(&c.b).any(|&v| v as u64 >= LEAF_P)) {
             return Err(FheError::InvalidParams(format!("coefficients must be below P = {LEAF_P}")));
         }
-        // diagonal r (module docs): α_r[t·n + c] = a_t[0] (r = 0), else ±a_t[n − r]
+        let half = big / 2;
+        // diagonal r (module docs): slot j = t·used + c meets key coefficient
+        // k = (col(j) + r) mod n and takes a_t^(c)[k] = a_t[c − k] (k <= c) or −a_t[n + c − k];
+        // with used = n this is a_t[0] (r = 0), else ±a_t[n − r]
         let diag = |_: usize, r: usize| -> Option<Vec<u64>> {
             let mut v = vec![0u64; big];
             for (t, ct) in cts.iter().enumerate() {
-                let a = if r == 0 { ct.a[0] as u64 } else { ct.a[n - r] as u64 };
-                let neg = if a == 0 { 0 } else { LEAF_P - a };
-                for c in 0..n {
-                    v[t * n + c] = if r == 0 || c + r >= n { a } else { neg };
+                for c in 0..used {
+                    let j = t * used + c;
+                    let k = (j % half + r) % n;
+                    let val = if k <= c { ct.a[c - k] as u64 } else { (LEAF_P - ct.a[n + c - k] as u64) % LEAF_P };
+                    v[j] = val;
                 }
             }
             Some(v)
@@ -134,9 +147,7 @@ impl Packer {
         let (mut acc, stats) = bsgs(p, &self.enc, std::slice::from_ref(&self.baby), n, diag, &self.keys)?;
         let mut bbar = vec![0u64; big];
         for (t, ct) in cts.iter().enumerate() {
-            for c in 0..n {
-                bbar[t * n + c] = ct.b[c] as u64;
-            }
+            bbar[t * used..(t + 1) * used].iter_mut().zip(&ct.b).for_each(|(x, &b)| *x = b as u64);
         }
         acc.add_plain_assign(p, &self.enc.encode(p, &bbar)?).map_err(he)?;
         Ok((acc, stats))

@@ -38,6 +38,7 @@ pub fn s2c_galois_elements(params: &Params) -> Vec<u64> {
 pub struct SlotsToCoeffs {
     params: Params,
     n: usize,
+    used: usize,
     enc: RowSlots,
     /// `E_j` with `ζ_j = ζ^{E_j}`, per row-layout slot.
     exps: Vec<u64>,
@@ -46,10 +47,14 @@ pub struct SlotsToCoeffs {
 }
 
 impl SlotsToCoeffs {
-    pub fn new(params: &Params, n: usize) -> Result<Self, FheError> {
+    /// The transform for RLWE degree `n` and the packed prefix `used` of [`crate::Packer::pack`].
+    pub fn new(params: &Params, n: usize, used: usize) -> Result<Self, FheError> {
         let big = params.n();
         if params.plain_modulus(0) != LEAF_P as u128 || !n.is_power_of_two() || n < 2 || n > big / 2 {
             return Err(FheError::InvalidParams(format!("S2C needs t = {LEAF_P} and n | N/2 (n = {n}, N = {big})")));
+        }
+        if !used.is_power_of_two() || used > n {
+            return Err(FheError::InvalidParams(format!("packed prefix {used} must be a power of two <= n = {n}")));
         }
         if params.max_level() < S2C_LEVEL {
             return Err(FheError::InvalidParams(format!("S2C runs at {S2C_LEVEL} primes; the set has {}", params.max_level())));
@@ -77,13 +82,17 @@ impl SlotsToCoeffs {
         if exps.iter().zip(&roots).any(|(&e, &r)| zeta_pow[e as usize] != r) {
             return Err(FheError::InvalidParams("the row layout's roots are not ζ^(±5^i)".into()));
         }
-        Ok(Self { params: params.clone(), n, enc, exps, zeta_pow })
+        Ok(Self { params: params.clone(), n, used, enc, exps, zeta_pow })
     }
 
-    /// The output coefficient of slot `l`: `σ⁻¹(t·n + i) = i·(N/n) + t`.
+    /// The output coefficient of slot `l = t·used + c`: ciphertext `t` of the packing goes to
+    /// ring-switched ciphertext `t' = t / (n/used)`, coefficient `i = (t mod n/used)·used + c`,
+    /// i.e. polynomial coefficient `σ⁻¹(l) = i·(N/n) + t'` (with `used = n`: `c·(N/n) + t`).
     pub fn coefficient_of_slot(&self, l: usize) -> usize {
         let per = self.params.n() / self.n;
-        (l % self.n) * per + l / self.n
+        let q = self.n / self.used;
+        let (t, c) = (l / self.used, l % self.used);
+        ((t % q) * self.used + c) * per + t / q
     }
 
     /// Applies the transform (module docs); the result is at [`S2C_LEVEL`] primes, coefficient

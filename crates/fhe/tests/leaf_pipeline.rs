@@ -57,11 +57,11 @@ fn packing_puts_every_phase_in_its_slot() {
     let key = packing_key(&params, &bfv_sk, &sk, &mut prg).unwrap();
     let gk = bfv_sk.galois_keys(&params, &pack_galois_elements(&params, n), &mut prg).unwrap();
     let packer = Packer::new(&params, &key, gk, n).unwrap();
-    assert_eq!(packer.capacity(), 8);
+    assert_eq!(packer.capacity(n), 8);
     // 7 of 8 blocks used: the last block stays zero
     let m = random_rows(&mut prg, 7, n, rp.p());
     let cts: Vec<_> = m.iter().map(|r| switch_to_p(&rp, &sk.encrypt(&rp, r, &mut prg).unwrap())).collect();
-    let (ct, stats) = packer.pack(&cts).unwrap();
+    let (ct, stats) = packer.pack(&cts, n).unwrap();
     assert_eq!(stats.products, n);
     assert_eq!(stats.rotations, n.div_ceil(nectar_fhe::lt::baby_steps(n)) - 1);
     let noise = bfv_sk.noise(&params, &ct).unwrap();
@@ -75,13 +75,14 @@ fn packing_puts_every_phase_in_its_slot() {
     }
     assert!(slots[7 * n..].iter().all(|&v| v == 0));
     // bad inputs: too many ciphertexts, a wrong degree, coefficients not below P
-    assert!(packer.pack(&vec![cts[0].clone(); 9]).is_err());
+    assert!(packer.pack(&vec![cts[0].clone(); 9], n).is_err());
+    assert!(packer.pack(&cts, 3).is_err());
     let mut short = cts[0].clone();
     short.a.pop();
-    assert!(packer.pack(&[short]).is_err());
+    assert!(packer.pack(&[short], n).is_err());
     let mut big = cts[0].clone();
     big.b[3] = LEAF_P as u32;
-    assert!(packer.pack(&[big]).is_err());
+    assert!(packer.pack(&[big], n).is_err());
 }
 
 #[test]
@@ -118,12 +119,12 @@ fn pack_s2c_ring_switch_round_trip() {
     elems.dedup();
     let gk = bfv_sk.galois_keys(&params, &elems, &mut prg).unwrap();
     let packer = Packer::new(&params, &key, gk.clone(), n).unwrap();
-    let s2c = SlotsToCoeffs::new(&params, n).unwrap();
+    let s2c = SlotsToCoeffs::new(&params, n, n).unwrap();
     let rsk = ring_switch_key(&params, &bfv_sk, &sk, &mut prg).unwrap();
     let m = random_rows(&mut prg, 8, n, rp.p());
     let cts: Vec<_> = m.iter().map(|r| switch_to_p(&rp, &sk.encrypt(&rp, r, &mut prg).unwrap())).collect();
     let phases: Vec<Vec<u64>> = cts.iter().map(|c| sk.phase_p(&rp, c)).collect();
-    let (packed, _) = packer.pack(&cts).unwrap();
+    let (packed, _) = packer.pack(&cts, n).unwrap();
     for scale in [1u64, 3] {
         let mapped = packed.mul_plain_scalar(&params, scale).unwrap();
         let (coeff_ct, st) = s2c.apply(&mapped, &gk).unwrap();
@@ -160,7 +161,7 @@ fn leaf_activation_applies_the_table_to_every_phase() {
     let mut prg = Prg::new([5; 16]);
     let (client, eval) = leaf_keygen(&params, &rp, &mut prg).unwrap();
     let f: Vec<u64> = (0..LEAF_P).map(|x| (x * x + 5) % LEAF_P).collect();
-    let act = LeafActivation::new(&params, &rp, eval, &FbsParams::LEAF, &f).unwrap();
+    let act = LeafActivation::new(&params, &rp, eval, &FbsParams::LEAF, &f, rp.n()).unwrap();
     // 10 ciphertexts: one full BFV ciphertext (8) and a partial one (2)
     let m = random_rows(&mut prg, 10, rp.n(), rp.p());
     let cts: Vec<_> = m.iter().map(|r| client.rlwe.encrypt(&rp, r, &mut prg).unwrap()).collect();
@@ -173,4 +174,34 @@ fn leaf_activation_applies_the_table_to_every_phase() {
         let want: Vec<u64> = x.iter().map(|&v| (v * v + 5) % LEAF_P).collect();
         assert_eq!(got, want, "ciphertext {t}");
     }
+}
+
+/// A packed prefix (`used = 256` of `n = 1024`, e.g. 256 tokens in a ring of 1024): 32
+/// ciphertexts per BFV ciphertext, and input `t`'s coefficient `c` comes back at output
+/// `t / 4`, coefficient `(t mod 4)·256 + c`.
+#[test]
+fn leaf_activation_on_a_packed_prefix() {
+    use nectar_fhe::activation::{leaf_keygen, LeafActivation};
+    use nectar_fhe::fbs_poly::FbsParams;
+    let params = bfv_params();
+    let rp = RlweParams::leaf().unwrap();
+    let (n, used) = (rp.n(), 256);
+    let mut prg = Prg::new([6; 16]);
+    let (client, eval) = leaf_keygen(&params, &rp, &mut prg).unwrap();
+    let f: Vec<u64> = (0..LEAF_P).map(|x| (3 * x + 7) % LEAF_P).collect();
+    let act = LeafActivation::new(&params, &rp, eval, &FbsParams::LEAF, &f, used).unwrap();
+    let m = random_rows(&mut prg, 10, n, rp.p());
+    let cts: Vec<_> = m.iter().map(|r| client.rlwe.encrypt(&rp, r, &mut prg).unwrap()).collect();
+    let (out, st) = act.evaluate(&cts).unwrap();
+    assert_eq!((out.len(), st.bfv_cts), (3, 1));
+    let q = n / used;
+    for (t, i) in cts.iter().enumerate() {
+        let x = client.rlwe.phase_p(&rp, &switch_to_p(&rp, i));
+        let o = client.rlwe.phase(&rp, &out[t / q]);
+        for c in 0..used {
+            let got = ((o[(t % q) * used + c] as u64 * LEAF_P + (1 << 26)) >> 27) % LEAF_P;
+            assert_eq!(got, (3 * x[c] + 7) % LEAF_P, "input {t} coefficient {c}");
+        }
+    }
+    assert!(LeafActivation::new(&params, &rp, leaf_keygen(&params, &rp, &mut prg).unwrap().1, &FbsParams::LEAF, &f, 3).is_err());
 }

@@ -99,7 +99,7 @@ bench-linear:
 bench-blb:
 	bash scripts/bench_blb.sh
 
-# The JSON behind docs/results/leaf.md (LEAF, issue 16; about 5 minutes, ~4 GB).
+# The JSON behind docs/results/leaf.md (LEAF, issue 16; about an hour on 2 cores, ~6 GB).
 bench-leaf:
 	bash scripts/bench_leaf.sh
 

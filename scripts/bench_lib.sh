@@ -1,7 +1,8 @@
 # Shared by scripts/bench_*.sh: source it, call `bench_init NAME`, then `run ARGS...` for each
 # nectar run (one JSON line each into docs/results/NAME.jsonl), then `bench_meta "MACHINE"`
 # (the commands with the commit they ran at into docs/results/NAME.meta.json).
-# RUN_ENV (optional): an environment assignment for every run, e.g. RAYON_NUM_THREADS=1.
+# RUN_ENV (optional): an environment assignment for every run, e.g. RAYON_NUM_THREADS=1 (or for
+# one: `RUN_ENV=... run ARGS`); it is recorded in front of the command in the meta file.
 
 bench_init() {
   cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -15,7 +16,7 @@ bench_init() {
 }
 
 run() {
-  CMDS+=("nectar $*")
+  CMDS+=("${RUN_ENV:+$RUN_ENV }nectar $*")
   env ${RUN_ENV:-} "$BIN" "$@" >> "$OUT"
 }
 

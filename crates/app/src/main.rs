@@ -701,8 +701,14 @@ fn run(cli: Cli) -> Result<(), String> {
                             Some(v) => l.extra("mean_abs_error", v),
                             None => l,
                         };
-                        match (r.pcmm_seconds, r.shape) {
-                            (Some(ps), Some((tk, h, f))) => l.extra("pcmm_seconds", ps).param("tokens", tk).param("hidden", h).param("ffn", f),
+                        match (r.pcmm_seconds, r.shape, r.bytes_in_out) {
+                            (Some(ps), Some((tk, h, f)), Some((bi, bo))) => l
+                                .extra("pcmm_seconds", ps)
+                                .extra("ciphertext_bytes_in", bi)
+                                .extra("ciphertext_bytes_out", bo)
+                                .param("tokens", tk)
+                                .param("hidden", h)
+                                .param("ffn", f),
                             _ => l,
                         }
                     }

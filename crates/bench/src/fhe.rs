@@ -55,6 +55,9 @@ pub struct FheBench {
     pub pcmm_seconds: Option<f64>,
     /// `ffn`: the shape `(tokens, hidden, ffn)`.
     pub shape: Option<(usize, usize, usize)>,
+    /// `ffn`: serialized bytes of the RLWE ciphertexts into and out of the block (its whole
+    /// communication: no interaction inside).
+    pub bytes_in_out: Option<(usize, usize)>,
 }
 
 /// Runs `op` (`mul`, `poly`, `gelu` or `ffn`; `tokens` is `ffn`'s sequence length).
@@ -85,7 +88,7 @@ pub fn bench_fhe(op: &str, reps: usize, tokens: usize) -> Result<FheBench, HeErr
             let got = params.decode_simd(&sk.decrypt(&params, &out)?)?;
             let mismatches = (0..n).filter(|&i| got[i] != (a[i] as u128 * b[i] as u128 % t as u128) as u64).count();
             let budget_bits = sk.noise(&params, &out)?.budget_bits;
-            Ok(FheBench { op: "mul", n, q_bits, plain: t, seconds, ms_per_slot: seconds * 1e3 / n as f64, products: reps, mismatches, budget_bits, threads, stages: None, keygen_seconds: None, mean_abs_error: None, pcmm_seconds: None, shape: None })
+            Ok(FheBench { op: "mul", n, q_bits, plain: t, seconds, ms_per_slot: seconds * 1e3 / n as f64, products: reps, mismatches, budget_bits, threads, stages: None, keygen_seconds: None, mean_abs_error: None, pcmm_seconds: None, shape: None, bytes_in_out: None })
         }
         "poly" => {
             let fp = FbsParams::LEAF;
@@ -109,7 +112,7 @@ pub fn bench_fhe(op: &str, reps: usize, tokens: usize) -> Result<FheBench, HeErr
             let got = params.decode_simd(&sk.decrypt(&params, &out)?)?;
             let mismatches = (0..n).filter(|&s| got[s] != fp.alpha * g[ms[s] as usize]).count();
             let budget_bits = sk.noise(&params, &out)?.budget_bits;
-            Ok(FheBench { op: "poly", n, q_bits, plain: t, seconds, ms_per_slot: seconds * 1e3 / n as f64, products: st.mults, mismatches, budget_bits, threads, stages: None, keygen_seconds: None, mean_abs_error: None, pcmm_seconds: None, shape: None })
+            Ok(FheBench { op: "poly", n, q_bits, plain: t, seconds, ms_per_slot: seconds * 1e3 / n as f64, products: st.mults, mismatches, budget_bits, threads, stages: None, keygen_seconds: None, mean_abs_error: None, pcmm_seconds: None, shape: None, bytes_in_out: None })
         }
         "gelu" => {
             let fe = |e: nectar_fhe::FheError| HeError::InvalidParams(e.to_string());
@@ -152,6 +155,7 @@ pub fn bench_fhe(op: &str, reps: usize, tokens: usize) -> Result<FheBench, HeErr
                 mean_abs_error: Some(err / inputs as f64),
                 pcmm_seconds: None,
                 shape: None,
+                bytes_in_out: None,
             })
         }
         "ffn" => {
@@ -190,6 +194,8 @@ pub fn bench_fhe(op: &str, reps: usize, tokens: usize) -> Result<FheBench, HeErr
                 }
             }
             let inputs = ffn * tokens;
+            let bytes_in: usize = cts.iter().map(|c| c.to_bytes(&rp).len()).sum();
+            let bytes_out: usize = out.iter().map(|c| c.to_bytes(&rp).len()).sum();
             Ok(FheBench {
                 op: "ffn",
                 n,
@@ -206,6 +212,7 @@ pub fn bench_fhe(op: &str, reps: usize, tokens: usize) -> Result<FheBench, HeErr
                 mean_abs_error: None,
                 pcmm_seconds: Some(pcmm_seconds),
                 shape: Some((tokens, hidden, ffn)),
+                bytes_in_out: Some((bytes_in, bytes_out)),
             })
         }
         _ => Err(HeError::InvalidParams(format!("bench fhe: unknown op '{op}' (mul, poly, gelu, ffn)"))),

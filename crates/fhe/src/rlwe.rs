@@ -209,6 +209,45 @@ pub struct RlweCt {
     pub b: Vec<u32>,
 }
 
+impl RlweCt {
+    /// Wire form: `a` then `b`, each coefficient in `log2 q'` bits, little-endian bit order.
+    pub fn to_bytes(&self, params: &RlweParams) -> Vec<u8> {
+        let bits = params.log_q as usize;
+        let mut out = vec![0u8; (2 * params.n * bits).div_ceil(8)];
+        let mut pos = 0usize;
+        for &v in self.a.iter().chain(&self.b) {
+            for k in 0..bits {
+                if (v >> k) & 1 == 1 {
+                    out[pos / 8] |= 1 << (pos % 8);
+                }
+                pos += 1;
+            }
+        }
+        out
+    }
+
+    /// Parses [`RlweCt::to_bytes`]; a wrong length is an error.
+    pub fn from_bytes(params: &RlweParams, bytes: &[u8]) -> Result<Self, FheError> {
+        let bits = params.log_q as usize;
+        let n = params.n;
+        if bytes.len() != (2 * n * bits).div_ceil(8) {
+            return Err(FheError::InvalidParams(format!("RLWE ciphertext of {} bytes (want {})", bytes.len(), (2 * n * bits).div_ceil(8))));
+        }
+        let mut vals = Vec::with_capacity(2 * n);
+        let mut pos = 0usize;
+        for _ in 0..2 * n {
+            let mut v = 0u32;
+            for k in 0..bits {
+                v |= (((bytes[pos / 8] >> (pos % 8)) & 1) as u32) << k;
+                pos += 1;
+            }
+            vals.push(v);
+        }
+        let b = vals.split_off(n);
+        Ok(RlweCt { a: vals, b })
+    }
+}
+
 /// An RLWE ciphertext modulo `P = 65537` after [`switch_to_p`] (coefficients `< P`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SwitchedCt {
@@ -316,6 +355,10 @@ mod tests {
             .unwrap();
         assert!(worst <= 21, "fresh noise {worst} > η");
         assert!(sk.encrypt(&params, &[512], &mut prg).is_err());
+        let bytes = ct.to_bytes(&params);
+        assert_eq!(bytes.len(), 2 * 1024 * 27 / 8);
+        assert_eq!(RlweCt::from_bytes(&params, &bytes).unwrap(), ct);
+        assert!(RlweCt::from_bytes(&params, &bytes[1..]).is_err());
         assert!(sk.encrypt(&params, &vec![0; 1025], &mut prg).is_err());
     }
 }

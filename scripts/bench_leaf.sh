@@ -10,9 +10,9 @@ run bench fhe --op mul --reps 5 --json
 # LEAF §3.3 step 6 alone: the degree-65536 GELU polynomial on one ciphertext of 32768 slots
 run bench fhe --op poly --json
 # LEAF Table 1: GELU on 32768 inputs through pack, polynomial, S2C and the switches, on 2
-# threads and on one (the paper's single-thread figure); the JSON's params.threads says which
+# threads and on one (the paper's single-thread figure)
 run bench fhe --op gelu --json
-RUN_ENV=RAYON_NUM_THREADS=1 run bench fhe --op gelu --json
+run bench fhe --op gelu --threads 1 --json
 # LEAF Table 2: BERT-base X·W1 (128 x 768 by 768 x 3072) by PCMM, then GELU (12 BFV ciphertexts)
 run bench fhe --op ffn --tokens 128 --json
-bench_meta "2-core VM (nproc = 2), 24 GiB RAM; single process, rayon over 2 threads unless the line's params.threads says 1; nothing else running"
+bench_meta "2-core VM (nproc = 2), 24 GiB RAM; single process, rayon over 2 threads unless `--threads 1`; nothing else running"

@@ -301,6 +301,9 @@ enum BenchCmd {
         /// Sequence length of `ffn` (at most 1024).
         #[arg(long, default_value_t = 128)]
         tokens: usize,
+        /// Worker threads (0: all cores).
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
         /// Products averaged by `mul`.
         #[arg(long, default_value_t = 3)]
         reps: usize,
@@ -680,8 +683,9 @@ fn run(cli: Cli) -> Result<(), String> {
                 report::print_lines(&[bench_ot::run(&suite.suite()?, count)?], json);
                 Ok(())
             }
-            BenchCmd::Fhe { op, reps, tokens, json } => {
-                let r = nectar_bench::fhe::bench_fhe(&op, reps, tokens).map_err(|e| e.to_string())?;
+            BenchCmd::Fhe { op, reps, tokens, threads, json } => {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().map_err(|e| e.to_string())?;
+                let r = pool.install(|| nectar_bench::fhe::bench_fhe(&op, reps, tokens)).map_err(|e| e.to_string())?;
                 let l = report::BenchLine::new("fhe", r.op)
                     .param("n", r.n)
                     .param("q_bits", r.q_bits)

@@ -15,4 +15,4 @@ run bench fhe --op gelu --json
 run bench fhe --op gelu --threads 1 --json
 # LEAF Table 2: BERT-base X·W1 (128 x 768 by 768 x 3072) by PCMM, then GELU (12 BFV ciphertexts)
 run bench fhe --op ffn --tokens 128 --json
-bench_meta "2-core VM (nproc = 2), 24 GiB RAM; single process, rayon over 2 threads unless `--threads 1`; nothing else running"
+bench_meta "2-core VM (nproc = 2), 24 GiB RAM; single process, rayon over 2 threads unless --threads 1; nothing else running"

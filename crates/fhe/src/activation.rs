@@ -96,7 +96,7 @@ impl LeafActivation {
             return Err(FheError::InvalidParams(format!("table {fbs:?} does not match the RLWE set (p = {})", rp.p())));
         }
         let coeffs = interpolate(fbs.big_p, f)?;
-        let packer = Packer::new(params, &keys.packing, keys.galois.clone(), rp.n())?;
+        let packer = Packer::new(params, &keys.packing, &keys.galois, rp.n())?;
         let s2c = SlotsToCoeffs::new(params, rp.n(), used)?;
         let mul = BfvMul::new(params).map_err(he)?;
         Ok(Self { params: params.clone(), rp: rp.clone(), packer, s2c, mul, keys, coeffs, used })
@@ -117,7 +117,7 @@ impl LeafActivation {
             let sw: Vec<_> = chunk.iter().map(|c| switch_to_p(&self.rp, c)).collect();
             st.mod_switch += t0.elapsed().as_secs_f64();
             let t0 = Instant::now();
-            let (packed, ls) = self.packer.pack(&sw, used)?;
+            let (packed, ls) = self.packer.pack(&sw, used, &self.keys.galois)?;
             st.lt += t0.elapsed().as_secs_f64();
             let t0 = Instant::now();
             let mut ops = BfvPolyOps { params: p, mul: &self.mul, rk: &self.keys.relin };

@@ -120,8 +120,7 @@ where
     let mut stats = LtStats { rotations: 0, products, encodings: products };
     let mut acc: Option<Ciphertext> = None;
     for (inner_g, _) in inner.into_iter().rev() {
-        if let Some(a) = acc.take() {
-            let mut a = a;
+        if let Some(mut a) = acc.take() {
             a.to_coeff(params);
             let mut r = a.rotate_rows(params, b as i64, keys).map_err(he)?;
             stats.rotations += 1;

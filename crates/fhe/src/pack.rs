@@ -69,31 +69,35 @@ pub struct Packer {
     enc: RowSlots,
     /// `rot_b(key)` for `b ∈ [B]`, NTT form.
     baby: Vec<Ciphertext>,
-    keys: GaloisKeys,
+}
+
+fn check_keys(params: &Params, keys: &GaloisKeys, n: usize) -> Result<(), FheError> {
+    for g in pack_galois_elements(params, n) {
+        if !keys.contains(g) {
+            return Err(FheError::InvalidParams(format!("missing the Galois key {g} of the packing transform")));
+        }
+    }
+    Ok(())
 }
 
 impl Packer {
     /// Precomputes `rot_b(key)` for `b < B` (`B − 1` rotations by 1). `keys` must hold
     /// [`pack_galois_elements`]`(params, n)`.
-    pub fn new(params: &Params, key: &Ciphertext, keys: GaloisKeys, n: usize) -> Result<Self, FheError> {
+    pub fn new(params: &Params, key: &Ciphertext, keys: &GaloisKeys, n: usize) -> Result<Self, FheError> {
         check_shapes(params, n)?;
-        for g in pack_galois_elements(params, n) {
-            if !keys.contains(g) {
-                return Err(FheError::InvalidParams(format!("missing the Galois key {g} of the packing transform")));
-            }
-        }
+        check_keys(params, keys, n)?;
         let b = baby_steps(n);
         let mut baby = Vec::with_capacity(b);
         let mut cur = key.clone();
         for i in 0..b {
             if i > 0 {
-                cur = cur.rotate_rows(params, 1, &keys).map_err(he)?;
+                cur = cur.rotate_rows(params, 1, keys).map_err(he)?;
             }
             let mut c = cur.clone();
             c.to_ntt(params);
             baby.push(c);
         }
-        Ok(Self { params: params.clone(), n, enc: RowSlots::new(params)?, baby, keys })
+        Ok(Self { params: params.clone(), n, enc: RowSlots::new(params)?, baby })
     }
 
     /// RLWE degree `n` this packer serves.
@@ -112,9 +116,10 @@ impl Packer {
     /// `t·used + c` of the result (row layout) holds `b_t[c] + ⟨a_t^(c), s̲⟩ mod P`; slots past
     /// the last ciphertext hold 0. With `used = n` every coefficient is packed (LEAF's case);
     /// a smaller `used` packs ciphertexts whose other coefficients are padding (e.g. 128 tokens
-    /// in a ring of 1024) without spending slots on them.
-    pub fn pack(&self, cts: &[SwitchedCt], used: usize) -> Result<(Ciphertext, LtStats), FheError> {
+    /// in a ring of 1024) without spending slots on them. `keys` as at [`Packer::new`].
+    pub fn pack(&self, cts: &[SwitchedCt], used: usize, keys: &GaloisKeys) -> Result<(Ciphertext, LtStats), FheError> {
         let (p, n) = (&self.params, self.n);
+        check_keys(p, keys, n)?;
         let big = p.n();
         if !used.is_power_of_two() || used > n {
             return Err(FheError::InvalidParams(format!("packed prefix {used} must be a power of two <= n = {n}")));
@@ -144,7 +149,7 @@ impl Packer {
             }
             Some(v)
         };
-        let (mut acc, stats) = bsgs(p, &self.enc, std::slice::from_ref(&self.baby), n, diag, &self.keys)?;
+        let (mut acc, stats) = bsgs(p, &self.enc, std::slice::from_ref(&self.baby), n, diag, keys)?;
         let mut bbar = vec![0u64; big];
         for (t, ct) in cts.iter().enumerate() {
             bbar[t * used..(t + 1) * used].iter_mut().zip(&ct.b).for_each(|(x, &b)| *x = b as u64);

@@ -194,9 +194,8 @@ impl RlweSecretKey {
 
     /// The phase `b + a·s mod P` of a switched ciphertext (= `α·m + e'`).
     pub fn phase_p(&self, params: &RlweParams, ct: &SwitchedCt) -> Vec<u64> {
-        let a: Vec<u32> = ct.a.clone();
         // a < P < q' and the product is exact over the integers, so reduce it mod P.
-        let as_ = params.mul_secret(&a, &self.s_ntt);
+        let as_ = params.mul_secret(&ct.a, &self.s_ntt);
         let p = LEAF_P as i64;
         ct.b.iter().zip(&as_).map(|(&b, &x)| (b as i64 + x).rem_euclid(p) as u64).collect()
     }

@@ -56,12 +56,12 @@ fn packing_puts_every_phase_in_its_slot() {
     let sk = RlweSecretKey::generate(&rp, &mut prg);
     let key = packing_key(&params, &bfv_sk, &sk, &mut prg).unwrap();
     let gk = bfv_sk.galois_keys(&params, &pack_galois_elements(&params, n), &mut prg).unwrap();
-    let packer = Packer::new(&params, &key, gk, n).unwrap();
+    let packer = Packer::new(&params, &key, &gk, n).unwrap();
     assert_eq!(packer.capacity(n), 8);
     // 7 of 8 blocks used: the last block stays zero
     let m = random_rows(&mut prg, 7, n, rp.p());
     let cts: Vec<_> = m.iter().map(|r| switch_to_p(&rp, &sk.encrypt(&rp, r, &mut prg).unwrap())).collect();
-    let (ct, stats) = packer.pack(&cts, n).unwrap();
+    let (ct, stats) = packer.pack(&cts, n, &gk).unwrap();
     assert_eq!(stats.products, n);
     assert_eq!(stats.rotations, n.div_ceil(nectar_fhe::lt::baby_steps(n)) - 1);
     let noise = bfv_sk.noise(&params, &ct).unwrap();
@@ -75,14 +75,14 @@ fn packing_puts_every_phase_in_its_slot() {
     }
     assert!(slots[7 * n..].iter().all(|&v| v == 0));
     // bad inputs: too many ciphertexts, a wrong degree, coefficients not below P
-    assert!(packer.pack(&vec![cts[0].clone(); 9], n).is_err());
-    assert!(packer.pack(&cts, 3).is_err());
+    assert!(packer.pack(&vec![cts[0].clone(); 9], n, &gk).is_err());
+    assert!(packer.pack(&cts, 3, &gk).is_err());
     let mut short = cts[0].clone();
     short.a.pop();
-    assert!(packer.pack(&[short], n).is_err());
+    assert!(packer.pack(&[short], n, &gk).is_err());
     let mut big = cts[0].clone();
     big.b[3] = LEAF_P as u32;
-    assert!(packer.pack(&[big], n).is_err());
+    assert!(packer.pack(&[big], n, &gk).is_err());
 }
 
 #[test]
@@ -94,9 +94,9 @@ fn packer_refuses_missing_keys_and_bad_degrees() {
     let sk = RlweSecretKey::generate(&rp, &mut prg);
     let key = packing_key(&params, &bfv_sk, &sk, &mut prg).unwrap();
     let only_one = bfv_sk.galois_keys(&params, &pack_galois_elements(&params, 1024)[..1], &mut prg).unwrap();
-    assert!(Packer::new(&params, &key, only_one, 1024).is_err());
+    assert!(Packer::new(&params, &key, &only_one, 1024).is_err());
     let gk = bfv_sk.galois_keys(&params, &pack_galois_elements(&params, 1000), &mut prg).unwrap();
-    assert!(Packer::new(&params, &key, gk, 1000).is_err());
+    assert!(Packer::new(&params, &key, &gk, 1000).is_err());
 }
 
 /// Pack → (a slot-wise map) → S2C → ring switch: every output RLWE phase, scaled back by
@@ -118,13 +118,13 @@ fn pack_s2c_ring_switch_round_trip() {
     elems.sort_unstable();
     elems.dedup();
     let gk = bfv_sk.galois_keys(&params, &elems, &mut prg).unwrap();
-    let packer = Packer::new(&params, &key, gk.clone(), n).unwrap();
+    let packer = Packer::new(&params, &key, &gk, n).unwrap();
     let s2c = SlotsToCoeffs::new(&params, n, n).unwrap();
     let rsk = ring_switch_key(&params, &bfv_sk, &sk, &mut prg).unwrap();
     let m = random_rows(&mut prg, 8, n, rp.p());
     let cts: Vec<_> = m.iter().map(|r| switch_to_p(&rp, &sk.encrypt(&rp, r, &mut prg).unwrap())).collect();
     let phases: Vec<Vec<u64>> = cts.iter().map(|c| sk.phase_p(&rp, c)).collect();
-    let (packed, _) = packer.pack(&cts, n).unwrap();
+    let (packed, _) = packer.pack(&cts, n, &gk).unwrap();
     for scale in [1u64, 3] {
         let mapped = packed.mul_plain_scalar(&params, scale).unwrap();
         let (coeff_ct, st) = s2c.apply(&mapped, &gk).unwrap();

@@ -64,17 +64,6 @@ impl Plaintext {
         self.plain_index
     }
 
-    /// Centred lift of coefficient `k` into `(-t/2, t/2]`.
-    pub(crate) fn centered(&self, params: &Params, k: usize) -> i128 {
-        let t = params.plain_modulus(self.plain_index) as i128;
-        let c = self.coeffs[k] as i128;
-        if 2 * c > t {
-            c - t
-        } else {
-            c
-        }
-    }
-
     /// `round(q·m/t) mod q_i` on the first `level` primes (coefficient form).
     pub(crate) fn scaled(&self, params: &Params, level: usize) -> RnsPoly {
         let n = params.n();
@@ -120,20 +109,50 @@ impl PlainNtt {
         if level == 0 || level > params.max_level() {
             return Err(HeError::OutOfRange(format!("level {level}")));
         }
+        let mut poly = RnsPoly::zero_level(params.n(), level, true);
+        Self::fill(params, &mut poly, &pt.coeffs, pt.plain_index);
+        Ok(Self { poly, plain_index: pt.plain_index })
+    }
+
+    /// Re-encodes `self` in place, at its level, as [`PlainNtt::new`] of
+    /// `Plaintext::from_coeffs(params, values, j)` would: the buffer is reused (no allocation,
+    /// no zero fill), for callers that encode many plaintexts one after another.
+    pub fn refill_coeffs(&mut self, params: &Params, values: &[u64], j: usize) -> Result<(), HeError> {
+        params.check_plain_index(j)?;
         let n = params.n();
-        let mut poly = RnsPoly::zero_level(n, level, true);
+        if values.len() > n {
+            return Err(HeError::OutOfRange(format!("{} coefficients > N = {n}", values.len())));
+        }
+        let t = params.plain_modulus(j);
+        if let Some(v) = values.iter().find(|&&v| v as u128 >= t) {
+            return Err(HeError::OutOfRange(format!("coefficient {v} >= t = {t}")));
+        }
+        Self::fill(params, &mut self.poly, values, j);
+        self.plain_index = j;
+        Ok(())
+    }
+
+    /// Writes the centred lift of `coeffs` (missing ones 0) into every limb of `poly` and
+    /// transforms it.
+    fn fill(params: &Params, poly: &mut RnsPoly, coeffs: &[u64], j: usize) {
+        let n = params.n();
         // Centred lift `(-t/2, t/2]` as (magnitude, sign): `t <= 2^64`, so the magnitude fits a
         // u64 and reduces with a Shoup product by 1; one parallel pass per limb incl. the NTT.
         // For `t = 2^64` the lift is `c` if `c <= 2^63`, else `-(2^64 - c)`: pure u64, done per
-        // limb without an intermediate vector (same values as `centered`).
-        let t = params.plain_modulus(pt.plain_index);
+        // limb without an intermediate vector.
+        let t = params.plain_modulus(j);
+        let coeff = |k: usize| coeffs.get(k).copied().unwrap_or(0);
         let lifted: Vec<(u64, bool)> = if t == 1u128 << 64 {
             Vec::new()
         } else {
             (0..n)
                 .map(|k| {
-                    let v = pt.centered(params, k);
-                    (v.unsigned_abs() as u64, v < 0)
+                    let c = coeff(k) as u128;
+                    if 2 * c > t {
+                        ((t - c) as u64, true)
+                    } else {
+                        (c as u64, false)
+                    }
                 })
                 .collect()
         };
@@ -141,7 +160,8 @@ impl PlainNtt {
             let m = params.modulus(i);
             let one_s = m.shoup(1);
             if lifted.is_empty() {
-                l.iter_mut().zip(&pt.coeffs).for_each(|(x, &c)| {
+                l.iter_mut().enumerate().for_each(|(k, x)| {
+                    let c = coeff(k);
                     let neg = c > 1u64 << 63;
                     let r = m.mul_shoup(if neg { c.wrapping_neg() } else { c }, 1, one_s);
                     *x = if neg { m.neg(r) } else { r };
@@ -154,7 +174,6 @@ impl PlainNtt {
             }
             params.plan(i).forward(l);
         });
-        Ok(Self { poly, plain_index: pt.plain_index })
     }
 
     /// Highest ciphertext level this plaintext can multiply.

@@ -343,3 +343,26 @@ fn switch_key_moves_a_ciphertext_to_another_secret() {
     assert!(SecretKey::from_ternary(&params, &coeffs[1..]).is_err());
     assert!(SecretKey::from_ternary(&params, &vec![2; n]).is_err());
 }
+
+#[test]
+fn plain_ntt_refill_equals_a_fresh_encoding() {
+    let mut prg = Prg::new([43; 16]);
+    for params in [Params::bumblebee_olt(), Params::bumblebee_bole()] {
+        let n = params.n();
+        let t = params.plain_modulus(0);
+        let level = params.max_level();
+        let a = rand_u64s(&mut prg, n, t);
+        let b = rand_u64s(&mut prg, n / 3, t);
+        let mut pt = PlainNtt::new(&params, &Plaintext::from_coeffs(&params, &a, 0).unwrap(), level).unwrap();
+        pt.refill_coeffs(&params, &b, 0).unwrap();
+        let fresh = PlainNtt::new(&params, &Plaintext::from_coeffs(&params, &b, 0).unwrap(), level).unwrap();
+        // same products with a ciphertext
+        let sk = SecretKey::generate(&params, &mut prg);
+        let ct = sk.encrypt(&params, &Plaintext::from_coeffs(&params, &a, 0).unwrap(), &mut prg).unwrap();
+        assert_eq!(ct.mul_plain(&params, &pt).unwrap(), ct.mul_plain(&params, &fresh).unwrap());
+        assert!(pt.refill_coeffs(&params, &vec![0; n + 1], 0).is_err());
+        if t < 1u128 << 64 {
+            assert!(pt.refill_coeffs(&params, &[t as u64], 0).is_err());
+        }
+    }
+}

@@ -101,8 +101,17 @@ pub fn encode_lhs_block(
     beta: usize,
     n: usize,
 ) -> Vec<u64> {
-    debug_assert_eq!(q.len(), s.k * s.m);
     let mut out = vec![0u64; n];
+    encode_lhs_block_into(q, s, w, alpha, beta, &mut out);
+    out
+}
+
+/// [`encode_lhs_block`] into `out` (`N` coefficients, overwritten: a buffer reused across
+/// blocks).
+pub fn encode_lhs_block_into(q: &[u64], s: Shape, w: Windows, alpha: usize, beta: usize, out: &mut [u64]) {
+    debug_assert_eq!(q.len(), s.k * s.m);
+    let n = out.len();
+    out.fill(0);
     for i in 0..w.kw {
         let row = alpha * w.kw + i;
         if row >= s.k {
@@ -121,7 +130,6 @@ pub fn encode_lhs_block(
             }
         }
     }
-    out
 }
 
 /// `π_rhs` of block `(β, γ)` of the row-major `m×n` matrix `v`, as `N` coefficients mod 2^64.
@@ -133,8 +141,16 @@ pub fn encode_rhs_block(
     gamma: usize,
     n: usize,
 ) -> Vec<u64> {
-    debug_assert_eq!(v.len(), s.m * s.n);
     let mut out = vec![0u64; n];
+    encode_rhs_block_into(v, s, w, beta, gamma, &mut out);
+    out
+}
+
+/// [`encode_rhs_block`] into `out` (`N` coefficients, overwritten: a buffer reused across
+/// blocks).
+pub fn encode_rhs_block_into(v: &[u64], s: Shape, w: Windows, beta: usize, gamma: usize, out: &mut [u64]) {
+    debug_assert_eq!(v.len(), s.m * s.n);
+    out.fill(0);
     for j in 0..w.mw {
         let row = beta * w.mw + j;
         if row >= s.m {
@@ -148,7 +164,6 @@ pub fn encode_rhs_block(
             out[k * w.mw + j] = v[row * s.n + col];
         }
     }
-    out
 }
 
 /// Read the `(α, γ)` result block out of a product polynomial `u` (mod 2^64) into the row-major

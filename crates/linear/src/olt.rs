@@ -26,7 +26,7 @@
 
 use crate::h2a;
 use crate::interleave::{interleave, pack_lwes_from, AutoRing};
-use crate::krdy::{encode_lhs_block, encode_rhs_block};
+use crate::krdy::{encode_lhs_block_into, encode_rhs_block_into};
 use crate::parse_mat::ResultLayout;
 use crate::session::HeSession;
 use crate::window::{Compression, OltPlan};
@@ -159,24 +159,17 @@ fn block_count(plan: &OltPlan, side: Side) -> usize {
 }
 
 fn encode_block(plan: &OltPlan, side: Side, mat: &[u64], idx: usize) -> Vec<u64> {
+    let mut out = vec![0u64; plan.degree];
+    encode_block_into(plan, side, mat, idx, &mut out);
+    out
+}
+
+/// [`encode_block`] into a reused buffer of `N` coefficients.
+fn encode_block_into(plan: &OltPlan, side: Side, mat: &[u64], idx: usize, out: &mut [u64]) {
     let (_, mb, nb) = plan.windows.blocks(plan.shape);
     match side {
-        Side::Lhs => encode_lhs_block(
-            mat,
-            plan.shape,
-            plan.windows,
-            idx / mb,
-            idx % mb,
-            plan.degree,
-        ),
-        Side::Rhs => encode_rhs_block(
-            mat,
-            plan.shape,
-            plan.windows,
-            idx / nb,
-            idx % nb,
-            plan.degree,
-        ),
+        Side::Lhs => encode_lhs_block_into(mat, plan.shape, plan.windows, idx / mb, idx % mb, out),
+        Side::Rhs => encode_rhs_block_into(mat, plan.shape, plan.windows, idx / nb, idx % nb, out),
     }
 }
 
@@ -301,6 +294,10 @@ fn evaluator<C: Channel + ?Sized>(
             .into_par_iter()
             .map(|(_, bs)| -> Result<Vec<(usize, Ciphertext)>, LinearError> {
                 let mut accs: Vec<Option<Ciphertext>> = vec![None; bs.len()];
+                // one coefficient buffer and one transformed plaintext per column, re-encoded
+                // for every β (no allocation or zero fill per block)
+                let mut coeffs = vec![0u64; n];
+                let mut owned: Option<PlainNtt> = None;
                 let idx = |b: usize, beta: usize| -> (usize, usize, usize) {
                     let (h, r) = (b / (kb * nb), b % (kb * nb));
                     let (alpha, gamma) = (r / nb, r % nb);
@@ -313,12 +310,15 @@ fn evaluator<C: Channel + ?Sized>(
                 for beta in 0..mb {
                     // Every product of the column uses the same plaintext block.
                     let (h0, _, pt0) = idx(bs[0], beta);
-                    let owned;
                     let pt = match &cache {
                         Some(c) => &c[h0 * per + pt0],
                         None => {
-                            owned = make_pt(h0 * per + pt0)?;
-                            &owned
+                            encode_block_into(plan, side, mats[h0], pt0, &mut coeffs);
+                            match owned.as_mut() {
+                                Some(p) => p.refill_coeffs(params, &coeffs, 0)?,
+                                None => owned = Some(make_pt(h0 * per + pt0)?),
+                            }
+                            owned.as_ref().ok_or_else(|| LinearError::BadShape("no plaintext block".into()))?
                         }
                     };
                     accs.par_iter_mut().zip(bs.par_iter()).try_for_each(

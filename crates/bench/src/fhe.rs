@@ -42,7 +42,8 @@ pub struct FheBench {
     pub products: usize,
     /// Slots whose decryption differs from the expected value.
     pub mismatches: usize,
-    /// Noise budget left (bits) after the operation.
+    /// Noise budget left (bits) after the operation (0 for `gelu` / `ffn`, whose outputs are
+    /// RLWE ciphertexts checked by decryption instead).
     pub budget_bits: i64,
     pub threads: usize,
     /// `gelu`: per-stage times and counts.
@@ -58,6 +59,38 @@ pub struct FheBench {
     /// `ffn`: serialized bytes of the RLWE ciphertexts into and out of the block (its whole
     /// communication: no interaction inside).
     pub bytes_in_out: Option<(usize, usize)>,
+}
+
+/// The line of a whole-pipeline run (`gelu`, `ffn`) over `inputs` evaluated values.
+#[allow(clippy::too_many_arguments)]
+fn pipeline_line(
+    op: &'static str,
+    params: &Params,
+    threads: usize,
+    seconds: f64,
+    inputs: usize,
+    st: StageTimes,
+    mismatches: usize,
+    keygen_seconds: f64,
+) -> FheBench {
+    FheBench {
+        op,
+        n: params.n(),
+        q_bits: params.q_bits(params.max_level()),
+        plain: params.plain_modulus(0) as u64,
+        seconds,
+        ms_per_slot: seconds * 1e3 / inputs as f64,
+        products: st.poly_products,
+        mismatches,
+        budget_bits: 0,
+        threads,
+        stages: Some(st),
+        keygen_seconds: Some(keygen_seconds),
+        mean_abs_error: None,
+        pcmm_seconds: None,
+        shape: None,
+        bytes_in_out: None,
+    }
 }
 
 /// Runs `op` (`mul`, `poly`, `gelu` or `ffn`; `tokens` is `ffn`'s sequence length).
@@ -140,22 +173,8 @@ pub fn bench_fhe(op: &str, reps: usize, tokens: usize) -> Result<FheBench, HeErr
             }
             let inputs = count * rp.n();
             Ok(FheBench {
-                op: "gelu",
-                n,
-                q_bits,
-                plain: t,
-                seconds,
-                ms_per_slot: seconds * 1e3 / inputs as f64,
-                products: st.poly_products,
-                mismatches,
-                budget_bits: 0,
-                threads,
-                stages: Some(st),
-                keygen_seconds: Some(keygen_seconds),
                 mean_abs_error: Some(err / inputs as f64),
-                pcmm_seconds: None,
-                shape: None,
-                bytes_in_out: None,
+                ..pipeline_line("gelu", &params, threads, seconds, inputs, st, mismatches, keygen_seconds)
             })
         }
         "ffn" => {
@@ -197,22 +216,10 @@ pub fn bench_fhe(op: &str, reps: usize, tokens: usize) -> Result<FheBench, HeErr
             let bytes_in: usize = cts.iter().map(|c| c.to_bytes(&rp).len()).sum();
             let bytes_out: usize = out.iter().map(|c| c.to_bytes(&rp).len()).sum();
             Ok(FheBench {
-                op: "ffn",
-                n,
-                q_bits,
-                plain: t,
-                seconds,
-                ms_per_slot: seconds * 1e3 / inputs as f64,
-                products: st.poly_products,
-                mismatches,
-                budget_bits: 0,
-                threads,
-                stages: Some(st),
-                keygen_seconds: Some(keygen_seconds),
-                mean_abs_error: None,
                 pcmm_seconds: Some(pcmm_seconds),
                 shape: Some((tokens, hidden, ffn)),
                 bytes_in_out: Some((bytes_in, bytes_out)),
+                ..pipeline_line("ffn", &params, threads, seconds, inputs, st, mismatches, keygen_seconds)
             })
         }
         _ => Err(HeError::InvalidParams(format!("bench fhe: unknown op '{op}' (mul, poly, gelu, ffn)"))),

@@ -21,6 +21,20 @@ use crate::HeError;
 use nectar_math::rns::BigUint;
 use rayon::prelude::*;
 
+/// At most `N` coefficients, each `< t_j`, for an existing plaintext component `j`.
+fn check_coeffs(params: &Params, values: &[u64], j: usize) -> Result<(), HeError> {
+    params.check_plain_index(j)?;
+    let n = params.n();
+    if values.len() > n {
+        return Err(HeError::OutOfRange(format!("{} coefficients > N = {n}", values.len())));
+    }
+    let t = params.plain_modulus(j);
+    if let Some(v) = values.iter().find(|&&v| v as u128 >= t) {
+        return Err(HeError::OutOfRange(format!("coefficient {v} >= t = {t}")));
+    }
+    Ok(())
+}
+
 /// A plaintext polynomial: `N` coefficients in `[0, t_j)` for plaintext component `j`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plaintext {
@@ -32,15 +46,8 @@ impl Plaintext {
     /// Coefficient encoding of `values` (at most `N`, zero-padded; each `< t_j`) for plaintext
     /// component `j` (0 unless CRT batching).
     pub fn from_coeffs(params: &Params, values: &[u64], j: usize) -> Result<Self, HeError> {
-        params.check_plain_index(j)?;
+        check_coeffs(params, values, j)?;
         let n = params.n();
-        if values.len() > n {
-            return Err(HeError::OutOfRange(format!("{} coefficients > N = {n}", values.len())));
-        }
-        let t = params.plain_modulus(j);
-        if let Some(v) = values.iter().find(|&&v| v as u128 >= t) {
-            return Err(HeError::OutOfRange(format!("coefficient {v} >= t = {t}")));
-        }
         let mut coeffs = values.to_vec();
         coeffs.resize(n, 0);
         Ok(Self { coeffs, plain_index: j })
@@ -118,15 +125,7 @@ impl PlainNtt {
     /// `Plaintext::from_coeffs(params, values, j)` would: the buffer is reused (no allocation,
     /// no zero fill), for callers that encode many plaintexts one after another.
     pub fn refill_coeffs(&mut self, params: &Params, values: &[u64], j: usize) -> Result<(), HeError> {
-        params.check_plain_index(j)?;
-        let n = params.n();
-        if values.len() > n {
-            return Err(HeError::OutOfRange(format!("{} coefficients > N = {n}", values.len())));
-        }
-        let t = params.plain_modulus(j);
-        if let Some(v) = values.iter().find(|&&v| v as u128 >= t) {
-            return Err(HeError::OutOfRange(format!("coefficient {v} >= t = {t}")));
-        }
+        check_coeffs(params, values, j)?;
         Self::fill(params, &mut self.poly, values, j);
         self.plain_index = j;
         Ok(())

@@ -6,17 +6,17 @@
 //! Keys: the client holds the BFV secret `s` and the RLWE secret `s̲`
 //! ([`LeafClientKeys`]); the server gets [`LeafEvalKeys`] — the packing key, the Galois keys of
 //! the two transforms (rotations by 1, by the two giant steps, and the row swap), the
-//! relinearisation key and the ring-switching key.
+//! relinearisation key and the ring-switching key (made modulo `q'`, [`crate::ring_switch`]).
 
 use crate::fbs_poly::{interpolate, FbsParams};
 use crate::lt::{he, LtStats};
 use crate::pack::{pack_galois_elements, packing_key, Packer};
-use crate::ring_switch::{ring_switch, ring_switch_key};
+use crate::ring_switch::{ring_switch, ring_switch_key, RingSwitchKey};
 use crate::rlwe::{switch_to_p, RlweCt, RlweParams, RlweSecretKey};
 use crate::s2c::{s2c_galois_elements, SlotsToCoeffs};
 use crate::FheError;
 use nectar_he::bfv::{paterson_stockmeyer, BfvMul, BfvPolyOps, RelinKey};
-use nectar_he::{Ciphertext, GaloisKeys, Params, SecretKey, SwitchingKey};
+use nectar_he::{Ciphertext, GaloisKeys, Params, SecretKey};
 use nectar_math::Prg;
 use std::time::Instant;
 
@@ -31,7 +31,7 @@ pub struct LeafEvalKeys {
     pub packing: Ciphertext,
     pub galois: GaloisKeys,
     pub relin: RelinKey,
-    pub ring_switch: SwitchingKey,
+    pub ring_switch: RingSwitchKey,
 }
 
 /// Every Galois element the pipeline needs (packing and S2C).
@@ -50,7 +50,7 @@ pub fn leaf_keygen(params: &Params, rp: &RlweParams, prg: &mut Prg) -> Result<(L
     let packing = packing_key(params, &bfv, &rlwe, prg)?;
     let galois = bfv.galois_keys(params, &leaf_galois_elements(params, rp.n()), prg).map_err(he)?;
     let relin = bfv.relin_key(params, prg).map_err(he)?;
-    let ring_switch = ring_switch_key(params, &bfv, &rlwe, prg)?;
+    let ring_switch = ring_switch_key(params, rp, &bfv, &rlwe, prg)?;
     Ok((LeafClientKeys { bfv, rlwe }, LeafEvalKeys { packing, galois, relin, ring_switch }))
 }
 

@@ -29,7 +29,7 @@ pub use activation::{leaf_keygen, LeafActivation, LeafClientKeys, LeafEvalKeys, 
 pub use fbs_poly::{interpolate, FbsParams};
 pub use lt::LtStats;
 pub use pack::{packing_key, Packer};
-pub use ring_switch::{ring_switch, ring_switch_key};
+pub use ring_switch::{ring_switch, ring_switch_key, RingSwitchKey};
 pub use rlwe::{pcmm, switch_to_p, RlweCt, RlweParams, RlweSecretKey, SwitchedCt};
 pub use s2c::SlotsToCoeffs;
 

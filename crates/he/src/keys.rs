@@ -95,28 +95,12 @@ impl SecretKey {
 }
 
 impl SecretKey {
-    /// A secret from given ternary coefficients (`N` values in `{−1, 0, 1}`), e.g. LEAF's
-    /// ring-switching target `s'(X) = s̲(X^{N/n})` (§3.5). SECURITY: the caller answers for the
-    /// distribution; this only checks the shape.
-    pub fn from_ternary(params: &Params, coeffs: &[i64]) -> Result<Self, HeError> {
-        if coeffs.len() != params.n() || coeffs.iter().any(|&c| !(-1..=1).contains(&c)) {
-            return Err(HeError::OutOfRange(format!("a ternary secret needs N = {} coefficients in {{-1, 0, 1}}", params.n())));
-        }
-        let mut s_ntt = from_small(params, coeffs, all_mods(params));
-        s_ntt.to_ntt(params);
-        Ok(Self { s: coeffs.to_vec(), s_ntt })
-    }
-
-    /// A key-switching key from `from`'s secret to this one ([`Ciphertext::switch_key`]).
-    pub fn switching_key_from(&self, params: &Params, from: &SecretKey, prg: &mut Prg) -> Result<SwitchingKey, HeError> {
-        let src = from_small(params, &from.s, all_mods(params));
-        Ok(SwitchingKey(self.switch_key(params, &src, prg)?))
+    /// The secret's coefficients in `{−1, 0, 1}`. SECURITY: the secret itself, for key
+    /// material its owner derives outside this crate (LEAF's ring-switching key, §3.5).
+    pub fn ternary_coeffs(&self) -> &[i64] {
+        &self.s
     }
 }
-
-/// A key-switching key between two secrets ([`SecretKey::switching_key_from`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SwitchingKey(pub(crate) GaloisKey);
 
 impl SecretKey {
     /// A key-switching key from `target` (a secret-like polynomial in coefficient form on all

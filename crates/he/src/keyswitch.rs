@@ -389,12 +389,6 @@ impl Ciphertext {
         let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
         automorphism_key_switch(params, self, g, key)
     }
-
-    /// Key switching from the secret a [`crate::keys::SwitchingKey`] was made from to its
-    /// target (the identity automorphism `g = 1` with that key). Result in coefficient form.
-    pub fn switch_key(&self, params: &Params, key: &crate::keys::SwitchingKey) -> Result<Ciphertext, HeError> {
-        automorphism_key_switch(params, self, 1, &key.0)
-    }
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@ pub mod serialize;
 
 pub use ciphertext::{Ciphertext, NoiseReport};
 pub use encoding::{PlainNtt, Plaintext};
-pub use keys::{GaloisKeys, PublicKey, SecretKey, SwitchingKey};
+pub use keys::{GaloisKeys, PublicKey, SecretKey};
 pub use params::{Params, ParamsLiteral, PlainModulus};
 pub use poly::RnsPoly;
 

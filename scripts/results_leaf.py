@@ -93,5 +93,7 @@ w("largest the HE standard allows at n = 1024 for 128-bit security (LEAFc's 30-b
 w("it), and a power of two so that p = 512 divides it; the packing uses the n = 1024 nonzero")
 w("diagonals of its block-diagonal matrix instead of N; both transforms combine their giant steps")
 w("by Horner's rule, so each needs two or three Galois keys instead of one per step; S2C encodes")
-w("its diagonals on the fly instead of storing them.")
+w("its diagonals on the fly instead of storing them. The ring-switching key is made modulo q'")
+w("(digits of 3 bits), after the modulus switch as LEAF orders it: each of its polyphase")
+w("components is an RLWE sample of dimension 1024, secure only at q' <= 2^27.")
 (res / "leaf.md").write_text("\n".join(out) + "\n")

@@ -14,10 +14,12 @@ use crate::pack::{pack_galois_elements, packing_key, Packer};
 use crate::ring_switch::{ring_switch, ring_switch_key, RingSwitchKey};
 use crate::rlwe::{switch_to_p, RlweCt, RlweParams, RlweSecretKey};
 use crate::s2c::{s2c_galois_elements, SlotsToCoeffs};
+use crate::wire::{frame, unframe};
 use crate::FheError;
 use nectar_he::bfv::{paterson_stockmeyer, BfvMul, BfvPolyOps, RelinKey};
 use nectar_he::{Ciphertext, GaloisKeys, Params, SecretKey};
 use nectar_math::Prg;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The client's secrets.
@@ -32,6 +34,33 @@ pub struct LeafEvalKeys {
     pub galois: GaloisKeys,
     pub relin: RelinKey,
     pub ring_switch: RingSwitchKey,
+}
+
+impl LeafEvalKeys {
+    /// Wire form (client → server, once per session): the packing key, Galois keys,
+    /// relinearisation key (the HE layer's seeded serialization) and the ring-switching key.
+    pub fn to_bytes(&self, params: &Params) -> Vec<u8> {
+        frame(&[
+            &self.packing.serialize(params),
+            &self.galois.serialize(params),
+            &self.relin.serialize(params),
+            &self.ring_switch.to_bytes(),
+        ])
+    }
+
+    /// Parses [`LeafEvalKeys::to_bytes`]; checks that the Galois keys cover the pipeline.
+    pub fn from_bytes(params: &Params, rp: &RlweParams, bytes: &[u8]) -> Result<Self, FheError> {
+        let parts = unframe(bytes, 4)?;
+        let bad = |e: nectar_he::HeError| FheError::Malformed(e.to_string());
+        let packing = Ciphertext::deserialize(params, parts[0]).map_err(bad)?;
+        let galois = GaloisKeys::deserialize(params, parts[1]).map_err(bad)?;
+        let relin = RelinKey::deserialize(params, parts[2]).map_err(bad)?;
+        let ring_switch = RingSwitchKey::from_bytes(params, rp, parts[3])?;
+        if let Some(g) = leaf_galois_elements(params, rp.n()).into_iter().find(|g| !galois.contains(*g)) {
+            return Err(FheError::Malformed(format!("the Galois keys lack element {g}")));
+        }
+        Ok(LeafEvalKeys { packing, galois, relin, ring_switch })
+    }
 }
 
 /// Every Galois element the pipeline needs (packing and S2C).
@@ -57,6 +86,8 @@ pub fn leaf_keygen(params: &Params, rp: &RlweParams, prg: &mut Prg) -> Result<(L
 /// Wall seconds and counts per stage (LEAF Table 1 / Table 2 rows).
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct StageTimes {
+    /// The plaintext–ciphertext matmul (when the caller runs it, [`crate::ffn`]).
+    pub pcmm: f64,
     /// Modulus switch `q' → P` of the RLWE ciphertexts.
     pub mod_switch: f64,
     /// RLWE → slot BFV (the packing transform).
@@ -82,7 +113,7 @@ pub struct LeafActivation {
     packer: Packer,
     s2c: SlotsToCoeffs,
     mul: BfvMul,
-    keys: LeafEvalKeys,
+    keys: Arc<LeafEvalKeys>,
     coeffs: Vec<u64>,
     used: usize,
 }
@@ -91,10 +122,11 @@ impl LeafActivation {
     /// Prepares the evaluation of `f` (a table over `Z_P`, e.g. [`FbsParams::gelu_f`]) on the
     /// first `used` coefficients of each ciphertext ([`crate::Packer::pack`]): its Lemma 2
     /// polynomial, the packing's baby steps, the S2C tables.
-    pub fn new(params: &Params, rp: &RlweParams, keys: LeafEvalKeys, fbs: &FbsParams, f: &[u64], used: usize) -> Result<Self, FheError> {
+    pub fn new(params: &Params, rp: &RlweParams, keys: impl Into<Arc<LeafEvalKeys>>, fbs: &FbsParams, f: &[u64], used: usize) -> Result<Self, FheError> {
         if fbs.small_p != rp.p() as u64 || fbs.big_p != crate::rlwe::LEAF_P || fbs.alpha != rp.alpha() {
             return Err(FheError::InvalidParams(format!("table {fbs:?} does not match the RLWE set (p = {})", rp.p())));
         }
+        let keys = keys.into();
         let coeffs = interpolate(fbs.big_p, f)?;
         let packer = Packer::new(params, &keys.packing, &keys.galois, rp.n())?;
         let s2c = SlotsToCoeffs::new(params, rp.n(), used)?;

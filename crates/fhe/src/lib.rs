@@ -14,19 +14,24 @@
 //! - [`s2c`]: slots to coefficients (LEAF §3.4, Alg. 7; Alg. 4 step 7).
 //! - [`activation`]: the whole non-polynomial evaluation (Alg. 4 steps 2–9) with per-stage
 //!   times, and the client's key generation.
+//! - [`ffn`]: the block inside a two-party inference — shares in, PCMM and the activation on
+//!   the server alone, shares out (issue 16 item 6), with its plaintext twin.
 //! - [`ring_switch`]: modulus and ring switching back to `n = 1024`, `q' = 2^27` (LEAF §3.5;
 //!   Alg. 4 steps 8–9).
 
 pub mod activation;
 pub mod fbs_poly;
+pub mod ffn;
 pub mod lt;
 pub mod pack;
 pub mod ring_switch;
 pub mod rlwe;
 pub mod s2c;
+mod wire;
 
 pub use activation::{leaf_keygen, LeafActivation, LeafClientKeys, LeafEvalKeys, StageTimes};
 pub use fbs_poly::{interpolate, FbsParams};
+pub use ffn::{LeafFfnClient, LeafFfnParams, LeafFfnServer, LeafFormat, LeafTable};
 pub use lt::LtStats;
 pub use pack::{packing_key, Packer};
 pub use ring_switch::{ring_switch, ring_switch_key, RingSwitchKey};
@@ -44,4 +49,11 @@ pub enum FheError {
     /// An error of the HE layer.
     #[error("HE: {0}")]
     He(String),
+    /// Bytes from the peer that do not parse (SECURITY: never a panic).
+    #[error("malformed message: {0}")]
+    Malformed(String),
+    /// The channel failed.
+    #[error(transparent)]
+    Net(#[from] nectar_net::NetError),
+
 }

@@ -44,6 +44,53 @@ pub struct RingSwitchKey {
     /// `(NTT(a_k), NTT(b_k))` of the centred residues.
     digits: Vec<(Vec<u64>, Vec<u64>)>,
     log_q: u32,
+    /// The public seed of every `a_k` (the wire form carries it instead of the `a_k`).
+    seed: [u8; 16],
+    /// The `b_k` modulo `q'` (wire form).
+    b_raw: Vec<Vec<u32>>,
+}
+
+impl RingSwitchKey {
+    /// Wire form: the seed of the `a_k`, then every `b_k` in `log2 q'` bits per coefficient
+    /// (`9 × N × 27` bits ≈ 1 MB at `N = 32768`).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = self.seed.to_vec();
+        let all: Vec<u32> = self.b_raw.iter().flatten().copied().collect();
+        out.extend(crate::rlwe::pack_bits(&all, self.log_q));
+        out
+    }
+
+    /// Parses [`RingSwitchKey::to_bytes`] for the BFV degree of `params` and the RLWE set `rp`.
+    pub fn from_bytes(params: &Params, rp: &RlweParams, bytes: &[u8]) -> Result<Self, FheError> {
+        let big = params.n();
+        let lq = rp.log_q();
+        let digits = lq.div_ceil(RS_DIGIT_BITS) as usize;
+        if bytes.len() < 16 {
+            return Err(FheError::Malformed("ring-switching key shorter than its seed".into()));
+        }
+        let mut seed = [0u8; 16];
+        seed.copy_from_slice(&bytes[..16]);
+        let all = crate::rlwe::unpack_bits(&bytes[16..], lq, digits * big)
+            .map_err(|want| FheError::Malformed(format!("ring-switching key of {} bytes (want {})", bytes.len(), want + 16)))?;
+        let b_raw: Vec<Vec<u32>> = all.chunks(big).map(|c| c.to_vec()).collect();
+        Self::assemble(big, rp, seed, b_raw)
+    }
+
+    /// The key from its seed and `b_k` (NTT forms computed here).
+    fn assemble(big: usize, rp: &RlweParams, seed: [u8; 16], b_raw: Vec<Vec<u32>>) -> Result<Self, FheError> {
+        let lq = rp.log_q();
+        let plan = exact_plan(big, lq)?;
+        let a = key_a(big, rp, seed, b_raw.len());
+        let digits = a.iter().zip(&b_raw).map(|(a, b)| (to_ntt_centred(&plan, a, lq), to_ntt_centred(&plan, b, lq))).collect();
+        Ok(RingSwitchKey { plan, digits, log_q: lq, seed, b_raw })
+    }
+}
+
+/// The `a_k` of every digit, expanded from the key's public seed.
+fn key_a(big: usize, rp: &RlweParams, seed: [u8; 16], digits: usize) -> Vec<Vec<u32>> {
+    let mut prg = Prg::new(seed);
+    let mask = rp.mask();
+    (0..digits).map(|_| (0..big).map(|_| prg.next_u32() & mask).collect()).collect()
 }
 
 /// An NTT prime for degree `big` large enough for the exact products here: digit products
@@ -87,24 +134,25 @@ pub fn ring_switch_key(params: &Params, rp: &RlweParams, bfv_sk: &SecretKey, rlw
     plan.forward(&mut s_spread);
     let (lq, mask) = (rp.log_q(), rp.mask());
     let digits = lq.div_ceil(RS_DIGIT_BITS);
-    let mut out = Vec::with_capacity(digits as usize);
-    for k in 0..digits {
-        let a: Vec<u32> = (0..big).map(|_| prg.next_u32() & mask).collect();
+    let seed = prg.gen_block();
+    let all_a = key_a(big, rp, seed, digits as usize);
+    let mut b_raw = Vec::with_capacity(digits as usize);
+    for (k, a) in all_a.iter().enumerate() {
         // a·s' exactly over the integers (|a| < 2^27, s' has n ternary entries)
         let mut as_ = a.iter().map(|&v| v as u64).collect::<Vec<_>>();
         plan.forward(&mut as_);
         plan.mul_assign(&mut as_, &s_spread);
         plan.inverse(&mut as_);
-        let gadget = 1i64 << (k * RS_DIGIT_BITS);
+        let gadget = 1i64 << (k as u32 * RS_DIGIT_BITS);
         let b: Vec<u32> = (0..big)
             .map(|j| {
                 let e = centered_binomial(prg, RLWE_ERROR_ETA);
                 (e + gadget * s[j] - m.center(as_[j])) as u32 & mask
             })
             .collect();
-        out.push((to_ntt_centred(&plan, &a, lq), to_ntt_centred(&plan, &b, lq)));
+        b_raw.push(b);
     }
-    Ok(RingSwitchKey { plan, digits: out, log_q: lq })
+    RingSwitchKey::assemble(big, rp, seed, b_raw)
 }
 
 /// Ring switching (module docs): `N/n` RLWE ciphertexts modulo `q'`; ciphertext `t`

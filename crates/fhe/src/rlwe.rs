@@ -179,6 +179,34 @@ impl RlweSecretKey {
         Ok(RlweCt { a, b })
     }
 
+    /// `b = v + e − a·s (mod q')` for a given `a` (e.g. expanded from a public seed,
+    /// [`expand_a`]): the ciphertext `(a, b)` of the raw phase `v` (each `< q'`, at most `n`
+    /// values; the rest of `b` is not computed and stays 0). Used for values that are not
+    /// messages of `Z_p` (shares of fixed-point numbers, [`crate::ffn`]).
+    pub fn encrypt_raw_with_a(&self, params: &RlweParams, v: &[u32], a: &[u32], prg: &mut Prg) -> Result<Vec<u32>, FheError> {
+        let n = params.n;
+        if v.len() > n || a.len() != n {
+            return Err(FheError::InvalidParams(format!("{} values / a of degree {} in a ring of degree {n}", v.len(), a.len())));
+        }
+        let mask = params.mask();
+        let as_ = params.mul_secret(a, &self.s_ntt);
+        Ok(v.iter()
+            .zip(&as_)
+            .map(|(&x, &y)| {
+                let e = centered_binomial(prg, RLWE_ERROR_ETA);
+                (x as i64 + e - y) as u32 & mask
+            })
+            .collect())
+    }
+
+    /// A public key: an encryption of zero `(a, −a·s + e)` (for [`RlwePublicKey::rerandomize`]).
+    pub fn public_key(&self, params: &RlweParams, prg: &mut Prg) -> RlwePublicKey {
+        let n = params.n;
+        let a: Vec<u32> = (0..n).map(|_| prg.next_u32() & params.mask()).collect();
+        let b = self.encrypt_raw_with_a(params, &vec![0; n], &a, prg).expect("degree n by construction");
+        RlwePublicKey { ct: RlweCt { a, b } }
+    }
+
     /// The phase `b + a·s mod q'` (= `Δ'·m + e`).
     pub fn phase(&self, params: &RlweParams, ct: &RlweCt) -> Vec<u32> {
         let as_ = params.mul_secret(&ct.a, &self.s_ntt);
@@ -211,39 +239,109 @@ pub struct RlweCt {
 impl RlweCt {
     /// Wire form: `a` then `b`, each coefficient in `log2 q'` bits, little-endian bit order.
     pub fn to_bytes(&self, params: &RlweParams) -> Vec<u8> {
-        let bits = params.log_q as usize;
-        let mut out = vec![0u8; (2 * params.n * bits).div_ceil(8)];
-        let mut pos = 0usize;
-        for &v in self.a.iter().chain(&self.b) {
-            for k in 0..bits {
-                if (v >> k) & 1 == 1 {
-                    out[pos / 8] |= 1 << (pos % 8);
-                }
-                pos += 1;
-            }
-        }
-        out
+        let mut v = self.a.clone();
+        v.extend_from_slice(&self.b);
+        pack_bits(&v, params.log_q)
     }
 
     /// Parses [`RlweCt::to_bytes`]; a wrong length is an error.
     pub fn from_bytes(params: &RlweParams, bytes: &[u8]) -> Result<Self, FheError> {
-        let bits = params.log_q as usize;
         let n = params.n;
-        if bytes.len() != (2 * n * bits).div_ceil(8) {
-            return Err(FheError::InvalidParams(format!("RLWE ciphertext of {} bytes (want {})", bytes.len(), (2 * n * bits).div_ceil(8))));
+        let mut a = unpack_bits(bytes, params.log_q, 2 * n).map_err(|want| {
+            FheError::InvalidParams(format!("RLWE ciphertext of {} bytes (want {want})", bytes.len()))
+        })?;
+        let b = a.split_off(n);
+        Ok(RlweCt { a, b })
+    }
+}
+
+/// `values` (each `< 2^bits`) as a little-endian bit string of `values.len()·bits` bits.
+pub fn pack_bits(values: &[u32], bits: u32) -> Vec<u8> {
+    let bits = bits as usize;
+    let mut out = vec![0u8; (values.len() * bits).div_ceil(8)];
+    let (mut acc, mut have, mut pos) = (0u64, 0usize, 0usize);
+    for &v in values {
+        acc |= ((v as u64) & ((1u64 << bits) - 1)) << have;
+        have += bits;
+        while have >= 8 {
+            out[pos] = acc as u8;
+            pos += 1;
+            acc >>= 8;
+            have -= 8;
         }
-        let mut vals = Vec::with_capacity(2 * n);
-        let mut pos = 0usize;
-        for _ in 0..2 * n {
-            let mut v = 0u32;
-            for k in 0..bits {
-                v |= (((bytes[pos / 8] >> (pos % 8)) & 1) as u32) << k;
-                pos += 1;
-            }
-            vals.push(v);
+    }
+    if have > 0 {
+        out[pos] = acc as u8;
+    }
+    out
+}
+
+/// Inverse of [`pack_bits`] for `count` values; `Err(expected length)` when `bytes` has
+/// another length.
+pub fn unpack_bits(bytes: &[u8], bits: u32, count: usize) -> Result<Vec<u32>, usize> {
+    let want = (count * bits as usize).div_ceil(8);
+    if bytes.len() != want {
+        return Err(want);
+    }
+    let mask = (1u64 << bits) - 1;
+    let (mut acc, mut have, mut it) = (0u64, 0u32, bytes.iter());
+    let mut out = Vec::with_capacity(count);
+    for _ in 0..count {
+        while have < bits {
+            acc |= (*it.next().unwrap_or(&0) as u64) << have;
+            have += 8;
         }
-        let b = vals.split_off(n);
-        Ok(RlweCt { a: vals, b })
+        out.push((acc & mask) as u32);
+        acc >>= bits;
+        have -= bits;
+    }
+    Ok(out)
+}
+
+/// `count` uniform polynomials modulo `q'` expanded from a public seed (the `a` parts of
+/// seeded ciphertexts: the sender transmits the seed instead of `a`).
+pub fn expand_a(params: &RlweParams, seed: [u8; 16], count: usize) -> Vec<Vec<u32>> {
+    let mut prg = Prg::new(seed);
+    let mask = params.mask();
+    (0..count).map(|_| (0..params.n).map(|_| prg.next_u32() & mask).collect()).collect()
+}
+
+/// The client's RLWE public key `(a, −a·s̲ + e)`: lets the server re-randomise a ciphertext
+/// it computed before the client decrypts it (circuit privacy of the `a` part,
+/// [`crate::ffn`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RlwePublicKey {
+    pub ct: RlweCt,
+}
+
+impl RlwePublicKey {
+    /// Adds a fresh encryption of zero, `(u·a_pk + e_2, u·b_pk + e_1)` with `u` ternary and
+    /// `e_1`, `e_2` centred binomial: the result's `a` is pseudo-uniform and independent of
+    /// how `ct` was computed (RLWE); the phase grows by `u·e_pk + e_1 + e_2·s̲` (σ ≈ 110).
+    pub fn rerandomize(&self, params: &RlweParams, ct: &mut RlweCt, prg: &mut Prg) {
+        let plan = &params.plan.0;
+        let m = plan.modulus();
+        let mut u: Vec<u64> = (0..params.n).map(|_| m.reduce_i64(ternary(prg) as i64)).collect();
+        plan.forward(&mut u);
+        let ua = params.mul_secret(&self.ct.a, &u);
+        let ub = params.mul_secret(&self.ct.b, &u);
+        let mask = params.mask();
+        for (x, y) in ct.a.iter_mut().zip(&ua) {
+            *x = (*x as i64 + y + centered_binomial(prg, RLWE_ERROR_ETA)) as u32 & mask;
+        }
+        for (x, y) in ct.b.iter_mut().zip(&ub) {
+            *x = (*x as i64 + y + centered_binomial(prg, RLWE_ERROR_ETA)) as u32 & mask;
+        }
+    }
+
+    /// Wire form (that of the ciphertext).
+    pub fn to_bytes(&self, params: &RlweParams) -> Vec<u8> {
+        self.ct.to_bytes(params)
+    }
+
+    /// Parses [`RlwePublicKey::to_bytes`].
+    pub fn from_bytes(params: &RlweParams, bytes: &[u8]) -> Result<Self, FheError> {
+        Ok(RlwePublicKey { ct: RlweCt::from_bytes(params, bytes)? })
     }
 }
 

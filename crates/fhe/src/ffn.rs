@@ -1,0 +1,374 @@
+//! LEAF's feed-forward block inside a two-party inference (issue 16 item 6): the client's
+//! and the server's additive shares of `X` go in, shares of `act(X·W1 + b1)` come out, and
+//! between the two conversions the server evaluates LEAF Alg. 4 steps 1–9 alone (coefficient
+//! PCMM, switch to `P`, packing, the functional-bootstrapping polynomial, S2C, modulus and
+//! ring switching). `·W2` is not part of LEAF's block (LEAF §1 and Table 2 measure
+//! `X·W1 → GELU → refresh`); the caller runs it with its own linear protocol on the shares.
+//!
+//! **Shares → RLWE (client → server, one flight).** The shares live in `Z_{2^l}`; since
+//! `q' = 2^27` divides `2^l`, each party reduces its share of `X` (already truncated to
+//! [`LeafFormat::x_frac`] fractional bits by the caller) modulo `q'` and the sum is still `X`
+//! modulo `q'`. The client encrypts its share as the *raw phase* (`b = x_c + e − a·s̲`, one
+//! ciphertext per input feature, tokens in the first coefficients, [`RlweSecretKey::
+//! encrypt_raw_with_a`]) with every `a` expanded from one fresh public seed, and sends the seed
+//! and only the `rows` used `b` coefficients (the packing reads no others). The server adds its
+//! own share to `b`: the phase is `X + e` modulo `q'`.
+//!
+//! **Scales.** PCMM with `W1` at `w_frac` bits and the bias at `x_frac + w_frac` bits gives the
+//! phase `2^{x_frac + w_frac}·z` with `z = X·W1 + b1`; `x_frac + w_frac = log Δ' + log s` (22
+//! for LEAF's `Δ' = 2^18`, `s = 16`), so the switch to `P` reads the message
+//! `m = round(s·z) mod p` (LEAF's `[−16, 16)` on a `1/16` grid; values outside wrap, as in
+//! LEAF). The table returns `G(m) = round(r(m/s)·2^{out_frac}·P/q')` — the whole of `Z_P`
+//! instead of LEAF's `α·g(m)` with `g` on the `1/16` grid, so the output keeps
+//! `out_frac = 21` bits (after the ring switch the phase is `q'/P·G = 2^{21}·r + noise`, noise
+//! σ ≈ 2^13, i.e. ≈ 2^-8 of a unit). `|r| < 16` keeps the output below `2^25`, the bound of the
+//! caller's ring extension.
+//!
+//! **RLWE → shares (server → client, one flight).** Before anything leaves the server, each
+//! output ciphertext is re-randomised with a fresh encryption of zero under the client's
+//! public key ([`RlwePublicKey::rerandomize`]): its `a` part was computed from the client's
+//! ciphertexts and the weights, and would otherwise show the client a function of `W1`. Then a
+//! fresh uniform `r ∈ Z_{q'}` is added to every used `b` coefficient; the client's share is
+//! the phase it decrypts (`v + r`, uniform whatever `v` and its noise are, so no noise
+//! flooding is needed: nothing of the phase is ever seen unmasked) and the server's is `−r`.
+//! The unused coefficients (padding tokens, which carry `act` of the server's bias) are not
+//! sent.
+//!
+//! **Twin.** [`LeafFormat::twin`] computes the same integers without noise (exact PCMM, the
+//! rounded switch to `P`, the table); the protocol differs from it by the noise: an input
+//! within ≈ σ/`α` of a grid boundary may land in the neighbouring bin (±1/16 before `r`), and
+//! the output carries the ring switch's ≈ 2^13 / 2^21.
+
+use crate::activation::{leaf_keygen, LeafActivation, LeafClientKeys, LeafEvalKeys, StageTimes};
+use crate::fbs_poly::FbsParams;
+use crate::rlwe::{decode_p, expand_a, pack_bits, pcmm, unpack_bits, RlweCt, RlweParams, RlwePublicKey, LEAF_P};
+use crate::wire::{frame, unframe};
+use crate::FheError;
+use nectar_he::Params;
+use nectar_math::Prg;
+use nectar_net::Channel;
+use rand_core::RngCore;
+use std::sync::Arc;
+
+/// The fixed-point format of the block's conversions (AGREEMENT): the RLWE set, the table's
+/// parameters and the fractional bits in and out.
+#[derive(Clone, Debug)]
+pub struct LeafFormat {
+    pub rp: RlweParams,
+    pub fbs: FbsParams,
+    /// Fractional bits of the input shares (the caller truncates to them).
+    pub x_frac: u32,
+    /// Fractional bits of the output shares.
+    pub out_frac: u32,
+}
+
+impl LeafFormat {
+    /// LEAF's set (`n = 1024`, `q' = 2^27`, `p = 512`, `P = 65537`, `s = 16`), inputs at 10
+    /// fractional bits (weights at 12), outputs at 21.
+    pub fn leaf() -> Result<Self, FheError> {
+        Self::new(RlweParams::leaf()?, FbsParams::LEAF, 10, 21)
+    }
+
+    /// Checks the table against the RLWE set, `s` a power of two, `x_frac ≤ pre_frac` and the
+    /// output bound `16·2^out_frac ≤ 2^(log q' − 2)`.
+    pub fn new(rp: RlweParams, fbs: FbsParams, x_frac: u32, out_frac: u32) -> Result<Self, FheError> {
+        fbs.validate()?;
+        if fbs.small_p != rp.p() as u64 || fbs.big_p != LEAF_P || fbs.alpha != rp.alpha() || !fbs.scale.is_power_of_two() {
+            return Err(FheError::InvalidParams(format!("table {fbs:?} does not match the RLWE set (p = {})", rp.p())));
+        }
+        let f = Self { rp, fbs, x_frac, out_frac };
+        let half_range = (f.fbs.small_p / 2) as f64 / f.fbs.scale as f64;
+        if x_frac > f.pre_frac() || half_range * (out_frac as f64).exp2() > ((f.rp.log_q() - 2) as f64).exp2() {
+            return Err(FheError::InvalidParams(format!("x_frac {x_frac} / out_frac {out_frac} outside the ring of q' = 2^{}", f.rp.log_q())));
+        }
+        Ok(f)
+    }
+
+    /// Fractional bits of the pre-activation phase: `log2(Δ'·s)`.
+    pub fn pre_frac(&self) -> u32 {
+        self.rp.log_q() - self.rp.p().ilog2() + self.fbs.scale.ilog2()
+    }
+
+    /// Fractional bits of the weights: `pre_frac − x_frac`.
+    pub fn w_frac(&self) -> u32 {
+        self.pre_frac() - self.x_frac
+    }
+
+    /// The table of the real function `r` (module docs): `f` over `Z_P` for the server and the
+    /// output of every message `m ∈ Z_p` for the twin.
+    pub fn table(&self, r: impl Fn(f64) -> f64) -> Result<LeafTable, FheError> {
+        let (p, big_p, s) = (self.fbs.small_p as i64, self.fbs.big_p as i64, self.fbs.scale as f64);
+        let q = (self.rp.log_q() as f64).exp2();
+        let scale = (self.out_frac as f64).exp2() * big_p as f64 / q;
+        let g: Vec<i64> = (0..p)
+            .map(|m| {
+                let ms = if 2 * m >= p { m - p } else { m };
+                (r(ms as f64 / s) * scale).round() as i64
+            })
+            .collect();
+        if g.iter().any(|v| 2 * v.abs() >= big_p) {
+            return Err(FheError::InvalidParams("activation outside the table's range".into()));
+        }
+        let a = self.fbs.alpha;
+        let f = (0..self.fbs.big_p).map(|x| g[(((x + a / 2) / a) % self.fbs.small_p) as usize].rem_euclid(big_p) as u64).collect();
+        let mask = self.rp.mask();
+        let out = g.iter().map(|&v| ((v as f64 * q / big_p as f64).round() as i64) as u32 & mask).collect();
+        Ok(LeafTable { f, out })
+    }
+
+    /// The plaintext twin of [`LeafFfnClient::ffn1`] / [`LeafFfnServer::ffn1`]: `x` the
+    /// shares' sum (`rows × in_dim`, mod `q'`), `w` (`in_dim × out_dim`, at `w_frac`), `bias`
+    /// (mod `q'`, at `pre_frac`); the outputs (`rows × out_dim`, mod `q'`, at `out_frac`).
+    pub fn twin(&self, table: &LeafTable, x: &[u32], w: &[i32], bias: &[u32], rows: usize, in_dim: usize, out_dim: usize) -> Result<Vec<u32>, FheError> {
+        check_shapes(x.len(), w.len(), bias.len(), rows, in_dim, out_dim)?;
+        let (mask, lq) = (self.rp.mask(), self.rp.log_q());
+        let half = 1u64 << (lq - 1);
+        let mut y = vec![0u32; rows * out_dim];
+        for r in 0..rows {
+            for k in 0..out_dim {
+                let mut acc = bias[k];
+                for i in 0..in_dim {
+                    acc = acc.wrapping_add(x[r * in_dim + i].wrapping_mul(w[i * out_dim + k] as u32));
+                }
+                let phase = (acc & mask) as u64;
+                let to_p = ((phase * LEAF_P + half) >> lq) % LEAF_P;
+                y[r * out_dim + k] = table.out[decode_p(&self.rp, to_p) as usize];
+            }
+        }
+        Ok(y)
+    }
+}
+
+/// An activation table (see [`LeafFormat::table`]).
+#[derive(Clone, Debug)]
+pub struct LeafTable {
+    /// `f: Z_P → Z_P` evaluated by the functional-bootstrapping polynomial.
+    pub f: Vec<u64>,
+    /// The output (mod `q'`, at `out_frac`) of every message `m ∈ Z_p`.
+    pub out: Vec<u32>,
+}
+
+fn check_shapes(x: usize, w: usize, bias: usize, rows: usize, in_dim: usize, out_dim: usize) -> Result<(), FheError> {
+    if x != rows * in_dim || w != in_dim * out_dim || bias != out_dim || rows == 0 || in_dim == 0 || out_dim == 0 {
+        return Err(FheError::InvalidParams(format!(
+            "LEAF FFN shapes: x {x} (want {rows}×{in_dim}), w {w} (want {in_dim}×{out_dim}), bias {bias}"
+        )));
+    }
+    Ok(())
+}
+
+/// The whole parameter set: the BFV ring of the non-polynomial part and the format.
+#[derive(Clone, Debug)]
+pub struct LeafFfnParams {
+    pub bfv: Params,
+    pub fmt: LeafFormat,
+}
+
+impl LeafFfnParams {
+    /// LEAF's sets: [`Params::leaf_bfv`] (`N = 32768`, log Q = 669) and [`LeafFormat::leaf`].
+    pub fn leaf() -> Result<Self, FheError> {
+        Self::new(Params::leaf_bfv().map_err(|e| FheError::He(e.to_string()))?, LeafFormat::leaf()?)
+    }
+
+    /// Checks that the BFV plaintext modulus is `P` and that `n` divides `N`.
+    pub fn new(bfv: Params, fmt: LeafFormat) -> Result<Self, FheError> {
+        if bfv.plain_modulus(0) as u64 != LEAF_P || !bfv.n().is_multiple_of(fmt.rp.n()) {
+            return Err(FheError::InvalidParams(format!("BFV set (N = {}, t = {}) does not fit LEAF's P = {LEAF_P}", bfv.n(), bfv.plain_modulus(0))));
+        }
+        Ok(Self { bfv, fmt })
+    }
+
+    /// Slots per RLWE ciphertext for `rows` tokens: the next power of two (`≤ n`).
+    fn used(&self, rows: usize) -> Result<usize, FheError> {
+        let used = rows.next_power_of_two();
+        if rows == 0 || used > self.fmt.rp.n() {
+            return Err(FheError::InvalidParams(format!("LEAF FFN: {rows} tokens (1..={} fit one RLWE ciphertext)", self.fmt.rp.n())));
+        }
+        Ok(used)
+    }
+}
+
+/// Where output `k`, token `r` sits: ciphertext `k / (n/used)`, coefficient
+/// `(k mod n/used)·used + r` ([`LeafActivation::evaluate`]).
+fn position(n: usize, used: usize, k: usize, r: usize) -> (usize, usize) {
+    let q = n / used;
+    (k / q, (k % q) * used + r)
+}
+
+/// The client's side: its secrets.
+pub struct LeafFfnClient {
+    params: LeafFfnParams,
+    keys: LeafClientKeys,
+}
+
+impl LeafFfnClient {
+    /// Generates the keys and sends the server its evaluation keys and the RLWE public key
+    /// (one flight; ≈ 0.3 GB at LEAF's sets, once per session).
+    pub fn setup(ch: &mut dyn Channel, params: LeafFfnParams, prg: &mut Prg) -> Result<Self, FheError> {
+        let (keys, eval) = leaf_keygen(&params.bfv, &params.fmt.rp, prg)?;
+        let pk = keys.rlwe.public_key(&params.fmt.rp, prg);
+        ch.send(&frame(&[&eval.to_bytes(&params.bfv), &pk.to_bytes(&params.fmt.rp)]))?;
+        ch.flush()?;
+        Ok(Self { params, keys })
+    }
+
+    /// The client's half of `act(X·W1 + b1)` (module docs): `x` its share (`rows × in_dim`,
+    /// values mod `q'`); returns its share of the output (`rows × out_dim`, mod `q'`).
+    pub fn ffn1(&mut self, ch: &mut dyn Channel, prg: &mut Prg, x: &[u64], rows: usize, in_dim: usize, out_dim: usize) -> Result<Vec<u64>, FheError> {
+        let rp = &self.params.fmt.rp;
+        let (n, used, mask) = (rp.n(), self.params.used(rows)?, rp.mask());
+        check_shapes(x.len(), in_dim * out_dim, out_dim, rows, in_dim, out_dim)?;
+        let seed = prg.gen_block();
+        let a = expand_a(rp, seed, in_dim);
+        let mut bs = Vec::with_capacity(in_dim * rows);
+        for (i, ai) in a.iter().enumerate() {
+            let v: Vec<u32> = (0..rows).map(|r| x[r * in_dim + i] as u32 & mask).collect();
+            bs.extend(self.keys.rlwe.encrypt_raw_with_a(rp, &v, ai, prg)?);
+        }
+        ch.send(&frame(&[&seed, &pack_bits(&bs, rp.log_q())]))?;
+        ch.flush()?;
+        // the reply: per output ciphertext its n a-coefficients, then every used b
+        let cts = out_dim.div_ceil(n / used);
+        let msg = ch.recv()?;
+        let vals = unpack_bits(&msg, rp.log_q(), cts * n + rows * out_dim)
+            .map_err(|want| FheError::Malformed(format!("LEAF FFN reply of {} bytes (want {want})", msg.len())))?;
+        let (a_all, b_used) = vals.split_at(cts * n);
+        let mut full: Vec<RlweCt> = a_all.chunks(n).map(|a| RlweCt { a: a.to_vec(), b: vec![0; n] }).collect();
+        for k in 0..out_dim {
+            for r in 0..rows {
+                let (j, c) = position(n, used, k, r);
+                full[j].b[c] = b_used[k * rows + r];
+            }
+        }
+        let phases: Vec<Vec<u32>> = full.iter().map(|ct| self.keys.rlwe.phase(rp, ct)).collect();
+        let mut y = vec![0u64; rows * out_dim];
+        for k in 0..out_dim {
+            for r in 0..rows {
+                let (j, c) = position(n, used, k, r);
+                y[r * out_dim + k] = phases[j][c] as u64;
+            }
+        }
+        Ok(y)
+    }
+}
+
+/// The server's side: the evaluation keys, the client's public key, and the evaluator of the
+/// last table and token count.
+pub struct LeafFfnServer {
+    params: LeafFfnParams,
+    keys: Arc<LeafEvalKeys>,
+    pk: RlwePublicKey,
+    act: Option<(usize, Vec<u64>, LeafActivation)>,
+    stages: StageTimes,
+}
+
+impl LeafFfnServer {
+    /// Receives the client's keys ([`LeafFfnClient::setup`]).
+    pub fn setup(ch: &mut dyn Channel, params: LeafFfnParams) -> Result<Self, FheError> {
+        let msg = ch.recv()?;
+        let parts = unframe(&msg, 2)?;
+        let keys = Arc::new(LeafEvalKeys::from_bytes(&params.bfv, &params.fmt.rp, parts[0])?);
+        let pk = RlwePublicKey::from_bytes(&params.fmt.rp, parts[1])?;
+        Ok(Self { params, keys, pk, act: None, stages: StageTimes::default() })
+    }
+
+    /// Stage times and counts of every call so far (LEAF Table 2 rows).
+    pub fn stages(&self) -> &StageTimes {
+        &self.stages
+    }
+
+    /// The server's half (module docs): `x` its share (`rows × in_dim`, mod `q'`), `w`
+    /// (`in_dim × out_dim` at `w_frac`), `bias` (mod `q'` at `pre_frac`), `table` from
+    /// [`LeafFormat::table`]; returns its share of the output (`rows × out_dim`, mod `q'`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn ffn1(
+        &mut self,
+        ch: &mut dyn Channel,
+        prg: &mut Prg,
+        x: &[u64],
+        w: &[i32],
+        bias: &[u32],
+        table: &LeafTable,
+        rows: usize,
+        in_dim: usize,
+        out_dim: usize,
+    ) -> Result<Vec<u64>, FheError> {
+        let rp = self.params.fmt.rp.clone();
+        let (n, used, mask) = (rp.n(), self.params.used(rows)?, rp.mask());
+        check_shapes(x.len(), w.len(), bias.len(), rows, in_dim, out_dim)?;
+        if table.f.len() as u64 != LEAF_P {
+            return Err(FheError::InvalidParams(format!("a table of {} entries (want P = {LEAF_P})", table.f.len())));
+        }
+        let msg = ch.recv()?;
+        let parts = unframe(&msg, 2)?;
+        let seed: [u8; 16] = parts[0].try_into().map_err(|_| FheError::Malformed("LEAF FFN: a seed of 16 bytes".into()))?;
+        let bs = unpack_bits(parts[1], rp.log_q(), in_dim * rows)
+            .map_err(|want| FheError::Malformed(format!("LEAF FFN input of {} bytes (want {want})", parts[1].len())))?;
+        // the input ciphertexts, the server's share added to the phase
+        let cts: Vec<RlweCt> = expand_a(&rp, seed, in_dim)
+            .into_iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let mut b = vec![0u32; n];
+                for r in 0..rows {
+                    b[r] = bs[i * rows + r].wrapping_add(x[r * in_dim + i] as u32) & mask;
+                }
+                RlweCt { a, b }
+            })
+            .collect();
+        // PCMM with W1ᵀ (out_dim × in_dim), then the bias on every used coefficient
+        let mut wt = vec![0i32; out_dim * in_dim];
+        for i in 0..in_dim {
+            for k in 0..out_dim {
+                wt[k * in_dim + i] = w[i * out_dim + k];
+            }
+        }
+        let t0 = std::time::Instant::now();
+        let mut pre = pcmm(&rp, &wt, &cts)?;
+        for (ct, &bk) in pre.iter_mut().zip(bias) {
+            for v in &mut ct.b[..used] {
+                *v = v.wrapping_add(bk) & mask;
+            }
+        }
+        let pcmm_seconds = t0.elapsed().as_secs_f64();
+        let fresh = !matches!(&self.act, Some((u, f, _)) if *u == used && f == &table.f);
+        if fresh {
+            let act = LeafActivation::new(&self.params.bfv, &rp, self.keys.clone(), &self.params.fmt.fbs, &table.f, used)?;
+            self.act = Some((used, table.f.clone(), act));
+        }
+        let act = &self.act.as_ref().expect("set above").2;
+        let (mut out, st) = act.evaluate(&pre)?;
+        self.add_stages(&st, pcmm_seconds);
+        // re-randomise, mask, send; the server keeps −r
+        let mut y = vec![0u64; rows * out_dim];
+        let mut masked = vec![0u32; rows * out_dim];
+        for ct in &mut out {
+            self.pk.rerandomize(&rp, ct, prg);
+        }
+        for k in 0..out_dim {
+            for r in 0..rows {
+                let (j, c) = position(n, used, k, r);
+                let m = prg.next_u32() & mask;
+                masked[k * rows + r] = out[j].b[c].wrapping_add(m) & mask;
+                y[r * out_dim + k] = (m.wrapping_neg() & mask) as u64;
+            }
+        }
+        let mut vals: Vec<u32> = out.iter().flat_map(|ct| ct.a.iter().copied()).collect();
+        vals.extend_from_slice(&masked);
+        ch.send(&pack_bits(&vals, rp.log_q()))?;
+        ch.flush()?;
+        Ok(y)
+    }
+
+    fn add_stages(&mut self, st: &StageTimes, pcmm_seconds: f64) {
+        let s = &mut self.stages;
+        s.pcmm += pcmm_seconds;
+        s.mod_switch += st.mod_switch;
+        s.lt += st.lt;
+        s.poly += st.poly;
+        s.s2c += st.s2c;
+        s.switches += st.switches;
+        s.bfv_cts += st.bfv_cts;
+        s.poly_products += st.poly_products;
+    }
+}

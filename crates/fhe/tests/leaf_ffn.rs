@@ -1,0 +1,136 @@
+//! LEAF's block between two parties (issue 16 item 6, `nectar_fhe::ffn`): shares of `X` in,
+//! shares of `act(X·W1 + b1)` out, over an in-memory channel. The BFV side runs at
+//! `N = 8192`, `t = 65537` (a 128-bit set) with a table whose Lemma 2 polynomial is shallow
+//! enough for it (`f(x) = x + 5α`: the identity on the phase, plus 5 in the message); the GELU
+//! table's degree-65536 polynomial needs LEAF's `N = 32768` (`nectar bench fhe`,
+//! `nectar demo --suite leaf`). The twin is checked against GELU here.
+
+use nectar_fhe::ffn::{LeafFfnClient, LeafFfnParams, LeafFfnServer, LeafFormat, LeafTable};
+use nectar_fhe::fbs_poly::gelu;
+use nectar_fhe::rlwe::LEAF_P;
+use nectar_fhe::FheError;
+use nectar_he::{Params, ParamsLiteral, PlainModulus};
+use nectar_math::Prg;
+use nectar_net::mem::run_pair;
+use nectar_net::Channel;
+use rand_core::RngCore;
+
+fn params() -> LeafFfnParams {
+    let bfv = Params::new(ParamsLiteral::from_bit_sizes(8192, &[50, 50, 50], Some(50), PlainModulus::Prime(LEAF_P)).unwrap()).unwrap();
+    LeafFfnParams::new(bfv, LeafFormat::leaf().unwrap()).unwrap()
+}
+
+/// `v` mod 2^27 read as signed.
+fn signed27(v: u64) -> i64 {
+    let v = (v & ((1 << 27) - 1)) as i64;
+    if v >= 1 << 26 {
+        v - (1 << 27)
+    } else {
+        v
+    }
+}
+
+#[test]
+fn shares_in_shares_out_through_the_whole_pipeline() {
+    let p = params();
+    let fmt = p.fmt.clone();
+    let (rows, in_dim, out_dim) = (5usize, 12usize, 300usize);
+    let (xf, wf, pf) = (fmt.x_frac, fmt.w_frac(), fmt.pre_frac());
+    assert_eq!((xf, wf, pf), (10, 12, 22));
+    let mut prg = Prg::new([9; 16]);
+    let mut unif = |prg: &mut Prg, lo: f64, hi: f64| lo + (hi - lo) * (prg.next_u32() as f64 / u32::MAX as f64);
+    // X in [-2, 2] at 10 bits, W in [-0.25, 0.25] at 12 bits, bias in [-0.5, 0.5] at 22 bits:
+    // |z| < 6.5, inside the table's [-16, 16) and the output bound
+    let x: Vec<i64> = (0..rows * in_dim).map(|_| (unif(&mut prg, -2.0, 2.0) * 1024.0).round() as i64).collect();
+    let w: Vec<i32> = (0..in_dim * out_dim).map(|_| (unif(&mut prg, -0.25, 0.25) * 4096.0).round() as i32).collect();
+    let bias: Vec<u32> = (0..out_dim).map(|_| ((unif(&mut prg, -0.5, 0.5) * (1u64 << 22) as f64).round() as i64) as u32 & ((1 << 27) - 1)).collect();
+    let xc: Vec<u64> = (0..x.len()).map(|_| (prg.next_u32() & ((1 << 27) - 1)) as u64).collect();
+    let xs: Vec<u64> = x.iter().zip(&xc).map(|(&v, &c)| (v as u64).wrapping_sub(c) & ((1 << 27) - 1)).collect();
+    let alpha = fmt.rp.alpha();
+    let table = LeafTable { f: (0..LEAF_P).map(|v| (v + 5 * alpha) % LEAF_P).collect(), out: vec![] };
+    let (pc, ps) = (p.clone(), p);
+    let (yc, (ys, bytes_in)) = run_pair(
+        |ch| {
+            let mut prg = Prg::new([1; 16]);
+            let mut c = LeafFfnClient::setup(ch, pc, &mut prg).unwrap();
+            c.ffn1(ch, &mut prg, &xc, rows, in_dim, out_dim).unwrap()
+        },
+        |ch| {
+            let mut prg = Prg::new([2; 16]);
+            let mut s = LeafFfnServer::setup(ch, ps).unwrap();
+            let before = ch.stats();
+            let y = s.ffn1(ch, &mut prg, &xs, &w, &bias, &table, rows, in_dim, out_dim).unwrap();
+            let st = s.stages();
+            assert_eq!(st.bfv_cts, 1);
+            (y, ch.stats().bytes_recv - before.bytes_recv)
+        },
+    );
+    // the client sends a seed and 27 bits per used input coefficient, nothing else
+    assert!(bytes_in <= 16 + 16 + 8 * 2 + (rows * in_dim * 27).div_ceil(8) as u64 + 64, "{bytes_in} bytes in");
+    let mut worst = 0.0f64;
+    for r in 0..rows {
+        for k in 0..out_dim {
+            let mut z = bias[k] as i64;
+            if z >= 1 << 26 {
+                z -= 1 << 27;
+            }
+            let z = (z as f64 + (0..in_dim).map(|i| (x[r * in_dim + i] * w[i * out_dim + k] as i64) as f64).sum::<f64>()) / (1u64 << pf) as f64;
+            // output phase = q'/P·(α·16z + e + 5α) ≈ 2^18·(16z + 5)
+            let got = signed27(yc[r * out_dim + k].wrapping_add(ys[r * out_dim + k])) as f64 / (1u64 << 18) as f64;
+            worst = worst.max((got - (16.0 * z + 5.0)).abs());
+        }
+    }
+    assert!(worst < 0.25, "worst error {worst} (in units of the 1/16 grid)");
+    // the server's shares are masks: not the values
+    assert!(ys.iter().zip(&yc).filter(|(a, b)| a == b).count() < 3);
+}
+
+#[test]
+fn twin_matches_gelu_within_the_grid() {
+    let fmt = LeafFormat::leaf().unwrap();
+    let t = fmt.table(gelu).unwrap();
+    assert_eq!((t.f.len() as u64, t.out.len()), (LEAF_P, 512));
+    // a 1 × 1 × 1 product: x = v at 10 bits, w = 1 at 12 bits, no bias
+    let mut worst = 0.0f64;
+    for v in -16 * 1024..16 * 1024 - 64 {
+        let x = [(v as i64 as u64 & ((1 << 27) - 1)) as u32];
+        let y = fmt.twin(&t, &x, &[4096], &[0], 1, 1, 1).unwrap()[0];
+        let got = signed27(y as u64) as f64 / (1u64 << fmt.out_frac) as f64;
+        let z = v as f64 / 1024.0;
+        worst = worst.max((got - gelu(z)).abs());
+    }
+    // half a grid step (plus the switch to P's rounding, 1/2 of 1/α of a step) times GELU's
+    // slope (≤ 1.13), plus the output rounding
+    assert!(worst <= 1.13 * (1.0 / 32.0 + 1.0 / (16.0 * 256.0)) + 1e-5, "worst {worst}");
+    assert!(fmt.twin(&t, &[0; 3], &[1; 2], &[0], 1, 3, 1).is_err());
+}
+
+#[test]
+fn malformed_peer_messages_are_errors() {
+    let p = params();
+    let ps = p.clone();
+    // a key message that does not parse
+    let (_, server) = run_pair(
+        move |ch| {
+            ch.send(b"not keys").unwrap();
+            ch.flush().unwrap();
+        },
+        move |ch| LeafFfnServer::setup(ch, ps).err(),
+    );
+    assert!(matches!(server, Some(FheError::Malformed(_))), "{server:?}");
+    // the client side: a reply of the wrong length
+    let (_, got) = run_pair(
+        |ch| {
+            let _keys = ch.recv().unwrap();
+            let _input = ch.recv().unwrap();
+            ch.send(&[0u8; 10]).unwrap();
+            ch.flush().unwrap();
+        },
+        |ch| {
+            let mut prg = Prg::new([3; 16]);
+            let mut c = LeafFfnClient::setup(ch, p, &mut prg).unwrap();
+            c.ffn1(ch, &mut prg, &[0; 4], 2, 2, 3).err()
+        },
+    );
+    assert!(matches!(got, Some(FheError::Malformed(_))), "{got:?}");
+}

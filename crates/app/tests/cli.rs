@@ -98,7 +98,7 @@ fn suites_lists_presets_and_choices() {
     let presets: Vec<&str> = lines.iter().filter_map(|l| l["preset"].as_str()).collect();
     assert_eq!(presets, ["nectar", "bumblebee", "rotl", "east", "blb", "leaf"]);
     let runs: Vec<bool> = lines.iter().filter(|l| l["preset"].is_string()).map(|l| l["runs"].as_bool().unwrap()).collect();
-    assert_eq!(runs, [true, true, true, true, false, false], "nectar, bumblebee, rotl and east run today");
+    assert_eq!(runs, [true, true, true, true, false, true], "all but blb run today");
     let gelu = lines.iter().find(|l| l["operator"] == "gelu").expect("gelu row");
     let choices: Vec<(String, bool)> = gelu["choices"]
         .as_array()
@@ -122,10 +122,10 @@ fn suites_lists_presets_and_choices() {
 #[test]
 fn planned_protocols_fail_at_start_with_one_line() {
     let cases: [(&[&str], &str); 5] = [
-        (&["demo", "--suite", "rotl", "--op", "ffn=leaf", "some text"], "operator ffn: protocol 'leaf'"),
+        (&["demo", "--suite", "rotl", "--op", "matmul=blb-fused", "some text"], "operator matmul: protocol 'blb-fused'"),
         (&["demo", "--suite", "east", "--op", "matmul=blb-fused", "--model", "/nonexistent", "x"], "operator matmul: protocol 'blb-fused'"),
         (&["serve", "--suite", "blb", "--model", "/nonexistent"], "operator matmul: protocol 'blb-fused'"),
-        (&["infer", "--suite", "leaf", "--ids", "1,2"], "operator ffn: protocol 'leaf'"),
+        (&["infer", "--suite", "blb", "--ids", "1,2"], "operator matmul: protocol 'blb-fused'"),
         (&["bench", "nn", "--op", "gelu", "--suite", "bumblebee+matmul=blb-fused", "--size", "8"], "operator matmul: protocol 'blb-fused'"),
     ];
     for (args, needle) in cases {
@@ -223,7 +223,7 @@ fn params_reports_40_bits_per_session() {
     assert_eq!(lines.len(), 6);
     for l in &lines {
         match l["suite"].as_str().unwrap() {
-            "nectar" | "bumblebee" | "east" | "rotl" => {
+            "nectar" | "bumblebee" | "east" | "rotl" | "leaf" => {
                 assert!(l["session_bits"].as_u64().unwrap() >= 40, "{l}");
                 for h in l["he"].as_array().unwrap() {
                     assert!(h["log_qp"].as_u64() <= h["max_log_qp_128"].as_u64(), "{h}");

@@ -42,6 +42,14 @@ impl FbsParams {
     /// LEAF §4: `P = 65537`, `p = 512`, `α = 128`, `s = 16` (inputs in `[−16, 16)`).
     pub const LEAF: FbsParams = FbsParams { big_p: 65537, small_p: 512, alpha: 128, scale: 16 };
 
+    /// nectar's set for a whole model (`--suite leaf`, [`crate::ffn::LeafFormat::wide`]): the
+    /// same `1/16` grid over `[−32, 32)` — `p = 1024`, `α = 64`. DEVIATION: MiniLM's FFN
+    /// pre-activations reach 24.4 on our test sentences, and outside LEAF's `[−16, 16)` the
+    /// message wraps (GELU(24) read as GELU(−8) = 0); the price is half the noise margin
+    /// (`|e| < α/2 = 32`), so an input within the noise of a bin edge may take the
+    /// neighbouring bin (±1/16).
+    pub const WIDE: FbsParams = FbsParams { big_p: 65537, small_p: 1024, alpha: 64, scale: 16 };
+
     /// Checks `P` prime `< 2^32`, `2 <= p`, `α = ⌊P/p⌋ >= 2`, `s >= 1`.
     pub fn validate(&self) -> Result<(), FheError> {
         if self.big_p >= 1 << 32 || !is_prime(self.big_p) {

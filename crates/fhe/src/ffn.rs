@@ -63,10 +63,16 @@ pub struct LeafFormat {
 }
 
 impl LeafFormat {
-    /// LEAF's set (`n = 1024`, `q' = 2^27`, `p = 512`, `P = 65537`, `s = 16`), inputs at 10
-    /// fractional bits (weights at 12), outputs at 21.
+    /// LEAF's set (`n = 1024`, `q' = 2^27`, `p = 512`, `P = 65537`, `s = 16`: `[−16, 16)`),
+    /// inputs at 10 fractional bits (weights at 12), outputs at 21.
     pub fn leaf() -> Result<Self, FheError> {
         Self::new(RlweParams::leaf()?, FbsParams::LEAF, 10, 21)
+    }
+
+    /// The suite's set ([`FbsParams::WIDE`]: `p = 1024`, the `1/16` grid over `[−32, 32)`),
+    /// inputs at 10 fractional bits (weights at 11), outputs at 20.
+    pub fn wide() -> Result<Self, FheError> {
+        Self::new(RlweParams::new(1024, 27, 10)?, FbsParams::WIDE, 10, 20)
     }
 
     /// Checks the table against the RLWE set, `s` a power of two, `x_frac ≤ pre_frac` and the
@@ -168,6 +174,11 @@ impl LeafFfnParams {
     /// LEAF's sets: [`Params::leaf_bfv`] (`N = 32768`, log Q = 669) and [`LeafFormat::leaf`].
     pub fn leaf() -> Result<Self, FheError> {
         Self::new(Params::leaf_bfv().map_err(|e| FheError::He(e.to_string()))?, LeafFormat::leaf()?)
+    }
+
+    /// The suite's sets (`--suite leaf`): [`Params::leaf_bfv`] and [`LeafFormat::wide`].
+    pub fn wide() -> Result<Self, FheError> {
+        Self::new(Params::leaf_bfv().map_err(|e| FheError::He(e.to_string()))?, LeafFormat::wide()?)
     }
 
     /// Checks that the BFV plaintext modulus is `P` and that `n` divides `N`.

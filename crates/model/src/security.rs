@@ -144,6 +144,28 @@ pub fn report(suite: &Suite) -> Result<SecurityReport, crate::SuiteError> {
                 .into(),
         });
     }
+    if suite.ffn == crate::suite::Ffn::Leaf {
+        let p = nectar_fhe::LeafFfnParams::wide()
+            .map_err(|e| crate::SuiteError::Syntax(suite.label(), format!("LEAF parameters: {e}")))?;
+        he.push(he_report("leaf-bfv", &p.bfv));
+        let rp = &p.fmt.rp;
+        he.push(HeReport {
+            role: "leaf-rlwe",
+            n: rp.n(),
+            log_qp: rp.log_q(),
+            max_log_qp_128: max_log_qp_128(rp.n()),
+            log_t: rp.p().ilog2(),
+            error_sigma: (nectar_fhe::rlwe::RLWE_ERROR_ETA as f64 / 2.0).sqrt(),
+        });
+        st.push(StatReport {
+            step: "LEAF block conversions (nectar_fhe::ffn)",
+            session_bits: None,
+            detail: "shares -> RLWE: the server sees only RLWE encryptions (seeded a); RLWE -> shares: the \
+                     server re-randomises with the client's RLWE public key and adds r uniform over all of \
+                     Z_q', so the client's decryption is uniform (distance 0, no flooding needed)"
+                .into(),
+        });
+    }
     let session_bits = st.iter().filter_map(|s| s.session_bits).min();
     Ok(SecurityReport { suite: suite.label(), he, statistical: st, session_bits })
 }
@@ -168,5 +190,10 @@ mod tests {
         let roles: Vec<&str> = report(&Suite::bumblebee()).unwrap().he.iter().map(|h| h.role).collect();
         assert!(!roles.contains(&"ckks"), "{roles:?}");
         assert!(report(&Suite::parse("blb").unwrap()).is_err());
+        // LEAF's two rings are listed and within the bound
+        let r = report(&Suite::parse("leaf").unwrap()).unwrap();
+        let leaf: Vec<&HeReport> = r.he.iter().filter(|h| h.role.starts_with("leaf")).collect();
+        assert_eq!(leaf.len(), 2);
+        assert!(leaf.iter().all(|h| h.log_qp <= h.max_log_qp_128 && h.max_log_qp_128 > 0), "{leaf:?}");
     }
 }

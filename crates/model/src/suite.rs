@@ -340,7 +340,7 @@ choice! {
         /// Linear layers and the activation as two-party protocols (per the other fields).
         Mpc => ("mpc", "BumbleBee §VII", true),
         /// LEAF's non-interactive FHE block (coefficient PCMM + BFV functional bootstrapping).
-        Leaf => ("leaf", "LEAF §2-3", false),
+        Leaf => ("leaf", "LEAF §2-3", true),
     }
 }
 
@@ -1033,14 +1033,16 @@ mod tests {
         assert_eq!(Suite::preset("east").unwrap().validate(), Ok(()));
         assert_eq!(Suite::preset("rotl").unwrap().validate(), Ok(()));
         assert_eq!(Suite::parse("bumblebee+gelu=lut").unwrap().validate(), Ok(()));
-        for name in ["blb", "leaf"] {
+        assert_eq!(Suite::preset("leaf").unwrap().validate(), Ok(()));
+        assert_eq!(Suite::parse("bumblebee+ffn=leaf").unwrap().validate(), Ok(()));
+        for name in ["blb"] {
             let e = Suite::preset(name).unwrap().validate().unwrap_err();
             let SuiteError::NotImplemented { op, proto, .. } = e.clone() else { panic!("{e}") };
             let msg = e.to_string();
             assert!(msg.contains(op) && msg.contains(proto) && msg.contains("not implemented"), "{msg}");
         }
-        let e = Suite::parse("bumblebee+ffn=leaf").unwrap().validate().unwrap_err();
-        assert_eq!(e.to_string(), "operator ffn: protocol 'leaf' (LEAF §2-3) is not implemented yet");
+        let e = Suite::parse("bumblebee+matmul=blb-fused").unwrap().validate().unwrap_err();
+        assert!(e.to_string().starts_with("operator matmul: protocol 'blb-fused'"), "{e}");
     }
 
     #[test]

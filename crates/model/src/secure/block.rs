@@ -120,6 +120,76 @@ fn no_relu() -> SecureError {
     SecureError::Unsupported("the secure engines have no ReLU protocol yet (the checkpoint's hidden_act is relu)".into())
 }
 
+impl<E: Engine> EngineBlock<'_, E> {
+    /// The FFN branch with LEAF's block (suite `ffn = leaf`, issue 16 item 6): `X` truncated
+    /// to LEAF's `x_frac` bits and reduced mod `q' = 2^27` (local), `act(X·W1 + b1)` by
+    /// [`Engine::leaf_ffn1`] (the server evaluates PCMM and the functional bootstrapping alone;
+    /// `W1` rounded to `w_frac = 12` bits, `b1` to 22), the shares extended back to `Z_{2^l}`
+    /// (BumbleBee App. E Alg. 5; outputs `< 2^25` by the table's construction) and truncated
+    /// from `out_frac = 21` to `f` bits, then `·W2` with the suite's linear protocol (LEAF's
+    /// block ends with the activation, LEAF §1 / Table 2).
+    fn leaf_ffn(&mut self, cfg: &BlockConfig, names: &BlockNames, a: &E::Val, n: usize) -> Result<E::Val, SecureError> {
+        use crate::block::FfnKind;
+        use crate::block::NO_SCALE;
+        let r: fn(f64) -> f64 = match (cfg.ffn, cfg.activation) {
+            (FfnKind::Plain, Activation::Gelu) => nectar_fhe::fbs_poly::gelu,
+            (FfnKind::Plain, Activation::GeluTanh) => |x| crate::secure::exact::gelu(x, true),
+            (FfnKind::Plain, Activation::Silu) => nectar_fhe::fbs_poly::silu,
+            (FfnKind::Gated, _) => {
+                return Err(SecureError::Unsupported(
+                    "LEAF's FFN block is X·W1 → activation; a gated FFN (LLaMA) has no LEAF protocol".into(),
+                ))
+            }
+            (_, Activation::Relu) => return Err(no_relu()),
+        };
+        let (h, ff) = (cfg.hidden, cfg.intermediate);
+        let src = self.src;
+        if self.e.exact("leaf.ffn1") {
+            // error attribution (`nectar accuracy`, twin only): the ring product, then r in f64
+            let f1 = self.linear("linear.ffn1", cfg, &names.ffn_in, a, n, h, &[ff], NO_SCALE)?;
+            let y = timed(self.e, "leaf.ffn1", |e| crate::secure::exact::map(e, &f1, r))?;
+            return self.linear("linear.ffn2", cfg, std::slice::from_ref(&names.ffn_out), &y, n, ff, &[h], NO_SCALE);
+        }
+        let y = timed(self.e, "leaf.ffn1", |e| {
+            let fmt = nectar_fhe::LeafFormat::wide()?;
+            let fp = e.format();
+            let (lq, xf, wf, pf) = (fmt.rp.log_q(), fmt.x_frac, fmt.w_frac(), fmt.pre_frac());
+            if fp.f() < xf || fmt.out_frac < fp.f() || fp.l() <= lq {
+                return Err(SecureError::Unsupported(format!("LEAF's block in the format {fp:?}")));
+            }
+            // the server's W1 at w_frac bits and b1 at pre_frac bits, mod q'
+            let weights = match src {
+                None => None,
+                Some(_) => {
+                    let w_fp = FixedPoint::new(64, wf)?;
+                    let w = load_dense(src, w_fp, &names.ffn_in[0], h, ff, cfg.layout, false, NO_SCALE)?
+                        .ok_or_else(|| SecureError::Role("the server's W1".into()))?;
+                    let w: Vec<i32> = w
+                        .w
+                        .iter()
+                        .map(|&v| i32::try_from(v as i64).map_err(|_| SecureError::Unsupported(format!("a W1 entry beyond 2^31 at {wf} bits"))))
+                        .collect::<Result<_, _>>()?;
+                    let b = if cfg.bias {
+                        load_vec(src, FixedPoint::new(64, pf)?, &format!("{}.bias", names.ffn_in[0]), ff)?
+                            .ok_or_else(|| SecureError::Role("the server's b1".into()))?
+                    } else {
+                        vec![0; ff]
+                    };
+                    let b: Vec<u32> = b.iter().map(|&v| (v & ((1u64 << lq) - 1)) as u32).collect();
+                    Some((w, b))
+                }
+            };
+            let table = fmt.table(r)?;
+            let x = e.trunc(a, fp.f() - xf)?;
+            let x = e.reduce(&x, lq)?;
+            let y = e.leaf_ffn1(&x, (n, h, ff), weights.as_ref().map(|(w, b)| (w.as_slice(), b.as_slice())), &table)?;
+            let y = e.extend(&y, lq, fp.l())?;
+            Ok(e.trunc(&y, fmt.out_frac - fp.f())?)
+        })?;
+        self.linear("linear.ffn2", cfg, std::slice::from_ref(&names.ffn_out), &y, n, ff, &[h], NO_SCALE)
+    }
+}
+
 impl<E: Engine> BlockOps for EngineBlock<'_, E> {
     type Val = E::Val;
     type Error = SecureError;
@@ -209,14 +279,14 @@ impl<E: Engine> BlockOps for EngineBlock<'_, E> {
 
     fn whole_ffn(
         &mut self,
-        _cfg: &BlockConfig,
-        _names: &BlockNames,
-        _a: &E::Val,
-        _n: usize,
+        cfg: &BlockConfig,
+        names: &BlockNames,
+        a: &E::Val,
+        n: usize,
     ) -> Option<Result<E::Val, SecureError>> {
         match self.e.suite().ffn {
             Ffn::Mpc => None,
-            other => Some(Err(operators::planned(other))),
+            Ffn::Leaf => Some(self.leaf_ffn(cfg, names, a, n)),
         }
     }
 }

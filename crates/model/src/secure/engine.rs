@@ -153,6 +153,24 @@ pub trait Engine: Backend {
         self.add(x, &t)
     }
 
+    /// LEAF's `act(X·W1 + b1)` evaluated by the server alone between two share conversions
+    /// (issue 16 item 6, [`nectar_fhe::ffn`]): `x` shares mod `2^27` of `X` (`rows × in_dim`,
+    /// at `LeafFormat::x_frac` fractional bits); the server's `weights` = `(W1, b1)`
+    /// (`in_dim × out_dim` at `w_frac`, bias mod `2^27` at `pre_frac`) and `table`; returns
+    /// shares mod `2^27` of the activations at `out_frac`. Secure: the protocol's noise moves
+    /// an input within ≈ 2^-7 of a `1/16` grid boundary to the neighbouring bin and adds
+    /// ≈ 2^-8 to the output; twin: the exact integers. Default: this engine has no LEAF
+    /// session (the suite's `ffn` is not `leaf`).
+    fn leaf_ffn1(
+        &mut self,
+        _x: &Self::Val,
+        _dims: (usize, usize, usize),
+        _weights: Option<(&[i32], &[u32])>,
+        _table: &nectar_fhe::LeafTable,
+    ) -> Result<Self::Val, NnError> {
+        Err(NnError::BadArgument("this engine has no LEAF session (suite ffn = leaf)".into()))
+    }
+
     /// Opens `x` to `to` only: returns `Some(values)` on that party, `None` on the other.
     fn reveal_to(&mut self, x: &Self::Val, to: Role) -> Result<Option<Vec<u64>>, NnError>;
 

@@ -15,7 +15,9 @@ use nectar_nn::softmax::softmax_f64;
 
 /// The operators whose approximation the twin can replace by the exact function, by their
 /// profile-row names.
-pub const EXACT_OPS: [&str; 6] = ["gelu", "silu", "softmax", "layernorm", "rmsnorm", "tanh"];
+/// `leaf.ffn1` is LEAF's `act(X·W1 + b1)` (suite `ffn = leaf`): exact, it is the f64 activation
+/// of the ring product.
+pub const EXACT_OPS: [&str; 7] = ["gelu", "silu", "softmax", "layernorm", "rmsnorm", "tanh", "leaf.ffn1"];
 
 /// The twin's values of `x`, decoded.
 fn decode<E: Engine>(e: &mut E, x: &E::Val) -> Result<Vec<f64>, SecureError> {

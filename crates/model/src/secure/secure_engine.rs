@@ -23,7 +23,8 @@
 use crate::secure::engine::{truncated_batch_matmul, truncated_matmul_weight, Engine, WeightRef};
 use crate::secure::profile::Profile;
 use crate::secure::SecureError;
-use crate::suite::{Compare, Matmul, Mul, OltCost, OtExt, SharedMatmul, Suite};
+use crate::suite::{Compare, Ffn, Matmul, Mul, OltCost, OtExt, SharedMatmul, Suite};
+use nectar_fhe::{LeafFfnClient, LeafFfnParams, LeafFfnServer, LeafTable};
 use nectar_he::Params;
 use nectar_linear::ckks_linear::CkksLinear;
 use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_weight};
@@ -39,6 +40,12 @@ fn be<E: std::error::Error + Send + Sync + 'static>(e: E) -> NnError {
     NnError::Backend(Box::new(e))
 }
 
+/// One party's side of LEAF's FFN block ([`nectar_fhe::ffn`]).
+enum LeafParty {
+    Client(LeafFfnClient),
+    Server(Box<LeafFfnServer>),
+}
+
 /// One party's secure engine over a channel (see module docs).
 pub struct SecureEngine<'c> {
     b: SecureBackend<'c>,
@@ -46,6 +53,8 @@ pub struct SecureEngine<'c> {
     olt: HeSession,
     /// BLB's per-operator CKKS matmuls (`matmul = ckks` or `matmul-shared = ckks`).
     ckks: Option<CkksLinear>,
+    /// LEAF's FFN block (`ffn = leaf`): the client's secrets or the server's evaluation keys.
+    leaf: Option<LeafParty>,
     variant: Variant,
     /// Prices the OLT window chooser minimises (AGREEMENT: both parties must use the same,
     /// or their plans differ). Default: the artifact's, which minimise bytes.
@@ -111,11 +120,22 @@ impl<'c> SecureEngine<'c> {
         } else {
             None
         };
+        // LEAF's FFN block: the client's BFV / RLWE keys (LEAF's N = 32768 set; ≈ 0.3 GB, once)
+        let leaf = if suite.ffn == Ffn::Leaf {
+            let p = LeafFfnParams::wide()?;
+            Some(match role {
+                Role::Client => LeafParty::Client(LeafFfnClient::setup(b.channel_mut(), p, &mut prg)?),
+                Role::Server => LeafParty::Server(Box::new(LeafFfnServer::setup(b.channel_mut(), p)?)),
+            })
+        } else {
+            None
+        };
         Ok(SecureEngine {
             b,
             suite: *suite,
             olt,
             ckks,
+            leaf,
             variant: Variant::Interleave,
             cost: cost_model(suite),
             plans: HashMap::new(),
@@ -279,6 +299,21 @@ impl Engine for SecureEngine<'_> {
             _ => truncated_batch_matmul(self, a, b, heads, k, m, n),
         }
     }
+    fn leaf_ffn1(
+        &mut self,
+        x: &Vec<u64>,
+        (rows, in_dim, out_dim): (usize, usize, usize),
+        weights: Option<(&[i32], &[u32])>,
+        table: &LeafTable,
+    ) -> Result<Vec<u64>, NnError> {
+        let (ch, _, _, prg) = self.b.parts();
+        match (&mut self.leaf, weights) {
+            (Some(LeafParty::Client(c)), _) => c.ffn1(ch, prg, x, rows, in_dim, out_dim).map_err(be),
+            (Some(LeafParty::Server(s)), Some((w, b))) => s.ffn1(ch, prg, x, w, b, table, rows, in_dim, out_dim).map_err(be),
+            (Some(LeafParty::Server(_)), None) => Err(NnError::BadArgument("the server must provide W1 and b1".into())),
+            (None, _) => Err(NnError::BadArgument("this session has no LEAF keys (suite ffn = leaf)".into())),
+        }
+    }
     fn reveal_to(&mut self, x: &Vec<u64>, to: Role) -> Result<Option<Vec<u64>>, NnError> {
         let m = self.mask();
         if self.b.role() == to {
@@ -313,6 +348,13 @@ impl Engine for SecureEngine<'_> {
         // two layers) would be reused and the client would see that they are equal. Inside
         // one operator the reused operands are the same secret by construction (x, x²).
         self.b.clear_query_cache();
+    }
+}
+
+/// Converts errors of LEAF's block.
+impl From<nectar_fhe::FheError> for SecureError {
+    fn from(e: nectar_fhe::FheError) -> Self {
+        SecureError::Nn(be(e))
     }
 }
 

@@ -23,9 +23,8 @@ w("What runs today (`nectar-fhe`): the coefficient RLWE of the non-polynomial pa
 w("q' = 2^27, p = 512), the PCMM over the (A, B) parts, the switch to P = 65537, the packing")
 w("into slot BFV (LEAF Alg. 1), the degree-65536 functional-bootstrapping polynomial")
 w("(Paterson–Stockmeyer), S2C and the modulus / ring switches back to RLWE, at LEAF's BFV set")
-w("(N = 32768, t = 65537, 669-bit q plus a 60-bit special prime). Not built yet: the `leaf` suite")
-w("(the FFN block inside a private inference, with the conversions from and to MPC shares), so")
-w("there is no end-to-end model figure here.")
+w("(N = 32768, t = 65537, 669-bit q plus a 60-bit special prime); and the `leaf` suite: the block")
+w("inside a private inference, with the conversions from and to MPC shares (last section).")
 w("")
 
 
@@ -96,4 +95,57 @@ w("by Horner's rule, so each needs two or three Galois keys instead of one per s
 w("its diagonals on the fly instead of storing them. The ring-switching key is made modulo q'")
 w("(digits of 3 bits), after the modulus switch as LEAF orders it: each of its polyphase")
 w("components is an RLWE sample of dimension 1024, secure only at q' <= 2^27.")
+
+if (res / "leaf-suite.jsonl").exists():
+    sl = load("leaf-suite.jsonl")
+    sm = load_meta("leaf-suite.meta.json")
+    w("")
+    w("## The `leaf` suite: MiniLM end to end (issue 16 item 6)")
+    w("")
+    w("From `leaf-suite.jsonl` (verbatim `--json` lines of `scripts/bench_leaf_suite.sh`):")
+    w("")
+    provenance(w, sm)
+    w("")
+    w("In every layer the client's share of the FFN input goes in as RLWE ciphertexts (a seed and")
+    w("27 bits per used coefficient), the server alone runs PCMM with W1 and the GELU block (one BFV")
+    w("ciphertext per layer here), re-randomises the outputs with the client's RLWE public key and")
+    w("masks them with uniform r mod q'; the shares are extended back to Z_2^64 and ·W2 runs by OLT")
+    w("(LEAF's block ends with the activation). The suite reads the pre-activation on a 1/16 grid over")
+    w("[−32, 32) (p = 1024, α = 64; LEAF's p = 512 covers [−16, 16), and MiniLM's pre-activations")
+    w("reach 24.4): the tables above use LEAF's p = 512. Setup (once per session) includes the")
+    w("client's LEAF keys: packing, Galois, relinearisation and ring-switching keys, RLWE public key.")
+    w("")
+    bench = [l for l in sl if l.get("bench") == "suites"]
+    if bench:
+        w("`nectar bench suites` (same token ids for each suite; server party in its own process; simulated")
+        w(f"link `{bench[0]['params']['net']}`; {bench[0]['params']['tokens']} tokens of the default sentence):")
+        w("")
+        w("| suite | seconds | MB client → server | MB server → client | setup s / MB | rounds | peak RSS GB server / client | cosine vs plaintext |")
+        w("|---|---:|---:|---:|---|---:|---|---:|")
+        for l in bench:
+            rss_s = f"{l['server_peak_rss_bytes'] / 1e9:.2f} / {l['client_peak_rss_bytes'] / 1e9:.2f}" if l.get("rss_per_party") else "-"
+            w(f"| `{l['variant']}` | {l['seconds']:.1f} | {l['bytes_client_to_server'] / 1e6:.1f} | {l['bytes_server_to_client'] / 1e6:.1f} | "
+              f"{l['setup_seconds']:.1f} / {l['setup_bytes'] / 1e6:.1f} | {l['rounds']} | {rss_s} | {l['agreement_vs_plaintext']:.7f} |")
+        w("")
+        w("The FFN rows of the per-operator profiles (the client's clock and traffic, all 6 layers):")
+        w("")
+        w("| suite | operator (protocol) | seconds | MB sent + received | rounds |")
+        w("|---|---|---:|---:|---:|")
+        for l in bench:
+            for r in l["breakdown"]["ops"]:
+                if r["op"] in ("linear.ffn1", "gelu", "leaf.ffn1", "linear.ffn2"):
+                    w(f"| `{l['variant']}` | {r['op']} ({r['protocol']}) | {r['seconds']:.1f} | {(r['bytes_sent'] + r['bytes_recv']) / 1e6:.2f} | {r['rounds']} |")
+        w("")
+    demo = [l for l in sl if "agreement" in l]
+    totals = [l["totals"] for l in sl if "totals" in l]
+    if demo and totals:
+        t = totals[0]
+        w("`nectar demo --suite leaf` (both parties on loopback TCP, one process each):")
+        w("")
+        w("| text | tokens | cosine vs plaintext | seconds | MB total | setup s / MB | peak RSS GB (client) |")
+        w("|---|---:|---:|---:|---:|---|---:|")
+        for d in demo:
+            w(f"| {d['text']} | {d['tokens']} | {d['agreement']:.7f} | {d['seconds']:.1f} | {(d['bytes_sent'] + d['bytes_recv']) / 1e6:.2f} | "
+              f"{t['setup_seconds']:.1f} / {t['setup_bytes_total'] / 1e6:.1f} | {t['peak_rss_bytes'] / 1e9:.2f} |")
+        w("")
 (res / "leaf.md").write_text("\n".join(out) + "\n")

@@ -15,14 +15,15 @@
 //! own share to `b`: the phase is `X + e` modulo `q'`.
 //!
 //! **Scales.** PCMM with `W1` at `w_frac` bits and the bias at `x_frac + w_frac` bits gives the
-//! phase `2^{x_frac + w_frac}·z` with `z = X·W1 + b1`; `x_frac + w_frac = log Δ' + log s` (22
-//! for LEAF's `Δ' = 2^18`, `s = 16`), so the switch to `P` reads the message
-//! `m = round(s·z) mod p` (LEAF's `[−16, 16)` on a `1/16` grid; values outside wrap, as in
-//! LEAF). The table returns `G(m) = round(r(m/s)·2^{out_frac}·P/q')` — the whole of `Z_P`
-//! instead of LEAF's `α·g(m)` with `g` on the `1/16` grid, so the output keeps
-//! `out_frac = 21` bits (after the ring switch the phase is `q'/P·G = 2^{21}·r + noise`, noise
-//! σ ≈ 2^13, i.e. ≈ 2^-8 of a unit). `|r| < 16` keeps the output below `2^25`, the bound of the
-//! caller's ring extension.
+//! phase `2^{x_frac + w_frac}·z` with `z = X·W1 + b1`; `x_frac + w_frac = log Δ' + log s`, so
+//! the switch to `P` reads the message `m = round(s·z) mod p`: the `1/16` grid over `[−16, 16)`
+//! for LEAF's `p = 512` ([`LeafFormat::leaf`]: 22 bits), over `[−32, 32)` for the suite's
+//! `p = 1024` ([`LeafFormat::wide`]: 21 bits; values outside wrap, as in LEAF). The table
+//! returns `G(m) = round(r(m/s)·2^{out_frac}·P/q')` — the whole of `Z_P` instead of LEAF's
+//! `α·g(m)` with `g` on the `1/16` grid — so after the ring switch the phase is
+//! `q'/P·G = 2^{out_frac}·r + noise` (noise σ ≈ 2^11, [`crate::ring_switch`]): `out_frac` = 21 (LEAF's set) or 20
+//! (the suite's) bits instead of 4. `|r| < p/(2s)` keeps the output below `2^25`, the bound of
+//! the caller's ring extension.
 //!
 //! **RLWE → shares (server → client, one flight).** Before anything leaves the server, each
 //! output ciphertext is re-randomised with a fresh encryption of zero under the client's
@@ -35,9 +36,10 @@
 //! sent.
 //!
 //! **Twin.** [`LeafFormat::twin`] computes the same integers without noise (exact PCMM, the
-//! rounded switch to `P`, the table); the protocol differs from it by the noise: an input
-//! within ≈ σ/`α` of a grid boundary may land in the neighbouring bin (±1/16 before `r`), and
-//! the output carries the ring switch's ≈ 2^13 / 2^21.
+//! rounded switch to `P`, the table); the protocol differs from it by the noise: the phase at
+//! `P` carries σ ≈ 7.6 (the switch's rounding of `a·s̲` and the PCMM's), so an input within a
+//! few σ/`α` of a grid edge may land in the neighbouring bin (±1/16 before `r`), and the
+//! output carries the ring switch's ≈ 2^11 / 2^{out_frac}.
 
 use crate::activation::{leaf_keygen, LeafActivation, LeafClientKeys, LeafEvalKeys, StageTimes};
 use crate::fbs_poly::FbsParams;
@@ -126,7 +128,7 @@ impl LeafFormat {
     /// shares' sum (`rows × in_dim`, mod `q'`), `w` (`in_dim × out_dim`, at `w_frac`), `bias`
     /// (mod `q'`, at `pre_frac`); the outputs (`rows × out_dim`, mod `q'`, at `out_frac`).
     pub fn twin(&self, table: &LeafTable, x: &[u32], w: &[i32], bias: &[u32], rows: usize, in_dim: usize, out_dim: usize) -> Result<Vec<u32>, FheError> {
-        check_shapes(x.len(), w.len(), bias.len(), rows, in_dim, out_dim)?;
+        check_shapes(x.len(), Some((w.len(), bias.len())), rows, in_dim, out_dim)?;
         let (mask, lq) = (self.rp.mask(), self.rp.log_q());
         let half = 1u64 << (lq - 1);
         let mut y = vec![0u32; rows * out_dim];
@@ -154,7 +156,10 @@ pub struct LeafTable {
     pub out: Vec<u32>,
 }
 
-fn check_shapes(x: usize, w: usize, bias: usize, rows: usize, in_dim: usize, out_dim: usize) -> Result<(), FheError> {
+/// Checks `x` (`rows × in_dim`) and, on the server, `(w, bias)` lengths
+/// (`in_dim × out_dim`, `out_dim`).
+fn check_shapes(x: usize, server: Option<(usize, usize)>, rows: usize, in_dim: usize, out_dim: usize) -> Result<(), FheError> {
+    let (w, bias) = server.unwrap_or((in_dim * out_dim, out_dim));
     if x != rows * in_dim || w != in_dim * out_dim || bias != out_dim || rows == 0 || in_dim == 0 || out_dim == 0 {
         return Err(FheError::InvalidParams(format!(
             "LEAF FFN shapes: x {x} (want {rows}×{in_dim}), w {w} (want {in_dim}×{out_dim}), bias {bias}"
@@ -228,7 +233,7 @@ impl LeafFfnClient {
     pub fn ffn1(&mut self, ch: &mut dyn Channel, prg: &mut Prg, x: &[u64], rows: usize, in_dim: usize, out_dim: usize) -> Result<Vec<u64>, FheError> {
         let rp = &self.params.fmt.rp;
         let (n, used, mask) = (rp.n(), self.params.used(rows)?, rp.mask());
-        check_shapes(x.len(), in_dim * out_dim, out_dim, rows, in_dim, out_dim)?;
+        check_shapes(x.len(), None, rows, in_dim, out_dim)?;
         let seed = prg.gen_block();
         let a = expand_a(rp, seed, in_dim);
         let mut bs = Vec::with_capacity(in_dim * rows);
@@ -306,7 +311,7 @@ impl LeafFfnServer {
     ) -> Result<Vec<u64>, FheError> {
         let rp = self.params.fmt.rp.clone();
         let (n, used, mask) = (rp.n(), self.params.used(rows)?, rp.mask());
-        check_shapes(x.len(), w.len(), bias.len(), rows, in_dim, out_dim)?;
+        check_shapes(x.len(), Some((w.len(), bias.len())), rows, in_dim, out_dim)?;
         if table.f.len() as u64 != LEAF_P {
             return Err(FheError::InvalidParams(format!("a table of {} entries (want P = {LEAF_P})", table.f.len())));
         }

@@ -114,7 +114,10 @@ impl LeafFormat {
                 (r(ms as f64 / s) * scale).round() as i64
             })
             .collect();
-        if g.iter().any(|v| 2 * v.abs() >= big_p) {
+        // |G| < P/2 (a signed value of Z_P), and the output with 2^16 of margin for the ring
+        // switch's noise (σ ≈ 2^11) below 2^(log q' − 2), the caller's ring extension bound
+        let out_max = (((self.rp.log_q() - 2) as f64).exp2() - 65536.0) / (self.out_frac as f64).exp2();
+        if g.iter().any(|v| 2 * v.abs() >= big_p) || (0..p).any(|m| r((if 2 * m >= p { m - p } else { m }) as f64 / s).abs() > out_max) {
             return Err(FheError::InvalidParams("activation outside the table's range".into()));
         }
         let a = self.fbs.alpha;

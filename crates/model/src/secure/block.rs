@@ -121,13 +121,14 @@ fn no_relu() -> SecureError {
 }
 
 impl<E: Engine> EngineBlock<'_, E> {
-    /// The FFN branch with LEAF's block (suite `ffn = leaf`, issue 16 item 6): `X` truncated
-    /// to LEAF's `x_frac` bits and reduced mod `q' = 2^27` (local), `act(X·W1 + b1)` by
-    /// [`Engine::leaf_ffn1`] (the server evaluates PCMM and the functional bootstrapping alone;
-    /// `W1` rounded to `w_frac = 12` bits, `b1` to 22), the shares extended back to `Z_{2^l}`
-    /// (BumbleBee App. E Alg. 5; outputs `< 2^25` by the table's construction) and truncated
-    /// from `out_frac = 21` to `f` bits, then `·W2` with the suite's linear protocol (LEAF's
-    /// block ends with the activation, LEAF §1 / Table 2).
+    /// The FFN branch with LEAF's block (suite `ffn = leaf`, issue 16 item 6; the format is
+    /// [`nectar_fhe::LeafFormat::wide`]): `X` truncated to `x_frac = 10` bits and reduced mod
+    /// `q' = 2^27` (local), `act(X·W1 + b1)` by [`Engine::leaf_ffn1`] (the server evaluates
+    /// PCMM and the functional bootstrapping alone; `W1` rounded to `w_frac = 11` bits, `b1` to
+    /// `pre_frac = 21`), the shares extended back to `Z_{2^l}` (BumbleBee App. E Alg. 5;
+    /// outputs `< 2^25` by the table's construction) and truncated from `out_frac = 20` to `f`
+    /// bits, then `·W2` with the suite's linear protocol (LEAF's block ends with the
+    /// activation, LEAF §1 / Table 2).
     fn leaf_ffn(&mut self, cfg: &BlockConfig, names: &BlockNames, a: &E::Val, n: usize) -> Result<E::Val, SecureError> {
         use crate::block::FfnKind;
         use crate::block::NO_SCALE;

@@ -194,9 +194,7 @@ impl Ciphertext {
             c0.to_coeff(params);
             flags |= F_PARTIAL;
         }
-        // `seed` is set only by a fresh symmetric encryption and cleared by every operation
-        // that changes `a` (levels included), so `a` is the seed's expansion on this level.
-        let seeded = self.seed.filter(|_| self.c1.ntt);
+        let seeded = self.seed.filter(|_| self.level() == params.max_level() && self.c1.ntt);
         if seeded.is_some() {
             flags |= F_SEEDED;
         }
@@ -236,7 +234,7 @@ impl Ciphertext {
 
     /// Size in bytes of [`Ciphertext::serialize`]'s output.
     pub fn serialized_len(&self, params: &Params) -> usize {
-        let seeded = self.seed.is_some() && self.c1.ntt;
+        let seeded = self.seed.is_some() && self.level() == params.max_level() && self.c1.ntt;
         params.ciphertext_len(self.level(), seeded)
     }
 
@@ -251,8 +249,8 @@ impl Ciphertext {
             return malformed("unknown flags");
         }
         let seed = if flags & F_SEEDED != 0 {
-            if flags & F_C1_NTT == 0 {
-                return malformed("seeded ciphertext must have a in NTT form");
+            if level != params.max_level() || flags & F_C1_NTT == 0 {
+                return malformed("seeded ciphertext must be at the top level with a in NTT form");
             }
             let mut s = [0u8; 16];
             s.copy_from_slice(take(&mut b, 16)?);
@@ -299,7 +297,7 @@ impl Ciphertext {
 
 impl Params {
     /// Size in bytes of a serialized ciphertext at `level` (all coefficients): `seeded` is a
-    /// fresh symmetric one (`b` and a 16-byte seed), otherwise `(c0, c1)`.
+    /// fresh symmetric one at the top level (`b` and a 16-byte seed), otherwise `(c0, c1)`.
     /// What a protocol plans its traffic with before any ciphertext exists (e.g. the OLT window
     /// chooser's byte prices).
     pub fn ciphertext_len(&self, level: usize, seeded: bool) -> usize {

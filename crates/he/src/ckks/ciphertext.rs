@@ -58,9 +58,8 @@ impl CkksCiphertext {
 }
 
 impl CkksSecretKey {
-    /// Symmetric encryption of `pt` at its level: `(−a·s + e + pt, a)`, `a` expanded from a
-    /// fresh seed on the level's primes (the ciphertext serializes as `(b, seed)` at any level
-    /// until an operation changes `a`). NTT form.
+    /// Symmetric encryption of `pt` at its level: `(−a·s + e + pt, a)`, `a` from a fresh seed
+    /// (a top-level ciphertext serializes as `(b, seed)`). NTT form.
     pub fn encrypt(&self, params: &CkksParams, pt: &CkksPlaintext, prg: &mut Prg) -> Result<CkksCiphertext, HeError> {
         let level = pt.level();
         params.check_level(level)?;
@@ -73,7 +72,9 @@ impl CkksSecretKey {
         self.sk.sub_a_s(e_params, &mut b, &a);
         b.add_assign(e_params, &pt.poly, false);
         let mut out = CkksCiphertext::from_parts(b, a, None, pt.scale);
-        out.ct.seed = Some(seed);
+        if level == params.max_level() {
+            out.ct.seed = Some(seed);
+        }
         Ok(out)
     }
 

@@ -2,7 +2,7 @@
 //! `"NC"`, a version byte ([`CKKS_WIRE_VERSION`]), a kind byte, the 8-byte
 //! [`CkksParams::fingerprint`], the scale as an `f64` (8 bytes), then the `(c0, c1)` body in the
 //! RLWE format of [`crate::serialize`] (its own header, exact length and residue checks; a fresh
-//! symmetric ciphertext, at any level, travels as `(b, seed)`). Malformed input is a
+//! top-level symmetric ciphertext travels as `(b, seed)`). Malformed input is a
 //! [`HeError::Malformed`], never a panic. Size at level `l`: `35 + ceil(2·N·Σ_{i<l} log2 q_i / 8)`
 //! bytes (`51 + ceil(N·Σ/8)` seeded).
 
@@ -22,9 +22,10 @@ const INNER_HEADER: usize = 15;
 
 impl CkksParams {
     /// Bytes of a serialized 2-component ciphertext at `level` (`seeded`: a fresh symmetric
-    /// ciphertext, sent as `(b, seed)`).
+    /// top-level ciphertext, sent as `(b, seed)`).
     pub fn ciphertext_bytes(&self, level: usize, seeded: bool) -> Result<usize, HeError> {
         self.check_level(level)?;
+        let seeded = seeded && level == self.max_level();
         let bits: usize = (0..level).map(|i| self.engine().modulus(i).bits() as usize).sum();
         let polys = if seeded { 1 } else { 2 };
         Ok(HEADER + INNER_HEADER + if seeded { 16 } else { 0 } + (bits * polys * self.n()).div_ceil(8))

@@ -93,8 +93,9 @@ w("it), and a power of two so that p = 512 divides it; the packing uses the n = 
 w("diagonals of its block-diagonal matrix instead of N; both transforms combine their giant steps")
 w("by Horner's rule, so each needs two or three Galois keys instead of one per step; S2C encodes")
 w("its diagonals on the fly instead of storing them. The ring-switching key is made modulo q'")
-w("(digits of 3 bits), after the modulus switch as LEAF orders it: each of its polyphase")
-w("components is an RLWE sample of dimension 1024, secure only at q' <= 2^27.")
+w("(digits of 3 bits in the `bench fhe` runs above; one bit since 0970e39, for a third of the")
+w("noise, which the suite keeps in its outputs), after the modulus switch as LEAF orders it: each of")
+w("its polyphase components is an RLWE sample of dimension 1024, secure only at q' <= 2^27.")
 
 if (res / "leaf-suite.jsonl").exists():
     sl = load("leaf-suite.jsonl")
@@ -134,15 +135,18 @@ if (res / "leaf-suite.jsonl").exists():
         for l in bench:
             for r in l["breakdown"]["ops"]:
                 if r["op"] in ("linear.ffn1", "gelu", "leaf.ffn1", "linear.ffn2"):
-                    w(f"| `{l['variant']}` | {r['op']} ({r['protocol']}) | {r['seconds']:.1f} | {(r['bytes_sent'] + r['bytes_recv']) / 1e6:.2f} | {r['rounds']} |")
+                    # rows of runs before the profile named LEAF's row: the line's own ffn protocol
+                    proto = r["protocol"] or (l["protocols"]["ffn"] if r["op"].startswith("leaf") else "")
+                    w(f"| `{l['variant']}` | {r['op']} ({proto}) | {r['seconds']:.1f} | {(r['bytes_sent'] + r['bytes_recv']) / 1e6:.2f} | {r['rounds']} |")
         w("")
     demo = [l for l in sl if "agreement" in l]
     totals = [l["totals"] for l in sl if "totals" in l]
     if demo and totals:
         t = totals[0]
-        w("`nectar demo --suite leaf` (both parties on loopback TCP, one process each):")
+        w("`nectar demo --suite leaf` (both parties in one process, over loopback TCP; the peak RSS is")
+        w("the process's, both parties together):")
         w("")
-        w("| text | tokens | cosine vs plaintext | seconds | MB total | setup s / MB | peak RSS GB (client) |")
+        w("| text | tokens | cosine vs plaintext | seconds | MB total | setup s / MB | peak RSS GB |")
         w("|---|---:|---:|---:|---:|---|---:|")
         for d in demo:
             w(f"| {d['text']} | {d['tokens']} | {d['agreement']:.7f} | {d['seconds']:.1f} | {(d['bytes_sent'] + d['bytes_recv']) / 1e6:.2f} | "

@@ -976,7 +976,7 @@ impl Suite {
             "softmax" => self.softmax.name_of(),
             "layernorm" | "rmsnorm" => self.norm.name_of(),
             "argmax" => self.compare.name_of(),
-            "ffn" => self.ffn.name_of(),
+            "ffn" | "leaf" => self.ffn.name_of(),
             "rope" | "pool" => "local",
             "output" => "reveal",
             _ => "",

@@ -105,7 +105,8 @@ fn packer_refuses_missing_keys_and_bad_degrees() {
 #[test]
 fn pack_s2c_ring_switch_round_trip() {
     use nectar_fhe::ring_switch::{ring_switch, ring_switch_key};
-    use nectar_fhe::s2c::{s2c_galois_elements, SlotsToCoeffs};
+    use nectar_fhe::activation::leaf_galois_elements;
+    use nectar_fhe::s2c::SlotsToCoeffs;
     let params = bfv_params();
     let rp = RlweParams::leaf().unwrap();
     let n = rp.n();
@@ -113,10 +114,7 @@ fn pack_s2c_ring_switch_round_trip() {
     let bfv_sk = SecretKey::generate(&params, &mut prg);
     let sk = RlweSecretKey::generate(&rp, &mut prg);
     let key = packing_key(&params, &bfv_sk, &sk, &mut prg).unwrap();
-    let mut elems = pack_galois_elements(&params, n);
-    elems.extend(s2c_galois_elements(&params));
-    elems.sort_unstable();
-    elems.dedup();
+    let elems = leaf_galois_elements(&params, n);
     let gk = bfv_sk.galois_keys(&params, &elems, &mut prg).unwrap();
     let packer = Packer::new(&params, &key, &gk, n).unwrap();
     let s2c = SlotsToCoeffs::new(&params, n, n).unwrap();

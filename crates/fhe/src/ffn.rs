@@ -238,7 +238,7 @@ impl LeafFfnClient {
         let (n, used, mask) = (rp.n(), self.params.used(rows)?, rp.mask());
         check_shapes(x.len(), None, rows, in_dim, out_dim)?;
         let seed = prg.gen_block();
-        let a = expand_a(rp, seed, in_dim);
+        let a = expand_a(rp, seed, in_dim, n);
         let mut bs = Vec::with_capacity(in_dim * rows);
         for (i, ai) in a.iter().enumerate() {
             let v: Vec<u32> = (0..rows).map(|r| x[r * in_dim + i] as u32 & mask).collect();
@@ -324,7 +324,7 @@ impl LeafFfnServer {
         let bs = unpack_bits(parts[1], rp.log_q(), in_dim * rows)
             .map_err(|want| FheError::Malformed(format!("LEAF FFN input of {} bytes (want {want})", parts[1].len())))?;
         // the input ciphertexts, the server's share added to the phase
-        let cts: Vec<RlweCt> = expand_a(&rp, seed, in_dim)
+        let cts: Vec<RlweCt> = expand_a(&rp, seed, in_dim, n)
             .into_iter()
             .enumerate()
             .map(|(i, a)| {

@@ -29,14 +29,13 @@
 //! from 0.9994 to 0.9990).
 
 use crate::lt::he;
-use crate::rlwe::{RlweCt, RlweParams, RlweSecretKey, RLWE_ERROR_ETA};
+use crate::rlwe::{expand_a, RlweCt, RlweParams, RlweSecretKey, RLWE_ERROR_ETA};
 use crate::FheError;
 use nectar_he::{Ciphertext, Params, SecretKey};
 use nectar_math::modulus::ntt_primes;
 use nectar_math::ntt::NttPlan;
 use nectar_math::sample::centered_binomial;
 use nectar_math::Prg;
-use rand_core::RngCore;
 
 /// Bits per digit of the key switching modulo `q'` (AGREEMENT): one, for the least noise (module
 /// docs); the key is `27 × N × 27` bits ≈ 3 MB at `N = 32768`.
@@ -85,18 +84,12 @@ impl RingSwitchKey {
     fn assemble(big: usize, rp: &RlweParams, seed: [u8; 16], b_raw: Vec<Vec<u32>>) -> Result<Self, FheError> {
         let lq = rp.log_q();
         let plan = exact_plan(big, lq)?;
-        let a = key_a(big, rp, seed, b_raw.len());
+        let a = expand_a(rp, seed, b_raw.len(), big);
         let digits = a.iter().zip(&b_raw).map(|(a, b)| (to_ntt_centred(&plan, a, lq), to_ntt_centred(&plan, b, lq))).collect();
         Ok(RingSwitchKey { plan, digits, log_q: lq, seed, b_raw })
     }
 }
 
-/// The `a_k` of every digit, expanded from the key's public seed.
-fn key_a(big: usize, rp: &RlweParams, seed: [u8; 16], digits: usize) -> Vec<Vec<u32>> {
-    let mut prg = Prg::new(seed);
-    let mask = rp.mask();
-    (0..digits).map(|_| (0..big).map(|_| prg.next_u32() & mask).collect()).collect()
-}
 
 /// An NTT prime for degree `big` large enough for the exact products here: digit products
 /// `Σ_k D_k·x_k` with `D_k < 2^b`, `|x_k| < 2^log_q`, `big` terms and `d` digits.
@@ -140,7 +133,7 @@ pub fn ring_switch_key(params: &Params, rp: &RlweParams, bfv_sk: &SecretKey, rlw
     let (lq, mask) = (rp.log_q(), rp.mask());
     let digits = lq.div_ceil(RS_DIGIT_BITS);
     let seed = prg.gen_block();
-    let all_a = key_a(big, rp, seed, digits as usize);
+    let all_a = expand_a(rp, seed, digits as usize, big);
     let mut b_raw = Vec::with_capacity(digits as usize);
     for (k, a) in all_a.iter().enumerate() {
         // a·s' exactly over the integers (|a| < 2^27, s' has n ternary entries)

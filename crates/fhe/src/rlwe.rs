@@ -168,14 +168,8 @@ impl RlweSecretKey {
             return Err(FheError::InvalidParams(format!("message {v} not below p = {p}")));
         }
         let a: Vec<u32> = (0..n).map(|_| prg.next_u32() & mask).collect();
-        let as_ = params.mul_secret(&a, &self.s_ntt);
-        let b = (0..n)
-            .map(|k| {
-                let e = centered_binomial(prg, RLWE_ERROR_ETA);
-                let dm = m.get(k).map_or(0, |&v| v.wrapping_mul(delta));
-                (dm as i64 + e - as_[k]) as u32 & mask
-            })
-            .collect();
+        let dm: Vec<u32> = (0..n).map(|k| m.get(k).map_or(0, |&v| v.wrapping_mul(delta) & mask)).collect();
+        let b = self.encrypt_raw_with_a(params, &dm, &a, prg)?;
         Ok(RlweCt { a, b })
     }
 
@@ -298,12 +292,12 @@ pub fn unpack_bits(bytes: &[u8], bits: u32, count: usize) -> Result<Vec<u32>, us
     Ok(out)
 }
 
-/// `count` uniform polynomials modulo `q'` expanded from a public seed (the `a` parts of
-/// seeded ciphertexts: the sender transmits the seed instead of `a`).
-pub fn expand_a(params: &RlweParams, seed: [u8; 16], count: usize) -> Vec<Vec<u32>> {
+/// `count` uniform polynomials of `len` coefficients modulo `q'` expanded from a public seed
+/// (the `a` parts of seeded ciphertexts and keys: the sender transmits the seed instead).
+pub fn expand_a(params: &RlweParams, seed: [u8; 16], count: usize, len: usize) -> Vec<Vec<u32>> {
     let mut prg = Prg::new(seed);
     let mask = params.mask();
-    (0..count).map(|_| (0..params.n).map(|_| prg.next_u32() & mask).collect()).collect()
+    (0..count).map(|_| (0..len).map(|_| prg.next_u32() & mask).collect()).collect()
 }
 
 /// The client's RLWE public key `(a, −a·s̲ + e)`: lets the server re-randomise a ciphertext

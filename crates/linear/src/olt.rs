@@ -11,7 +11,9 @@
 //!
 //! Steps (evaluator side in brackets):
 //! 1. encryptor → evaluator: `H·m'·min(k', n')` fresh seeded ciphertexts (`n1`);
-//! 2. [for each block product `(h, α, γ)`: `Σ_β ct ⊠ p̂`, switch down to the response level];
+//! 2. [for each block product `(h, α, γ)`: `Σ_β ct ⊠ p̂` at [`product_level`] (the response
+//!    level when this party's blocks are small, e.g. weights; else the top level, then switch
+//!    down to the response level)];
 //! 3. [compress: InterLeave groups of `m_w` consecutive products (`n2` automorphisms) /
 //!    PackLWEs / none];
 //! 4. [H2A: mask each result with `Enc_pk(0) + (r̂, 0)`]; evaluator → encryptor: `n3` ciphertexts;
@@ -47,6 +49,78 @@ pub enum Side {
 
 /// Plaintext blocks are all prepared up front when they fit in this many bytes (LOCAL).
 pub const PT_CACHE_BYTES: usize = 512 << 20;
+
+/// How far below `q_L/t` [`product_level`] keeps the products' noise, in bits: a standard
+/// deviation `σ ≤ 2^-22·q_L/t` adds an H2A-Coeff LSB error with probability about
+/// `2·sqrt(2/π)·t·σ/q_L ≤ 2^-21.7` per entry (comparable to InterLeave's key-switching noise,
+/// about `2^28` at the response level, for which [`h2a::response_level`] is sized), and leaves
+/// decryption `2^-22·2^-3`-far from failing at `8σ` (probability `< 2^-47` per coefficient).
+const PRODUCT_NOISE_HEADROOM_BITS: f64 = 22.0;
+
+/// The level the evaluator's block products `Σ_β ct ⊠ p̂` run at (LOCAL: the encryptor sends
+/// and receives exactly what it would otherwise; only the evaluator's work changes).
+///
+/// BumbleBee computes them at the top level and switches down to the response level after.
+/// That is needed when the plaintext side is itself a uniform share (`|w| ≈ 2^63`), but not for
+/// a server's weight: a received ciphertext switched down to level `L` satisfies
+/// `c0 + c1·s = q_L·x/t + η (mod q_L)` with `η = (q_L/q)(e + ε) + r0 + r1·s` (rounding errors
+/// `r_i ∈ [−1/2, 1/2]`, ternary `s`: `Var η ≈ (1 + 2N/3)/12`; the scaled fresh noise is below
+/// `2^−40`). The exact scaling `q_L·x/t` makes `q_L·x/t ⊛ w ≡ q_L·(x·w mod t)/t (mod q_L)` for
+/// any centred `w`, whatever `x` (a uniform share included), so a product accumulated over the
+/// inner blocks carries the noise `Σ_β η_β ⊛ w_β`: per coefficient a sum of independent terms
+/// of variance `Var η·S`, `S` = the largest sum of squares over the plaintext blocks one product
+/// accumulates (a block column of `V`, or a block row of `Q`). The lowest level `L ≥
+/// response` with `sqrt(Var η·S) ≤ 2^-22·q_L/t` ([`PRODUCT_NOISE_HEADROOM_BITS`]) is chosen; at
+/// `L` = the response level no switch follows the products. MiniLM's weights and embedding table
+/// (18 fractional bits) give `σ ≤ 2^26.3` against `2^27.9` at level 2 of
+/// [`Params::bumblebee_olt`]: the plaintext transforms and the products run on two primes
+/// instead of three. Shares (`S ≈ 2^132`) stay at the top level.
+///
+/// The choice depends on the weights' norms (the server's), so it shows in the server's
+/// computing time; it is fixed per weight tensor, the same for every query and every client.
+pub fn product_level(params: &Params, plan: &OltPlan, side: Side, mats: &[&[u64]], resp_level: usize) -> usize {
+    let top = params.max_level();
+    if resp_level >= top {
+        return top;
+    }
+    let s = max_block_sq_norm(plan, side, mats);
+    let var_eta = (1.0 + 2.0 * params.n() as f64 / 3.0) / 12.0;
+    let log_sigma = (var_eta * s).max(1.0).log2() / 2.0;
+    let t_bits = (params.plain_modulus(0) as f64).log2();
+    let log_q = |l: usize| -> f64 { params.q_moduli()[..l].iter().map(|m| (m.value() as f64).log2()).sum() };
+    (resp_level..top)
+        .find(|&l| log_sigma <= log_q(l) - t_bits - PRODUCT_NOISE_HEADROOM_BITS)
+        .unwrap_or(top)
+}
+
+/// `S` of [`product_level`]: the largest sum of squares (centred entries) over the plaintext
+/// blocks one accumulated product uses — all rows of a block column `γ` of `V` (`Side::Rhs`),
+/// all columns of a block row `α` of `Q` (`Side::Lhs`) — over the `H` matrices.
+fn max_block_sq_norm(plan: &OltPlan, side: Side, mats: &[&[u64]]) -> f64 {
+    let s = plan.shape;
+    let w = plan.windows;
+    let sq = |v: u64| {
+        let c = v as i64 as f64;
+        c * c
+    };
+    mats.iter()
+        .map(|m| match side {
+            Side::Rhs => {
+                let mut cols = vec![0.0f64; s.n.div_ceil(w.nw)];
+                for row in m.chunks(s.n) {
+                    for (c, &v) in row.iter().enumerate() {
+                        cols[c / w.nw] += sq(v);
+                    }
+                }
+                cols.into_iter().fold(0.0, f64::max)
+            }
+            Side::Lhs => m
+                .chunks(s.m * w.kw)
+                .map(|rows| rows.iter().map(|&v| sq(v)).sum::<f64>())
+                .fold(0.0, f64::max),
+        })
+        .fold(0.0, f64::max)
+}
 
 /// Ciphertexts as an [`AutoRing`] (automorphisms with the encryptor's Galois keys): the ring
 /// [`crate::interleave::interleave`] and [`crate::interleave::pack_lwes`] compress an OLT's
@@ -229,9 +303,13 @@ fn evaluator<C: Channel + ?Sized>(
     let bytes = ch.recv()?;
     let mut cts = wire::cts_from_bytes(params, &bytes, peer_per * batch)?;
     drop(bytes);
-    cts.par_iter_mut().for_each(|c| c.to_ntt(params));
-    let top = params.max_level();
     let resp_level = h2a::response_level(params, 64);
+    let level = product_level(params, plan, side, mats, resp_level);
+    cts.par_iter_mut().try_for_each(|c| -> Result<(), LinearError> {
+        c.mod_switch_to(params, level)?;
+        c.to_ntt(params);
+        Ok(())
+    })?;
 
     // Own plaintext blocks, indexed h·per + block.
     let per = block_count(plan, side);
@@ -240,7 +318,7 @@ fn evaluator<C: Channel + ?Sized>(
         Ok(PlainNtt::new(
             params,
             &Plaintext::from_coeffs(params, &coeffs, 0)?,
-            top,
+            level,
         )?)
     };
     // Only an interleaved plan computes its products in several ranges (one per output
@@ -253,7 +331,7 @@ fn evaluator<C: Channel + ?Sized>(
             Side::Rhs => kb > 1,
             Side::Lhs => nb > 1,
         };
-    let cache: Option<Vec<PlainNtt>> = if reused && per * batch * top * n * 8 <= PT_CACHE_BYTES {
+    let cache: Option<Vec<PlainNtt>> = if reused && per * batch * level * n * 8 <= PT_CACHE_BYTES {
         Some(
             (0..per * batch)
                 .into_par_iter()
@@ -339,6 +417,7 @@ fn evaluator<C: Channel + ?Sized>(
                         let mut acc = acc
                             .ok_or_else(|| LinearError::BadShape("empty inner dimension".into()))?;
                         acc.mod_switch_to(params, resp_level)?;
+                        acc.to_coeff(params);
                         Ok((b, acc))
                     })
                     .collect()

@@ -141,3 +141,90 @@ fn malformed_peer_messages_are_errors() {
     );
     assert!(a);
 }
+
+/// Centred weights of magnitude below `2^bits` (a server's fixed-point weights), mod `2^64`.
+fn small_weights(prg: &mut Prg, len: usize, bits: u32) -> Vec<u64> {
+    (0..len)
+        .map(|_| {
+            let v = (prg.next_u64() >> (64 - bits)) as i64 - (1i64 << (bits - 1));
+            v as u64
+        })
+        .collect()
+}
+
+/// The products of a small-weight OLT run at the response level (two primes) and stay exact;
+/// uniform shares keep the top level.
+#[test]
+fn small_weights_multiply_at_the_response_level_and_stay_exact() {
+    use nectar_linear::h2a::response_level;
+    use nectar_linear::olt::product_level;
+    let params = Params::bumblebee_olt();
+    let resp = response_level(&params, 64);
+    assert_eq!((resp, params.max_level()), (2, 3));
+    let n = 8192;
+    // MiniLM's embedding shape, one fifth of the vocabulary: 6104 rows per block column.
+    let s = Shape::new(32, 6104, 6).unwrap();
+    let w = Windows::new(32, 256, 1, n, true).unwrap();
+    let plan = OltPlan::new(s, w, n, Variant::Interleave).unwrap();
+    let mut prg = Prg::new([21; 16]);
+    // |w| < 2^16 (0.25 at 18 fractional bits): S ≈ 6104·2^32/3 ≈ 2^43.3, σ ≈ 2^26.1.
+    let wts = small_weights(&mut prg, s.m * s.n, 17);
+    assert_eq!(product_level(&params, &plan, Side::Rhs, &[&wts], resp), 2);
+    let uniform: Vec<u64> = (0..s.m * s.n).map(|_| prg.next_u64()).collect();
+    assert_eq!(product_level(&params, &plan, Side::Rhs, &[&uniform], resp), 3);
+    // Weights 2^3 times larger (S ≈ 2^49.3) exceed the level-2 headroom.
+    let big = small_weights(&mut prg, s.m * s.n, 20);
+    assert_eq!(product_level(&params, &plan, Side::Rhs, &[&big], resp), 3);
+
+    let x: Vec<u64> = (0..s.k * s.m).map(|_| prg.next_u64()).collect();
+    let (a, b) = run_pair(
+        |ch| {
+            let mut p = Prg::new([22; 16]);
+            let sess = HeSession::setup(ch, Role::Server, Params::bumblebee_olt(), true, &mut p).unwrap();
+            olt(ch, &sess, &plan, Side::Rhs, &[&wts], &mut p).unwrap()
+        },
+        |ch| {
+            let mut p = Prg::new([23; 16]);
+            let sess = HeSession::setup(ch, Role::Client, Params::bumblebee_olt(), true, &mut p).unwrap();
+            olt(ch, &sess, &plan, Side::Lhs, &[&x], &mut p).unwrap()
+        },
+    );
+    let got: Vec<u64> = a.iter().zip(&b).map(|(p, q)| p.wrapping_add(*q)).collect();
+    let want = matmul_u64(&x, &wts, s);
+    let bad = got.iter().zip(&want).filter(|(g, w)| g != w).count();
+    assert_eq!(bad, 0, "{bad} of {} entries wrong", want.len());
+}
+
+/// The noise model behind `product_level`: a fresh top-level encryption of a uniform share,
+/// switched down to level 2 and multiplied by small centred weights accumulated over blocks,
+/// carries noise of standard deviation `sqrt((1 + 2N/3)/12 · Σ w²)`; its largest coefficient
+/// (about 4.5σ over N coefficients) lies between σ and 8σ.
+#[test]
+fn level_two_product_noise_matches_the_model() {
+    use nectar_he::{PlainNtt, Plaintext, SecretKey};
+    let params = Params::bumblebee_olt();
+    let n = params.n();
+    let mut prg = Prg::new([24; 16]);
+    let sk = SecretKey::generate(&params, &mut prg);
+    let blocks = 8;
+    let nonzero = 256;
+    let mut acc: Option<nectar_he::Ciphertext> = None;
+    let mut sum_sq = 0.0f64;
+    for _ in 0..blocks {
+        let x: Vec<u64> = (0..n).map(|_| prg.next_u64()).collect();
+        let mut ct = sk.encrypt(&params, &Plaintext::from_coeffs(&params, &x, 0).unwrap(), &mut prg).unwrap();
+        ct.mod_switch_to(&params, 2).unwrap();
+        let w = small_weights(&mut prg, nonzero, 20);
+        sum_sq += w.iter().map(|&v| (v as i64 as f64).powi(2)).sum::<f64>();
+        let pt = PlainNtt::new(&params, &Plaintext::from_coeffs(&params, &w, 0).unwrap(), 2).unwrap();
+        match acc.as_mut() {
+            None => acc = Some(ct.mul_plain(&params, &pt).unwrap()),
+            Some(a) => a.mul_plain_accumulate(&params, &ct, &pt).unwrap(),
+        }
+    }
+    let acc = acc.unwrap();
+    let sigma = ((1.0 + 2.0 * n as f64 / 3.0) / 12.0 * sum_sq).sqrt();
+    let bits = sk.noise(&params, &acc).unwrap().noise_bits as f64; // log2 |e|∞ ∈ [bits − 1, bits)
+    assert!(bits - 1.0 <= (8.0 * sigma).log2(), "noise 2^{bits} vs 8σ = 2^{:.1}", (8.0 * sigma).log2());
+    assert!(bits >= sigma.log2(), "noise 2^{bits} below σ = 2^{:.1}", sigma.log2());
+}

@@ -29,8 +29,11 @@ fn check_coeffs(params: &Params, values: &[u64], j: usize) -> Result<(), HeError
         return Err(HeError::OutOfRange(format!("{} coefficients > N = {n}", values.len())));
     }
     let t = params.plain_modulus(j);
-    if let Some(v) = values.iter().find(|&&v| v as u128 >= t) {
-        return Err(HeError::OutOfRange(format!("coefficient {v} >= t = {t}")));
+    // Every u64 is below t = 2^64: only smaller moduli need the scan.
+    if t <= u64::MAX as u128 {
+        if let Some(v) = values.iter().find(|&&v| v as u128 >= t) {
+            return Err(HeError::OutOfRange(format!("coefficient {v} >= t = {t}")));
+        }
     }
     Ok(())
 }
@@ -158,16 +161,20 @@ impl PlainNtt {
         poly.data.par_chunks_mut(n).enumerate().for_each(|(i, l)| {
             let m = params.modulus(i);
             let one_s = m.shoup(1);
+            // Magnitudes below the prime (zeros and small weights: most coefficients of a
+            // sparse block) need no reduction.
+            let q = m.value();
+            let reduce = |a: u64| if a < q { a } else { m.mul_shoup(a, 1, one_s) };
             if lifted.is_empty() {
                 l.iter_mut().enumerate().for_each(|(k, x)| {
                     let c = coeff(k);
                     let neg = c > 1u64 << 63;
-                    let r = m.mul_shoup(if neg { c.wrapping_neg() } else { c }, 1, one_s);
+                    let r = reduce(if neg { c.wrapping_neg() } else { c });
                     *x = if neg { m.neg(r) } else { r };
                 });
             } else {
                 l.iter_mut().zip(&lifted).for_each(|(x, &(a, neg))| {
-                    let r = m.mul_shoup(a, 1, one_s);
+                    let r = reduce(a);
                     *x = if neg { m.neg(r) } else { r };
                 });
             }

@@ -14,7 +14,8 @@ MACHINE="2-core VM (nproc = 2), 24 GiB RAM; nothing else running"
 SUITES="nectar,bumblebee,bumblebee+gelu=p4,east,rotl,rotl+compare=millionaire,bumblebee+matmul=ckks+matmul-shared=ckks"
 SUITES_CMD="bench suites --model $HOME/.cache/nectar/models/minilm --tokens 32 --suites $SUITES --net lan --json"
 "$BIN" $SUITES_CMD > docs/results/suites.jsonl
-python3 - "$COMMIT" "$MACHINE" "nectar ${SUITES_CMD/$HOME/~}" <<'PY'
+TILDE='~'
+python3 - "$COMMIT" "$MACHINE" "nectar ${SUITES_CMD/$HOME/$TILDE}" <<'PY'
 import json, sys
 commit, machine, cmd = sys.argv[1:4]
 json.dump({"command": cmd, "commit": commit,

@@ -10,7 +10,9 @@
 //! under modulus switching; for an OLT it is set by the product noise at the top level
 //! (`|e| ≈ 2^71` for 64-bit plaintexts with `m_w·n_w = N` terms against `q ≈ 2^163`), i.e. an
 //! error probability of roughly `2^-27` per entry (none seen in the `1.3·10^5` entries checked by
-//! the benchmarks). BumbleBee (App. C, after Cheetah) accepts this LSB error because a truncation
+//! the benchmarks). Products with a server's small weights run at the response level instead
+//! ([`crate::olt::product_level`]), where their noise (`σ ≤ 2^-22·q_L/t`) keeps `δ` below about
+//! `2^-21`. BumbleBee (App. C, after Cheetah) accepts this LSB error because a truncation
 //! always follows a fixed-point product.
 //!
 //! **SIMD branch** (prime / CRT `t`; bOLEe): the masker draws its share `z0` uniformly from

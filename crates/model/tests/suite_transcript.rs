@@ -247,9 +247,12 @@ fn vit_classify_transcript() {
 /// Re-pinned 2026-11-24 (transcripts only; every output and twin hash unchanged): the bOLEe
 /// parameters and flood were sized for 40 bits per session and query reuse was confined to one
 /// operator (issue 18 item 4). The mul=ot case does not use bOLEe and kept its pins.
-const PIN_BERT_EMBED: Pins = (0x46af978f6393d7c1, 0x1d237dd980544419, 0x79757c137c46eeb6, 0x8ec501907e481c0d);
-const PIN_BERT_CLASSIFY: Pins = (0xf45eb5ef4812215f, 0x2d3b1ea3e3853eee, 0x5e9d2316630bc8b9, 0x8db6e6678bfd5016);
-const PIN_GPT2: Pins = (0xde5c07acfefec6f6, 0x923bdf430e183766, 0x0682f5d74db5bd9d, 0x0682f5d74db5bd9d);
-const PIN_GPT2_OT_MIXED: Pins = (0x56f1bfeeef488963, 0x8a2a3bea623084de, 0x391b611203cbca15, 0x391b611203cbca15);
-const PIN_LLAMA: Pins = (0x6ae3cf73f9520336, 0x9583afa4c2eaaf98, 0x67ff4ec09152fb1a, 0x67ff4ec09152fb1a);
-const PIN_VIT: Pins = (0x4173ba3c07b60743, 0x4576b110b563f6ea, 0xd6b9229c6444b3e9, 0x2df31807b27da284);
+/// Re-pinned 2026-11-26 (the server's transcript only; the client's transcript, every output and
+/// twin hash unchanged): the server multiplies its weights' OLT blocks at the response level
+/// (`nectar_linear::olt::product_level`), so its masked responses carry other noise.
+const PIN_BERT_EMBED: Pins = (0x89b394150d8f463a, 0x1d237dd980544419, 0x79757c137c46eeb6, 0x8ec501907e481c0d);
+const PIN_BERT_CLASSIFY: Pins = (0x23a1f54ce3fb70fd, 0x2d3b1ea3e3853eee, 0x5e9d2316630bc8b9, 0x8db6e6678bfd5016);
+const PIN_GPT2: Pins = (0xf16a4bf68dc9def4, 0x923bdf430e183766, 0x0682f5d74db5bd9d, 0x0682f5d74db5bd9d);
+const PIN_GPT2_OT_MIXED: Pins = (0x48a33d82627fd49d, 0x8a2a3bea623084de, 0x391b611203cbca15, 0x391b611203cbca15);
+const PIN_LLAMA: Pins = (0x311505683fad0d1a, 0x9583afa4c2eaaf98, 0x67ff4ec09152fb1a, 0x67ff4ec09152fb1a);
+const PIN_VIT: Pins = (0xf382ae19a24f1a8b, 0x4576b110b563f6ea, 0xd6b9229c6444b3e9, 0x2df31807b27da284);

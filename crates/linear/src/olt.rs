@@ -53,8 +53,9 @@ pub const PT_CACHE_BYTES: usize = 512 << 20;
 /// How far below `q_L/t` [`product_level`] keeps the products' noise, in bits: a standard
 /// deviation `σ ≤ 2^-22·q_L/t` adds an H2A-Coeff LSB error with probability about
 /// `2·sqrt(2/π)·t·σ/q_L ≤ 2^-21.7` per entry (comparable to InterLeave's key-switching noise,
-/// about `2^28` at the response level, for which [`h2a::response_level`] is sized), and leaves
-/// decryption `2^-22·2^-3`-far from failing at `8σ` (probability `< 2^-47` per coefficient).
+/// about `2^28` at the response level, for which [`h2a::response_level`] is sized), and keeps
+/// `8σ` (exceeded with probability `< 2^-47` per coefficient) `2^18` below the decryption bound
+/// `q_L/(2t)`.
 const PRODUCT_NOISE_HEADROOM_BITS: f64 = 22.0;
 
 /// The level the evaluator's block products `Σ_β ct ⊠ p̂` run at (LOCAL: the encryptor sends

@@ -105,6 +105,7 @@ pub fn run_blb(a: &BlbArgs, suite: &Suite) -> Result<Vec<BenchLine>, String> {
                     .extra("to_mpc_ciphertexts", r.to_mpc_ciphertexts)
                     .extra("to_mpc_bytes", r.to_mpc_bytes)
                     .extra("max_abs_error", r.max_abs_error)
+                    .extra("session_setup_bytes", r.session_setup_bytes)
             })
             .collect());
     }
@@ -156,6 +157,7 @@ pub fn run_blb(a: &BlbArgs, suite: &Suite) -> Result<Vec<BenchLine>, String> {
             l.extra("ciphertexts", r.ciphertexts)
                 .extra("level", r.level)
                 .extra("max_abs_error", r.max_abs_error)
+                .extra("session_setup_bytes", r.session_setup_bytes)
         })
         .collect())
 }

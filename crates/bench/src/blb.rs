@@ -44,6 +44,9 @@ pub struct ConvertBench {
     pub seconds: f64,
     /// Max |reconstructed − input| after the round trip (same on both lines).
     pub max_abs_error: f64,
+    /// The session's OT bootstrap (base OTs, first COT extension each way), once per session and
+    /// not in `bytes_total`.
+    pub session_setup_bytes: u64,
 }
 
 fn kind_name(how: FieldToRing) -> &'static str {
@@ -51,6 +54,16 @@ fn kind_name(how: FieldToRing) -> &'static str {
         FieldToRing::Local => "local",
         FieldToRing::Exact => "exact",
     }
+}
+
+/// An MPC session with its COT pools already filled (base OTs and the first extension in each
+/// direction, once per session): the conversions measured after it pay only their own COTs, as
+/// they do inside a whole inference, not the session's OT bootstrap. Returns the context and the
+/// bootstrap's bytes (both directions), reported apart.
+fn warm_mpc(role: Role, ch: &mut dyn Channel, seed: [u8; 16]) -> Result<(Mpc, u64), LinearError> {
+    let mut m = Mpc::setup(role, ch, Prg::new(seed), Producer::default())?;
+    m.ot().reserve(ch, 1).map_err(nectar_mpc::MpcError::from)?;
+    Ok((m, ch.stats().bytes_total()))
 }
 
 /// Converts `count` values (uniform in ±8) there and back at BLB block `block`'s parameters.
@@ -73,7 +86,7 @@ pub fn bench_convert(block: usize, count: usize, how: FieldToRing, net: &str) ->
     let (seed_s, seed_c) = (prg.gen_block(), prg.gen_block());
     let server = std::thread::spawn(move || -> Result<_, LinearError> {
         let ch: &mut dyn Channel = &mut *cs;
-        let mut m = Mpc::setup(Role::Server, ch, Prg::new(seed_s), Producer::default())?;
+        let (mut m, setup) = warm_mpc(Role::Server, ch, seed_s)?;
         let ev = CkksEvaluator::new(&p1);
         let s0 = ch.stats();
         let t0 = Instant::now();
@@ -84,15 +97,15 @@ pub fn bench_convert(block: usize, count: usize, how: FieldToRing, net: &str) ->
         let out = ckks_to_shares_server(ch, &mut m, &ev, &pk, &cts, count, &fmt, how)?;
         let t3 = t2.elapsed().as_secs_f64();
         let s2 = ch.stats();
-        Ok((out, [(s0, s1, t1), (s1, s2, t3)]))
+        Ok((out, setup, [(s0, s1, t1), (s1, s2, t3)]))
     });
     let ch: &mut dyn Channel = &mut *cc;
     let client = (|| -> Result<_, LinearError> {
-        let mut m = Mpc::setup(Role::Client, ch, Prg::new(seed_c), Producer::default())?;
+        let (mut m, _) = warm_mpc(Role::Client, ch, seed_c)?;
         shares_to_ckks_client(ch, &mut m, &p2, &sk, &xb, top, scale, &fmt)?;
         ckks_to_shares_client(ch, &mut m, &p2, &sk, count, scale, &fmt, how)
     })();
-    let (out_s, phases) = server.join().map_err(|_| LinearError::Unsupported("server thread panicked".into()))??;
+    let (out_s, setup_bytes, phases) = server.join().map_err(|_| LinearError::Unsupported("server thread panicked".into()))??;
     let out_c = client?;
     let ulp = (-(fmt.f as f64)).exp2();
     let max_abs_error = (0..count).fold(0f64, |m, i| m.max((out_s[i].wrapping_add(out_c[i]) as i64 as f64 * ulp - xs[i]).abs()));
@@ -118,6 +131,7 @@ pub fn bench_convert(block: usize, count: usize, how: FieldToRing, net: &str) ->
                 rounds_server: b.rounds - a.rounds,
                 seconds: *secs,
                 max_abs_error,
+                session_setup_bytes: setup_bytes,
             }
         })
         .collect())
@@ -150,6 +164,9 @@ pub struct BlockBench {
     pub seconds: f64,
     /// Max |reconstructed − input| over every converted value.
     pub max_abs_error: f64,
+    /// The session's OT bootstrap (base OTs, first COT extension each way), paid once before
+    /// the first block and not in any block's bytes.
+    pub session_setup_bytes: u64,
 }
 
 fn shared_random(count: usize, fmt: &ConvFormat, prg: &mut Prg) -> (Vec<f64>, Vec<u64>, Vec<u64>) {
@@ -208,7 +225,7 @@ pub fn bench_plan_blocks(plan: &FusionPlan, how: FieldToRing, net: &str) -> Resu
     let server_inputs: Vec<(Vec<Vec<u64>>, Vec<Vec<f64>>)> = inputs.iter().map(|(i, o)| (i.iter().map(|d| d.1.clone()).collect(), o.clone())).collect();
     let server = std::thread::spawn(move || -> Result<_, LinearError> {
         let ch: &mut dyn Channel = &mut *cs;
-        let mut m = Mpc::setup(Role::Server, ch, Prg::new(seed_s), Producer::default())?;
+        let (mut m, setup) = warm_mpc(Role::Server, ch, seed_s)?;
         let mut enc_prg = Prg::new(seed_e);
         let mut out = Vec::new();
         for ((params, pk, how), (ins, outs)) in server_jobs.iter().zip(&server_inputs) {
@@ -232,11 +249,11 @@ pub fn bench_plan_blocks(plan: &FusionPlan, how: FieldToRing, net: &str) -> Resu
             let s2 = ch.stats();
             out.push((s0, s1, s2, t0.elapsed().as_secs_f64(), shares));
         }
-        Ok(out)
+        Ok((out, setup))
     });
     let ch: &mut dyn Channel = &mut *cc;
     let client = (|| -> Result<_, LinearError> {
-        let mut m = Mpc::setup(Role::Client, ch, Prg::new(seed_c), Producer::default())?;
+        let (mut m, _) = warm_mpc(Role::Client, ch, seed_c)?;
         let mut out = Vec::new();
         for ((j, (sk, _)), (ins, outs)) in jobs.iter().zip(&keys).zip(&inputs) {
             let scale = j.params.default_scale();
@@ -251,7 +268,7 @@ pub fn bench_plan_blocks(plan: &FusionPlan, how: FieldToRing, net: &str) -> Resu
         }
         Ok(out)
     })();
-    let srv = server.join().map_err(|_| LinearError::Unsupported("server thread panicked".into()))??;
+    let (srv, setup_bytes) = server.join().map_err(|_| LinearError::Unsupported("server thread panicked".into()))??;
     let cli = client?;
     let ulp = (-(fmt.f as f64)).exp2();
     let mut lines = Vec::new();
@@ -282,6 +299,7 @@ pub fn bench_plan_blocks(plan: &FusionPlan, how: FieldToRing, net: &str) -> Resu
             rounds_server: s2.rounds - s0.rounds,
             seconds: secs,
             max_abs_error,
+            session_setup_bytes: setup_bytes,
         });
     }
     Ok(lines)

@@ -10,8 +10,12 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// ciphertext- and extension-sized buffers many times a second; purging each one at once
 /// (delay 0, this binary's former setting) made every allocation fault in and zero fresh pages:
 /// MiniLM 32 tokens over the simulated LAN spent 4.9–7.5 s of system time per run, 3.4–3.6 s
-/// with 100 ms, for +8 MB of peak RSS (2-core VM, `nectar bench suites`).
-pub const PURGE_DELAY_MS: i64 = 100;
+/// with 100 ms, for +8 MB of peak RSS (2-core VM, `nectar bench suites`). At 100 ms the
+/// kernel still zeroed huge pages for 7 % of the run's CPU samples (buffers freed between two
+/// layers' operators wait longer than that); 2 s took the run from 22.5–23.2 s to 19.7–21.2 s
+/// (A/B, alternating) and its system time from 3.0–4.1 s to 1.3–2.4 s, for +40 MB of the
+/// server's peak RSS (551 MB); never purging (−1) gained nothing more and kept +70 MB.
+pub const PURGE_DELAY_MS: i64 = 2000;
 
 /// Sets the purge delay ([`PURGE_DELAY_MS`]); called once at start by the binary.
 pub fn keep_freed_memory_briefly() {

@@ -15,15 +15,17 @@
 //! different unknown keys. It costs ~`2N` hashes per instance instead of `N·β`.
 //! Cost: 2 flows, `n·β` bits + `n·N·k` bits, `n·β` COTs.
 
-use crate::bits::{mask128, or_word, pack_bits, padded_words, unpack_bits, word_at, WORD_SLACK};
+use crate::bits::{mask128, or_word, pack_bits, padded_words, unpack_bits, word_at};
 use crate::crhash::Crh;
 use crate::pool::CotPool;
 use crate::rot::{need_receiver, need_sender};
 use crate::{recv_bytes, OtError};
 use nectar_net::Channel;
+use rayon::prelude::*;
 
 /// Instances whose hash inputs are built and hashed together (LOCAL: up to 510 blocks each, so
-/// a block stays in cache).
+/// a block stays in cache); the sender's blocks run in parallel. A multiple of 8 (see
+/// [`send`]).
 const BLOCK: usize = 256;
 
 /// Tweak domain (AGREEMENT).
@@ -59,36 +61,42 @@ pub fn send<C: Channel + ?Sized>(pool: &mut CotPool, crh: &Crh, ch: &mut C, msgs
     let layout: Vec<(usize, usize)> = (0..beta).flat_map(|s| (0..(2usize << s)).map(move |v| (s, v))).collect();
     let per = layout.len();
     let total = n * big_n * k;
-    let mut out = vec![0u8; total.div_ceil(8) + WORD_SLACK];
+    let mut out = vec![0u8; total.div_ceil(8)];
     let mask = mask128(k);
-    let mut hs = vec![0u128; BLOCK.min(n) * per];
-    for b0 in (0..n).step_by(BLOCK) {
-        let b1 = (b0 + BLOCK).min(n);
-        let buf = &mut hs[..(b1 - b0) * per];
-        for (i, row) in (b0..b1).zip(buf.chunks_exact_mut(per)) {
-            for (slot, &(s, v)) in row.iter_mut().zip(&layout) {
-                let qs = q[i * beta + s];
-                let k0 = if d[i * beta + s] { qs ^ delta } else { qs };
-                *slot = if (v >> s) & 1 == 1 { k0 ^ delta } else { k0 };
-            }
-        }
-        crh.tccr_with(buf, |x| {
-            let (s, v) = layout[x % per];
-            tweak(first + ((b0 + x / per) * beta) as u64, s, v)
-        });
-        for (i, row) in (b0..b1).zip(buf.chunks_exact(per)) {
-            for j in 0..big_n {
-                let mut pad = 0u128;
-                let mut off = 0;
-                for s in 0..beta {
-                    pad ^= row[off + (j & ((2 << s) - 1))];
-                    off += 2 << s;
+    // BLOCK is a multiple of 8, so each block of instances owns whole bytes of the message
+    // (`or_word` touches only the bytes its word spans): the blocks run in parallel, each
+    // into its own slice, with the same hashes and output as one block after another.
+    let block_bytes = BLOCK * big_n * k / 8;
+    out.par_chunks_mut(block_bytes).enumerate().for_each_init(
+        || vec![0u128; BLOCK.min(n) * per],
+        |hs, (bi, bytes)| {
+            let b0 = bi * BLOCK;
+            let b1 = (b0 + BLOCK).min(n);
+            let buf = &mut hs[..(b1 - b0) * per];
+            for (i, row) in (b0..b1).zip(buf.chunks_exact_mut(per)) {
+                for (slot, &(s, v)) in row.iter_mut().zip(&layout) {
+                    let qs = q[i * beta + s];
+                    let k0 = if d[i * beta + s] { qs ^ delta } else { qs };
+                    *slot = if (v >> s) & 1 == 1 { k0 ^ delta } else { k0 };
                 }
-                or_word(&mut out, (i * big_n + j) * k, (msgs[i * big_n + j] ^ pad) & mask, k);
             }
-        }
-    }
-    out.truncate(total.div_ceil(8));
+            crh.tccr_with(buf, |x| {
+                let (s, v) = layout[x % per];
+                tweak(first + ((b0 + x / per) * beta) as u64, s, v)
+            });
+            for (i, row) in (b0..b1).zip(buf.chunks_exact(per)) {
+                for j in 0..big_n {
+                    let mut pad = 0u128;
+                    let mut off = 0;
+                    for s in 0..beta {
+                        pad ^= row[off + (j & ((2 << s) - 1))];
+                        off += 2 << s;
+                    }
+                    or_word(bytes, ((i - b0) * big_n + j) * k, (msgs[i * big_n + j] ^ pad) & mask, k);
+                }
+            }
+        },
+    );
     ch.send(&out)?;
     Ok(())
 }
@@ -109,9 +117,12 @@ pub fn recv<C: Channel + ?Sized>(pool: &mut CotPool, crh: &Crh, ch: &mut C, choi
         }
     }
     ch.send(&pack_bits(&d))?;
-    crh.tccr_with(&mut t, |x| {
-        let (i, s) = (x / beta, x % beta);
-        tweak(first + (i * beta) as u64, s, choices[i] as usize & ((2 << s) - 1))
+    // Hashed in parallel, BLOCK instances per task (the same hashes as in one pass).
+    t.par_chunks_mut(BLOCK * beta).enumerate().for_each(|(bi, part)| {
+        crh.tccr_with(part, |x| {
+            let (i, s) = (bi * BLOCK + x / beta, x % beta);
+            tweak(first + (i * beta) as u64, s, choices[i] as usize & ((2 << s) - 1))
+        })
     });
     // Only the chosen word of each instance is read from the packed message.
     let padded = padded_words(ch.recv()?, n * big_n, k)?;

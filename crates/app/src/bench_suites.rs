@@ -36,6 +36,9 @@ pub struct Args<'a> {
     pub ops: &'a [String],
     /// Both parties as threads of this process (no per-party RSS).
     pub in_process: bool,
+    /// Bytes of weight blocks the server prepares ahead of their operator
+    /// ([`nectar_model::secure::secure_engine::DEFAULT_PREFETCH_BUDGET`]).
+    pub memory_budget: usize,
 }
 
 
@@ -66,10 +69,12 @@ fn party(
     input: &Input,
     task: &nectar_model::secure::Task,
     progress: Option<crate::session::QueryProgress>,
+    memory_budget: usize,
 ) -> Result<Party, String> {
     let t0 = Instant::now();
     let s0 = ch.stats();
     let mut e = SecureEngine::setup(ch, role, suite, Prg::from_entropy()).map_err(|e| e.to_string())?;
+    e.set_prefetch_budget(memory_budget);
     let setup_seconds = t0.elapsed().as_secs_f64();
     let setup = nectar_model::secure::Engine::net_stats(&e) - s0;
     let mut m = SecureModel::new(config, weights).map_err(|e| e.to_string())?;
@@ -166,8 +171,8 @@ pub fn run(a: &Args, json: bool) -> Result<(), String> {
             let (mut c0, mut c1) = linked_pair(link);
             let w: &dyn WeightSource = &server.weights;
             let (rs, rc) = std::thread::scope(|s| {
-                let h = s.spawn(|| party(&mut *c1, Role::Client, suite, &server.config, None, &input, &task, hook));
-                let rs = party(&mut *c0, Role::Server, suite, &server.config, Some(w), &input, &task, None);
+                let h = s.spawn(|| party(&mut *c1, Role::Client, suite, &server.config, None, &input, &task, hook, a.memory_budget));
+                let rs = party(&mut *c0, Role::Server, suite, &server.config, Some(w), &input, &task, None, a.memory_budget);
                 (rs, h.join().unwrap_or_else(|_| Err("the client thread panicked".into())))
             });
             (rs?, rc?)
@@ -214,7 +219,7 @@ pub fn run_server_party(a: &Args, addr: &str) -> Result<(), String> {
     };
     reset_peak_rss();
     let w: &dyn WeightSource = &server.weights;
-    let p = party(&mut *ch, Role::Server, &suite, &server.config, Some(w), &server_input(a.tokens), &task, None)?;
+    let p = party(&mut *ch, Role::Server, &suite, &server.config, Some(w), &server_input(a.tokens), &task, None, a.memory_budget)?;
     let stats = |s: &Stats| serde_json::json!([s.bytes_sent, s.bytes_recv, s.msgs_sent, s.msgs_recv, s.rounds]);
     let o = serde_json::json!({
         "learned_nothing": p.output == Output::Nothing,
@@ -246,6 +251,7 @@ fn two_processes(
         .args(["bench", "suites", "--model"])
         .arg(&a.dir)
         .args(["--suites", &suite.label(), "--tokens", &input.len(config).to_string(), "--net", a.net])
+        .args(["--memory-budget-mib", &(a.memory_budget >> 20).to_string()])
         .args(["--server-party", &addr])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -258,7 +264,7 @@ fn two_processes(
             None => Box::new(tcp),
         };
         reset_peak_rss();
-        let mut p = party(&mut *ch, Role::Client, suite, config, None, input, task, progress)?;
+        let mut p = party(&mut *ch, Role::Client, suite, config, None, input, task, progress, a.memory_budget)?;
         p.peak_rss = Some(crate::report::peak_rss_bytes());
         Ok(p)
     })();

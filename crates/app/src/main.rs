@@ -85,6 +85,10 @@ enum Cmd {
         /// Largest message after the handshake, in MiB (a larger one ends that session).
         #[arg(long, default_value_t = 1024)]
         max_frame_mib: usize,
+        /// MiB of weight blocks each session prepares ahead of their operator on an idle core
+        /// (0: none; each session's memory grows by up to this much).
+        #[arg(long, default_value_t = nectar_model::secure::secure_engine::DEFAULT_PREFETCH_BUDGET >> 20)]
+        memory_budget_mib: usize,
         /// TESTS ONLY, NO PRIVACY: derive this party's randomness from this public seed
         /// instead of the operating system, so two runs with equal seeds are bit-for-bit equal.
         #[arg(long, value_name = "SEED")]
@@ -488,6 +492,10 @@ enum BenchCmd {
         /// process over loopback TCP, so each party's peak RSS is its own).
         #[arg(long)]
         in_process: bool,
+        /// MiB of the server's weight blocks prepared ahead of their operator on an idle core
+        /// (0: none; the server's peak RSS grows by up to this much).
+        #[arg(long, default_value_t = nectar_model::secure::secure_engine::DEFAULT_PREFETCH_BUDGET >> 20)]
+        memory_budget_mib: usize,
         /// Internal: run only the server party of the one suite in --suites, connected to this
         /// address (the child process).
         #[arg(long, hide = true)]
@@ -568,6 +576,7 @@ fn run(cli: Cli) -> Result<(), String> {
             handshake_timeout,
             idle_timeout,
             max_frame_mib,
+            memory_budget_mib,
             insecure_test_seed,
             suite,
         } => {
@@ -584,6 +593,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     handshake: secs("handshake-timeout", handshake_timeout)?,
                     idle: secs("idle-timeout", idle_timeout)?,
                     max_frame: max_frame_mib.clamp(1, 4095) << 20,
+                    memory_budget: memory_budget_mib << 20,
                 },
                 quiet: false,
                 stop: None,
@@ -796,9 +806,17 @@ fn run(cli: Cli) -> Result<(), String> {
                     }
                 }
             }
-            BenchCmd::Suites { model, suites, tokens, text, net, op, in_process, server_party, json } => {
-                let args =
-                    bench_suites::Args { dir: model.dir(), suites: &suites, tokens, text: text.as_deref(), net: &net, ops: &op, in_process };
+            BenchCmd::Suites { model, suites, tokens, text, net, op, in_process, memory_budget_mib, server_party, json } => {
+                let args = bench_suites::Args {
+                    dir: model.dir(),
+                    suites: &suites,
+                    tokens,
+                    text: text.as_deref(),
+                    net: &net,
+                    ops: &op,
+                    in_process,
+                    memory_budget: memory_budget_mib << 20,
+                };
                 match server_party {
                     Some(addr) => bench_suites::run_server_party(&args, &addr),
                     None => bench_suites::run(&args, json),

@@ -50,11 +50,19 @@ pub struct SessionLimits {
     pub idle: Duration,
     /// Largest message after the handshake (`--max-frame-mib`).
     pub max_frame: usize,
+    /// Bytes of weight blocks the session prepares ahead of their operator
+    /// (`--memory-budget-mib`, [`SecureEngine::set_prefetch_budget`]).
+    pub memory_budget: usize,
 }
 
 impl Default for SessionLimits {
     fn default() -> Self {
-        SessionLimits { handshake: Duration::from_secs(30), idle: Duration::from_secs(600), max_frame: DEFAULT_MAX_FRAME }
+        SessionLimits {
+            handshake: Duration::from_secs(30),
+            idle: Duration::from_secs(600),
+            max_frame: DEFAULT_MAX_FRAME,
+            memory_budget: nectar_model::secure::secure_engine::DEFAULT_PREFETCH_BUDGET,
+        }
     }
 }
 
@@ -298,6 +306,7 @@ fn serve_queries(shared: &SharedChannel, s: &Served, limits: &SessionLimits, prg
     let model = SecureModel::new(&s.config, Some(s.weights))?;
     let mut engine_ch = shared.clone();
     let mut engine = SecureEngine::setup(&mut engine_ch, Role::Server, &s.agreement.suite, prg)?;
+    engine.set_prefetch_budget(limits.memory_budget);
     let mut reports = Vec::new();
     loop {
         ctl.set_limits(control)?;

@@ -7,6 +7,8 @@
 //! - [`matmul`]: `[X]·W`, `[X]·[Y]` and the batched multi-head `[X_h]·[Y_h]`;
 //! - [`bole`]: bOLEe (Alg. 2), `Π_mul`, `Π_square`, query reuse (§V-A3);
 //! - [`h2a`]: H2A, Coeff and SIMD branches (App. C, Alg. 4);
+//! - [`prefetch`]: an OLT evaluator's plaintext blocks prepared on an idle core before its
+//!   call (the server's weights, under a memory budget);
 //! - [`session`]: per-session keys (own secret key, peer's public and Galois keys).
 //!
 //! Plaintext machinery (tested without HE):
@@ -38,13 +40,14 @@ pub mod liftdown;
 pub mod matmul;
 pub mod olt;
 pub mod parse_mat;
+pub mod prefetch;
 pub mod session;
 pub mod share_codec;
 pub mod window;
 mod wire;
 
 pub use krdy::{Shape, Windows};
-pub use olt::{olt, Side};
+pub use olt::{olt, olt_prepared, PreparedBlocks, Side};
 pub use session::HeSession;
 pub use window::{Compression, CostModel, CtBytes, OltPlan, Variant};
 

@@ -13,7 +13,7 @@
 //! rare LSB error, see [`crate::h2a`]).
 
 use crate::krdy::{matmul_u64, Shape};
-use crate::olt::{olt, Side};
+use crate::olt::{olt, olt_prepared, PreparedBlocks, Side};
 use crate::session::HeSession;
 use crate::window::OltPlan;
 use crate::LinearError;
@@ -51,12 +51,29 @@ pub fn matmul_shared_weight<C: Channel + ?Sized>(
     l: u32,
     prg: &mut Prg,
 ) -> Result<Vec<u64>, LinearError> {
+    matmul_shared_weight_prepared(ch, sess, role, plan, x, w, l, prg, None)
+}
+
+/// [`matmul_shared_weight`] with the server's plaintext blocks of `w` partly prepared before
+/// the call ([`crate::olt::olt_prepared`]; `prepared` must come from this `w` and `plan`).
+#[allow(clippy::too_many_arguments)]
+pub fn matmul_shared_weight_prepared<C: Channel + ?Sized>(
+    ch: &mut C,
+    sess: &HeSession,
+    role: Role,
+    plan: &OltPlan,
+    x: &[u64],
+    w: Option<&[u64]>,
+    l: u32,
+    prg: &mut Prg,
+    prepared: Option<PreparedBlocks>,
+) -> Result<Vec<u64>, LinearError> {
     let s = plan.shape;
     check_len("X share", x, s.k * s.m)?;
     let out = match (role, w) {
         (Role::Server, Some(w)) => {
             check_len("W", w, s.m * s.n)?;
-            let r = olt(ch, sess, plan, Side::Rhs, &[w], prg)?;
+            let r = olt_prepared(ch, sess, plan, Side::Rhs, &[w], prg, prepared)?;
             let local = matmul_u64(x, w, s);
             r.iter()
                 .zip(local)

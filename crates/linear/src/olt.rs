@@ -191,6 +191,24 @@ pub fn olt<C: Channel + ?Sized>(
     mats: &[&[u64]],
     prg: &mut Prg,
 ) -> Result<Vec<u64>, LinearError> {
+    olt_prepared(ch, sess, plan, side, mats, prg, None)
+}
+
+/// [`olt`] with some of this party's plaintext blocks already transformed ([`prepare_blocks`],
+/// e.g. by [`crate::prefetch::Prefetch`] while other operators ran). Used only by the
+/// evaluator, and only where `prepared` was made for this plan, side and level from the same
+/// `mats` (the caller's promise: the blocks are a function of the matrices); every block it
+/// lacks is encoded as usual, and each prepared block is dropped once used. The messages and
+/// the result are those of [`olt`].
+pub fn olt_prepared<C: Channel + ?Sized>(
+    ch: &mut C,
+    sess: &HeSession,
+    plan: &OltPlan,
+    side: Side,
+    mats: &[&[u64]],
+    prg: &mut Prg,
+    prepared: Option<PreparedBlocks>,
+) -> Result<Vec<u64>, LinearError> {
     let s = plan.shape;
     let want = match side {
         Side::Lhs => s.k * s.m,
@@ -219,8 +237,67 @@ pub fn olt<C: Channel + ?Sized>(
     if encrypts {
         encryptor(ch, sess, plan, side, mats, &layout, prg)
     } else {
-        evaluator(ch, sess, plan, side, mats, &layout, prg)
+        evaluator(ch, sess, plan, side, mats, &layout, prg, prepared)
     }
+}
+
+/// An evaluator's plaintext blocks encoded and transformed ahead of its OLT call: block `i`
+/// (index `h·per + block`, the order of [`olt`]'s evaluator) where prepared, at the level
+/// [`product_level`] chooses for the matrices.
+pub struct PreparedBlocks {
+    plan: OltPlan,
+    side: Side,
+    level: usize,
+    /// Taken (and so freed) by the evaluator's parallel tasks as they use them.
+    blocks: Vec<std::sync::Mutex<Option<PlainNtt>>>,
+}
+
+impl PreparedBlocks {
+    /// Blocks prepared (and not yet used).
+    pub fn count(&self) -> usize {
+        self.blocks.iter().filter(|b| b.lock().is_ok_and(|b| b.is_some())).count()
+    }
+
+    /// Takes block `i` out, if prepared.
+    fn take(&self, i: usize) -> Option<PlainNtt> {
+        self.blocks.get(i).and_then(|b| b.lock().ok()?.take())
+    }
+}
+
+/// Bytes one plaintext block of `plan`'s evaluator holds at `level` (the evaluation form of
+/// `level` primes).
+pub fn block_bytes(params: &Params, level: usize) -> usize {
+    level * params.n() * 8
+}
+
+/// Encodes and transforms the evaluator's plaintext blocks of `mats` for `plan` and `side`, in
+/// index order, at most `max_bytes` of them ([`block_bytes`] each), and stops early when `stop`
+/// is set (checked between blocks). Single-threaded: meant for a background thread.
+pub fn prepare_blocks(
+    params: &Params,
+    plan: &OltPlan,
+    side: Side,
+    mats: &[&[u64]],
+    max_bytes: usize,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<PreparedBlocks, LinearError> {
+    let level = product_level(params, plan, side, mats, h2a::response_level(params, 64));
+    let per = block_count(plan, side);
+    let total = per * mats.len();
+    let limit = total.min(max_bytes / block_bytes(params, level).max(1));
+    let mut blocks: Vec<std::sync::Mutex<Option<PlainNtt>>> = (0..total).map(|_| std::sync::Mutex::new(None)).collect();
+    let mut coeffs = vec![0u64; params.n()];
+    for (i, slot) in blocks.iter_mut().enumerate().take(limit) {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
+        encode_block_into(plan, side, mats[i / per], i % per, &mut coeffs);
+        let pt = PlainNtt::new(params, &Plaintext::from_coeffs(params, &coeffs, 0)?, level)?;
+        if let Ok(s) = slot.get_mut() {
+            *s = Some(pt);
+        }
+    }
+    Ok(PreparedBlocks { plan: *plan, side, level, blocks })
 }
 
 /// The blocks of one matrix of `side`, in the order they are encrypted / indexed:
@@ -283,6 +360,7 @@ fn encryptor<C: Channel + ?Sized>(
     layout.parse(&polys)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn evaluator<C: Channel + ?Sized>(
     ch: &mut C,
     sess: &HeSession,
@@ -291,6 +369,7 @@ fn evaluator<C: Channel + ?Sized>(
     mats: &[&[u64]],
     layout: &ResultLayout,
     prg: &mut Prg,
+    prepared: Option<PreparedBlocks>,
 ) -> Result<Vec<u64>, LinearError> {
     let params = &sess.params;
     let n = params.n();
@@ -332,11 +411,15 @@ fn evaluator<C: Channel + ?Sized>(
             Side::Rhs => kb > 1,
             Side::Lhs => nb > 1,
         };
+    // Blocks prepared before the call, when they were made for this very plan, side and level.
+    // The cache takes them all; otherwise each is taken by the one column that uses it.
+    let pre = prepared.filter(|p| p.plan == *plan && p.side == side && p.level == level && p.blocks.len() == per * batch);
+    let take_pre = |i: usize| pre.as_ref().and_then(|p| p.take(i));
     let cache: Option<Vec<PlainNtt>> = if reused && per * batch * level * n * 8 <= PT_CACHE_BYTES {
         Some(
             (0..per * batch)
                 .into_par_iter()
-                .map(make_pt)
+                .map(|i| take_pre(i).map_or_else(|| make_pt(i), Ok))
                 .collect::<Result<_, _>>()?,
         )
     } else {
@@ -389,13 +472,16 @@ fn evaluator<C: Channel + ?Sized>(
                 for beta in 0..mb {
                     // Every product of the column uses the same plaintext block.
                     let (h0, _, pt0) = idx(bs[0], beta);
-                    let pt = match &cache {
-                        Some(c) => &c[h0 * per + pt0],
-                        None => {
+                    let i0 = h0 * per + pt0;
+                    let taken = if cache.is_none() { take_pre(i0) } else { None };
+                    let pt = match (&cache, &taken) {
+                        (Some(c), _) => &c[i0],
+                        (None, Some(p)) => p,
+                        (None, None) => {
                             encode_block_into(plan, side, mats[h0], pt0, &mut coeffs);
                             match owned.as_mut() {
                                 Some(p) => p.refill_coeffs(params, &coeffs, 0)?,
-                                None => owned = Some(make_pt(h0 * per + pt0)?),
+                                None => owned = Some(make_pt(i0)?),
                             }
                             owned.as_ref().ok_or_else(|| LinearError::BadShape("no plaintext block".into()))?
                         }

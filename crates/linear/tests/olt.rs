@@ -228,3 +228,77 @@ fn level_two_product_noise_matches_the_model() {
     assert!(bits - 1.0 <= (8.0 * sigma).log2(), "noise 2^{bits} vs 8σ = 2^{:.1}", (8.0 * sigma).log2());
     assert!(bits >= sigma.log2(), "noise 2^{bits} below σ = 2^{:.1}", sigma.log2());
 }
+
+/// Both parties' shares of a weight OLT whose evaluator got `prepare(params, plan, w)`.
+fn weight_olt_shares(
+    plan: OltPlan,
+    x: &[u64],
+    w: &[u64],
+    prepare: impl FnOnce(&Params, &OltPlan, &[u64]) -> Option<nectar_linear::PreparedBlocks> + Send,
+) -> (Vec<u64>, Vec<u64>) {
+    run_pair(
+        |ch| {
+            let mut p = Prg::new([31; 16]);
+            let sess = HeSession::setup(ch, Role::Server, Params::bumblebee_olt(), true, &mut p).unwrap();
+            let pre = prepare(&sess.params, &plan, w);
+            nectar_linear::olt_prepared(ch, &sess, &plan, Side::Rhs, &[w], &mut p, pre).unwrap()
+        },
+        |ch| {
+            let mut p = Prg::new([32; 16]);
+            let sess = HeSession::setup(ch, Role::Client, Params::bumblebee_olt(), true, &mut p).unwrap();
+            olt(ch, &sess, &plan, Side::Lhs, &[x], &mut p).unwrap()
+        },
+    )
+}
+
+/// Weight blocks prepared before the call (all, part, on the background thread, or for
+/// another plan, which the evaluator ignores) leave both parties' shares bit for bit those
+/// of the plain OLT: once per column (no cache) and with the cache of reused blocks.
+#[test]
+fn prepared_weight_blocks_change_nothing() {
+    use nectar_linear::olt::{block_bytes, prepare_blocks};
+    use nectar_linear::prefetch::Prefetch;
+    use std::sync::atomic::AtomicBool;
+    let n = 8192;
+    let mut prg = Prg::new([30; 16]);
+    // (rows, windows): one row block (each plaintext block used once), two (reused, cached).
+    for (rows, kw) in [(32usize, 32usize), (64, 32)] {
+        let s = Shape::new(rows, 96, 40).unwrap();
+        let plan = OltPlan::new(s, Windows::new(kw, 32, 8, n, true).unwrap(), n, Variant::Interleave).unwrap();
+        assert!(!plan.rhs_encrypts);
+        let other = OltPlan::new(s, Windows::new(kw, 16, 16, n, true).unwrap(), n, Variant::Interleave).unwrap();
+        let x: Vec<u64> = (0..s.k * s.m).map(|_| prg.next_u64()).collect();
+        let w = small_weights(&mut prg, s.m * s.n, 17);
+        let plain = weight_olt_shares(plan, &x, &w, |_, _, _| None);
+        let got: Vec<u64> = plain.0.iter().zip(&plain.1).map(|(a, b)| a.wrapping_add(*b)).collect();
+        assert_eq!(got, matmul_u64(&x, &w, s), "rows {rows}");
+        let no_stop = AtomicBool::new(false);
+        // 3 × 5 = 15 blocks at level 2: all of them, then 7 (a budget of 7.5 blocks).
+        for blocks in [15.0, 7.5] {
+            let with = weight_olt_shares(plan, &x, &w, |params, plan, w| {
+                let budget = (blocks * block_bytes(params, 2) as f64) as usize;
+                let pre = prepare_blocks(params, plan, Side::Rhs, &[w], budget, &no_stop).unwrap();
+                assert_eq!(pre.count(), blocks as usize);
+                Some(pre)
+            });
+            assert_eq!(with, plain, "rows {rows}, {blocks} blocks prepared");
+        }
+        let stopped = weight_olt_shares(plan, &x, &w, |params, plan, w| {
+            let pre = prepare_blocks(params, plan, Side::Rhs, &[w], usize::MAX, &AtomicBool::new(true)).unwrap();
+            assert_eq!(pre.count(), 0, "a stopped preparation makes no block");
+            Some(pre)
+        });
+        assert_eq!(stopped, plain);
+        let background = weight_olt_shares(plan, &x, &w, |params, plan, w| {
+            let job = Prefetch::start(params, *plan, Side::Rhs, w.to_vec(), usize::MAX).unwrap();
+            assert!(job.matches(plan, Side::Rhs, w) && !job.matches(&other, Side::Rhs, w));
+            assert!(!job.matches(plan, Side::Rhs, &w[1..]));
+            Some(job.finish().unwrap())
+        });
+        assert_eq!(background, plain);
+        let mismatched = weight_olt_shares(plan, &x, &w, |params, _, w| {
+            Some(prepare_blocks(params, &other, Side::Rhs, &[w], usize::MAX, &no_stop).unwrap())
+        });
+        assert_eq!(mismatched, plain);
+    }
+}

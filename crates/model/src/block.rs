@@ -220,6 +220,23 @@ pub trait BlockOps {
         scale: ColScale,
     ) -> Result<Self::Val, Self::Error>;
 
+    /// Announces the [`BlockOps::linear`] that comes after the next operators (same
+    /// arguments but `x`), so that an arithmetic can prepare its weights meanwhile (the secure
+    /// server transforms them on an idle core). Default: nothing.
+    #[allow(clippy::too_many_arguments)]
+    fn announce_linear(
+        &mut self,
+        _label: &'static str,
+        _cfg: &BlockConfig,
+        _names: &[String],
+        _n: usize,
+        _in_dim: usize,
+        _outs: &[usize],
+        _scale: ColScale,
+    ) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
     /// Columns `off .. off + len` of `x` (`[n, width]`): `[n, len]`.
     fn columns(&mut self, x: &Self::Val, n: usize, width: usize, off: usize, len: usize)
         -> Result<Self::Val, Self::Error>;
@@ -292,7 +309,10 @@ pub struct KvSlot<'a, V> {
 }
 
 /// One transformer block on the new rows `x` (`[rows.n, hidden]`); with `kv`, attention runs
-/// against the cached keys/values of the earlier positions and appends the new ones.
+/// against the cached keys/values of the earlier positions and appends the new ones. Each
+/// weight operator is announced ([`BlockOps::announce_linear`]) one operator ahead: `O` after
+/// `QKV`, `FFN1` after `O`, `FFN2` after `FFN1`, and the next block's `QKV` (`next`, its
+/// names) after `FFN2`.
 pub fn block<O: BlockOps>(
     o: &mut O,
     cfg: &BlockConfig,
@@ -300,26 +320,47 @@ pub fn block<O: BlockOps>(
     x: O::Val,
     rows: Rows<'_>,
     kv: Option<KvSlot<'_, O::Val>>,
+    next: Option<&BlockNames>,
 ) -> Result<O::Val, O::Error> {
     let n = rows.n;
     match cfg.placement {
         Placement::Post => {
             let r = attention_branch(o, cfg, names, &x, rows, kv)?;
+            announce_ffn1(o, cfg, names, n)?;
             let r = o.add(&r, &x)?;
             let a = o.norm(cfg, &names.norm1, &r, n)?;
             let f = ffn(o, cfg, names, &a, n)?;
+            announce_qkv(o, cfg, next, n)?;
             let f = o.add(&f, &a)?;
             o.norm(cfg, &names.norm2, &f, n)
         }
         Placement::Pre => {
             let a = o.norm(cfg, &names.norm1, &x, n)?;
             let r = attention_branch(o, cfg, names, &a, rows, kv)?;
+            announce_ffn1(o, cfg, names, n)?;
             let x = o.add(&r, &x)?;
             let a = o.norm(cfg, &names.norm2, &x, n)?;
             let f = ffn(o, cfg, names, &a, n)?;
+            announce_qkv(o, cfg, next, n)?;
             o.add(&f, &x)
         }
     }
+}
+
+/// The `QKV` operator's output widths: `[hidden, kv_dim, kv_dim]`.
+fn qkv_outs(cfg: &BlockConfig) -> [usize; 3] {
+    [cfg.hidden, cfg.kv_dim(), cfg.kv_dim()]
+}
+
+fn announce_qkv<O: BlockOps>(o: &mut O, cfg: &BlockConfig, next: Option<&BlockNames>, n: usize) -> Result<(), O::Error> {
+    match next {
+        Some(nx) => o.announce_linear("linear.qkv", cfg, &nx.qkv, n, cfg.hidden, &qkv_outs(cfg), cfg.query_scale()),
+        None => Ok(()),
+    }
+}
+
+fn announce_ffn1<O: BlockOps>(o: &mut O, cfg: &BlockConfig, names: &BlockNames, n: usize) -> Result<(), O::Error> {
+    o.announce_linear("linear.ffn1", cfg, &names.ffn_in, n, cfg.hidden, &cfg.ffn_in_outs(), NO_SCALE)
 }
 
 /// `O(Attn(QKV(a)))`.
@@ -333,7 +374,8 @@ fn attention_branch<O: BlockOps>(
 ) -> Result<O::Val, O::Error> {
     let (n, h, kvd) = (rows.n, cfg.hidden, cfg.kv_dim());
     let width = h + 2 * kvd;
-    let qkv = o.linear("linear.qkv", cfg, &names.qkv, a, n, h, &[h, kvd, kvd], cfg.query_scale())?;
+    let qkv = o.linear("linear.qkv", cfg, &names.qkv, a, n, h, &qkv_outs(cfg), cfg.query_scale())?;
+    o.announce_linear("linear.o", cfg, std::slice::from_ref(&names.o), n, h, &[h], NO_SCALE)?;
     let q = o.columns(&qkv, n, width, 0, h)?;
     let k = o.columns(&qkv, n, width, h, kvd)?;
     let v = o.columns(&qkv, n, width, h + kvd, kvd)?;
@@ -370,6 +412,7 @@ fn ffn<O: BlockOps>(
     let (h, ff) = (cfg.hidden, cfg.intermediate);
     let outs = cfg.ffn_in_outs();
     let f1 = o.linear("linear.ffn1", cfg, &names.ffn_in, a, n, h, &outs, NO_SCALE)?;
+    o.announce_linear("linear.ffn2", cfg, std::slice::from_ref(&names.ffn_out), n, ff, &[h], NO_SCALE)?;
     let hidden = match cfg.ffn {
         FfnKind::Plain => o.activation(cfg.activation, &f1)?,
         FfnKind::Gated => {
@@ -404,7 +447,8 @@ pub fn run_blocks<O: BlockOps>(
                 _ => return Err(O::shape_error(format!("the KV cache has no layer {l}"))),
             },
         };
-        x = block(o, cfg, &names(l), x, rows, kv)?;
+        let next = (l + 1 < layers).then(|| names(l + 1));
+        x = block(o, cfg, &names(l), x, rows, kv, next.as_ref())?;
         if let Some(p) = progress {
             p(l + 1, layers);
         }

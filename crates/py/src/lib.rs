@@ -111,6 +111,7 @@ impl Server {
                 handshake: secs("handshake_timeout", handshake_timeout)?,
                 idle: secs("idle_timeout", idle_timeout)?,
                 max_frame: max_frame_mib.clamp(1, 4095) << 20,
+                ..SessionLimits::default()
             },
             quiet,
             stop: Some(Arc::clone(&stop)),

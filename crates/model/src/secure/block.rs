@@ -18,6 +18,9 @@ use nectar_math::FixedPoint;
 pub struct EngineBlock<'a, E> {
     pub e: &'a mut E,
     pub src: Option<&'a dyn WeightSource>,
+    /// The announced next weight operator (label, names) and its weights, loaded and encoded
+    /// at the announcement ([`BlockOps::announce_linear`]).
+    pub announced: Option<(&'static str, Vec<String>, Option<EncDense>)>,
 }
 
 /// Concatenates dense layers along the output dimension (`in × Σout`).
@@ -216,10 +219,38 @@ impl<E: Engine> BlockOps for EngineBlock<'_, E> {
     ) -> Result<E::Val, SecureError> {
         let src = self.src;
         let total: usize = outs.iter().sum();
+        let announced = match self.announced.take() {
+            Some((l, ns, w)) if l == label && ns == names => Some(w),
+            _ => None,
+        };
         timed(self.e, label, |e| {
-            let w = load_fused(e.format(), src, names, in_dim, outs, cfg, scale)?;
+            let w = match announced {
+                Some(w) => w,
+                None => load_fused(e.format(), src, names, in_dim, outs, cfg, scale)?,
+            };
             layer_linear(e, x, n, in_dim, total, w.as_ref(), cfg.bias)
         })
+    }
+
+    fn announce_linear(
+        &mut self,
+        label: &'static str,
+        cfg: &BlockConfig,
+        names: &[String],
+        n: usize,
+        in_dim: usize,
+        outs: &[usize],
+        scale: ColScale,
+    ) -> Result<(), SecureError> {
+        // LEAF's FFN block does not run FFN1 as a layer matmul.
+        if label == "linear.ffn1" && self.e.suite().ffn == Ffn::Leaf {
+            return Ok(());
+        }
+        let total: usize = outs.iter().sum();
+        let w = load_fused(self.e.format(), self.src, names, in_dim, outs, cfg, scale)?;
+        self.e.prefetch_layer_matmul(n, in_dim, total, WeightRef::from_option(w.as_ref().map(|d| d.w.as_slice())))?;
+        self.announced = Some((label, names.to_vec(), w));
+        Ok(())
     }
 
     fn columns(&mut self, x: &E::Val, n: usize, width: usize, off: usize, len: usize) -> Result<E::Val, SecureError> {
@@ -306,7 +337,7 @@ pub fn run_blocks<E: Engine>(
     cache: Option<&mut KvCache<E::Val>>,
     progress: Option<&super::Progress<'_>>,
 ) -> Result<E::Val, SecureError> {
-    let mut ops = EngineBlock { e, src };
+    let mut ops = EngineBlock { e, src, announced: None };
     let report = progress.map(|p| move |done: usize, all: usize| p(done, all));
     let rows = Rows { n, key_mask: None };
     block::run_blocks(

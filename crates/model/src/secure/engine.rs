@@ -112,6 +112,15 @@ pub trait Engine: Backend {
         truncated_matmul_weight(self, x, rows, in_dim, out_dim, w)
     }
 
+    /// Announces the next [`Engine::layer_matmul`] of the server's `w` (`in_dim × out_dim`, on
+    /// `rows` rows) while other operators run first: an engine may prepare its part of that
+    /// product in the background (the secure server transforms the weight's OLT blocks on an
+    /// idle core, [`nectar_linear::prefetch`]). Nothing is sent; the product's messages and
+    /// result do not change. Default: nothing.
+    fn prefetch_layer_matmul(&mut self, _rows: usize, _in_dim: usize, _out_dim: usize, _w: WeightRef<'_>) -> Result<(), NnError> {
+        Ok(())
+    }
+
     /// The attention products (`Q_h·K_h^T`, `P_h·V_h`; the suite's `matmul-shared`) as in
     /// [`Engine::batch_matmul_shared`], truncated once by `f`. Default: the raw products, then
     /// the backend's truncation.

@@ -27,8 +27,9 @@ use crate::suite::{Compare, Ffn, Matmul, Mul, OltCost, OtExt, SharedMatmul, Suit
 use nectar_fhe::{LeafFfnClient, LeafFfnParams, LeafFfnServer, LeafTable};
 use nectar_he::Params;
 use nectar_linear::ckks_linear::CkksLinear;
-use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_weight};
-use nectar_linear::{CostModel, HeSession, OltPlan, Shape, Variant};
+use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_weight_prepared};
+use nectar_linear::prefetch::Prefetch;
+use nectar_linear::{CostModel, HeSession, OltPlan, Shape, Side, Variant};
 use nectar_math::{FixedPoint, Prg};
 use nectar_net::{Channel, Role, Stats};
 use nectar_nn::secure::{Comparison, MulProtocol, SecureBackend, SecureOpts, ROTL_COMPARE_BLOCK};
@@ -61,7 +62,18 @@ pub struct SecureEngine<'c> {
     cost: CostModel,
     plans: HashMap<(usize, usize, usize), OltPlan>,
     profile: Profile,
+    /// The next layer matmul's weight blocks being prepared (server; [`Engine::prefetch_layer_matmul`]).
+    prefetch: Option<Prefetch>,
+    /// Bytes of prepared weight blocks a prefetch may hold ([`DEFAULT_PREFETCH_BUDGET`]).
+    prefetch_budget: usize,
 }
+
+/// Default bytes of the server's prefetched weight blocks (LOCAL; `--memory-budget`). One
+/// block at the product level is 128 KB (2 primes × 8192 coefficients); MiniLM's largest
+/// weight operator at 32 tokens has 2304 blocks (288 MiB), so this budget prepares every block
+/// of each MiniLM layer; the server's peak RSS rises by about that much while a prefetched
+/// operator runs. 0 disables the prefetch.
+pub const DEFAULT_PREFETCH_BUDGET: usize = 320 << 20;
 
 /// The backend options a suite fixes: format `(64, 18)`, the COT producer of its `ot`, the
 /// product protocol of its `mul` (bOLEe with BumbleBee's refinements, or OT products), the
@@ -140,7 +152,16 @@ impl<'c> SecureEngine<'c> {
             cost: cost_model(suite),
             plans: HashMap::new(),
             profile: Profile::default(),
+            prefetch: None,
+            prefetch_budget: DEFAULT_PREFETCH_BUDGET,
         })
+    }
+
+    /// Sets the bytes the server may hold in weight blocks prepared ahead of their operator
+    /// ([`DEFAULT_PREFETCH_BUDGET`]; 0: none). Local to the server: the protocol and the
+    /// client's view do not change.
+    pub fn set_prefetch_budget(&mut self, bytes: usize) {
+        self.prefetch_budget = bytes;
     }
 
     /// The recorded per-operator profile.
@@ -241,8 +262,32 @@ impl Engine for SecureEngine<'_> {
         }
         let plan = self.plan(rows, in_dim, out_dim)?;
         let (l, role) = (self.b.format().l(), self.b.role());
+        // The blocks prepared for this very weight, if the last announcement was this one.
+        let prepared = match (&self.prefetch, w.values()) {
+            (Some(p), Some(v)) if p.matches(&plan, Side::Rhs, v) => self.prefetch.take().map(|p| p.finish()).transpose().map_err(be)?,
+            _ => None,
+        };
         let (ch, _, _, prg) = self.b.parts();
-        matmul_shared_weight(ch, &self.olt, role, &plan, x, w.values(), l, prg).map_err(be)
+        matmul_shared_weight_prepared(ch, &self.olt, role, &plan, x, w.values(), l, prg, prepared).map_err(be)
+    }
+    fn prefetch_layer_matmul(&mut self, rows: usize, in_dim: usize, out_dim: usize, w: WeightRef<'_>) -> Result<(), NnError> {
+        // Only where `layer_matmul` is an OLT whose evaluator is the server.
+        let Some(v) = w.values() else {
+            return Ok(());
+        };
+        if self.suite.matmul != Matmul::Olt || self.prefetch_budget == 0 {
+            return Ok(());
+        }
+        let plan = self.plan(rows, in_dim, out_dim)?;
+        if plan.rhs_encrypts {
+            return Ok(());
+        }
+        // A prefetch never used (its operator did not come) is stopped and dropped.
+        if let Some(old) = self.prefetch.take() {
+            old.finish().map_err(be)?;
+        }
+        self.prefetch = Some(Prefetch::start(&self.olt.params, plan, Side::Rhs, v.to_vec(), self.prefetch_budget).map_err(be)?);
+        Ok(())
     }
     fn batch_matmul_shared(
         &mut self,

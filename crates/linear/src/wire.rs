@@ -3,23 +3,28 @@
 
 use crate::LinearError;
 use nectar_he::{Ciphertext, GaloisKeys, Params, PublicKey};
+use rayon::prelude::*;
 
 pub(crate) fn cts_to_bytes(params: &Params, cts: &[Ciphertext]) -> Result<Vec<u8>, LinearError> {
-    let mut out = Vec::new();
-    out.extend_from_slice(&(cts.len() as u32).to_le_bytes());
-    for ct in cts {
-        let b = ct_to_bytes(params, ct)?;
-        out.extend_from_slice(&(b.len() as u32).to_le_bytes());
-        out.extend_from_slice(&b);
-    }
-    Ok(out)
+    let parts: Vec<Vec<u8>> = cts.par_iter().map(|ct| ct_to_bytes(params, ct)).collect::<Result<_, _>>()?;
+    Ok(frame(&parts))
 }
 
-pub(crate) fn cts_from_bytes(
-    params: &Params,
-    bytes: &[u8],
-    expected: usize,
-) -> Result<Vec<Ciphertext>, LinearError> {
+/// `count`, then each part with its length (the ciphertexts are serialized in parallel, then
+/// framed in order).
+fn frame(parts: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + parts.iter().map(|b| b.len() + 4).sum::<usize>());
+    out.extend_from_slice(&(parts.len() as u32).to_le_bytes());
+    for b in parts {
+        out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+        out.extend_from_slice(b);
+    }
+    out
+}
+
+/// The `count`-prefixed, length-framed parts of a message (checked to be exactly `expected`),
+/// in order, for parallel deserialization.
+fn unframe(bytes: &[u8], expected: usize) -> Result<Vec<&[u8]>, LinearError> {
     let mut rd = Reader(bytes);
     let n = rd.u32()? as usize;
     if n != expected {
@@ -30,10 +35,18 @@ pub(crate) fn cts_from_bytes(
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         let len = rd.u32()? as usize;
-        out.push(ct_from_bytes(params, rd.take(len)?)?);
+        out.push(rd.take(len)?);
     }
     rd.end()?;
     Ok(out)
+}
+
+pub(crate) fn cts_from_bytes(
+    params: &Params,
+    bytes: &[u8],
+    expected: usize,
+) -> Result<Vec<Ciphertext>, LinearError> {
+    unframe(bytes, expected)?.into_par_iter().map(|b| ct_from_bytes(params, b)).collect()
 }
 
 /// Like [`cts_to_bytes`], sending only the `b`-coefficients at `positions[i]` of ciphertext `i`
@@ -43,18 +56,18 @@ pub(crate) fn cts_to_bytes_partial(
     cts: &[Ciphertext],
     positions: &[Vec<usize>],
 ) -> Result<Vec<u8>, LinearError> {
-    let mut out = Vec::new();
-    out.extend_from_slice(&(cts.len() as u32).to_le_bytes());
-    for (ct, pos) in cts.iter().zip(positions) {
-        let b = if pos.len() < params.n() {
-            ct.serialize_partial(params, pos)?
-        } else {
-            ct.serialize(params)
-        };
-        out.extend_from_slice(&(b.len() as u32).to_le_bytes());
-        out.extend_from_slice(&b);
-    }
-    Ok(out)
+    let parts: Vec<Vec<u8>> = cts
+        .par_iter()
+        .zip(positions)
+        .map(|(ct, pos)| -> Result<Vec<u8>, LinearError> {
+            Ok(if pos.len() < params.n() {
+                ct.serialize_partial(params, pos)?
+            } else {
+                ct.serialize(params)
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(frame(&parts))
 }
 
 pub(crate) fn cts_from_bytes_partial(
@@ -62,26 +75,17 @@ pub(crate) fn cts_from_bytes_partial(
     bytes: &[u8],
     positions: &[Vec<usize>],
 ) -> Result<Vec<Ciphertext>, LinearError> {
-    let mut rd = Reader(bytes);
-    let n = rd.u32()? as usize;
-    if n != positions.len() {
-        return Err(LinearError::Malformed(format!(
-            "expected {} ciphertexts, got {n}",
-            positions.len()
-        )));
-    }
-    let mut out = Vec::with_capacity(n);
-    for pos in positions {
-        let len = rd.u32()? as usize;
-        let b = rd.take(len)?;
-        out.push(if pos.len() < params.n() {
-            Ciphertext::deserialize_partial(params, b, pos)?
-        } else {
-            Ciphertext::deserialize(params, b)?
-        });
-    }
-    rd.end()?;
-    Ok(out)
+    unframe(bytes, positions.len())?
+        .into_par_iter()
+        .zip(positions)
+        .map(|(b, pos)| -> Result<Ciphertext, LinearError> {
+            Ok(if pos.len() < params.n() {
+                Ciphertext::deserialize_partial(params, b, pos)?
+            } else {
+                Ciphertext::deserialize(params, b)?
+            })
+        })
+        .collect()
 }
 
 pub(crate) fn keys_to_bytes(

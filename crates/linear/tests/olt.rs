@@ -257,7 +257,7 @@ fn weight_olt_shares(
 #[test]
 fn prepared_weight_blocks_change_nothing() {
     use nectar_linear::olt::{block_bytes, prepare_blocks};
-    use nectar_linear::prefetch::Prefetch;
+    use nectar_linear::prefetch::PrefetchWorker;
     use std::sync::atomic::AtomicBool;
     let n = 8192;
     let mut prg = Prg::new([30; 16]);
@@ -290,7 +290,8 @@ fn prepared_weight_blocks_change_nothing() {
         });
         assert_eq!(stopped, plain);
         let background = weight_olt_shares(plan, &x, &w, |params, plan, w| {
-            let job = Prefetch::start(params, *plan, Side::Rhs, w.to_vec(), usize::MAX).unwrap();
+            let worker = PrefetchWorker::new().unwrap();
+            let job = worker.start(params, *plan, Side::Rhs, w.to_vec(), usize::MAX).unwrap();
             assert!(job.matches(plan, Side::Rhs, w) && !job.matches(&other, Side::Rhs, w));
             assert!(!job.matches(plan, Side::Rhs, &w[1..]));
             Some(job.finish().unwrap())

@@ -28,7 +28,7 @@ use nectar_fhe::{LeafFfnClient, LeafFfnParams, LeafFfnServer, LeafTable};
 use nectar_he::Params;
 use nectar_linear::ckks_linear::CkksLinear;
 use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_weight_prepared};
-use nectar_linear::prefetch::Prefetch;
+use nectar_linear::prefetch::{Prefetch, PrefetchWorker};
 use nectar_linear::{CostModel, HeSession, OltPlan, Shape, Side, Variant};
 use nectar_math::{FixedPoint, Prg};
 use nectar_net::{Channel, Role, Stats};
@@ -64,6 +64,8 @@ pub struct SecureEngine<'c> {
     profile: Profile,
     /// The next layer matmul's weight blocks being prepared (server; [`Engine::prefetch_layer_matmul`]).
     prefetch: Option<Prefetch>,
+    /// The thread preparing them (started at the first announcement).
+    prefetcher: Option<PrefetchWorker>,
     /// Bytes of prepared weight blocks a prefetch may hold ([`DEFAULT_PREFETCH_BUDGET`]).
     prefetch_budget: usize,
 }
@@ -153,6 +155,7 @@ impl<'c> SecureEngine<'c> {
             plans: HashMap::new(),
             profile: Profile::default(),
             prefetch: None,
+            prefetcher: None,
             prefetch_budget: DEFAULT_PREFETCH_BUDGET,
         })
     }
@@ -286,7 +289,12 @@ impl Engine for SecureEngine<'_> {
         if let Some(old) = self.prefetch.take() {
             old.finish().map_err(be)?;
         }
-        self.prefetch = Some(Prefetch::start(&self.olt.params, plan, Side::Rhs, v.to_vec(), self.prefetch_budget).map_err(be)?);
+        if self.prefetcher.is_none() {
+            self.prefetcher = Some(PrefetchWorker::new().map_err(be)?);
+        }
+        if let Some(w) = &self.prefetcher {
+            self.prefetch = Some(w.start(&self.olt.params, plan, Side::Rhs, v.to_vec(), self.prefetch_budget).map_err(be)?);
+        }
         Ok(())
     }
     fn batch_matmul_shared(

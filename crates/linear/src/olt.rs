@@ -264,8 +264,7 @@ impl PreparedBlocks {
     }
 }
 
-/// Bytes one plaintext block of `plan`'s evaluator holds at `level` (the evaluation form of
-/// `level` primes).
+/// Bytes one prepared plaintext block holds at `level` (its evaluation form on `level` primes).
 pub fn block_bytes(params: &Params, level: usize) -> usize {
     level * params.n() * 8
 }

@@ -70,7 +70,7 @@ pub struct SecureEngine<'c> {
     prefetch_budget: usize,
 }
 
-/// Default bytes of the server's prefetched weight blocks (LOCAL; `--memory-budget`). One
+/// Default bytes of the server's prefetched weight blocks (LOCAL; `--memory-budget-mib`). One
 /// block at the product level is 128 KB (2 primes × 8192 coefficients); MiniLM's largest
 /// weight operator at 32 tokens has 2304 blocks (288 MiB), so this budget prepares every block
 /// of each MiniLM layer; the server's peak RSS rises by about that much while a prefetched
@@ -285,10 +285,8 @@ impl Engine for SecureEngine<'_> {
         if plan.rhs_encrypts {
             return Ok(());
         }
-        // A prefetch never used (its operator did not come) is stopped and dropped.
-        if let Some(old) = self.prefetch.take() {
-            old.finish().map_err(be)?;
-        }
+        // A prefetch never used (its operator did not come) stops at its next block.
+        drop(self.prefetch.take());
         if self.prefetcher.is_none() {
             self.prefetcher = Some(PrefetchWorker::new().map_err(be)?);
         }

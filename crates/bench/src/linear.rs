@@ -355,6 +355,7 @@ pub fn bench_linear(spec: &LinearBenchSpec) -> Result<Vec<LinearBenchLine>, Line
                             Some(vr[0]),
                             l,
                             p,
+                            None,
                         ),
                         _ => batch_matmul_shared_shared(ch, s, Role::Server, plan, &qr, &vr, l, p),
                     }
@@ -365,7 +366,7 @@ pub fn bench_linear(spec: &LinearBenchSpec) -> Result<Vec<LinearBenchLine>, Line
                     match op {
                         Op::Olt => olt(ch, s, plan, Side::Lhs, &qr, p),
                         Op::Matmul => {
-                            matmul_shared_weight(ch, s, Role::Client, plan, qr[0], None, l, p)
+                            matmul_shared_weight(ch, s, Role::Client, plan, qr[0], None, l, p, None)
                         }
                         _ => batch_matmul_shared_shared(ch, s, Role::Client, plan, &qr, &vr, l, p),
                     }

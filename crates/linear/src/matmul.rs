@@ -39,25 +39,10 @@ fn check_len(what: &str, v: &[u64], want: usize) -> Result<(), LinearError> {
 }
 
 /// `[X]·W` with the weight held by the server (`w = Some` on the server, `None` on the client).
-/// Returns this party's `k×n` share mod `2^l`.
+/// Returns this party's `k×n` share mod `2^l`. `prepared`: the server's plaintext blocks of `w`
+/// made before the call ([`crate::olt::olt_prepared`]; they must come from this `w` and `plan`).
 #[allow(clippy::too_many_arguments)]
 pub fn matmul_shared_weight<C: Channel + ?Sized>(
-    ch: &mut C,
-    sess: &HeSession,
-    role: Role,
-    plan: &OltPlan,
-    x: &[u64],
-    w: Option<&[u64]>,
-    l: u32,
-    prg: &mut Prg,
-) -> Result<Vec<u64>, LinearError> {
-    matmul_shared_weight_prepared(ch, sess, role, plan, x, w, l, prg, None)
-}
-
-/// [`matmul_shared_weight`] with the server's plaintext blocks of `w` partly prepared before
-/// the call ([`crate::olt::olt_prepared`]; `prepared` must come from this `w` and `plan`).
-#[allow(clippy::too_many_arguments)]
-pub fn matmul_shared_weight_prepared<C: Channel + ?Sized>(
     ch: &mut C,
     sess: &HeSession,
     role: Role,

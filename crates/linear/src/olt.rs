@@ -414,7 +414,7 @@ fn evaluator<C: Channel + ?Sized>(
     // The cache takes them all; otherwise each is taken by the one column that uses it.
     let pre = prepared.filter(|p| p.plan == *plan && p.side == side && p.level == level && p.blocks.len() == per * batch);
     let take_pre = |i: usize| pre.as_ref().and_then(|p| p.take(i));
-    let cache: Option<Vec<PlainNtt>> = if reused && per * batch * level * n * 8 <= PT_CACHE_BYTES {
+    let cache: Option<Vec<PlainNtt>> = if reused && per * batch * block_bytes(params, level) <= PT_CACHE_BYTES {
         Some(
             (0..per * batch)
                 .into_par_iter()

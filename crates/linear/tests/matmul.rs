@@ -52,7 +52,7 @@ fn shared_matmuls_exact() {
             let sess =
                 HeSession::setup(ch, Role::Server, Params::bumblebee_olt(), true, &mut p).unwrap();
             let r1 =
-                matmul_shared_weight(ch, &sess, Role::Server, &plan, &x0[0], Some(w), l, &mut p)
+                matmul_shared_weight(ch, &sess, Role::Server, &plan, &x0[0], Some(w), l, &mut p, None)
                     .unwrap();
             let r2 =
                 matmul_shared_shared(ch, &sess, Role::Server, &plan, &x0[0], &y0[0], l, &mut p)
@@ -68,7 +68,7 @@ fn shared_matmuls_exact() {
             let mut p = Prg::new([2; 16]);
             let sess =
                 HeSession::setup(ch, Role::Client, Params::bumblebee_olt(), true, &mut p).unwrap();
-            let r1 = matmul_shared_weight(ch, &sess, Role::Client, &plan, &x1[0], None, l, &mut p)
+            let r1 = matmul_shared_weight(ch, &sess, Role::Client, &plan, &x1[0], None, l, &mut p, None)
                 .unwrap();
             let r2 =
                 matmul_shared_shared(ch, &sess, Role::Client, &plan, &x1[0], &y1[0], l, &mut p)

@@ -27,7 +27,7 @@ use crate::suite::{Compare, Ffn, Matmul, Mul, OltCost, OtExt, SharedMatmul, Suit
 use nectar_fhe::{LeafFfnClient, LeafFfnParams, LeafFfnServer, LeafTable};
 use nectar_he::Params;
 use nectar_linear::ckks_linear::CkksLinear;
-use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_weight_prepared};
+use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_weight};
 use nectar_linear::prefetch::{Prefetch, PrefetchWorker};
 use nectar_linear::{CostModel, HeSession, OltPlan, Shape, Side, Variant};
 use nectar_math::{FixedPoint, Prg};
@@ -271,7 +271,7 @@ impl Engine for SecureEngine<'_> {
             _ => None,
         };
         let (ch, _, _, prg) = self.b.parts();
-        matmul_shared_weight_prepared(ch, &self.olt, role, &plan, x, w.values(), l, prg, prepared).map_err(be)
+        matmul_shared_weight(ch, &self.olt, role, &plan, x, w.values(), l, prg, prepared).map_err(be)
     }
     fn prefetch_layer_matmul(&mut self, rows: usize, in_dim: usize, out_dim: usize, w: WeightRef<'_>) -> Result<(), NnError> {
         // Only where `layer_matmul` is an OLT whose evaluator is the server.

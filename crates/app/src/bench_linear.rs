@@ -67,6 +67,8 @@ pub struct BlbArgs<'a> {
     pub block: usize,
     pub count: usize,
     pub f2r: &'a str,
+    /// Slot packing of the conversions: `complex` (ours, default) or `real` (BLB as printed).
+    pub packing: &'a str,
     pub net: &'a str,
     pub model_shape: &'a str,
     pub tokens: usize,
@@ -80,9 +82,14 @@ pub fn run_blb(a: &BlbArgs, suite: &Suite) -> Result<Vec<BenchLine>, String> {
         "exact" => nectar_bench::blb::FieldToRing::Exact,
         _ => nectar_bench::blb::FieldToRing::Local,
     };
+    let packing = match a.packing {
+        "real" => nectar_bench::blb::SlotPacking::Real,
+        "complex" => nectar_bench::blb::SlotPacking::Complex,
+        p => return Err(format!("--packing {p}: real or complex")),
+    };
     if a.op == "blocks" {
         let plan = crate::plan::build(&crate::plan::Source::Shape(a.model_shape), "blb", a.tokens)?;
-        let lines = nectar_bench::blb::bench_plan_blocks(&plan, how, a.net).map_err(|e| e.to_string())?;
+        let lines = nectar_bench::blb::bench_plan_blocks(&plan, how, packing, a.net).map_err(|e| e.to_string())?;
         return Ok(lines
             .into_iter()
             .map(|r| {
@@ -92,6 +99,7 @@ pub fn run_blb(a: &BlbArgs, suite: &Suite) -> Result<Vec<BenchLine>, String> {
                     .param("params", r.params.clone())
                     .param("n", r.n)
                     .param("field_to_ring", a.f2r)
+                    .param("packing", r.packing)
                     .param("net", a.net)
                     .param("suite", suite.label())
                     .seconds(r.seconds);
@@ -100,12 +108,15 @@ pub fn run_blb(a: &BlbArgs, suite: &Suite) -> Result<Vec<BenchLine>, String> {
                 l.extra("field_to_ring_used", r.field_to_ring_used)
                     .extra("to_ckks_tensors", r.to_ckks_tensors)
                     .extra("to_ckks_ciphertexts", r.to_ckks_ciphertexts)
+                    .extra("to_ckks_wire_ciphertexts", r.to_ckks_wire_ciphertexts)
                     .extra("to_ckks_bytes", r.to_ckks_bytes)
                     .extra("to_mpc_tensors", r.to_mpc_tensors)
                     .extra("to_mpc_ciphertexts", r.to_mpc_ciphertexts)
+                    .extra("to_mpc_wire_ciphertexts", r.to_mpc_wire_ciphertexts)
                     .extra("to_mpc_bytes", r.to_mpc_bytes)
                     .extra("max_abs_error", r.max_abs_error)
                     .extra("session_setup_bytes", r.session_setup_bytes)
+                    .extra("conjugation_key_bytes", r.conjugation_key_bytes)
             })
             .collect());
     }
@@ -138,7 +149,7 @@ pub fn run_blb(a: &BlbArgs, suite: &Suite) -> Result<Vec<BenchLine>, String> {
     if a.op != "convert" {
         return Err(format!("--suite blb: --op {} is not a BLB kernel (convert, blocks, qk, sv, attn_out, ffn1, ffn2)", a.op));
     }
-    let lines = nectar_bench::blb::bench_convert(a.block, a.count, how, a.net).map_err(|e| e.to_string())?;
+    let lines = nectar_bench::blb::bench_convert(a.block, a.count, how, packing, a.net).map_err(|e| e.to_string())?;
     Ok(lines
         .into_iter()
         .map(|r| {
@@ -147,6 +158,7 @@ pub fn run_blb(a: &BlbArgs, suite: &Suite) -> Result<Vec<BenchLine>, String> {
                 .param("n", r.n)
                 .param("count", r.count)
                 .param("field_to_ring", r.field_to_ring)
+                .param("packing", r.packing)
                 .param("net", r.net.clone())
                 .param("suite", suite.label())
                 .seconds(r.seconds);
@@ -155,9 +167,11 @@ pub fn run_blb(a: &BlbArgs, suite: &Suite) -> Result<Vec<BenchLine>, String> {
             l.bytes_total = r.bytes_total;
             l.rounds = r.rounds_server;
             l.extra("ciphertexts", r.ciphertexts)
+                .extra("wire_ciphertexts", r.wire_ciphertexts)
                 .extra("level", r.level)
                 .extra("max_abs_error", r.max_abs_error)
                 .extra("session_setup_bytes", r.session_setup_bytes)
+                .extra("conjugation_key_bytes", r.conjugation_key_bytes)
         })
         .collect())
 }

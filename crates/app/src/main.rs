@@ -344,6 +344,10 @@ enum BenchCmd {
         /// (BLB App. C.3, millionaire + B2A).
         #[arg(long, value_parser = ["local", "exact"], default_value = "local")]
         f2r: String,
+        /// Slot packing of the blb conversions (`--op convert|blocks`): `complex` (ours: two
+        /// ciphertexts' values per ciphertext on the wire) or `real` (BLB as printed).
+        #[arg(long, value_parser = ["complex", "real"], default_value = "complex")]
+        packing: String,
         /// k,m,n for the matrix ops.
         #[arg(long, default_value = "128,768,768")]
         shape: Option<String>,
@@ -735,10 +739,10 @@ fn run(cli: Cli) -> Result<(), String> {
                 report::print_lines(&bench_he::run(&n)?, json);
                 Ok(())
             }
-            BenchCmd::Linear { op, shape, size, windows, variant, net, heads, l, json, suite, suite_file, block, count, f2r, model_shape, tokens, real } => {
+            BenchCmd::Linear { op, shape, size, windows, variant, net, heads, l, json, suite, suite_file, block, count, f2r, packing, model_shape, tokens, real } => {
                 let suite = suites::resolve(suite.as_deref(), suite_file.as_deref(), &[], suites::BENCH_SUITE)?;
                 if suite.matmul != nectar_model::suite::Matmul::Olt || matches!(op.as_str(), "convert" | "blocks" | "qk" | "sv" | "attn_out" | "ffn1" | "ffn2") {
-                    let blb = bench_linear::BlbArgs { op: &op, block, count, f2r: &f2r, net: &net, model_shape: &model_shape, tokens, real };
+                    let blb = bench_linear::BlbArgs { op: &op, block, count, f2r: &f2r, packing: &packing, net: &net, model_shape: &model_shape, tokens, real };
                     report::print_lines(&bench_linear::run_blb(&blb, &suite)?, json);
                     return Ok(());
                 }

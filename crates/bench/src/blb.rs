@@ -2,7 +2,10 @@
 //! Alg. 1–2) of a whole tensor at a BLB Table 6 parameter set, both directions measured apart.
 //!
 //! Both parties run in two threads over an in-memory channel (optionally a simulated link),
-//! with a Ferret OT session set up before the measurement. MPC → CKKS converts `count` shared
+//! with a Ferret OT session set up before the measurement. The slot packing on the wire is a
+//! parameter ([`SlotPacking`]: BLB's real slots, or our complex packing with half the
+//! ciphertexts); the complex one's conjugation key is generated with the client's other keys
+//! and, like them, reported apart (`conjugation_key_bytes`, once per parameter set). MPC → CKKS converts `count` shared
 //! values to ciphertexts at the top level; the server then drops them to the conversion level
 //! and CKKS → MPC converts them back. Bytes and flows are read from the channel counters
 //! around each direction; the result is reconstructed and compared with the input.
@@ -10,9 +13,9 @@
 use nectar_he::ckks::{CkksEvaluator, CkksParams, CkksSecretKey};
 use nectar_linear::ckks_convert::{
     ciphertexts_for, ckks_to_shares_client, ckks_to_shares_server, conversion_level, shares_to_ckks_client, shares_to_ckks_server,
-    ConvFormat,
+    wire_ciphertexts, ConvFormat,
 };
-pub use nectar_linear::ckks_convert::FieldToRing;
+pub use nectar_linear::ckks_convert::{FieldToRing, SlotPacking};
 use nectar_linear::LinearError;
 use nectar_model::fusion::FusionPlan;
 use nectar_math::Prg;
@@ -31,6 +34,10 @@ pub struct ConvertBench {
     pub n: usize,
     pub count: usize,
     pub ciphertexts: usize,
+    /// `real` or `complex` ([`SlotPacking`]).
+    pub packing: &'static str,
+    /// Ciphertexts that travel (half of `ciphertexts`, rounded up, with complex packing).
+    pub wire_ciphertexts: usize,
     /// Number of primes of the ciphertexts that travel.
     pub level: usize,
     /// `local` or `exact` (CKKS → MPC only).
@@ -47,6 +54,30 @@ pub struct ConvertBench {
     /// The session's OT bootstrap (base OTs, first COT extension each way), once per session and
     /// not in `bytes_total`.
     pub session_setup_bytes: u64,
+    /// Serialized conjugation key (complex packing only; 0 otherwise): client → server once per
+    /// parameter set, with the other evaluation keys, not in `bytes_total`.
+    pub conjugation_key_bytes: u64,
+}
+
+/// Name of a packing in the JSON.
+pub fn packing_name(p: SlotPacking) -> &'static str {
+    match p {
+        SlotPacking::Real => "real",
+        SlotPacking::Complex => "complex",
+    }
+}
+
+/// The server's evaluator for `params` with the keys `fmt`'s packing needs (the conjugation key
+/// of complex packing, made from the client's secret key as the client would send it), and the
+/// key's serialized size.
+fn conversion_evaluator(params: &CkksParams, sk: &CkksSecretKey, fmt: &ConvFormat, prg: &mut Prg) -> Result<(CkksEvaluator, u64), LinearError> {
+    let ev = CkksEvaluator::new(params);
+    if fmt.packing == SlotPacking::Real {
+        return Ok((ev, 0));
+    }
+    let gk = sk.galois_keys(params, &[], true, prg)?;
+    let bytes = gk.serialize(params).len() as u64;
+    Ok((ev.with_galois_keys(gk), bytes))
 }
 
 fn kind_name(how: FieldToRing) -> &'static str {
@@ -67,9 +98,9 @@ fn warm_mpc(role: Role, ch: &mut dyn Channel, seed: [u8; 16]) -> Result<(Mpc, u6
 }
 
 /// Converts `count` values (uniform in ±8) there and back at BLB block `block`'s parameters.
-pub fn bench_convert(block: usize, count: usize, how: FieldToRing, net: &str) -> Result<Vec<ConvertBench>, LinearError> {
+pub fn bench_convert(block: usize, count: usize, how: FieldToRing, packing: SlotPacking, net: &str) -> Result<Vec<ConvertBench>, LinearError> {
     let params = CkksParams::blb_block(block)?;
-    let fmt = ConvFormat::DEFAULT;
+    let fmt = ConvFormat { packing, ..ConvFormat::DEFAULT };
     let scale = params.default_scale();
     let level = conversion_level(&params, scale, &fmt, how)?;
     let top = params.max_level();
@@ -80,14 +111,14 @@ pub fn bench_convert(block: usize, count: usize, how: FieldToRing, net: &str) ->
     let xb: Vec<u64> = fx.iter().zip(&xa).map(|(&v, &a)| (v as u64).wrapping_sub(a)).collect();
     let sk = CkksSecretKey::generate(&params, &mut prg);
     let pk = sk.public_key(&params, &mut prg);
+    let (ev, key_bytes) = conversion_evaluator(&params, &sk, &fmt, &mut prg)?;
     let link = LinkModel::preset(net).ok_or_else(|| LinearError::BadParams(format!("unknown link '{net}'")))?;
     let (mut cs, mut cc) = linked_pair(link);
-    let (p1, p2) = (params.clone(), params.clone());
+    let p2 = params.clone();
     let (seed_s, seed_c) = (prg.gen_block(), prg.gen_block());
     let server = std::thread::spawn(move || -> Result<_, LinearError> {
         let ch: &mut dyn Channel = &mut *cs;
         let (mut m, setup) = warm_mpc(Role::Server, ch, seed_s)?;
-        let ev = CkksEvaluator::new(&p1);
         let s0 = ch.stats();
         let t0 = Instant::now();
         let cts = shares_to_ckks_server(ch, &mut m, &ev, &xa, top, scale, &fmt)?;
@@ -122,6 +153,8 @@ pub fn bench_convert(block: usize, count: usize, how: FieldToRing, net: &str) ->
                 n: params.n(),
                 count,
                 ciphertexts: k,
+                packing: packing_name(packing),
+                wire_ciphertexts: wire_ciphertexts(&fmt, k),
                 level: lvl,
                 field_to_ring: if direction == "ckks_to_mpc" { kind_name(how) } else { "-" },
                 net: net.to_string(),
@@ -132,6 +165,7 @@ pub fn bench_convert(block: usize, count: usize, how: FieldToRing, net: &str) ->
                 seconds: *secs,
                 max_abs_error,
                 session_setup_bytes: setup_bytes,
+                conjugation_key_bytes: key_bytes,
             }
         })
         .collect())
@@ -152,11 +186,16 @@ pub struct BlockBench {
     /// coefficients; where it cannot (e.g. Table 6 set 5, Δ = 2^46 over a 60-bit base prime) the
     /// block falls back to `local`.
     pub field_to_ring_used: &'static str,
+    /// `real` or `complex` ([`SlotPacking`]).
+    pub packing: &'static str,
     pub to_ckks_tensors: usize,
     pub to_ckks_ciphertexts: usize,
+    /// Ciphertexts that travel for the `to_ckks` tensors (fewer with complex packing).
+    pub to_ckks_wire_ciphertexts: usize,
     pub to_ckks_bytes: u64,
     pub to_mpc_tensors: usize,
     pub to_mpc_ciphertexts: usize,
+    pub to_mpc_wire_ciphertexts: usize,
     pub to_mpc_bytes: u64,
     pub bytes_total: u64,
     /// Rounds as counted by the server's channel.
@@ -167,6 +206,9 @@ pub struct BlockBench {
     /// The session's OT bootstrap (base OTs, first COT extension each way), paid once before
     /// the first block and not in any block's bytes.
     pub session_setup_bytes: u64,
+    /// Serialized conjugation key of the block's parameter set (complex packing; 0 otherwise),
+    /// sent once per set with the other evaluation keys, not in any block's bytes.
+    pub conjugation_key_bytes: u64,
 }
 
 fn shared_random(count: usize, fmt: &ConvFormat, prg: &mut Prg) -> (Vec<f64>, Vec<u64>, Vec<u64>) {
@@ -177,8 +219,8 @@ fn shared_random(count: usize, fmt: &ConvFormat, prg: &mut Prg) -> (Vec<f64>, Ve
 }
 
 /// Runs the conversions of every fused block of `plan` (one layer) with `how` for CKKS → MPC.
-pub fn bench_plan_blocks(plan: &FusionPlan, how: FieldToRing, net: &str) -> Result<Vec<BlockBench>, LinearError> {
-    let fmt = ConvFormat::DEFAULT;
+pub fn bench_plan_blocks(plan: &FusionPlan, how: FieldToRing, packing: SlotPacking, net: &str) -> Result<Vec<BlockBench>, LinearError> {
+    let fmt = ConvFormat { packing, ..ConvFormat::DEFAULT };
     let link = LinkModel::preset(net).ok_or_else(|| LinearError::BadParams(format!("unknown link '{net}'")))?;
     let mut prg = Prg::from_entropy();
     struct Job {
@@ -211,30 +253,32 @@ pub fn bench_plan_blocks(plan: &FusionPlan, how: FieldToRing, net: &str) -> Resu
         let outs = j.to_mpc.iter().map(|&c| shared_random(c, &fmt, &mut prg).0).collect();
         inputs.push((ins, outs));
     }
-    let keys: Vec<(CkksSecretKey, nectar_he::ckks::CkksPublicKey)> = jobs
-        .iter()
-        .map(|j| {
-            let sk = CkksSecretKey::generate(&j.params, &mut prg);
-            let pk = sk.public_key(&j.params, &mut prg);
-            (sk, pk)
-        })
-        .collect();
+    let mut keys: Vec<(CkksSecretKey, nectar_he::ckks::CkksPublicKey)> = Vec::new();
+    let mut server_jobs: Vec<(CkksEvaluator, nectar_he::ckks::CkksPublicKey, FieldToRing)> = Vec::new();
+    let mut key_bytes = Vec::new();
+    for j in &jobs {
+        let sk = CkksSecretKey::generate(&j.params, &mut prg);
+        let pk = sk.public_key(&j.params, &mut prg);
+        let (ev, kb) = conversion_evaluator(&j.params, &sk, &fmt, &mut prg)?;
+        server_jobs.push((ev, pk.clone(), j.how));
+        key_bytes.push(kb);
+        keys.push((sk, pk));
+    }
     let (mut cs, mut cc) = linked_pair(link);
     let (seed_s, seed_c, seed_e) = (prg.gen_block(), prg.gen_block(), prg.gen_block());
-    let server_jobs: Vec<(CkksParams, nectar_he::ckks::CkksPublicKey, FieldToRing)> = jobs.iter().zip(&keys).map(|(j, k)| (j.params.clone(), k.1.clone(), j.how)).collect();
     let server_inputs: Vec<(Vec<Vec<u64>>, Vec<Vec<f64>>)> = inputs.iter().map(|(i, o)| (i.iter().map(|d| d.1.clone()).collect(), o.clone())).collect();
     let server = std::thread::spawn(move || -> Result<_, LinearError> {
         let ch: &mut dyn Channel = &mut *cs;
         let (mut m, setup) = warm_mpc(Role::Server, ch, seed_s)?;
         let mut enc_prg = Prg::new(seed_e);
         let mut out = Vec::new();
-        for ((params, pk, how), (ins, outs)) in server_jobs.iter().zip(&server_inputs) {
-            let ev = CkksEvaluator::new(params);
+        for ((ev, pk, how), (ins, outs)) in server_jobs.iter().zip(&server_inputs) {
+            let params = ev.params();
             let scale = params.default_scale();
             let s0 = ch.stats();
             let t0 = Instant::now();
             for x in ins {
-                shares_to_ckks_server(ch, &mut m, &ev, x, params.max_level(), scale, &fmt)?;
+                shares_to_ckks_server(ch, &mut m, ev, x, params.max_level(), scale, &fmt)?;
             }
             let s1 = ch.stats();
             let mut shares = Vec::new();
@@ -244,7 +288,7 @@ pub fn bench_plan_blocks(plan: &FusionPlan, how: FieldToRing, net: &str) -> Resu
                     .chunks(params.slots())
                     .map(|c| pk.encrypt(params, &params.encode_real(c, params.max_level(), scale)?, &mut enc_prg))
                     .collect::<Result<Vec<_>, _>>()?;
-                shares.push(ckks_to_shares_server(ch, &mut m, &ev, pk, &cts, vals.len(), &fmt, *how)?);
+                shares.push(ckks_to_shares_server(ch, &mut m, ev, pk, &cts, vals.len(), &fmt, *how)?);
             }
             let s2 = ch.stats();
             out.push((s0, s1, s2, t0.elapsed().as_secs_f64(), shares));
@@ -272,7 +316,7 @@ pub fn bench_plan_blocks(plan: &FusionPlan, how: FieldToRing, net: &str) -> Resu
     let cli = client?;
     let ulp = (-(fmt.f as f64)).exp2();
     let mut lines = Vec::new();
-    for (((j, (s0, s1, s2, secs, sh)), ch_sh), (_, outs)) in jobs.iter().zip(srv).zip(cli).zip(&inputs) {
+    for ((((j, (s0, s1, s2, secs, sh)), ch_sh), (_, outs)), kb) in jobs.iter().zip(srv).zip(cli).zip(&inputs).zip(key_bytes) {
         let mut max_abs_error = 0f64;
         for ((a, b), vals) in sh.iter().zip(&ch_sh).zip(outs) {
             for i in 0..vals.len() {
@@ -280,6 +324,7 @@ pub fn bench_plan_blocks(plan: &FusionPlan, how: FieldToRing, net: &str) -> Resu
             }
         }
         let cts = |v: &[usize]| v.iter().map(|&c| ciphertexts_for(&j.params, c)).sum();
+        let wire = |v: &[usize]| v.iter().map(|&c| wire_ciphertexts(&fmt, ciphertexts_for(&j.params, c))).sum();
         let to_ckks_bytes = s1.bytes_total() - s0.bytes_total();
         let to_mpc_bytes = s2.bytes_total() - s1.bytes_total();
         lines.push(BlockBench {
@@ -289,17 +334,21 @@ pub fn bench_plan_blocks(plan: &FusionPlan, how: FieldToRing, net: &str) -> Resu
             params: j.name.clone(),
             n: j.params.n(),
             field_to_ring_used: kind_name(j.how),
+            packing: packing_name(packing),
             to_ckks_tensors: j.to_ckks.len(),
             to_ckks_ciphertexts: cts(&j.to_ckks),
+            to_ckks_wire_ciphertexts: wire(&j.to_ckks),
             to_ckks_bytes,
             to_mpc_tensors: j.to_mpc.len(),
             to_mpc_ciphertexts: cts(&j.to_mpc),
+            to_mpc_wire_ciphertexts: wire(&j.to_mpc),
             to_mpc_bytes,
             bytes_total: to_ckks_bytes + to_mpc_bytes,
             rounds_server: s2.rounds - s0.rounds,
             seconds: secs,
             max_abs_error,
             session_setup_bytes: setup_bytes,
+            conjugation_key_bytes: kb,
         });
     }
     Ok(lines)

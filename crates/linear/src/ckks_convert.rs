@@ -17,6 +17,18 @@
 //! value), encodes locally ([`encode_local`]), the shares are re-randomised with a zero-sharing,
 //! converted ring → field per RNS prime with 40 bits of slack (App. C.3), the client encrypts its
 //! share and the server adds its own as a plaintext.
+//!
+//! **Complex packing** ([`SlotPacking::Complex`], ours, the default): BLB packs `N/2` real values
+//! per ciphertext and leaves the imaginary half of every slot empty. We send two ciphertexts'
+//! values in one: CKKS → MPC, the server packs `A + i·B` (`i·B` is the monomial `X^(N/2)`
+//! times `B`: exact, no level, no key) and both parties decode real and imaginary parts
+//! locally; MPC → CKKS, the parties encode `a + i·b` at half the scale and the server splits
+//! the client's ciphertext `Z` with one conjugation, `A = Z + Z̄`, `B = i·(Z̄ − Z)` (both at
+//! the full scale). Half the ciphertexts travel each way; the masks are unchanged (`r̂` is
+//! still uniform in `R_q`, the zero-sharing still covers every coefficient), so the hiding
+//! argument is the same. Costs: the coefficients are bounded by `|a + ib| ≤ √2·max`, one
+//! more bit in [`coeff_bits`]; the server needs the client's conjugation key (one Galois key,
+//! sent once per parameter set) and spends one key switch per pair on MPC → CKKS.
 
 use crate::share_codec::ShareCodec;
 use crate::LinearError;
@@ -42,6 +54,18 @@ pub struct ConvFormat {
     /// Bound on the magnitude of the converted values: `|x| < 2^value_bits` (AGREEMENT; it
     /// sizes the statistical slack).
     pub value_bits: u32,
+    /// How values fill the slots of the ciphertexts that travel (module doc).
+    pub packing: SlotPacking,
+}
+
+/// How the values of a conversion fill the ciphertexts on the wire (AGREEMENT).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotPacking {
+    /// `N/2` real values per ciphertext (BLB as printed).
+    Real,
+    /// `N` values per ciphertext on the wire, the second `N/2` in the imaginary parts; the
+    /// server's ciphertexts are the same as with [`SlotPacking::Real`] (module doc).
+    Complex,
 }
 
 impl ConvFormat {
@@ -49,7 +73,7 @@ impl ConvFormat {
     /// a random walk over `N log N` butterflies (about `2^8` units for `N = 2^15`), leaving
     /// `F − 8 − f = 4` guard bits; `τ = 28` twiddles (relative error `log N · 2^−28`);
     /// values `|x| < 2^12`.
-    pub const DEFAULT: ConvFormat = ConvFormat { l: 64, f: 18, work_f: 30, tau: 28, value_bits: 12 };
+    pub const DEFAULT: ConvFormat = ConvFormat { l: 64, f: 18, work_f: 30, tau: 28, value_bits: 12, packing: SlotPacking::Complex };
 
     /// Checks the widths: every intermediate of the local FFT stays below
     /// `2^(127 − 40)` ([`ShareCodec::MAX_VALUE_BITS`]) for ring degree `n`.
@@ -100,18 +124,33 @@ pub fn change_scale(x: &mut [u128], from: f64, to: f64, role: Role) -> Result<()
 pub fn decode_local(
     codec: &ShareCodec,
     fmt: &ConvFormat,
-    mut coeffs: Vec<u128>,
+    coeffs: Vec<u128>,
     ct_scale: f64,
     count: usize,
     role: Role,
 ) -> Result<Vec<u64>, LinearError> {
+    decode_local_parts(codec, fmt, coeffs, ct_scale, count, 0, role)
+}
+
+/// [`decode_local`] of complex slots: the first `re_count` real parts, then the first
+/// `im_count` imaginary parts.
+pub fn decode_local_parts(
+    codec: &ShareCodec,
+    fmt: &ConvFormat,
+    mut coeffs: Vec<u128>,
+    ct_scale: f64,
+    re_count: usize,
+    im_count: usize,
+    role: Role,
+) -> Result<Vec<u64>, LinearError> {
     fmt.check(codec.n())?;
-    if count > codec.n() / 2 {
-        return Err(LinearError::BadShape(format!("{count} values from {} slots", codec.n() / 2)));
+    if re_count.max(im_count) > codec.n() / 2 {
+        return Err(LinearError::BadShape(format!("{re_count} + {im_count} values from {} slots", codec.n() / 2)));
     }
     change_scale(&mut coeffs, ct_scale, (fmt.work_f as f64).exp2(), role)?;
-    let mut slots = codec.decode(&coeffs, role)?;
-    slots.truncate(count);
+    let (mut slots, im) = codec.decode_complex(&coeffs, role)?;
+    slots.truncate(re_count);
+    slots.extend_from_slice(&im[..im_count]);
     trunc_local(&mut slots, 128, fmt.work_f - fmt.f, role)?;
     let ml = mask128(fmt.l)?;
     Ok(slots.into_iter().map(|v| (v & ml) as u64).collect())
@@ -127,14 +166,33 @@ pub fn encode_local(
     scale: f64,
     role: Role,
 ) -> Result<Vec<u128>, LinearError> {
+    encode_local_parts(codec, fmt, values, None, scale, role)
+}
+
+/// [`encode_local`] of complex slots: `re` in the real parts, `im` (if any) in the imaginary
+/// parts (each up to `N/2` values, zero-padded).
+pub fn encode_local_parts(
+    codec: &ShareCodec,
+    fmt: &ConvFormat,
+    re: &[u128],
+    im: Option<&[u128]>,
+    scale: f64,
+    role: Role,
+) -> Result<Vec<u128>, LinearError> {
     fmt.check(codec.n())?;
-    if values.len() > codec.n() / 2 {
-        return Err(LinearError::BadShape(format!("{} values into {} slots", values.len(), codec.n() / 2)));
+    let half = codec.n() / 2;
+    if re.len() > half || im.is_some_and(|v| v.len() > half) {
+        return Err(LinearError::BadShape(format!("{} + {} values into {half} slots", re.len(), im.map_or(0, |v| v.len()))));
     }
-    let mut slots = values.to_vec();
-    slots.resize(codec.n() / 2, 0);
-    change_scale(&mut slots, (fmt.f as f64).exp2(), (fmt.work_f as f64).exp2(), role)?;
-    let mut coeffs = codec.encode(&slots, role)?;
+    let widen = |v: &[u128]| -> Result<Vec<u128>, LinearError> {
+        let mut w = v.to_vec();
+        w.resize(half, 0);
+        change_scale(&mut w, (fmt.f as f64).exp2(), (fmt.work_f as f64).exp2(), role)?;
+        Ok(w)
+    };
+    let slots = widen(re)?;
+    let im_slots = im.map(widen).transpose()?;
+    let mut coeffs = codec.encode_complex(&slots, im_slots.as_deref(), role)?;
     change_scale(&mut coeffs, (fmt.work_f as f64).exp2(), scale, role)?;
     Ok(coeffs)
 }
@@ -150,9 +208,47 @@ pub enum FieldToRing {
 }
 
 /// Bits `B` with `|Δ·x| < 2^B` for every coefficient of an encoding of `|x| < 2^value_bits`
-/// (a coefficient is a weighted average of the slots, `|c_k| <= Δ·max|x|`; one bit for noise).
+/// (a coefficient is a weighted average of the slots, `|c_k| <= Δ·max|z|`; one bit for noise;
+/// one more with [`SlotPacking::Complex`], where `|z| = |a + ib| <= √2·2^value_bits`).
 pub fn coeff_bits(scale: f64, fmt: &ConvFormat) -> u32 {
-    scale.log2().ceil() as u32 + fmt.value_bits + 1
+    scale.log2().ceil() as u32 + fmt.value_bits + 1 + (fmt.packing == SlotPacking::Complex) as u32
+}
+
+/// Values per ciphertext on the wire: `N/2`, or `N` with [`SlotPacking::Complex`].
+fn wire_values(params: &CkksParams, fmt: &ConvFormat) -> usize {
+    match fmt.packing {
+        SlotPacking::Real => params.slots(),
+        SlotPacking::Complex => 2 * params.slots(),
+    }
+}
+
+/// Ciphertexts that travel for `cts` server ciphertexts (pairs with [`SlotPacking::Complex`]).
+pub fn wire_ciphertexts(fmt: &ConvFormat, cts: usize) -> usize {
+    match fmt.packing {
+        SlotPacking::Real => cts,
+        SlotPacking::Complex => cts.div_ceil(2),
+    }
+}
+
+/// `A + i·B` at `level` (CKKS → MPC with [`SlotPacking::Complex`]); `A` alone for an odd last
+/// ciphertext.
+fn pack_pair(ev: &CkksEvaluator, pair: &[CkksCiphertext], level: usize) -> Result<CkksCiphertext, LinearError> {
+    let mut z = ev.mod_drop_to(&pair[0], level)?;
+    if let Some(b) = pair.get(1) {
+        ev.add_assign(&mut z, &ev.mul_i(&ev.mod_drop_to(b, level)?))?;
+    }
+    Ok(z)
+}
+
+/// The two ciphertexts `(Z + Z̄, i·(Z̄ − Z))` of the real and imaginary parts of `z` at twice
+/// its scale (MPC → CKKS with [`SlotPacking::Complex`]); one conjugation (the client's key).
+fn split_pair(ev: &CkksEvaluator, z: &CkksCiphertext) -> Result<[CkksCiphertext; 2], LinearError> {
+    let conj = ev.conjugate(z)?;
+    let mut re = ev.add(z, &conj)?;
+    let mut im = ev.mul_i(&ev.sub(&conj, z)?);
+    re.set_scale(2.0 * z.scale())?;
+    im.set_scale(2.0 * z.scale())?;
+    Ok([re, im])
 }
 
 /// The level (number of primes) at which a ciphertext of scale `scale` is converted: the
@@ -304,13 +400,17 @@ pub fn ckks_to_shares_server(
     let level = conversion_level(params, scale, fmt, how)?;
     let basis = level_basis(params, level)?;
     let q = level_modulus(&basis);
-    let mut masked = Vec::with_capacity(cts.len());
-    let mut mine = Vec::with_capacity(cts.len() * params.n());
-    for ct in cts {
-        if ct.level() < level {
-            return Err(LinearError::BadParams(format!("ciphertext at level {} below the conversion level {level}", ct.level())));
-        }
-        let (m, r) = mask_ciphertext(ev, peer_pk, ct, level, mpc.prg())?;
+    if let Some(ct) = cts.iter().find(|c| c.level() < level) {
+        return Err(LinearError::BadParams(format!("ciphertext at level {} below the conversion level {level}", ct.level())));
+    }
+    let group = match fmt.packing {
+        SlotPacking::Real => 1,
+        SlotPacking::Complex => 2,
+    };
+    let mut masked = Vec::with_capacity(wire_ciphertexts(fmt, cts.len()));
+    let mut mine = Vec::with_capacity(masked.capacity() * params.n());
+    for pair in cts.chunks(group) {
+        let (m, r) = mask_ciphertext(ev, peer_pk, &pack_pair(ev, pair, level)?, level, mpc.prg())?;
         masked.push(m);
         mine.extend(compose_low(&basis, &r, true));
     }
@@ -319,14 +419,16 @@ pub fn ckks_to_shares_server(
     decode_all(params, fmt, wide, scale, count, Role::Server)
 }
 
-/// Decodes the per-ciphertext coefficient shares and keeps the first `count` slots overall.
+/// Decodes the per-ciphertext coefficient shares (one wire ciphertext each) and keeps the first
+/// `count` values overall (real parts, then imaginary parts with [`SlotPacking::Complex`]).
 fn decode_all(params: &CkksParams, fmt: &ConvFormat, wide: Vec<u128>, scale: f64, count: usize, role: Role) -> Result<Vec<u64>, LinearError> {
     let codec = ShareCodec::new(params.n(), fmt.tau)?;
-    let slots = params.slots();
+    let (slots, per) = (params.slots(), wire_values(params, fmt));
     let mut out = Vec::with_capacity(count);
     for (i, coeffs) in wide.chunks(params.n()).enumerate() {
-        let take = slots.min(count - i * slots);
-        out.extend(decode_local(&codec, fmt, coeffs.to_vec(), scale, take, role)?);
+        let take = per.min(count - i * per);
+        let re = take.min(slots);
+        out.extend(decode_local_parts(&codec, fmt, coeffs.to_vec(), scale, re, take - re, role)?);
     }
     Ok(out)
 }
@@ -347,7 +449,7 @@ pub fn ckks_to_shares_client(
     let level = conversion_level(params, scale, fmt, how)?;
     let basis = level_basis(params, level)?;
     let q = level_modulus(&basis);
-    let k = ciphertexts_for(params, count);
+    let k = wire_ciphertexts(fmt, ciphertexts_for(params, count));
     let cts = recv_cts(ch, params, k, params.ciphertext_bytes(level, false)?)?;
     let mut mine = Vec::with_capacity(k * params.n());
     for ct in &cts {
@@ -395,8 +497,15 @@ impl<'a> Slots<'a> {
     }
 }
 
+/// A plaintext share of one wire ciphertext of MPC → CKKS: `pair` when it holds two server
+/// ciphertexts' values (real and imaginary parts, at half the scale).
+struct WireShare {
+    pt: CkksPlaintext,
+    pair: bool,
+}
+
 /// Shared steps of MPC → CKKS for a whole tensor: extend (one batch), place, encode per
-/// ciphertext, re-randomise (one seed), ring → field per prime.
+/// wire ciphertext, re-randomise (one seed), ring → field per prime.
 #[allow(clippy::too_many_arguments)]
 fn shares_to_plaintexts(
     ch: &mut dyn Channel,
@@ -407,16 +516,26 @@ fn shares_to_plaintexts(
     level: usize,
     scale: f64,
     fmt: &ConvFormat,
-) -> Result<Vec<CkksPlaintext>, LinearError> {
+) -> Result<Vec<WireShare>, LinearError> {
     let codec = ShareCodec::new(params.n(), fmt.tau)?;
     let role = mpc.role();
     let wide = slots.spread(mpc.extend_wide(ch, x, fmt.l, 128)?)?;
+    let half = params.slots();
     let mut coeffs = Vec::with_capacity(ciphertexts_for(params, wide.len()) * params.n());
+    // Per wire ciphertext: its scale (half for a pair: the split doubles it) and whether a pair.
+    let mut wire: Vec<(f64, bool)> = Vec::new();
     if wide.is_empty() {
         coeffs.extend(encode_local(&codec, fmt, &[], scale, role)?);
+        wire.push((scale, false));
     }
-    for chunk in wide.chunks(params.slots()) {
-        coeffs.extend(encode_local(&codec, fmt, chunk, scale, role)?);
+    for chunk in wide.chunks(wire_values(params, fmt)) {
+        if chunk.len() > half {
+            coeffs.extend(encode_local_parts(&codec, fmt, &chunk[..half], Some(&chunk[half..]), scale / 2.0, role)?);
+            wire.push((scale / 2.0, true));
+        } else {
+            coeffs.extend(encode_local(&codec, fmt, chunk, scale, role)?);
+            wire.push((scale, false));
+        }
     }
     mpc.rerandomize_wide(ch, &mut coeffs, 128)?;
     let bound = coeff_bits(scale, fmt);
@@ -426,10 +545,11 @@ fn shares_to_plaintexts(
         per_prime.push(ring_to_field_local(role, &coeffs, 128, bound, qi as u128)?);
     }
     let n = params.n();
-    (0..coeffs.len() / n)
-        .map(|c| {
+    wire.iter()
+        .enumerate()
+        .map(|(c, &(s, pair))| {
             let res: Vec<Vec<u64>> = per_prime.iter().map(|r| r[c * n..(c + 1) * n].iter().map(|&v| v as u64).collect()).collect();
-            CkksPlaintext::from_coeff_residues(params, &res, scale).map_err(LinearError::from)
+            Ok(WireShare { pt: CkksPlaintext::from_coeff_residues(params, &res, s)?, pair })
         })
         .collect()
 }
@@ -464,15 +584,19 @@ pub fn shares_to_ckks_server_at(
     let params = ev.params();
     let mine = shares_to_plaintexts(ch, mpc, params, x, slots, level, scale, fmt)?;
     let cts = recv_cts(ch, params, mine.len(), params.ciphertext_bytes(level, true)?)?;
-    cts.iter()
-        .zip(&mine)
-        .map(|(ct, pt)| {
-            if ct.level() != level || ct.size() != 2 || (ct.scale() / scale - 1.0).abs() > 1e-9 {
-                return Err(LinearError::Malformed(format!("client ciphertext at level {} scale {}", ct.level(), ct.scale())));
-            }
-            Ok(ev.add_plain(ct, pt)?)
-        })
-        .collect()
+    let mut out = Vec::with_capacity(mine.len() * 2);
+    for (ct, share) in cts.iter().zip(&mine) {
+        if ct.level() != level || ct.size() != 2 || (ct.scale() / share.pt.scale() - 1.0).abs() > 1e-9 {
+            return Err(LinearError::Malformed(format!("client ciphertext at level {} scale {}", ct.level(), ct.scale())));
+        }
+        let z = ev.add_plain(ct, &share.pt)?;
+        if share.pair {
+            out.extend(split_pair(ev, &z)?);
+        } else {
+            out.push(z);
+        }
+    }
+    Ok(out)
 }
 
 /// MPC → CKKS, client side: encrypts its shares of the encodings (symmetric key; top-level
@@ -505,7 +629,7 @@ pub fn shares_to_ckks_client_at(
     fmt: &ConvFormat,
 ) -> Result<(), LinearError> {
     let mine = shares_to_plaintexts(ch, mpc, params, x, slots, level, scale, fmt)?;
-    let cts = mine.iter().map(|pt| sk.encrypt(params, pt, mpc.prg())).collect::<Result<Vec<_>, _>>()?;
+    let cts = mine.iter().map(|w| sk.encrypt(params, &w.pt, mpc.prg())).collect::<Result<Vec<_>, _>>()?;
     send_cts(ch, params, &cts)
 }
 
@@ -588,33 +712,38 @@ mod tests {
         cells.iter().map(|&o| (o - e) * (o - e) / e).sum()
     }
 
-    #[test]
-    fn mpc_to_ckks_to_mpc_round_trips_both_field_to_ring_kinds() {
+    /// Bytes of one conversion run: MPC → CKKS, CKKS → MPC local, CKKS → MPC exact.
+    type RoundTrip = (Vec<u64>, Vec<u64>, [u64; 3]);
+
+    /// Converts `xs` into CKKS (level 3), halves it under CKKS, and converts it back with both
+    /// field → ring kinds; returns both kinds' reconstructions and the server's bytes.
+    fn round_trip(fmt: ConvFormat, xs: &[f64]) -> (RoundTrip, RoundTrip) {
         let params = test_params();
-        let fmt = ConvFormat::DEFAULT;
-        // Two ciphertexts' worth, the second partly filled.
-        let count = params.slots() + 1000;
+        let count = xs.len();
         let mut prg = Prg::new([9; 16]);
-        let xs: Vec<f64> = (0..count).map(|i| ((i * 7919 % 2001) as f64 - 1000.0) / 20.0).collect();
-        let (xa, xb) = fixed(&xs, &fmt, &mut prg);
+        let (xa, xb) = fixed(xs, &fmt, &mut prg);
         let sk = CkksSecretKey::generate(&params, &mut Prg::new([10; 16]));
         let pk = sk.public_key(&params, &mut Prg::new([11; 16]));
+        // The conjugation key the complex packing's split uses (sent once per parameter set).
+        let gk = sk.galois_keys(&params, &[], true, &mut Prg::new([12; 16])).unwrap();
         let (p1, p2) = (params.clone(), params.clone());
         let scale = params.default_scale();
+        let bytes = |a: &nectar_net::Stats, b: &nectar_net::Stats| (b.bytes_sent - a.bytes_sent) + (b.bytes_recv - a.bytes_recv);
         let (srv, cli) = run_pair(
             move |ch| {
                 let mut m = Mpc::setup(Role::Server, ch, Prg::new([1; 16]), Producer::Iknp).unwrap();
-                let ev = CkksEvaluator::new(&p1);
+                let ev = CkksEvaluator::new(&p1).with_galois_keys(gk);
+                let s0 = ch.stats();
                 let ct = shares_to_ckks_server(ch, &mut m, &ev, &xa, 3, scale, &fmt).unwrap();
-                assert_eq!(ct.len(), 2);
+                assert_eq!(ct.len(), ciphertexts_for(&p1, count));
+                let s1 = ch.stats();
                 // A linear step under CKKS between the conversions: 0.5·x, rescaled to level 2.
                 let half: Vec<_> = ct.iter().map(|c| ev.rescale(&ev.mul_const(c, 0.5).unwrap()).unwrap()).collect();
-                let before = ch.stats();
                 let local = ckks_to_shares_server(ch, &mut m, &ev, &pk, &half, count, &fmt, FieldToRing::Local).unwrap();
-                let mid = ch.stats();
+                let s2 = ch.stats();
                 let exact = ckks_to_shares_server(ch, &mut m, &ev, &pk, &half, count, &fmt, FieldToRing::Exact).unwrap();
-                let end = ch.stats();
-                (local, exact, (mid.bytes_sent - before.bytes_sent) + (mid.bytes_recv - before.bytes_recv), (end.bytes_sent - mid.bytes_sent) + (end.bytes_recv - mid.bytes_recv))
+                let s3 = ch.stats();
+                (local, exact, [bytes(&s0, &s1), bytes(&s1, &s2), bytes(&s2, &s3)])
             },
             move |ch| {
                 let mut m = Mpc::setup(Role::Client, ch, Prg::new([2; 16]), Producer::Iknp).unwrap();
@@ -626,23 +755,44 @@ mod tests {
                 (local, exact)
             },
         );
-        let ulp = (-(fmt.f as f64)).exp2();
-        for (kind, a, b) in [("local", &srv.0, &cli.0), ("exact", &srv.1, &cli.1)] {
-            let mut max = 0f64;
-            assert_eq!(a.len(), count);
-            for i in 0..count {
-                let got = a[i].wrapping_add(b[i]) as i64 as f64 * ulp;
-                max = max.max((got - 0.5 * xs[i]).abs());
+        ((srv.0, cli.0, srv.2), (srv.1, cli.1, srv.2))
+    }
+
+    #[test]
+    fn mpc_to_ckks_to_mpc_round_trips_both_field_to_ring_kinds() {
+        let params = test_params();
+        // Three ciphertexts' worth, the last partly filled: with complex packing one pair and
+        // one ciphertext alone travel each way.
+        let count = 2 * params.slots() + 1000;
+        let xs: Vec<f64> = (0..count).map(|i| ((i * 7919 % 2001) as f64 - 1000.0) / 20.0).collect();
+        let mut sizes = Vec::new();
+        for packing in [SlotPacking::Real, SlotPacking::Complex] {
+            let fmt = ConvFormat { packing, ..ConvFormat::DEFAULT };
+            let (local, exact) = round_trip(fmt, &xs);
+            let ulp = (-(fmt.f as f64)).exp2();
+            for (kind, (a, b, _)) in [("local", &local), ("exact", &exact)] {
+                let mut max = 0f64;
+                assert_eq!(a.len(), count);
+                for i in 0..count {
+                    let got = a[i].wrapping_add(b[i]) as i64 as f64 * ulp;
+                    max = max.max((got - 0.5 * xs[i]).abs());
+                }
+                eprintln!("CKKS<->MPC round trip ({packing:?}, {kind}): max abs error {max:.3e} over {count} values");
+                // CKKS noise of a public-key encryption (~2^-22 relative at Δ = 2^40) and of the
+                // split's key switch, plus a few fixed-point units of 2^-18.
+                assert!(max < 1e-4, "{packing:?} {kind}: max error {max}");
             }
-            eprintln!("CKKS<->MPC round trip ({kind}): max abs error {max:.3e} over {count} values");
-            // CKKS noise of a public-key encryption (~2^-22 relative at Δ = 2^40) plus a few
-            // fixed-point units of 2^-18.
-            assert!(max < 1e-4, "{kind}: max error {max}");
+            let b = local.2;
+            eprintln!("{packing:?}: MPC->CKKS {} B, CKKS->MPC local {} B, exact {} B", b[0], b[1], b[2]);
+            // The local kind sends a 2-prime ciphertext and nothing else; the exact one a
+            // 1-prime ciphertext plus the millionaires and B2As, which cost more.
+            assert!(b[1] < b[2], "local {} vs exact {}", b[1], b[2]);
+            sizes.push(b);
         }
-        eprintln!("CKKS->MPC bytes: local {} exact {}", srv.2, srv.3);
-        // The local kind sends a 2-prime ciphertext and nothing else; the exact one a 1-prime
-        // ciphertext plus the millionaires and B2As, which cost more.
-        assert!(srv.2 < srv.3, "local {} vs exact {}", srv.2, srv.3);
+        // Complex packing: 2 ciphertexts travel instead of 3 each way.
+        let ct_bytes = |lvl, seeded| params.ciphertext_bytes(lvl, seeded).unwrap() as u64;
+        assert_eq!(sizes[0][0] - sizes[1][0], ct_bytes(3, true), "MPC -> CKKS saves one seeded level-3 ciphertext");
+        assert_eq!(sizes[0][1] - sizes[1][1], ct_bytes(2, false), "CKKS -> MPC saves one level-2 ciphertext");
     }
 
     #[test]
@@ -683,11 +833,11 @@ mod tests {
         let (ps, _) = run_pair(
             move |ch| {
                 let mut m = Mpc::setup(Role::Server, ch, Prg::new([3; 16]), Producer::Iknp).unwrap();
-                shares_to_plaintexts(ch, &mut m, &p1, &xa, Slots::dense(xa.len()), 3, scale, &fmt).unwrap().remove(0)
+                shares_to_plaintexts(ch, &mut m, &p1, &xa, Slots::dense(xa.len()), 3, scale, &fmt).unwrap().remove(0).pt
             },
             move |ch| {
                 let mut m = Mpc::setup(Role::Client, ch, Prg::new([4; 16]), Producer::Iknp).unwrap();
-                shares_to_plaintexts(ch, &mut m, &p2, &xb, Slots::dense(xb.len()), 3, scale, &fmt).unwrap().remove(0)
+                shares_to_plaintexts(ch, &mut m, &p2, &xb, Slots::dense(xb.len()), 3, scale, &fmt).unwrap().remove(0).pt
             },
         );
         let res = ps.coeff_residues(&params);

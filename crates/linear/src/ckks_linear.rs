@@ -7,7 +7,7 @@
 //! linear operators kept under CKKS between conversions) is the `blb` preset and is not run
 //! here. Roles as in [`crate::ckks_convert`]: the client owns the CKKS secret key.
 //!
-//! Session state: the client's public and relinearisation keys (sent once, [`CkksLinear::setup`]);
+//! Session state: the client's public, relinearisation and conjugation keys (sent once, [`CkksLinear::setup`]);
 //! Galois keys are sent on demand, for exactly the rotation steps the next operator uses
 //! (both parties derive them by running the operator on the [`SlotSim`] — the steps depend
 //! only on public shapes, AGREEMENT), piggybacked on the client's next message, so they cost
@@ -27,7 +27,7 @@
 
 use crate::ckks_convert::{
     ckks_to_shares_client, ckks_to_shares_server, conversion_level, shares_to_ckks_client_at, shares_to_ckks_server_at,
-    ConvFormat, FieldToRing, Slots,
+    ConvFormat, FieldToRing, SlotPacking, Slots,
 };
 use crate::ckks_matmul::{matmul_cc, matmul_cp_spatial, CkksOps, SlotOps, SlotSim};
 use crate::ckks_packing::{Mat, MhLayout, Packing};
@@ -57,9 +57,11 @@ pub fn ckks_linear_params() -> Result<CkksParams, LinearError> {
 
 /// The conversion format for shares of `(l, f)`: working precision `f + 12` (the decode's
 /// stochastic rounding over `N log N` butterflies costs about 8 bits, module doc of
-/// [`ConvFormat`]), 28-bit twiddles, values below `2^12`.
+/// [`ConvFormat`]), 28-bit twiddles, values below `2^12`, complex packing on the wire
+/// ([`SlotPacking::Complex`]: half the ciphertexts; the conjugation key it needs is sent with
+/// the session's keys).
 pub fn conv_format(l: u32, f: u32) -> ConvFormat {
-    ConvFormat { l, f, work_f: f + 12, tau: 28, value_bits: 12 }
+    ConvFormat { l, f, work_f: f + 12, tau: 28, value_bits: 12, packing: SlotPacking::Complex }
 }
 
 enum Side {
@@ -105,8 +107,8 @@ fn unframe(mut b: &[u8], count: usize) -> Result<Vec<&[u8]>, LinearError> {
 }
 
 impl CkksLinear {
-    /// Session setup: the client generates its CKKS secret key and sends the public and
-    /// relinearisation keys (one message); shares of `(l, f)` are converted.
+    /// Session setup: the client generates its CKKS secret key and sends the public,
+    /// relinearisation and conjugation keys (one message); shares of `(l, f)` are converted.
     pub fn setup(ch: &mut dyn Channel, role: Role, l: u32, f: u32, prg: &mut Prg) -> Result<Self, LinearError> {
         let params = ckks_linear_params()?;
         let fmt = conv_format(l, f);
@@ -116,15 +118,20 @@ impl CkksLinear {
                 let sk = CkksSecretKey::generate(&params, prg);
                 let pk = sk.public_key(&params, prg);
                 let rk = sk.relin_key(&params, prg)?;
-                ch.send(&frame(&[&pk.serialize(&params), &rk.serialize(&params)]))?;
+                let ck = sk.galois_keys(&params, &[], true, prg)?;
+                ch.send(&frame(&[&pk.serialize(&params), &rk.serialize(&params), &ck.serialize(&params)]))?;
                 Side::Client { sk }
             }
             Role::Server => {
                 let msg = ch.recv()?;
-                let parts = unframe(&msg, 2)?;
+                let parts = unframe(&msg, 3)?;
                 let pk = CkksPublicKey::deserialize(&params, parts[0])?;
                 let rk = RelinKey::deserialize(&params, parts[1])?;
-                let ev = CkksEvaluator::new(&params).with_relin_key(rk);
+                let ck = CkksGaloisKeys::deserialize(&params, parts[2])?;
+                if !ck.has_conjugation(&params) {
+                    return Err(LinearError::Malformed("the client sent no conjugation key".into()));
+                }
+                let ev = CkksEvaluator::new(&params).with_relin_key(rk).with_galois_keys(ck);
                 Side::Server { ev: Box::new(ev), pk }
             }
         };

@@ -166,6 +166,12 @@ impl ShareCodec {
     /// real parts of the `N/2` slots, in the same scale. Values (and partial DFT sums, up to
     /// `N·max|c|`) must stay below `2^(MAX_VALUE_BITS − τ)`.
     pub fn decode(&self, coeffs: &[u128], role: Role) -> Result<Vec<u128>, LinearError> {
+        Ok(self.decode_complex(coeffs, role)?.0)
+    }
+
+    /// Decode keeping both parts: shares of the real and of the imaginary parts of the `N/2`
+    /// slots (same scale and bounds as [`Self::decode`]).
+    pub fn decode_complex(&self, coeffs: &[u128], role: Role) -> Result<(Vec<u128>, Vec<u128>), LinearError> {
         if coeffs.len() != self.n {
             return Err(LinearError::BadParams(format!("decode of {} coefficients with N = {}", coeffs.len(), self.n)));
         }
@@ -175,19 +181,30 @@ impl ShareCodec {
             (re[k], im[k]) = self.mul_root(c, k, false, role)?;
         }
         self.dft(&mut re, &mut im, false, role)?;
-        Ok(self.slot_pos.iter().map(|&t| re[t]).collect())
+        Ok((self.slot_pos.iter().map(|&t| re[t]).collect(), self.slot_pos.iter().map(|&t| im[t]).collect()))
     }
 
     /// Encode: shares of `N/2` real slot values → shares of the `N` coefficients, same scale.
     pub fn encode(&self, slots: &[u128], role: Role) -> Result<Vec<u128>, LinearError> {
-        if slots.len() != self.n / 2 {
+        self.encode_complex(slots, None, role)
+    }
+
+    /// Encode of complex slots `re_j + i·im_j` (`im` absent: real slots). The conjugate
+    /// evaluation point `N − 1 − t_j` gets the conjugate value, so the polynomial is real.
+    /// Coefficient magnitudes are at most `max_j |z_j|` (a √2 over the real parts' bound).
+    pub fn encode_complex(&self, slots: &[u128], im_slots: Option<&[u128]>, role: Role) -> Result<Vec<u128>, LinearError> {
+        if slots.len() != self.n / 2 || im_slots.is_some_and(|v| v.len() != self.n / 2) {
             return Err(LinearError::BadParams(format!("encode of {} slots with N = {}", slots.len(), self.n)));
         }
         let mut re = vec![0u128; self.n];
         let mut im = vec![0u128; self.n];
-        for (&t, &z) in self.slot_pos.iter().zip(slots) {
+        for (j, (&t, &z)) in self.slot_pos.iter().zip(slots).enumerate() {
             re[t] = z;
             re[self.n - 1 - t] = z;
+            if let Some(v) = im_slots {
+                im[t] = v[j];
+                im[self.n - 1 - t] = v[j].wrapping_neg();
+            }
         }
         self.dft(&mut re, &mut im, true, role)?;
         // c_k = Re(w_k·ζ^−k) = w_re·cos + w_im·sin.
@@ -285,6 +302,41 @@ mod tests {
                 assert!((back[j] as f64 / scale - zj).abs() < (lg + 2.0) * 2.0 * n as f64 / scale + 1e-10, "N={n} j={j}");
             }
         }
+    }
+
+    /// Complex slots: the encoding of `re + i·im` is a real polynomial whose float evaluation
+    /// at `ζ^(5^j)` is `re_j + i·im_j`, and `decode_complex` on the shares returns both parts.
+    #[test]
+    fn complex_slots_encode_and_decode_on_shares() {
+        let mut prg = Prg::new([3; 16]);
+        let n = 1024usize;
+        let codec = ShareCodec::new(n, 40).unwrap();
+        let scale = 2f64.powi(32);
+        let zr: Vec<i128> = (0..n / 2).map(|_| (prg.next_u128() as i128) >> (128 - 38)).collect();
+        let zi: Vec<i128> = (0..n / 2).map(|_| (prg.next_u128() as i128) >> (128 - 38)).collect();
+        let (ra, rb) = split(&zr, &mut prg);
+        let (ia, ib) = split(&zi, &mut prg);
+        let ca = codec.encode_complex(&ra, Some(&ia), Role::Server).unwrap();
+        let cb = codec.encode_complex(&rb, Some(&ib), Role::Client).unwrap();
+        let c: Vec<f64> = join(&ca, &cb).iter().map(|&x| x as f64 / scale).collect();
+        let (ua, va) = codec.decode_complex(&ca, Role::Server).unwrap();
+        let (ub, vb) = codec.decode_complex(&cb, Role::Client).unwrap();
+        let (back_re, back_im) = (join(&ua, &ub), join(&va, &vb));
+        let lg = n.trailing_zeros() as f64;
+        let mut g: u64 = 1;
+        for j in 0..n / 2 {
+            let th = std::f64::consts::PI * g as f64 / n as f64;
+            let re: f64 = c.iter().enumerate().map(|(k, &ck)| ck * (th * k as f64).cos()).sum();
+            let im: f64 = c.iter().enumerate().map(|(k, &ck)| ck * (th * k as f64).sin()).sum();
+            g = g * 5 % (2 * n as u64);
+            let (wr, wi) = (zr[j] as f64 / scale, zi[j] as f64 / scale);
+            let tol = (lg + 1.0) * n as f64 / scale + 1e-10;
+            assert!((re - wr).abs() < tol && (im - wi).abs() < tol, "j={j}: {re} {im} vs {wr} {wi}");
+            let tol2 = (lg + 2.0) * 2.0 * n as f64 / scale + 1e-10;
+            assert!((back_re[j] as f64 / scale - wr).abs() < tol2, "re j={j}");
+            assert!((back_im[j] as f64 / scale - wi).abs() < tol2, "im j={j}");
+        }
+        assert!(codec.encode_complex(&ra, Some(&ia[1..]), Role::Server).is_err());
     }
 
     #[test]

@@ -348,6 +348,21 @@ impl CkksEvaluator {
         out
     }
 
+    /// `i·a` in every slot: the product with the monomial `X^(N/2)`, which is `i` at every
+    /// slot's evaluation point (`ζ^(5^j·N/2) = i^(5^j) = i`, `ζ = e^(iπ/N)`). Exact: a signed
+    /// permutation of the coefficients; no level, no key, scale unchanged. Coefficient form.
+    pub fn mul_i(&self, a: &CkksCiphertext) -> CkksCiphertext {
+        let e = self.e();
+        let half = e.n() / 2;
+        let mut out = a.clone();
+        for p in std::iter::once(&mut out.ct.c0).chain(std::iter::once(&mut out.ct.c1)).chain(out.c2.as_mut()) {
+            p.to_coeff(e);
+            p.mul_monomial(e, half);
+        }
+        out.ct.seed = None;
+        out
+    }
+
     /// `a·k` for an integer `k` (exact; the scale is unchanged).
     pub fn mul_int(&self, a: &CkksCiphertext, k: i64) -> CkksCiphertext {
         let e = self.e();

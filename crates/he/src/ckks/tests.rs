@@ -244,6 +244,40 @@ fn rotation_conjugation_precision() {
     assert_eq!(conjugation_element(p.n()), 2 * p.n() as u64 - 1);
 }
 
+/// `mul_i` is exact (no key switch, no level): `i·z` in every slot at the fresh precision;
+/// together with a conjugation it separates the real and imaginary parts of a ciphertext
+/// (`z + z̄ = 2·Re z`, `i·(z̄ − z) = 2·Im z`), as the CKKS ↔ MPC conversions' complex packing does.
+#[test]
+fn multiplication_by_i_and_part_separation() {
+    let f = fixture();
+    let p = &f.params;
+    let ev = evaluator(f);
+    let mut prg = Prg::new([15; 16]);
+    let s = p.slots();
+    let x = random_slots(&mut prg, s);
+    let cx = f.sk.encrypt(p, &p.encode(&x, p.max_level(), p.default_scale()).unwrap(), &mut prg).unwrap();
+    let before = ev.stats().snapshot();
+    let ix = ev.mul_i(&cx);
+    assert_eq!(ix.level(), cx.level());
+    let want: Vec<C64> = x.iter().map(|z| C64::new(-z.im, z.re)).collect();
+    // Fresh symmetric error only (30.3 bits expected).
+    report("i * z", precision_bits(&dec(f, &ix), &want), 28.0);
+    let four = ev.mul_i(&ev.mul_i(&ev.mul_i(&ix)));
+    assert_eq!(dec(f, &four), dec(f, &cx), "i^4 must be the identity exactly");
+    let conj = ev.conjugate(&cx).unwrap();
+    let mut re = ev.add(&cx, &conj).unwrap();
+    let mut im = ev.mul_i(&ev.sub(&conj, &cx).unwrap());
+    re.set_scale(2.0 * cx.scale()).unwrap();
+    im.set_scale(2.0 * cx.scale()).unwrap();
+    let want_re: Vec<C64> = x.iter().map(|z| C64::new(z.re, 0.0)).collect();
+    let want_im: Vec<C64> = x.iter().map(|z| C64::new(z.im, 0.0)).collect();
+    // One key switch (25.6 bits expected), halved by the scale doubling: ≥ 24.
+    report("Re z from z + conj z", precision_bits(&dec(f, &re), &want_re), 24.0);
+    report("Im z from i(conj z - z)", precision_bits(&dec(f, &im), &want_im), 24.0);
+    let d = ev.stats().snapshot() - before;
+    assert_eq!((d.conjugations, d.key_switches), (1, 1));
+}
+
 #[test]
 fn bsgs_linear_transform() {
     let f = fixture();

@@ -16,12 +16,17 @@ done
 # evaluator's own counts
 run bench linear --suite blb --op qk --model-shape gpt2 --tokens 64 --real --block 3 --json
 run bench linear --suite blb --op sv --model-shape gpt2 --tokens 64 --real --block 3 --json
-# BLB Table 10: every fused block's communication (its CKKS <-> MPC conversions), BERT-base 128
-for f2r in local exact; do
-  run bench linear --suite blb --op blocks --model-shape bert-base --tokens 128 --f2r "$f2r" --json
+# BLB Table 10: every fused block's communication (its CKKS <-> MPC conversions), BERT-base 128,
+# with our complex slot packing (default) and BLB's real one
+for packing in complex real; do
+  for f2r in local exact; do
+    run bench linear --suite blb --op blocks --model-shape bert-base --tokens 128 --f2r "$f2r" --packing "$packing" --json
+  done
 done
 # One BERT-base activation (128 x 768) converted there and back at each Table 6 set
-for b in 1 2 3 4 5; do
-  run bench linear --suite blb --op convert --block "$b" --count 98304 --json
+for packing in complex real; do
+  for b in 1 2 3 4 5; do
+    run bench linear --suite blb --op convert --block "$b" --count 98304 --packing "$packing" --json
+  done
 done
 bench_meta "2-core VM (nproc = 2), 24 GiB RAM; both parties in one process over an in-memory channel; other builds shared the CPU (seconds are upper bounds)"

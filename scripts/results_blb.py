@@ -13,8 +13,9 @@ meta = load_meta("blb.meta.json")
 
 
 def pick(variant, **params):
+    # Lines from before the slot packing was a parameter used BLB's real packing.
     for l in lines:
-        if l["variant"] == variant and all(l["params"].get(k) == v for k, v in params.items()):
+        if l["variant"] == variant and all(l["params"].get(k, "real" if k == "packing" else None) == v for k, v in params.items()):
             return l
     return None
 
@@ -72,52 +73,63 @@ w("Inside a fused block only the server computes, so a block's traffic is its co
 w("MPC → CKKS input and CKKS → MPC output that `nectar plan` lists, run for real at the block's")
 w("Table 6 set (server-local CKKS evaluation not included). `local`: field → ring with 40-bit")
 w("slack (one more prime travels, no interaction); `exact`: BLB App. C.3 (millionaire + B2A at")
-w("the base prime). Paper: BLB Table 10, CKKS column.")
+w("the base prime). `complex`: our slot packing (two ciphertexts' values per ciphertext on the wire,")
+w("`linear::ckks_convert` module doc; the server splits them with one conjugation); `real`: BLB's")
+w("(N/2 real values per ciphertext). Paper: BLB Table 10, CKKS column.")
 setup = sorted({l["session_setup_bytes"] for l in lines if l["variant"].startswith("blb_block/") and "session_setup_bytes" in l})
 if setup:
     w("The run opens one MPC session for the five blocks; its OT bootstrap (base OTs and the first")
     w(f"COT extension each way: {', '.join(f'{b / 1e6:.1f}' for b in setup)} MB, once per session) is paid before block 1")
-    w("and is in no block's bytes. Every block's figure is in `MB local` / `MB exact`.")
+    w("and is in no block's bytes.")
+keys = {l["params"]["params"]: l["conjugation_key_bytes"] for l in lines if l["variant"].startswith("blb_block/") and l.get("conjugation_key_bytes")}
+if keys:
+    w("The complex packing needs the client's conjugation key once per parameter set, sent with the")
+    w("other evaluation keys and in no block's bytes: " + ", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in sorted(keys.items())) + ".")
 w("")
 PAPER10 = {1: 31, 2: 23, 3: 46, 4: 40, 5: 26}
-w("| block | set | N | in: tensors / cts | out: tensors / cts | MB local | MB exact | paper MB | max abs error |")
-w("|---:|---|---:|---|---|---:|---:|---:|---:|")
+w("| block | set | N | in: tensors / cts (wire, complex) | out: tensors / cts (wire, complex) | MB local, complex | MB exact, complex | MB local, real | MB exact, real | paper MB | max abs error |")
+w("|---:|---|---:|---|---|---:|---:|---:|---:|---:|---:|")
+def mb(l):
+    if not l:
+        return "–"
+    used = l.get("field_to_ring_used", l["params"]["field_to_ring"])
+    tag = "" if used == l["params"]["field_to_ring"] else f" ({used}: exact impossible at this set)"
+    return f"{l['bytes_total'] / 1e6:.1f}{tag}"
 for b in range(1, 6):
-    loc = pick(f"blb_block/{b}", field_to_ring="local")
-    ex = pick(f"blb_block/{b}", field_to_ring="exact")
-    base = loc or ex
+    runs = {(pk, f): pick(f"blb_block/{b}", field_to_ring=f, packing=pk) for pk in ("complex", "real") for f in ("local", "exact")}
+    base = runs[("complex", "local")] or runs[("real", "local")]
     if base is None:
         continue
-    def mb(l):
-        if not l:
-            return "–"
-        used = l.get("field_to_ring_used", l["params"]["field_to_ring"])
-        tag = "" if used == l["params"]["field_to_ring"] else f" ({used}: exact impossible at this set)"
-        return f"{l['bytes_total'] / 1e6:.1f}{tag}"
-    err = max(l["max_abs_error"] for l in (loc, ex) if l)
+    cx = runs[("complex", "local")]
+    wire = lambda k: f" ({cx[k]})" if cx and k in cx else ""
+    err = max(l["max_abs_error"] for l in runs.values() if l)
     w(
-        f"| {b} | {base['params']['params']} | {base['params']['n']} | {base['to_ckks_tensors']} / {base['to_ckks_ciphertexts']} | "
-        f"{base['to_mpc_tensors']} / {base['to_mpc_ciphertexts']} | {mb(loc)} | {mb(ex)} | {PAPER10[b]} | {err:.1e} |"
+        f"| {b} | {base['params']['params']} | {base['params']['n']} | {base['to_ckks_tensors']} / {base['to_ckks_ciphertexts']}{wire('to_ckks_wire_ciphertexts')} | "
+        f"{base['to_mpc_tensors']} / {base['to_mpc_ciphertexts']}{wire('to_mpc_wire_ciphertexts')} | {mb(runs[('complex', 'local')])} | {mb(runs[('complex', 'exact')])} | "
+        f"{mb(runs[('real', 'local')])} | {mb(runs[('real', 'exact')])} | {PAPER10[b]} | {err:.1e} |"
     )
-tot = {k: sum(l["bytes_total"] for l in lines if l["variant"].startswith("blb_block/") and l["params"]["field_to_ring"] == k) for k in ("local", "exact")}
-w(f"| all | | | | | {tot['local'] / 1e6:.1f} | {tot['exact'] / 1e6:.1f} | {sum(PAPER10.values())} | |")
+def total(pk, f):
+    ls = [pick(f"blb_block/{b}", field_to_ring=f, packing=pk) for b in range(1, 6)]
+    return "–" if any(l is None for l in ls) else f"{sum(l['bytes_total'] for l in ls) / 1e6:.1f}"
+w(f"| all | | | | | {total('complex', 'local')} | {total('complex', 'exact')} | {total('real', 'local')} | {total('real', 'exact')} | {sum(PAPER10.values())} | |")
 w("")
 
 w("## One activation (128 × 768) converted there and back at each Table 6 set")
 w("")
 w("Each run is its own session; its OT bootstrap is excluded here too (`session_setup_bytes` in the JSON).")
 w("")
-w("| set | N | direction | level (primes) | ciphertexts | MB | seconds | max abs error |")
-w("|---|---:|---|---:|---:|---:|---:|---:|")
+w("| set | N | direction | packing | level (primes) | ciphertexts (on the wire) | MB | seconds | max abs error |")
+w("|---|---:|---|---|---:|---:|---:|---:|---:|")
 for b in range(1, 6):
-    for d in ("mpc_to_ckks", "ckks_to_mpc"):
-        l = pick(f"convert/{d}", block=b)
-        if l is None:
-            continue
-        w(
-            f"| blb-{b} | {l['params']['n']} | {d.replace('_', ' ')} ({l['params']['field_to_ring']}) | {l['level']} | "
-            f"{l['ciphertexts']} | {l['bytes_total'] / 1e6:.2f} | {l['seconds']:.2f} | {l['max_abs_error']:.1e} |"
-        )
+    for pk in ("complex", "real"):
+        for d in ("mpc_to_ckks", "ckks_to_mpc"):
+            l = pick(f"convert/{d}", block=b, packing=pk)
+            if l is None:
+                continue
+            w(
+                f"| blb-{b} | {l['params']['n']} | {d.replace('_', ' ')} ({l['params']['field_to_ring']}) | {pk} | {l['level']} | "
+                f"{l['ciphertexts']} ({l.get('wire_ciphertexts', l['ciphertexts'])}) | {l['bytes_total'] / 1e6:.2f} | {l['seconds']:.2f} | {l['max_abs_error']:.1e} |"
+            )
 w("")
 w("## End to end (BLB Table 9)")
 w("")

@@ -57,6 +57,7 @@ SERVER_LIMITS = (
     "handshake_timeout",
     "idle_timeout",
     "max_frame_mib",
+    "memory_budget_mib",
     "quiet",
 )
 
@@ -90,8 +91,9 @@ class Server:
     maps and checks) the model and binds ``host:port`` at once (``port=0``: any free port, read
     it from :attr:`port`). ``limits`` are the flags of ``nectar serve``: ``reveal_to_server``,
     ``max_sessions``, ``max_concurrent_sessions``, ``handshake_timeout``, ``idle_timeout``
-    (seconds), ``max_frame_mib``, and ``quiet`` (default True: no per-session log lines on
-    stderr). Use :meth:`serve_forever`, or :meth:`start` / :meth:`stop` (also as a ``with``
+    (seconds), ``max_frame_mib``, ``memory_budget_mib`` (weight blocks a session prepares
+    ahead of their operator; 0: none), and ``quiet`` (default True: no per-session log lines
+    on stderr). Use :meth:`serve_forever`, or :meth:`start` / :meth:`stop` (also as a ``with``
     block).
 
     ``insecure_test_seed`` (tests only, NO privacy): session ``i`` derives all its randomness

@@ -81,3 +81,8 @@ def test_seeded_python_client_equals_the_cli_client_exactly(minilm, nectar_bin):
     assert py.dtype == np.float32 and py.shape == cli.shape == (1, 384)
     assert np.array_equal(py, cli)
     assert float(py[0] @ nectar.embed_plaintext(minilm, text)[0]) > 0.999
+    # The server's weight prefetch (memory_budget_mib) is its own computation: without it the
+    # same seeded session gives the same embedding, bit for bit.
+    with nectar.Server(minilm, insecure_test_seed=11, memory_budget_mib=0) as server:
+        no_prefetch = nectar.Client("127.0.0.1", server.port, insecure_test_seed=12).embed(text)
+    assert np.array_equal(py, no_prefetch)

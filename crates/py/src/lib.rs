@@ -21,6 +21,9 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use std::net::{SocketAddr, TcpListener};
+
+/// `memory_budget_mib`'s default: `nectar serve --memory-budget-mib`'s.
+const DEFAULT_MEMORY_BUDGET_MIB: usize = nectar_model::secure::secure_engine::DEFAULT_PREFETCH_BUDGET >> 20;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -79,7 +82,7 @@ impl Server {
     #[new]
     #[pyo3(signature = (model_dir, suite="nectar", host="127.0.0.1", port=0, *, reveal_to_server=false,
         max_sessions=None, max_concurrent_sessions=private::DEFAULT_MAX_CONCURRENT, handshake_timeout=30,
-        idle_timeout=600, max_frame_mib=1024, quiet=true, insecure_test_seed=None))]
+        idle_timeout=600, max_frame_mib=1024, memory_budget_mib=DEFAULT_MEMORY_BUDGET_MIB, quiet=true, insecure_test_seed=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -93,6 +96,7 @@ impl Server {
         handshake_timeout: u64,
         idle_timeout: u64,
         max_frame_mib: usize,
+        memory_budget_mib: usize,
         quiet: bool,
         insecure_test_seed: Option<u64>,
     ) -> PyResult<Self> {
@@ -111,7 +115,7 @@ impl Server {
                 handshake: secs("handshake_timeout", handshake_timeout)?,
                 idle: secs("idle_timeout", idle_timeout)?,
                 max_frame: max_frame_mib.clamp(1, 4095) << 20,
-                ..SessionLimits::default()
+                memory_budget: memory_budget_mib.min(1 << 20) << 20,
             },
             quiet,
             stop: Some(Arc::clone(&stop)),

@@ -3,7 +3,8 @@
 # (docs/results/suites.jsonl, every suite on the same input) and the four whole-model runs of
 # the `nectar` suite in docs/results/model.jsonl (the older `bumblebee` lines of that file are
 # kept as they are, with their own commits in model.meta.json). About 45 minutes on 2 cores,
-# each run alone. Then `make results` renders suites.md and e2e.md.
+# each run alone. Then `make results` renders suites.md and e2e.md. With the argument `suites`,
+# only the MiniLM table (about 12 minutes).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 cargo build --quiet --release -p nectar-app
@@ -23,6 +24,9 @@ json.dump({"command": cmd, "commit": commit,
           open("docs/results/suites.meta.json", "w"), indent=2)
 open("docs/results/suites.meta.json", "a").write("\n")
 PY
+if [ "${1:-}" = "suites" ]; then
+  exit 0
+fi
 
 MODELS=(
   "bench model --arch bert-base --seq 128 --suite nectar --json --quiet"

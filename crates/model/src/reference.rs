@@ -140,10 +140,16 @@ impl BlockWeights {
         Ok(out)
     }
 
-    fn dense(&self, name: &str) -> Result<&Dense, ModelError> {
+    pub(crate) fn dense(&self, name: &str) -> Result<&Dense, ModelError> {
         self.dense
             .get(name)
             .ok_or_else(|| ModelError::Input(format!("block tensor {name} was not loaded")))
+    }
+
+    pub(crate) fn norm(&self, name: &str) -> Result<&Norm, ModelError> {
+        self.norms
+            .get(name)
+            .ok_or_else(|| ModelError::Input(format!("block norm {name} was not loaded")))
     }
 }
 

@@ -62,6 +62,10 @@ pub struct Op {
     pub plain: Option<Plain>,
     /// Heads packed together (`matmul_cc`, multi-head packing of BLB §5.1); 1 otherwise.
     pub heads: usize,
+    /// `ewadd_cc` / `sadd_cc` that subtract their second operand (`x − μ`, `x − max`, P4's
+    /// `− c3·x³` on the negative side): the same cost as an addition, so the plan does not
+    /// tell them apart; the evaluator ([`super::eval`]) does.
+    pub subtract: bool,
 }
 
 /// A value handed over from the previous layer.
@@ -163,8 +167,18 @@ impl Builder<'_> {
             output,
             plain,
             heads,
+            subtract: false,
         });
         Operand::Op(self.g.ops.len() - 1)
+    }
+
+    /// `a − b` (an `ewadd_cc` that subtracts, or a `sadd_cc` of a broadcast scalar).
+    fn sub(&mut self, name: &str, kind: LinearKind, a: Operand, b: Operand) -> Operand {
+        let v = self.lin(name, kind, &[a, b], None);
+        if let Some(op) = self.g.ops.last_mut() {
+            op.subtract = true;
+        }
+        v
     }
 
     fn cols(&self, v: Operand) -> usize {
@@ -229,7 +243,7 @@ impl Builder<'_> {
             NormKind::LayerNorm => {
                 let s = self.sum(&format!("{p}.sum"), x, 1);
                 let mu = self.mul_const(&format!("{p}.mean"), s);
-                self.lin(&format!("{p}.center"), LinearKind::SaddCc, &[x, mu], None)
+                self.sub(&format!("{p}.center"), LinearKind::SaddCc, x, mu)
             }
             NormKind::RmsNorm => x,
         };
@@ -298,7 +312,7 @@ impl Builder<'_> {
             s = self.add_const("attn.causal_mask", s);
         }
         let max = self.nl("softmax.max", NonlinearKind::Max, &[s], h);
-        let t = self.lin("softmax.sub_max", LinearKind::SaddCc, &[s, max], None);
+        let t = self.sub("softmax.sub_max", LinearKind::SaddCc, s, max);
         let mut e = self.mul_const("softmax.exp.div64", t);
         e = self.add_const("softmax.exp.add1", e);
         for i in 1..=6 {
@@ -333,7 +347,8 @@ impl Builder<'_> {
         let am = self.mul_const("gelu.c1mx", x);
         let even = self.add("gelu.even", a4, a2);
         let even = self.add_const("gelu.even_c0", even);
-        let f0 = self.add("gelu.f0_odd3", even, a3);
+        // F0 (x < 0) = c4x⁴ − c3x³ + c2x² + (0.5 − c1)x + c0 (P4 with |x| = −x).
+        let f0 = self.sub("gelu.f0_odd3", LinearKind::EwaddCc, even, a3);
         let f0 = self.add("gelu.f0", f0, am);
         let f1 = self.add("gelu.f1_odd3", even, a3);
         let f1 = self.add("gelu.f1", f1, ap);

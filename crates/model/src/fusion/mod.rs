@@ -50,6 +50,7 @@
 //! - The plan covers a prompt of `L` tokens; KV-cache decoding steps are not planned.
 
 pub mod cost;
+pub mod eval;
 pub mod graph;
 pub mod ops;
 

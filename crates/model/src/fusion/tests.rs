@@ -389,6 +389,7 @@ fn chain(ops: &[(&str, LinearKind)], cols: usize) -> LayerGraph {
             output: out,
             plain: None,
             heads: 1,
+            subtract: false,
         });
         prev = Operand::Op(g.ops.len() - 1);
     }

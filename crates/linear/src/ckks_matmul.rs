@@ -70,6 +70,17 @@ pub trait SlotOps: Sync {
     fn mod_drop(&self, a: &Self::Ct, level: usize) -> Result<Self::Ct, LinearError>;
     /// Operation counts so far.
     fn counts(&self) -> EvalCounts;
+    /// `a − b` (at the lower level).
+    fn sub(&self, a: &Self::Ct, b: &Self::Ct) -> Result<Self::Ct, LinearError>;
+    /// `a + values` slot-wise, the values encoded at `a`'s level and scale (no level used).
+    fn add_values(&self, a: &Self::Ct, values: &[f64]) -> Result<Self::Ct, LinearError>;
+    /// `a ⊙ values` rescaled, landing exactly on the scale `target`: the plaintext is encoded
+    /// at `target·q_last/Δ_a` (`q_last` the prime the rescale divides by), so values computed
+    /// along different paths can be added (fused blocks, [`SlotOps::scale`]). One ct-pt
+    /// product, one rescale.
+    fn mul_values_to(&self, a: &Self::Ct, values: &[f64], target: f64) -> Result<Self::Ct, LinearError>;
+    /// The parameters' default scale `Δ` (the target of [`SlotOps::mul_values_to`]).
+    fn scale(&self) -> f64;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -143,6 +154,31 @@ impl SlotOps for CkksOps<'_> {
     }
     fn counts(&self) -> EvalCounts {
         self.eval.stats().snapshot()
+    }
+    fn sub(&self, a: &CkksCiphertext, b: &CkksCiphertext) -> Result<CkksCiphertext, LinearError> {
+        Ok(self.eval.sub(a, b)?)
+    }
+    fn add_values(&self, a: &CkksCiphertext, values: &[f64]) -> Result<CkksCiphertext, LinearError> {
+        let t = Instant::now();
+        let pt = self.eval.params().encode_real(values, a.level(), a.scale())?;
+        *locked(&self.encode_secs) += t.elapsed().as_secs_f64();
+        Ok(self.eval.add_plain(a, &pt)?)
+    }
+    fn mul_values_to(&self, a: &CkksCiphertext, values: &[f64], target: f64) -> Result<CkksCiphertext, LinearError> {
+        let t = Instant::now();
+        let p = self.eval.params();
+        let q = p
+            .last_prime(a.level())
+            .ok_or_else(|| LinearError::BadParams(format!("no rescale below level {}", a.level())))?;
+        let pt = p.encode_real(values, a.level(), target * q as f64 / a.scale())?;
+        *locked(&self.encode_secs) += t.elapsed().as_secs_f64();
+        let mut out = self.eval.rescale(&self.eval.mul_plain(a, &pt)?)?;
+        // The rescale divides by q exactly: Δ_a·(target·q/Δ_a)/q = target up to f64 rounding.
+        out.set_scale(target)?;
+        Ok(out)
+    }
+    fn scale(&self) -> f64 {
+        self.eval.params().default_scale()
     }
 }
 
@@ -314,6 +350,26 @@ impl SlotOps for SlotSim {
     }
     fn counts(&self) -> EvalCounts {
         *locked(&self.counts)
+    }
+    fn sub(&self, a: &SimCt, b: &SimCt) -> Result<SimCt, LinearError> {
+        self.check(a)?;
+        self.check(b)?;
+        Ok(SimCt {
+            v: a.v.iter().zip(&b.v).map(|(x, y)| x - y).collect(),
+            level: a.level.min(b.level),
+            deg2: a.deg2 || b.deg2,
+        })
+    }
+    fn add_values(&self, a: &SimCt, values: &[f64]) -> Result<SimCt, LinearError> {
+        let (p, _) = self.encode(values, a.level)?;
+        Ok(SimCt { v: a.v.iter().zip(&p).map(|(x, y)| x + y).collect(), ..a.clone() })
+    }
+    fn mul_values_to(&self, a: &SimCt, values: &[f64], _target: f64) -> Result<SimCt, LinearError> {
+        let p = self.encode(values, a.level)?;
+        self.rescale(&self.mul_plain(a, &p)?)
+    }
+    fn scale(&self) -> f64 {
+        1.0
     }
 }
 

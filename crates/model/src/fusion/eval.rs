@@ -45,10 +45,10 @@ impl Tensor {
         }
         Ok(Tensor { rows, cols, data })
     }
-    fn zeros(rows: usize, cols: usize) -> Self {
+    pub fn zeros(rows: usize, cols: usize) -> Self {
         Tensor { rows, cols, data: vec![0.0; rows * cols] }
     }
-    fn at(&self, r: usize, c: usize) -> f64 {
+    pub fn at(&self, r: usize, c: usize) -> f64 {
         self.data[r * self.cols + c]
     }
     fn map(&self, f: impl Fn(f64) -> f64) -> Self {
@@ -66,11 +66,11 @@ pub struct LayerParams<'a> {
 }
 
 /// One output column group of a product: `y[:, j] = x·W[j]^T + b[j]`, times `scale`.
-struct Columns<'a> {
-    dense: &'a Dense,
+pub(crate) struct Columns<'a> {
+    pub(crate) dense: &'a Dense,
     /// Row of `dense.w` of each output column.
-    rows: Vec<usize>,
-    scale: f64,
+    pub(crate) rows: Vec<usize>,
+    pub(crate) scale: f64,
 }
 
 impl LayerParams<'_> {
@@ -94,7 +94,7 @@ impl LayerParams<'_> {
     }
 
     /// The output columns of the `matmul_cp` named `name`.
-    fn columns(&self, name: &str) -> Result<Columns<'_>, ModelError> {
+    pub(crate) fn columns(&self, name: &str) -> Result<Columns<'_>, ModelError> {
         let cfg = self.cfg;
         let (d, dh, kvd) = (cfg.hidden, cfg.head_dim(), cfg.kv_dim());
         let qkv = [d, kvd, kvd];
@@ -130,7 +130,7 @@ impl LayerParams<'_> {
 
     /// The plaintext operand of the `*_cp` operator `op` over a `rows × cols` tensor: one
     /// value per column (weights) or per entry (the causal mask).
-    fn plain(&self, op: &Op, rows: usize, cols: usize) -> Result<Tensor, ModelError> {
+    pub(crate) fn plain(&self, op: &Op, rows: usize, cols: usize) -> Result<Tensor, ModelError> {
         let per_col = |v: Vec<f64>| Tensor::new(1, v.len(), v);
         let constant = |c: f64| per_col(vec![c; cols]);
         let name = op.name.as_str();
@@ -267,6 +267,21 @@ fn threshold(name: &str) -> Result<f64, ModelError> {
 /// Evaluates the layer graph `g` on its [`LayerGraph::inputs`] (in order) and returns its
 /// [`LayerGraph::outputs`] (name, value).
 pub fn eval_layer(g: &LayerGraph, p: &LayerParams<'_>, inputs: &[Tensor]) -> Result<Vec<(String, Tensor)>, ModelError> {
+    let vals = eval_values(g, p, inputs)?;
+    g.outputs
+        .iter()
+        .map(|(name, v)| {
+            let t = match v {
+                Operand::Input(i) => inputs[*i].clone(),
+                Operand::Op(i) => vals[*i].clone(),
+            };
+            Ok((name.clone(), t))
+        })
+        .collect()
+}
+
+/// The value of every operator of `g` (in [`LayerGraph::ops`] order) on `inputs`.
+pub fn eval_values(g: &LayerGraph, p: &LayerParams<'_>, inputs: &[Tensor]) -> Result<Vec<Tensor>, ModelError> {
     if inputs.len() != g.inputs.len() {
         return Err(ModelError::Input(format!("{} inputs for a graph of {}", inputs.len(), g.inputs.len())));
     }
@@ -365,16 +380,7 @@ pub fn eval_layer(g: &LayerGraph, p: &LayerParams<'_>, inputs: &[Tensor]) -> Res
         }
         vals.push(y);
     }
-    g.outputs
-        .iter()
-        .map(|(name, v)| {
-            let t = match v {
-                Operand::Input(i) => inputs[*i].clone(),
-                Operand::Op(i) => vals[*i].clone(),
-            };
-            Ok((name.clone(), t))
-        })
-        .collect()
+    Ok(vals)
 }
 
 /// BOLT's P4 pieces of `u` as the graph's activation inputs (`prev.mux_f0`, `prev.mux_f1`,

@@ -51,6 +51,7 @@
 
 pub mod cost;
 pub mod eval;
+pub mod exec;
 pub mod graph;
 pub mod ops;
 

@@ -476,7 +476,6 @@ pub fn matmul_cc<O: SlotOps>(
         )));
     }
     let (l, c, rho) = (lay.l, lay.c, lay.rho());
-    let group_stride = (l * lay.hs) as i64;
     let mut masks = Masks::new(ops);
 
     // Step 1: B'_j = Σ_g G_g ⊙ InnerRot_{ρg}(B_j), hoisted: one rotation per group plus one
@@ -514,10 +513,34 @@ pub fn matmul_cc<O: SlotOps>(
         }
         b1.push(ops.rescale(&sum)?);
     }
+    matmul_cc_prerotated(ops, lay, a, &b1)
+}
+
+/// [`matmul_cc`] from step 2, with `B` already pre-rotated as step 1 leaves it (block `(h, g)`
+/// inner-rotated left by `ρ·g`; [`MhLayout::prerotated_slot`]): BLB §5.2 has the shares of an
+/// operand coming from MPC repacked that way for free, saving step 1's level and rotations.
+/// Returns `C_h` in [`Packing::MhDiagonal`], 3 levels below the inputs.
+pub fn matmul_cc_prerotated<O: SlotOps>(
+    ops: &O,
+    lay: &MhLayout,
+    a: &[O::Ct],
+    b1: &[O::Ct],
+) -> Result<Vec<O::Ct>, LinearError> {
+    let j_cts = lay.operand_cts();
+    if a.len() != j_cts || b1.len() != j_cts || lay.slots != ops.slots() {
+        return Err(LinearError::BadShape(format!(
+            "ct-ct matmul: {} x {} ciphertexts, layout needs {j_cts}",
+            a.len(),
+            b1.len()
+        )));
+    }
+    let (l, c, rho) = (lay.l, lay.c, lay.rho());
+    let group_stride = (l * lay.hs) as i64;
+    let mut masks = Masks::new(ops);
 
     // Step 2, baby steps: B̃_{j,u} = InnerRot_u(B'_j), u < ρ.
     let mut babies: Vec<Vec<O::Ct>> = Vec::with_capacity(j_cts);
-    for bj in &b1 {
+    for bj in b1 {
         let mut row = vec![bj.clone()];
         for u in 1..rho {
             row.push(inner_rotate(ops, &mut masks, bj, l, u)?);

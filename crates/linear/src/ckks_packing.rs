@@ -175,6 +175,14 @@ impl MhLayout {
     pub fn group_of(&self, slot: usize) -> usize {
         slot / self.l / self.hs
     }
+    /// Where the value at `slot` goes when the operand is packed pre-rotated as step 1 of
+    /// [`crate::ckks_matmul::matmul_cc`] leaves it: within its block of `L` slots, left by
+    /// `ρ·g` for column group `g` ([`crate::ckks_matmul::matmul_cc_prerotated`]).
+    pub fn prerotated_slot(&self, slot: usize) -> usize {
+        let (block, e) = (slot / self.l, slot % self.l);
+        let amt = self.rho() * self.group_of(slot);
+        block * self.l + (e + self.l - amt % self.l) % self.l
+    }
 }
 
 /// A packing: where each tensor element lives (see the module doc).

@@ -17,26 +17,113 @@
 //! anything is added to them in BLB's graphs), so additions meet equal scales. Operands at two
 //! levels are added at the lower one.
 //!
-//! Not built yet (a clear error): `matmul_cc` between fused operators (blocks 2 and 4 of BERT
-//! need the multi-head packings of [`nectar_linear::ckks_packing`] produced from the
-//! spatial-first outputs of `matmul_cp`), and per-group scalars (`L × H`).
+//! Multi-head operands (BLB §5.1, Fig. 7e, on [`MhLayout`]s): `Q` and `K` of `Q_h·K_h^T` are
+//! produced directly in [`Packing::MhSpatialFirst`] by `matmul_cp` with the weight's columns
+//! permuted (free on a plaintext weight: output column `(k/c)·(s/L) + h + hs·(k mod c)` is
+//! column `k` of head `h`); `K` there is `K^T` in [`Packing::MhReduceFirst`]. Operands that come
+//! from MPC are packed by the conversion where their consumer wants them: `P = softmax` as
+//! `A_h`, `V` as `B_h` already pre-rotated (§5.2), so `softmax·V_h` skips step 1 (depth 3,
+//! [`matmul_cc_prerotated`]). The products leave in [`Packing::MhDiagonal`]; `W_O` reads that
+//! packing directly ([`matmul_cp_diag`], App. C.2). Multi-head layouts need `L` = the tokens
+//! (no padded keys).
+//!
+//! Not built (a clear error): per-group scalars (`L × H`, in MPC in BLB's graphs anyway) and
+//! a tensor wanted in two packings.
 
 use super::eval::{LayerParams, Tensor};
 use super::graph::{LayerGraph, Operand};
 use super::ops::{LinearKind, OpKind};
 use crate::ModelError;
-use nectar_linear::ckks_matmul::{matmul_cp_spatial, SlotOps};
-use nectar_linear::ckks_packing::Mat;
+use nectar_linear::ckks_matmul::{matmul_cc, matmul_cc_prerotated, matmul_cp_diag, matmul_cp_spatial, SlotOps};
+use nectar_linear::ckks_packing::{Mat, MhLayout, Packing};
 use std::collections::HashMap;
 
-/// A tensor under CKKS in the packing of the module doc.
+/// Where the entries of an `L × C` tensor live (AGREEMENT: both parties derive it from the
+/// plan and the public shapes). Multi-head layouts split the columns into `H` heads of `C/H`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Spatial-first over whole ciphertexts (module doc).
+    Spatial,
+    /// A per-token scalar (`L × 1`) replicated in every block of one ciphertext.
+    Scalar,
+    /// Head `h` as `A_h` of [`Packing::MhSpatialFirst`] (also `K` as `K^T` in
+    /// [`Packing::MhReduceFirst`]).
+    MhA(MhLayout),
+    /// Head `h` (`L × d`, zero-padded to `L × L`) as `B_h` of [`Packing::MhReduceFirst`],
+    /// pre-rotated ([`MhLayout::prerotated_slot`]).
+    MhBPre(MhLayout),
+    /// Head `h` as `C_h` of [`Packing::MhDiagonal`].
+    MhDiag(MhLayout),
+}
+
+impl Layout {
+    /// Ciphertexts of a `rows × cols` tensor.
+    fn cts(&self, cols: usize, l: usize, s: usize) -> usize {
+        match self {
+            Layout::Spatial => cols * l / s,
+            Layout::Scalar => 1,
+            Layout::MhA(m) | Layout::MhBPre(m) => m.operand_cts(),
+            Layout::MhDiag(m) => m.rho(),
+        }
+    }
+
+    /// `(ciphertext, slot)` of entry `(r, c)` of a tensor with `cols` columns.
+    fn place(&self, r: usize, c: usize, cols: usize, l: usize, s: usize) -> (usize, usize) {
+        let head = |m: &MhLayout| (c / (cols / m.heads), c % (cols / m.heads));
+        match self {
+            Layout::Spatial => ((c * l + r) / s, (c * l + r) % s),
+            Layout::Scalar => (0, r),
+            Layout::MhA(m) => {
+                let (h, k) = head(m);
+                Packing::MhSpatialFirst(*m).place(h, r, k)
+            }
+            Layout::MhBPre(m) => {
+                let (h, k) = head(m);
+                let (ct, slot) = Packing::MhReduceFirst(*m).place(h, r, k);
+                (ct, m.prerotated_slot(slot))
+            }
+            Layout::MhDiag(m) => {
+                let (h, k) = head(m);
+                Packing::MhDiagonal(*m).place(h, r, k)
+            }
+        }
+    }
+
+    /// Checks that a `rows × cols` tensor fits this layout with `l`-slot blocks over `s`.
+    fn check(&self, rows: usize, cols: usize, l: usize, s: usize) -> Result<(), ModelError> {
+        if !l.is_power_of_two() || l > s || rows > l || cols == 0 {
+            return Err(err(format!("{rows}x{cols} in blocks of L = {l} over {s} slots")));
+        }
+        match self {
+            Layout::Spatial if !(cols * l).is_multiple_of(s) => Err(err(format!(
+                "{cols} columns of {l} rows do not fill whole ciphertexts of {s} slots (module doc: the broadcast scalars would spill into padding)"
+            ))),
+            Layout::Scalar if cols != 1 => Err(err(format!("a {rows}x{cols} tensor is not a per-token scalar"))),
+            Layout::MhA(m) | Layout::MhBPre(m) | Layout::MhDiag(m) => {
+                let w = cols / m.heads.max(1);
+                let fits = match self {
+                    Layout::MhA(_) => w == m.reduce,
+                    Layout::MhBPre(_) => m.reduce == m.l && w <= m.l,
+                    _ => w <= m.l,
+                };
+                if rows != m.l || m.l != l || m.slots != s || cols % m.heads != 0 || !fits {
+                    Err(err(format!("{rows}x{cols} does not fit the multi-head layout {m:?} (rows must be L = the tokens)")))
+                } else {
+                    Ok(())
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A tensor under CKKS in a [`Layout`].
 #[derive(Clone, Debug)]
 pub struct CtTensor<C> {
-    /// Real rows (tokens); the packing pads them to `L`.
+    /// Real rows (tokens); spatial packings pad them to `L`.
     pub rows: usize,
     pub cols: usize,
-    /// A per-token scalar (`cols == 1`), replicated in every block of one ciphertext.
-    pub scalar: bool,
+    pub layout: Layout,
     pub cts: Vec<C>,
 }
 
@@ -44,75 +131,101 @@ fn err(e: impl std::fmt::Display) -> ModelError {
     ModelError::Unsupported(format!("fused CKKS block: {e}"))
 }
 
-/// The slot vectors of `t` (`t.rows <= l`) in the packing of the module doc: spatial-first
-/// over `s` slots, or, for a `rows × 1` tensor with `scalar`, one vector with the column in
-/// every block of `l` slots.
-pub fn pack(t: &Tensor, l: usize, s: usize, scalar: bool) -> Result<Vec<Vec<f64>>, ModelError> {
-    check_shape(t.rows, t.cols, l, s, scalar)?;
-    if scalar {
-        return Ok(vec![(0..s).map(|p| if p % l < t.rows { t.at(p % l, 0) } else { 0.0 }).collect()]);
+/// The slot vectors of `t` in `layout` (`l`-slot blocks over `s` slots; unused slots zero).
+pub fn pack(t: &Tensor, layout: Layout, l: usize, s: usize) -> Result<Vec<Vec<f64>>, ModelError> {
+    layout.check(t.rows, t.cols, l, s)?;
+    let mut out = vec![vec![0.0; s]; layout.cts(t.cols, l, s)];
+    let blocks = if layout == Layout::Scalar { s / l } else { 1 };
+    for r in 0..t.rows {
+        for c in 0..t.cols {
+            let (ct, slot) = layout.place(r, c, t.cols, l, s);
+            for b in 0..blocks {
+                out[ct][slot + b * l] = t.at(r, c);
+            }
+        }
     }
-    Ok((0..t.cols * l / s)
-        .map(|k| {
-            (0..s)
-                .map(|q| {
-                    let pos = k * s + q;
-                    let (c, r) = (pos / l, pos % l);
-                    if r < t.rows {
-                        t.at(r, c)
-                    } else {
-                        0.0
-                    }
-                })
-                .collect()
-        })
-        .collect())
+    Ok(out)
 }
 
 /// The inverse of [`pack`] (a scalar is read from block 0).
-pub fn unpack(v: &[Vec<f64>], rows: usize, cols: usize, l: usize, s: usize, scalar: bool) -> Result<Tensor, ModelError> {
-    check_shape(rows, cols, l, s, scalar)?;
+pub fn unpack(v: &[Vec<f64>], rows: usize, cols: usize, layout: Layout, l: usize, s: usize) -> Result<Tensor, ModelError> {
+    layout.check(rows, cols, l, s)?;
     let mut t = Tensor::zeros(rows, cols);
     for r in 0..rows {
         for c in 0..cols {
-            let pos = if scalar { r } else { c * l + r };
-            t.data[r * cols + c] = *v.get(pos / s).and_then(|ct| ct.get(pos % s)).ok_or_else(|| err("too few slots to unpack"))?;
+            let (ct, slot) = layout.place(r, c, cols, l, s);
+            t.data[r * cols + c] = *v.get(ct).and_then(|x| x.get(slot)).ok_or_else(|| err("too few slots to unpack"))?;
         }
     }
     Ok(t)
 }
 
-fn check_shape(rows: usize, cols: usize, l: usize, s: usize, scalar: bool) -> Result<(), ModelError> {
-    if !l.is_power_of_two() || l > s || rows > l || cols == 0 {
-        return Err(err(format!("{rows}x{cols} in blocks of L = {l} over {s} slots")));
-    }
-    if scalar {
-        return if cols == 1 { Ok(()) } else { Err(err(format!("a {rows}x{cols} tensor is not a per-token scalar"))) };
-    }
-    if !(cols * l).is_multiple_of(s) {
-        return Err(err(format!(
-            "{cols} columns of {l} rows do not fill whole ciphertexts of {s} slots (module doc: the broadcast scalars would spill into padding)"
-        )));
-    }
-    Ok(())
+/// The multi-head layout of the `matmul_cc` operator `i` (`Q·K^T`: reduce `d`; `P·V`:
+/// reduce `L`).
+fn cc_layout(g: &LayerGraph, i: usize, l: usize, s: usize) -> Result<MhLayout, ModelError> {
+    let op = &g.ops[i];
+    let (a, b) = (g.shape(op.operands[0]), g.shape(op.operands[1]));
+    let reduce = if a.cols == b.cols { a.cols / op.heads.max(1) } else { l };
+    MhLayout::new(l, op.heads, reduce, s, None).map_err(err)
 }
 
-/// The slot vectors of a plaintext operand (one value per column, or `rows × cols`
-/// entries) laid out like the ciphertexts of a `rows × cols` tensor (a per-token scalar with
-/// `scalar`).
-fn plain_slots(pl: &Tensor, rows: usize, cols: usize, l: usize, s: usize, scalar: bool) -> Result<Vec<Vec<f64>>, ModelError> {
-    let full = if pl.rows == 1 {
-        Tensor::new(rows, cols, (0..rows * cols).map(|i| pl.data[i % cols]).collect())?
-    } else {
-        pl.clone()
+/// The layout each value read or computed by `block` is wanted in: multi-head where a
+/// `matmul_cc` (through element-wise operators) consumes it, a scalar for `L × 1` values,
+/// spatial-first otherwise.
+pub fn layouts(g: &LayerGraph, block: &[usize], l: usize, s: usize) -> Result<HashMap<Operand, Layout>, ModelError> {
+    let mut want: HashMap<Operand, Layout> = HashMap::new();
+    let set = |v: Operand, lay: Layout, want: &mut HashMap<Operand, Layout>| -> Result<(), ModelError> {
+        match want.get(&v) {
+            Some(old) if *old != lay => Err(err(format!("{} is wanted in two packings ({old:?}, {lay:?})", g.value_name(v)))),
+            _ => {
+                want.insert(v, lay);
+                Ok(())
+            }
+        }
     };
-    pack(&full, l, s, scalar)
+    for &i in block.iter().rev() {
+        let op = &g.ops[i];
+        let me = Operand::Op(i);
+        match op.kind {
+            OpKind::Linear(LinearKind::MatmulCc) => {
+                let lay = cc_layout(g, i, l, s)?;
+                let qk = g.shape(op.operands[0]).cols == g.shape(op.operands[1]).cols;
+                let from_mpc = !matches!(op.operands[1], Operand::Op(j) if block.contains(&j));
+                set(op.operands[0], Layout::MhA(lay), &mut want)?;
+                set(op.operands[1], if qk || !from_mpc { Layout::MhA(lay) } else { Layout::MhBPre(lay) }, &mut want)?;
+                set(me, Layout::MhDiag(lay), &mut want)?;
+            }
+            OpKind::Linear(LinearKind::EwaddCp | LinearKind::EwmulCp | LinearKind::EwaddCc | LinearKind::EwmulCc) => {
+                let lay = *want.entry(me).or_insert(if op.output.cols == 1 { Layout::Scalar } else { Layout::Spatial });
+                for &v in &op.operands {
+                    set(v, lay, &mut want)?;
+                }
+            }
+            OpKind::Linear(LinearKind::MatmulCp) => {
+                want.entry(me).or_insert(Layout::Spatial);
+                // `W_O` after `P·V` reads the diagonal packing; every other input is spatial.
+                let src = op.operands[0];
+                let diag = matches!(src, Operand::Op(j) if block.contains(&j) && matches!(g.ops[j].kind, OpKind::Linear(LinearKind::MatmulCc)));
+                if !diag {
+                    set(src, Layout::Spatial, &mut want)?;
+                }
+            }
+            _ => {
+                want.entry(me).or_insert(if op.output.cols == 1 { Layout::Scalar } else { Layout::Spatial });
+                for &v in &op.operands {
+                    let lay = if g.shape(v).cols == 1 { Layout::Scalar } else { Layout::Spatial };
+                    set(v, lay, &mut want)?;
+                }
+            }
+        }
+    }
+    Ok(want)
 }
 
 /// Runs the graph operators `block` (indices into [`LayerGraph::ops`], in graph order) under
-/// CKKS with `l`-row packing; `inputs` holds every operand the block reads from outside it
-/// (graph inputs or earlier operators, as converted from MPC). Returns the value of every
-/// operator of the block.
+/// CKKS with `l`-slot blocks; `inputs` holds every operand the block reads from outside it
+/// (graph inputs or earlier operators, as converted from MPC) in the layouts of [`layouts`].
+/// Returns the value of every operator of the block.
 pub fn run_block<O: SlotOps>(
     ops: &O,
     g: &LayerGraph,
@@ -122,45 +235,77 @@ pub fn run_block<O: SlotOps>(
     inputs: &HashMap<Operand, CtTensor<O::Ct>>,
 ) -> Result<HashMap<usize, CtTensor<O::Ct>>, ModelError> {
     let s = ops.slots();
+    let want = layouts(g, block, l, s)?;
     let mut vals: HashMap<usize, CtTensor<O::Ct>> = HashMap::new();
     let lin = |e: nectar_linear::LinearError| err(e);
     for &i in block {
         let op = g.ops.get(i).ok_or_else(|| err(format!("no operator {i}")))?;
         let arg = |k: usize| -> Result<&CtTensor<O::Ct>, ModelError> {
             let v = *op.operands.get(k).ok_or_else(|| err(format!("{}: operand {k} missing", op.name)))?;
-            match v {
-                Operand::Op(j) if vals.contains_key(&j) => Ok(&vals[&j]),
-                _ => inputs.get(&v).ok_or_else(|| err(format!("{}: operand {} is neither in the block nor an input", op.name, g.value_name(v)))),
+            let t = match v {
+                Operand::Op(j) if vals.contains_key(&j) => &vals[&j],
+                _ => inputs.get(&v).ok_or_else(|| err(format!("{}: operand {} is neither in the block nor an input", op.name, g.value_name(v))))?,
+            };
+            if want.get(&v).is_some_and(|w| *w != t.layout) {
+                return Err(err(format!("{}: operand {} is in {:?}, wanted {:?}", op.name, g.value_name(v), t.layout, want[&v])));
             }
+            t.layout.check(t.rows, t.cols, l, s)?;
+            if t.cts.len() != t.layout.cts(t.cols, l, s) {
+                return Err(err(format!("{}: {} ciphertexts for {}", op.name, t.cts.len(), g.value_name(v))));
+            }
+            Ok(t)
         };
         let x = arg(0)?;
         let (rows, cols) = (op.output.rows, op.output.cols);
-        let full = |t: &CtTensor<O::Ct>| -> Result<(), ModelError> {
-            if t.scalar {
-                return Err(err(format!("{}: a per-token scalar where a tensor is needed", op.name)));
-            }
-            check_shape(t.rows, t.cols, l, s, false)
-        };
+        let out_layout = want.get(&Operand::Op(i)).copied().unwrap_or(Layout::Spatial);
         let per_ct = |f: &dyn Fn(&O::Ct, &O::Ct) -> Result<O::Ct, nectar_linear::LinearError>, b: &CtTensor<O::Ct>| -> Result<Vec<O::Ct>, ModelError> {
+            let scalar = b.layout == Layout::Scalar && x.layout != Layout::Scalar;
+            if scalar && x.layout != Layout::Spatial {
+                return Err(err(format!("{}: a per-token scalar over a {:?} tensor", op.name, x.layout)));
+            }
+            if !scalar && b.layout != x.layout {
+                return Err(err(format!("{}: operands in {:?} and {:?}", op.name, x.layout, b.layout)));
+            }
             x.cts
                 .iter()
                 .enumerate()
-                .map(|(k, c)| f(c, if b.scalar { &b.cts[0] } else { &b.cts[k] }).map_err(lin))
+                .map(|(k, c)| f(c, if scalar { &b.cts[0] } else { &b.cts[k] }).map_err(lin))
                 .collect()
         };
         let product = |a: &O::Ct, b: &O::Ct| ops.rescale(&ops.relin(&ops.mul(a, b)?)?);
-        let (cts, scalar) = match op.kind {
+        let (cts, layout) = match op.kind {
             OpKind::Linear(LinearKind::MatmulCp) => {
-                full(x)?;
                 let c = p.columns(&op.name)?;
-                let w = Mat::from_fn(c.dense.in_dim, c.rows.len(), |ci, co| c.dense.w[c.rows[co] * c.dense.in_dim + ci] as f64 * c.scale);
-                (matmul_cp_spatial(ops, &x.cts, l, &w).map_err(lin)?, false)
+                let (din, dw) = (c.dense.in_dim, &c.dense.w);
+                let w_at = |ci: usize, co: usize| dw[c.rows[co] * din + ci] as f64 * c.scale;
+                match (x.layout, out_layout) {
+                    (Layout::MhDiag(m), Layout::Spatial) => {
+                        let w = Mat::from_fn(din, c.rows.len(), w_at);
+                        (matmul_cp_diag(ops, &m, &x.cts, &w).map_err(lin)?, Layout::Spatial)
+                    }
+                    (Layout::Spatial, Layout::Spatial) => {
+                        let w = Mat::from_fn(din, c.rows.len(), w_at);
+                        (matmul_cp_spatial(ops, &x.cts, l, &w).map_err(lin)?, Layout::Spatial)
+                    }
+                    (Layout::Spatial, Layout::MhA(m)) => {
+                        // Output column (k/c)·nb + h + hs·(k mod c) is column k of head h.
+                        let (nb, d) = (s / l, cols / m.heads);
+                        let mut src = vec![None; m.operand_cts() * nb];
+                        for h in 0..m.heads {
+                            for k in 0..d {
+                                src[(k / m.c) * nb + h + m.hs * (k % m.c)] = Some(h * d + k);
+                            }
+                        }
+                        let w = Mat::from_fn(din, src.len(), |ci, co| src[co].map_or(0.0, |o| w_at(ci, o)));
+                        (matmul_cp_spatial(ops, &x.cts, l, &w).map_err(lin)?, out_layout)
+                    }
+                    (a, b) => return Err(err(format!("{}: matmul_cp from {a:?} to {b:?}", op.name))),
+                }
             }
             OpKind::Linear(k @ (LinearKind::EwaddCp | LinearKind::EwmulCp)) => {
-                if !x.scalar {
-                    full(x)?;
-                }
-                let slots = plain_slots(&p.plain(op, rows, cols)?, rows, cols, l, s, x.scalar)?;
+                let pl = p.plain(op, rows, cols)?;
+                let full = if pl.rows == 1 { Tensor::new(rows, cols, (0..rows * cols).map(|i| pl.data[i % cols]).collect())? } else { pl };
+                let slots = pack(&full, x.layout, l, s)?;
                 let cts = x
                     .cts
                     .iter()
@@ -168,36 +313,15 @@ pub fn run_block<O: SlotOps>(
                     .map(|(c, v)| if k == LinearKind::EwaddCp { ops.add_values(c, v) } else { ops.mul_values_to(c, v, ops.scale()) })
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(lin)?;
-                (cts, x.scalar)
+                (cts, x.layout)
             }
-            OpKind::Linear(LinearKind::EwaddCc) | OpKind::Linear(LinearKind::SaddCc) => {
-                let b = arg(1)?;
-                full(x)?;
-                if matches!(op.kind, OpKind::Linear(LinearKind::EwaddCc)) {
-                    full(b)?;
-                } else if !b.scalar {
-                    return Err(err(format!("{}: the scalar operand is not a per-token scalar", op.name)));
-                }
+            OpKind::Linear(LinearKind::EwaddCc | LinearKind::SaddCc) => {
                 let f: &dyn Fn(&O::Ct, &O::Ct) -> Result<O::Ct, nectar_linear::LinearError> =
                     if op.subtract { &|a: &O::Ct, b: &O::Ct| ops.sub(a, b) } else { &|a: &O::Ct, b: &O::Ct| ops.add(a, b) };
-                (per_ct(f, b)?, false)
+                (per_ct(f, arg(1)?)?, x.layout)
             }
-            OpKind::Linear(LinearKind::EwmulCc) => {
-                let b = arg(1)?;
-                full(x)?;
-                full(b)?;
-                (per_ct(&product, b)?, false)
-            }
-            OpKind::Linear(LinearKind::SmulCc) => {
-                let b = arg(1)?;
-                full(x)?;
-                if !b.scalar {
-                    return Err(err(format!("{}: the scalar operand is not a per-token scalar", op.name)));
-                }
-                (per_ct(&product, b)?, false)
-            }
-            OpKind::Linear(LinearKind::Sum) if cols == 1 => {
-                full(x)?;
+            OpKind::Linear(LinearKind::EwmulCc | LinearKind::SmulCc) => (per_ct(&product, arg(1)?)?, x.layout),
+            OpKind::Linear(LinearKind::Sum) if cols == 1 && x.layout == Layout::Spatial => {
                 // Add the ciphertexts, then rotate-and-add over the s/L blocks: the row sum in
                 // every block (Table 3 "w/ fusion").
                 let mut m = x.cts[0].clone();
@@ -209,11 +333,19 @@ pub fn run_block<O: SlotOps>(
                     m = ops.add(&m, &ops.rotate(&m, stride as i64).map_err(lin)?).map_err(lin)?;
                     stride *= 2;
                 }
-                (vec![m], true)
+                (vec![m], Layout::Scalar)
+            }
+            OpKind::Linear(LinearKind::MatmulCc) => {
+                let b = arg(1)?;
+                match (x.layout, b.layout) {
+                    (Layout::MhA(m), Layout::MhA(n)) if m == n => (matmul_cc(ops, &m, &x.cts, &b.cts).map_err(lin)?, Layout::MhDiag(m)),
+                    (Layout::MhA(m), Layout::MhBPre(n)) if m == n => (matmul_cc_prerotated(ops, &m, &x.cts, &b.cts).map_err(lin)?, Layout::MhDiag(m)),
+                    (a, b) => return Err(err(format!("{}: matmul_cc of {a:?} and {b:?}", op.name))),
+                }
             }
             _ => return Err(err(format!("{} ({:?}) is not built yet (module doc)", op.name, op.kind))),
         };
-        vals.insert(i, CtTensor { rows, cols, scalar, cts });
+        vals.insert(i, CtTensor { rows, cols, layout, cts });
     }
     Ok(vals)
 }
@@ -269,8 +401,8 @@ mod tests {
     }
 
     /// Every fused block of tiny BERT's plan on the slot simulator, its inputs taken from the
-    /// twin: each operator's value equals the twin's (up to f64 rounding; the simulator adds no
-    /// noise), and the blocks with `matmul_cc` are refused with a clear error.
+    /// twin and packed where the block wants them: each operator's value equals the twin's (up
+    /// to f64 rounding; the simulator adds no noise), at the plan's depth.
     #[test]
     fn fused_blocks_on_the_simulator_equal_the_twin() {
         let t = tiny_bert();
@@ -284,6 +416,7 @@ mod tests {
         for b in plan.blocks() {
             let idx: Vec<usize> = b.ops.iter().map(|o| g.ops.iter().position(|x| x.name == o.name).unwrap()).collect();
             let sim = SlotSim::new(s);
+            let want = layouts(&g, &idx, l, s).unwrap();
             let mut ins = HashMap::new();
             for &i in &idx {
                 for &v in &g.ops[i].operands {
@@ -291,21 +424,14 @@ mod tests {
                         continue;
                     }
                     let val = value(&g, &inputs, &vals, v);
-                    let scalar = val.cols == 1;
-                    let cts = pack(val, l, s, scalar).unwrap().into_iter().map(|c| sim.encrypt(c, 12)).collect();
-                    ins.insert(v, CtTensor { rows: val.rows, cols: val.cols, scalar, cts });
+                    let cts = pack(val, want[&v], l, s).unwrap().into_iter().map(|c| sim.encrypt(c, 12)).collect();
+                    ins.insert(v, CtTensor { rows: val.rows, cols: val.cols, layout: want[&v], cts });
                 }
             }
-            let res = run_block(&sim, &g, &p, &idx, l, &ins);
-            if b.ops.iter().any(|o| o.kind == LinearKind::MatmulCc) {
-                let e = res.unwrap_err().to_string();
-                assert!(e.contains("not built yet"), "block {}: {e}", b.index);
-                continue;
-            }
-            let out = res.unwrap();
+            let out = run_block(&sim, &g, &p, &idx, l, &ins).unwrap_or_else(|e| panic!("block {}: {e}", b.index));
             for &i in &idx {
                 let ct = &out[&i];
-                let got = unpack(&ct.cts.iter().map(|c| c.v.clone()).collect::<Vec<_>>(), ct.rows, ct.cols, l, s, ct.scalar).unwrap();
+                let got = unpack(&ct.cts.iter().map(|c| c.v.clone()).collect::<Vec<_>>(), ct.rows, ct.cols, ct.layout, l, s).unwrap();
                 let want = &vals[i];
                 let err = got.data.iter().zip(&want.data).fold(0f64, |m, (a, b)| m.max((a - b).abs()));
                 let mag = want.data.iter().fold(1f64, |m, v| m.max(v.abs()));
@@ -316,7 +442,7 @@ mod tests {
             assert_eq!(used as u32, b.depth, "block {} depth", b.index);
             ran += 1;
         }
-        assert_eq!(ran, 3, "blocks 1, 3 and 5 run");
+        assert_eq!(ran, 5, "every block runs");
     }
 
     /// Block 1 of tiny BERT (FFN output product, bias, residual, LayerNorm head: depth 4, row
@@ -348,12 +474,12 @@ mod tests {
             for &v in &g.ops[i].operands {
                 if !matches!(v, Operand::Op(j) if idx.contains(&j)) {
                     let val = value(&g, &inputs, &vals, v);
-                    packed.insert(v, (val.rows, val.cols, pack(val, l, s, false).unwrap()));
+                    packed.insert(v, (val.rows, val.cols, pack(val, Layout::Spatial, l, s).unwrap()));
                 }
             }
         }
         let sim = SlotSim::new(s);
-        let sim_in = packed.iter().map(|(&v, (r, c, cts))| (v, CtTensor { rows: *r, cols: *c, scalar: false, cts: cts.iter().map(|x| sim.encrypt(x.clone(), top)).collect() })).collect();
+        let sim_in = packed.iter().map(|(&v, (r, c, cts))| (v, CtTensor { rows: *r, cols: *c, layout: Layout::Spatial, cts: cts.iter().map(|x| sim.encrypt(x.clone(), top)).collect() })).collect();
         run_block(&sim, &g, &p, &idx, l, &sim_in).unwrap();
         let mut prg = Prg::new([6; 16]);
         let sk = CkksSecretKey::generate(&params, &mut prg);
@@ -362,7 +488,7 @@ mod tests {
             .with_galois_keys(sk.galois_keys(&params, &sim.rotation_steps(), false, &mut prg).unwrap());
         let ops = CkksOps::new(&ev);
         let enc = |x: &[f64], prg: &mut Prg| sk.encrypt(&params, &params.encode_real(x, top, params.default_scale()).unwrap(), prg).unwrap();
-        let ck_in = packed.iter().map(|(&v, (r, c, cts))| (v, CtTensor { rows: *r, cols: *c, scalar: false, cts: cts.iter().map(|x| enc(x, &mut prg)).collect() })).collect();
+        let ck_in = packed.iter().map(|(&v, (r, c, cts))| (v, CtTensor { rows: *r, cols: *c, layout: Layout::Spatial, cts: cts.iter().map(|x| enc(x, &mut prg)).collect() })).collect();
         let before = ops.counts();
         let out = run_block(&ops, &g, &p, &idx, l, &ck_in).unwrap();
         let used = ops.counts() - before;
@@ -371,7 +497,7 @@ mod tests {
         for &i in &idx {
             let ct = &out[&i];
             let dec: Vec<Vec<f64>> = ct.cts.iter().map(|c| sk.decrypt_decode(&params, c).unwrap().iter().map(|z| z.re).collect()).collect();
-            let got = unpack(&dec, ct.rows, ct.cols, l, s, ct.scalar).unwrap();
+            let got = unpack(&dec, ct.rows, ct.cols, ct.layout, l, s).unwrap();
             let want = &vals[i];
             let err = got.data.iter().zip(&want.data).fold(0f64, |m, (a, b)| m.max((a - b).abs()));
             let mag = want.data.iter().fold(1f64, |m, v| m.max(v.abs()));
@@ -385,10 +511,12 @@ mod tests {
     #[test]
     fn partial_ciphertexts_are_refused() {
         let t = Tensor::zeros(8, 12);
-        assert!(pack(&t, 8, 64, false).is_err(), "12 columns of 8 rows do not fill 64-slot ciphertexts");
-        assert!(pack(&Tensor::zeros(8, 16), 8, 64, false).is_ok());
-        assert!(pack(&Tensor::zeros(9, 16), 8, 64, false).is_err());
-        let v = pack(&Tensor::new(2, 1, vec![3.0, 4.0]).unwrap(), 4, 16, true).unwrap();
+        assert!(pack(&t, Layout::Spatial, 8, 64).is_err(), "12 columns of 8 rows do not fill 64-slot ciphertexts");
+        assert!(pack(&Tensor::zeros(8, 16), Layout::Spatial, 8, 64).is_ok());
+        assert!(pack(&Tensor::zeros(9, 16), Layout::Spatial, 8, 64).is_err());
+        let m = MhLayout::new(8, 4, 4, 64, None).unwrap();
+        assert!(pack(&Tensor::zeros(7, 16), Layout::MhA(m), 8, 64).is_err(), "multi-head layouts need rows = L");
+        let v = pack(&Tensor::new(2, 1, vec![3.0, 4.0]).unwrap(), Layout::Scalar, 4, 16).unwrap();
         assert_eq!(v, vec![vec![3.0, 4.0, 0.0, 0.0, 3.0, 4.0, 0.0, 0.0, 3.0, 4.0, 0.0, 0.0, 3.0, 4.0, 0.0, 0.0]]);
     }
 }

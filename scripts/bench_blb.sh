@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Re-measures the JSON behind docs/results/blb.md (BLB suite, issue 15): release build, both
 # parties in one process, one JSON line per run into docs/results/blb.jsonl, and the commands
-# with the commit they ran at into docs/results/blb.meta.json. About 10 minutes on 2 cores.
+# with the commit they ran at into docs/results/blb.meta.json. About 20 minutes on 2 cores.
 # Then `make results` renders blb.md.
 set -euo pipefail
 source "$(dirname "$0")/bench_lib.sh"
@@ -23,6 +23,9 @@ for packing in complex real; do
     run bench linear --suite blb --op blocks --model-shape bert-base --tokens 128 --f2r "$f2r" --packing "$packing" --json
   done
 done
+# The five fused blocks of one BERT-base layer run for real (conversions, CKKS, outputs checked
+# against the twin); about 7 minutes
+run bench linear --suite blb --op fused --model-shape bert-base --tokens 128 --json
 # One BERT-base activation (128 x 768) converted there and back at each Table 6 set
 for packing in complex real; do
   for b in 1 2 3 4 5; do

@@ -73,6 +73,8 @@ pub struct BlbArgs<'a> {
     pub model_shape: &'a str,
     pub tokens: usize,
     pub real: bool,
+    /// `--op fused`: only this block (1-based).
+    pub fused_block: Option<usize>,
 }
 
 /// `--suite blb`: BLB's CKKS kernels. `convert` (§6.3, Alg. 1–2) and `blocks` (every fused
@@ -120,6 +122,45 @@ pub fn run_blb(a: &BlbArgs, suite: &Suite) -> Result<Vec<BenchLine>, String> {
             })
             .collect());
     }
+    if a.op == "fused" {
+        let arch = nectar_model::secure::RandomArch::parse(a.model_shape).ok_or_else(|| format!("--model-shape {}: bert-base, bert-large or gpt2", a.model_shape))?;
+        let lines = nectar_bench::blb::bench_fused_blocks(arch, a.tokens, a.fused_block, how, packing, a.net).map_err(|e| e.to_string())?;
+        return Ok(lines
+            .into_iter()
+            .map(|r| {
+                let mut l = BenchLine::new("linear", &format!("blb_fused/{}", r.block))
+                    .param("model", r.model.clone())
+                    .param("tokens", r.tokens)
+                    .param("params", r.params.clone())
+                    .param("n", r.n)
+                    .param("field_to_ring", a.f2r)
+                    .param("packing", r.packing)
+                    .param("net", a.net)
+                    .param("suite", suite.label())
+                    .seconds(r.convert_seconds + r.ckks_seconds);
+                l.bytes_total = r.bytes_total;
+                l.rounds = r.rounds_server;
+                l.extra("field_to_ring_used", r.field_to_ring_used)
+                    .extra("depth", r.depth)
+                    .extra("levels_used", r.levels_used)
+                    .extra("to_ckks_ciphertexts", r.to_ckks_ciphertexts)
+                    .extra("to_ckks_bytes", r.to_ckks_bytes)
+                    .extra("to_mpc_ciphertexts", r.to_mpc_ciphertexts)
+                    .extra("to_mpc_bytes", r.to_mpc_bytes)
+                    .extra("convert_seconds", r.convert_seconds)
+                    .extra("ckks_seconds", r.ckks_seconds)
+                    .extra("rotations", r.rotations)
+                    .extra("key_switches", r.key_switches)
+                    .extra("ct_ct_mults", r.ct_ct_mults)
+                    .extra("ct_pt_mults", r.ct_pt_mults)
+                    .extra("rotation_steps", r.rotation_steps)
+                    .extra("galois_key_bytes", r.galois_key_bytes)
+                    .extra("max_abs_error", r.max_abs_error)
+                    .extra("max_abs_value", r.max_abs_value)
+                    .extra("session_setup_bytes", r.session_setup_bytes)
+            })
+            .collect());
+    }
     if matches!(a.op, "qk" | "sv" | "attn_out" | "ffn1" | "ffn2") {
         let lines = nectar_bench::blb::bench_matmul(a.op, a.model_shape, a.tokens, a.real.then_some(a.block)).map_err(|e| e.to_string())?;
         return Ok(lines
@@ -147,7 +188,7 @@ pub fn run_blb(a: &BlbArgs, suite: &Suite) -> Result<Vec<BenchLine>, String> {
             .collect());
     }
     if a.op != "convert" {
-        return Err(format!("--suite blb: --op {} is not a BLB kernel (convert, blocks, qk, sv, attn_out, ffn1, ffn2)", a.op));
+        return Err(format!("--suite blb: --op {} is not a BLB kernel (convert, blocks, fused, qk, sv, attn_out, ffn1, ffn2)", a.op));
     }
     let lines = nectar_bench::blb::bench_convert(a.block, a.count, how, packing, a.net).map_err(|e| e.to_string())?;
     Ok(lines

@@ -318,15 +318,19 @@ enum BenchCmd {
     Linear {
         /// The kernel; with `--suite blb`: `convert` (BLB's CKKS <-> MPC conversion, §6.3) or
         /// `blocks` (the conversions of every fused block of `nectar plan`, i.e. each block's
-        /// communication, BLB Table 10).
+        /// communication, BLB Table 10), `fused` (every fused block of one layer run for real:
+        /// conversions of the twin's values, the block under CKKS, outputs checked).
         /// The fused matmuls of BLB §5 (`--suite blb`): `qk`, `sv`, `attn_out`, `ffn1`, `ffn2`,
         /// counted on the slot simulator (whose counts equal the CKKS evaluator's, tested);
         /// `--real` also runs them on CKKS at `--block`'s parameters.
-        #[arg(long, value_parser = ["olt", "matmul", "batch_matmul", "bole", "mul", "square", "convert", "blocks", "qk", "sv", "attn_out", "ffn1", "ffn2"], default_value = "olt")]
+        #[arg(long, value_parser = ["olt", "matmul", "batch_matmul", "bole", "mul", "square", "convert", "blocks", "fused", "qk", "sv", "attn_out", "ffn1", "ffn2"], default_value = "olt")]
         op: String,
         /// With a fused matmul op: run it on real CKKS too (keys, encryption, timing).
         #[arg(long)]
         real: bool,
+        /// With `--op fused`: only this block (1-based; default all).
+        #[arg(long)]
+        fused_block: Option<usize>,
         /// Model shape of `--op blocks` and the fused matmuls (as `nectar plan --model-shape`;
         /// the matmuls take bert-base, bert-large, gpt2).
         #[arg(long, default_value = "bert-base")]
@@ -739,10 +743,10 @@ fn run(cli: Cli) -> Result<(), String> {
                 report::print_lines(&bench_he::run(&n)?, json);
                 Ok(())
             }
-            BenchCmd::Linear { op, shape, size, windows, variant, net, heads, l, json, suite, suite_file, block, count, f2r, packing, model_shape, tokens, real } => {
+            BenchCmd::Linear { op, shape, size, windows, variant, net, heads, l, json, suite, suite_file, block, count, f2r, packing, model_shape, tokens, real, fused_block } => {
                 let suite = suites::resolve(suite.as_deref(), suite_file.as_deref(), &[], suites::BENCH_SUITE)?;
                 if suite.matmul != nectar_model::suite::Matmul::Olt || matches!(op.as_str(), "convert" | "blocks" | "qk" | "sv" | "attn_out" | "ffn1" | "ffn2") {
-                    let blb = bench_linear::BlbArgs { op: &op, block, count, f2r: &f2r, packing: &packing, net: &net, model_shape: &model_shape, tokens, real };
+                    let blb = bench_linear::BlbArgs { op: &op, block, count, f2r: &f2r, packing: &packing, net: &net, model_shape: &model_shape, tokens, real, fused_block };
                     report::print_lines(&bench_linear::run_blb(&blb, &suite)?, json);
                     return Ok(());
                 }

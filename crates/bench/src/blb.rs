@@ -429,3 +429,270 @@ pub fn bench_matmul(op: &str, model_shape: &str, tokens: usize, real_block: Opti
     }
     Ok(out)
 }
+
+/// One fused block of one layer run for real (one JSON line of `--op fused`): its MPC → CKKS
+/// inputs converted from shares of the twin's values, the block evaluated by the server under
+/// CKKS ([`nectar_model::fusion::exec`]), its CKKS → MPC outputs converted back, and the
+/// reconstructed outputs compared with the twin ([`nectar_model::fusion::eval`]).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FusedRunBench {
+    pub model: String,
+    pub tokens: usize,
+    pub block: usize,
+    pub params: String,
+    pub n: usize,
+    pub packing: &'static str,
+    pub field_to_ring_used: &'static str,
+    pub depth: u32,
+    /// Levels the run used (the plan's depth, checked).
+    pub levels_used: usize,
+    pub to_ckks_ciphertexts: usize,
+    pub to_ckks_bytes: u64,
+    pub to_mpc_ciphertexts: usize,
+    pub to_mpc_bytes: u64,
+    pub bytes_total: u64,
+    pub rounds_server: u64,
+    /// Both conversions' wall time.
+    pub convert_seconds: f64,
+    /// The server's CKKS evaluation of the block (server-local).
+    pub ckks_seconds: f64,
+    pub rotations: u64,
+    pub key_switches: u64,
+    pub ct_ct_mults: u64,
+    pub ct_pt_mults: u64,
+    /// Distinct rotation steps (Galois keys the client sends once per parameter set).
+    pub rotation_steps: usize,
+    /// Serialized Galois keys (rotations, and conjugation with complex packing) of the block:
+    /// client → server once per parameter set, not in `bytes_total`.
+    pub galois_key_bytes: u64,
+    /// Max |reconstructed − twin| over the block's outputs, and the outputs' largest magnitude.
+    pub max_abs_error: f64,
+    pub max_abs_value: f64,
+    pub session_setup_bytes: u64,
+}
+
+/// The CKKS parameters a fused block of `depth` runs at (BLB Table 6's ring degree `n`). BLB's
+/// Table 6 sets (e.g. set 1: four 60-bit data primes, `Δ = 2^38`, depth 4) rely on EVA's
+/// waterline rescaling, several products per 60-bit prime, which our evaluator does not do:
+/// it rescales after every product. So a block gets one 40-bit prime per level of its depth
+/// above a 60 + 40-bit base that the CKKS → MPC conversion keeps (two primes, 41 bits of
+/// slack, [`conversion_level`]), `Δ = 2^40`, a 60-bit special prime; validated for 128-bit
+/// security at construction (set 1's `N = 2^14`: 320 of 438 bits; depth 7 at `N = 2^15`: 440
+/// of 881).
+pub fn executable_params(n: usize, depth: u32) -> Result<CkksParams, LinearError> {
+    let mut bits = vec![60u32, 40];
+    bits.extend(std::iter::repeat_n(40, depth as usize));
+    Ok(CkksParams::new(nectar_he::ckks::CkksParamsLiteral::from_bit_sizes(n, &bits, Some(60), 40)?)?)
+}
+
+/// Runs every fused block of layer 0 → 1 of `arch` (random weights of the real shapes) for real;
+/// `only` restricts to one block.
+pub fn bench_fused_blocks(
+    arch: nectar_model::secure::RandomArch,
+    tokens: usize,
+    only: Option<usize>,
+    how: FieldToRing,
+    packing: SlotPacking,
+    net: &str,
+) -> Result<Vec<FusedRunBench>, LinearError> {
+    use nectar_model::config::ModelConfig;
+    use nectar_model::fusion::eval::{eval_values, p4_pieces, LayerParams, Tensor};
+    use nectar_model::fusion::exec::{layouts, run_block, CtTensor, Layout};
+    use nectar_model::fusion::graph::{LayerGraph, Operand};
+    use nectar_model::reference::BlockWeights;
+    use nectar_linear::ckks_convert::{shares_to_ckks_client_at, shares_to_ckks_server_at, Slots};
+    use nectar_linear::ckks_matmul::{CkksOps, SlotOps, SlotSim};
+    let me = |e: nectar_model::ModelError| LinearError::BadParams(e.to_string());
+    let config = nectar_model::secure::random_config(arch, Some(2));
+    let names: fn(usize) -> nectar_model::block::BlockNames = match &config {
+        ModelConfig::Bert(_) => nectar_model::bert::block_names,
+        ModelConfig::Gpt2(_) => nectar_model::gpt2::block_names,
+        _ => return Err(LinearError::Unsupported(format!("--op fused: {} (bert-base, bert-large, gpt2)", arch.name()))),
+    };
+    let cfg = nectar_model::fusion::block_config(&config);
+    if !tokens.is_power_of_two() {
+        return Err(LinearError::BadShape(format!("--op fused: {tokens} tokens (a power of two: the multi-head packings have no padded keys)")));
+    }
+    let rw = nectar_model::secure::RandomWeights::new(7);
+    let bw = BlockWeights::load(&rw, &cfg, names, 2).map_err(me)?;
+    let (n0, n1) = (names(0), names(1));
+    let p = LayerParams { weights: &bw, cfg: &cfg, prev: &n0, cur: &n1 };
+    let g = LayerGraph::build(&cfg, tokens);
+    let plan = FusionPlan::for_block(&cfg, arch.name(), 2, tokens).map_err(me)?;
+    let fmt = ConvFormat { packing, ..ConvFormat::DEFAULT };
+    let mut prg = Prg::from_entropy();
+    // The twin: a random pre-activation (±3) as the previous activation's pieces, a random
+    // residual (±1), and every operator's value.
+    let mut rand = |cols: usize, r: f64| Tensor::new(tokens, cols, (0..tokens * cols).map(|_| ((prg.next_u128() % 2_000_001) as f64 / 1e6 - 1.0) * r).collect());
+    let u = rand(cfg.intermediate, 3.0).map_err(me)?;
+    let mut inputs: Vec<Tensor> = p4_pieces(&u).into();
+    inputs.push(rand(cfg.hidden, 1.0).map_err(me)?);
+    let vals = eval_values(&g, &p, &inputs).map_err(me)?;
+    let value = |v: Operand| match v {
+        Operand::Input(i) => &inputs[i],
+        Operand::Op(i) => &vals[i],
+    };
+    let link = LinkModel::preset(net).ok_or_else(|| LinearError::BadParams(format!("unknown link '{net}'")))?;
+    let ulp = (-(fmt.f as f64)).exp2();
+    let mut lines = Vec::new();
+    for b in plan.blocks().filter(|b| only.is_none_or(|o| o == b.index)) {
+        let params = executable_params(b.params.n, b.depth)?;
+        let (l, s) = (tokens, params.slots());
+        let how = if conversion_level(&params, params.default_scale(), &fmt, how).is_ok() { how } else { FieldToRing::Local };
+        let idx: Vec<usize> = b
+            .ops
+            .iter()
+            .map(|o| g.ops.iter().position(|x| x.name == o.name).ok_or_else(|| LinearError::BadParams(format!("operator {}", o.name))))
+            .collect::<Result<_, _>>()?;
+        let want = layouts(&g, &idx, l, s).map_err(me)?;
+        // The block's inputs: (operand, layout, slot positions, shares of the values there).
+        let mut ext: Vec<(Operand, Layout, Vec<usize>, usize, Vec<u64>, Vec<u64>, usize, usize)> = Vec::new();
+        for &i in &idx {
+            for &v in &g.ops[i].operands {
+                if matches!(v, Operand::Op(j) if idx.contains(&j)) || ext.iter().any(|e| e.0 == v) {
+                    continue;
+                }
+                let lay = want[&v];
+                let t = value(v);
+                // Every slot a value lands in (a scalar is replicated in every block): public,
+                // from the layout.
+                let pos = lay.positions(t.rows, t.cols, l, s).map_err(me)?;
+                let at: Vec<usize> = pos.iter().map(|p| p.2).collect();
+                let xs: Vec<f64> = pos.iter().map(|p| t.at(p.0, p.1)).collect();
+                let packed_cts = lay.cts(t.cols, l, s);
+                let fx: Vec<u64> = xs.iter().map(|&x| (x / ulp).round() as i64 as u64).collect();
+                let a: Vec<u64> = fx.iter().map(|_| prg.next_u128() as u64).collect();
+                let c: Vec<u64> = fx.iter().zip(&a).map(|(&x, &r)| x.wrapping_sub(r)).collect();
+                ext.push((v, lay, at, packed_cts * s, a, c, t.rows, t.cols));
+            }
+        }
+        // Client keys; the Galois keys are the rotation steps the block uses (simulated first).
+        let sk = CkksSecretKey::generate(&params, &mut prg);
+        let pk = sk.public_key(&params, &mut prg);
+        let sim = SlotSim::new(s);
+        let top = params.max_level();
+        let sim_in = ext
+            .iter()
+            .map(|e| (e.0, CtTensor { rows: e.6, cols: e.7, layout: e.1, cts: (0..e.3 / s).map(|_| sim.encrypt(vec![0.0; s], top)).collect() }))
+            .collect();
+        run_block(&sim, &g, &p, &idx, l, &sim_in).map_err(me)?;
+        let steps = sim.rotation_steps();
+        let gk = sk.galois_keys(&params, &steps, packing == SlotPacking::Complex, &mut prg)?;
+        let galois_key_bytes = gk.serialize(&params).len() as u64;
+        let ev = CkksEvaluator::new(&params).with_relin_key(sk.relin_key(&params, &mut prg)?).with_galois_keys(gk);
+        // The outputs (public: operator, layout, shape, values converted).
+        let mut outs = Vec::new();
+        for c in &b.to_mpc {
+            let i = g.ops.iter().position(|x| x.name == c.value).ok_or_else(|| LinearError::BadParams(format!("output {}", c.value)))?;
+            let lay = want[&Operand::Op(i)];
+            let (rows, cols) = (g.ops[i].output.rows, g.ops[i].output.cols);
+            let count = if lay == Layout::Scalar { rows } else { lay.cts(cols, l, s) * s };
+            outs.push((i, lay, rows, cols, count));
+        }
+        let (mut cs, mut cc) = linked_pair(link);
+        let (seed_s, seed_c) = (prg.gen_block(), prg.gen_block());
+        let srv_ext: Vec<_> = ext.iter().map(|e| (e.0, e.1, e.2.clone(), e.3, e.4.clone(), e.6, e.7)).collect();
+        let cli_ext: Vec<_> = ext.iter().map(|e| (e.2.clone(), e.3, e.5.clone())).collect();
+        let (gs, ps, idx_s, outs_s, params_c) = (&g, &p, &idx, &outs, &params);
+        let (srv, cli) = std::thread::scope(|sc| -> Result<_, LinearError> {
+            let server = sc.spawn(move || -> Result<_, LinearError> {
+                let ch: &mut dyn Channel = &mut *cs;
+                let (mut m, setup) = warm_mpc(Role::Server, ch, seed_s)?;
+                let s0 = ch.stats();
+                let t0 = Instant::now();
+                let mut ins = std::collections::HashMap::new();
+                for (v, lay, at, total, xa, rows, cols) in &srv_ext {
+                    let cts = shares_to_ckks_server_at(ch, &mut m, &ev, xa, Slots::scattered(at, *total), top, ev.params().default_scale(), &fmt)?;
+                    ins.insert(*v, CtTensor { rows: *rows, cols: *cols, layout: *lay, cts });
+                }
+                let t_in = t0.elapsed().as_secs_f64();
+                let s1 = ch.stats();
+                let ops = CkksOps::new(&ev);
+                let c0 = ops.counts();
+                let t1 = Instant::now();
+                let res = run_block(&ops, gs, ps, idx_s, l, &ins).map_err(|e| LinearError::BadParams(e.to_string()))?;
+                let ckks_seconds = t1.elapsed().as_secs_f64();
+                let counts = ops.counts() - c0;
+                let levels_used = top - res.values().flat_map(|t| t.cts.iter().map(|c| c.level())).min().unwrap_or(top);
+                let s2 = ch.stats();
+                let t2 = Instant::now();
+                // The outputs' scales are public (the primes and the plan fix them); sent with
+                // the masked ciphertexts (same direction, no extra round) rather than recomputed.
+                let scales: Vec<u8> = outs_s.iter().flat_map(|o| res[&o.0].cts[0].scale().to_le_bytes()).collect();
+                ch.send(&scales)?;
+                let mut shares = Vec::new();
+                for &(i, _, _, _, count) in outs_s {
+                    let t = &res[&i];
+                    let ct_list = if t.layout == Layout::Scalar { &t.cts[..1] } else { &t.cts[..] };
+                    shares.push(ckks_to_shares_server(ch, &mut m, &ev, &pk, ct_list, count, &fmt, how)?);
+                }
+                let t_out = t2.elapsed().as_secs_f64();
+                let s3 = ch.stats();
+                Ok((shares, setup, [s0, s1, s2, s3], t_in + t_out, ckks_seconds, counts, levels_used))
+            });
+            let ch: &mut dyn Channel = &mut *cc;
+            let client = (|| -> Result<_, LinearError> {
+                let (mut m, _) = warm_mpc(Role::Client, ch, seed_c)?;
+                for (at, total, xb) in &cli_ext {
+                    shares_to_ckks_client_at(ch, &mut m, params_c, &sk, xb, Slots::scattered(at, *total), top, params_c.default_scale(), &fmt)?;
+                }
+                let msg = ch.recv()?;
+                if msg.len() != 8 * outs_s.len() {
+                    return Err(LinearError::Malformed(format!("{} bytes of output scales", msg.len())));
+                }
+                let mut shares = Vec::new();
+                for (o, sc) in outs_s.iter().zip(msg.chunks_exact(8)) {
+                    let scale = f64::from_le_bytes(sc.try_into().map_err(|_| LinearError::Malformed("scale".into()))?);
+                    shares.push(ckks_to_shares_client(ch, &mut m, params_c, &sk, o.4, scale, &fmt, how)?);
+                }
+                Ok(shares)
+            })();
+            let srv = server.join().map_err(|_| LinearError::Unsupported("server thread panicked".into()))??;
+            Ok((srv, client?))
+        })?;
+        let (shares, setup, st, convert_seconds, ckks_seconds, counts, levels_used) = srv;
+        // Reconstruct every output and compare it with the twin.
+        let (mut max_abs_error, mut max_abs_value) = (0f64, 0f64);
+        for ((&(i, lay, rows, cols, count), a), c) in outs.iter().zip(&shares).zip(&cli) {
+            let vals_slots: Vec<f64> = (0..count).map(|k| a[k].wrapping_add(c[k]) as i64 as f64 * ulp).collect();
+            let mut per_ct: Vec<Vec<f64>> = vals_slots.chunks(s).map(|x| x.to_vec()).collect();
+            if let Some(last) = per_ct.last_mut() {
+                last.resize(s, 0.0);
+            }
+            let got = nectar_model::fusion::exec::unpack(&per_ct, rows, cols, lay, l, s).map_err(me)?;
+            for (x, y) in got.data.iter().zip(&vals[i].data) {
+                max_abs_error = max_abs_error.max((x - y).abs());
+                max_abs_value = max_abs_value.max(y.abs());
+            }
+        }
+        lines.push(FusedRunBench {
+            model: arch.name().into(),
+            tokens,
+            block: b.index,
+            params: format!("N={} {}x40+60+40 bits", params.n(), b.depth),
+            n: params.n(),
+            packing: packing_name(packing),
+            field_to_ring_used: kind_name(how),
+            depth: b.depth,
+            levels_used,
+            to_ckks_ciphertexts: ext.iter().map(|e| e.3 / s).sum(),
+            to_ckks_bytes: st[1].bytes_total() - st[0].bytes_total(),
+            to_mpc_ciphertexts: outs.iter().map(|o| o.1.cts(o.3, l, s)).sum(),
+            to_mpc_bytes: st[3].bytes_total() - st[2].bytes_total(),
+            bytes_total: st[1].bytes_total() - st[0].bytes_total() + st[3].bytes_total() - st[2].bytes_total(),
+            rounds_server: st[3].rounds - st[0].rounds,
+            convert_seconds,
+            ckks_seconds,
+            rotations: counts.rotations,
+            key_switches: counts.key_switches,
+            ct_ct_mults: counts.ct_ct_mults,
+            ct_pt_mults: counts.ct_pt_mults,
+            rotation_steps: steps.len(),
+            galois_key_bytes,
+            max_abs_error,
+            max_abs_value,
+            session_setup_bytes: setup,
+        });
+    }
+    Ok(lines)
+}

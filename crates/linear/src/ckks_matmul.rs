@@ -81,6 +81,12 @@ pub trait SlotOps: Sync {
     fn mul_values_to(&self, a: &Self::Ct, values: &[f64], target: f64) -> Result<Self::Ct, LinearError>;
     /// The parameters' default scale `Δ` (the target of [`SlotOps::mul_values_to`]).
     fn scale(&self) -> f64;
+    /// The scale of `a` (`Δ` for the simulator, which has none).
+    fn scale_of(&self, a: &Self::Ct) -> f64;
+    /// `a` with its scale read as `scale` (the encrypted integers unchanged): the values are
+    /// multiplied by `scale_of(a)/scale`. Used after a product whose plaintext was multiplied
+    /// by that ratio, so that it lands on `scale` exactly.
+    fn relabel(&self, a: &Self::Ct, scale: f64) -> Result<Self::Ct, LinearError>;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -179,6 +185,14 @@ impl SlotOps for CkksOps<'_> {
     }
     fn scale(&self) -> f64 {
         self.eval.params().default_scale()
+    }
+    fn scale_of(&self, a: &CkksCiphertext) -> f64 {
+        a.scale()
+    }
+    fn relabel(&self, a: &CkksCiphertext, scale: f64) -> Result<CkksCiphertext, LinearError> {
+        let mut c = a.clone();
+        c.set_scale(scale)?;
+        Ok(c)
     }
 }
 
@@ -370,6 +384,12 @@ impl SlotOps for SlotSim {
     }
     fn scale(&self) -> f64 {
         1.0
+    }
+    fn scale_of(&self, _a: &SimCt) -> f64 {
+        1.0
+    }
+    fn relabel(&self, a: &SimCt, _scale: f64) -> Result<SimCt, LinearError> {
+        Ok(a.clone())
     }
 }
 

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use crate::block::{Activation, AttnDims, BlockConfig, BlockNames, BlockOps, ColScale, Layout, NormKind};
 use crate::ops::{activate, add_assign, attention, layer_norm, linear, rms_norm, rope, AttnShape};
-use crate::weights::Weights;
+use crate::secure::WeightSource;
 use crate::ModelError;
 
 /// A dense layer: `w` is `[out, in]` (PyTorch `nn.Linear` order), `y = x w^T + b`.
@@ -24,8 +24,8 @@ pub struct Dense {
 impl Dense {
     /// Loads `{name}.weight` in `layout` (transposed to `[out, in]` if stored `[in, out]`) and,
     /// with `bias`, `{name}.bias`.
-    pub fn load(
-        w: &Weights,
+    pub fn load<W: WeightSource + ?Sized>(
+        w: &W,
         name: &str,
         in_dim: usize,
         out_dim: usize,
@@ -68,7 +68,7 @@ pub struct Norm {
 
 impl Norm {
     /// Loads `{name}.weight` (and `{name}.bias` for LayerNorm) of width `d`.
-    pub fn load(w: &Weights, name: &str, d: usize, kind: NormKind) -> Result<Self, ModelError> {
+    pub fn load<W: WeightSource + ?Sized>(w: &W, name: &str, d: usize, kind: NormKind) -> Result<Self, ModelError> {
         Ok(Norm {
             g: w.tensor(&format!("{name}.weight"), &[d])?,
             b: match kind {
@@ -97,8 +97,8 @@ pub struct BlockWeights {
 
 impl BlockWeights {
     /// Loads every tensor the blocks `0..layers` name, at the shapes `cfg` implies.
-    pub fn load(
-        w: &Weights,
+    pub fn load<W: WeightSource + ?Sized>(
+        w: &W,
         cfg: &BlockConfig,
         names: impl Fn(usize) -> BlockNames,
         layers: usize,

@@ -12,10 +12,11 @@
 //! columns per ciphertext; the executor refuses other shapes), else the padding columns would
 //! pick up the broadcast scalars and corrupt the next row sum.
 //!
-//! Scales: a ct-pt product lands exactly on `Δ` ([`SlotOps::mul_values_to`]); ct-ct products
-//! are rescaled and keep `Δ²/q` (they are always multiplied by a plaintext or converted before
-//! anything is added to them in BLB's graphs), so additions meet equal scales. Operands at two
-//! levels are added at the lower one.
+//! Scales: every ct-pt product lands exactly on `Δ` ([`SlotOps::mul_values_to`]; a `matmul_cp`
+//! by scaling its weight by `Δ/Δ_in`, [`SlotOps::relabel`]); ct-ct products are rescaled and
+//! keep `Δ²/q`, and in BLB's graphs they are multiplied by a plaintext or converted before
+//! anything is added to them, so additions meet equal scales (else the evaluator refuses the
+//! addition). Operands at two levels are added at the lower one.
 //!
 //! Multi-head operands (BLB §5.1, Fig. 7e, on [`MhLayout`]s): `Q` and `K` of `Q_h·K_h^T` are
 //! produced directly in [`Packing::MhSpatialFirst`] by `matmul_cp` with the weight's columns
@@ -57,8 +58,8 @@ pub enum Layout {
 }
 
 impl Layout {
-    /// Ciphertexts of a `rows × cols` tensor.
-    fn cts(&self, cols: usize, l: usize, s: usize) -> usize {
+    /// Ciphertexts of a tensor of `cols` columns.
+    pub fn cts(&self, cols: usize, l: usize, s: usize) -> usize {
         match self {
             Layout::Spatial => cols * l / s,
             Layout::Scalar => 1,
@@ -131,18 +132,28 @@ fn err(e: impl std::fmt::Display) -> ModelError {
     ModelError::Unsupported(format!("fused CKKS block: {e}"))
 }
 
-/// The slot vectors of `t` in `layout` (`l`-slot blocks over `s` slots; unused slots zero).
-pub fn pack(t: &Tensor, layout: Layout, l: usize, s: usize) -> Result<Vec<Vec<f64>>, ModelError> {
-    layout.check(t.rows, t.cols, l, s)?;
-    let mut out = vec![vec![0.0; s]; layout.cts(t.cols, l, s)];
-    let blocks = if layout == Layout::Scalar { s / l } else { 1 };
-    for r in 0..t.rows {
-        for c in 0..t.cols {
-            let (ct, slot) = layout.place(r, c, t.cols, l, s);
-            for b in 0..blocks {
-                out[ct][slot + b * l] = t.at(r, c);
+impl Layout {
+    /// Every `(row, column, ct·s + slot)` a `rows × cols` tensor occupies (a scalar once per
+    /// block); what an MPC → CKKS conversion scatters the shares to.
+    pub fn positions(&self, rows: usize, cols: usize, l: usize, s: usize) -> Result<Vec<(usize, usize, usize)>, ModelError> {
+        self.check(rows, cols, l, s)?;
+        let blocks = if *self == Layout::Scalar { s / l } else { 1 };
+        let mut out = Vec::with_capacity(rows * cols * blocks);
+        for r in 0..rows {
+            for c in 0..cols {
+                let (ct, slot) = self.place(r, c, cols, l, s);
+                out.extend((0..blocks).map(|b| (r, c, ct * s + slot + b * l)));
             }
         }
+        Ok(out)
+    }
+}
+
+/// The slot vectors of `t` in `layout` (`l`-slot blocks over `s` slots; unused slots zero).
+pub fn pack(t: &Tensor, layout: Layout, l: usize, s: usize) -> Result<Vec<Vec<f64>>, ModelError> {
+    let mut out = vec![vec![0.0; s]; layout.cts(t.cols, l, s)];
+    for (r, c, p) in layout.positions(t.rows, t.cols, l, s)? {
+        out[p / s][p % s] = t.at(r, c);
     }
     Ok(out)
 }
@@ -277,8 +288,13 @@ pub fn run_block<O: SlotOps>(
             OpKind::Linear(LinearKind::MatmulCp) => {
                 let c = p.columns(&op.name)?;
                 let (din, dw) = (c.dense.in_dim, &c.dense.w);
-                let w_at = |ci: usize, co: usize| dw[c.rows[co] * din + ci] as f64 * c.scale;
-                match (x.layout, out_layout) {
+                // The kernels encode the weight at the rescale prime's scale, which keeps the
+                // input's scale; an input off Δ (after a ct-ct product: Δ²/q) is brought back
+                // by scaling the weight by Δ/Δ_in and reading the result at Δ.
+                let target = ops.scale();
+                let ratio = target / ops.scale_of(&x.cts[0]);
+                let w_at = |ci: usize, co: usize| dw[c.rows[co] * din + ci] as f64 * c.scale * ratio;
+                let (cts, layout) = match (x.layout, out_layout) {
                     (Layout::MhDiag(m), Layout::Spatial) => {
                         let w = Mat::from_fn(din, c.rows.len(), w_at);
                         (matmul_cp_diag(ops, &m, &x.cts, &w).map_err(lin)?, Layout::Spatial)
@@ -300,7 +316,9 @@ pub fn run_block<O: SlotOps>(
                         (matmul_cp_spatial(ops, &x.cts, l, &w).map_err(lin)?, out_layout)
                     }
                     (a, b) => return Err(err(format!("{}: matmul_cp from {a:?} to {b:?}", op.name))),
-                }
+                };
+                let cts = cts.iter().map(|ct| ops.relabel(ct, target)).collect::<Result<Vec<_>, _>>().map_err(lin)?;
+                (cts, layout)
             }
             OpKind::Linear(k @ (LinearKind::EwaddCp | LinearKind::EwmulCp)) => {
                 let pl = p.plain(op, rows, cols)?;
@@ -506,6 +524,64 @@ mod tests {
         }
         let lowest = out.values().flat_map(|t| t.cts.iter().map(|c| c.level())).min().unwrap();
         assert_eq!(top - lowest, 4, "the plan's depth");
+    }
+
+    /// A `matmul_cp` whose input comes off a ct-ct product (scale `Δ²/q`, as `W_O` after
+    /// `P·V` in block 4) and whose output is added to a value at `Δ`: the weight is scaled by
+    /// `Δ/Δ_in` and the result read at `Δ`, so the addition is accepted (real CKKS refuses
+    /// unequal scales) and correct.
+    #[test]
+    fn matmul_after_a_ct_ct_product_lands_on_the_scale() {
+        use crate::fusion::graph::{LayerInput, Op, Plain, Shape};
+        use nectar_he::ckks::{CkksEvaluator, CkksParams, CkksParamsLiteral, CkksSecretKey};
+        use nectar_linear::ckks_matmul::CkksOps;
+        let t = tiny_bert();
+        let (l, d, ff) = (512, t.cfg.hidden, t.cfg.intermediate);
+        let sh = |cols| Shape { rows: l, cols };
+        let op = |name: &str, kind, operands: Vec<Operand>, input, output, plain| Op { name: name.into(), kind, operands, input, output, plain, heads: 1, subtract: false };
+        let g = LayerGraph {
+            inputs: vec![LayerInput { name: "h".into(), shape: sh(ff) }, LayerInput { name: "r".into(), shape: sh(d) }],
+            ops: vec![
+                op("h2", OpKind::Linear(LinearKind::EwmulCc), vec![Operand::Input(0), Operand::Input(0)], sh(ff), sh(ff), None),
+                op("ffn.down", OpKind::Linear(LinearKind::MatmulCp), vec![Operand::Op(0)], sh(ff), sh(d), Some(Plain::Weight)),
+                op("ffn.residual", OpKind::Linear(LinearKind::EwaddCc), vec![Operand::Op(1), Operand::Input(1)], sh(d), sh(d), None),
+            ],
+            outputs: vec![("y".into(), Operand::Op(2))],
+        };
+        let (n0, n1) = (crate::bert::block_names(0), crate::bert::block_names(1));
+        let p = LayerParams { weights: &t.bw, cfg: &t.cfg, prev: &n0, cur: &n1 };
+        let mut prg = Prg::new([8; 16]);
+        let mut rand = |cols: usize| Tensor::new(l, cols, (0..l * cols).map(|_| (prg.next_u128() % 2001) as f64 / 1000.0 - 1.0).collect()).unwrap();
+        let inputs = vec![rand(ff), rand(d)];
+        let vals = eval_values(&g, &p, &inputs).unwrap();
+        let params = CkksParams::new(CkksParamsLiteral::from_bit_sizes(1 << 13, &[45, 30, 30, 30], Some(45), 30).unwrap()).unwrap();
+        let s = params.slots();
+        let idx = [0, 1, 2];
+        let sim = SlotSim::new(s);
+        let top = params.max_level();
+        let packed: Vec<Vec<Vec<f64>>> = inputs.iter().map(|t| pack(t, Layout::Spatial, l, s).unwrap()).collect();
+        let sim_in = (0..2).map(|i| (Operand::Input(i), CtTensor { rows: l, cols: inputs[i].cols, layout: Layout::Spatial, cts: packed[i].iter().map(|v| sim.encrypt(v.clone(), top)).collect() })).collect();
+        run_block(&sim, &g, &p, &idx, l, &sim_in).unwrap();
+        let sk = CkksSecretKey::generate(&params, &mut prg);
+        let ev = CkksEvaluator::new(&params)
+            .with_relin_key(sk.relin_key(&params, &mut prg).unwrap())
+            .with_galois_keys(sk.galois_keys(&params, &sim.rotation_steps(), false, &mut prg).unwrap());
+        let ops = CkksOps::new(&ev);
+        let ck_in = (0..2)
+            .map(|i| {
+                let cts = packed[i].iter().map(|v| sk.encrypt(&params, &params.encode_real(v, top, params.default_scale()).unwrap(), &mut prg).unwrap()).collect();
+                (Operand::Input(i), CtTensor { rows: l, cols: inputs[i].cols, layout: Layout::Spatial, cts })
+            })
+            .collect();
+        let out = run_block(&ops, &g, &p, &idx, l, &ck_in).unwrap();
+        let y = &out[&2];
+        assert!((y.cts[0].scale() / params.default_scale() - 1.0).abs() < 1e-12, "the matmul lands on Δ");
+        let dec: Vec<Vec<f64>> = y.cts.iter().map(|c| sk.decrypt_decode(&params, c).unwrap().iter().map(|z| z.re).collect()).collect();
+        let got = unpack(&dec, l, d, Layout::Spatial, l, s).unwrap();
+        let err = got.data.iter().zip(&vals[2].data).fold(0f64, |m, (a, b)| m.max((a - b).abs()));
+        let mag = vals[2].data.iter().fold(1f64, |m, v| m.max(v.abs()));
+        eprintln!("matmul after a ct-ct product: max error {err:.2e} (magnitude {mag:.1})");
+        assert!(err <= 1e-3 * mag, "error {err}");
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! --op fused` at BERT-tiny, 128 tokens): the shares of the twin's values enter CKKS, the server
 //! runs the block, the outputs leave as shares and reconstruct to the twin's values within CKKS
 //! and conversion error, at the plan's depth, with the conversions the only traffic. Blocks 2
-//! and 4 peak at 18 GB of memory at this shape (the multi-head products' Galois keys at
-//! N = 2^15, measured): they run in `make bench-blb`, at BERT-base.
+//! and 4 peak at 18 GB of memory at this shape (measured peak RSS; their Galois keys and
+//! multi-head intermediates at N = 2^15): they run in `make bench-blb`, at BERT-base.
 
 use nectar_bench::blb::{bench_fused_blocks, FieldToRing, SlotPacking};
 use nectar_model::secure::RandomArch;

@@ -32,4 +32,4 @@ for packing in complex real; do
     run bench linear --suite blb --op convert --block "$b" --count 98304 --packing "$packing" --json
   done
 done
-bench_meta "2-core VM (nproc = 2), 24 GiB RAM; both parties in one process over an in-memory channel; other builds shared the CPU (seconds are upper bounds)"
+bench_meta "2-core VM (nproc = 2), 24 GiB RAM; both parties in one process over an in-memory channel; nothing else running"

@@ -130,9 +130,8 @@ if fused:
     w("(`executable_params`). Galois keys (the block's rotation steps, and conjugation for the")
     w("complex packing) are sent once per parameter set and are not in the block's bytes.")
     w("")
-    w("| block | N | depth (levels used) | in / out cts | MB | paper MB | rotations (plan) | ct-ct | ct-pt | CKKS s | convert s | Galois keys MB | max abs error (max value) |")
+    w("| block | N | depth (levels used) | in / out cts | MB | paper MB | rotations | ct-ct | ct-pt | CKKS s | convert s | Galois keys MB | max abs error (max value) |")
     w("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    plan_rot = {b: pick(f"blb_block/{b}", field_to_ring="local", packing="complex") for b in range(1, 6)}
     for l in sorted(fused, key=lambda x: int(x["variant"].split("/")[1])):
         b = int(l["variant"].split("/")[1])
         w(

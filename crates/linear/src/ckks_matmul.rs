@@ -473,6 +473,19 @@ fn inner_rotate<O: SlotOps>(
 // ---------------------------------------------------------------------------------------------
 // ct-ct matmul (§5.1, App. C.1)
 
+/// The operand count `J` of a ct-ct matmul on `lay`, checked against both operands.
+fn check_cc_operands<O: SlotOps>(ops: &O, lay: &MhLayout, a: &[O::Ct], b: &[O::Ct]) -> Result<usize, LinearError> {
+    let j_cts = lay.operand_cts();
+    if a.len() != j_cts || b.len() != j_cts || lay.slots != ops.slots() {
+        return Err(LinearError::BadShape(format!(
+            "ct-ct matmul: {} x {} ciphertexts, layout needs {j_cts}",
+            a.len(),
+            b.len()
+        )));
+    }
+    Ok(j_cts)
+}
+
 /// `C_h = A_h·B_h` for every head (BLB §5.1, Fig. 7, Fig. 14). `a`: `A_h` (`L × d`) in
 /// [`Packing::MhSpatialFirst`]; `b`: `B_h` (`d × L`) in [`Packing::MhReduceFirst`], both on
 /// `lay` (`lay.reduce = d`; for `softmax·V_h` pass `V_h` zero-padded to `L × L`, §5.2).
@@ -487,14 +500,7 @@ pub fn matmul_cc<O: SlotOps>(
     a: &[O::Ct],
     b: &[O::Ct],
 ) -> Result<Vec<O::Ct>, LinearError> {
-    let j_cts = lay.operand_cts();
-    if a.len() != j_cts || b.len() != j_cts || lay.slots != ops.slots() {
-        return Err(LinearError::BadShape(format!(
-            "ct-ct matmul: {} x {} ciphertexts, layout needs {j_cts}",
-            a.len(),
-            b.len()
-        )));
-    }
+    let j_cts = check_cc_operands(ops, lay, a, b)?;
     let (l, c, rho) = (lay.l, lay.c, lay.rho());
     let mut masks = Masks::new(ops);
 
@@ -546,14 +552,7 @@ pub fn matmul_cc_prerotated<O: SlotOps>(
     a: &[O::Ct],
     b1: &[O::Ct],
 ) -> Result<Vec<O::Ct>, LinearError> {
-    let j_cts = lay.operand_cts();
-    if a.len() != j_cts || b1.len() != j_cts || lay.slots != ops.slots() {
-        return Err(LinearError::BadShape(format!(
-            "ct-ct matmul: {} x {} ciphertexts, layout needs {j_cts}",
-            a.len(),
-            b1.len()
-        )));
-    }
+    let j_cts = check_cc_operands(ops, lay, a, b1)?;
     let (l, c, rho) = (lay.l, lay.c, lay.rho());
     let group_stride = (l * lay.hs) as i64;
     let mut masks = Masks::new(ops);

@@ -318,22 +318,13 @@ pub fn eval_values(g: &LayerGraph, p: &LayerParams<'_>, inputs: &[Tensor]) -> Re
                 }
                 out
             }
-            OpKind::Linear(LinearKind::EwaddCp) => {
+            OpKind::Linear(k @ (LinearKind::EwaddCp | LinearKind::EwmulCp)) => {
                 let pl = p.plain(op, x.rows, x.cols)?;
                 let mut out = x.clone();
                 for r in 0..x.rows {
                     for c in 0..x.cols {
-                        out.data[r * x.cols + c] += plain_at(&pl, r, c);
-                    }
-                }
-                out
-            }
-            OpKind::Linear(LinearKind::EwmulCp) => {
-                let pl = p.plain(op, x.rows, x.cols)?;
-                let mut out = x.clone();
-                for r in 0..x.rows {
-                    for c in 0..x.cols {
-                        out.data[r * x.cols + c] *= plain_at(&pl, r, c);
+                        let (v, w) = (&mut out.data[r * x.cols + c], plain_at(&pl, r, c));
+                        *v = if k == LinearKind::EwaddCp { *v + w } else { *v * w };
                     }
                 }
                 out
@@ -397,7 +388,7 @@ pub fn p4_pieces(u: &Tensor) -> [Tensor; 3] {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::config::{Activation, ModelConfig};
     use crate::fusion::graph::LayerGraph;
@@ -589,14 +580,27 @@ mod tests {
         check("gpt2", 9);
     }
 
-    #[test]
-    fn wrong_inputs_and_unbound_values_are_errors() {
+    /// Tiny BERT's block configuration and its two layers' weights (the directory lives as long
+    /// as the fixture).
+    pub(crate) struct TinyBert {
+        pub(crate) _dir: tempfile::TempDir,
+        pub(crate) cfg: BlockConfig,
+        pub(crate) bw: BlockWeights,
+    }
+
+    pub(crate) fn tiny_bert() -> TinyBert {
         let dir = tempfile::tempdir().unwrap();
         crate::tiny::write_tiny_bert(dir.path(), 5).unwrap();
         let ModelConfig::Bert(c) = ModelConfig::from_file(&dir.path().join("config.json")).unwrap() else { panic!() };
         let cfg = crate::bert::block_config(&c);
         let weights = Weights::open(&dir.path().join("model.safetensors")).unwrap();
         let bw = BlockWeights::load(&weights, &cfg, crate::bert::block_names, 2).unwrap();
+        TinyBert { _dir: dir, cfg, bw }
+    }
+
+    #[test]
+    fn wrong_inputs_and_unbound_values_are_errors() {
+        let TinyBert { cfg, bw, .. } = tiny_bert();
         let (n0, n1) = (crate::bert::block_names(0), crate::bert::block_names(1));
         let params = LayerParams { weights: &bw, cfg: &cfg, prev: &n0, cur: &n1 };
         let g = LayerGraph::build(&cfg, 4);

@@ -371,30 +371,11 @@ pub fn run_block<O: SlotOps>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::block::BlockConfig;
-    use crate::config::ModelConfig;
+    use crate::fusion::eval::tests::{tiny_bert, TinyBert as Tiny};
     use crate::fusion::eval::{eval_values, p4_pieces, LayerParams};
     use crate::fusion::FusionPlan;
-    use crate::reference::BlockWeights;
-    use crate::weights::Weights;
     use nectar_linear::ckks_matmul::SlotSim;
     use nectar_math::Prg;
-
-    struct Tiny {
-        _dir: tempfile::TempDir,
-        cfg: BlockConfig,
-        bw: BlockWeights,
-    }
-
-    fn tiny_bert() -> Tiny {
-        let dir = tempfile::tempdir().unwrap();
-        crate::tiny::write_tiny_bert(dir.path(), 5).unwrap();
-        let ModelConfig::Bert(c) = ModelConfig::from_file(&dir.path().join("config.json")).unwrap() else { panic!() };
-        let cfg = crate::bert::block_config(&c);
-        let weights = Weights::open(&dir.path().join("model.safetensors")).unwrap();
-        let bw = BlockWeights::load(&weights, &cfg, crate::bert::block_names, 2).unwrap();
-        Tiny { _dir: dir, cfg, bw }
-    }
 
     /// The layer's inputs (P4 pieces of a random pre-activation, a random residual) and the
     /// twin's value of every operator.

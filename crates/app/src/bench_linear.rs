@@ -77,6 +77,32 @@ pub struct BlbArgs<'a> {
     pub fused_block: Option<usize>,
 }
 
+/// The identifying fields of one fused block's JSON line.
+struct BlockHead<'a> {
+    model: &'a str,
+    tokens: usize,
+    params: &'a str,
+    n: usize,
+    packing: &'static str,
+}
+
+/// A `blb_block/*` or `blb_fused/*` line with its parameters, time, bytes and rounds.
+fn block_line(variant: &str, h: &BlockHead<'_>, a: &BlbArgs<'_>, suite: &Suite, seconds: f64, bytes: u64, rounds: u64) -> BenchLine {
+    let mut l = BenchLine::new("linear", variant)
+        .param("model", h.model.to_string())
+        .param("tokens", h.tokens)
+        .param("params", h.params.to_string())
+        .param("n", h.n)
+        .param("field_to_ring", a.f2r)
+        .param("packing", h.packing)
+        .param("net", a.net)
+        .param("suite", suite.label())
+        .seconds(seconds);
+    l.bytes_total = bytes;
+    l.rounds = rounds;
+    l
+}
+
 /// `--suite blb`: BLB's CKKS kernels. `convert` (§6.3, Alg. 1–2) and `blocks` (every fused
 /// block's conversions, Table 10); the fused matmuls of §5 are a clear error until they land.
 pub fn run_blb(a: &BlbArgs, suite: &Suite) -> Result<Vec<BenchLine>, String> {
@@ -95,19 +121,9 @@ pub fn run_blb(a: &BlbArgs, suite: &Suite) -> Result<Vec<BenchLine>, String> {
         return Ok(lines
             .into_iter()
             .map(|r| {
-                let mut l = BenchLine::new("linear", &format!("blb_block/{}", r.block))
-                    .param("model", r.model.clone())
-                    .param("tokens", r.tokens)
-                    .param("params", r.params.clone())
-                    .param("n", r.n)
-                    .param("field_to_ring", a.f2r)
-                    .param("packing", r.packing)
-                    .param("net", a.net)
-                    .param("suite", suite.label())
-                    .seconds(r.seconds);
-                l.bytes_total = r.bytes_total;
-                l.rounds = r.rounds_server;
-                l.extra("field_to_ring_used", r.field_to_ring_used)
+                let head = BlockHead { model: &r.model, tokens: r.tokens, params: &r.params, n: r.n, packing: r.packing };
+                block_line(&format!("blb_block/{}", r.block), &head, a, suite, r.seconds, r.bytes_total, r.rounds_server)
+                    .extra("field_to_ring_used", r.field_to_ring_used)
                     .extra("to_ckks_tensors", r.to_ckks_tensors)
                     .extra("to_ckks_ciphertexts", r.to_ckks_ciphertexts)
                     .extra("to_ckks_wire_ciphertexts", r.to_ckks_wire_ciphertexts)
@@ -128,19 +144,9 @@ pub fn run_blb(a: &BlbArgs, suite: &Suite) -> Result<Vec<BenchLine>, String> {
         return Ok(lines
             .into_iter()
             .map(|r| {
-                let mut l = BenchLine::new("linear", &format!("blb_fused/{}", r.block))
-                    .param("model", r.model.clone())
-                    .param("tokens", r.tokens)
-                    .param("params", r.params.clone())
-                    .param("n", r.n)
-                    .param("field_to_ring", a.f2r)
-                    .param("packing", r.packing)
-                    .param("net", a.net)
-                    .param("suite", suite.label())
-                    .seconds(r.convert_seconds + r.ckks_seconds);
-                l.bytes_total = r.bytes_total;
-                l.rounds = r.rounds_server;
-                l.extra("field_to_ring_used", r.field_to_ring_used)
+                let head = BlockHead { model: &r.model, tokens: r.tokens, params: &r.params, n: r.n, packing: r.packing };
+                block_line(&format!("blb_fused/{}", r.block), &head, a, suite, r.convert_seconds + r.ckks_seconds, r.bytes_total, r.rounds_server)
+                    .extra("field_to_ring_used", r.field_to_ring_used)
                     .extra("depth", r.depth)
                     .extra("levels_used", r.levels_used)
                     .extra("to_ckks_ciphertexts", r.to_ckks_ciphertexts)

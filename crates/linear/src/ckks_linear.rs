@@ -80,7 +80,8 @@ pub struct CkksLinear {
     steps: HashMap<(u8, [usize; 4]), Vec<i64>>,
 }
 
-fn frame(parts: &[&[u8]]) -> Vec<u8> {
+/// Length-prefixed concatenation of key messages (one flight).
+pub fn frame(parts: &[&[u8]]) -> Vec<u8> {
     let mut out = Vec::new();
     for p in parts {
         out.extend_from_slice(&(p.len() as u64).to_le_bytes());
@@ -89,7 +90,8 @@ fn frame(parts: &[&[u8]]) -> Vec<u8> {
     out
 }
 
-fn unframe(mut b: &[u8], count: usize) -> Result<Vec<&[u8]>, LinearError> {
+/// The `count` parts of a [`frame`]d message.
+pub fn unframe(mut b: &[u8], count: usize) -> Result<Vec<&[u8]>, LinearError> {
     let mut out = Vec::with_capacity(count);
     for _ in 0..count {
         let (len, rest) = b.split_first_chunk::<8>().ok_or_else(|| LinearError::Malformed("truncated key message".into()))?;

@@ -105,6 +105,23 @@ pub fn report(suite: &Suite) -> Result<SecurityReport, crate::SuiteError> {
                 .into(),
         });
     }
+    if suite.matmul == Matmul::Fused {
+        // The deepest block each Table 6 ring degree takes (set 1: depth 4 at N = 2^14;
+        // sets 2-5: up to depth 7 at N = 2^15), at the parameters the blocks run at.
+        for (n, depth) in [(1 << 14, 4), (1 << 15, 7)] {
+            let p = crate::secure::blb_ckks::executable_params(n, depth)
+                .map_err(|e| crate::SuiteError::Syntax(suite.label(), format!("CKKS parameters: {e}")))?;
+            let log_qp = p.q_bits(p.max_level()) + p.special_prime().map_or(0, |q| 64 - q.leading_zeros());
+            he.push(HeReport {
+                role: "ckks-blb",
+                n: p.n(),
+                log_qp,
+                max_log_qp_128: max_log_qp_128(p.n()),
+                log_t: p.scale_bits(),
+                error_sigma: (DEFAULT_ERROR_ETA as f64 / 2.0).sqrt(),
+            });
+        }
+    }
     if suite.mul == Mul::Bole {
         let p = Params::bumblebee_bole();
         he.push(he_report("bole", &p));
@@ -176,7 +193,7 @@ mod tests {
 
     #[test]
     fn implemented_suites_reach_40_bits_per_session() {
-        for spec in ["bumblebee", "east", "bumblebee+mul=ot", "bumblebee+gelu=p4+act-ring=mixed", "bumblebee+matmul=ckks+matmul-shared=ckks"] {
+        for spec in ["bumblebee", "east", "bumblebee+mul=ot", "bumblebee+gelu=p4+act-ring=mixed", "bumblebee+matmul=ckks+matmul-shared=ckks", "blb"] {
             let r = report(&Suite::parse(spec).unwrap()).unwrap();
             assert!(r.session_bits.is_none_or(|b| b >= 40), "{spec}: {r:?}");
             for h in &r.he {
@@ -189,7 +206,11 @@ mod tests {
         assert!(roles.contains(&"olt") && roles.contains(&"ckks"), "{roles:?}");
         let roles: Vec<&str> = report(&Suite::bumblebee()).unwrap().he.iter().map(|h| h.role).collect();
         assert!(!roles.contains(&"ckks"), "{roles:?}");
-        assert!(report(&Suite::parse("blb").unwrap()).is_err());
+        // BLB's fused blocks: both ring degrees' deepest sets are listed and within the bound.
+        let r = report(&Suite::parse("blb").unwrap()).unwrap();
+        let blb: Vec<&HeReport> = r.he.iter().filter(|h| h.role == "ckks-blb").collect();
+        assert_eq!(blb.iter().map(|h| h.n).collect::<Vec<_>>(), [1 << 14, 1 << 15]);
+        assert!(blb.iter().all(|h| h.log_qp <= h.max_log_qp_128), "{blb:?}");
         // LEAF's two rings are listed and within the bound
         let r = report(&Suite::parse("leaf").unwrap()).unwrap();
         let leaf: Vec<&HeReport> = r.he.iter().filter(|h| h.role.starts_with("leaf")).collect();

@@ -180,7 +180,7 @@ choice! {
         Ckks => ("ckks", "BLB §5-6 per-operator CKKS", true),
         /// BLB's FineGrainFusion blocks (§4): chains of linear operators under CKKS between
         /// conversions.
-        Fused => ("blb-fused", "BLB §4 FineGrainFusion blocks", false),
+        Fused => ("blb-fused", "BLB §4 FineGrainFusion blocks", true),
     }
 }
 
@@ -882,6 +882,11 @@ impl Suite {
     /// key is generated).
     pub fn validate(&self) -> Result<(), SuiteError> {
         match self.entries().into_iter().find(|e| !e.implemented) {
+            // BLB's blocks evaluate `Q·K^T` and `P·V` under CKKS themselves (BLB §5.1).
+            None if self.matmul == Matmul::Fused && self.matmul_shared != SharedMatmul::Ckks => Err(SuiteError::Syntax(
+                "matmul=blb-fused".into(),
+                "matmul = blb-fused evaluates Q·K^T and P·V inside its CKKS blocks: matmul-shared must be ckks".into(),
+            )),
             None => Ok(()),
             Some(e) => Err(SuiteError::NotImplemented {
                 op: e.operator,
@@ -978,6 +983,9 @@ impl Suite {
             "argmax" => self.compare.name_of(),
             "ffn" | "leaf" => self.ffn.name_of(),
             "rope" | "pool" => "local",
+            // BLB's fused blocks (conversions + CKKS) and the MPC operators between them.
+            "blb" => self.matmul.name_of(),
+            "blb-mpc" => self.compare.name_of(),
             "output" => "reveal",
             _ => "",
         }
@@ -1035,14 +1043,11 @@ mod tests {
         assert_eq!(Suite::parse("bumblebee+gelu=lut").unwrap().validate(), Ok(()));
         assert_eq!(Suite::preset("leaf").unwrap().validate(), Ok(()));
         assert_eq!(Suite::parse("bumblebee+ffn=leaf").unwrap().validate(), Ok(()));
-        for name in ["blb"] {
-            let e = Suite::preset(name).unwrap().validate().unwrap_err();
-            let SuiteError::NotImplemented { op, proto, .. } = e.clone() else { panic!("{e}") };
-            let msg = e.to_string();
-            assert!(msg.contains(op) && msg.contains(proto) && msg.contains("not implemented"), "{msg}");
-        }
+        assert_eq!(Suite::preset("blb").unwrap().validate(), Ok(()));
+        assert_eq!(Suite::parse("bumblebee+matmul=blb-fused+matmul-shared=ckks").unwrap().validate(), Ok(()));
+        // The fused blocks do the attention products themselves.
         let e = Suite::parse("bumblebee+matmul=blb-fused").unwrap().validate().unwrap_err();
-        assert!(e.to_string().starts_with("operator matmul: protocol 'blb-fused'"), "{e}");
+        assert!(e.to_string().contains("matmul-shared must be ckks"), "{e}");
     }
 
     #[test]

@@ -26,9 +26,14 @@ pub const T_EXP: f64 = -13.0;
 const P4_C: [f64; 5] = nectar_nn::gelu::P4_BOLT.c;
 const P4_R: f64 = nectar_nn::gelu::P4_BOLT.range;
 
-/// The causal mask's value above the diagonal: far enough below [`T_EXP`] after the row
-/// maximum is subtracted that the comparison zeroes the entry.
-pub const CAUSAL_MASK: f64 = -1.0e4;
+/// The causal mask's value above the diagonal: below [`T_EXP`] after the row maximum is
+/// subtracted, so the comparison zeroes the entry, and no lower than `−64`: exp's
+/// `(1 + t/64)^64` runs under CKKS on every entry *before* that comparison, and for `t < −128`
+/// it grows past the ciphertext modulus and corrupts every slot of its ciphertext (a mask of
+/// `−10^4` reaches `10^140`). So the masked `t = s + mask − max` stays in `[−128, T_EXP)` as
+/// long as a row's scores span less than `64 + T_EXP = 51` (a precondition BLB's exp shares:
+/// any `t < −128` breaks it).
+pub const CAUSAL_MASK: f64 = -64.0;
 
 /// A row-major `rows × cols` tensor.
 #[derive(Clone, Debug, PartialEq)]
@@ -254,7 +259,7 @@ fn matmul_heads(a: &Tensor, b: &Tensor, heads: usize) -> Result<Tensor, ModelErr
 }
 
 /// The comparison `x ≥ threshold` of the `cmp` operator `name` (1 or 0).
-fn threshold(name: &str) -> Result<f64, ModelError> {
+pub(crate) fn threshold(name: &str) -> Result<f64, ModelError> {
     Ok(match name {
         "softmax.cmp_texp" => T_EXP,
         "gelu.cmp_m2.7" => -P4_R,

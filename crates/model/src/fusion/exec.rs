@@ -133,6 +133,13 @@ fn err(e: impl std::fmt::Display) -> ModelError {
 }
 
 impl Layout {
+    /// `ct·s + slot` of entry `(r, c)` of a `rows × cols` tensor (a scalar: block 0); where a
+    /// CKKS → MPC conversion leaves its share.
+    pub fn slot(&self, r: usize, c: usize, cols: usize, l: usize, s: usize) -> usize {
+        let (ct, slot) = self.place(r, c, cols, l, s);
+        ct * s + slot
+    }
+
     /// Every `(row, column, ct·s + slot)` a `rows × cols` tensor occupies (a scalar once per
     /// block); what an MPC → CKKS conversion scatters the shares to.
     pub fn positions(&self, rows: usize, cols: usize, l: usize, s: usize) -> Result<Vec<(usize, usize, usize)>, ModelError> {
@@ -194,6 +201,14 @@ pub fn layouts(g: &LayerGraph, block: &[usize], l: usize, s: usize) -> Result<Ha
             }
         }
     };
+    // A `matmul_cc` leaves its product in the diagonal packing; an element-wise operator on it
+    // whose output no operator of the block constrains (GPT-2's causal mask, converted out
+    // next) keeps that packing.
+    for &i in block {
+        if matches!(g.ops[i].kind, OpKind::Linear(LinearKind::MatmulCc)) {
+            want.insert(Operand::Op(i), Layout::MhDiag(cc_layout(g, i, l, s)?));
+        }
+    }
     for &i in block.iter().rev() {
         let op = &g.ops[i];
         let me = Operand::Op(i);
@@ -207,7 +222,8 @@ pub fn layouts(g: &LayerGraph, block: &[usize], l: usize, s: usize) -> Result<Ha
                 set(me, Layout::MhDiag(lay), &mut want)?;
             }
             OpKind::Linear(LinearKind::EwaddCp | LinearKind::EwmulCp | LinearKind::EwaddCc | LinearKind::EwmulCc) => {
-                let lay = *want.entry(me).or_insert(if op.output.cols == 1 { Layout::Scalar } else { Layout::Spatial });
+                let diag = op.operands.iter().find_map(|v| want.get(v).copied().filter(|w| matches!(w, Layout::MhDiag(_))));
+                let lay = *want.entry(me).or_insert(diag.unwrap_or(if op.output.cols == 1 { Layout::Scalar } else { Layout::Spatial }));
                 for &v in &op.operands {
                     set(v, lay, &mut want)?;
                 }

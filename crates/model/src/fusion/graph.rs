@@ -110,6 +110,11 @@ impl LayerGraph {
 
     /// The steady-state layer graph of a block configuration for `tokens` tokens.
     pub fn build(cfg: &BlockConfig, tokens: usize) -> LayerGraph {
+        LayerGraph::build_part(cfg, tokens, Part::Steady)
+    }
+
+    /// The graph of one [`Part`] of a model's layer stack.
+    pub fn build_part(cfg: &BlockConfig, tokens: usize, part: Part) -> LayerGraph {
         let mut b = Builder {
             cfg,
             l: tokens,
@@ -119,9 +124,26 @@ impl LayerGraph {
                 outputs: vec![],
             },
         };
-        b.layer();
+        b.layer(part);
         b.g
     }
+}
+
+/// Which stretch of a model's layer stack a graph covers. A stack of `K` layers is
+/// `First` (layer 0), `Steady` `K − 1` times (the tail of layer `i − 1` fused with the head of
+/// layer `i`), then `Last` (the tail of layer `K − 1`), so every operator of every layer runs
+/// exactly once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Part {
+    /// From the stack's input `x` (post-norm: the embeddings' normalised output, the first
+    /// attention's input; pre-norm: the residual stream) to layer 0's activation pieces.
+    First,
+    /// From the previous layer's activation pieces to this layer's ([`LayerGraph::build`]).
+    Steady,
+    /// From the last layer's activation pieces to the stack's output `x` (post-norm: after
+    /// its output norm; pre-norm: the residual stream, before the final norm).
+    Last,
 }
 
 struct Builder<'a> {
@@ -434,7 +456,10 @@ impl Builder<'_> {
         }
     }
 
-    fn layer(&mut self) {
+    /// The previous layer's tail: its activation pieces (⊙ `up`) through `W_2`, the residual
+    /// and (post-norm) the output norm. Returns the next attention's input `x` (post-norm) or
+    /// the residual stream (pre-norm).
+    fn tail(&mut self) -> Operand {
         let (d, ff) = (self.cfg.hidden, self.cfg.intermediate);
         let names = self.pieces();
         let pieces: Vec<Operand> = names
@@ -447,21 +472,37 @@ impl Builder<'_> {
         };
         let residual = self.input("prev.residual", d);
         let f = self.ffn_out(&pieces, up);
-        let (outs, res_out) = match self.cfg.placement {
+        match self.cfg.placement {
             // BERT: x = N2(a + FFN(a)) of the previous layer, a its N1 output.
             Placement::Post => {
                 let h = self.add("ffn.residual", f, residual);
                 let (c2, i2) = self.norm_head("ln2", h);
-                let x = self.norm_tail("ln2", c2, i2);
+                self.norm_tail("ln2", c2, i2)
+            }
+            // Pre-norm: x = r + FFN(N2(r)) of the previous layer, r its residual stream.
+            Placement::Pre => self.add("ffn.residual", f, residual),
+        }
+    }
+
+    fn layer(&mut self, part: Part) {
+        let x = match part {
+            Part::First => self.input("x", self.cfg.hidden),
+            Part::Steady | Part::Last => self.tail(),
+        };
+        if part == Part::Last {
+            self.g.outputs.push(("x".into(), x));
+            return;
+        }
+        let names = self.pieces();
+        let (outs, res_out) = match self.cfg.placement {
+            Placement::Post => {
                 let o = self.attention(x);
                 let h1 = self.add("attn.residual", o, x);
                 let (c1, i1) = self.norm_head("ln1", h1);
                 let a = self.norm_tail("ln1", c1, i1);
                 (self.ffn_in(a), a)
             }
-            // Pre-norm: x = r + FFN(N2(r)) of the previous layer, r its residual stream.
             Placement::Pre => {
-                let x = self.add("ffn.residual", f, residual);
                 let (c1, i1) = self.norm_head("ln1", x);
                 let n1 = self.norm_tail("ln1", c1, i1);
                 let o = self.attention(n1);

@@ -55,7 +55,7 @@ pub mod exec;
 pub mod graph;
 pub mod ops;
 
-pub use graph::{LayerGraph, Operand, Shape};
+pub use graph::{LayerGraph, Operand, Part, Shape};
 pub use ops::{
     choose_preset, fuse, Category, CkksPreset, LinearKind, NonlinearKind, OpKind, BLB_TABLE6,
     TABLE4,
@@ -421,7 +421,9 @@ fn levels(g: &LayerGraph, blk: &[Option<usize>]) -> Levels {
 
 /// Places, groups and, while a block is deeper than every Table 6 set, peels or cuts
 /// (module docs, step 4).
-fn plan_graph(g: &LayerGraph, tokens: usize) -> Result<Vec<PlanItem>, ModelError> {
+/// The plan of any layer graph (e.g. a [`Part`] of a stack): its fused blocks and the MPC
+/// operators between them, in execution order.
+pub fn plan_graph(g: &LayerGraph, tokens: usize) -> Result<Vec<PlanItem>, ModelError> {
     let n = g.ops.len();
     let max_depth = ops::max_preset_depth();
     let (mut peeled, mut cut) = (vec![false; n], vec![false; n]);

@@ -337,6 +337,14 @@ pub fn run_blocks<E: Engine>(
     cache: Option<&mut KvCache<E::Val>>,
     progress: Option<&super::Progress<'_>>,
 ) -> Result<E::Val, SecureError> {
+    if e.suite().matmul == crate::suite::Matmul::Fused {
+        // A prompt runs without filling the cache (generation under blb stops after the
+        // prompt's token, `generate_loop`); a decoding step is refused.
+        if cache.as_ref().is_some_and(|c| !c.is_empty()) {
+            return Err(SecureError::Unsupported("suite blb: KV-cache decoding (BLB plans a prompt of L tokens)".into()));
+        }
+        return super::blb::run_layers(e, src, cfg, names, layers, x, n, progress);
+    }
     let mut ops = EngineBlock { e, src, announced: None };
     let report = progress.map(|p| move |done: usize, all: usize| p(done, all));
     let rows = Rows { n, key_mask: None };

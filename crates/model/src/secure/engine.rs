@@ -180,6 +180,15 @@ pub trait Engine: Backend {
         Err(NnError::BadArgument("this engine has no LEAF session (suite ffn = leaf)".into()))
     }
 
+    /// One of BLB's fused CKKS blocks (suite `matmul = blb-fused`,
+    /// [`crate::secure::blb`]): shares of `call.inputs` in, shares of `call.outputs` out.
+    /// Secure: conversions with their stochastic rounding (a few units of `2^-f`) and CKKS
+    /// noise (about `2^-25` relative); twin: the block on the slot simulator. Default: this
+    /// engine has no BLB session.
+    fn fused_block(&mut self, _call: &crate::secure::blb::FusedCall<'_>, _inputs: &[&Self::Val]) -> Result<Vec<Self::Val>, NnError> {
+        Err(NnError::BadArgument("this engine has no BLB session (suite matmul = blb-fused)".into()))
+    }
+
     /// Opens `x` to `to` only: returns `Some(values)` on that party, `None` on the other.
     fn reveal_to(&mut self, x: &Self::Val, to: Role) -> Result<Option<Vec<u64>>, NnError>;
 

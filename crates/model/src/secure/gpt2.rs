@@ -162,6 +162,11 @@ where
     if n_new == 0 {
         return Ok(Some(tokens));
     }
+    if n_new > 1 && e.suite().matmul == crate::suite::Matmul::Fused {
+        return Err(SecureError::Unsupported(format!(
+            "suite blb generates one token per prompt ({n_new} asked): BLB plans a prompt of L tokens, not KV-cache decoding steps"
+        )));
+    }
     let mut logits = step(e, ids, len, cache)?;
     for t in 0..n_new {
         let tok = next_token(e, &logits, vocab)?;

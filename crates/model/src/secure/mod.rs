@@ -33,6 +33,8 @@
 //! and dropped after it.
 
 pub mod bert;
+pub mod blb;
+pub mod blb_ckks;
 pub mod block;
 pub mod engine;
 pub mod exact;

@@ -21,6 +21,7 @@
 //! One engine serves any number of queries of the session.
 
 use crate::secure::engine::{truncated_batch_matmul, truncated_matmul_weight, Engine, WeightRef};
+use crate::secure::blb_ckks::FusedCkks;
 use crate::secure::profile::Profile;
 use crate::secure::SecureError;
 use crate::suite::{Compare, Ffn, Matmul, Mul, OltCost, OtExt, SharedMatmul, Suite};
@@ -56,6 +57,8 @@ pub struct SecureEngine<'c> {
     ckks: Option<CkksLinear>,
     /// LEAF's FFN block (`ffn = leaf`): the client's secrets or the server's evaluation keys.
     leaf: Option<LeafParty>,
+    /// BLB's fused blocks (`matmul = blb-fused`): keys per parameter set, made on first use.
+    fused: Option<FusedCkks>,
     variant: Variant,
     /// Prices the OLT window chooser minimises (AGREEMENT: both parties must use the same,
     /// or their plans differ). Default: the artifact's, which minimise bytes.
@@ -128,7 +131,8 @@ impl<'c> SecureEngine<'c> {
         )
         .map_err(be)?;
         // BLB's per-operator CKKS matmuls: the client's CKKS public and relinearisation keys.
-        let ckks = if suite.matmul == Matmul::Ckks || suite.matmul_shared == SharedMatmul::Ckks {
+        // (`matmul = blb-fused` does its attention products inside its own blocks.)
+        let ckks = if suite.matmul == Matmul::Ckks || (suite.matmul_shared == SharedMatmul::Ckks && suite.matmul != Matmul::Fused) {
             let fp = b.format();
             Some(CkksLinear::setup(b.channel_mut(), role, fp.l(), fp.f(), &mut prg)?)
         } else {
@@ -144,12 +148,16 @@ impl<'c> SecureEngine<'c> {
         } else {
             None
         };
+        // BLB's fused blocks: keys are exchanged at each parameter set's first block (they
+        // depend on the model's shapes, which the session setup does not know).
+        let fused = (suite.matmul == Matmul::Fused).then(|| FusedCkks::new(b.format().l(), b.format().f()));
         Ok(SecureEngine {
             b,
             suite: *suite,
             olt,
             ckks,
             leaf,
+            fused,
             variant: Variant::Interleave,
             cost: cost_model(suite),
             plans: HashMap::new(),
@@ -364,6 +372,20 @@ impl Engine for SecureEngine<'_> {
             (Some(LeafParty::Server(_)), None) => Err(NnError::BadArgument("the server must provide W1 and b1".into())),
             (None, _) => Err(NnError::BadArgument("this session has no LEAF keys (suite ffn = leaf)".into())),
         }
+    }
+    fn fused_block(&mut self, call: &crate::secure::blb::FusedCall<'_>, inputs: &[&Vec<u64>]) -> Result<Vec<Vec<u64>>, NnError> {
+        let role = self.b.role();
+        let fp = self.b.format();
+        let fused = self
+            .fused
+            .as_mut()
+            .ok_or_else(|| NnError::BadArgument("this session has no BLB keys (suite matmul = blb-fused)".into()))?;
+        if fused.format() != (fp.l(), fp.f()) {
+            return Err(NnError::BadArgument(format!("BLB block on shares of ({}, {}); the session converts {:?}", fp.l(), fp.f(), fused.format())));
+        }
+        let xs: Vec<&[u64]> = inputs.iter().map(|x| x.as_slice()).collect();
+        let (ch, mpc, _, prg) = self.b.parts();
+        fused.run(ch, mpc, prg, role, call, &xs).map_err(be)
     }
     fn reveal_to(&mut self, x: &Vec<u64>, to: Role) -> Result<Option<Vec<u64>>, NnError> {
         let m = self.mask();

@@ -1,0 +1,326 @@
+//! BLB's transformer layers end to end (BLB §4–6, App. B; suite `matmul = blb-fused`): the
+//! layer stack of any BERT / GPT-2 / ViT model run as the fusion planner's items — fused CKKS
+//! blocks between CKKS ↔ MPC conversions ([`Engine::fused_block`]) and, between them, the MPC
+//! operators of BLB App. B on additive shares.
+//!
+//! The stack of `K` layers is the planner's [`Part`]s: `First` (from the stack's input to layer
+//! 0's activation pieces), `Steady` `K − 1` times (layer `i − 1`'s tail fused with layer `i`'s
+//! head, BLB Fig. 10) and `Last` (layer `K − 1`'s tail). Each part is planned once
+//! ([`plan_graph`]) and its values are handed to the next part by name.
+//!
+//! MPC operators (BLB App. B; the protocols of the engine's backend, the same code on the
+//! fixed-point twin):
+//! - `rsqrt`: `1/√(var + ε)` by [`nectar_nn::rsqrt::rsqrt`] (BumbleBee's, LayerNorm domain);
+//! - `max`: the row maximum per head by [`nectar_nn::max::max_rows`] (exact comparisons);
+//! - `rec`: the softmax denominator's reciprocal by [`nectar_nn::reciprocal::reciprocal`]
+//!   (domain `[1, 2^13)`: the row maximum contributes `exp(0) = 1`);
+//! - `cmp`: `x ≥ t` as the negation of an exact less-than with the public threshold `t`
+//!   ([`crate::fusion::eval`]'s thresholds: `T_exp`, P4's `±2.7`, `0`);
+//! - `mux`: `v·b` for one comparison bit; for a segment `[lo, hi)` the bit is `lo ⊕ hi`, which
+//!   equals `lo ∧ ¬hi` because the thresholds increase (`hi ⇒ lo`) and costs no AND protocol;
+//! - products moved out of a block (`softmax.normalize`, [`crate::fusion::MpcRole::Peeled`]):
+//!   the engine's fixed-point product;
+//! - additions of values already in MPC (`x − max`, the softmax row sum, the activation's
+//!   pieces): local.
+//!
+//! Shapes BLB's executor takes (a clear error otherwise, [`crate::fusion::exec`]): the token
+//! count is a power of two (the multi-head packings have no padded keys) and every `L × C`
+//! tensor fills whole ciphertexts. KV-cache decoding is not planned by BLB (a clear error).
+
+use crate::block::{BlockConfig, BlockNames};
+use crate::fusion::eval::{threshold, LayerParams, Tensor};
+use crate::fusion::exec::{layouts, pack, run_block, unpack, CtTensor};
+use crate::fusion::graph::{LayerGraph, Operand};
+use crate::fusion::ops::{LinearKind, NonlinearKind, OpKind};
+use crate::fusion::{plan_graph, FusedBlock, MpcRole, Part, PlanItem};
+use crate::reference::BlockWeights;
+use crate::secure::engine::{timed, Engine};
+use crate::secure::SecureError;
+use crate::secure::WeightSource;
+use nectar_linear::ckks_matmul::SlotSim;
+use nectar_math::FixedPoint;
+use nectar_nn::backend::enc;
+use nectar_nn::NnError;
+use std::collections::HashMap;
+
+/// One fused block of one layer as the engine runs it (public: plan and shapes; the weights on
+/// the server and the twin only).
+pub struct FusedCall<'a> {
+    pub graph: &'a LayerGraph,
+    /// The stretch of the stack the graph covers (with `block.index`, names the block).
+    pub part: Part,
+    pub block: &'a FusedBlock,
+    /// The block's operators (indices into `graph.ops`, graph order).
+    pub ops: Vec<usize>,
+    /// The operands read from MPC, in the order the engine receives their shares.
+    pub inputs: Vec<Operand>,
+    /// The operators converted back to MPC, in the order the engine returns their shares.
+    pub outputs: Vec<usize>,
+    /// `L`: the tokens.
+    pub tokens: usize,
+    /// The server's weights of this layer (`None` on the client).
+    pub params: Option<&'a LayerParams<'a>>,
+}
+
+impl<'a> FusedCall<'a> {
+    /// The call of `block` of `graph` (both parties derive the same from the plan).
+    pub fn new(graph: &'a LayerGraph, part: Part, block: &'a FusedBlock, tokens: usize, params: Option<&'a LayerParams<'a>>) -> Result<Self, SecureError> {
+        let index = |name: &str| {
+            graph
+                .ops
+                .iter()
+                .position(|o| o.name == name)
+                .ok_or_else(|| SecureError::Unsupported(format!("BLB plan: no operator {name} in the graph")))
+        };
+        let ops: Vec<usize> = block.ops.iter().map(|o| index(&o.name)).collect::<Result<_, _>>()?;
+        let mut inputs = Vec::new();
+        for &i in &ops {
+            for &v in &graph.ops[i].operands {
+                let inside = matches!(v, Operand::Op(j) if ops.contains(&j));
+                if !inside && !inputs.contains(&v) {
+                    inputs.push(v);
+                }
+            }
+        }
+        let outputs = block.to_mpc.iter().map(|c| index(&c.value)).collect::<Result<_, _>>()?;
+        Ok(FusedCall { graph, part, block, ops, inputs, outputs, tokens, params })
+    }
+
+    /// `(rows, cols)` of an operand.
+    pub fn shape(&self, v: Operand) -> (usize, usize) {
+        let s = self.graph.shape(v);
+        (s.rows, s.cols)
+    }
+}
+
+/// The fixed-point twin of a fused block: the block on the slot simulator (the executor's
+/// packings and operator order, exact slot arithmetic) from the decoded inputs, outputs
+/// re-encoded. Needs the server's weights.
+pub fn fused_block_twin(fp: FixedPoint, call: &FusedCall<'_>, inputs: &[&[u64]]) -> Result<Vec<Vec<u64>>, NnError> {
+    let bad = |e: crate::ModelError| NnError::BadArgument(e.to_string());
+    let p = call.params.ok_or_else(|| NnError::BadArgument("the fused block's twin needs the weights".into()))?;
+    let s = call.block.params.n / 2;
+    let l = call.tokens;
+    let want = layouts(call.graph, &call.ops, l, s).map_err(bad)?;
+    let sim = SlotSim::new(s);
+    let top = super::blb_ckks::executable_params(call.block.params.n, call.block.depth)
+        .map_err(|e| NnError::BadArgument(e.to_string()))?
+        .max_level();
+    let mut ins = HashMap::new();
+    for (&v, x) in call.inputs.iter().zip(inputs) {
+        let (rows, cols) = call.shape(v);
+        let t = Tensor::new(rows, cols, fp.decode_vec(x)).map_err(bad)?;
+        let lay = want[&v];
+        let cts = pack(&t, lay, l, s).map_err(bad)?.into_iter().map(|c| sim.encrypt(c, top)).collect();
+        ins.insert(v, CtTensor { rows, cols, layout: lay, cts });
+    }
+    let res = run_block(&sim, call.graph, p, &call.ops, l, &ins).map_err(bad)?;
+    call.outputs
+        .iter()
+        .map(|i| {
+            let t = &res[i];
+            let v: Vec<Vec<f64>> = t.cts.iter().map(|c| c.v.clone()).collect();
+            let out = unpack(&v, t.rows, t.cols, t.layout, l, s).map_err(bad)?;
+            out.data.iter().map(|&x| fp.encode(x).map_err(|e| NnError::BadArgument(e.to_string()))).collect()
+        })
+        .collect()
+}
+
+/// A value of the layer on shares: a fixed-point tensor or comparison bits.
+enum Value<V, B> {
+    Val(V),
+    Bit(B),
+}
+
+/// Runs the layer stack `0..layers` of `cfg` under BLB (module doc) from the stack's input `x`
+/// (`n × hidden` shares) to its output.
+#[allow(clippy::too_many_arguments)]
+pub fn run_layers<E: Engine>(
+    e: &mut E,
+    src: Option<&dyn WeightSource>,
+    cfg: &BlockConfig,
+    names: impl Fn(usize) -> BlockNames,
+    layers: usize,
+    x: E::Val,
+    n: usize,
+    progress: Option<&super::Progress<'_>>,
+) -> Result<E::Val, SecureError> {
+    if layers == 0 {
+        return Ok(x);
+    }
+    if !n.is_power_of_two() {
+        return Err(SecureError::Unsupported(format!(
+            "suite blb: {n} tokens; BLB's multi-head packings need a power of two (no padded keys)"
+        )));
+    }
+    if e.format().l() != 64 {
+        return Err(SecureError::Unsupported(format!("suite blb: shares of {} bits (the conversions take 64)", e.format().l())));
+    }
+    let weights = match src {
+        Some(w) => Some(BlockWeights::load(w, cfg, &names, layers)?),
+        None => None,
+    };
+    let mut plans = HashMap::new();
+    let mut carry: HashMap<String, E::Val> = HashMap::from([("x".to_string(), x)]);
+    for step in 0..=layers {
+        let part = match step {
+            0 => Part::First,
+            s if s == layers => Part::Last,
+            _ => Part::Steady,
+        };
+        if let std::collections::hash_map::Entry::Vacant(v) = plans.entry(part) {
+            let g = LayerGraph::build_part(cfg, n, part);
+            let items = plan_graph(&g, n)?;
+            v.insert((g, items));
+        }
+        let (g, items) = &plans[&part];
+        let (prev, cur) = (names(step.saturating_sub(1)), names(step.min(layers - 1)));
+        let params = weights.as_ref().map(|w| LayerParams { weights: w, cfg, prev: &prev, cur: &cur });
+        let inputs = g
+            .inputs
+            .iter()
+            .map(|i| carry.remove(&i.name).ok_or_else(|| SecureError::Unsupported(format!("BLB: {:?} has no input {}", part, i.name))))
+            .collect::<Result<Vec<_>, _>>()?;
+        carry = run_part(e, g, items, part, n, params.as_ref(), inputs, cfg.eps)?;
+        if let Some(p) = progress {
+            p(step.min(layers), layers);
+        }
+    }
+    carry.remove("x").ok_or_else(|| SecureError::Unsupported("BLB: the last part has no output x".into()))
+}
+
+/// One part: its plan's items in order; returns the graph's outputs by name.
+#[allow(clippy::too_many_arguments)]
+fn run_part<E: Engine>(
+    e: &mut E,
+    g: &LayerGraph,
+    items: &[PlanItem],
+    part: Part,
+    n: usize,
+    params: Option<&LayerParams<'_>>,
+    inputs: Vec<E::Val>,
+    eps: f64,
+) -> Result<HashMap<String, E::Val>, SecureError> {
+    let mut vals: HashMap<Operand, Value<E::Val, E::Bit>> = inputs.into_iter().enumerate().map(|(i, v)| (Operand::Input(i), Value::Val(v))).collect();
+    for item in items {
+        match item {
+            PlanItem::Ckks(b) => {
+                let call = FusedCall::new(g, part, b, n, params)?;
+                let ins = call
+                    .inputs
+                    .iter()
+                    .map(|v| match vals.get(v) {
+                        Some(Value::Val(x)) => Ok(x),
+                        _ => Err(SecureError::Unsupported(format!("BLB block {}: input {} is not a value in MPC", b.index, g.value_name(*v)))),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                let name = match part {
+                    Part::Steady => format!("blb.block{}", b.index),
+                    Part::First => format!("blb.first.block{}", b.index),
+                    Part::Last => format!("blb.last.block{}", b.index),
+                };
+                let outs = timed(e, &name, |e| Ok(e.fused_block(&call, &ins)?))?;
+                if outs.len() != call.outputs.len() {
+                    return Err(SecureError::Unsupported(format!("BLB block {}: {} outputs for {}", b.index, outs.len(), call.outputs.len())));
+                }
+                for (&i, y) in call.outputs.iter().zip(outs) {
+                    vals.insert(Operand::Op(i), Value::Val(y));
+                }
+            }
+            PlanItem::Mpc(ops) => {
+                for m in ops {
+                    let i = g
+                        .ops
+                        .iter()
+                        .position(|o| o.name == m.name)
+                        .ok_or_else(|| SecureError::Unsupported(format!("BLB plan: no operator {}", m.name)))?;
+                    let y = timed(e, &format!("blb-mpc.{}", m.name), |e| mpc_op(e, g, i, m.role, &vals, eps))?;
+                    vals.insert(Operand::Op(i), y);
+                }
+            }
+        }
+    }
+    g.outputs
+        .iter()
+        .map(|(name, v)| match vals.remove(v) {
+            Some(Value::Val(x)) => Ok((name.clone(), x)),
+            _ => Err(SecureError::Unsupported(format!("BLB: output {name} was not computed in MPC"))),
+        })
+        .collect()
+}
+
+/// Indices broadcasting a `rows × groups` scalar over a `rows × cols` tensor.
+fn broadcast_index(rows: usize, cols: usize, groups: usize) -> Vec<usize> {
+    let w = cols / groups.max(1);
+    (0..rows * cols).map(|p| (p / cols) * groups + (p % cols) / w).collect()
+}
+
+/// One MPC operator of the plan (module doc) on the engine's backend.
+fn mpc_op<E: Engine>(
+    e: &mut E,
+    g: &LayerGraph,
+    i: usize,
+    role: MpcRole,
+    vals: &HashMap<Operand, Value<E::Val, E::Bit>>,
+    eps: f64,
+) -> Result<Value<E::Val, E::Bit>, SecureError> {
+    let op = &g.ops[i];
+    let missing = |k: usize| SecureError::Unsupported(format!("BLB {}: operand {k} not in MPC", op.name));
+    let val = |k: usize| -> Result<&E::Val, SecureError> {
+        match op.operands.get(k).and_then(|v| vals.get(v)) {
+            Some(Value::Val(x)) => Ok(x),
+            _ => Err(missing(k)),
+        }
+    };
+    let bit = |k: usize| -> Result<&E::Bit, SecureError> {
+        match op.operands.get(k).and_then(|v| vals.get(v)) {
+            Some(Value::Bit(b)) => Ok(b),
+            _ => Err(missing(k)),
+        }
+    };
+    let (rows, cols) = (op.input.rows, op.input.cols);
+    let groups = op.operands.get(1).map_or(1, |&v| g.shape(v).cols);
+    let out = match (op.kind, role) {
+        (OpKind::Linear(LinearKind::EwaddCc), _) if op.subtract => e.sub(val(0)?, val(1)?)?,
+        (OpKind::Linear(LinearKind::EwaddCc), _) => e.add(val(0)?, val(1)?)?,
+        (OpKind::Linear(LinearKind::SaddCc), _) => {
+            let s = e.gather(val(1)?, &broadcast_index(rows, cols, groups))?;
+            if op.subtract {
+                e.sub(val(0)?, &s)?
+            } else {
+                e.add(val(0)?, &s)?
+            }
+        }
+        (OpKind::Linear(LinearKind::Sum), _) => e.sum_groups(val(0)?, cols / op.output.cols.max(1))?,
+        (OpKind::Linear(LinearKind::SmulCc), MpcRole::Peeled) => {
+            let s = e.gather(val(1)?, &broadcast_index(rows, cols, groups))?;
+            e.mul(val(0)?, &s)?
+        }
+        (OpKind::Linear(LinearKind::EwmulCc), MpcRole::Peeled) => e.mul(val(0)?, val(1)?)?,
+        (OpKind::Nonlinear(NonlinearKind::Rsqrt), _) => {
+            let c = enc(e, eps)?;
+            let v = e.add_const(val(0)?, &[c])?;
+            nectar_nn::rsqrt::rsqrt(e, &v, &nectar_nn::rsqrt::RSQRT_LAYERNORM)?
+        }
+        (OpKind::Nonlinear(NonlinearKind::Rec), _) => nectar_nn::reciprocal::reciprocal(e, val(0)?, &nectar_nn::reciprocal::RECIP_SOFTMAX)?,
+        (OpKind::Nonlinear(NonlinearKind::Max), _) => {
+            let per = op.output.cols;
+            nectar_nn::max::max_rows(e, val(0)?, rows * per, cols / per.max(1))?
+        }
+        (OpKind::Nonlinear(NonlinearKind::Cmp), _) => {
+            let t = enc(e, threshold(&op.name)?)?;
+            let mut lt = e.less_than_const(val(0)?, &[t], 0)?;
+            let lt = lt.pop().ok_or_else(|| SecureError::Unsupported("less-than returned no bits".into()))?;
+            return Ok(Value::Bit(e.not(&lt)?));
+        }
+        (OpKind::Nonlinear(NonlinearKind::Mux), _) => {
+            let on = match op.operands.len() {
+                2 => bit(1)?.clone(),
+                _ => e.xor(bit(1)?, bit(2)?)?,
+            };
+            e.mux(&on, val(0)?)?
+        }
+        (kind, role) => return Err(SecureError::Unsupported(format!("BLB {}: {kind:?} in MPC ({role:?})", op.name))),
+    };
+    Ok(Value::Val(out))
+}

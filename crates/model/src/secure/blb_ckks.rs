@@ -1,0 +1,275 @@
+//! The two-party side of BLB's fused blocks (BLB §6, Alg. 1–2; suite `matmul = blb-fused`):
+//! the client's CKKS keys per parameter set and, per block, the MPC → CKKS conversions of its
+//! inputs, the server's CKKS evaluation ([`crate::fusion::exec::run_block`]) and the
+//! CKKS → MPC conversions of its outputs.
+//!
+//! Keys. The client holds every secret key. The first block of a parameter set `(N, depth)`
+//! brings its public, relinearisation and conjugation keys (one message, client → server); the
+//! first occurrence of each block (part, index) brings the Galois keys of the rotation steps
+//! it uses that the set does not have yet: the server finds them on the slot simulator (the
+//! same operators on the same layouts; the steps depend only on public shapes) and sends the
+//! list, the client answers with the keys. Keys are generated once per session and reused by
+//! every layer.
+//!
+//! Parameters ([`executable_params`]): BLB Table 6's ring degree `N` of the planned set and one
+//! 40-bit prime per level of the block's depth above a 60 + 40-bit base the CKKS → MPC
+//! conversion keeps, `Δ = 2^40`, a 60-bit special prime, validated for 128-bit security at
+//! construction. Table 6's own sets need EVA's waterline rescaling (several products per 60-bit
+//! prime), which our evaluator does not do: it rescales after every product.
+//!
+//! Semi-honest: the client generates the Galois keys the server names; a malicious server could
+//! ask for keys of its choice, which the threat model (DESIGN.md) does not cover.
+
+use crate::fusion::exec::{layouts, run_block, CtTensor, Layout};
+use crate::fusion::graph::Operand;
+use crate::fusion::Part;
+use crate::secure::blb::FusedCall;
+use nectar_he::ckks::{CkksEvaluator, CkksGaloisKeys, CkksParams, CkksParamsLiteral, CkksPublicKey, CkksSecretKey, RelinKey};
+use nectar_linear::ckks_convert::{ckks_to_shares_client, ckks_to_shares_server, shares_to_ckks_client_at, shares_to_ckks_server_at, ConvFormat, FieldToRing, Slots};
+use nectar_linear::ckks_linear::{conv_format, frame, unframe};
+use nectar_linear::ckks_matmul::{CkksOps, SlotSim};
+use nectar_linear::LinearError;
+use nectar_math::Prg;
+use nectar_mpc::Mpc;
+use nectar_net::{Channel, Role};
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+/// The CKKS parameters a fused block of `depth` levels runs at with ring degree `n` (module
+/// doc).
+pub fn executable_params(n: usize, depth: u32) -> Result<CkksParams, LinearError> {
+    let mut bits = vec![60u32, 40];
+    bits.extend(std::iter::repeat_n(40, depth as usize));
+    CkksParams::new(CkksParamsLiteral::from_bit_sizes(n, &bits, Some(60), 40)?).map_err(LinearError::from)
+}
+
+enum Side {
+    Client { sk: CkksSecretKey },
+    Server { ev: Box<CkksEvaluator>, pk: CkksPublicKey },
+}
+
+/// One parameter set's keys.
+struct KeySet {
+    params: CkksParams,
+    side: Side,
+    /// Rotation steps the server holds keys for.
+    keyed: BTreeSet<i64>,
+}
+
+/// Bytes of key material sent so far (client → server), by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KeyBytes {
+    /// Public, relinearisation and conjugation keys.
+    pub base: u64,
+    /// Rotation (Galois) keys.
+    pub galois: u64,
+}
+
+/// One party's CKKS state for BLB's fused blocks in a session (module doc).
+pub struct FusedCkks {
+    fmt: ConvFormat,
+    sets: HashMap<(usize, u32), KeySet>,
+    /// Blocks whose rotation keys have been exchanged.
+    seen: HashSet<(Part, usize)>,
+    keys: KeyBytes,
+}
+
+fn bad(e: crate::ModelError) -> LinearError {
+    LinearError::BadParams(e.to_string())
+}
+
+impl FusedCkks {
+    /// Shares of `(l, f)` ([`conv_format`]: complex slot packing on the wire).
+    pub fn new(l: u32, f: u32) -> Self {
+        FusedCkks { fmt: conv_format(l, f), sets: HashMap::new(), seen: HashSet::new(), keys: KeyBytes::default() }
+    }
+
+    /// The `(l, f)` of the shares it converts.
+    pub fn format(&self) -> (u32, u32) {
+        (self.fmt.l, self.fmt.f)
+    }
+
+    /// Key material sent so far.
+    pub fn key_bytes(&self) -> KeyBytes {
+        self.keys
+    }
+
+    /// The set of `(n, depth)`, its keys exchanged on first use.
+    fn set(&mut self, ch: &mut dyn Channel, role: Role, n: usize, depth: u32, prg: &mut Prg) -> Result<&mut KeySet, LinearError> {
+        if !self.sets.contains_key(&(n, depth)) {
+            let params = executable_params(n, depth)?;
+            self.fmt.check(params.n())?;
+            let side = match role {
+                Role::Client => {
+                    let sk = CkksSecretKey::generate(&params, prg);
+                    let pk = sk.public_key(&params, prg);
+                    let rk = sk.relin_key(&params, prg)?;
+                    let ck = sk.galois_keys(&params, &[], true, prg)?;
+                    let msg = frame(&[&pk.serialize(&params), &rk.serialize(&params), &ck.serialize(&params)]);
+                    self.keys.base += msg.len() as u64;
+                    ch.send(&msg)?;
+                    ch.flush()?;
+                    Side::Client { sk }
+                }
+                Role::Server => {
+                    let msg = ch.recv()?;
+                    let parts = unframe(&msg, 3)?;
+                    let pk = CkksPublicKey::deserialize(&params, parts[0])?;
+                    let rk = RelinKey::deserialize(&params, parts[1])?;
+                    let ck = CkksGaloisKeys::deserialize(&params, parts[2])?;
+                    if !ck.has_conjugation(&params) {
+                        return Err(LinearError::Malformed("the client sent no conjugation key".into()));
+                    }
+                    self.keys.base += msg.len() as u64;
+                    let ev = CkksEvaluator::new(&params).with_relin_key(rk).with_galois_keys(ck);
+                    Side::Server { ev: Box::new(ev), pk }
+                }
+            };
+            self.sets.insert((n, depth), KeySet { params, side, keyed: BTreeSet::new() });
+        }
+        self.sets.get_mut(&(n, depth)).ok_or_else(|| LinearError::BadParams("key set".into()))
+    }
+
+    /// Runs one fused block (module doc): `inputs` are this party's shares of `call.inputs`
+    /// (row-major `rows × cols` each); returns its shares of `call.outputs`.
+    pub fn run(&mut self, ch: &mut dyn Channel, mpc: &mut Mpc, prg: &mut Prg, role: Role, call: &FusedCall<'_>, inputs: &[&[u64]]) -> Result<Vec<Vec<u64>>, LinearError> {
+        let (n, depth) = (call.block.params.n, call.block.depth);
+        let first = self.seen.insert((call.part, call.block.index));
+        let fmt = self.fmt;
+        let mut galois = 0u64;
+        let set = self.set(ch, role, n, depth, prg)?;
+        let params = set.params.clone();
+        let (l, s) = (call.tokens, params.slots());
+        let top = params.max_level();
+        let scale = params.default_scale();
+        let want = layouts(call.graph, &call.ops, l, s).map_err(bad)?;
+        if inputs.len() != call.inputs.len() {
+            return Err(LinearError::BadShape(format!("{} inputs for a block reading {}", inputs.len(), call.inputs.len())));
+        }
+        // Rotation keys of this block's steps the set lacks (first occurrence only).
+        if first {
+            match &mut set.side {
+                Side::Server { ev, .. } => {
+                    let p = call.params.ok_or_else(|| LinearError::BadParams("the server must provide the weights".into()))?;
+                    let sim = SlotSim::new(s);
+                    let mut ins = HashMap::new();
+                    for &v in &call.inputs {
+                        let (rows, cols) = call.shape(v);
+                        let lay = want[&v];
+                        let cts = (0..lay.cts(cols, l, s)).map(|_| sim.encrypt(vec![0.0; s], top)).collect();
+                        ins.insert(v, CtTensor { rows, cols, layout: lay, cts });
+                    }
+                    run_block(&sim, call.graph, p, &call.ops, l, &ins).map_err(bad)?;
+                    let new: Vec<i64> = sim.rotation_steps().into_iter().filter(|k| !set.keyed.contains(k)).collect();
+                    let msg: Vec<u8> = new.iter().flat_map(|k| k.to_le_bytes()).collect();
+                    ch.send(&msg)?;
+                    ch.flush()?;
+                    if !new.is_empty() {
+                        let msg = ch.recv()?;
+                        galois += msg.len() as u64;
+                        let gk = CkksGaloisKeys::deserialize(&params, &msg)?;
+                        if let Some(k) = new.iter().find(|&&k| !gk.has_rotation(&params, k)) {
+                            return Err(LinearError::Malformed(format!("the client sent no Galois key for rotation {k}")));
+                        }
+                        ev.add_galois_keys(gk);
+                    }
+                    set.keyed.extend(new);
+                }
+                Side::Client { sk } => {
+                    let msg = ch.recv()?;
+                    if msg.len() % 8 != 0 || msg.len() / 8 > s {
+                        return Err(LinearError::Malformed(format!("{} bytes of rotation steps", msg.len())));
+                    }
+                    let new: Vec<i64> = msg.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect();
+                    if let Some(k) = new.iter().find(|k| k.unsigned_abs() as usize >= s || set.keyed.contains(k)) {
+                        return Err(LinearError::Malformed(format!("rotation step {k} requested")));
+                    }
+                    if !new.is_empty() {
+                        let gk = sk.galois_keys(&params, &new, false, prg)?.serialize(&params);
+                        galois += gk.len() as u64;
+                        ch.send(&gk)?;
+                        ch.flush()?;
+                    }
+                    set.keyed.extend(new);
+                }
+            }
+        }
+        // MPC → CKKS: each input's shares scattered to the slots its layout puts them in.
+        let mut ins = HashMap::new();
+        for (&v, x) in call.inputs.iter().zip(inputs) {
+            let (rows, cols) = call.shape(v);
+            if x.len() != rows * cols {
+                return Err(LinearError::BadShape(format!("{} shares for a {rows}x{cols} input", x.len())));
+            }
+            let lay = want[&v];
+            let pos = lay.positions(rows, cols, l, s).map_err(bad)?;
+            let at: Vec<usize> = pos.iter().map(|p| p.2).collect();
+            let xs: Vec<u64> = pos.iter().map(|p| x[p.0 * cols + p.1]).collect();
+            let slots = Slots::scattered(&at, lay.cts(cols, l, s) * s);
+            match &set.side {
+                Side::Server { ev, .. } => {
+                    let cts = shares_to_ckks_server_at(ch, mpc, ev, &xs, slots, top, scale, &fmt)?;
+                    ins.insert(v, CtTensor { rows, cols, layout: lay, cts });
+                }
+                Side::Client { sk } => shares_to_ckks_client_at(ch, mpc, &params, sk, &xs, slots, top, scale, &fmt)?,
+            }
+        }
+        // The block (server), then CKKS → MPC of each output; the server sends the outputs'
+        // scales (public: fixed by the primes and the plan) in the same flight.
+        let outs: Vec<(usize, Layout, usize, usize)> = call
+            .outputs
+            .iter()
+            .map(|&i| {
+                let (rows, cols) = call.shape(Operand::Op(i));
+                (i, want.get(&Operand::Op(i)).copied().unwrap_or(Layout::Spatial), rows, cols)
+            })
+            .collect();
+        let count = |lay: Layout, rows: usize, cols: usize| if lay == Layout::Scalar { rows } else { lay.cts(cols, l, s) * s };
+        let mut shares = Vec::with_capacity(outs.len());
+        match &set.side {
+            Side::Server { ev, pk } => {
+                let p = call.params.ok_or_else(|| LinearError::BadParams("the server must provide the weights".into()))?;
+                let res = run_block(&CkksOps::new(ev), call.graph, p, &call.ops, l, &ins).map_err(bad)?;
+                let mut scales = Vec::with_capacity(8 * outs.len());
+                for o in &outs {
+                    let t = res.get(&o.0).ok_or_else(|| LinearError::BadParams("a block output was not computed".into()))?;
+                    let c = t.cts.first().ok_or_else(|| LinearError::BadShape("an empty block output".into()))?;
+                    scales.extend_from_slice(&c.scale().to_le_bytes());
+                }
+                ch.send(&scales)?;
+                for &(i, lay, rows, cols) in &outs {
+                    let t = &res[&i];
+                    let cts = if lay == Layout::Scalar { &t.cts[..1] } else { &t.cts[..] };
+                    shares.push(ckks_to_shares_server(ch, mpc, ev, pk, cts, count(lay, rows, cols), &fmt, FieldToRing::Local)?);
+                }
+            }
+            Side::Client { sk } => {
+                let msg = ch.recv()?;
+                if msg.len() != 8 * outs.len() {
+                    return Err(LinearError::Malformed(format!("{} bytes of output scales", msg.len())));
+                }
+                for (&(_, lay, rows, cols), b) in outs.iter().zip(msg.chunks_exact(8)) {
+                    let sc = f64::from_le_bytes(b.try_into().map_err(|_| LinearError::Malformed("scale".into()))?);
+                    // A chain of rescales by primes near 2^40 stays near Δ (public bookkeeping);
+                    // anything else is refused before it sizes a conversion.
+                    if !(sc.is_finite() && (sc.log2() - scale.log2()).abs() < 4.0) {
+                        return Err(LinearError::Malformed(format!("output scale {sc}")));
+                    }
+                    shares.push(ckks_to_shares_client(ch, mpc, &params, sk, count(lay, rows, cols), sc, &fmt, FieldToRing::Local)?);
+                }
+            }
+        }
+        self.keys.galois += galois;
+        // Each output's entries, from the slots its layout put them in.
+        outs.iter()
+            .zip(shares)
+            .map(|(&(_, lay, rows, cols), sh)| {
+                (0..rows * cols)
+                    .map(|k| {
+                        let at = lay.slot(k / cols, k % cols, cols, l, s);
+                        sh.get(at).copied().ok_or_else(|| LinearError::BadShape("an output slot outside the conversion".into()))
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}

@@ -219,6 +219,7 @@ fn run_part<E: Engine>(
                     Part::First => format!("blb.first.block{}", b.index),
                     Part::Last => format!("blb.last.block{}", b.index),
                 };
+                timed(e, "blb.keys", |e| Ok(e.fused_keys(&call)?))?;
                 let outs = timed(e, &name, |e| Ok(e.fused_block(&call, &ins)?))?;
                 if outs.len() != call.outputs.len() {
                     return Err(SecureError::Unsupported(format!("BLB block {}: {} outputs for {}", b.index, outs.len(), call.outputs.len())));

@@ -42,6 +42,10 @@ pub fn executable_params(n: usize, depth: u32) -> Result<CkksParams, LinearError
     CkksParams::new(CkksParamsLiteral::from_bit_sizes(n, &bits, Some(60), 40)?).map_err(LinearError::from)
 }
 
+/// Rotation keys per message: one key at `N = 2^15` with ten primes is 47 MB, and a frame
+/// must stay under the channel's 1 GiB limit; the client also holds only one chunk at a time.
+const KEYS_PER_FRAME: usize = 8;
+
 enum Side {
     Client { sk: CkksSecretKey },
     Server { ev: Box<CkksEvaluator>, pk: CkksPublicKey },
@@ -129,24 +133,20 @@ impl FusedCkks {
         self.sets.get_mut(&(n, depth)).ok_or_else(|| LinearError::BadParams("key set".into()))
     }
 
-    /// Runs one fused block (module doc): `inputs` are this party's shares of `call.inputs`
-    /// (row-major `rows × cols` each); returns its shares of `call.outputs`.
-    pub fn run(&mut self, ch: &mut dyn Channel, mpc: &mut Mpc, prg: &mut Prg, role: Role, call: &FusedCall<'_>, inputs: &[&[u64]]) -> Result<Vec<Vec<u64>>, LinearError> {
+    /// The keys `call` needs that the server lacks (module doc): the parameter set's on its
+    /// first block, the block's rotation keys on its first occurrence; nothing afterwards.
+    pub fn keys(&mut self, ch: &mut dyn Channel, prg: &mut Prg, role: Role, call: &FusedCall<'_>) -> Result<(), LinearError> {
         let (n, depth) = (call.block.params.n, call.block.depth);
-        let first = self.seen.insert((call.part, call.block.index));
-        let fmt = self.fmt;
+        if self.seen.contains(&(call.part, call.block.index)) {
+            return Ok(());
+        }
         let mut galois = 0u64;
         let set = self.set(ch, role, n, depth, prg)?;
         let params = set.params.clone();
         let (l, s) = (call.tokens, params.slots());
         let top = params.max_level();
-        let scale = params.default_scale();
         let want = layouts(call.graph, &call.ops, l, s).map_err(bad)?;
-        if inputs.len() != call.inputs.len() {
-            return Err(LinearError::BadShape(format!("{} inputs for a block reading {}", inputs.len(), call.inputs.len())));
-        }
-        // Rotation keys of this block's steps the set lacks (first occurrence only).
-        if first {
+        {
             match &mut set.side {
                 Side::Server { ev, .. } => {
                     let p = call.params.ok_or_else(|| LinearError::BadParams("the server must provide the weights".into()))?;
@@ -163,11 +163,11 @@ impl FusedCkks {
                     let msg: Vec<u8> = new.iter().flat_map(|k| k.to_le_bytes()).collect();
                     ch.send(&msg)?;
                     ch.flush()?;
-                    if !new.is_empty() {
+                    for chunk in new.chunks(KEYS_PER_FRAME) {
                         let msg = ch.recv()?;
                         galois += msg.len() as u64;
                         let gk = CkksGaloisKeys::deserialize(&params, &msg)?;
-                        if let Some(k) = new.iter().find(|&&k| !gk.has_rotation(&params, k)) {
+                        if let Some(k) = chunk.iter().find(|&&k| !gk.has_rotation(&params, k)) {
                             return Err(LinearError::Malformed(format!("the client sent no Galois key for rotation {k}")));
                         }
                         ev.add_galois_keys(gk);
@@ -183,8 +183,8 @@ impl FusedCkks {
                     if let Some(k) = new.iter().find(|k| k.unsigned_abs() as usize >= s || set.keyed.contains(k)) {
                         return Err(LinearError::Malformed(format!("rotation step {k} requested")));
                     }
-                    if !new.is_empty() {
-                        let gk = sk.galois_keys(&params, &new, false, prg)?.serialize(&params);
+                    for chunk in new.chunks(KEYS_PER_FRAME) {
+                        let gk = sk.galois_keys(&params, chunk, false, prg)?.serialize(&params);
                         galois += gk.len() as u64;
                         ch.send(&gk)?;
                         ch.flush()?;
@@ -192,6 +192,29 @@ impl FusedCkks {
                     set.keyed.extend(new);
                 }
             }
+        }
+        self.keys.galois += galois;
+        self.seen.insert((call.part, call.block.index));
+        Ok(())
+    }
+
+    /// Runs one fused block whose keys are in place ([`FusedCkks::keys`]; module doc):
+    /// `inputs` are this party's shares of `call.inputs` (row-major `rows × cols` each);
+    /// returns its shares of `call.outputs`.
+    pub fn run(&self, ch: &mut dyn Channel, mpc: &mut Mpc, call: &FusedCall<'_>, inputs: &[&[u64]]) -> Result<Vec<Vec<u64>>, LinearError> {
+        let (n, depth) = (call.block.params.n, call.block.depth);
+        if !self.seen.contains(&(call.part, call.block.index)) {
+            return Err(LinearError::BadParams(format!("BLB block {} ran before its keys were exchanged", call.block.index)));
+        }
+        let fmt = self.fmt;
+        let set = self.sets.get(&(n, depth)).ok_or_else(|| LinearError::BadParams("BLB: no keys for this parameter set".into()))?;
+        let params = &set.params;
+        let (l, s) = (call.tokens, params.slots());
+        let top = params.max_level();
+        let scale = params.default_scale();
+        let want = layouts(call.graph, &call.ops, l, s).map_err(bad)?;
+        if inputs.len() != call.inputs.len() {
+            return Err(LinearError::BadShape(format!("{} inputs for a block reading {}", inputs.len(), call.inputs.len())));
         }
         // MPC → CKKS: each input's shares scattered to the slots its layout puts them in.
         let mut ins = HashMap::new();
@@ -210,7 +233,7 @@ impl FusedCkks {
                     let cts = shares_to_ckks_server_at(ch, mpc, ev, &xs, slots, top, scale, &fmt)?;
                     ins.insert(v, CtTensor { rows, cols, layout: lay, cts });
                 }
-                Side::Client { sk } => shares_to_ckks_client_at(ch, mpc, &params, sk, &xs, slots, top, scale, &fmt)?,
+                Side::Client { sk } => shares_to_ckks_client_at(ch, mpc, params, sk, &xs, slots, top, scale, &fmt)?,
             }
         }
         // The block (server), then CKKS → MPC of each output; the server sends the outputs'
@@ -254,11 +277,10 @@ impl FusedCkks {
                     if !(sc.is_finite() && (sc.log2() - scale.log2()).abs() < 4.0) {
                         return Err(LinearError::Malformed(format!("output scale {sc}")));
                     }
-                    shares.push(ckks_to_shares_client(ch, mpc, &params, sk, count(lay, rows, cols), sc, &fmt, FieldToRing::Local)?);
+                    shares.push(ckks_to_shares_client(ch, mpc, params, sk, count(lay, rows, cols), sc, &fmt, FieldToRing::Local)?);
                 }
             }
         }
-        self.keys.galois += galois;
         // Each output's entries, from the slots its layout put them in.
         outs.iter()
             .zip(shares)

@@ -180,6 +180,14 @@ pub trait Engine: Backend {
         Err(NnError::BadArgument("this engine has no LEAF session (suite ffn = leaf)".into()))
     }
 
+    /// The CKKS keys BLB's fused block `call` needs that the server lacks (sent by the client
+    /// once per session: a parameter set's public, relinearisation and conjugation keys, the
+    /// block's rotation keys); nothing once they are there. The twin has no keys. Default: this
+    /// engine has no BLB session.
+    fn fused_keys(&mut self, _call: &crate::secure::blb::FusedCall<'_>) -> Result<(), NnError> {
+        Err(NnError::BadArgument("this engine has no BLB session (suite matmul = blb-fused)".into()))
+    }
+
     /// One of BLB's fused CKKS blocks (suite `matmul = blb-fused`,
     /// [`crate::secure::blb`]): shares of `call.inputs` in, shares of `call.outputs` out.
     /// Secure: conversions with their stochastic rounding (a few units of `2^-f`) and CKKS

@@ -200,6 +200,9 @@ impl Engine for PlainEngine {
         let y = fmt.twin(table, &xs, w, b, rows, in_dim, out_dim).map_err(|e| NnError::Backend(Box::new(e)))?;
         Ok(y.into_iter().map(u64::from).collect())
     }
+    fn fused_keys(&mut self, _call: &crate::secure::blb::FusedCall<'_>) -> Result<(), NnError> {
+        Ok(())
+    }
     fn fused_block(&mut self, call: &crate::secure::blb::FusedCall<'_>, inputs: &[&Vec<u64>]) -> Result<Vec<Vec<u64>>, NnError> {
         let xs: Vec<&[u64]> = inputs.iter().map(|x| x.as_slice()).collect();
         crate::secure::blb::fused_block_twin(self.b.format(), call, &xs)

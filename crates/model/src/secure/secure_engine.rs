@@ -42,6 +42,10 @@ fn be<E: std::error::Error + Send + Sync + 'static>(e: E) -> NnError {
     NnError::Backend(Box::new(e))
 }
 
+fn no_blb() -> NnError {
+    NnError::BadArgument("this session has no BLB keys (suite matmul = blb-fused)".into())
+}
+
 /// One party's side of LEAF's FFN block ([`nectar_fhe::ffn`]).
 enum LeafParty {
     Client(LeafFfnClient),
@@ -373,19 +377,21 @@ impl Engine for SecureEngine<'_> {
             (None, _) => Err(NnError::BadArgument("this session has no LEAF keys (suite ffn = leaf)".into())),
         }
     }
-    fn fused_block(&mut self, call: &crate::secure::blb::FusedCall<'_>, inputs: &[&Vec<u64>]) -> Result<Vec<Vec<u64>>, NnError> {
+    fn fused_keys(&mut self, call: &crate::secure::blb::FusedCall<'_>) -> Result<(), NnError> {
         let role = self.b.role();
+        let fused = self.fused.as_mut().ok_or_else(no_blb)?;
+        let (ch, _, _, prg) = self.b.parts();
+        fused.keys(ch, prg, role, call).map_err(be)
+    }
+    fn fused_block(&mut self, call: &crate::secure::blb::FusedCall<'_>, inputs: &[&Vec<u64>]) -> Result<Vec<Vec<u64>>, NnError> {
         let fp = self.b.format();
-        let fused = self
-            .fused
-            .as_mut()
-            .ok_or_else(|| NnError::BadArgument("this session has no BLB keys (suite matmul = blb-fused)".into()))?;
+        let fused = self.fused.as_ref().ok_or_else(no_blb)?;
         if fused.format() != (fp.l(), fp.f()) {
             return Err(NnError::BadArgument(format!("BLB block on shares of ({}, {}); the session converts {:?}", fp.l(), fp.f(), fused.format())));
         }
         let xs: Vec<&[u64]> = inputs.iter().map(|x| x.as_slice()).collect();
-        let (ch, mpc, _, prg) = self.b.parts();
-        fused.run(ch, mpc, prg, role, call, &xs).map_err(be)
+        let (ch, mpc, _, _) = self.b.parts();
+        fused.run(ch, mpc, call, &xs).map_err(be)
     }
     fn reveal_to(&mut self, x: &Vec<u64>, to: Role) -> Result<Option<Vec<u64>>, NnError> {
         let m = self.mask();

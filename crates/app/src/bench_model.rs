@@ -9,7 +9,9 @@
 
 use crate::child_party::{accept_child, finish, listen};
 use crate::report::BenchLine;
-use nectar_bench::model::{bench_model, bench_party, combine_parties, BenchSpec, ModelBench, PartyBench};
+use nectar_bench::model::{bench_model, bench_party, combine_parties, plain_reference, BenchSpec, ModelBench, PartyBench};
+use nectar_model::cosine;
+use nectar_model::secure::Output;
 use nectar_model::secure::RandomArch;
 use nectar_model::Suite;
 use nectar_net::{LinkModel, Role, TcpChannel};
@@ -25,6 +27,8 @@ pub struct Args<'a> {
     pub seed: u64,
     pub quiet: bool,
     pub in_process: bool,
+    /// Compare the client's output with the plaintext model's (`--check-plain`).
+    pub check_plain: bool,
 }
 
 
@@ -60,6 +64,28 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
     l.bytes_total = b.bytes_total;
     l.rounds = b.rounds;
     l.peak_rss_bytes = b.peak_rss_bytes;
+    // BLB's CKKS keys travel at each parameter set's first block, inside the inference; the
+    // other suites' keys are in the session setup. Reported apart so both compare.
+    let blb_keys: u64 = [&b.server, &b.client]
+        .iter()
+        .flat_map(|p| p.profile.iter())
+        .filter(|r| r.op == "blb.keys")
+        .map(|r| r.bytes_sent)
+        .sum();
+    if blb_keys > 0 {
+        l = l.extra("blb_key_bytes", blb_keys).extra("bytes_total_without_blb_keys", b.bytes_total - blb_keys);
+    }
+    if a.check_plain {
+        let plain = plain_reference(&spec).map_err(|e| format!("plaintext reference: {e}"))?;
+        l = match (&b.client.output, &plain) {
+            (Output::Tokens(got), Output::Tokens(want)) => l.extra("tokens_match_plain", got == want),
+            (Output::Embedding(got) | Output::Logits(got), Output::Embedding(want) | Output::Logits(want)) => {
+                let err = got.iter().zip(want).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
+                l.extra("cosine_vs_plain", cosine(got, want) as f64).extra("max_abs_error_vs_plain", err as f64)
+            }
+            (got, want) => return Err(format!("outputs of different kinds: {got:?} and {want:?}")),
+        };
+    }
     let l = l
         .extra("protocols", a.suite.json_map())
         .extra("rss_per_party", b.rss_per_party)

@@ -471,6 +471,11 @@ enum BenchCmd {
         /// server in a child process over loopback TCP (the default with `--net none`).
         #[arg(long)]
         in_process: bool,
+        /// Also run the plaintext model (the fixed-point twin with every nonlinear operator
+        /// exact, the BumbleBee layer code) on the same weights and input, and report the
+        /// client's output against it (`cosine_vs_plain`, or `tokens_match_plain`).
+        #[arg(long)]
+        check_plain: bool,
         /// Internal: run only the server party, connected to this address (the child process).
         #[arg(long, hide = true)]
         server_party: Option<String>,
@@ -793,6 +798,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 quiet,
                 suite,
                 in_process,
+                check_plain,
                 server_party,
                 json,
             } => {
@@ -805,6 +811,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     seed,
                     quiet,
                     in_process,
+                    check_plain,
                 };
                 match server_party {
                     Some(addr) => bench_model::run_server_party(&args, &addr),

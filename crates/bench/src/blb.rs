@@ -462,27 +462,14 @@ pub struct FusedRunBench {
     pub ct_pt_mults: u64,
     /// Distinct rotation steps (Galois keys the client sends once per parameter set).
     pub rotation_steps: usize,
-    /// Serialized Galois keys (rotations, and conjugation with complex packing) of the block:
-    /// client → server once per parameter set, not in `bytes_total`.
+    /// Every key the client sends for the block ([`nectar_model::secure::blb_ckks`]: public,
+    /// relinearisation, conjugation and rotation keys): once per parameter set in a session,
+    /// not in `bytes_total`.
     pub galois_key_bytes: u64,
     /// Max |reconstructed − twin| over the block's outputs, and the outputs' largest magnitude.
     pub max_abs_error: f64,
     pub max_abs_value: f64,
     pub session_setup_bytes: u64,
-}
-
-/// The CKKS parameters a fused block of `depth` runs at (BLB Table 6's ring degree `n`). BLB's
-/// Table 6 sets (e.g. set 1: four 60-bit data primes, `Δ = 2^38`, depth 4) rely on EVA's
-/// waterline rescaling, several products per 60-bit prime, which our evaluator does not do:
-/// it rescales after every product. So a block gets one 40-bit prime per level of its depth
-/// above a 60 + 40-bit base that the CKKS → MPC conversion keeps (two primes, 41 bits of
-/// slack, [`conversion_level`]), `Δ = 2^40`, a 60-bit special prime; validated for 128-bit
-/// security at construction (set 1's `N = 2^14`: 320 of 438 bits; depth 7 at `N = 2^15`: 440
-/// of 881).
-pub fn executable_params(n: usize, depth: u32) -> Result<CkksParams, LinearError> {
-    let mut bits = vec![60u32, 40];
-    bits.extend(std::iter::repeat_n(40, depth as usize));
-    Ok(CkksParams::new(nectar_he::ckks::CkksParamsLiteral::from_bit_sizes(n, &bits, Some(60), 40)?)?)
 }
 
 /// Runs every fused block of layer 0 → 1 of `arch` (random weights of the real shapes) for real;
@@ -497,12 +484,14 @@ pub fn bench_fused_blocks(
 ) -> Result<Vec<FusedRunBench>, LinearError> {
     use nectar_model::config::ModelConfig;
     use nectar_model::fusion::eval::{eval_values, p4_pieces, LayerParams, Tensor};
-    use nectar_model::fusion::exec::{layouts, run_block, CtTensor, Layout};
+    use nectar_model::fusion::exec::layouts;
     use nectar_model::fusion::graph::{LayerGraph, Operand};
+    use nectar_model::fusion::Part;
     use nectar_model::reference::BlockWeights;
-    use nectar_linear::ckks_convert::{shares_to_ckks_client_at, shares_to_ckks_server_at, Slots};
-    use nectar_linear::ckks_matmul::{CkksOps, SlotOps, SlotSim};
+    use nectar_model::secure::blb::FusedCall;
+    use nectar_model::secure::blb_ckks::{executable_params, FusedCkks};
     let me = |e: nectar_model::ModelError| LinearError::BadParams(e.to_string());
+    let se = |e: nectar_model::secure::SecureError| LinearError::BadParams(e.to_string());
     let config = nectar_model::secure::random_config(arch, Some(2));
     let names: fn(usize) -> nectar_model::block::BlockNames = match &config {
         ModelConfig::Bert(_) => nectar_model::bert::block_names,
@@ -538,133 +527,61 @@ pub fn bench_fused_blocks(
     for b in plan.blocks().filter(|b| only.is_none_or(|o| o == b.index)) {
         let params = executable_params(b.params.n, b.depth)?;
         let (l, s) = (tokens, params.slots());
-        let how = if conversion_level(&params, params.default_scale(), &fmt, how).is_ok() { how } else { FieldToRing::Local };
-        let idx: Vec<usize> = b
-            .ops
-            .iter()
-            .map(|o| g.ops.iter().position(|x| x.name == o.name).ok_or_else(|| LinearError::BadParams(format!("operator {}", o.name))))
-            .collect::<Result<_, _>>()?;
-        let want = layouts(&g, &idx, l, s).map_err(me)?;
-        // The block's inputs: (operand, layout, slot positions, shares of the values there).
-        let mut ext: Vec<(Operand, Layout, Vec<usize>, usize, Vec<u64>, Vec<u64>, usize, usize)> = Vec::new();
-        for &i in &idx {
-            for &v in &g.ops[i].operands {
-                if matches!(v, Operand::Op(j) if idx.contains(&j)) || ext.iter().any(|e| e.0 == v) {
-                    continue;
-                }
-                let lay = want[&v];
-                let t = value(v);
-                // Every slot a value lands in (a scalar is replicated in every block): public,
-                // from the layout.
-                let pos = lay.positions(t.rows, t.cols, l, s).map_err(me)?;
-                let at: Vec<usize> = pos.iter().map(|p| p.2).collect();
-                let xs: Vec<f64> = pos.iter().map(|p| t.at(p.0, p.1)).collect();
-                let packed_cts = lay.cts(t.cols, l, s);
-                let fx: Vec<u64> = xs.iter().map(|&x| (x / ulp).round() as i64 as u64).collect();
-                let a: Vec<u64> = fx.iter().map(|_| prg.next_u128() as u64).collect();
-                let c: Vec<u64> = fx.iter().zip(&a).map(|(&x, &r)| x.wrapping_sub(r)).collect();
-                ext.push((v, lay, at, packed_cts * s, a, c, t.rows, t.cols));
-            }
-        }
-        // Client keys; the Galois keys are the rotation steps the block uses (simulated first).
-        let sk = CkksSecretKey::generate(&params, &mut prg);
-        let pk = sk.public_key(&params, &mut prg);
-        let sim = SlotSim::new(s);
-        let top = params.max_level();
-        let sim_in = ext
-            .iter()
-            .map(|e| (e.0, CtTensor { rows: e.6, cols: e.7, layout: e.1, cts: (0..e.3 / s).map(|_| sim.encrypt(vec![0.0; s], top)).collect() }))
-            .collect();
-        run_block(&sim, &g, &p, &idx, l, &sim_in).map_err(me)?;
-        let steps = sim.rotation_steps();
-        let gk = sk.galois_keys(&params, &steps, packing == SlotPacking::Complex, &mut prg)?;
-        let galois_key_bytes = gk.serialize(&params).len() as u64;
-        let ev = CkksEvaluator::new(&params).with_relin_key(sk.relin_key(&params, &mut prg)?).with_galois_keys(gk);
-        // The outputs (public: operator, layout, shape, values converted).
-        let mut outs = Vec::new();
-        for c in &b.to_mpc {
-            let i = g.ops.iter().position(|x| x.name == c.value).ok_or_else(|| LinearError::BadParams(format!("output {}", c.value)))?;
-            let lay = want[&Operand::Op(i)];
-            let (rows, cols) = (g.ops[i].output.rows, g.ops[i].output.cols);
-            let count = if lay == Layout::Scalar { rows } else { lay.cts(cols, l, s) * s };
-            outs.push((i, lay, rows, cols, count));
+        // The call both parties derive from the plan (the server's with the weights).
+        let call_s = FusedCall::new(&g, Part::Steady, b, tokens, Some(&p)).map_err(se)?;
+        let call_c = FusedCall::new(&g, Part::Steady, b, tokens, None).map_err(se)?;
+        let want = layouts(&g, &call_s.ops, l, s).map_err(me)?;
+        // Shares of the twin's values of every input (row-major).
+        let (mut srv_in, mut cli_in) = (Vec::new(), Vec::new());
+        for &v in &call_s.inputs {
+            let t = value(v);
+            let a: Vec<u64> = t.data.iter().map(|_| prg.next_u128() as u64).collect();
+            let c: Vec<u64> = t.data.iter().zip(&a).map(|(&x, &r)| ((x / ulp).round() as i64 as u64).wrapping_sub(r)).collect();
+            srv_in.push(a);
+            cli_in.push(c);
         }
         let (mut cs, mut cc) = linked_pair(link);
         let (seed_s, seed_c) = (prg.gen_block(), prg.gen_block());
-        let srv_ext: Vec<_> = ext.iter().map(|e| (e.0, e.1, e.2.clone(), e.3, e.4.clone(), e.6, e.7)).collect();
-        let cli_ext: Vec<_> = ext.iter().map(|e| (e.2.clone(), e.3, e.5.clone())).collect();
-        let (gs, ps, idx_s, outs_s, params_c) = (&g, &p, &idx, &outs, &params);
+        let (key_seed_s, key_seed_c) = (prg.gen_block(), prg.gen_block());
         let (srv, cli) = std::thread::scope(|sc| -> Result<_, LinearError> {
+            let (call_s, srv_in) = (&call_s, &srv_in);
             let server = sc.spawn(move || -> Result<_, LinearError> {
                 let ch: &mut dyn Channel = &mut *cs;
                 let (mut m, setup) = warm_mpc(Role::Server, ch, seed_s)?;
-                let s0 = ch.stats();
-                let t0 = Instant::now();
-                let mut ins = std::collections::HashMap::new();
-                for (v, lay, at, total, xa, rows, cols) in &srv_ext {
-                    let cts = shares_to_ckks_server_at(ch, &mut m, &ev, xa, Slots::scattered(at, *total), top, ev.params().default_scale(), &fmt)?;
-                    ins.insert(*v, CtTensor { rows: *rows, cols: *cols, layout: *lay, cts });
-                }
-                let t_in = t0.elapsed().as_secs_f64();
-                let s1 = ch.stats();
-                let ops = CkksOps::new(&ev);
-                let c0 = ops.counts();
-                let t1 = Instant::now();
-                let res = run_block(&ops, gs, ps, idx_s, l, &ins).map_err(|e| LinearError::BadParams(e.to_string()))?;
-                let ckks_seconds = t1.elapsed().as_secs_f64();
-                let counts = ops.counts() - c0;
-                let levels_used = top - res.values().flat_map(|t| t.cts.iter().map(|c| c.level())).min().unwrap_or(top);
-                let s2 = ch.stats();
-                let t2 = Instant::now();
-                // The outputs' scales are public (the primes and the plan fix them); sent with
-                // the masked ciphertexts (same direction, no extra round) rather than recomputed.
-                let scales: Vec<u8> = outs_s.iter().flat_map(|o| res[&o.0].cts[0].scale().to_le_bytes()).collect();
-                ch.send(&scales)?;
-                let mut shares = Vec::new();
-                for &(i, _, _, _, count) in outs_s {
-                    let t = &res[&i];
-                    let ct_list = if t.layout == Layout::Scalar { &t.cts[..1] } else { &t.cts[..] };
-                    shares.push(ckks_to_shares_server(ch, &mut m, &ev, &pk, ct_list, count, &fmt, how)?);
-                }
-                let t_out = t2.elapsed().as_secs_f64();
-                let s3 = ch.stats();
-                Ok((shares, setup, [s0, s1, s2, s3], t_in + t_out, ckks_seconds, counts, levels_used))
+                let mut prg = Prg::new(key_seed_s);
+                let mut fc = FusedCkks::with_conversion(fmt, how);
+                fc.keys(ch, &mut prg, Role::Server, call_s)?;
+                let xs: Vec<&[u64]> = srv_in.iter().map(|x| x.as_slice()).collect();
+                let run = fc.run(ch, &mut m, call_s, &xs)?;
+                Ok((run, setup, fc.key_bytes(), fc.keyed_steps(b.params.n, b.depth)))
             });
             let ch: &mut dyn Channel = &mut *cc;
             let client = (|| -> Result<_, LinearError> {
                 let (mut m, _) = warm_mpc(Role::Client, ch, seed_c)?;
-                for (at, total, xb) in &cli_ext {
-                    shares_to_ckks_client_at(ch, &mut m, params_c, &sk, xb, Slots::scattered(at, *total), top, params_c.default_scale(), &fmt)?;
-                }
-                let msg = ch.recv()?;
-                if msg.len() != 8 * outs_s.len() {
-                    return Err(LinearError::Malformed(format!("{} bytes of output scales", msg.len())));
-                }
-                let mut shares = Vec::new();
-                for (o, sc) in outs_s.iter().zip(msg.chunks_exact(8)) {
-                    let scale = f64::from_le_bytes(sc.try_into().map_err(|_| LinearError::Malformed("scale".into()))?);
-                    shares.push(ckks_to_shares_client(ch, &mut m, params_c, &sk, o.4, scale, &fmt, how)?);
-                }
-                Ok(shares)
+                let mut prg = Prg::new(key_seed_c);
+                let mut fc = FusedCkks::with_conversion(fmt, how);
+                fc.keys(ch, &mut prg, Role::Client, &call_c)?;
+                let xs: Vec<&[u64]> = cli_in.iter().map(|x| x.as_slice()).collect();
+                fc.run(ch, &mut m, &call_c, &xs)
             })();
             let srv = server.join().map_err(|_| LinearError::Unsupported("server thread panicked".into()))??;
             Ok((srv, client?))
         })?;
-        let (shares, setup, st, convert_seconds, ckks_seconds, counts, levels_used) = srv;
+        let (run, setup, keys, rotation_steps) = srv;
         // Reconstruct every output and compare it with the twin.
         let (mut max_abs_error, mut max_abs_value) = (0f64, 0f64);
-        for ((&(i, lay, rows, cols, count), a), c) in outs.iter().zip(&shares).zip(&cli) {
-            let vals_slots: Vec<f64> = (0..count).map(|k| a[k].wrapping_add(c[k]) as i64 as f64 * ulp).collect();
-            let mut per_ct: Vec<Vec<f64>> = vals_slots.chunks(s).map(|x| x.to_vec()).collect();
-            if let Some(last) = per_ct.last_mut() {
-                last.resize(s, 0.0);
-            }
-            let got = nectar_model::fusion::exec::unpack(&per_ct, rows, cols, lay, l, s).map_err(me)?;
-            for (x, y) in got.data.iter().zip(&vals[i].data) {
-                max_abs_error = max_abs_error.max((x - y).abs());
-                max_abs_value = max_abs_value.max(y.abs());
+        for ((&i, a), c) in call_s.outputs.iter().zip(&run.shares).zip(&cli.shares) {
+            for ((x, y), want) in a.iter().zip(c).zip(&vals[i].data) {
+                let got = x.wrapping_add(*y) as i64 as f64 * ulp;
+                max_abs_error = max_abs_error.max((got - want).abs());
+                max_abs_value = max_abs_value.max(want.abs());
             }
         }
+        let cts = |v: Operand| {
+            let (_, cols) = call_s.shape(v);
+            want.get(&v).map_or(0, |lay| lay.cts(cols, l, s))
+        };
+        let used_how = if conversion_level(&params, params.default_scale(), &fmt, how).is_ok() { how } else { FieldToRing::Local };
         lines.push(FusedRunBench {
             model: arch.name().into(),
             tokens,
@@ -672,23 +589,23 @@ pub fn bench_fused_blocks(
             params: format!("N={} {}x40+60+40 bits", params.n(), b.depth),
             n: params.n(),
             packing: packing_name(packing),
-            field_to_ring_used: kind_name(how),
+            field_to_ring_used: kind_name(used_how),
             depth: b.depth,
-            levels_used,
-            to_ckks_ciphertexts: ext.iter().map(|e| e.3 / s).sum(),
-            to_ckks_bytes: st[1].bytes_total() - st[0].bytes_total(),
-            to_mpc_ciphertexts: outs.iter().map(|o| o.1.cts(o.3, l, s)).sum(),
-            to_mpc_bytes: st[3].bytes_total() - st[2].bytes_total(),
-            bytes_total: st[1].bytes_total() - st[0].bytes_total() + st[3].bytes_total() - st[2].bytes_total(),
-            rounds_server: st[3].rounds - st[0].rounds,
-            convert_seconds,
-            ckks_seconds,
-            rotations: counts.rotations,
-            key_switches: counts.key_switches,
-            ct_ct_mults: counts.ct_ct_mults,
-            ct_pt_mults: counts.ct_pt_mults,
-            rotation_steps: steps.len(),
-            galois_key_bytes,
+            levels_used: run.levels_used,
+            to_ckks_ciphertexts: call_s.inputs.iter().map(|&v| cts(v)).sum(),
+            to_ckks_bytes: run.to_ckks_bytes,
+            to_mpc_ciphertexts: call_s.outputs.iter().map(|&i| cts(Operand::Op(i))).sum(),
+            to_mpc_bytes: run.to_mpc_bytes,
+            bytes_total: run.to_ckks_bytes + run.to_mpc_bytes,
+            rounds_server: run.rounds,
+            convert_seconds: run.convert_seconds,
+            ckks_seconds: run.ckks_seconds,
+            rotations: run.counts.rotations,
+            key_switches: run.counts.key_switches,
+            ct_ct_mults: run.counts.ct_ct_mults,
+            ct_pt_mults: run.counts.ct_pt_mults,
+            rotation_steps,
+            galois_key_bytes: keys.galois + keys.base,
             max_abs_error,
             max_abs_value,
             session_setup_bytes: setup,

@@ -10,12 +10,12 @@
 //! `seq` is ignored for ViT (the image size fixes the rows) and the report's `seq` is the number
 //! of rows actually run. The session setup (base OTs, HE keys) is measured separately.
 
-use nectar_math::Prg;
+use nectar_math::{FixedPoint, Prg};
 use nectar_model::config::ModelConfig;
 use nectar_model::secure::engine::Engine;
 use nectar_model::secure::profile::{OpRecord, Profile};
 use nectar_model::secure::random::{random_config, RandomArch, RandomWeights};
-use nectar_model::secure::{Output, Query, SecureEngine, SecureError, SecureModel, Task};
+use nectar_model::secure::{Output, PlainEngine, Query, SecureEngine, SecureError, SecureModel, Task};
 use nectar_model::suite::Suite;
 use nectar_net::{linked_pair, Channel, LinkModel, Role, Stats};
 use serde::{Deserialize, Serialize};
@@ -66,6 +66,13 @@ pub struct PartyBench {
     pub bytes_recv: u64,
     pub rounds: u64,
     pub profile: Vec<OpRecord>,
+    /// What this party learned (the client: the model's output; the server: nothing).
+    #[serde(default = "nothing")]
+    pub output: Output,
+}
+
+fn nothing() -> Output {
+    Output::Nothing
 }
 
 /// The result of [`bench_model`].
@@ -214,6 +221,7 @@ impl Prepared {
             bytes_recv: d.bytes_recv,
             rounds: d.rounds,
             profile: e.profile().ops.clone(),
+            output: out,
         })
     }
 
@@ -238,6 +246,20 @@ impl Prepared {
             server,
             client,
         }
+    }
+}
+
+/// The plaintext model's output on the [`BenchSpec`]'s weights and input: the fixed-point
+/// twin of the BumbleBee layer code with every nonlinear operator exact
+/// ([`PlainEngine::with_exact`]), so what is left is the `(64, 18)` format's rounding.
+pub fn plain_reference(spec: &BenchSpec) -> Result<Output, SecureError> {
+    let p = prepare(spec);
+    let mut e = PlainEngine::new(FixedPoint::BUMBLEBEE, &Suite::bumblebee())?.with_exact(&nectar_model::secure::exact::EXACT_OPS)?;
+    let m = SecureModel::new(&p.config, Some(&p.weights as &dyn nectar_model::secure::WeightSource))?;
+    let q = Query { task: p.task.clone(), ids: Some(p.ids.clone()), len: p.seq };
+    match &p.pixels {
+        Some(px) => m.run_image(&mut e, Some(px)),
+        None => m.run(&mut e, &q),
     }
 }
 

@@ -24,15 +24,16 @@ use crate::fusion::exec::{layouts, run_block, CtTensor, Layout};
 use crate::fusion::graph::Operand;
 use crate::fusion::Part;
 use crate::secure::blb::FusedCall;
-use nectar_he::ckks::{CkksEvaluator, CkksGaloisKeys, CkksParams, CkksParamsLiteral, CkksPublicKey, CkksSecretKey, RelinKey};
-use nectar_linear::ckks_convert::{ckks_to_shares_client, ckks_to_shares_server, shares_to_ckks_client_at, shares_to_ckks_server_at, ConvFormat, FieldToRing, Slots};
+use nectar_he::ckks::{EvalCounts, CkksEvaluator, CkksGaloisKeys, CkksParams, CkksParamsLiteral, CkksPublicKey, CkksSecretKey, RelinKey};
+use nectar_linear::ckks_convert::{ckks_to_shares_client, ckks_to_shares_server, conversion_level, shares_to_ckks_client_at, shares_to_ckks_server_at, ConvFormat, FieldToRing, Slots};
 use nectar_linear::ckks_linear::{conv_format, frame, unframe};
-use nectar_linear::ckks_matmul::{CkksOps, SlotSim};
+use nectar_linear::ckks_matmul::{CkksOps, SlotOps, SlotSim};
 use nectar_linear::LinearError;
 use nectar_math::Prg;
 use nectar_mpc::Mpc;
 use nectar_net::{Channel, Role};
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::time::Instant;
 
 /// The CKKS parameters a fused block of `depth` levels runs at with ring degree `n` (module
 /// doc).
@@ -68,9 +69,29 @@ pub struct KeyBytes {
     pub galois: u64,
 }
 
+/// One run of a fused block ([`FusedCkks::run`]): this party's output shares and what the run
+/// cost (the CKKS side is the server's; zero on the client).
+#[derive(Clone, Debug, Default)]
+pub struct BlockRun {
+    /// Shares of `call.outputs`, row-major.
+    pub shares: Vec<Vec<u64>>,
+    /// Bytes of the MPC → CKKS and the CKKS → MPC conversions (both directions each).
+    pub to_ckks_bytes: u64,
+    pub to_mpc_bytes: u64,
+    /// This party's flights.
+    pub rounds: u64,
+    pub convert_seconds: f64,
+    pub ckks_seconds: f64,
+    /// The server's CKKS operations in the block.
+    pub counts: EvalCounts,
+    /// Levels the block used (the plan's depth; server).
+    pub levels_used: usize,
+}
+
 /// One party's CKKS state for BLB's fused blocks in a session (module doc).
 pub struct FusedCkks {
     fmt: ConvFormat,
+    how: FieldToRing,
     sets: HashMap<(usize, u32), KeySet>,
     /// Blocks whose rotation keys have been exchanged.
     seen: HashSet<(Part, usize)>,
@@ -84,7 +105,18 @@ fn bad(e: crate::ModelError) -> LinearError {
 impl FusedCkks {
     /// Shares of `(l, f)` ([`conv_format`]: complex slot packing on the wire).
     pub fn new(l: u32, f: u32) -> Self {
-        FusedCkks { fmt: conv_format(l, f), sets: HashMap::new(), seen: HashSet::new(), keys: KeyBytes::default() }
+        FusedCkks::with_conversion(conv_format(l, f), FieldToRing::Local)
+    }
+
+    /// With another conversion format and field → ring step (AGREEMENT; the benches compare
+    /// BLB's real slot packing with ours).
+    pub fn with_conversion(fmt: ConvFormat, how: FieldToRing) -> Self {
+        FusedCkks { fmt, how, sets: HashMap::new(), seen: HashSet::new(), keys: KeyBytes::default() }
+    }
+
+    /// Distinct rotation steps keyed for the set `(n, depth)`.
+    pub fn keyed_steps(&self, n: usize, depth: u32) -> usize {
+        self.sets.get(&(n, depth)).map_or(0, |s| s.keyed.len())
     }
 
     /// The `(l, f)` of the shares it converts.
@@ -201,7 +233,7 @@ impl FusedCkks {
     /// Runs one fused block whose keys are in place ([`FusedCkks::keys`]; module doc):
     /// `inputs` are this party's shares of `call.inputs` (row-major `rows × cols` each);
     /// returns its shares of `call.outputs`.
-    pub fn run(&self, ch: &mut dyn Channel, mpc: &mut Mpc, call: &FusedCall<'_>, inputs: &[&[u64]]) -> Result<Vec<Vec<u64>>, LinearError> {
+    pub fn run(&self, ch: &mut dyn Channel, mpc: &mut Mpc, call: &FusedCall<'_>, inputs: &[&[u64]]) -> Result<BlockRun, LinearError> {
         let (n, depth) = (call.block.params.n, call.block.depth);
         if !self.seen.contains(&(call.part, call.block.index)) {
             return Err(LinearError::BadParams(format!("BLB block {} ran before its keys were exchanged", call.block.index)));
@@ -216,6 +248,10 @@ impl FusedCkks {
         if inputs.len() != call.inputs.len() {
             return Err(LinearError::BadShape(format!("{} inputs for a block reading {}", inputs.len(), call.inputs.len())));
         }
+        let how = if conversion_level(params, scale, &fmt, self.how).is_ok() { self.how } else { FieldToRing::Local };
+        let mut run = BlockRun::default();
+        let st0 = ch.stats();
+        let t0 = Instant::now();
         // MPC → CKKS: each input's shares scattered to the slots its layout puts them in.
         let mut ins = HashMap::new();
         for (&v, x) in call.inputs.iter().zip(inputs) {
@@ -248,10 +284,21 @@ impl FusedCkks {
             .collect();
         let count = |lay: Layout, rows: usize, cols: usize| if lay == Layout::Scalar { rows } else { lay.cts(cols, l, s) * s };
         let mut shares = Vec::with_capacity(outs.len());
+        let mut convert_seconds = t0.elapsed().as_secs_f64();
+        let st1 = ch.stats();
+        let mut st2 = st1;
         match &set.side {
             Side::Server { ev, pk } => {
                 let p = call.params.ok_or_else(|| LinearError::BadParams("the server must provide the weights".into()))?;
-                let res = run_block(&CkksOps::new(ev), call.graph, p, &call.ops, l, &ins).map_err(bad)?;
+                let ops = CkksOps::new(ev);
+                let c0 = ops.counts();
+                let t1 = Instant::now();
+                let res = run_block(&ops, call.graph, p, &call.ops, l, &ins).map_err(bad)?;
+                run.ckks_seconds = t1.elapsed().as_secs_f64();
+                run.counts = ops.counts() - c0;
+                run.levels_used = top - res.values().flat_map(|t| t.cts.iter().map(|c| c.level())).min().unwrap_or(top);
+                st2 = ch.stats();
+                let t2 = Instant::now();
                 let mut scales = Vec::with_capacity(8 * outs.len());
                 for o in &outs {
                     let t = res.get(&o.0).ok_or_else(|| LinearError::BadParams("a block output was not computed".into()))?;
@@ -262,10 +309,12 @@ impl FusedCkks {
                 for &(i, lay, rows, cols) in &outs {
                     let t = &res[&i];
                     let cts = if lay == Layout::Scalar { &t.cts[..1] } else { &t.cts[..] };
-                    shares.push(ckks_to_shares_server(ch, mpc, ev, pk, cts, count(lay, rows, cols), &fmt, FieldToRing::Local)?);
+                    shares.push(ckks_to_shares_server(ch, mpc, ev, pk, cts, count(lay, rows, cols), &fmt, how)?);
                 }
+                convert_seconds += t2.elapsed().as_secs_f64();
             }
             Side::Client { sk } => {
+                let t2 = Instant::now();
                 let msg = ch.recv()?;
                 if msg.len() != 8 * outs.len() {
                     return Err(LinearError::Malformed(format!("{} bytes of output scales", msg.len())));
@@ -277,12 +326,19 @@ impl FusedCkks {
                     if !(sc.is_finite() && (sc.log2() - scale.log2()).abs() < 4.0) {
                         return Err(LinearError::Malformed(format!("output scale {sc}")));
                     }
-                    shares.push(ckks_to_shares_client(ch, mpc, params, sk, count(lay, rows, cols), sc, &fmt, FieldToRing::Local)?);
+                    shares.push(ckks_to_shares_client(ch, mpc, params, sk, count(lay, rows, cols), sc, &fmt, how)?);
                 }
+                convert_seconds += t2.elapsed().as_secs_f64();
             }
         }
+        let st3 = ch.stats();
+        run.to_ckks_bytes = st1.bytes_total() - st0.bytes_total();
+        run.to_mpc_bytes = st3.bytes_total() - st2.bytes_total();
+        run.rounds = st3.rounds - st0.rounds;
+        run.convert_seconds = convert_seconds;
         // Each output's entries, from the slots its layout put them in.
-        outs.iter()
+        run.shares = outs
+            .iter()
             .zip(shares)
             .map(|(&(_, lay, rows, cols), sh)| {
                 (0..rows * cols)
@@ -292,6 +348,7 @@ impl FusedCkks {
                     })
                     .collect()
             })
-            .collect()
+            .collect::<Result<_, _>>()?;
+        Ok(run)
     }
 }

@@ -391,7 +391,7 @@ impl Engine for SecureEngine<'_> {
         }
         let xs: Vec<&[u64]> = inputs.iter().map(|x| x.as_slice()).collect();
         let (ch, mpc, _, _) = self.b.parts();
-        fused.run(ch, mpc, call, &xs).map_err(be)
+        Ok(fused.run(ch, mpc, call, &xs).map_err(be)?.shares)
     }
     fn reveal_to(&mut self, x: &Vec<u64>, to: Role) -> Result<Option<Vec<u64>>, NnError> {
         let m = self.mask();

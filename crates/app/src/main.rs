@@ -218,7 +218,7 @@ enum Cmd {
     },
     /// The BLB fusion plan of one layer (BLB §4-6): fused CKKS blocks with their depth, BLB
     /// Table 6 parameter set and rotations, the MPC operators between them and the CKKS<->MPC
-    /// conversions. Prints the plan only: the blb suite itself does not run yet.
+    /// conversions, for one layer in steady state (`--suite blb` runs it).
     Plan {
         /// A Hugging Face model directory (only config.json is read); default: the fetched MiniLM.
         #[arg(long, conflicts_with = "model_shape")]

@@ -1,7 +1,7 @@
 //! `nectar plan`: the BLB FineGrainFusion plan of a model's layers ([`nectar_model::fusion`]):
 //! fused CKKS blocks, their depth and BLB Table 6 parameter set, rotations and the CKKS<->MPC
-//! conversions at their boundaries. It prints the plan; the `blb` suite itself does not run
-//! yet.
+//! conversions at their boundaries, for one layer in steady state (what `--suite blb` runs,
+//! [`nectar_model::secure::blb`]).
 
 use nectar_model::fusion::FusionPlan;
 use nectar_model::secure::random::{random_config, RandomArch};

@@ -923,11 +923,15 @@ impl Suite {
     pub fn label(&self) -> String {
         let mut best: Option<(usize, String)> = None;
         // A suite that runs is named from a preset that runs (`bumblebee+matmul=ckks`, not
-        // `blb+...` while `blb` is planned); a planned one from any preset.
+        // `bumblebee+...`, not a preset naming a planned protocol); a planned one from any preset.
         let runs = self.validate().is_ok();
         for (name, _) in PRESETS {
             let Ok(p) = Suite::preset(name) else { continue };
             if runs && p.validate().is_err() {
+                continue;
+            }
+            // `blb` is its fusion: a suite without it is not named `blb+...`.
+            if p.matmul == Matmul::Fused && self.matmul != Matmul::Fused {
                 continue;
             }
             let diffs: Vec<String> = p

@@ -1,45 +1,83 @@
-//! Suite `blb` end to end on the fixed-point twin: BLB's layer stack (the planner's parts,
-//! the fused blocks on the slot simulator, App. B's MPC operators on the fixed-point backend)
-//! against the BumbleBee suite's twin and the exact arithmetic of the same model.
+//! Suite `blb` end to end on the fixed-point twin: BLB's layer stack (the planner's parts, the
+//! fused blocks on the slot simulator, App. B's MPC operators on the fixed-point backend)
+//! against the plaintext model (the twin with every nonlinear operator exact) and against the
+//! BumbleBee suite's twin, on random weights of shapes BLB's packings take (128 and 64
+//! tokens). The secure fused blocks are checked against this twin in `nectar-bench`'s
+//! `blb_fused` test and, whole models, by `nectar bench model --suite blb --check-plain`.
 
 use nectar_math::FixedPoint;
+use nectar_model::secure::exact::EXACT_OPS;
 use nectar_model::secure::{random_config, Output, PlainEngine, Query, RandomArch, RandomWeights, SecureModel, Task};
 use nectar_model::{cosine, Suite};
 
-/// The model's output on the twin of `suite`, and the profile's operator names.
-fn run(arch: RandomArch, layers: usize, suite: &str, task: Task, ids: &[u32]) -> (Output, Vec<String>) {
+/// The output on the twin of `suite` (`exact`: every nonlinear operator exact) and the
+/// profile's operator names.
+fn run(arch: RandomArch, layers: usize, suite: &str, exact: bool, task: Task, ids: &[u32]) -> (Output, Vec<String>) {
     let config = random_config(arch, Some(layers));
     let w = RandomWeights::new(5);
     let m = SecureModel::new(&config, Some(&w)).unwrap();
     let q = Query { task, ids: Some(ids.to_vec()), len: ids.len() };
     let mut e = PlainEngine::new(FixedPoint::BUMBLEBEE, &Suite::parse(suite).unwrap()).unwrap();
-    let t0 = std::time::Instant::now();
+    if exact {
+        e = e.with_exact(&EXACT_OPS).unwrap();
+    }
     let out = m.run(&mut e, &q).unwrap();
-    eprintln!("{suite}: {:.1} s", t0.elapsed().as_secs_f64());
     (out, e.profile().ops.iter().map(|r| r.op.clone()).collect())
 }
 
-fn embed(arch: RandomArch, layers: usize, suite: &str, ids: &[u32]) -> Vec<f32> {
-    let (Output::Embedding(v), ops) = run(arch, layers, suite, Task::Embed, ids) else { panic!("embedding expected") };
-    eprintln!("{ops:?}");
-    v
+fn embedding(o: Output) -> Vec<f32> {
+    match o {
+        Output::Embedding(v) => v,
+        other => panic!("embedding expected, got {other:?}"),
+    }
 }
 
 #[test]
-fn blb_twin_matches_the_bumblebee_twin_on_bert_tiny() {
+fn blb_twin_of_bert_matches_the_plaintext_model_as_well_as_bumblebee() {
     let ids: Vec<u32> = (0..128).map(|i| (i * 7919 % 30000) as u32 + 100).collect();
-    let blb = embed(RandomArch::BertTiny, 2, "blb", &ids);
-    let bb = embed(RandomArch::BertTiny, 2, "bumblebee", &ids);
-    let c = cosine(&blb, &bb);
-    eprintln!("cosine blb vs bumblebee twin: {c}");
-    assert!(c > 0.999, "{c}");
+    let (blb, ops) = run(RandomArch::BertTiny, 2, "blb", false, Task::Embed, &ids);
+    let plain = embedding(run(RandomArch::BertTiny, 2, "bumblebee", true, Task::Embed, &ids).0);
+    let bb = embedding(run(RandomArch::BertTiny, 2, "bumblebee", false, Task::Embed, &ids).0);
+    let (c_blb, c_bb) = (cosine(&embedding(blb), &plain), cosine(&bb, &plain));
+    eprintln!("cosine to the plaintext model: blb {c_blb}, bumblebee {c_bb}");
+    // Two layers = the First part, one Steady part, the Last part: every block of each ran
+    // (the steady layer's five), and every MPC operator of App. B.
+    for op in ["blb.first.block1", "blb.block1", "blb.block5", "blb.last.block1", "blb.keys", "blb-mpc.softmax.max", "blb-mpc.softmax.rec", "blb-mpc.ln1.rsqrt", "blb-mpc.gelu.mux_f0"] {
+        assert!(ops.iter().any(|o| o == op), "{op} did not run: {ops:?}");
+    }
+    assert!(!ops.iter().any(|o| o.starts_with("linear") || o.starts_with("gelu") || o.starts_with("softmax")), "BumbleBee's layer operators ran: {ops:?}");
+    assert!(c_blb > 0.9999 && c_bb > 0.9999, "blb {c_blb}, bumblebee {c_bb}");
+    assert!(c_blb >= c_bb - 0.0005, "blb {c_blb} vs bumblebee {c_bb}");
 }
 
 #[test]
-fn blb_twin_runs_gpt2_shapes() {
+fn blb_twin_of_gpt2_generates_the_plaintext_models_token() {
     let ids: Vec<u32> = (0..64).map(|i| (i * 7919 % 50000) as u32 + 7).collect();
-    let (blb, ops) = run(RandomArch::Gpt2, 1, "blb", Task::Generate { n_new: 1 }, &ids);
-    eprintln!("{ops:?}");
-    let (bb, _) = run(RandomArch::Gpt2, 1, "bumblebee", Task::Generate { n_new: 1 }, &ids);
-    eprintln!("{blb:?} {bb:?}");
+    let (blb, ops) = run(RandomArch::Gpt2, 1, "blb", false, Task::Generate { n_new: 1 }, &ids);
+    assert!(ops.iter().any(|o| o == "blb.first.block1") && ops.iter().any(|o| o == "blb.last.block1"), "{ops:?}");
+    let (plain, _) = run(RandomArch::Gpt2, 1, "bumblebee", true, Task::Generate { n_new: 1 }, &ids);
+    assert!(matches!(blb, Output::Tokens(ref t) if t.len() == 1), "{blb:?}");
+    assert_eq!(blb, plain);
+}
+
+#[test]
+fn blb_refuses_what_it_does_not_plan() {
+    // A token count that is not a power of two, and KV-cache decoding.
+    let config = random_config(RandomArch::Gpt2, Some(1));
+    let w = RandomWeights::new(5);
+    let m = SecureModel::new(&config, Some(&w)).unwrap();
+    let suite = Suite::parse("blb").unwrap();
+    let mut e = PlainEngine::new(FixedPoint::BUMBLEBEE, &suite).unwrap();
+    let q = Query { task: Task::Generate { n_new: 1 }, ids: Some((0..48).collect()), len: 48 };
+    let err = m.run(&mut e, &q).unwrap_err().to_string();
+    assert!(err.contains("power of two"), "{err}");
+    let q = Query { task: Task::Generate { n_new: 2 }, ids: Some((0..64).collect()), len: 64 };
+    let err = m.run(&mut e, &q).unwrap_err().to_string();
+    assert!(err.contains("one token per prompt"), "{err}");
+    // 768 columns of 16 tokens fill 3/4 of a ciphertext: refused before any block runs.
+    let q = Query { task: Task::Generate { n_new: 1 }, ids: Some((0..16).collect()), len: 16 };
+    let mut e = PlainEngine::new(FixedPoint::BUMBLEBEE, &suite).unwrap();
+    let err = m.run(&mut e, &q).unwrap_err().to_string();
+    assert!(err.contains("suite blb at 16 tokens") && err.contains("whole ciphertexts"), "{err}");
+    assert!(!e.profile().ops.iter().any(|o| o.op.starts_with("blb")), "a block ran");
 }

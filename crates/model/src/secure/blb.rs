@@ -86,6 +86,20 @@ impl<'a> FusedCall<'a> {
         Ok(FusedCall { graph, part, block, ops, inputs, outputs, tokens, params })
     }
 
+    /// Checks that every tensor the block reads or writes fits the packing it is wanted in
+    /// (both parties, before anything is sent).
+    pub fn check(&self) -> Result<(), SecureError> {
+        let bad = |e: crate::ModelError| SecureError::Unsupported(format!("suite blb at {} tokens: {e}", self.tokens));
+        let s = self.block.params.n / 2;
+        let want = layouts(self.graph, &self.ops, self.tokens, s).map_err(bad)?;
+        for v in self.inputs.iter().copied().chain(self.outputs.iter().map(|&i| Operand::Op(i))) {
+            let (rows, cols) = self.shape(v);
+            let lay = want.get(&v).copied().unwrap_or(crate::fusion::exec::Layout::Spatial);
+            lay.positions(rows, cols, self.tokens, s).map_err(bad)?;
+        }
+        Ok(())
+    }
+
     /// `(rows, cols)` of an operand.
     pub fn shape(&self, v: Operand) -> (usize, usize) {
         let s = self.graph.shape(v);
@@ -171,6 +185,12 @@ pub fn run_layers<E: Engine>(
         if let std::collections::hash_map::Entry::Vacant(v) = plans.entry(part) {
             let g = LayerGraph::build_part(cfg, n, part);
             let items = plan_graph(&g, n)?;
+            for b in items.iter().filter_map(|i| match i {
+                PlanItem::Ckks(b) => Some(b),
+                PlanItem::Mpc(_) => None,
+            }) {
+                FusedCall::new(&g, part, b, n, None)?.check()?;
+            }
             v.insert((g, items));
         }
         let (g, items) = &plans[&part];

@@ -488,7 +488,7 @@ pub fn bench_fused_blocks(
     use nectar_model::fusion::graph::{LayerGraph, Operand};
     use nectar_model::fusion::Part;
     use nectar_model::reference::BlockWeights;
-    use nectar_model::secure::blb::FusedCall;
+    use nectar_model::secure::blb::{BlockExec, FusedCall};
     use nectar_model::secure::blb_ckks::{executable_params, FusedCkks};
     let me = |e: nectar_model::ModelError| LinearError::BadParams(e.to_string());
     let se = |e: nectar_model::secure::SecureError| LinearError::BadParams(e.to_string());
@@ -525,11 +525,12 @@ pub fn bench_fused_blocks(
     let ulp = (-(fmt.f as f64)).exp2();
     let mut lines = Vec::new();
     for b in plan.blocks().filter(|b| only.is_none_or(|o| o == b.index)) {
-        let params = executable_params(b.params.n, b.depth)?;
-        let (l, s) = (tokens, params.slots());
+        let (l, s) = (tokens, b.params.n / 2);
         // The call both parties derive from the plan (the server's with the weights).
-        let call_s = FusedCall::new(&g, Part::Steady, b, tokens, Some(&p)).map_err(se)?;
-        let call_c = FusedCall::new(&g, Part::Steady, b, tokens, None).map_err(se)?;
+        let mut call_s = FusedCall::new(&g, Part::Steady, b, tokens, Some(&p)).map_err(se)?;
+        let mut call_c = FusedCall::new(&g, Part::Steady, b, tokens, None).map_err(se)?;
+        let exec = BlockExec::simulate(&cfg, &call_c).map_err(se)?;
+        (call_s.exec, call_c.exec) = (exec.clone(), exec);
         let want = layouts(&g, &call_s.ops, l, s).map_err(me)?;
         // Shares of the twin's values of every input (row-major).
         let (mut srv_in, mut cli_in) = (Vec::new(), Vec::new());
@@ -553,7 +554,7 @@ pub fn bench_fused_blocks(
                 fc.keys(ch, &mut prg, Role::Server, call_s)?;
                 let xs: Vec<&[u64]> = srv_in.iter().map(|x| x.as_slice()).collect();
                 let run = fc.run(ch, &mut m, call_s, &xs)?;
-                Ok((run, setup, fc.key_bytes(), fc.keyed_steps(b.params.n, b.depth)))
+                Ok((run, setup, fc.key_bytes(), fc.keyed_steps(b.params.n, call_s.exec.depth)))
             });
             let ch: &mut dyn Channel = &mut *cc;
             let client = (|| -> Result<_, LinearError> {
@@ -567,6 +568,7 @@ pub fn bench_fused_blocks(
             let srv = server.join().map_err(|_| LinearError::Unsupported("server thread panicked".into()))??;
             Ok((srv, client?))
         })?;
+        let params = executable_params(b.params.n, call_s.exec.depth)?;
         let (run, setup, keys, rotation_steps) = srv;
         // Reconstruct every output and compare it with the twin.
         let (mut max_abs_error, mut max_abs_value) = (0f64, 0f64);
@@ -586,7 +588,7 @@ pub fn bench_fused_blocks(
             model: arch.name().into(),
             tokens,
             block: b.index,
-            params: format!("N={} {}x40+60+40 bits", params.n(), b.depth),
+            params: format!("N={} {}x40+60+40 bits", params.n(), call_s.exec.depth),
             n: params.n(),
             packing: packing_name(packing),
             field_to_ring_used: kind_name(used_how),

@@ -107,8 +107,9 @@ pub fn report(suite: &Suite) -> Result<SecurityReport, crate::SuiteError> {
     }
     if suite.matmul == Matmul::Fused {
         // The deepest block each Table 6 ring degree takes (set 1: depth 4 at N = 2^14;
-        // sets 2-5: up to depth 7 at N = 2^15), at the parameters the blocks run at.
-        for (n, depth) in [(1 << 14, 4), (1 << 15, 7)] {
+        // sets 2-5: up to depth 7 at N = 2^15), plus the level the executor may add
+        // (`BlockExec`), at the parameters the blocks run at.
+        for (n, depth) in [(1 << 14, 5), (1 << 15, 8)] {
             let p = crate::secure::blb_ckks::executable_params(n, depth)
                 .map_err(|e| crate::SuiteError::Syntax(suite.label(), format!("CKKS parameters: {e}")))?;
             let log_qp = p.q_bits(p.max_level()) + p.special_prime().map_or(0, |q| 64 - q.leading_zeros());

@@ -43,6 +43,67 @@ use nectar_nn::backend::enc;
 use nectar_nn::NnError;
 use std::collections::HashMap;
 
+/// What a fused block needs of the CKKS parameters, measured on the slot simulator from the
+/// public shapes alone (zero weights; both parties derive the same): the levels it uses and
+/// its rotation steps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockExec {
+    /// Levels the executor uses: the plan's depth, or one more where a multi-head product
+    /// needs it (GPT-2's `P·V` at 64 tokens takes 4 levels where the planner counts 3).
+    pub depth: u32,
+    /// Rotation steps (the Galois keys the client sends).
+    pub steps: Vec<i64>,
+}
+
+/// Zero tensors of any shape asked: a block's public shapes without the server's values.
+struct ZeroWeights;
+
+impl WeightSource for ZeroWeights {
+    fn tensor(&self, _name: &str, shape: &[usize]) -> Result<Vec<f32>, crate::ModelError> {
+        Ok(vec![0.0; shape.iter().product()])
+    }
+    fn contains(&self, _name: &str) -> bool {
+        true
+    }
+    fn shape(&self, _name: &str) -> Option<Vec<usize>> {
+        None
+    }
+}
+
+impl BlockExec {
+    /// Runs the block on the slot simulator with zero weights and zero inputs.
+    pub fn simulate(cfg: &BlockConfig, call: &FusedCall<'_>) -> Result<BlockExec, SecureError> {
+        const START: usize = 64;
+        let bad = |e: crate::ModelError| SecureError::Unsupported(format!("suite blb at {} tokens: {e}", call.tokens));
+        let names = crate::block::BlockNames {
+            norm1: "n1".into(),
+            norm2: "n2".into(),
+            qkv: vec!["q".into(), "k".into(), "v".into()],
+            o: "o".into(),
+            ffn_in: match cfg.ffn {
+                crate::block::FfnKind::Plain => vec!["up".into()],
+                crate::block::FfnKind::Gated => vec!["gate".into(), "up".into()],
+            },
+            ffn_out: "down".into(),
+        };
+        let zeros = BlockWeights::load(&ZeroWeights, cfg, |_| names.clone(), 1)?;
+        let p = LayerParams { weights: &zeros, cfg, prev: &names, cur: &names };
+        let (l, s) = (call.tokens, call.block.params.n / 2);
+        let want = layouts(call.graph, &call.ops, l, s).map_err(bad)?;
+        let sim = SlotSim::new(s);
+        let mut ins = HashMap::new();
+        for &v in &call.inputs {
+            let (rows, cols) = call.shape(v);
+            let lay = want[&v];
+            let cts = (0..lay.cts(cols, l, s)).map(|_| sim.encrypt(vec![0.0; s], START)).collect();
+            ins.insert(v, CtTensor { rows, cols, layout: lay, cts });
+        }
+        let res = run_block(&sim, call.graph, &p, &call.ops, l, &ins).map_err(bad)?;
+        let lowest = res.values().flat_map(|t| t.cts.iter().map(|c| c.level)).min().unwrap_or(START);
+        Ok(BlockExec { depth: call.block.depth.max((START - lowest) as u32), steps: sim.rotation_steps() })
+    }
+}
+
 /// One fused block of one layer as the engine runs it (public: plan and shapes; the weights on
 /// the server and the twin only).
 pub struct FusedCall<'a> {
@@ -60,6 +121,9 @@ pub struct FusedCall<'a> {
     pub tokens: usize,
     /// The server's weights of this layer (`None` on the client).
     pub params: Option<&'a LayerParams<'a>>,
+    /// Levels and rotation steps ([`BlockExec::simulate`]; until then, the plan's depth and
+    /// no steps).
+    pub exec: BlockExec,
 }
 
 impl<'a> FusedCall<'a> {
@@ -83,7 +147,8 @@ impl<'a> FusedCall<'a> {
             }
         }
         let outputs = block.to_mpc.iter().map(|c| index(&c.value)).collect::<Result<_, _>>()?;
-        Ok(FusedCall { graph, part, block, ops, inputs, outputs, tokens, params })
+        let exec = BlockExec { depth: block.depth, steps: Vec::new() };
+        Ok(FusedCall { graph, part, block, ops, inputs, outputs, tokens, params, exec })
     }
 
     /// Checks that every tensor the block reads or writes fits the packing it is wanted in
@@ -117,9 +182,13 @@ pub fn fused_block_twin(fp: FixedPoint, call: &FusedCall<'_>, inputs: &[&[u64]])
     let l = call.tokens;
     let want = layouts(call.graph, &call.ops, l, s).map_err(bad)?;
     let sim = SlotSim::new(s);
-    let top = super::blb_ckks::executable_params(call.block.params.n, call.block.depth)
-        .map_err(|e| NnError::BadArgument(e.to_string()))?
-        .max_level();
+    let lin = |e: nectar_linear::LinearError| NnError::BadArgument(e.to_string());
+    let params = super::blb_ckks::executable_params(call.block.params.n, call.exec.depth).map_err(lin)?;
+    let top = params.max_level();
+    // The level the secure run converts the outputs at: a block deeper than its plan fails
+    // here too, not only under CKKS.
+    let fmt = nectar_linear::ckks_linear::conv_format(fp.l(), fp.f());
+    let floor = nectar_linear::ckks_convert::conversion_level(&params, params.default_scale(), &fmt, nectar_linear::ckks_convert::FieldToRing::Local).map_err(lin)?;
     let mut ins = HashMap::new();
     for (&v, x) in call.inputs.iter().zip(inputs) {
         let (rows, cols) = call.shape(v);
@@ -133,6 +202,12 @@ pub fn fused_block_twin(fp: FixedPoint, call: &FusedCall<'_>, inputs: &[&[u64]])
         .iter()
         .map(|i| {
             let t = &res[i];
+            if let Some(c) = t.cts.iter().find(|c| c.level < floor) {
+                return Err(NnError::BadArgument(format!(
+                    "BLB block {}: {} at level {} below the conversion level {floor} (deeper than {} levels)",
+                    call.block.index, call.graph.ops[*i].name, c.level, call.exec.depth
+                )));
+            }
             let v: Vec<Vec<f64>> = t.cts.iter().map(|c| c.v.clone()).collect();
             let out = unpack(&v, t.rows, t.cols, t.layout, l, s).map_err(bad)?;
             out.data.iter().map(|&x| fp.encode(x).map_err(|e| NnError::BadArgument(e.to_string()))).collect()
@@ -185,15 +260,18 @@ pub fn run_layers<E: Engine>(
         if let std::collections::hash_map::Entry::Vacant(v) = plans.entry(part) {
             let g = LayerGraph::build_part(cfg, n, part);
             let items = plan_graph(&g, n)?;
+            let mut execs = HashMap::new();
             for b in items.iter().filter_map(|i| match i {
                 PlanItem::Ckks(b) => Some(b),
                 PlanItem::Mpc(_) => None,
             }) {
-                FusedCall::new(&g, part, b, n, None)?.check()?;
+                let call = FusedCall::new(&g, part, b, n, None)?;
+                call.check()?;
+                execs.insert(b.index, BlockExec::simulate(cfg, &call)?);
             }
-            v.insert((g, items));
+            v.insert((g, items, execs));
         }
-        let (g, items) = &plans[&part];
+        let (g, items, execs) = &plans[&part];
         let (prev, cur) = (names(step.saturating_sub(1)), names(step.min(layers - 1)));
         let params = weights.as_ref().map(|w| LayerParams { weights: w, cfg, prev: &prev, cur: &cur });
         let inputs = g
@@ -201,7 +279,7 @@ pub fn run_layers<E: Engine>(
             .iter()
             .map(|i| carry.remove(&i.name).ok_or_else(|| SecureError::Unsupported(format!("BLB: {:?} has no input {}", part, i.name))))
             .collect::<Result<Vec<_>, _>>()?;
-        carry = run_part(e, g, items, part, n, params.as_ref(), inputs, cfg.eps)?;
+        carry = run_part(e, g, items, execs, part, n, params.as_ref(), inputs, cfg.eps)?;
         if let Some(p) = progress {
             p(step.min(layers), layers);
         }
@@ -215,6 +293,7 @@ fn run_part<E: Engine>(
     e: &mut E,
     g: &LayerGraph,
     items: &[PlanItem],
+    execs: &HashMap<usize, BlockExec>,
     part: Part,
     n: usize,
     params: Option<&LayerParams<'_>>,
@@ -225,7 +304,8 @@ fn run_part<E: Engine>(
     for item in items {
         match item {
             PlanItem::Ckks(b) => {
-                let call = FusedCall::new(g, part, b, n, params)?;
+                let mut call = FusedCall::new(g, part, b, n, params)?;
+                call.exec = execs.get(&b.index).cloned().ok_or_else(|| SecureError::Unsupported(format!("BLB block {} was not simulated", b.index)))?;
                 let ins = call
                     .inputs
                     .iter()

@@ -5,20 +5,17 @@
 //!
 //! Keys. The client holds every secret key. The first block of a parameter set `(N, depth)`
 //! brings its public, relinearisation and conjugation keys (one message, client → server); the
-//! first occurrence of each block (part, index) brings the Galois keys of the rotation steps
-//! it uses that the set does not have yet: the server finds them on the slot simulator (the
-//! same operators on the same layouts; the steps depend only on public shapes) and sends the
-//! list, the client answers with the keys. Keys are generated once per session and reused by
-//! every layer.
+//! first occurrence of each block (part, index) brings the Galois keys of its rotation steps
+//! that the set does not have yet, in frames of [`KEYS_PER_FRAME`]. Both parties know the steps
+//! from the slot simulator ([`crate::secure::blb::BlockExec`]: public shapes, zero weights), so
+//! keys flow one way, with no request. Keys are generated once per session and reused by every
+//! layer.
 //!
 //! Parameters ([`executable_params`]): BLB Table 6's ring degree `N` of the planned set and one
 //! 40-bit prime per level of the block's depth above a 60 + 40-bit base the CKKS → MPC
 //! conversion keeps, `Δ = 2^40`, a 60-bit special prime, validated for 128-bit security at
 //! construction. Table 6's own sets need EVA's waterline rescaling (several products per 60-bit
 //! prime), which our evaluator does not do: it rescales after every product.
-//!
-//! Semi-honest: the client generates the Galois keys the server names; a malicious server could
-//! ask for keys of its choice, which the threat model (DESIGN.md) does not cover.
 
 use crate::fusion::exec::{layouts, run_block, CtTensor, Layout};
 use crate::fusion::graph::Operand;
@@ -27,7 +24,7 @@ use crate::secure::blb::FusedCall;
 use nectar_he::ckks::{EvalCounts, CkksEvaluator, CkksGaloisKeys, CkksParams, CkksParamsLiteral, CkksPublicKey, CkksSecretKey, RelinKey};
 use nectar_linear::ckks_convert::{ckks_to_shares_client, ckks_to_shares_server, conversion_level, shares_to_ckks_client_at, shares_to_ckks_server_at, ConvFormat, FieldToRing, Slots};
 use nectar_linear::ckks_linear::{conv_format, frame, unframe};
-use nectar_linear::ckks_matmul::{CkksOps, SlotOps, SlotSim};
+use nectar_linear::ckks_matmul::{CkksOps, SlotOps};
 use nectar_linear::LinearError;
 use nectar_math::Prg;
 use nectar_mpc::Mpc;
@@ -168,63 +165,35 @@ impl FusedCkks {
     /// The keys `call` needs that the server lacks (module doc): the parameter set's on its
     /// first block, the block's rotation keys on its first occurrence; nothing afterwards.
     pub fn keys(&mut self, ch: &mut dyn Channel, prg: &mut Prg, role: Role, call: &FusedCall<'_>) -> Result<(), LinearError> {
-        let (n, depth) = (call.block.params.n, call.block.depth);
+        let (n, depth) = (call.block.params.n, call.exec.depth);
         if self.seen.contains(&(call.part, call.block.index)) {
             return Ok(());
         }
         let mut galois = 0u64;
         let set = self.set(ch, role, n, depth, prg)?;
-        let params = set.params.clone();
-        let (l, s) = (call.tokens, params.slots());
-        let top = params.max_level();
-        let want = layouts(call.graph, &call.ops, l, s).map_err(bad)?;
-        {
-            match &mut set.side {
-                Side::Server { ev, .. } => {
-                    let p = call.params.ok_or_else(|| LinearError::BadParams("the server must provide the weights".into()))?;
-                    let sim = SlotSim::new(s);
-                    let mut ins = HashMap::new();
-                    for &v in &call.inputs {
-                        let (rows, cols) = call.shape(v);
-                        let lay = want[&v];
-                        let cts = (0..lay.cts(cols, l, s)).map(|_| sim.encrypt(vec![0.0; s], top)).collect();
-                        ins.insert(v, CtTensor { rows, cols, layout: lay, cts });
-                    }
-                    run_block(&sim, call.graph, p, &call.ops, l, &ins).map_err(bad)?;
-                    let new: Vec<i64> = sim.rotation_steps().into_iter().filter(|k| !set.keyed.contains(k)).collect();
-                    let msg: Vec<u8> = new.iter().flat_map(|k| k.to_le_bytes()).collect();
-                    ch.send(&msg)?;
-                    ch.flush()?;
-                    for chunk in new.chunks(KEYS_PER_FRAME) {
-                        let msg = ch.recv()?;
-                        galois += msg.len() as u64;
-                        let gk = CkksGaloisKeys::deserialize(&params, &msg)?;
-                        if let Some(k) = chunk.iter().find(|&&k| !gk.has_rotation(&params, k)) {
-                            return Err(LinearError::Malformed(format!("the client sent no Galois key for rotation {k}")));
-                        }
-                        ev.add_galois_keys(gk);
-                    }
-                    set.keyed.extend(new);
-                }
-                Side::Client { sk } => {
+        let new: Vec<i64> = call.exec.steps.iter().copied().filter(|k| !set.keyed.contains(k)).collect();
+        match &mut set.side {
+            Side::Server { ev, .. } => {
+                for chunk in new.chunks(KEYS_PER_FRAME) {
                     let msg = ch.recv()?;
-                    if msg.len() % 8 != 0 || msg.len() / 8 > s {
-                        return Err(LinearError::Malformed(format!("{} bytes of rotation steps", msg.len())));
+                    galois += msg.len() as u64;
+                    let gk = CkksGaloisKeys::deserialize(&set.params, &msg)?;
+                    if let Some(k) = chunk.iter().find(|&&k| !gk.has_rotation(&set.params, k)) {
+                        return Err(LinearError::Malformed(format!("the client sent no Galois key for rotation {k}")));
                     }
-                    let new: Vec<i64> = msg.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect();
-                    if let Some(k) = new.iter().find(|k| k.unsigned_abs() as usize >= s || set.keyed.contains(k)) {
-                        return Err(LinearError::Malformed(format!("rotation step {k} requested")));
-                    }
-                    for chunk in new.chunks(KEYS_PER_FRAME) {
-                        let gk = sk.galois_keys(&params, chunk, false, prg)?.serialize(&params);
-                        galois += gk.len() as u64;
-                        ch.send(&gk)?;
-                        ch.flush()?;
-                    }
-                    set.keyed.extend(new);
+                    ev.add_galois_keys(gk);
+                }
+            }
+            Side::Client { sk } => {
+                for chunk in new.chunks(KEYS_PER_FRAME) {
+                    let gk = sk.galois_keys(&set.params, chunk, false, prg)?.serialize(&set.params);
+                    galois += gk.len() as u64;
+                    ch.send(&gk)?;
+                    ch.flush()?;
                 }
             }
         }
+        set.keyed.extend(new);
         self.keys.galois += galois;
         self.seen.insert((call.part, call.block.index));
         Ok(())
@@ -234,7 +203,7 @@ impl FusedCkks {
     /// `inputs` are this party's shares of `call.inputs` (row-major `rows × cols` each);
     /// returns its shares of `call.outputs`.
     pub fn run(&self, ch: &mut dyn Channel, mpc: &mut Mpc, call: &FusedCall<'_>, inputs: &[&[u64]]) -> Result<BlockRun, LinearError> {
-        let (n, depth) = (call.block.params.n, call.block.depth);
+        let (n, depth) = (call.block.params.n, call.exec.depth);
         if !self.seen.contains(&(call.part, call.block.index)) {
             return Err(LinearError::BadParams(format!("BLB block {} ran before its keys were exchanged", call.block.index)));
         }

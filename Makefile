@@ -8,7 +8,7 @@ PYTHON ?= python3
 NECTAR = $(CARGO) run --quiet -p nectar-app --bin nectar --
 NECTAR_RELEASE = $(CARGO) run --quiet --release -p nectar-app --bin nectar --
 
-.PHONY: demo test pytest deps toolchain pydeps model bench bench-nonlinear bench-rotl bench-linear bench-blb bench-leaf bench-accuracy bench-default-ops bench-olt-prices soak results fmt lint clean
+.PHONY: demo test pytest deps toolchain pydeps model bench bench-nonlinear bench-rotl bench-linear bench-blb bench-blb-suite bench-leaf bench-accuracy bench-default-ops bench-olt-prices soak results fmt lint clean
 
 demo: deps model
 	@echo "== plaintext reference =="
@@ -98,6 +98,11 @@ bench-linear:
 # The JSON behind docs/results/blb.md (BLB, issue 15; about 10 minutes on 2 cores).
 bench-blb:
 	bash scripts/bench_blb.sh
+
+# The end-to-end JSON of docs/results/blb.md (`--suite blb` whole models next to bumblebee;
+# about 90 minutes on 2 cores, FULL=1 adds BERT-base's 12 layers, about 2.5 hours more).
+bench-blb-suite:
+	bash scripts/bench_blb_suite.sh
 
 # The JSON behind docs/results/leaf.md (LEAF, issue 16; about an hour on 2 cores, ~6 GB).
 bench-leaf:

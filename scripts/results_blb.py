@@ -33,9 +33,9 @@ w("What runs today: CKKS in `nectar-he` (`he::ckks`), the conversions of BLB Alg
 w("(`linear::ckks_convert`, field ↔ ring in `mpc::field_ring`), the FineGrainFusion planner")
 w("(`model::fusion`, `nectar plan`), the fused matmuls of §5 (`linear::ckks_matmul`), the layer")
 w("graph's plaintext twin (`model::fusion::eval`) and the fused-block executor")
-w("(`model::fusion::exec`), which runs every block of one layer for real (below). The `blb` suite")
-w("does not yet run a model end to end (the MPC side of BLB's layer and the session wiring are")
-w("not built; `--suite blb` is refused at start), so there is no end-to-end figure below.")
+w("(`model::fusion::exec`), which runs every block of one layer for real (below), and the `blb`")
+w("suite end to end (`model::secure::blb`: the planner's parts of the layer stack, App. B's MPC")
+w("operators between the blocks, the client's CKKS keys per parameter set; last section).")
 w("")
 
 w("## Table 7 / Table 5: rotations of the fused ct-ct matmuls")
@@ -162,6 +162,50 @@ for b in range(1, 6):
 w("")
 w("## End to end (BLB Table 9)")
 w("")
-w("Not measured: the `blb` suite does not run a model yet. Paper: BERT-base 128 tokens 3.0 GB,")
-w("GPT-2 base 64 tokens 1.5 GB (BumbleBee in the same table: 5.8 GB, 2.5 GB).")
+PAPER9 = {("gpt2", 12): ("1.5 GB", "2.5 GB"), ("bert-base", 12): ("3.0 GB", "5.8 GB")}
+suite_lines = load("blb-suite.jsonl") if (res / "blb-suite.jsonl").exists() else []
+if not suite_lines:
+    w("Not measured yet (`scripts/bench_blb_suite.sh`). Paper: BERT-base 128 tokens 3.0 GB, GPT-2")
+    w("base 64 tokens 1.5 GB (BumbleBee in the same table: 5.8 GB, 2.5 GB).")
+else:
+    w("From `blb-suite.jsonl` (verbatim `nectar bench model --json` lines of")
+    w("`scripts/bench_blb_suite.sh`; random weights of the published shapes, each server party in")
+    w("its own process over loopback TCP, no link delay):")
+    w("")
+    provenance(w, load_meta("blb-suite.meta.json"))
+    w("")
+    w("`--suite blb` sends the client's CKKS keys inside the inference, at the first block of each")
+    w("parameter set (public, relinearisation, conjugation and rotation keys, once per session;")
+    w("`blb_key_bytes`); the bumblebee suite's keys are in its session setup, which no column")
+    w("below counts. So the comparable figure is \"MB without keys\". The plaintext model is the")
+    w("fixed-point twin with every nonlinear operator exact (`--check-plain`).")
+    w("")
+    w("| model | tokens | layers | suite | seconds | MB total | MB keys | MB without keys | paper (BLB / BumbleBee) | rounds | peak RSS GB server / client | vs plaintext |")
+    w("|---|---:|---:|---|---:|---:|---:|---:|---|---:|---|---|")
+    for l in suite_lines:
+        p = l["params"]
+        keys = l.get("blb_key_bytes", 0)
+        paper = PAPER9.get((l["variant"], p["layers"]))
+        paper = f"{paper[0]} / {paper[1]}" if paper else "–"
+        check = f"cosine {l['cosine_vs_plain']:.7f}" if "cosine_vs_plain" in l else ("token equal" if l.get("tokens_match_plain") else ("token differs" if "tokens_match_plain" in l else "–"))
+        rss = f"{l['server']['peak_rss_bytes'] / 1e9:.2f} / {l['client']['peak_rss_bytes'] / 1e9:.2f}"
+        w(f"| {l['variant']} | {p['seq']} | {p['layers']} | `{p['suite']}` | {l['seconds']:.0f} | {l['bytes_total'] / 1e6:.1f} | {keys / 1e6:.1f} | "
+          f"{(l['bytes_total'] - keys) / 1e6:.1f} | {paper} | {l['rounds']} | {rss} | {check} |")
+    w("")
+    w("Where the bytes of the `blb` runs go (client profile, both directions; `blb.*` rows are the")
+    w("fused blocks with their conversions, `blb-mpc.*` the MPC operators between them):")
+    w("")
+    w("| model | layers | keys MB | fused blocks MB | MPC operators MB | embedding / head / rest MB | CKKS blocks s | MPC s |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for l in suite_lines:
+        if l["params"]["suite"] != "blb":
+            continue
+        prof = l["client"]["profile"]
+        mb = lambda f: sum(r["bytes_sent"] + r["bytes_recv"] for r in prof if f(r["op"])) / 1e6
+        sec = lambda f: sum(r["seconds"] for r in prof if f(r["op"]))
+        is_keys = lambda o: o == "blb.keys"
+        is_block = lambda o: o.startswith("blb.") and o != "blb.keys"
+        is_mpc = lambda o: o.startswith("blb-mpc.")
+        w(f"| {l['variant']} | {l['params']['layers']} | {mb(is_keys):.1f} | {mb(is_block):.1f} | {mb(is_mpc):.1f} | "
+          f"{mb(lambda o: not (is_keys(o) or is_block(o) or is_mpc(o))):.1f} | {sec(is_block):.0f} | {sec(is_mpc):.0f} |")
 (res / "blb.md").write_text("\n".join(out) + "\n")

@@ -554,7 +554,7 @@ pub fn bench_fused_blocks(
                 fc.keys(ch, &mut prg, Role::Server, call_s)?;
                 let xs: Vec<&[u64]> = srv_in.iter().map(|x| x.as_slice()).collect();
                 let run = fc.run(ch, &mut m, call_s, &xs)?;
-                Ok((run, setup, fc.key_bytes(), fc.keyed_steps(b.params.n, call_s.exec.depth)))
+                Ok((run, setup, fc.key_bytes(), fc.keyed_steps(b.params.n, call_s.exec.set_depth)))
             });
             let ch: &mut dyn Channel = &mut *cc;
             let client = (|| -> Result<_, LinearError> {

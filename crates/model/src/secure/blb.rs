@@ -51,8 +51,19 @@ pub struct BlockExec {
     /// Levels the executor uses: the plan's depth, or one more where a multi-head product
     /// needs it (GPT-2's `P·V` at 64 tokens takes 4 levels where the planner counts 3).
     pub depth: u32,
+    /// Depth of the parameter set the block runs in: the deepest block of the stack with the
+    /// same ring degree, so that all of them share one set of keys (a block of smaller depth
+    /// enters `set_depth − depth` levels below the top: no extra bytes).
+    pub set_depth: u32,
     /// Rotation steps (the Galois keys the client sends).
     pub steps: Vec<i64>,
+}
+
+impl BlockExec {
+    /// The level (primes) its inputs are converted at in the set's parameters `top`.
+    pub fn start_level(&self, top: usize) -> usize {
+        top.saturating_sub((self.set_depth - self.depth.min(self.set_depth)) as usize)
+    }
 }
 
 /// Zero tensors of any shape asked: a block's public shapes without the server's values.
@@ -100,7 +111,8 @@ impl BlockExec {
         }
         let res = run_block(&sim, call.graph, &p, &call.ops, l, &ins).map_err(bad)?;
         let lowest = res.values().flat_map(|t| t.cts.iter().map(|c| c.level)).min().unwrap_or(START);
-        Ok(BlockExec { depth: call.block.depth.max((START - lowest) as u32), steps: sim.rotation_steps() })
+        let depth = call.block.depth.max((START - lowest) as u32);
+        Ok(BlockExec { depth, set_depth: depth, steps: sim.rotation_steps() })
     }
 }
 
@@ -147,7 +159,7 @@ impl<'a> FusedCall<'a> {
             }
         }
         let outputs = block.to_mpc.iter().map(|c| index(&c.value)).collect::<Result<_, _>>()?;
-        let exec = BlockExec { depth: block.depth, steps: Vec::new() };
+        let exec = BlockExec { depth: block.depth, set_depth: block.depth, steps: Vec::new() };
         Ok(FusedCall { graph, part, block, ops, inputs, outputs, tokens, params, exec })
     }
 
@@ -183,8 +195,8 @@ pub fn fused_block_twin(fp: FixedPoint, call: &FusedCall<'_>, inputs: &[&[u64]])
     let want = layouts(call.graph, &call.ops, l, s).map_err(bad)?;
     let sim = SlotSim::new(s);
     let lin = |e: nectar_linear::LinearError| NnError::BadArgument(e.to_string());
-    let params = super::blb_ckks::executable_params(call.block.params.n, call.exec.depth).map_err(lin)?;
-    let top = params.max_level();
+    let params = super::blb_ckks::executable_params(call.block.params.n, call.exec.set_depth).map_err(lin)?;
+    let top = call.exec.start_level(params.max_level());
     // The level the secure run converts the outputs at: a block deeper than its plan fails
     // here too, not only under CKKS.
     let fmt = nectar_linear::ckks_linear::conv_format(fp.l(), fp.f());
@@ -249,7 +261,40 @@ pub fn run_layers<E: Engine>(
         Some(w) => Some(BlockWeights::load(w, cfg, &names, layers)?),
         None => None,
     };
+    // Every part's plan, checked and simulated before anything is sent (both parties).
     let mut plans = HashMap::new();
+    for part in [Part::First, Part::Steady, Part::Last] {
+        if part == Part::Steady && layers < 2 {
+            continue;
+        }
+        let g = LayerGraph::build_part(cfg, n, part);
+        let items = plan_graph(&g, n)?;
+        let mut execs = HashMap::new();
+        for b in items.iter().filter_map(|i| match i {
+            PlanItem::Ckks(b) => Some(b),
+            PlanItem::Mpc(_) => None,
+        }) {
+            let call = FusedCall::new(&g, part, b, n, None)?;
+            call.check()?;
+            execs.insert(b.index, (b.params.n, BlockExec::simulate(cfg, &call)?));
+        }
+        plans.insert(part, (g, items, execs));
+    }
+    // One parameter set per ring degree: the deepest of its blocks.
+    let mut deepest: HashMap<usize, u32> = HashMap::new();
+    for (_, _, execs) in plans.values() {
+        for (n, x) in execs.values() {
+            let d = deepest.entry(*n).or_insert(0);
+            *d = (*d).max(x.depth);
+        }
+    }
+    let plans: HashMap<Part, (LayerGraph, Vec<PlanItem>, HashMap<usize, BlockExec>)> = plans
+        .into_iter()
+        .map(|(part, (g, items, execs))| {
+            let execs = execs.into_iter().map(|(i, (n, x))| (i, BlockExec { set_depth: deepest[&n], ..x })).collect();
+            (part, (g, items, execs))
+        })
+        .collect();
     let mut carry: HashMap<String, E::Val> = HashMap::from([("x".to_string(), x)]);
     for step in 0..=layers {
         let part = match step {
@@ -257,20 +302,6 @@ pub fn run_layers<E: Engine>(
             s if s == layers => Part::Last,
             _ => Part::Steady,
         };
-        if let std::collections::hash_map::Entry::Vacant(v) = plans.entry(part) {
-            let g = LayerGraph::build_part(cfg, n, part);
-            let items = plan_graph(&g, n)?;
-            let mut execs = HashMap::new();
-            for b in items.iter().filter_map(|i| match i {
-                PlanItem::Ckks(b) => Some(b),
-                PlanItem::Mpc(_) => None,
-            }) {
-                let call = FusedCall::new(&g, part, b, n, None)?;
-                call.check()?;
-                execs.insert(b.index, BlockExec::simulate(cfg, &call)?);
-            }
-            v.insert((g, items, execs));
-        }
         let (g, items, execs) = &plans[&part];
         let (prev, cur) = (names(step.saturating_sub(1)), names(step.min(layers - 1)));
         let params = weights.as_ref().map(|w| LayerParams { weights: w, cfg, prev: &prev, cur: &cur });

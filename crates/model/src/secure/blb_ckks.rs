@@ -3,7 +3,8 @@
 //! inputs, the server's CKKS evaluation ([`crate::fusion::exec::run_block`]) and the
 //! CKKS → MPC conversions of its outputs.
 //!
-//! Keys. The client holds every secret key. The first block of a parameter set `(N, depth)`
+//! Keys. The client holds every secret key. The first block of a parameter set (one per ring
+//! degree `N`, as deep as its deepest block, [`crate::secure::blb::BlockExec::set_depth`])
 //! brings its public, relinearisation and conjugation keys (one message, client → server); the
 //! first occurrence of each block (part, index) brings the Galois keys of its rotation steps
 //! that the set does not have yet, in frames of [`KEYS_PER_FRAME`]. Both parties know the steps
@@ -165,7 +166,7 @@ impl FusedCkks {
     /// The keys `call` needs that the server lacks (module doc): the parameter set's on its
     /// first block, the block's rotation keys on its first occurrence; nothing afterwards.
     pub fn keys(&mut self, ch: &mut dyn Channel, prg: &mut Prg, role: Role, call: &FusedCall<'_>) -> Result<(), LinearError> {
-        let (n, depth) = (call.block.params.n, call.exec.depth);
+        let (n, depth) = (call.block.params.n, call.exec.set_depth);
         if self.seen.contains(&(call.part, call.block.index)) {
             return Ok(());
         }
@@ -203,7 +204,7 @@ impl FusedCkks {
     /// `inputs` are this party's shares of `call.inputs` (row-major `rows × cols` each);
     /// returns its shares of `call.outputs`.
     pub fn run(&self, ch: &mut dyn Channel, mpc: &mut Mpc, call: &FusedCall<'_>, inputs: &[&[u64]]) -> Result<BlockRun, LinearError> {
-        let (n, depth) = (call.block.params.n, call.exec.depth);
+        let (n, depth) = (call.block.params.n, call.exec.set_depth);
         if !self.seen.contains(&(call.part, call.block.index)) {
             return Err(LinearError::BadParams(format!("BLB block {} ran before its keys were exchanged", call.block.index)));
         }
@@ -211,7 +212,7 @@ impl FusedCkks {
         let set = self.sets.get(&(n, depth)).ok_or_else(|| LinearError::BadParams("BLB: no keys for this parameter set".into()))?;
         let params = &set.params;
         let (l, s) = (call.tokens, params.slots());
-        let top = params.max_level();
+        let top = call.exec.start_level(params.max_level());
         let scale = params.default_scale();
         let want = layouts(call.graph, &call.ops, l, s).map_err(bad)?;
         if inputs.len() != call.inputs.len() {

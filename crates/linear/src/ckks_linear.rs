@@ -64,9 +64,67 @@ pub fn conv_format(l: u32, f: u32) -> ConvFormat {
     ConvFormat { l, f, work_f: f + 12, tau: 28, value_bits: 12, packing: SlotPacking::Complex }
 }
 
-enum Side {
+/// One party's CKKS keys: the client's secret key, or the server's evaluator (with the
+/// client's relinearisation, conjugation and rotation keys) and the client's public key.
+pub enum Side {
     Client { sk: CkksSecretKey },
     Server { ev: Box<CkksEvaluator>, pk: CkksPublicKey },
+}
+
+impl Side {
+    /// The base key exchange for `params`: the client generates its secret key and sends the
+    /// public, relinearisation and conjugation keys (one message). Returns the party's keys
+    /// and the message's bytes.
+    pub fn exchange(ch: &mut dyn Channel, role: Role, params: &CkksParams, prg: &mut Prg) -> Result<(Side, u64), LinearError> {
+        Ok(match role {
+            Role::Client => {
+                let sk = CkksSecretKey::generate(params, prg);
+                let pk = sk.public_key(params, prg);
+                let rk = sk.relin_key(params, prg)?;
+                let ck = sk.galois_keys(params, &[], true, prg)?;
+                let msg = frame(&[&pk.serialize(params), &rk.serialize(params), &ck.serialize(params)]);
+                ch.send(&msg)?;
+                (Side::Client { sk }, msg.len() as u64)
+            }
+            Role::Server => {
+                let msg = ch.recv()?;
+                let parts = unframe(&msg, 3)?;
+                let pk = CkksPublicKey::deserialize(params, parts[0])?;
+                let rk = RelinKey::deserialize(params, parts[1])?;
+                let ck = CkksGaloisKeys::deserialize(params, parts[2])?;
+                if !ck.has_conjugation(params) {
+                    return Err(LinearError::Malformed("the client sent no conjugation key".into()));
+                }
+                let ev = CkksEvaluator::new(params).with_relin_key(rk).with_galois_keys(ck);
+                (Side::Server { ev: Box::new(ev), pk }, msg.len() as u64)
+            }
+        })
+    }
+
+    /// The client sends the rotation keys of `steps` (which the server lacks), at most
+    /// `per_frame` per message; the server checks and adds them. Returns the bytes sent.
+    pub fn send_rotation_keys(&mut self, ch: &mut dyn Channel, params: &CkksParams, steps: &[i64], per_frame: usize, prg: &mut Prg) -> Result<u64, LinearError> {
+        let mut bytes = 0u64;
+        for chunk in steps.chunks(per_frame.max(1)) {
+            match self {
+                Side::Client { sk } => {
+                    let gk = sk.galois_keys(params, chunk, false, prg)?.serialize(params);
+                    bytes += gk.len() as u64;
+                    ch.send(&gk)?;
+                }
+                Side::Server { ev, .. } => {
+                    let msg = ch.recv()?;
+                    bytes += msg.len() as u64;
+                    let gk = CkksGaloisKeys::deserialize(params, &msg)?;
+                    if let Some(k) = chunk.iter().find(|&&k| !gk.has_rotation(params, k)) {
+                        return Err(LinearError::Malformed(format!("the client sent no Galois key for rotation {k}")));
+                    }
+                    ev.add_galois_keys(gk);
+                }
+            }
+        }
+        Ok(bytes)
+    }
 }
 
 /// One party's state for the per-operator CKKS matmuls of a session (module doc).
@@ -80,8 +138,7 @@ pub struct CkksLinear {
     steps: HashMap<(u8, [usize; 4]), Vec<i64>>,
 }
 
-/// Length-prefixed concatenation of key messages (one flight).
-pub fn frame(parts: &[&[u8]]) -> Vec<u8> {
+fn frame(parts: &[&[u8]]) -> Vec<u8> {
     let mut out = Vec::new();
     for p in parts {
         out.extend_from_slice(&(p.len() as u64).to_le_bytes());
@@ -90,8 +147,7 @@ pub fn frame(parts: &[&[u8]]) -> Vec<u8> {
     out
 }
 
-/// The `count` parts of a [`frame`]d message.
-pub fn unframe(mut b: &[u8], count: usize) -> Result<Vec<&[u8]>, LinearError> {
+fn unframe(mut b: &[u8], count: usize) -> Result<Vec<&[u8]>, LinearError> {
     let mut out = Vec::with_capacity(count);
     for _ in 0..count {
         let (len, rest) = b.split_first_chunk::<8>().ok_or_else(|| LinearError::Malformed("truncated key message".into()))?;
@@ -115,28 +171,7 @@ impl CkksLinear {
         let params = ckks_linear_params()?;
         let fmt = conv_format(l, f);
         fmt.check(params.n())?;
-        let side = match role {
-            Role::Client => {
-                let sk = CkksSecretKey::generate(&params, prg);
-                let pk = sk.public_key(&params, prg);
-                let rk = sk.relin_key(&params, prg)?;
-                let ck = sk.galois_keys(&params, &[], true, prg)?;
-                ch.send(&frame(&[&pk.serialize(&params), &rk.serialize(&params), &ck.serialize(&params)]))?;
-                Side::Client { sk }
-            }
-            Role::Server => {
-                let msg = ch.recv()?;
-                let parts = unframe(&msg, 3)?;
-                let pk = CkksPublicKey::deserialize(&params, parts[0])?;
-                let rk = RelinKey::deserialize(&params, parts[1])?;
-                let ck = CkksGaloisKeys::deserialize(&params, parts[2])?;
-                if !ck.has_conjugation(&params) {
-                    return Err(LinearError::Malformed("the client sent no conjugation key".into()));
-                }
-                let ev = CkksEvaluator::new(&params).with_relin_key(rk).with_galois_keys(ck);
-                Side::Server { ev: Box::new(ev), pk }
-            }
-        };
+        let (side, _) = Side::exchange(ch, role, &params, prg)?;
         Ok(CkksLinear { params, fmt, side, keyed: BTreeSet::new(), steps: HashMap::new() })
     }
 
@@ -172,19 +207,7 @@ impl CkksLinear {
         if new.is_empty() {
             return Ok(());
         }
-        match &mut self.side {
-            Side::Client { sk } => {
-                let gk = sk.galois_keys(&self.params, &new, false, prg)?;
-                ch.send(&gk.serialize(&self.params))?;
-            }
-            Side::Server { ev, .. } => {
-                let gk = CkksGaloisKeys::deserialize(&self.params, &ch.recv()?)?;
-                if let Some(k) = new.iter().find(|&&k| !gk.has_rotation(&self.params, k)) {
-                    return Err(LinearError::Malformed(format!("the client sent no Galois key for rotation {k}")));
-                }
-                ev.add_galois_keys(gk);
-            }
-        }
+        self.side.send_rotation_keys(ch, &self.params, &new, usize::MAX, prg)?;
         self.keyed.extend(new);
         Ok(())
     }

@@ -22,9 +22,9 @@ use crate::fusion::exec::{layouts, run_block, CtTensor, Layout};
 use crate::fusion::graph::Operand;
 use crate::fusion::Part;
 use crate::secure::blb::FusedCall;
-use nectar_he::ckks::{EvalCounts, CkksEvaluator, CkksGaloisKeys, CkksParams, CkksParamsLiteral, CkksPublicKey, CkksSecretKey, RelinKey};
+use nectar_he::ckks::{CkksParams, CkksParamsLiteral, EvalCounts};
 use nectar_linear::ckks_convert::{ckks_to_shares_client, ckks_to_shares_server, conversion_level, shares_to_ckks_client_at, shares_to_ckks_server_at, ConvFormat, FieldToRing, Slots};
-use nectar_linear::ckks_linear::{conv_format, frame, unframe};
+use nectar_linear::ckks_linear::{conv_format, Side};
 use nectar_linear::ckks_matmul::{CkksOps, SlotOps};
 use nectar_linear::LinearError;
 use nectar_math::Prg;
@@ -44,11 +44,6 @@ pub fn executable_params(n: usize, depth: u32) -> Result<CkksParams, LinearError
 /// Rotation keys per message: one key at `N = 2^15` with ten primes is 47 MB, and a frame
 /// must stay under the channel's 1 GiB limit; the client also holds only one chunk at a time.
 const KEYS_PER_FRAME: usize = 8;
-
-enum Side {
-    Client { sk: CkksSecretKey },
-    Server { ev: Box<CkksEvaluator>, pk: CkksPublicKey },
-}
 
 /// One parameter set's keys.
 struct KeySet {
@@ -132,32 +127,8 @@ impl FusedCkks {
         if !self.sets.contains_key(&(n, depth)) {
             let params = executable_params(n, depth)?;
             self.fmt.check(params.n())?;
-            let side = match role {
-                Role::Client => {
-                    let sk = CkksSecretKey::generate(&params, prg);
-                    let pk = sk.public_key(&params, prg);
-                    let rk = sk.relin_key(&params, prg)?;
-                    let ck = sk.galois_keys(&params, &[], true, prg)?;
-                    let msg = frame(&[&pk.serialize(&params), &rk.serialize(&params), &ck.serialize(&params)]);
-                    self.keys.base += msg.len() as u64;
-                    ch.send(&msg)?;
-                    ch.flush()?;
-                    Side::Client { sk }
-                }
-                Role::Server => {
-                    let msg = ch.recv()?;
-                    let parts = unframe(&msg, 3)?;
-                    let pk = CkksPublicKey::deserialize(&params, parts[0])?;
-                    let rk = RelinKey::deserialize(&params, parts[1])?;
-                    let ck = CkksGaloisKeys::deserialize(&params, parts[2])?;
-                    if !ck.has_conjugation(&params) {
-                        return Err(LinearError::Malformed("the client sent no conjugation key".into()));
-                    }
-                    self.keys.base += msg.len() as u64;
-                    let ev = CkksEvaluator::new(&params).with_relin_key(rk).with_galois_keys(ck);
-                    Side::Server { ev: Box::new(ev), pk }
-                }
-            };
+            let (side, bytes) = Side::exchange(ch, role, &params, prg)?;
+            self.keys.base += bytes;
             self.sets.insert((n, depth), KeySet { params, side, keyed: BTreeSet::new() });
         }
         self.sets.get_mut(&(n, depth)).ok_or_else(|| LinearError::BadParams("key set".into()))
@@ -170,30 +141,10 @@ impl FusedCkks {
         if self.seen.contains(&(call.part, call.block.index)) {
             return Ok(());
         }
-        let mut galois = 0u64;
         let set = self.set(ch, role, n, depth, prg)?;
         let new: Vec<i64> = call.exec.steps.iter().copied().filter(|k| !set.keyed.contains(k)).collect();
-        match &mut set.side {
-            Side::Server { ev, .. } => {
-                for chunk in new.chunks(KEYS_PER_FRAME) {
-                    let msg = ch.recv()?;
-                    galois += msg.len() as u64;
-                    let gk = CkksGaloisKeys::deserialize(&set.params, &msg)?;
-                    if let Some(k) = chunk.iter().find(|&&k| !gk.has_rotation(&set.params, k)) {
-                        return Err(LinearError::Malformed(format!("the client sent no Galois key for rotation {k}")));
-                    }
-                    ev.add_galois_keys(gk);
-                }
-            }
-            Side::Client { sk } => {
-                for chunk in new.chunks(KEYS_PER_FRAME) {
-                    let gk = sk.galois_keys(&set.params, chunk, false, prg)?.serialize(&set.params);
-                    galois += gk.len() as u64;
-                    ch.send(&gk)?;
-                    ch.flush()?;
-                }
-            }
-        }
+        let galois = set.side.send_rotation_keys(ch, &set.params, &new, KEYS_PER_FRAME, prg)?;
+        ch.flush()?;
         set.keyed.extend(new);
         self.keys.galois += galois;
         self.seen.insert((call.part, call.block.index));

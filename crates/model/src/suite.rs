@@ -989,7 +989,7 @@ impl Suite {
             "rope" | "pool" => "local",
             // BLB's fused blocks (conversions + CKKS) and the MPC operators between them.
             "blb" => self.matmul.name_of(),
-            "blb-mpc" => self.compare.name_of(),
+            "blb-mpc" => "bumblebee",
             "output" => "reveal",
             _ => "",
         }

@@ -15,7 +15,8 @@
 //! - `rec`: the softmax denominator's reciprocal by [`nectar_nn::reciprocal::reciprocal`]
 //!   (domain `[1, 2^13)`: the row maximum contributes `exp(0) = 1`);
 //! - `cmp`: `x ≥ t` as the negation of an exact less-than with the public threshold `t`
-//!   ([`crate::fusion::eval`]'s thresholds: `T_exp`, P4's `±2.7`, `0`);
+//!   ([`crate::fusion::eval`]'s thresholds: `T_exp`, P4's `±2.7`, `0`), on the shares reduced
+//!   to [`CMP_BITS`] bits (ours: BLB does not fix the comparison's width);
 //! - `mux`: `v·b` for one comparison bit; for a segment `[lo, hi)` the bit is `lo ⊕ hi`, which
 //!   equals `lo ∧ ¬hi` because the thresholds increase (`hi ⇒ lo`) and costs no AND protocol;
 //! - products moved out of a block (`softmax.normalize`, [`crate::fusion::MpcRole::Peeled`]):
@@ -115,6 +116,11 @@ impl BlockExec {
         Ok(BlockExec { depth, set_depth: depth, steps: sim.rotation_steps() })
     }
 }
+
+/// Ring width of the comparisons `x ≥ t` (GeLU's three, softmax's `t ≥ T_exp`): exact for
+/// `|x| < 2^(37 − 1 − 18) = 2^18` at `f = 18` (pre-activations and `x − max` are far smaller),
+/// at about half the traffic of a comparison in `Z_{2^64}` (`nectar bench nn --op less`).
+pub const CMP_BITS: u32 = 37;
 
 /// One fused block of one layer as the engine runs it (public: plan and shapes; the weights on
 /// the server and the twin only).
@@ -440,9 +446,15 @@ fn mpc_op<E: Engine>(
             nectar_nn::max::max_rows(e, val(0)?, rows * per, cols / per.max(1))?
         }
         (OpKind::Nonlinear(NonlinearKind::Cmp), _) => {
-            let t = enc(e, threshold(&op.name)?)?;
-            let mut lt = e.less_than_const(val(0)?, &[t], 0)?;
-            let lt = lt.pop().ok_or_else(|| SecureError::Unsupported("less-than returned no bits".into()))?;
+            // In `Z_{2^CMP_BITS}`: the shares reduced locally (mod 2^37 of a share is a share
+            // mod 2^37 of the value), exact while |x − t| < 2^(CMP_BITS − 1 − f).
+            let full = e.format();
+            let narrow = FixedPoint::new(CMP_BITS, full.f()).map_err(|err| SecureError::Unsupported(err.to_string()))?;
+            let y = e.reduce(val(0)?, CMP_BITS)?;
+            e.set_format(narrow);
+            let lt = enc(e, threshold(&op.name)?).and_then(|t| e.less_than_const(&y, &[t], 0));
+            e.set_format(full);
+            let lt = lt?.pop().ok_or_else(|| SecureError::Unsupported("less-than returned no bits".into()))?;
             return Ok(Value::Bit(e.not(&lt)?));
         }
         (OpKind::Nonlinear(NonlinearKind::Mux), _) => {

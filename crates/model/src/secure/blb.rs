@@ -11,7 +11,8 @@
 //! MPC operators (BLB App. B; the protocols of the engine's backend, the same code on the
 //! fixed-point twin):
 //! - `rsqrt`: `1/√(var + ε)` by [`nectar_nn::rsqrt::rsqrt`] (BumbleBee's, LayerNorm domain);
-//! - `max`: the row maximum per head by [`nectar_nn::max::max_rows`] (exact comparisons);
+//! - `max`: the row maximum per head by [`nectar_nn::max::max_rows`] (exact comparisons, in
+//!   [`CMP_BITS`] bits; the maxima extended back to 64);
 //! - `rec`: the softmax denominator's reciprocal by [`nectar_nn::reciprocal::reciprocal`]
 //!   (domain `[1, 2^13)`: the row maximum contributes `exp(0) = 1`);
 //! - `cmp`: `x ≥ t` as the negation of an exact less-than with the public threshold `t`
@@ -117,9 +118,10 @@ impl BlockExec {
     }
 }
 
-/// Ring width of the comparisons `x ≥ t` (GeLU's three, softmax's `t ≥ T_exp`): exact for
-/// `|x| < 2^(37 − 1 − 18) = 2^18` at `f = 18` (pre-activations and `x − max` are far smaller),
-/// at about half the traffic of a comparison in `Z_{2^64}` (`nectar bench nn --op less`).
+/// Ring width of the comparisons `x ≥ t` (GeLU's three, softmax's `t ≥ T_exp`) and of the
+/// row maximum's tree: exact for `|x| < 2^(37 − 2 − 18) = 2^17` at `f = 18` (attention scores,
+/// pre-activations and `x − max` are far smaller), at about half the traffic of a comparison
+/// in `Z_{2^64}` (`nectar bench nn --op less`).
 pub const CMP_BITS: u32 = 37;
 
 /// One fused block of one layer as the engine runs it (public: plan and shapes; the weights on
@@ -442,8 +444,16 @@ fn mpc_op<E: Engine>(
         }
         (OpKind::Nonlinear(NonlinearKind::Rec), _) => nectar_nn::reciprocal::reciprocal(e, val(0)?, &nectar_nn::reciprocal::RECIP_SOFTMAX)?,
         (OpKind::Nonlinear(NonlinearKind::Max), _) => {
+            // The comparison tree in `Z_{2^CMP_BITS}` as the comparisons below, the maxima
+            // extended back (correct for |max| < 2^(CMP_BITS − 2 − f)).
             let per = op.output.cols;
-            nectar_nn::max::max_rows(e, val(0)?, rows * per, cols / per.max(1))?
+            let full = e.format();
+            let narrow = FixedPoint::new(CMP_BITS, full.f()).map_err(|err| SecureError::Unsupported(err.to_string()))?;
+            let y = e.reduce(val(0)?, CMP_BITS)?;
+            e.set_format(narrow);
+            let m = nectar_nn::max::max_rows(e, &y, rows * per, cols / per.max(1));
+            e.set_format(full);
+            e.extend(&m?, CMP_BITS, full.l())?
         }
         (OpKind::Nonlinear(NonlinearKind::Cmp), _) => {
             // In `Z_{2^CMP_BITS}`: the shares reduced locally (mod 2^37 of a share is a share

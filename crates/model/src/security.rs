@@ -67,6 +67,18 @@ fn he_report(role: &'static str, p: &Params) -> HeReport {
     }
 }
 
+/// The report of a CKKS parameter set.
+fn ckks_report(role: &'static str, p: &nectar_he::ckks::CkksParams) -> HeReport {
+    HeReport {
+        role,
+        n: p.n(),
+        log_qp: p.q_bits(p.max_level()) + p.special_prime().map_or(0, |q| 64 - q.leading_zeros()),
+        max_log_qp_128: max_log_qp_128(p.n()),
+        log_t: p.scale_bits(),
+        error_sigma: (DEFAULT_ERROR_ETA as f64 / 2.0).sqrt(),
+    }
+}
+
 /// The report of `suite` (it must name implemented protocols, [`Suite::validate`]).
 pub fn report(suite: &Suite) -> Result<SecurityReport, crate::SuiteError> {
     suite.validate()?;
@@ -82,18 +94,21 @@ pub fn report(suite: &Suite) -> Result<SecurityReport, crate::SuiteError> {
                  (statistical distance 0); the ±1 LSB error is a correctness event"
             .into(),
     });
-    if suite.matmul != Matmul::Olt || suite.matmul_shared == SharedMatmul::Ckks {
-        let p = nectar_linear::ckks_linear::ckks_linear_params()
-            .map_err(|e| crate::SuiteError::Syntax(suite.label(), format!("CKKS parameters: {e}")))?;
-        let log_qp = p.q_bits(p.max_level()) + p.special_prime().map_or(0, |q| 64 - q.leading_zeros());
-        he.push(HeReport {
-            role: "ckks",
-            n: p.n(),
-            log_qp,
-            max_log_qp_128: max_log_qp_128(p.n()),
-            log_t: p.scale_bits(),
-            error_sigma: (DEFAULT_ERROR_ETA as f64 / 2.0).sqrt(),
-        });
+    // The per-operator CKKS matmuls (`matmul = blb-fused` does its products in its blocks).
+    let per_op = (suite.matmul == Matmul::Ckks || suite.matmul_shared == SharedMatmul::Ckks) && suite.matmul != Matmul::Fused;
+    let ckks_err = |e: nectar_linear::LinearError| crate::SuiteError::Syntax(suite.label(), format!("CKKS parameters: {e}"));
+    if per_op {
+        he.push(ckks_report("ckks", &nectar_linear::ckks_linear::ckks_linear_params().map_err(ckks_err)?));
+    }
+    if suite.matmul == Matmul::Fused {
+        // The deepest block each Table 6 ring degree takes (set 1: depth 4 at N = 2^14;
+        // sets 2-5: up to depth 7 at N = 2^15), plus the level the executor may add
+        // (`BlockExec`), at the parameters the blocks run at.
+        for (n, depth) in [(1 << 14, 5), (1 << 15, 8)] {
+            he.push(ckks_report("ckks-blb", &crate::secure::blb_ckks::executable_params(n, depth).map_err(ckks_err)?));
+        }
+    }
+    if per_op || suite.matmul == Matmul::Fused {
         st.push(StatReport {
             step: "CKKS <-> MPC conversions (BLB Alg. 1-2)",
             session_bits: None,
@@ -104,24 +119,6 @@ pub fn report(suite: &Suite) -> Result<SecurityReport, crate::SuiteError> {
                      server's product stays inside the shares (no flooding, as in BLB)"
                 .into(),
         });
-    }
-    if suite.matmul == Matmul::Fused {
-        // The deepest block each Table 6 ring degree takes (set 1: depth 4 at N = 2^14;
-        // sets 2-5: up to depth 7 at N = 2^15), plus the level the executor may add
-        // (`BlockExec`), at the parameters the blocks run at.
-        for (n, depth) in [(1 << 14, 5), (1 << 15, 8)] {
-            let p = crate::secure::blb_ckks::executable_params(n, depth)
-                .map_err(|e| crate::SuiteError::Syntax(suite.label(), format!("CKKS parameters: {e}")))?;
-            let log_qp = p.q_bits(p.max_level()) + p.special_prime().map_or(0, |q| 64 - q.leading_zeros());
-            he.push(HeReport {
-                role: "ckks-blb",
-                n: p.n(),
-                log_qp,
-                max_log_qp_128: max_log_qp_128(p.n()),
-                log_t: p.scale_bits(),
-                error_sigma: (DEFAULT_ERROR_ETA as f64 / 2.0).sqrt(),
-            });
-        }
     }
     if suite.mul == Mul::Bole {
         let p = Params::bumblebee_bole();
@@ -212,6 +209,7 @@ mod tests {
         let blb: Vec<&HeReport> = r.he.iter().filter(|h| h.role == "ckks-blb").collect();
         assert_eq!(blb.iter().map(|h| h.n).collect::<Vec<_>>(), [1 << 14, 1 << 15]);
         assert!(blb.iter().all(|h| h.log_qp <= h.max_log_qp_128), "{blb:?}");
+        assert!(!r.he.iter().any(|h| h.role == "ckks"), "blb has no per-operator CKKS set");
         // LEAF's two rings are listed and within the bound
         let r = report(&Suite::parse("leaf").unwrap()).unwrap();
         let leaf: Vec<&HeReport> = r.he.iter().filter(|h| h.role.starts_with("leaf")).collect();

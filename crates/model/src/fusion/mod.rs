@@ -26,6 +26,9 @@
 //! 5. Parameters: the smallest Table 6 set covering the depth ([`ops::choose_preset`]);
 //!    rotations per operator by the closed forms of [`cost`] at that set's `N/2` slots.
 //!
+//! A model's stack of layers is planned as three [`Part`]s (first layer, steady state, last
+//! layer's tail; [`crate::secure::blb`] runs them).
+//!
 //! Result for BERT (and GPT-2, ViT): 5 blocks per layer of depths 4, 7, 7, 7, 6 in that
 //! order, as BLB Table 6 (the layer starts after the previous GeLU, as BLB Fig. 10's block 1
 //! is the FFN output product with the next LayerNorm's head; see [`graph`]).
@@ -419,10 +422,9 @@ fn levels(g: &LayerGraph, blk: &[Option<usize>]) -> Levels {
     lv
 }
 
-/// Places, groups and, while a block is deeper than every Table 6 set, peels or cuts
-/// (module docs, step 4).
-/// The plan of any layer graph (e.g. a [`Part`] of a stack): its fused blocks and the MPC
-/// operators between them, in execution order.
+/// The plan of any layer graph (the steady-state layer, or any [`Part`] of a stack): places,
+/// groups and, while a block is deeper than every Table 6 set, peels or cuts (module docs,
+/// step 4); returns the fused blocks and the MPC operators between them, in execution order.
 pub fn plan_graph(g: &LayerGraph, tokens: usize) -> Result<Vec<PlanItem>, ModelError> {
     let n = g.ops.len();
     let max_depth = ops::max_preset_depth();

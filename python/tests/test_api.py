@@ -119,8 +119,8 @@ def test_errors_are_nectar_errors(tiny, tmp_path):
         nectar.Server(tiny["bert"], suite="nope")
     with pytest.raises(nectar.NectarError, match="unknown suite preset 'nope'"):
         nectar.run_local(tiny["bert"], [IDS], suite="nope")
-    with pytest.raises(nectar.NectarError, match="blb|not implemented|planned"):
-        nectar.Server(tiny["bert"], suite="blb")
+    with pytest.raises(nectar.NectarError, match="matmul-shared must be ckks"):
+        nectar.Server(tiny["bert"], suite="bumblebee+matmul=blb-fused")
     with pytest.raises(nectar.NectarError, match="model directory not found"):
         nectar.Server(tmp_path / "missing")
     (tmp_path / "empty").mkdir()

@@ -11,17 +11,18 @@
 //! MPC operators (BLB App. B; the protocols of the engine's backend, the same code on the
 //! fixed-point twin):
 //! - `rsqrt`: `1/√(var + ε)` by [`nectar_nn::rsqrt::rsqrt`] (BumbleBee's, LayerNorm domain);
-//! - `max`: the row maximum per head by [`nectar_nn::max::max_rows`] (exact comparisons, in
-//!   [`CMP_BITS`] bits; the maxima extended back to 64);
+//! - `max`: the row maximum per head by [`nectar_nn::max::max_rows_coarse`] (the tree in
+//!   [`CMP_BITS`] bits, its comparisons on a coarse grid; the maxima extended back to 64);
 //! - `rec`: the softmax denominator's reciprocal by [`nectar_nn::reciprocal::reciprocal`]
-//!   (domain `[1, 2^13)`: the row maximum contributes `exp(0) = 1`);
-//! - `cmp`: `x ≥ t` as the negation of an exact less-than with the public threshold `t`
+//!   (domain `[1, 2^13)`: the row maximum contributes `exp(0) = 1`), in [`REC_BITS`] bits;
+//! - `cmp`: `x ≥ t` as the negation of a less-than with the public threshold `t`
 //!   ([`crate::fusion::eval`]'s thresholds: `T_exp`, P4's `±2.7`, `0`), on the shares reduced
-//!   to [`CMP_BITS`] bits (ours: BLB does not fix the comparison's width);
+//!   to [`CMP_BITS`] bits and on [`CMP_LESS`]'s grid (ours: BLB fixes neither); the
+//!   comparisons of one value (GeLU's three) are one batched call;
 //! - `mux`: `v·b` for one comparison bit; for a segment `[lo, hi)` the bit is `lo ⊕ hi`, which
 //!   equals `lo ∧ ¬hi` because the thresholds increase (`hi ⇒ lo`) and costs no AND protocol;
 //! - products moved out of a block (`softmax.normalize`, [`crate::fusion::MpcRole::Peeled`]):
-//!   the engine's fixed-point product;
+//!   the engine's fixed-point product (softmax's in [`PROD_BITS`] bits);
 //! - additions of values already in MPC (`x − max`, the softmax row sum, the activation's
 //!   pieces): local.
 //!
@@ -42,6 +43,8 @@ use crate::secure::WeightSource;
 use nectar_linear::ckks_matmul::SlotSim;
 use nectar_math::FixedPoint;
 use nectar_nn::backend::enc;
+use nectar_nn::max::CoarseCompare;
+use nectar_nn::poly::{less_than_in_ring, LessMode};
 use nectar_nn::NnError;
 use std::collections::HashMap;
 
@@ -119,10 +122,32 @@ impl BlockExec {
 }
 
 /// Ring width of the comparisons `x ≥ t` (GeLU's three, softmax's `t ≥ T_exp`) and of the
-/// row maximum's tree: exact for `|x| < 2^(37 − 2 − 18) = 2^17` at `f = 18` (attention scores,
-/// pre-activations and `x − max` are far smaller), at about half the traffic of a comparison
-/// in `Z_{2^64}` (`nectar bench nn --op less`).
+/// row maximum's tree: correct for `|x| < 2^(37 − 2 − 18) = 2^17` at `f = 18` (attention
+/// scores, pre-activations and `x − max` are far smaller), at about half the traffic of a
+/// comparison in `Z_{2^64}` (`nectar bench nn --op less`).
 pub const CMP_BITS: u32 = 37;
+
+/// Ring width of the softmax denominator's reciprocal (ours): [`nectar_nn::reciprocal`]
+/// needs `l > hi + 2f + 2 = 51` for its domain `[1, 2^13)` at `f = 18` (the normalisation
+/// product `x·2^−e`), so 52 bits; its products then cost 2/3 of theirs in `Z_{2^64}` (OT
+/// products: `2l(1 + l)` bits each) and the result (one per row, in `(2^−13, 1]`) is extended
+/// back to 64 bits (one COT each).
+pub const REC_BITS: u32 = 52;
+
+/// Ring width of softmax's product `P = e·r` (ours): `e ≤ e^(1/2)` (the coarse max's slack)
+/// and `r ≤ 1`, so the product before truncation is `< 2^(2·18 + 1)` and the truncation's
+/// `|x| < 2^(l − 2)` holds in 45 bits, the widest ring bOLEe's 2-prime set serves (2/3 of a
+/// 64-bit product); `P` is extended back to 64 bits (one COT per element).
+pub const PROD_BITS: u32 = 45;
+
+/// Grid of the comparisons `x ≥ t`: BumbleBee's approximate less-than (§V-A1) on `2^−4`, the
+/// grid of nectar's own P4 GeLU ([`nectar_nn::gelu::P4_BOLT`]; BLB fixes none), so at
+/// `f = 18` the millionaire runs on 37 − 1 − 14 = 22 bits. A bit may be wrong only for `x`
+/// within `2^−4` of `t`, where the pieces it chooses between differ by at most 0.0118 at
+/// `±2.7` (P4's own jump there is 0.0112) and 0.0048 at `0`; `exp(T_exp) = 2e−6`. The twin
+/// reproduces the grid exactly; the secure bit differs from the twin's only within one grid
+/// step (the lost carry of the local shift).
+pub const CMP_LESS: LessMode = nectar_nn::poly::BUMBLEBEE_LESS;
 
 /// One fused block of one layer as the engine runs it (public: plan and shapes; the weights on
 /// the server and the twin only).
@@ -368,12 +393,34 @@ fn run_part<E: Engine>(
                 }
             }
             PlanItem::Mpc(ops) => {
+                let index = |name: &str| {
+                    g.ops.iter().position(|o| o.name == name).ok_or_else(|| SecureError::Unsupported(format!("BLB plan: no operator {name}")))
+                };
                 for m in ops {
-                    let i = g
-                        .ops
-                        .iter()
-                        .position(|o| o.name == m.name)
-                        .ok_or_else(|| SecureError::Unsupported(format!("BLB plan: no operator {}", m.name)))?;
+                    let i = index(&m.name)?;
+                    if vals.contains_key(&Operand::Op(i)) {
+                        continue; // a comparison already made in its batch
+                    }
+                    if g.ops[i].kind == OpKind::Nonlinear(NonlinearKind::Cmp) {
+                        // Every comparison of this stretch on the same value, in one call.
+                        let x = g.ops[i].operands.first();
+                        let mut batch = Vec::new();
+                        for o in ops {
+                            let j = index(&o.name)?;
+                            if g.ops[j].kind == OpKind::Nonlinear(NonlinearKind::Cmp) && g.ops[j].operands.first() == x {
+                                batch.push(j);
+                            }
+                        }
+                        let row = match batch.len() {
+                            1 => format!("blb-mpc.{}", m.name),
+                            _ => format!("blb-mpc.{}.cmp", m.name.split('.').next().unwrap_or(&m.name)),
+                        };
+                        let bits = timed(e, &row, |e| compare(e, g, &batch, &vals))?;
+                        for (j, b) in batch.into_iter().zip(bits) {
+                            vals.insert(Operand::Op(j), Value::Bit(b));
+                        }
+                        continue;
+                    }
                     let y = timed(e, &format!("blb-mpc.{}", m.name), |e| mpc_op(e, g, i, m.role, &vals, eps))?;
                     vals.insert(Operand::Op(i), y);
                 }
@@ -387,6 +434,28 @@ fn run_part<E: Engine>(
             _ => Err(SecureError::Unsupported(format!("BLB: output {name} was not computed in MPC"))),
         })
         .collect()
+}
+
+/// The comparisons `x ≥ t` of `batch` (`cmp` operators on the same `x`, thresholds by
+/// [`threshold`]) as one batched less-than (BumbleBee §V-A2: the millionaire's OTs serve every
+/// threshold), in `Z_{2^CMP_BITS}` on [`CMP_LESS`]'s grid; each bit negated locally.
+fn compare<E: Engine>(
+    e: &mut E,
+    g: &LayerGraph,
+    batch: &[usize],
+    vals: &HashMap<Operand, Value<E::Val, E::Bit>>,
+) -> Result<Vec<E::Bit>, SecureError> {
+    let first = batch.first().map(|&j| &g.ops[j]).ok_or_else(|| SecureError::Unsupported("BLB: an empty comparison batch".into()))?;
+    let x = match first.operands.first().and_then(|v| vals.get(v)) {
+        Some(Value::Val(x)) => x,
+        _ => return Err(SecureError::Unsupported(format!("BLB {}: operand 0 not in MPC", first.name))),
+    };
+    let ts = batch.iter().map(|&j| threshold(&g.ops[j].name)).collect::<Result<Vec<_>, _>>()?;
+    let lt = less_than_in_ring(e, x, CMP_BITS, &ts, CMP_LESS)?;
+    if lt.len() != batch.len() {
+        return Err(SecureError::Unsupported(format!("less-than returned {} bit vectors for {} thresholds", lt.len(), batch.len())));
+    }
+    Ok(lt.iter().map(|b| e.not(b)).collect::<Result<Vec<_>, _>>()?)
 }
 
 /// Indices broadcasting a `rows × groups` scalar over a `rows × cols` tensor.
@@ -432,6 +501,18 @@ fn mpc_op<E: Engine>(
             }
         }
         (OpKind::Linear(LinearKind::Sum), _) => e.sum_groups(val(0)?, cols / op.output.cols.max(1))?,
+        (OpKind::Linear(LinearKind::SmulCc), MpcRole::Peeled) if op.name == "softmax.normalize" => {
+            // `P = e·r` in `Z_{2^PROD_BITS}`.
+            let full = e.format();
+            let narrow = FixedPoint::new(PROD_BITS, full.f()).map_err(|err| SecureError::Unsupported(err.to_string()))?;
+            let x = e.reduce(val(0)?, PROD_BITS)?;
+            let r = e.reduce(val(1)?, PROD_BITS)?;
+            let r = e.gather(&r, &broadcast_index(rows, cols, groups))?;
+            e.set_format(narrow);
+            let p = e.mul(&x, &r);
+            e.set_format(full);
+            e.extend(&p?, PROD_BITS, full.l())?
+        }
         (OpKind::Linear(LinearKind::SmulCc), MpcRole::Peeled) => {
             let s = e.gather(val(1)?, &broadcast_index(rows, cols, groups))?;
             e.mul(val(0)?, &s)?
@@ -442,30 +523,30 @@ fn mpc_op<E: Engine>(
             let v = e.add_const(val(0)?, &[c])?;
             nectar_nn::rsqrt::rsqrt(e, &v, &nectar_nn::rsqrt::RSQRT_LAYERNORM)?
         }
-        (OpKind::Nonlinear(NonlinearKind::Rec), _) => nectar_nn::reciprocal::reciprocal(e, val(0)?, &nectar_nn::reciprocal::RECIP_SOFTMAX)?,
+        (OpKind::Nonlinear(NonlinearKind::Rec), _) => {
+            // In `Z_{2^REC_BITS}` (the shares reduced locally), the result extended back.
+            let full = e.format();
+            let narrow = FixedPoint::new(REC_BITS, full.f()).map_err(|err| SecureError::Unsupported(err.to_string()))?;
+            let y = e.reduce(val(0)?, REC_BITS)?;
+            e.set_format(narrow);
+            let r = nectar_nn::reciprocal::reciprocal(e, &y, &nectar_nn::reciprocal::RECIP_SOFTMAX);
+            e.set_format(full);
+            e.extend(&r?, REC_BITS, full.l())?
+        }
         (OpKind::Nonlinear(NonlinearKind::Max), _) => {
-            // The comparison tree in `Z_{2^CMP_BITS}` as the comparisons below, the maxima
-            // extended back (correct for |max| < 2^(CMP_BITS − 2 − f)).
+            // The tree in `Z_{2^CMP_BITS}`, its comparisons on the coarse grid of
+            // `CoarseCompare::for_rows` (an element within ⌈log2 width⌉·2^−p ≤ 1/2 below the
+            // row's maximum: softmax is shift-invariant and `(1 + t/64)^64` is accurate for
+            // such small `t > 0`), the maxima extended back (correct for |max| < 2^(CMP_BITS − 2 − f)).
             let per = op.output.cols;
             let full = e.format();
             let narrow = FixedPoint::new(CMP_BITS, full.f()).map_err(|err| SecureError::Unsupported(err.to_string()))?;
             let y = e.reduce(val(0)?, CMP_BITS)?;
             e.set_format(narrow);
-            let m = nectar_nn::max::max_rows(e, &y, rows * per, cols / per.max(1));
+            let width = cols / per.max(1);
+            let m = nectar_nn::max::max_rows_coarse(e, &y, rows * per, width, CoarseCompare::for_rows(CMP_BITS - 1, width));
             e.set_format(full);
             e.extend(&m?, CMP_BITS, full.l())?
-        }
-        (OpKind::Nonlinear(NonlinearKind::Cmp), _) => {
-            // In `Z_{2^CMP_BITS}`: the shares reduced locally (mod 2^37 of a share is a share
-            // mod 2^37 of the value), exact while |x − t| < 2^(CMP_BITS − 1 − f).
-            let full = e.format();
-            let narrow = FixedPoint::new(CMP_BITS, full.f()).map_err(|err| SecureError::Unsupported(err.to_string()))?;
-            let y = e.reduce(val(0)?, CMP_BITS)?;
-            e.set_format(narrow);
-            let lt = enc(e, threshold(&op.name)?).and_then(|t| e.less_than_const(&y, &[t], 0));
-            e.set_format(full);
-            let lt = lt?.pop().ok_or_else(|| SecureError::Unsupported("less-than returned no bits".into()))?;
-            return Ok(Value::Bit(e.not(&lt)?));
         }
         (OpKind::Nonlinear(NonlinearKind::Mux), _) => {
             let on = match op.operands.len() {

@@ -172,34 +172,44 @@ else:
     w("`scripts/bench_blb_suite.sh`; random weights of the published shapes, each server party in")
     w("its own process over loopback TCP, no link delay):")
     w("")
-    provenance(w, load_meta("blb-suite.meta.json"))
+    suite_meta = load_meta("blb-suite.meta.json")
+    provenance(w, suite_meta)
+    commits = [c["commit"] for c in suite_meta["commands"]]
+    if len(commits) != len(suite_lines):
+        raise SystemExit(f"blb-suite.meta.json lists {len(commits)} commands for {len(suite_lines)} lines")
     w("")
     w("`--suite blb` sends the client's CKKS keys inside the inference, at the first block of each")
     w("parameter set (public, relinearisation, conjugation and rotation keys, once per session;")
     w("`blb_key_bytes`); the bumblebee suite's keys are in its session setup, which no column")
     w("below counts. So the comparable figure is \"MB without keys\". The plaintext model is the")
-    w("fixed-point twin with every nonlinear operator exact (`--check-plain`). Runs at commits")
-    w("before 66aa537 compare (GeLU's three comparisons, softmax's `T_exp` and row maximum) in")
-    w("`Z_2^64`; from 66aa537 on in `Z_2^37` (`model::secure::blb::CMP_BITS`), about half the bytes.")
+    w("fixed-point twin with every nonlinear operator exact (`--check-plain`). The MPC operators")
+    w("between the blocks changed between the commits (`model::secure::blb`): before 66aa537 the")
+    w("comparisons (GeLU's three, softmax's `T_exp` and row maximum) ran exactly in `Z_2^64`; from")
+    w("66aa537 in `Z_2^37` (`CMP_BITS`); from c84e0d6 GeLU's three are one batched call on")
+    w("BumbleBee's `2^-4` grid (`CMP_LESS`), the row maximum is the coarse tree, the reciprocal runs")
+    w("in `Z_2^52` and softmax's `P = e·r` in `Z_2^45` (`PROD_BITS`); from the commit after it the")
+    w("reciprocal's domain and ring follow the row length (`rec_domain`: GPT-2 at 64 tokens")
+    w("`[1, 2^7)` in `Z_2^46`) and the activation's pieces, their sums and `P` enter the blocks as")
+    w("shares in `Z_2^32` (`piece_bits`), where their muxes cost half.")
     w("")
-    w("| model | tokens | layers | suite | seconds | MB total | MB keys | MB without keys | paper (BLB / BumbleBee) | rounds | peak RSS GB server / client | vs plaintext |")
-    w("|---|---:|---:|---|---:|---:|---:|---:|---|---:|---|---|")
-    for l in suite_lines:
+    w("| model | tokens | layers | suite | commit | seconds | MB total | MB keys | MB without keys | paper (BLB / BumbleBee) | rounds | peak RSS GB server / client | vs plaintext |")
+    w("|---|---:|---:|---|---|---:|---:|---:|---:|---|---:|---|---|")
+    for l, commit in zip(suite_lines, commits):
         p = l["params"]
         keys = l.get("blb_key_bytes", 0)
         paper = PAPER9.get((l["variant"], p["layers"]))
         paper = f"{paper[0]} / {paper[1]}" if paper else "–"
         check = f"cosine {l['cosine_vs_plain']:.7f}" if "cosine_vs_plain" in l else ("token equal" if l.get("tokens_match_plain") else ("token differs" if "tokens_match_plain" in l else "–"))
         rss = f"{l['server']['peak_rss_bytes'] / 1e9:.2f} / {l['client']['peak_rss_bytes'] / 1e9:.2f}"
-        w(f"| {l['variant']} | {p['seq']} | {p['layers']} | `{p['suite']}` | {l['seconds']:.0f} | {l['bytes_total'] / 1e6:.1f} | {keys / 1e6:.1f} | "
+        w(f"| {l['variant']} | {p['seq']} | {p['layers']} | `{p['suite']}` | `{commit}` | {l['seconds']:.0f} | {l['bytes_total'] / 1e6:.1f} | {keys / 1e6:.1f} | "
           f"{(l['bytes_total'] - keys) / 1e6:.1f} | {paper} | {l['rounds']} | {rss} | {check} |")
     w("")
     w("Where the bytes of the `blb` runs go (client profile, both directions; `blb.*` rows are the")
     w("fused blocks with their conversions, `blb-mpc.*` the MPC operators between them):")
     w("")
-    w("| model | layers | keys MB | fused blocks MB | MPC operators MB | embedding / head / rest MB | CKKS blocks s | MPC s |")
-    w("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for l in suite_lines:
+    w("| model | layers | commit | keys MB | fused blocks MB | MPC operators MB | embedding / head / rest MB | CKKS blocks s | MPC s |")
+    w("|---|---:|---|---:|---:|---:|---:|---:|---:|")
+    for l, commit in zip(suite_lines, commits):
         if l["params"]["suite"] != "blb":
             continue
         prof = l["client"]["profile"]
@@ -208,6 +218,6 @@ else:
         is_keys = lambda o: o == "blb.keys"
         is_block = lambda o: o.startswith("blb.") and o != "blb.keys"
         is_mpc = lambda o: o.startswith("blb-mpc.")
-        w(f"| {l['variant']} | {l['params']['layers']} | {mb(is_keys):.1f} | {mb(is_block):.1f} | {mb(is_mpc):.1f} | "
+        w(f"| {l['variant']} | {l['params']['layers']} | `{commit}` | {mb(is_keys):.1f} | {mb(is_block):.1f} | {mb(is_mpc):.1f} | "
           f"{mb(lambda o: not (is_keys(o) or is_block(o) or is_mpc(o))):.1f} | {sec(is_block):.0f} | {sec(is_mpc):.0f} |")
 (res / "blb.md").write_text("\n".join(out) + "\n")

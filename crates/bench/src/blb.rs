@@ -552,7 +552,7 @@ pub fn bench_fused_blocks(
                 let mut prg = Prg::new(key_seed_s);
                 let mut fc = FusedCkks::with_conversion(fmt, how);
                 fc.keys(ch, &mut prg, Role::Server, call_s)?;
-                let xs: Vec<&[u64]> = srv_in.iter().map(|x| x.as_slice()).collect();
+                let xs: Vec<(&[u64], u32)> = srv_in.iter().map(|x| (x.as_slice(), fmt.l)).collect();
                 let run = fc.run(ch, &mut m, call_s, &xs)?;
                 Ok((run, setup, fc.key_bytes(), fc.keyed_steps(b.params.n, call_s.exec.set_depth)))
             });
@@ -562,7 +562,7 @@ pub fn bench_fused_blocks(
                 let mut prg = Prg::new(key_seed_c);
                 let mut fc = FusedCkks::with_conversion(fmt, how);
                 fc.keys(ch, &mut prg, Role::Client, &call_c)?;
-                let xs: Vec<&[u64]> = cli_in.iter().map(|x| x.as_slice()).collect();
+                let xs: Vec<(&[u64], u32)> = cli_in.iter().map(|x| (x.as_slice(), fmt.l)).collect();
                 fc.run(ch, &mut m, &call_c, &xs)
             })();
             let srv = server.join().map_err(|_| LinearError::Unsupported("server thread panicked".into()))??;

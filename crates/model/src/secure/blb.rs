@@ -14,7 +14,7 @@
 //! - `max`: the row maximum per head by [`nectar_nn::max::max_rows_coarse`] (the tree in
 //!   [`CMP_BITS`] bits, its comparisons on a coarse grid; the maxima extended back to 64);
 //! - `rec`: the softmax denominator's reciprocal by [`nectar_nn::reciprocal::reciprocal`]
-//!   (domain `[1, 2^13)`: the row maximum contributes `exp(0) = 1`), in [`REC_BITS`] bits;
+//!   (domain and ring by [`rec_domain`]: the row maximum contributes `exp(0) = 1`);
 //! - `cmp`: `x ≥ t` as the negation of a less-than with the public threshold `t`
 //!   ([`crate::fusion::eval`]'s thresholds: `T_exp`, P4's `±2.7`, `0`), on the shares reduced
 //!   to [`CMP_BITS`] bits and on [`CMP_LESS`]'s grid (ours: BLB fixes neither); the
@@ -25,6 +25,13 @@
 //!   the engine's fixed-point product (softmax's in [`PROD_BITS`] bits);
 //! - additions of values already in MPC (`x − max`, the softmax row sum, the activation's
 //!   pieces): local.
+//!
+//! Ring widths (ours; BLB runs its MPC in `Z_{2^43}` at scale 13, REFERENCE §5): values enter
+//! and leave the blocks as shares in the engine's `Z_{2^64}`, except those whose only way on
+//! is a block (the activation's pieces and their sums, softmax's `P`): they stay in
+//! [`piece_bits`] (32), where their muxes cost half. Comparisons, the row maximum, the
+//! reciprocal and `P`'s product run in narrower rings of their own ([`CMP_BITS`],
+//! [`rec_domain`], [`PROD_BITS`]); shares are reduced locally and results extended back.
 //!
 //! Shapes BLB's executor takes (a clear error otherwise, [`crate::fusion::exec`]): the token
 //! count is a power of two (the multi-head packings have no padded keys) and every `L × C`
@@ -44,6 +51,7 @@ use nectar_linear::ckks_matmul::SlotSim;
 use nectar_math::FixedPoint;
 use nectar_nn::backend::enc;
 use nectar_nn::max::CoarseCompare;
+use nectar_nn::reciprocal::RecipParams;
 use nectar_nn::poly::{less_than_in_ring, LessMode};
 use nectar_nn::NnError;
 use std::collections::HashMap;
@@ -127,12 +135,21 @@ impl BlockExec {
 /// comparison in `Z_{2^64}` (`nectar bench nn --op less`).
 pub const CMP_BITS: u32 = 37;
 
-/// Ring width of the softmax denominator's reciprocal (ours): [`nectar_nn::reciprocal`]
-/// needs `l > hi + 2f + 2 = 51` for its domain `[1, 2^13)` at `f = 18` (the normalisation
-/// product `x·2^−e`), so 52 bits; its products then cost 2/3 of theirs in `Z_{2^64}` (OT
-/// products: `2l(1 + l)` bits each) and the result (one per row, in `(2^−13, 1]`) is extended
-/// back to 64 bits (one COT each).
-pub const REC_BITS: u32 = 52;
+/// The softmax denominator's reciprocal over rows of `keys` scores (ours): the domain
+/// `[1, 2^hi)` with `2^hi > keys·e^(1/2)` (each term is at most `e^t ≤ e^(1/2)`: the coarse
+/// maximum's slack, and `(1 + t/64)^64 ≤ e^t`; the maximum's own term is `≥ 1`), and the ring
+/// `Z_{2^(hi + 2f + 3)}`, the narrowest [`nectar_nn::reciprocal`] takes (its normalisation
+/// product `x·2^−e` before truncation). GPT-2 at 64 tokens: `[1, 2^7)` in 46 bits; BERT at 128:
+/// `[1, 2^8)` in 47 bits, instead of `[1, 2^13)` in 64. The result, one per row in
+/// `(2^−hi, 1]`, is extended back to 64 bits (one COT each).
+pub fn rec_domain(keys: usize, f: u32) -> Result<(RecipParams, u32), SecureError> {
+    let bound = keys.max(1) as f64 * 0.5f64.exp();
+    let hi = bound.log2().floor() as i32 + 1;
+    if hi > f as i32 {
+        return Err(SecureError::Unsupported(format!("BLB softmax over {keys} keys: row sums up to 2^{hi} exceed the format's f = {f}")));
+    }
+    Ok((RecipParams { hi, ..nectar_nn::reciprocal::RECIP_SOFTMAX }, hi as u32 + 2 * f + 3))
+}
 
 /// Ring width of softmax's product `P = e·r` (ours): `e ≤ e^(1/2)` (the coarse max's slack)
 /// and `r ≤ 1`, so the product before truncation is `< 2^(2·18 + 1)` and the truncation's
@@ -260,10 +277,47 @@ pub fn fused_block_twin(fp: FixedPoint, call: &FusedCall<'_>, inputs: &[&[u64]])
         .collect()
 }
 
-/// A value of the layer on shares: a fixed-point tensor or comparison bits.
+/// A value of the layer on shares: a fixed-point tensor in `Z_{2^bits}` (the engine's ring, or
+/// [`piece_bits`] for a value that only travels into a block) or comparison bits.
 enum Value<V, B> {
-    Val(V),
+    Val(V, u32),
     Bit(B),
+}
+
+/// Ring width of the values whose only way on is a fused block or an addition on the way to
+/// one (GeLU's and SiLU's pieces and their sums, softmax's `P`; ours): the conversion already
+/// bounds them by `|x| < 2^value_bits` (2^12, [`nectar_linear::ckks_linear::conv_format`]), so
+/// `value_bits + f + 2` bits (32 at `f = 18`) hold them with the extension's heuristic offset,
+/// and a mux in that ring sends half the bits of one in `Z_{2^64}`. The conversion extends
+/// from the narrow ring itself (one COT per value, as from 64 bits).
+pub fn piece_bits(fp: FixedPoint) -> u32 {
+    (nectar_linear::ckks_linear::conv_format(fp.l(), fp.f()).value_bits + fp.f() + 2).min(fp.l())
+}
+
+/// Runs `f` with the engine in `Z_{2^bits}` at the same `f`, and back.
+fn in_ring<E: Engine, T>(e: &mut E, bits: u32, f: impl FnOnce(&mut E) -> Result<T, NnError>) -> Result<T, SecureError> {
+    let full = e.format();
+    let narrow = FixedPoint::new(bits, full.f()).map_err(|err| SecureError::Unsupported(err.to_string()))?;
+    e.set_format(narrow);
+    let r = f(e);
+    e.set_format(full);
+    Ok(r?)
+}
+
+/// `x ∈ Z_{2^bits}` in the engine's ring (extended when narrower: BumbleBee App. E, correct
+/// for `|x| < 2^(bits − 2)`, which every narrow value satisfies).
+fn widen<E: Engine>(e: &mut E, x: &E::Val, bits: u32) -> Result<E::Val, SecureError> {
+    let l = e.format().l();
+    Ok(if bits < l { e.extend(x, bits, l)? } else { x.clone() })
+}
+
+/// `x ∈ Z_{2^bits}` in `Z_{2^to}`: reduced (local) or extended.
+fn narrow<E: Engine>(e: &mut E, x: &E::Val, bits: u32, to: u32) -> Result<E::Val, SecureError> {
+    Ok(match to.cmp(&bits) {
+        std::cmp::Ordering::Less => e.reduce(x, to)?,
+        std::cmp::Ordering::Equal => x.clone(),
+        std::cmp::Ordering::Greater => e.extend(x, bits, to)?,
+    })
 }
 
 /// Runs the layer stack `0..layers` of `cfg` under BLB (module doc) from the stack's input `x`
@@ -328,7 +382,8 @@ pub fn run_layers<E: Engine>(
             (part, (g, items, execs))
         })
         .collect();
-    let mut carry: HashMap<String, E::Val> = HashMap::from([("x".to_string(), x)]);
+    let l = e.format().l();
+    let mut carry: HashMap<String, Value<E::Val, E::Bit>> = HashMap::from([("x".to_string(), Value::Val(x, l))]);
     for step in 0..=layers {
         let part = match step {
             0 => Part::First,
@@ -348,7 +403,10 @@ pub fn run_layers<E: Engine>(
             p(step.min(layers), layers);
         }
     }
-    carry.remove("x").ok_or_else(|| SecureError::Unsupported("BLB: the last part has no output x".into()))
+    match carry.remove("x") {
+        Some(Value::Val(x, bits)) => widen(e, &x, bits),
+        _ => Err(SecureError::Unsupported("BLB: the last part has no output x".into())),
+    }
 }
 
 /// One part: its plan's items in order; returns the graph's outputs by name.
@@ -361,10 +419,24 @@ fn run_part<E: Engine>(
     part: Part,
     n: usize,
     params: Option<&LayerParams<'_>>,
-    inputs: Vec<E::Val>,
+    inputs: Vec<Value<E::Val, E::Bit>>,
     eps: f64,
-) -> Result<HashMap<String, E::Val>, SecureError> {
-    let mut vals: HashMap<Operand, Value<E::Val, E::Bit>> = inputs.into_iter().enumerate().map(|(i, v)| (Operand::Input(i), Value::Val(v))).collect();
+) -> Result<HashMap<String, Value<E::Val, E::Bit>>, SecureError> {
+    let mut vals: HashMap<Operand, Value<E::Val, E::Bit>> = inputs.into_iter().enumerate().map(|(i, v)| (Operand::Input(i), v)).collect();
+    // Operators evaluated in a block (the consumers that take narrow values, [`piece_bits`]).
+    let in_ckks: Vec<bool> = {
+        let mut m = vec![false; g.ops.len()];
+        for item in items {
+            if let PlanItem::Ckks(b) = item {
+                for o in &b.ops {
+                    if let Some(i) = g.ops.iter().position(|x| x.name == o.name) {
+                        m[i] = true;
+                    }
+                }
+            }
+        }
+        m
+    };
     for item in items {
         match item {
             PlanItem::Ckks(b) => {
@@ -374,7 +446,7 @@ fn run_part<E: Engine>(
                     .inputs
                     .iter()
                     .map(|v| match vals.get(v) {
-                        Some(Value::Val(x)) => Ok(x),
+                        Some(Value::Val(x, bits)) => Ok((x, *bits)),
                         _ => Err(SecureError::Unsupported(format!("BLB block {}: input {} is not a value in MPC", b.index, g.value_name(*v)))),
                     })
                     .collect::<Result<Vec<_>, _>>()?;
@@ -388,8 +460,9 @@ fn run_part<E: Engine>(
                 if outs.len() != call.outputs.len() {
                     return Err(SecureError::Unsupported(format!("BLB block {}: {} outputs for {}", b.index, outs.len(), call.outputs.len())));
                 }
+                let l = e.format().l();
                 for (&i, y) in call.outputs.iter().zip(outs) {
-                    vals.insert(Operand::Op(i), Value::Val(y));
+                    vals.insert(Operand::Op(i), Value::Val(y, l));
                 }
             }
             PlanItem::Mpc(ops) => {
@@ -421,7 +494,12 @@ fn run_part<E: Engine>(
                         }
                         continue;
                     }
-                    let y = timed(e, &format!("blb-mpc.{}", m.name), |e| mpc_op(e, g, i, m.role, &vals, eps))?;
+                    // Narrow when every consumer in this part is a block or an addition (or
+                    // none: handed to the next part, whose additions feed a block).
+                    let to_block = g.ops.iter().enumerate().all(|(j, o)| {
+                        !o.operands.contains(&Operand::Op(i)) || in_ckks[j] || o.kind == OpKind::Linear(LinearKind::EwaddCc)
+                    });
+                    let y = timed(e, &format!("blb-mpc.{}", m.name), |e| mpc_op(e, g, i, m.role, &vals, eps, n, to_block))?;
                     vals.insert(Operand::Op(i), y);
                 }
             }
@@ -430,7 +508,7 @@ fn run_part<E: Engine>(
     g.outputs
         .iter()
         .map(|(name, v)| match vals.remove(v) {
-            Some(Value::Val(x)) => Ok((name.clone(), x)),
+            Some(x @ Value::Val(..)) => Ok((name.clone(), x)),
             _ => Err(SecureError::Unsupported(format!("BLB: output {name} was not computed in MPC"))),
         })
         .collect()
@@ -447,11 +525,11 @@ fn compare<E: Engine>(
 ) -> Result<Vec<E::Bit>, SecureError> {
     let first = batch.first().map(|&j| &g.ops[j]).ok_or_else(|| SecureError::Unsupported("BLB: an empty comparison batch".into()))?;
     let x = match first.operands.first().and_then(|v| vals.get(v)) {
-        Some(Value::Val(x)) => x,
+        Some(Value::Val(x, bits)) => widen(e, x, *bits)?,
         _ => return Err(SecureError::Unsupported(format!("BLB {}: operand 0 not in MPC", first.name))),
     };
     let ts = batch.iter().map(|&j| threshold(&g.ops[j].name)).collect::<Result<Vec<_>, _>>()?;
-    let lt = less_than_in_ring(e, x, CMP_BITS, &ts, CMP_LESS)?;
+    let lt = less_than_in_ring(e, &x, CMP_BITS, &ts, CMP_LESS)?;
     if lt.len() != batch.len() {
         return Err(SecureError::Unsupported(format!("less-than returned {} bit vectors for {} thresholds", lt.len(), batch.len())));
     }
@@ -464,7 +542,8 @@ fn broadcast_index(rows: usize, cols: usize, groups: usize) -> Vec<usize> {
     (0..rows * cols).map(|p| (p / cols) * groups + (p % cols) / w).collect()
 }
 
-/// One MPC operator of the plan (module doc) on the engine's backend.
+/// One MPC operator of the plan (module doc) on the engine's backend; `to_block`: its value
+/// only travels into a block (mux and `P` outputs then stay in [`piece_bits`]).
 fn mpc_op<E: Engine>(
     e: &mut E,
     g: &LayerGraph,
@@ -472,12 +551,16 @@ fn mpc_op<E: Engine>(
     role: MpcRole,
     vals: &HashMap<Operand, Value<E::Val, E::Bit>>,
     eps: f64,
+    keys: usize,
+    to_block: bool,
 ) -> Result<Value<E::Val, E::Bit>, SecureError> {
     let op = &g.ops[i];
+    let l = e.format().l();
+    let pieces = piece_bits(e.format());
     let missing = |k: usize| SecureError::Unsupported(format!("BLB {}: operand {k} not in MPC", op.name));
-    let val = |k: usize| -> Result<&E::Val, SecureError> {
+    let val = |k: usize| -> Result<(&E::Val, u32), SecureError> {
         match op.operands.get(k).and_then(|v| vals.get(v)) {
-            Some(Value::Val(x)) => Ok(x),
+            Some(Value::Val(x, bits)) => Ok((x, *bits)),
             _ => Err(missing(k)),
         }
     };
@@ -487,51 +570,69 @@ fn mpc_op<E: Engine>(
             _ => Err(missing(k)),
         }
     };
+    // Operand `k` in the engine's ring.
+    let full = |e: &mut E, k: usize| -> Result<E::Val, SecureError> {
+        let (x, bits) = val(k)?;
+        widen(e, x, bits)
+    };
     let (rows, cols) = (op.input.rows, op.input.cols);
     let groups = op.operands.get(1).map_or(1, |&v| g.shape(v).cols);
-    let out = match (op.kind, role) {
-        (OpKind::Linear(LinearKind::EwaddCc), _) if op.subtract => e.sub(val(0)?, val(1)?)?,
-        (OpKind::Linear(LinearKind::EwaddCc), _) => e.add(val(0)?, val(1)?)?,
-        (OpKind::Linear(LinearKind::SaddCc), _) => {
-            let s = e.gather(val(1)?, &broadcast_index(rows, cols, groups))?;
-            if op.subtract {
-                e.sub(val(0)?, &s)?
+    let (out, bits) = match (op.kind, role) {
+        (OpKind::Linear(LinearKind::EwaddCc), _) => {
+            // In the narrow ring when both operands are (the activation's pieces).
+            let ((a, wa), (b, wb)) = (val(0)?, val(1)?);
+            if wa < l && wa == wb {
+                let y = in_ring(e, wa, |e| if op.subtract { e.sub(a, b) } else { e.add(a, b) })?;
+                (y, wa)
             } else {
-                e.add(val(0)?, &s)?
+                let (a, b) = (widen(e, a, wa)?, widen(e, b, wb)?);
+                (if op.subtract { e.sub(&a, &b)? } else { e.add(&a, &b)? }, l)
             }
         }
-        (OpKind::Linear(LinearKind::Sum), _) => e.sum_groups(val(0)?, cols / op.output.cols.max(1))?,
+        (OpKind::Linear(LinearKind::SaddCc), _) => {
+            let (a, b) = (full(e, 0)?, full(e, 1)?);
+            let s = e.gather(&b, &broadcast_index(rows, cols, groups))?;
+            (if op.subtract { e.sub(&a, &s)? } else { e.add(&a, &s)? }, l)
+        }
+        (OpKind::Linear(LinearKind::Sum), _) => {
+            let a = full(e, 0)?;
+            (e.sum_groups(&a, cols / op.output.cols.max(1))?, l)
+        }
         (OpKind::Linear(LinearKind::SmulCc), MpcRole::Peeled) if op.name == "softmax.normalize" => {
-            // `P = e·r` in `Z_{2^PROD_BITS}`.
-            let full = e.format();
-            let narrow = FixedPoint::new(PROD_BITS, full.f()).map_err(|err| SecureError::Unsupported(err.to_string()))?;
-            let x = e.reduce(val(0)?, PROD_BITS)?;
-            let r = e.reduce(val(1)?, PROD_BITS)?;
+            // `P = e·r` in `Z_{2^PROD_BITS}`, then narrowed to the pieces' ring for a block or
+            // extended back.
+            let (x, r) = (full(e, 0)?, full(e, 1)?);
+            let (x, r) = (e.reduce(&x, PROD_BITS)?, e.reduce(&r, PROD_BITS)?);
             let r = e.gather(&r, &broadcast_index(rows, cols, groups))?;
-            e.set_format(narrow);
-            let p = e.mul(&x, &r);
-            e.set_format(full);
-            e.extend(&p?, PROD_BITS, full.l())?
+            let p = in_ring(e, PROD_BITS, |e| e.mul(&x, &r))?;
+            if to_block {
+                (narrow(e, &p, PROD_BITS, pieces)?, pieces)
+            } else {
+                (widen(e, &p, PROD_BITS)?, l)
+            }
         }
         (OpKind::Linear(LinearKind::SmulCc), MpcRole::Peeled) => {
-            let s = e.gather(val(1)?, &broadcast_index(rows, cols, groups))?;
-            e.mul(val(0)?, &s)?
+            let (a, b) = (full(e, 0)?, full(e, 1)?);
+            let s = e.gather(&b, &broadcast_index(rows, cols, groups))?;
+            (e.mul(&a, &s)?, l)
         }
-        (OpKind::Linear(LinearKind::EwmulCc), MpcRole::Peeled) => e.mul(val(0)?, val(1)?)?,
+        (OpKind::Linear(LinearKind::EwmulCc), MpcRole::Peeled) => {
+            let (a, b) = (full(e, 0)?, full(e, 1)?);
+            (e.mul(&a, &b)?, l)
+        }
         (OpKind::Nonlinear(NonlinearKind::Rsqrt), _) => {
             let c = enc(e, eps)?;
-            let v = e.add_const(val(0)?, &[c])?;
-            nectar_nn::rsqrt::rsqrt(e, &v, &nectar_nn::rsqrt::RSQRT_LAYERNORM)?
+            let a = full(e, 0)?;
+            let v = e.add_const(&a, &[c])?;
+            (nectar_nn::rsqrt::rsqrt(e, &v, &nectar_nn::rsqrt::RSQRT_LAYERNORM)?, l)
         }
         (OpKind::Nonlinear(NonlinearKind::Rec), _) => {
-            // In `Z_{2^REC_BITS}` (the shares reduced locally), the result extended back.
-            let full = e.format();
-            let narrow = FixedPoint::new(REC_BITS, full.f()).map_err(|err| SecureError::Unsupported(err.to_string()))?;
-            let y = e.reduce(val(0)?, REC_BITS)?;
-            e.set_format(narrow);
-            let r = nectar_nn::reciprocal::reciprocal(e, &y, &nectar_nn::reciprocal::RECIP_SOFTMAX);
-            e.set_format(full);
-            e.extend(&r?, REC_BITS, full.l())?
+            // In the ring of `rec_domain` (the shares reduced locally), the result extended back.
+            let (p, bits) = rec_domain(keys, e.format().f())?;
+            let a = full(e, 0)?;
+            let y = narrow(e, &a, l, bits)?;
+            let r = in_ring(e, bits, |e| nectar_nn::reciprocal::reciprocal(e, &y, &p))?;
+            (widen(e, &r, bits)?, l)
         }
         (OpKind::Nonlinear(NonlinearKind::Max), _) => {
             // The tree in `Z_{2^CMP_BITS}`, its comparisons on the coarse grid of
@@ -539,23 +640,72 @@ fn mpc_op<E: Engine>(
             // row's maximum: softmax is shift-invariant and `(1 + t/64)^64` is accurate for
             // such small `t > 0`), the maxima extended back (correct for |max| < 2^(CMP_BITS − 2 − f)).
             let per = op.output.cols;
-            let full = e.format();
-            let narrow = FixedPoint::new(CMP_BITS, full.f()).map_err(|err| SecureError::Unsupported(err.to_string()))?;
-            let y = e.reduce(val(0)?, CMP_BITS)?;
-            e.set_format(narrow);
+            let a = full(e, 0)?;
+            let y = e.reduce(&a, CMP_BITS)?;
             let width = cols / per.max(1);
-            let m = nectar_nn::max::max_rows_coarse(e, &y, rows * per, width, CoarseCompare::for_rows(CMP_BITS - 1, width));
-            e.set_format(full);
-            e.extend(&m?, CMP_BITS, full.l())?
+            let m = in_ring(e, CMP_BITS, |e| nectar_nn::max::max_rows_coarse(e, &y, rows * per, width, CoarseCompare::for_rows(CMP_BITS - 1, width)))?;
+            (widen(e, &m, CMP_BITS)?, l)
         }
         (OpKind::Nonlinear(NonlinearKind::Mux), _) => {
             let on = match op.operands.len() {
                 2 => bit(1)?.clone(),
                 _ => e.xor(bit(1)?, bit(2)?)?,
             };
-            e.mux(&on, val(0)?)?
+            let (v, bits) = val(0)?;
+            if to_block {
+                let v = narrow(e, v, bits, pieces)?;
+                (in_ring(e, pieces, |e| e.mux(&on, &v))?, pieces)
+            } else {
+                let v = widen(e, v, bits)?;
+                (e.mux(&on, &v)?, l)
+            }
         }
         (kind, role) => return Err(SecureError::Unsupported(format!("BLB {}: {kind:?} in MPC ({role:?})", op.name))),
     };
-    Ok(Value::Val(out))
+    Ok(Value::Val(out, bits))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nectar_nn::backend::decode;
+    use nectar_nn::{Backend, PlainBackend};
+
+    #[test]
+    fn rec_domain_follows_the_row_length() {
+        let (p, bits) = rec_domain(64, 18).unwrap();
+        assert_eq!((p.lo, p.hi, p.iters, bits), (0, 7, 3, 46));
+        let (p, bits) = rec_domain(128, 18).unwrap();
+        assert_eq!((p.hi, bits), (8, 47));
+        assert!(rec_domain(1 << 20, 18).is_err(), "row sums beyond 2^f are refused");
+        // The twin's reciprocal in that ring over the whole domain, up to keys·e^(1/2).
+        for keys in [64usize, 128] {
+            let (p, bits) = rec_domain(keys, 18).unwrap();
+            let mut b = PlainBackend::new(FixedPoint::new(bits, 18).unwrap()).unwrap();
+            let top = keys as f64 * 0.5f64.exp();
+            let xs: Vec<f64> = (0..=200).map(|i| 1.0 + (top - 1.0) * i as f64 / 200.0).collect();
+            let enc: Vec<u64> = xs.iter().map(|&x| nectar_nn::backend::enc(&b, x).unwrap()).collect();
+            let v = b.constant(&enc).unwrap();
+            let r = nectar_nn::reciprocal::reciprocal(&mut b, &v, &p).unwrap();
+            for (x, y) in xs.iter().zip(decode(&b, &r)) {
+                assert!((y - 1.0 / x).abs() < 1e-4 / x + 4.0 * 2f64.powi(-18), "keys {keys}: 1/{x} = {y}");
+            }
+        }
+    }
+
+    #[test]
+    fn pieces_fit_the_conversions_bound() {
+        // |x| < 2^value_bits (the conversion's bound) in Z_2^(value_bits + f + 2): the
+        // extension's heuristic range |x| < 2^(bits − 2) at scale 2^f.
+        let fp = FixedPoint::BUMBLEBEE;
+        let bits = piece_bits(fp);
+        assert_eq!(bits, 32);
+        let fmt = nectar_linear::ckks_linear::conv_format(fp.l(), fp.f());
+        assert!(fmt.value_bits + fp.f() <= bits - 2);
+        let mut b = PlainBackend::new(fp).unwrap();
+        let x: Vec<u64> = [-4095.5f64, -1.0, 0.0, 2.7, 4095.5].iter().map(|&v| nectar_nn::backend::enc(&b, v).unwrap()).collect();
+        let v = b.constant(&x).unwrap();
+        let n = b.reduce(&v, bits).unwrap();
+        assert_eq!(b.extend(&n, bits, 64).unwrap(), v);
+    }
 }

@@ -152,9 +152,10 @@ impl FusedCkks {
     }
 
     /// Runs one fused block whose keys are in place ([`FusedCkks::keys`]; module doc):
-    /// `inputs` are this party's shares of `call.inputs` (row-major `rows × cols` each);
-    /// returns its shares of `call.outputs`.
-    pub fn run(&self, ch: &mut dyn Channel, mpc: &mut Mpc, call: &FusedCall<'_>, inputs: &[&[u64]]) -> Result<BlockRun, LinearError> {
+    /// `inputs` are this party's shares of `call.inputs` (row-major `rows × cols` each), each
+    /// with the width of its ring (at most the session's, and wide enough for the conversion:
+    /// `f + 2 < bits`); returns its shares of `call.outputs` in the session's ring.
+    pub fn run(&self, ch: &mut dyn Channel, mpc: &mut Mpc, call: &FusedCall<'_>, inputs: &[(&[u64], u32)]) -> Result<BlockRun, LinearError> {
         let (n, depth) = (call.block.params.n, call.exec.set_depth);
         if !self.seen.contains(&(call.part, call.block.index)) {
             return Err(LinearError::BadParams(format!("BLB block {} ran before its keys were exchanged", call.block.index)));
@@ -175,7 +176,13 @@ impl FusedCkks {
         let t0 = Instant::now();
         // MPC → CKKS: each input's shares scattered to the slots its layout puts them in.
         let mut ins = HashMap::new();
-        for (&v, x) in call.inputs.iter().zip(inputs) {
+        for (&v, &(x, bits)) in call.inputs.iter().zip(inputs) {
+            // The input's own ring: the extension to 128 bits starts from it.
+            let in_fmt = ConvFormat { l: bits, ..fmt };
+            if bits > fmt.l {
+                return Err(LinearError::BadParams(format!("BLB block input in Z_2^{bits}, wider than the session's Z_2^{}", fmt.l)));
+            }
+            in_fmt.check(params.n())?;
             let (rows, cols) = call.shape(v);
             if x.len() != rows * cols {
                 return Err(LinearError::BadShape(format!("{} shares for a {rows}x{cols} input", x.len())));
@@ -187,10 +194,10 @@ impl FusedCkks {
             let slots = Slots::scattered(&at, lay.cts(cols, l, s) * s);
             match &set.side {
                 Side::Server { ev, .. } => {
-                    let cts = shares_to_ckks_server_at(ch, mpc, ev, &xs, slots, top, scale, &fmt)?;
+                    let cts = shares_to_ckks_server_at(ch, mpc, ev, &xs, slots, top, scale, &in_fmt)?;
                     ins.insert(v, CtTensor { rows, cols, layout: lay, cts });
                 }
-                Side::Client { sk } => shares_to_ckks_client_at(ch, mpc, params, sk, &xs, slots, top, scale, &fmt)?,
+                Side::Client { sk } => shares_to_ckks_client_at(ch, mpc, params, sk, &xs, slots, top, scale, &in_fmt)?,
             }
         }
         // The block (server), then CKKS → MPC of each output; the server sends the outputs'

@@ -189,11 +189,12 @@ pub trait Engine: Backend {
     }
 
     /// One of BLB's fused CKKS blocks (suite `matmul = blb-fused`,
-    /// [`crate::secure::blb`]): shares of `call.inputs` in, shares of `call.outputs` out.
+    /// [`crate::secure::blb`]): shares of `call.inputs` in (each with its ring width, at most
+    /// [`nectar_nn::Backend::format`]'s), shares of `call.outputs` out (in that format).
     /// Secure: conversions with their stochastic rounding (a few units of `2^-f`) and CKKS
     /// noise (about `2^-25` relative); twin: the block on the slot simulator. Default: this
     /// engine has no BLB session.
-    fn fused_block(&mut self, _call: &crate::secure::blb::FusedCall<'_>, _inputs: &[&Self::Val]) -> Result<Vec<Self::Val>, NnError> {
+    fn fused_block(&mut self, _call: &crate::secure::blb::FusedCall<'_>, _inputs: &[(&Self::Val, u32)]) -> Result<Vec<Self::Val>, NnError> {
         Err(NnError::BadArgument("this engine has no BLB session (suite matmul = blb-fused)".into()))
     }
 

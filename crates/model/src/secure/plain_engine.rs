@@ -203,8 +203,13 @@ impl Engine for PlainEngine {
     fn fused_keys(&mut self, _call: &crate::secure::blb::FusedCall<'_>) -> Result<(), NnError> {
         Ok(())
     }
-    fn fused_block(&mut self, call: &crate::secure::blb::FusedCall<'_>, inputs: &[&Vec<u64>]) -> Result<Vec<Vec<u64>>, NnError> {
-        let xs: Vec<&[u64]> = inputs.iter().map(|x| x.as_slice()).collect();
+    fn fused_block(&mut self, call: &crate::secure::blb::FusedCall<'_>, inputs: &[(&Vec<u64>, u32)]) -> Result<Vec<Vec<u64>>, NnError> {
+        let l = self.b.format().l();
+        let wide = inputs
+            .iter()
+            .map(|&(x, bits)| if bits < l { self.b.extend(x, bits, l) } else { Ok(x.clone()) })
+            .collect::<Result<Vec<_>, _>>()?;
+        let xs: Vec<&[u64]> = wide.iter().map(|x| x.as_slice()).collect();
         crate::secure::blb::fused_block_twin(self.b.format(), call, &xs)
     }
     fn reveal_to(&mut self, x: &Vec<u64>, _to: Role) -> Result<Option<Vec<u64>>, NnError> {

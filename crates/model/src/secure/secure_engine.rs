@@ -383,13 +383,13 @@ impl Engine for SecureEngine<'_> {
         let (ch, _, _, prg) = self.b.parts();
         fused.keys(ch, prg, role, call).map_err(be)
     }
-    fn fused_block(&mut self, call: &crate::secure::blb::FusedCall<'_>, inputs: &[&Vec<u64>]) -> Result<Vec<Vec<u64>>, NnError> {
+    fn fused_block(&mut self, call: &crate::secure::blb::FusedCall<'_>, inputs: &[(&Vec<u64>, u32)]) -> Result<Vec<Vec<u64>>, NnError> {
         let fp = self.b.format();
         let fused = self.fused.as_ref().ok_or_else(no_blb)?;
         if fused.format() != (fp.l(), fp.f()) {
             return Err(NnError::BadArgument(format!("BLB block on shares of ({}, {}); the session converts {:?}", fp.l(), fp.f(), fused.format())));
         }
-        let xs: Vec<&[u64]> = inputs.iter().map(|x| x.as_slice()).collect();
+        let xs: Vec<(&[u64], u32)> = inputs.iter().map(|&(x, bits)| (x.as_slice(), bits)).collect();
         let (ch, mpc, _, _) = self.b.parts();
         Ok(fused.run(ch, mpc, call, &xs).map_err(be)?.shares)
     }

@@ -3,8 +3,9 @@
 # models with random weights of the published shapes under `--suite blb`, next to the
 # bumblebee suite on the same input, each client output checked against the plaintext model.
 # Each server party runs in its own process (peak RSS per party). GPT-2 base (64 tokens, 12
-# layers) and one BERT-base layer take about 90 minutes on 2 cores; FULL=1 adds the 12-layer
-# BERT-base runs (about 2.5 hours more). Then `make results` renders blb.md.
+# layers) and one BERT-base layer take about 60 minutes on 2 cores; FULL=1 adds the 12-layer
+# BERT-base runs (about 75 minutes more: blb about an hour, bumblebee 10 minutes). Then
+# `make results` renders blb.md.
 set -euo pipefail
 source "$(dirname "$0")/bench_lib.sh"
 bench_init blb-suite

@@ -204,6 +204,19 @@ else:
         w(f"| {l['variant']} | {p['seq']} | {p['layers']} | `{p['suite']}` | `{commit}` | {l['seconds']:.0f} | {l['bytes_total'] / 1e6:.1f} | {keys / 1e6:.1f} | "
           f"{(l['bytes_total'] - keys) / 1e6:.1f} | {paper} | {l['rounds']} | {rss} | {check} |")
     w("")
+    # The bumblebee suite's whole-model runs of docs/results/model.jsonl (e2e.md) for the shapes
+    # this table has no bumblebee line of.
+    have = {(l["variant"], l["params"]["layers"]) for l in suite_lines if l["params"]["suite"] == "bumblebee"}
+    model_meta = load_meta("model.meta.json")
+    for l, c in zip(load("model.jsonl"), model_meta["commands"]):
+        key = (l["variant"], l["params"]["layers"])
+        if l["params"]["suite"] == "bumblebee" and key in PAPER9 and key not in have and any(
+            (m["variant"], m["params"]["layers"]) == key for m in suite_lines
+        ):
+            w(f"The bumblebee suite on {l['variant']} ({l['params']['seq']} tokens, {key[1]} layers) is in `model.jsonl`")
+            w(f"(`{c['command']}` at `{c['commit']}`, same shapes, random weights, no `--check-plain`):")
+            w(f"{l['bytes_total'] / 1e6:.1f} MB, {l['seconds']:.0f} s.")
+            w("")
     w("Where the bytes of the `blb` runs go (client profile, both directions; `blb.*` rows are the")
     w("fused blocks with their conversions, `blb-mpc.*` the MPC operators between them):")
     w("")

@@ -187,7 +187,7 @@ else:
     w("comparisons (GeLU's three, softmax's `T_exp` and row maximum) ran exactly in `Z_2^64`; from")
     w("66aa537 in `Z_2^37` (`CMP_BITS`); from c84e0d6 GeLU's three are one batched call on")
     w("BumbleBee's `2^-4` grid (`CMP_LESS`), the row maximum is the coarse tree, the reciprocal runs")
-    w("in `Z_2^52` and softmax's `P = e·r` in `Z_2^45` (`PROD_BITS`); from the commit after it the")
+    w("in `Z_2^52` and softmax's `P = e·r` in `Z_2^45` (`PROD_BITS`); from a0ff036 the")
     w("reciprocal's domain and ring follow the row length (`rec_domain`: GPT-2 at 64 tokens")
     w("`[1, 2^7)` in `Z_2^46`) and the activation's pieces, their sums and `P` enter the blocks as")
     w("shares in `Z_2^32` (`piece_bits`), where their muxes cost half.")

@@ -24,7 +24,8 @@
 //! BumbleBee's default is bOLEe ([`MulProtocol::Bole`]); one bOLEe query covers `N = 8192`
 //! slots however short the vector, so vectors shorter than [`SecureOpts::bole_min_len`] use the
 //! OT-based product (for `l = 64`, `2l(1 + l)` ≈ 8.3 kbit per element, equal to one bOLEe
-//! product's ≈ 10.2 Mbit at ≈ 1 200 elements). [`MulProtocol::Ot`] uses OT products only (no
+//! product's ≈ 10.2 Mbit at ≈ 1 200 elements; in narrower rings the crossover grows with
+//! `1/(l(l + 1))`, see `use_bole`). [`MulProtocol::Ot`] uses OT products only (no
 //! HE key exchange at setup).
 //!
 //! The channel is borrowed (`&'c mut dyn Channel`) so the caller keeps it for other protocols
@@ -74,7 +75,8 @@ pub struct SecureOpts {
     pub mul: MulProtocol,
     /// COT producer of the OT session (Ferret b13 in production).
     pub producer: Producer,
-    /// With [`MulProtocol::Bole`]: vectors shorter than this use OT products.
+    /// With [`MulProtocol::Bole`]: vectors shorter than this use OT products (in `Z_{2^64}`;
+    /// narrower rings scale it, see `use_bole`; 0: bOLEe for every length).
     pub bole_min_len: usize,
     /// With [`MulProtocol::Bole`]: a second bOLEe key set with a 2-prime plaintext modulus
     /// (`t ≈ 2^94 > 2^64`) for rings `l <= 32` (mixed bit-width), whose queries and responses
@@ -93,6 +95,15 @@ pub const BOLE_MIN_LEN: usize = 1024;
 /// Largest ring width served by the narrow (2-prime) bOLEe key set (`2l + 2 <= 92 < log2 t`,
 /// tested against the parameters).
 pub const NARROW_MAX_L: u32 = 45;
+
+/// Shortest vector of products in `Z_{2^l}` that bOLEe serves (`SecureBackend::use_bole`):
+/// `min_len` (the crossover at `l = 64`, 3-prime key set) scaled by `(cts / 3) · 64·65 /
+/// (l(l + 1))`, `cts` = 2 on the narrow key set, else 3.
+pub fn bole_crossover(min_len: usize, l: u32, narrow: bool) -> usize {
+    let cts: u128 = if narrow { 2 } else { 3 };
+    let l = u128::from(l.max(1));
+    (min_len as u128 * cts * 64 * 65 / (3 * l * (l + 1))) as usize
+}
 
 /// Queries kept for reuse (FIFO, both parties mirror it; AGREEMENT). Two suffice for the
 /// power chains of Seg4GeLU / P4 / SiLU (`x`, `x²` reused by `x³ = x²·x` and `x⁴ = (x²)²`); each
@@ -350,15 +361,22 @@ impl<'c> SecureBackend<'c> {
         Ok(x.iter().zip(y).map(|(&a, &b)| f(a, b) & m).collect())
     }
 
-    /// bOLEe for this length? (public decision: both parties know `n` and the options)
-    fn use_bole(&self, n: usize) -> bool {
-        self.opts.mul == MulProtocol::Bole && self.he.is_some() && n >= self.opts.bole_min_len
+    /// bOLEe for `n` products in `Z_{2^l}`? (public decision: both parties know `n`, `l` and
+    /// the options.) [`SecureOpts::bole_min_len`] is the crossover at `l = 64` on the 3-prime
+    /// key set (module docs). Below 64 bits an OT product costs `2l(1 + l)` bits per element
+    /// while a bOLEe query set keeps its size (2/3 of it on the narrow key set for
+    /// `l <= NARROW_MAX_L`), so the crossover grows ([`bole_crossover`]): 1888 elements at
+    /// `l = 47` (softmax's reciprocal over 1536 rows then takes OT products, 0.87 instead of
+    /// 1.27 MB per product), 1371 at 45, 2689 at 32.
+    fn use_bole(&self, n: usize, l: u32) -> bool {
+        let narrow = l <= NARROW_MAX_L && self.he_narrow.is_some();
+        self.opts.mul == MulProtocol::Bole && self.he.is_some() && n >= bole_crossover(self.opts.bole_min_len, l, narrow)
     }
 
     /// Ring product (no truncation) of two shared vectors (`y = None`: square).
     fn ring_product(&mut self, x: &[u64], y: Option<&[u64]>) -> Result<Vec<u64>, NnError> {
         let l = self.l();
-        if self.use_bole(x.len()) {
+        if self.use_bole(x.len(), l) {
             self.bole_product(x, y)
         } else {
             match y {
@@ -705,5 +723,23 @@ mod tests {
         let PlainModulus::Crt(ts) = &p.literal().plain else { panic!("CRT plaintext modulus") };
         let bits: f64 = ts.iter().map(|&t| (t as f64).log2()).sum();
         assert!(bits >= (2 * NARROW_MAX_L + 2) as f64, "log2 t = {bits}");
+    }
+
+    /// The crossover keeps `bole_min_len` at 64 bits and grows where an OT product is cheaper.
+    #[test]
+    fn bole_crossover_follows_the_ring() {
+        assert_eq!(bole_crossover(BOLE_MIN_LEN, 64, false), BOLE_MIN_LEN);
+        assert_eq!(bole_crossover(BOLE_MIN_LEN, 47, false), 1888);
+        assert_eq!(bole_crossover(BOLE_MIN_LEN, 45, true), 1371);
+        assert_eq!(bole_crossover(BOLE_MIN_LEN, 32, true), 2689);
+        assert_eq!(bole_crossover(0, 32, true), 0, "0 forces bOLEe at every width");
+        // At the crossover an OT product's 2l(1 + l) bits per element reach the query set's
+        // size (≈ 10.2 Mbit per 3 ciphertexts at l = 64, module docs).
+        for (l, narrow) in [(64u32, false), (47, false), (45, true), (32, true)] {
+            let n = bole_crossover(1200, l, narrow) as f64;
+            let ot = n * f64::from(2 * l * (1 + l));
+            let bole = 10.2e6 * if narrow { 2.0 / 3.0 } else { 1.0 };
+            assert!((ot / bole - 1.0).abs() < 0.03, "l = {l}: {ot} vs {bole}");
+        }
     }
 }

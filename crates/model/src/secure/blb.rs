@@ -12,13 +12,13 @@
 //! fixed-point twin):
 //! - `rsqrt`: `1/√(var + ε)` by [`nectar_nn::rsqrt::rsqrt`] (BumbleBee's, LayerNorm domain);
 //! - `max`: the row maximum per head by [`nectar_nn::max::max_rows_coarse`] (the tree in
-//!   [`CMP_BITS`] bits, its comparisons on a coarse grid; the maxima extended back to 64);
+//!   [`cmp_bits`]` + 1` bits, its comparisons on a coarse grid; the maxima extended back to 64);
 //! - `rec`: the softmax denominator's reciprocal by [`nectar_nn::reciprocal::reciprocal`]
 //!   (domain and ring by [`rec_domain`]: the row maximum contributes `exp(0) = 1`);
 //! - `cmp`: `x ≥ t` as the negation of a less-than with the public threshold `t`
 //!   ([`crate::fusion::eval`]'s thresholds: `T_exp`, P4's `±2.7`, `0`), on the shares reduced
-//!   to [`CMP_BITS`] bits and on [`CMP_LESS`]'s grid (ours: BLB fixes neither); the
-//!   comparisons of one value (GeLU's three) are one batched call;
+//!   to [`cmp_bits`] and on [`CMP_LESS`]'s grid ([`TEXP_LESS`]'s for `T_exp`; ours: BLB fixes
+//!   neither); the comparisons of one value (GeLU's three) are one batched call;
 //! - `mux`: `v·b` for one comparison bit; for a segment `[lo, hi)` the bit is `lo ⊕ hi`, which
 //!   equals `lo ∧ ¬hi` because the thresholds increase (`hi ⇒ lo`) and costs no AND protocol;
 //! - products moved out of a block (`softmax.normalize`, [`crate::fusion::MpcRole::Peeled`]):
@@ -30,7 +30,7 @@
 //! and leave the blocks as shares in the engine's `Z_{2^64}`, except those whose only way on
 //! is a block (the activation's pieces and their sums, softmax's `P`): they stay in
 //! [`piece_bits`] (32), where their muxes cost half. Comparisons, the row maximum, the
-//! reciprocal and `P`'s product run in narrower rings of their own ([`CMP_BITS`],
+//! reciprocal and `P`'s product run in narrower rings of their own ([`cmp_bits`],
 //! [`rec_domain`], [`PROD_BITS`]); shares are reduced locally and results extended back.
 //!
 //! Shapes BLB's executor takes (a clear error otherwise, [`crate::fusion::exec`]): the token
@@ -129,11 +129,19 @@ impl BlockExec {
     }
 }
 
-/// Ring width of the comparisons `x ≥ t` (GeLU's three, softmax's `t ≥ T_exp`) and of the
-/// row maximum's tree: correct for `|x| < 2^(37 − 2 − 18) = 2^17` at `f = 18` (attention
-/// scores, pre-activations and `x − max` are far smaller), at about half the traffic of a
-/// comparison in `Z_{2^64}` (`nectar bench nn --op less`).
-pub const CMP_BITS: u32 = 37;
+/// Ring width of the comparisons `x ≥ t` (GeLU's three, softmax's `t ≥ T_exp`) and of those
+/// of the row maximum's tree (ours). Every value compared comes out of a block's conversion,
+/// which bounds it by `|x| < 2^value_bits` (2^12, [`nectar_linear::ckks_linear::conv_format`]),
+/// or is `x − max` of two such values; so `|x − t| < 2^(value_bits + 1)` for the thresholds
+/// (`|t| ≤ 13`), and the tree's differences `a − c` of two row elements are as small. The sign
+/// of such a value at scale `2^f` is bit `value_bits + f + 1`: the comparisons run in
+/// `Z_2^(value_bits + f + 2)` (32 at `f = 18`; at [`CMP_LESS`]'s grid the millionaire covers
+/// 17 bits), the tree itself one bit wider (its comparisons take a narrower ring,
+/// [`nectar_nn::max::CoarseCompare`]), where its maxima (`|m| < 2^value_bits`) extend back to
+/// 64 bits with the extension's offset `2^(bits − 2)`. Before: 37 / 36 bits (`|x| < 2^17`).
+pub fn cmp_bits(fp: FixedPoint) -> u32 {
+    (nectar_linear::ckks_linear::conv_format(fp.l(), fp.f()).value_bits + fp.f() + 2).min(fp.l() - 2)
+}
 
 /// The softmax denominator's reciprocal over rows of `keys` scores (ours): the domain
 /// `[1, 2^hi)` with `2^hi > keys·e^(1/2)` (each term is at most `e^t ≤ e^(1/2)`: the coarse
@@ -159,12 +167,18 @@ pub const PROD_BITS: u32 = 45;
 
 /// Grid of the comparisons `x ≥ t`: BumbleBee's approximate less-than (§V-A1) on `2^−4`, the
 /// grid of nectar's own P4 GeLU ([`nectar_nn::gelu::P4_BOLT`]; BLB fixes none), so at
-/// `f = 18` the millionaire runs on 37 − 1 − 14 = 22 bits. A bit may be wrong only for `x`
+/// `f = 18` the millionaire runs on 32 − 1 − 14 = 17 bits ([`cmp_bits`]). A bit may be wrong only for `x`
 /// within `2^−4` of `t`, where the pieces it chooses between differ by at most 0.0118 at
 /// `±2.7` (P4's own jump there is 0.0112) and 0.0048 at `0`; `exp(T_exp) = 2e−6`. The twin
 /// reproduces the grid exactly; the secure bit differs from the twin's only within one grid
 /// step (the lost carry of the local shift).
 pub const CMP_LESS: LessMode = nectar_nn::poly::BUMBLEBEE_LESS;
+
+/// Grid of softmax's `t ≥ T_exp` (ours): whole units (`2^0`, 13 millionaire bits instead of
+/// 17). A bit may be wrong only for `t` within 1 of `T_exp = −13`, where the entry kept or
+/// zeroed is `(1 + t/64)^64 ≤ e^−12 ≈ 6e−6` against a row sum `≥ 1`: the order of the clip's
+/// own error (BLB's `T_exp` drops entries up to `e^−13 ≈ 2.3e−6`). The twin uses the same grid.
+pub const TEXP_LESS: LessMode = LessMode::Approx { precision: 0 };
 
 /// One fused block of one layer as the engine runs it (public: plan and shapes; the weights on
 /// the server and the twin only).
@@ -516,7 +530,8 @@ fn run_part<E: Engine>(
 
 /// The comparisons `x ≥ t` of `batch` (`cmp` operators on the same `x`, thresholds by
 /// [`threshold`]) as one batched less-than (BumbleBee §V-A2: the millionaire's OTs serve every
-/// threshold), in `Z_{2^CMP_BITS}` on [`CMP_LESS`]'s grid; each bit negated locally.
+/// threshold), in `Z_{2^cmp_bits}` on [`CMP_LESS`]'s grid ([`TEXP_LESS`]'s for `T_exp`); each
+/// bit negated locally.
 fn compare<E: Engine>(
     e: &mut E,
     g: &LayerGraph,
@@ -529,7 +544,8 @@ fn compare<E: Engine>(
         _ => return Err(SecureError::Unsupported(format!("BLB {}: operand 0 not in MPC", first.name))),
     };
     let ts = batch.iter().map(|&j| threshold(&g.ops[j].name)).collect::<Result<Vec<_>, _>>()?;
-    let lt = less_than_in_ring(e, &x, CMP_BITS, &ts, CMP_LESS)?;
+    let less = if batch.iter().all(|&j| g.ops[j].name == "softmax.cmp_texp") { TEXP_LESS } else { CMP_LESS };
+    let lt = less_than_in_ring(e, &x, cmp_bits(e.format()), &ts, less)?;
     if lt.len() != batch.len() {
         return Err(SecureError::Unsupported(format!("less-than returned {} bit vectors for {} thresholds", lt.len(), batch.len())));
     }
@@ -635,16 +651,17 @@ fn mpc_op<E: Engine>(
             (widen(e, &r, bits)?, l)
         }
         (OpKind::Nonlinear(NonlinearKind::Max), _) => {
-            // The tree in `Z_{2^CMP_BITS}`, its comparisons on the coarse grid of
+            // The tree in `Z_{2^(cmp_bits + 1)}`, its comparisons on the coarse grid of
             // `CoarseCompare::for_rows` (an element within ⌈log2 width⌉·2^−p ≤ 1/2 below the
             // row's maximum: softmax is shift-invariant and `(1 + t/64)^64` is accurate for
-            // such small `t > 0`), the maxima extended back (correct for |max| < 2^(CMP_BITS − 2 − f)).
+            // such small `t > 0`), the maxima extended back (correct for |max| < 2^(cmp_bits − 1 − f)).
             let per = op.output.cols;
             let a = full(e, 0)?;
-            let y = e.reduce(&a, CMP_BITS)?;
+            let tree = cmp_bits(e.format()) + 1;
+            let y = e.reduce(&a, tree)?;
             let width = cols / per.max(1);
-            let m = in_ring(e, CMP_BITS, |e| nectar_nn::max::max_rows_coarse(e, &y, rows * per, width, CoarseCompare::for_rows(CMP_BITS - 1, width)))?;
-            (widen(e, &m, CMP_BITS)?, l)
+            let m = in_ring(e, tree, |e| nectar_nn::max::max_rows_coarse(e, &y, rows * per, width, CoarseCompare::for_rows(tree - 1, width)))?;
+            (widen(e, &m, tree)?, l)
         }
         (OpKind::Nonlinear(NonlinearKind::Mux), _) => {
             let on = match op.operands.len() {
@@ -690,6 +707,43 @@ mod tests {
             for (x, y) in xs.iter().zip(decode(&b, &r)) {
                 assert!((y - 1.0 / x).abs() < 1e-4 / x + 4.0 * 2f64.powi(-18), "keys {keys}: 1/{x} = {y}");
             }
+        }
+    }
+
+    #[test]
+    fn comparisons_hold_over_the_conversions_bound() {
+        // GeLU's input anywhere in (−2^12, 2^12) (the conversion's bound) and softmax's
+        // `x − max` in (−2^13, 1/2]: every `x ≥ t` right in `Z_2^cmp_bits` (outside one grid
+        // step of `t`; the twin has no carry to lose).
+        let fp = FixedPoint::BUMBLEBEE;
+        assert_eq!(cmp_bits(fp), 32);
+        let mut b = PlainBackend::new(fp).unwrap();
+        let gelu = vec![-4095.9, -2.8, -2.6, -0.2, 0.2, 2.6, 2.8, 4095.9];
+        let texp = vec![-8191.5, -4095.9, -14.2, -13.5, -12.5, -0.2, 0.0, 0.4];
+        for (less, ts, xs) in [(CMP_LESS, vec![-2.7, 0.0, 2.7], gelu), (TEXP_LESS, vec![crate::fusion::eval::T_EXP], texp)] {
+            let x: Vec<u64> = xs.iter().map(|&v| nectar_nn::backend::enc(&b, v).unwrap()).collect();
+            let v = b.constant(&x).unwrap();
+            let lt = less_than_in_ring(&mut b, &v, cmp_bits(fp), &ts, less).unwrap();
+            for (t, bits) in ts.iter().zip(&lt) {
+                for (x, &below) in xs.iter().zip(bits) {
+                    assert_eq!(below, x < t, "{x} < {t}");
+                }
+            }
+        }
+        // The row maximum's tree, one bit wider, on rows spanning the whole bound.
+        let row = [-4095.9, 4095.9, -4000.0, 17.0, 4095.0, -1.0, 0.0, 3.5];
+        let x: Vec<u64> = row.iter().chain(row.iter().rev()).map(|&v| nectar_nn::backend::enc(&b, -v).unwrap()).chain(row.iter().map(|&v| nectar_nn::backend::enc(&b, v).unwrap())).collect();
+        let v = b.constant(&x).unwrap();
+        let tree = cmp_bits(fp) + 1;
+        let y = b.reduce(&v, tree).unwrap();
+        b.set_format(FixedPoint::new(tree, fp.f()).unwrap());
+        let cmp = CoarseCompare::for_rows(tree - 1, 8);
+        let m = nectar_nn::max::max_rows_coarse(&mut b, &y, 3, 8, cmp).unwrap();
+        let m = b.extend(&m, tree, 64).unwrap();
+        b.set_format(fp);
+        for (got, want) in decode(&b, &m).into_iter().zip([4095.9, 4095.9, 4095.9]) {
+            let ulp = 2f64.powi(-18);
+            assert!(got <= want + ulp && got >= want - cmp.slack(8) - ulp, "max {got} for {want}");
         }
     }
 

@@ -389,13 +389,13 @@ pub fn run_layers<E: Engine>(
             *d = (*d).max(x.depth);
         }
     }
-    let plans: HashMap<Part, (LayerGraph, Vec<PlanItem>, HashMap<usize, BlockExec>)> = plans
+    let plans = plans
         .into_iter()
         .map(|(part, (g, items, execs))| {
             let execs = execs.into_iter().map(|(i, (n, x))| (i, BlockExec { set_depth: deepest[&n], ..x })).collect();
-            (part, (g, items, execs))
+            Ok((part, PartPlan::new(g, items, execs)?))
         })
-        .collect();
+        .collect::<Result<HashMap<Part, PartPlan>, SecureError>>()?;
     let l = e.format().l();
     let mut carry: HashMap<String, Value<E::Val, E::Bit>> = HashMap::from([("x".to_string(), Value::Val(x, l))]);
     for step in 0..=layers {
@@ -404,15 +404,16 @@ pub fn run_layers<E: Engine>(
             s if s == layers => Part::Last,
             _ => Part::Steady,
         };
-        let (g, items, execs) = &plans[&part];
+        let plan = &plans[&part];
         let (prev, cur) = (names(step.saturating_sub(1)), names(step.min(layers - 1)));
         let params = weights.as_ref().map(|w| LayerParams { weights: w, cfg, prev: &prev, cur: &cur });
-        let inputs = g
+        let inputs = plan
+            .graph
             .inputs
             .iter()
             .map(|i| carry.remove(&i.name).ok_or_else(|| SecureError::Unsupported(format!("BLB: {:?} has no input {}", part, i.name))))
             .collect::<Result<Vec<_>, _>>()?;
-        carry = run_part(e, g, items, execs, part, n, params.as_ref(), inputs, cfg.eps)?;
+        carry = run_part(e, plan, part, n, params.as_ref(), inputs, cfg.eps)?;
         if let Some(p) = progress {
             p(step.min(layers), layers);
         }
@@ -423,35 +424,63 @@ pub fn run_layers<E: Engine>(
     }
 }
 
+/// One part's plan as [`run_part`] runs it: the planner's items, each block's simulated
+/// execution, and what the MPC operators need of the plan, derived once per part (not per
+/// layer).
+struct PartPlan {
+    graph: LayerGraph,
+    items: Vec<PlanItem>,
+    execs: HashMap<usize, BlockExec>,
+    /// Per item: for [`PlanItem::Mpc`], its operators' indices into `graph.ops` (in order).
+    mpc_ops: Vec<Vec<usize>>,
+    /// Per operator: every consumer in this part is a block or an addition (or there is none:
+    /// handed to the next part, whose additions feed a block), so its value may stay in
+    /// [`piece_bits`].
+    to_block: Vec<bool>,
+}
+
+impl PartPlan {
+    fn new(graph: LayerGraph, items: Vec<PlanItem>, execs: HashMap<usize, BlockExec>) -> Result<Self, SecureError> {
+        let index = |name: &str| {
+            graph.ops.iter().position(|o| o.name == name).ok_or_else(|| SecureError::Unsupported(format!("BLB plan: no operator {name}")))
+        };
+        let mut in_ckks = vec![false; graph.ops.len()];
+        let mut mpc_ops = Vec::with_capacity(items.len());
+        for item in &items {
+            match item {
+                PlanItem::Ckks(b) => {
+                    for o in &b.ops {
+                        in_ckks[index(&o.name)?] = true;
+                    }
+                    mpc_ops.push(Vec::new());
+                }
+                PlanItem::Mpc(ops) => mpc_ops.push(ops.iter().map(|m| index(&m.name)).collect::<Result<_, _>>()?),
+            }
+        }
+        let to_block = (0..graph.ops.len())
+            .map(|i| {
+                graph.ops.iter().enumerate().all(|(j, o)| {
+                    !o.operands.contains(&Operand::Op(i)) || in_ckks[j] || o.kind == OpKind::Linear(LinearKind::EwaddCc)
+                })
+            })
+            .collect();
+        Ok(PartPlan { graph, items, execs, mpc_ops, to_block })
+    }
+}
+
 /// One part: its plan's items in order; returns the graph's outputs by name.
-#[allow(clippy::too_many_arguments)]
 fn run_part<E: Engine>(
     e: &mut E,
-    g: &LayerGraph,
-    items: &[PlanItem],
-    execs: &HashMap<usize, BlockExec>,
+    plan: &PartPlan,
     part: Part,
     n: usize,
     params: Option<&LayerParams<'_>>,
     inputs: Vec<Value<E::Val, E::Bit>>,
     eps: f64,
 ) -> Result<HashMap<String, Value<E::Val, E::Bit>>, SecureError> {
+    let (g, execs) = (&plan.graph, &plan.execs);
     let mut vals: HashMap<Operand, Value<E::Val, E::Bit>> = inputs.into_iter().enumerate().map(|(i, v)| (Operand::Input(i), v)).collect();
-    // Operators evaluated in a block (the consumers that take narrow values, [`piece_bits`]).
-    let in_ckks: Vec<bool> = {
-        let mut m = vec![false; g.ops.len()];
-        for item in items {
-            if let PlanItem::Ckks(b) = item {
-                for o in &b.ops {
-                    if let Some(i) = g.ops.iter().position(|x| x.name == o.name) {
-                        m[i] = true;
-                    }
-                }
-            }
-        }
-        m
-    };
-    for item in items {
+    for (item, idx) in plan.items.iter().zip(&plan.mpc_ops) {
         match item {
             PlanItem::Ckks(b) => {
                 let mut call = FusedCall::new(g, part, b, n, params)?;
@@ -480,24 +509,18 @@ fn run_part<E: Engine>(
                 }
             }
             PlanItem::Mpc(ops) => {
-                let index = |name: &str| {
-                    g.ops.iter().position(|o| o.name == name).ok_or_else(|| SecureError::Unsupported(format!("BLB plan: no operator {name}")))
-                };
-                for m in ops {
-                    let i = index(&m.name)?;
+                for (m, &i) in ops.iter().zip(idx) {
                     if vals.contains_key(&Operand::Op(i)) {
                         continue; // a comparison already made in its batch
                     }
                     if g.ops[i].kind == OpKind::Nonlinear(NonlinearKind::Cmp) {
                         // Every comparison of this stretch on the same value, in one call.
                         let x = g.ops[i].operands.first();
-                        let mut batch = Vec::new();
-                        for o in ops {
-                            let j = index(&o.name)?;
-                            if g.ops[j].kind == OpKind::Nonlinear(NonlinearKind::Cmp) && g.ops[j].operands.first() == x {
-                                batch.push(j);
-                            }
-                        }
+                        let batch: Vec<usize> = idx
+                            .iter()
+                            .copied()
+                            .filter(|&j| g.ops[j].kind == OpKind::Nonlinear(NonlinearKind::Cmp) && g.ops[j].operands.first() == x)
+                            .collect();
                         let row = match batch.len() {
                             1 => format!("blb-mpc.{}", m.name),
                             _ => format!("blb-mpc.{}.cmp", m.name.split('.').next().unwrap_or(&m.name)),
@@ -508,11 +531,7 @@ fn run_part<E: Engine>(
                         }
                         continue;
                     }
-                    // Narrow when every consumer in this part is a block or an addition (or
-                    // none: handed to the next part, whose additions feed a block).
-                    let to_block = g.ops.iter().enumerate().all(|(j, o)| {
-                        !o.operands.contains(&Operand::Op(i)) || in_ckks[j] || o.kind == OpKind::Linear(LinearKind::EwaddCc)
-                    });
+                    let to_block = plan.to_block[i];
                     let y = timed(e, &format!("blb-mpc.{}", m.name), |e| mpc_op(e, g, i, m.role, &vals, eps, n, to_block))?;
                     vals.insert(Operand::Op(i), y);
                 }

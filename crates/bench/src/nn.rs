@@ -488,12 +488,18 @@ mod tests {
             assert!(r.max_lsb_vs_twin <= tol, "{k}: {} > {tol} LSB: {r:?}", r.max_lsb_vs_twin);
         }
         assert!(super::bench_secure("nope", 4, 1, ot, None).is_err());
-        // bOLEe query reuse and the narrow modulus save bytes, same bounds
-        let a = super::bench_secure("gelu-mixed", 1024, 1, small, None).unwrap();
+        // bOLEe query reuse and the narrow modulus save bytes, same bounds (4096 elements: in
+        // the mixed ring's 32 bits bOLEe takes vectors from 2689 (narrow) / 4034 (wide) on,
+        // nectar_nn::secure::bole_crossover)
+        let a = super::bench_secure("gelu-mixed", 4096, 1, small, None).unwrap();
         let ablated = small.with_reuse_queries(false).with_bole_narrow(false);
-        let b = super::bench_secure("gelu-mixed", 1024, 1, ablated, None).unwrap();
+        let b = super::bench_secure("gelu-mixed", 4096, 1, ablated, None).unwrap();
         assert!(a.bytes_total < b.bytes_total, "{a:?} {b:?}");
         let tol = nectar_nn::tolerance::SEG4_MIXED_TOL;
         assert!(a.max_lsb_vs_twin <= tol && b.max_lsb_vs_twin <= tol, "{a:?} {b:?}");
+        // below the crossover OT products are the cheaper ones: 1024 elements in 32 bits
+        let below = super::bench_secure("gelu-mixed", 1024, 1, small, None).unwrap();
+        let forced = super::bench_secure("gelu-mixed", 1024, 1, small.with_bole_min_len(0), None).unwrap();
+        assert!(below.bytes_total < forced.bytes_total, "{below:?} {forced:?}");
     }
 }

@@ -165,13 +165,13 @@ pub fn rec_domain(keys: usize, f: u32) -> Result<(RecipParams, u32), SecureError
 /// 64-bit product); `P` is extended back to 64 bits (one COT per element).
 pub const PROD_BITS: u32 = 45;
 
-/// Grid of the comparisons `x ≥ t`: BumbleBee's approximate less-than (§V-A1) on `2^−4`, the
-/// grid of nectar's own P4 GeLU ([`nectar_nn::gelu::P4_BOLT`]; BLB fixes none), so at
-/// `f = 18` the millionaire runs on 32 − 1 − 14 = 17 bits ([`cmp_bits`]). A bit may be wrong only for `x`
-/// within `2^−4` of `t`, where the pieces it chooses between differ by at most 0.0118 at
-/// `±2.7` (P4's own jump there is 0.0112) and 0.0048 at `0`; `exp(T_exp) = 2e−6`. The twin
-/// reproduces the grid exactly; the secure bit differs from the twin's only within one grid
-/// step (the lost carry of the local shift).
+/// Grid of GeLU's comparisons `x ≥ t`: BumbleBee's approximate less-than (§V-A1) on `2^−4`,
+/// the grid of nectar's own P4 GeLU ([`nectar_nn::gelu::P4_BOLT`]; BLB fixes none), so at
+/// `f = 18` the millionaire runs on 32 − 1 − 14 = 17 bits ([`cmp_bits`]). A bit may be wrong
+/// only for `x` within `2^−4` of `t`, where the pieces it chooses between differ by at most
+/// 0.0118 at `±2.7` (P4's own jump there is 0.0112) and 0.0048 at `0`. The twin reproduces the
+/// grid exactly; the secure bit differs from the twin's only within one grid step (the lost
+/// carry of the local shift).
 pub const CMP_LESS: LessMode = nectar_nn::poly::BUMBLEBEE_LESS;
 
 /// Grid of softmax's `t ≥ T_exp` (ours): whole units (`2^0`, 13 millionaire bits instead of

@@ -38,7 +38,7 @@ fn shares_in_shares_out_through_the_whole_pipeline() {
     let (xf, wf, pf) = (fmt.x_frac, fmt.w_frac(), fmt.pre_frac());
     assert_eq!((xf, wf, pf), (10, 11, 21));
     let mut prg = Prg::new([9; 16]);
-    let mut unif = |prg: &mut Prg, lo: f64, hi: f64| lo + (hi - lo) * (prg.next_u32() as f64 / u32::MAX as f64);
+    let unif = |prg: &mut Prg, lo: f64, hi: f64| lo + (hi - lo) * (prg.next_u32() as f64 / u32::MAX as f64);
     // X in [-2, 2] at 10 bits, W in [-0.25, 0.25] at 11 bits, bias in [-0.5, 0.5] at 21 bits:
     // |z| < 6.5; 16z + 5 (the table's output) inside the output bound 2^25 / Δ' = 256
     let x: Vec<i64> = (0..rows * in_dim).map(|_| (unif(&mut prg, -2.0, 2.0) * (1u64 << xf) as f64).round() as i64).collect();

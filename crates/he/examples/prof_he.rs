@@ -36,6 +36,12 @@ fn measure(name: &str, iters: usize, mut f: impl FnMut()) {
 }
 
 fn main() {
+    // Inside a pool's worker, as the protocols call these (a call from outside a pool pays a
+    // cross-thread hand-off per parallel section). RAYON_NUM_THREADS picks the width.
+    rayon::ThreadPoolBuilder::new().build().expect("thread pool").install(run);
+}
+
+fn run() {
     let which: Vec<String> = std::env::args().skip(1).collect();
     let want = |s: &str| which.is_empty() || which.iter().any(|w| w == s);
     // PROF_N=4096|8192|16384 profiles `bench_he`'s seal-default set instead of the OLT preset.
@@ -112,6 +118,32 @@ fn main() {
             let mut c = ct.clone();
             c.mod_switch_down(&params).unwrap();
             black_box(c);
+        });
+    }
+    if want("fill") {
+        // One OLT evaluator block of the embedding plan (32, 256, 1): 256 low coefficients,
+        // re-encoded at level 2 (two primes).
+        let lvl = 2.min(params.max_level());
+        let mut blk = PlainNtt::new(&params, &pt, lvl).unwrap();
+        let vals: Vec<u64> = (0..256).map(|_| prg.next_u64() >> 40).collect();
+        measure("plain_refill_256_l2", 200, || {
+            blk.refill_coeffs(&params, &vals, 0).unwrap();
+            black_box(&blk);
+        });
+    }
+    if want("mulacc") {
+        let lvl = 2.min(params.max_level());
+        let blk = PlainNtt::new(&params, &pt, lvl).unwrap();
+        let mut c2 = ct.clone();
+        c2.mod_switch_to(&params, lvl).unwrap();
+        c2.to_ntt(&params);
+        let mut acc = c2.mul_plain(&params, &blk).unwrap();
+        measure("mul_plain_acc_l2", 200, || {
+            acc.mul_plain_accumulate(&params, &c2, &blk).unwrap();
+        });
+        let mut sum = ProductSum::new(&params, lvl, 0).unwrap();
+        measure("product_sum_add_l2", 200, || {
+            sum.add(&params, &c2, &blk).unwrap();
         });
     }
 }

@@ -166,8 +166,12 @@ impl PlainNtt {
             let q = m.value();
             let reduce = |a: u64| if a < q { a } else { m.mul_shoup(a, 1, one_s) };
             if lifted.is_empty() {
-                l.iter_mut().enumerate().for_each(|(k, x)| {
-                    let c = coeff(k);
+                // Only the given coefficients are lifted; the rest of the limb is zeroed in one
+                // pass (an OLT evaluator's block fills `m_w·n_w` of the `N`, e.g. 256 of 8192
+                // for MiniLM's embedding table).
+                let (head, tail) = l.split_at_mut(coeffs.len().min(n));
+                tail.fill(0);
+                head.iter_mut().zip(coeffs).for_each(|(x, &c)| {
                     let neg = c > 1u64 << 63;
                     let r = reduce(if neg { c.wrapping_neg() } else { c });
                     *x = if neg { m.neg(r) } else { r };

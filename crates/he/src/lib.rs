@@ -36,6 +36,7 @@ pub mod keyswitch;
 pub mod ops;
 pub mod params;
 pub mod poly;
+pub mod product_sum;
 pub mod serialize;
 
 pub use ciphertext::{Ciphertext, NoiseReport};
@@ -43,6 +44,7 @@ pub use encoding::{PlainNtt, Plaintext};
 pub use keys::{GaloisKeys, PublicKey, SecretKey};
 pub use params::{Params, ParamsLiteral, PlainModulus};
 pub use poly::RnsPoly;
+pub use product_sum::ProductSum;
 
 /// Errors of the HE layer: invalid parameters, mismatched operands, exhausted noise budget,
 /// malformed serialized data.

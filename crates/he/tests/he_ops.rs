@@ -339,3 +339,47 @@ fn plain_ntt_refill_equals_a_fresh_encoding() {
         }
     }
 }
+
+#[test]
+fn product_sum_equals_reduced_accumulation() {
+    let mut prg = Prg::new([44; 16]);
+    for params in [Params::bumblebee_olt(), Params::bumblebee_bole()] {
+        let n = params.n();
+        let t = params.plain_modulus(0);
+        let sk = SecretKey::generate(&params, &mut prg);
+        for level in [params.max_level(), 2] {
+            // 40 terms: the 62-bit primes of the bOLEe set hold 16 per u128 entry, so the sum
+            // folds twice; every fifth ciphertext stays in coefficient form.
+            let mut reference: Option<Ciphertext> = None;
+            let mut sum = ProductSum::new(&params, level, 0).unwrap();
+            assert!(sum.is_empty());
+            for k in 0..40 {
+                let m = rand_u64s(&mut prg, n, t);
+                let mut ct = sk.encrypt(&params, &Plaintext::from_coeffs(&params, &m, 0).unwrap(), &mut prg).unwrap();
+                ct.mod_switch_to(&params, level).unwrap();
+                if k % 5 != 0 {
+                    ct.to_ntt(&params);
+                }
+                let w = rand_u64s(&mut prg, n, t);
+                let pt = PlainNtt::new(&params, &Plaintext::from_coeffs(&params, &w, 0).unwrap(), level).unwrap();
+                match reference.as_mut() {
+                    None => reference = Some(ct.mul_plain(&params, &pt).unwrap()),
+                    Some(r) => r.mul_plain_accumulate(&params, &ct, &pt).unwrap(),
+                }
+                sum.add(&params, &ct, &pt).unwrap();
+            }
+            assert_eq!(sum.finish(&params).unwrap(), reference.unwrap(), "level {level}");
+        }
+        // a ciphertext of another level, or a plaintext below the sum's level, is refused
+        let mut sum = ProductSum::new(&params, 2, 0).unwrap();
+        let ct = sk.encrypt(&params, &Plaintext::from_coeffs(&params, &[1], 0).unwrap(), &mut prg).unwrap();
+        let pt1 = PlainNtt::new(&params, &Plaintext::from_coeffs(&params, &[1], 0).unwrap(), 1).unwrap();
+        let pt3 = PlainNtt::new(&params, &Plaintext::from_coeffs(&params, &[1], 0).unwrap(), 3).unwrap();
+        assert!(sum.add(&params, &ct, &pt3).is_err());
+        let mut low = ct.clone();
+        low.mod_switch_to(&params, 2).unwrap();
+        assert!(sum.add(&params, &low, &pt1).is_err());
+        assert!(ProductSum::new(&params, 0, 0).is_err());
+        assert!(ProductSum::new(&params, 2, 0).unwrap().finish(&params).is_none());
+    }
+}

@@ -33,7 +33,7 @@ use crate::parse_mat::ResultLayout;
 use crate::session::HeSession;
 use crate::window::{Compression, OltPlan};
 use crate::{wire, LinearError};
-use nectar_he::{Ciphertext, GaloisKeys, Params, PlainNtt, Plaintext};
+use nectar_he::{Ciphertext, GaloisKeys, Params, PlainNtt, Plaintext, ProductSum};
 use nectar_math::Prg;
 use nectar_net::Channel;
 use rayon::prelude::*;
@@ -290,8 +290,8 @@ pub fn prepare_blocks(
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             break;
         }
-        encode_block_into(plan, side, mats[i / per], i % per, &mut coeffs);
-        let pt = PlainNtt::new(params, &Plaintext::from_coeffs(params, &coeffs, 0)?, level)?;
+        let used = encode_block_into(plan, side, mats[i / per], i % per, &mut coeffs);
+        let pt = PlainNtt::new(params, &Plaintext::from_coeffs(params, &coeffs[..used], 0)?, level)?;
         if let Ok(s) = slot.get_mut() {
             *s = Some(pt);
         }
@@ -315,12 +315,22 @@ fn encode_block(plan: &OltPlan, side: Side, mat: &[u64], idx: usize) -> Vec<u64>
     out
 }
 
-/// [`encode_block`] into a reused buffer of `N` coefficients.
-fn encode_block_into(plan: &OltPlan, side: Side, mat: &[u64], idx: usize, out: &mut [u64]) {
+/// [`encode_block`] into a reused buffer of `N` coefficients; returns how many leading
+/// coefficients it wrote (the rest of the block is zero and `out` past them is left as it was):
+/// `m_w·n_w` for an rhs block (`π_rhs` fills only those), `N` for an lhs block (whose row 0
+/// wraps to the top).
+fn encode_block_into(plan: &OltPlan, side: Side, mat: &[u64], idx: usize, out: &mut [u64]) -> usize {
     let (_, mb, nb) = plan.windows.blocks(plan.shape);
     match side {
-        Side::Lhs => encode_lhs_block_into(mat, plan.shape, plan.windows, idx / mb, idx % mb, out),
-        Side::Rhs => encode_rhs_block_into(mat, plan.shape, plan.windows, idx / nb, idx % nb, out),
+        Side::Lhs => {
+            encode_lhs_block_into(mat, plan.shape, plan.windows, idx / mb, idx % mb, out);
+            out.len()
+        }
+        Side::Rhs => {
+            let used = (plan.windows.mw * plan.windows.nw).min(out.len());
+            encode_rhs_block_into(mat, plan.shape, plan.windows, idx / nb, idx % nb, &mut out[..used]);
+            used
+        }
     }
 }
 
@@ -454,7 +464,10 @@ fn evaluator<C: Channel + ?Sized>(
         let done: Vec<Vec<(usize, Ciphertext)>> = cols
             .into_par_iter()
             .map(|(_, bs)| -> Result<Vec<(usize, Ciphertext)>, LinearError> {
-                let mut accs: Vec<Option<Ciphertext>> = vec![None; bs.len()];
+                // Lazy sums: one modular reduction per coefficient per product, not per β.
+                let mut accs: Vec<ProductSum> = (0..bs.len())
+                    .map(|_| ProductSum::new(params, level, 0))
+                    .collect::<Result<_, _>>()?;
                 // one coefficient buffer and one transformed plaintext per column, re-encoded
                 // for every β (no allocation or zero fill per block)
                 let mut coeffs = vec![0u64; n];
@@ -477,9 +490,9 @@ fn evaluator<C: Channel + ?Sized>(
                         (Some(c), _) => &c[i0],
                         (None, Some(p)) => p,
                         (None, None) => {
-                            encode_block_into(plan, side, mats[h0], pt0, &mut coeffs);
+                            let used = encode_block_into(plan, side, mats[h0], pt0, &mut coeffs);
                             match owned.as_mut() {
-                                Some(p) => p.refill_coeffs(params, &coeffs, 0)?,
+                                Some(p) => p.refill_coeffs(params, &coeffs[..used], 0)?,
                                 None => owned = Some(make_pt(i0)?),
                             }
                             owned.as_ref().ok_or_else(|| LinearError::BadShape("no plaintext block".into()))?
@@ -488,11 +501,7 @@ fn evaluator<C: Channel + ?Sized>(
                     accs.par_iter_mut().zip(bs.par_iter()).try_for_each(
                         |(acc, &b)| -> Result<(), LinearError> {
                             let (h, ct_idx, _) = idx(b, beta);
-                            let ct = &cts[h * peer_per + ct_idx];
-                            match acc.as_mut() {
-                                None => *acc = Some(ct.mul_plain(params, pt)?),
-                                Some(a) => a.mul_plain_accumulate(params, ct, pt)?,
-                            }
+                            acc.add(params, &cts[h * peer_per + ct_idx], pt)?;
                             Ok(())
                         },
                     )?;
@@ -501,6 +510,7 @@ fn evaluator<C: Channel + ?Sized>(
                     .zip(accs)
                     .map(|(&b, acc)| {
                         let mut acc = acc
+                            .finish(params)
                             .ok_or_else(|| LinearError::BadShape("empty inner dimension".into()))?;
                         acc.mod_switch_to(params, resp_level)?;
                         acc.to_coeff(params);

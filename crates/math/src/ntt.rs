@@ -59,6 +59,32 @@ impl NttPlan {
         self.plan.mul_accumulate(acc, a, b);
     }
 
+    /// `acc += a ⊙ b` point-wise in 128 bits, without any reduction (evaluation domain, entries
+    /// of `a` and `b` `< p`): about twice as fast as [`Self::mul_accumulate`] here (one scalar
+    /// 64×64→128 product and a 128-bit add per entry against an emulated 64-bit modular
+    /// product per SIMD lane). The caller reduces with [`Self::reduce_wide`] before more than
+    /// [`Self::wide_terms`] products are summed.
+    pub fn mul_accumulate_wide(&self, acc: &mut [u128], a: &[u64], b: &[u64]) {
+        for ((x, &u), &v) in acc.iter_mut().zip(a).zip(b) {
+            *x = x.wrapping_add(u as u128 * v as u128);
+        }
+    }
+
+    /// How many products of two entries `< p` a `u128` sums without overflow (counting an
+    /// already-reduced entry as one): `⌊(2^128 − 1) / (p − 1)^2⌋`, e.g. 16 for a 62-bit prime and
+    /// 1024 for a 59-bit one.
+    pub fn wide_terms(&self) -> usize {
+        let m = (self.modulus.value() - 1) as u128;
+        (u128::MAX / (m * m)).min(usize::MAX as u128) as usize
+    }
+
+    /// `out ← acc mod p` point-wise.
+    pub fn reduce_wide(&self, acc: &[u128], out: &mut [u64]) {
+        for (o, &x) in out.iter_mut().zip(acc) {
+            *o = self.modulus.reduce_u128(x);
+        }
+    }
+
     /// `a ← a ⊙ b` point-wise (evaluation domain).
     pub fn mul_assign(&self, a: &mut [u64], b: &[u64]) {
         let m = self.modulus;
@@ -116,6 +142,34 @@ mod tests {
             assert_eq!(fused, naive(&a, &b, &m));
             plan.inverse(&mut fa);
             assert_eq!(fa, a);
+        }
+    }
+
+    #[test]
+    fn wide_accumulation_matches_reduced_products() {
+        let n = 64;
+        for bits in [62u32, 59, 45] {
+            let p = ntt_primes(bits, n, 1, &[]).unwrap()[0];
+            let plan = NttPlan::new(n, p).unwrap();
+            let m = *plan.modulus();
+            let terms = plan.wide_terms();
+            let expect = (u128::MAX / ((p - 1) as u128 * (p - 1) as u128)) as usize;
+            assert_eq!(terms, expect);
+            if bits == 62 {
+                assert_eq!(terms, 16);
+            }
+            // the worst case: every entry p − 1, `terms` times, no overflow
+            let a = vec![p - 1; n];
+            let mut acc = vec![0u128; n];
+            let mut reduced = vec![0u64; n];
+            for _ in 0..terms.min(4096) {
+                plan.mul_accumulate_wide(&mut acc, &a, &a);
+                plan.mul_accumulate(&mut reduced, &a, &a);
+            }
+            let mut out = vec![0u64; n];
+            plan.reduce_wide(&acc, &mut out);
+            assert_eq!(out, reduced, "{bits}-bit prime");
+            assert_eq!(out[0], m.mul(terms.min(4096) as u64 % p, 1));
         }
     }
 }

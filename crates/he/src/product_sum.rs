@@ -1,0 +1,115 @@
+//! A sum of ciphertext × plaintext products `Σ_β ct_β ⊠ pt_β` accumulated in 128 bits, reduced
+//! modulo each prime once at the end instead of once per product (lazy reduction). The OLT
+//! evaluator's block products (BumbleBee §III, Alg. 1 step 2) are such sums over the inner
+//! blocks `β`: MiniLM's embedding sums 120 of them per result block.
+//!
+//! Exactness: the result equals [`Ciphertext::mul_plain`] followed by
+//! [`Ciphertext::mul_plain_accumulate`] for every term, coefficient by coefficient (both are
+//! the exact sums mod `q_i`). A `u128` entry holds [`NttPlan::wide_terms`] products of values
+//! below the prime; the sum folds (reduces in place) before it would exceed that, so no
+//! entry overflows whatever the number of terms.
+//!
+//! [`NttPlan::wide_terms`]: nectar_math::ntt::NttPlan::wide_terms
+
+use crate::ciphertext::Ciphertext;
+use crate::encoding::PlainNtt;
+use crate::params::Params;
+use crate::poly::{with_scratch, RnsPoly};
+use crate::HeError;
+use rayon::prelude::*;
+
+/// `Σ ct ⊠ pt` for ciphertexts of one level and plaintext component, in 128-bit lanes.
+#[derive(Clone, Debug)]
+pub struct ProductSum {
+    /// `c0` limbs then `c1` limbs, `2·level·N` entries, limb-major.
+    wide: Vec<u128>,
+    level: usize,
+    plain_index: usize,
+    /// Products (or reduced values) each entry holds now.
+    terms: usize,
+    /// The fewest terms any limb's entry can hold ([`nectar_math::ntt::NttPlan::wide_terms`]).
+    max_terms: usize,
+}
+
+impl ProductSum {
+    /// An empty sum for ciphertexts at `level` of plaintext component `plain_index`.
+    pub fn new(params: &Params, level: usize, plain_index: usize) -> Result<Self, HeError> {
+        if level == 0 || level > params.max_level() {
+            return Err(HeError::OutOfRange(format!("level {level}")));
+        }
+        params.check_plain_index(plain_index)?;
+        let max_terms = (0..level).map(|i| params.plan(i).wide_terms()).min().unwrap_or(1);
+        Ok(Self { wide: vec![0; 2 * level * params.n()], level, plain_index, terms: 0, max_terms })
+    }
+
+    /// Whether nothing was added yet.
+    pub fn is_empty(&self) -> bool {
+        self.terms == 0
+    }
+
+    /// `self += ct ⊠ pt`. `ct` must be at this sum's level and plaintext component (NTT form
+    /// avoids a transform per call); `pt` at that level or above.
+    pub fn add(&mut self, params: &Params, ct: &Ciphertext, pt: &PlainNtt) -> Result<(), HeError> {
+        if ct.level() != self.level || ct.plain_index != self.plain_index {
+            return Err(HeError::Mismatch(format!(
+                "ciphertext (component {}, level {}) in a sum of component {}, level {}",
+                ct.plain_index,
+                ct.level(),
+                self.plain_index,
+                self.level
+            )));
+        }
+        if pt.plain_index != self.plain_index || pt.level() < self.level {
+            return Err(HeError::Mismatch(format!(
+                "plaintext (component {}, level {}) in a sum of component {}, level {}",
+                pt.plain_index,
+                pt.level(),
+                self.plain_index,
+                self.level
+            )));
+        }
+        if self.terms >= self.max_terms {
+            self.fold(params);
+        }
+        let (n, l) = (params.n(), self.level);
+        self.wide.par_chunks_mut(n).enumerate().for_each(|(idx, acc)| {
+            let (src, i) = if idx < l { (&ct.c0, idx) } else { (&ct.c1, idx - l) };
+            let plan = params.plan(i);
+            if src.ntt {
+                plan.mul_accumulate_wide(acc, src.limb(i), pt.poly.limb(i));
+            } else {
+                with_scratch(n, |tmp| {
+                    tmp.copy_from_slice(src.limb(i));
+                    plan.forward(tmp);
+                    plan.mul_accumulate_wide(acc, tmp, pt.poly.limb(i));
+                });
+            }
+        });
+        self.terms += 1;
+        Ok(())
+    }
+
+    /// Reduces every entry in place (it then counts as one term).
+    fn fold(&mut self, params: &Params) {
+        let (n, l) = (params.n(), self.level);
+        self.wide.par_chunks_mut(n).enumerate().for_each(|(idx, acc)| {
+            let m = params.modulus(idx % l);
+            acc.iter_mut().for_each(|x| *x = m.reduce_u128(*x) as u128);
+        });
+        self.terms = 1;
+    }
+
+    /// The sum as a ciphertext in NTT form (`None` when nothing was added).
+    pub fn finish(self, params: &Params) -> Option<Ciphertext> {
+        if self.terms == 0 {
+            return None;
+        }
+        let (n, l) = (params.n(), self.level);
+        let mut c0 = RnsPoly::zero_level(n, l, true);
+        let mut c1 = RnsPoly::zero_level(n, l, true);
+        c0.data.par_chunks_mut(n).chain(c1.data.par_chunks_mut(n)).zip(self.wide.par_chunks(n)).enumerate().for_each(
+            |(idx, (out, acc))| params.plan(idx % l).reduce_wide(acc, out),
+        );
+        Some(Ciphertext { c0, c1, seed: None, plain_index: self.plain_index })
+    }
+}

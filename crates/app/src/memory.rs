@@ -5,9 +5,6 @@
 /// `mi_option_purge_delay` in mimalloc v3's `mi_option_e` (include/mimalloc.h; the Rust
 /// bindings name no constant for it).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-/// `mi_option_purge_decommits` (same enum): 1 = a purge decommits (`MADV_DONTNEED` on Linux),
-/// 0 = it only resets (`MADV_FREE`).
-const MI_OPTION_PURGE_DECOMMITS: libmimalloc_sys::mi_option_t = 5;
 
 /// Milliseconds a freed page stays mapped for reuse. A session frees and allocates
 /// ciphertext- and extension-sized buffers many times a second; purging each one at once
@@ -20,27 +17,24 @@ const MI_OPTION_PURGE_DECOMMITS: libmimalloc_sys::mi_option_t = 5;
 /// server's peak RSS (551 MB); never purging (−1) gained nothing more and kept +70 MB.
 pub const PURGE_DELAY_MS: i64 = 2000;
 
-/// Sets the purge delay ([`PURGE_DELAY_MS`]), makes purges reset pages instead of decommitting
-/// them, and turns transparent huge pages off for this process (and the children it spawns);
-/// called once at start by the binary.
+/// Sets the purge delay ([`PURGE_DELAY_MS`]) and turns transparent huge pages off for this
+/// process (and the children it spawns); called once at start by the binary.
 ///
 /// Even with the 2 s delay, a MiniLM session purged about 3 GB in 3.7k `MADV_DONTNEED` calls
-/// (`strace -f`, both parties), and each page touched again afterwards was faulted in and
-/// zeroed by the kernel: 13 % of all CPU samples were `clear_page_erms`, mostly 2 MB huge pages
-/// (mimalloc asks for them on its 1 GiB arenas) zeroed whole for a few KB used. With
-/// `MADV_FREE` a page reused before the kernel reclaims it is neither faulted nor zeroed, and
-/// without huge pages a fault zeroes 4 KB. MiniLM 32 tokens over the simulated LAN, one run
-/// each in a row (env-var equivalents of the two options): 24.7 s, 6.8 s system time before;
-/// 23.4 s / 3.6 s with resets alone; 22.6 s / 2.9 s without huge pages alone; 21.9 s / 1.9 s
-/// with both; user time unchanged (35 s), peak RSS 850 / 511 MB → 888 / 544 MB (server /
-/// client). Freed-but-reset pages count in RSS until the kernel needs them back, which is why
-/// [`release_freed_memory`] decommits for real.
+/// (`strace -f`, both parties), and each purged page touched again was faulted in and zeroed
+/// by the kernel: 13 % of all CPU samples were `clear_page_erms`, mostly 2 MB huge pages
+/// (mimalloc asks for them on its 1 GiB arenas) zeroed whole for a few KB used. Without huge
+/// pages a fault zeroes 4 KB. MiniLM 32 tokens over the simulated LAN (`nectar bench suites`,
+/// 2-core VM, one run each, the same binary with mimalloc's environment options): 24.7 s with
+/// 6.8 s of system time as it was; 22.6 s / 2.9 s without huge pages; 23.4 s / 3.6 s with
+/// purges that only reset pages (`MADV_FREE`, `purge_decommits = 0`); 21.9 s / 1.9 s with
+/// both; user time 35 s throughout. Resets are not used: their pages stay resident until the
+/// kernel wants them back (an idle server kept 167 MB after three sessions), for 0.1–0.4 s
+/// (with this `prctl`: 21.75 / 21.76 s against 21.67 / 21.37 s with resets; peak RSS 831–845 /
+/// 506–514 MB against 855–888 / 540–545 MB, server / client).
 pub fn keep_freed_memory_briefly() {
-    // SAFETY: sets process-wide allocator options; no memory is touched.
-    unsafe {
-        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS as _);
-        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DECOMMITS, 0);
-    }
+    // SAFETY: sets a process-wide allocator option; no memory is touched.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS as _) };
     // SAFETY: PR_SET_THP_DISABLE takes plain integer arguments and only sets a flag of this
     // process's memory map (inherited by children); a kernel without it returns an error,
     // which leaves huge pages as they were.
@@ -52,17 +46,8 @@ pub fn keep_freed_memory_briefly() {
 /// its last session freed (idle after three MiniLM sessions: 458 MB resident with a 100 ms
 /// delay alone, 25 MB with this call at the end of each session, 43 MB with the former delay
 /// 0). Harmless under another allocator.
-///
-/// Purges decommit during the call (they only reset while sessions run, see
-/// [`keep_freed_memory_briefly`]), so that the pages leave the resident set now.
 pub fn release_freed_memory() {
-    // SAFETY: the options are process-wide atomics; `mi_collect` only frees memory mimalloc
-    // itself holds unused. A session running meanwhile decommits instead of resetting, which
-    // only costs it faults.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DECOMMITS, 1) };
+    // SAFETY: `mi_collect` only frees memory mimalloc itself holds unused.
     rayon::broadcast(|_| unsafe { libmimalloc_sys::mi_collect(true) });
-    unsafe {
-        libmimalloc_sys::mi_collect(true);
-        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DECOMMITS, 0);
-    }
+    unsafe { libmimalloc_sys::mi_collect(true) };
 }

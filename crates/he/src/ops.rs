@@ -11,7 +11,7 @@
 use crate::ciphertext::Ciphertext;
 use crate::encoding::{PlainNtt, Plaintext};
 use crate::params::Params;
-use crate::poly::{with_scratch, RnsPoly};
+use crate::poly::{with_ntt_limb, RnsPoly};
 use crate::HeError;
 use crate::keyswitch::mod_down_limb;
 use nectar_math::Prg;
@@ -197,16 +197,7 @@ impl Ciphertext {
         let l = self.level();
         self.c0.data.par_chunks_mut(n).chain(self.c1.data.par_chunks_mut(n)).enumerate().for_each(|(idx, acc)| {
             let (src, i) = if idx < l { (&ct.c0, idx) } else { (&ct.c1, idx - l) };
-            let plan = params.plan(i);
-            if src.ntt {
-                plan.mul_accumulate(acc, src.limb(i), pt.poly.limb(i));
-            } else {
-                with_scratch(n, |tmp| {
-                    tmp.copy_from_slice(src.limb(i));
-                    plan.forward(tmp);
-                    plan.mul_accumulate(acc, tmp, pt.poly.limb(i));
-                });
-            }
+            with_ntt_limb(params, src, i, |a| params.plan(i).mul_accumulate(acc, a, pt.poly.limb(i)));
         });
     }
 

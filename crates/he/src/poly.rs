@@ -166,6 +166,20 @@ pub(crate) fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [u64]) -> R) -> R 
     })
 }
 
+/// Runs `f` on limb `i` of `src` in NTT form: the limb itself, or (coefficient form) its
+/// transform in a per-thread scratch buffer ([`with_scratch`]).
+pub(crate) fn with_ntt_limb<R>(params: &Params, src: &RnsPoly, i: usize, f: impl FnOnce(&[u64]) -> R) -> R {
+    if src.ntt {
+        f(src.limb(i))
+    } else {
+        with_scratch(params.n(), |tmp| {
+            tmp.copy_from_slice(src.limb(i));
+            params.plan(i).forward(tmp);
+            f(tmp)
+        })
+    }
+}
+
 /// The image of `p` under `X -> X^g` (coefficient form, `g` odd): `X^k -> ± X^{k·g mod N}`.
 pub(crate) fn automorphism(params: &Params, p: &RnsPoly, g: u64) -> RnsPoly {
     debug_assert!(!p.ntt);

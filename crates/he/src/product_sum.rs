@@ -14,7 +14,7 @@
 use crate::ciphertext::Ciphertext;
 use crate::encoding::PlainNtt;
 use crate::params::Params;
-use crate::poly::{with_scratch, RnsPoly};
+use crate::poly::{with_ntt_limb, RnsPoly};
 use crate::HeError;
 use rayon::prelude::*;
 
@@ -74,16 +74,7 @@ impl ProductSum {
         let (n, l) = (params.n(), self.level);
         self.wide.par_chunks_mut(n).enumerate().for_each(|(idx, acc)| {
             let (src, i) = if idx < l { (&ct.c0, idx) } else { (&ct.c1, idx - l) };
-            let plan = params.plan(i);
-            if src.ntt {
-                plan.mul_accumulate_wide(acc, src.limb(i), pt.poly.limb(i));
-            } else {
-                with_scratch(n, |tmp| {
-                    tmp.copy_from_slice(src.limb(i));
-                    plan.forward(tmp);
-                    plan.mul_accumulate_wide(acc, tmp, pt.poly.limb(i));
-                });
-            }
+            with_ntt_limb(params, src, i, |a| params.plan(i).mul_accumulate_wide(acc, a, pt.poly.limb(i)));
         });
         self.terms += 1;
         Ok(())

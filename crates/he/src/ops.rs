@@ -153,7 +153,7 @@ impl Ciphertext {
         Ok(p)
     }
 
-    fn check_pt(&self, pt: &PlainNtt) -> Result<(), HeError> {
+    pub(crate) fn check_pt(&self, pt: &PlainNtt) -> Result<(), HeError> {
         if pt.plain_index != self.plain_index || pt.level() < self.level() {
             return Err(HeError::Mismatch(format!(
                 "plaintext (component {}, level {}) vs ciphertext (component {}, level {})",

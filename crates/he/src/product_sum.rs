@@ -59,15 +59,7 @@ impl ProductSum {
                 self.level
             )));
         }
-        if pt.plain_index != self.plain_index || pt.level() < self.level {
-            return Err(HeError::Mismatch(format!(
-                "plaintext (component {}, level {}) in a sum of component {}, level {}",
-                pt.plain_index,
-                pt.level(),
-                self.plain_index,
-                self.level
-            )));
-        }
+        ct.check_pt(pt)?;
         if self.terms >= self.max_terms {
             self.fold(params);
         }

@@ -3,14 +3,16 @@
 
 use crate::report::BenchLine;
 use nectar_bench::ot::{bench_ot, OtKind};
-use nectar_model::suite::{Choice, OtExt, Suite};
+use nectar_model::suite::{OtExt, Suite};
+use nectar_ot::ferret::FerretParams;
 
 /// The COT extension of `suite` (its `ot` operator).
 pub fn run(suite: &Suite, count: usize) -> Result<BenchLine, String> {
     let k = match suite.ot {
         OtExt::Iknp => OtKind::Iknp,
-        OtExt::Ferret => OtKind::Ferret,
-        other => return Err(format!("bench ot measures ot=ferret and ot=iknp, not ot={}", other.name())),
+        OtExt::Ferret => OtKind::Ferret(FerretParams::b13()),
+        OtExt::FerretB11 => OtKind::Ferret(FerretParams::b11()),
+        OtExt::FerretSmall => OtKind::Ferret(FerretParams::small()),
     };
     let b = bench_ot(k, count).map_err(|e| e.to_string())?;
     let mut l = BenchLine::new("ot", &b.kind)

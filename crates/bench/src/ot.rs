@@ -21,7 +21,8 @@ use std::time::Instant;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OtKind {
     Iknp,
-    Ferret,
+    /// Ferret with the given parameter set (`FerretParams::b13()`, `b11()`, ...).
+    Ferret(FerretParams),
 }
 
 /// One measurement (JSON-friendly).
@@ -51,11 +52,11 @@ pub struct OtBench {
 /// COTs taken per call in the bench (LOCAL: bounds memory).
 const TAKE: usize = 1 << 20;
 
-/// Measure `count` COTs of `kind` (Ferret uses the b13 set).
+/// Measure `count` COTs of `kind`.
 pub fn bench_ot(kind: OtKind, count: usize) -> Result<OtBench, OtError> {
     match kind {
         OtKind::Iknp => bench_producer(Producer::Iknp, count),
-        OtKind::Ferret => bench_producer(Producer::Ferret(FerretParams::b13()), count),
+        OtKind::Ferret(params) => bench_producer(Producer::Ferret(params), count),
     }
 }
 

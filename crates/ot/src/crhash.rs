@@ -14,7 +14,7 @@
 //! every transcript.
 
 use aes::cipher::{generic_array::GenericArray, BlockEncrypt, KeyInit};
-use aes::Aes128;
+use aes::{Aes128, Block};
 
 /// Blocks per AES batch (LOCAL).
 pub const PIPE: usize = 8;
@@ -33,7 +33,20 @@ impl FixedAes {
         FixedAes(Aes128::new(GenericArray::from_slice(&key)))
     }
 
-    /// Encrypt every block in place, [`PIPE`] at a time.
+    /// Encrypt every block in place (the `aes` crate keeps [`PIPE`] blocks in flight).
+    #[cfg(target_endian = "little")]
+    pub fn encrypt(&self, xs: &mut [u128]) {
+        // SAFETY: a `u128` on a little-endian target is its `to_le_bytes()` in memory, and
+        // `Block` (`GenericArray<u8, U16>`, `repr(transparent)` over `[u8; 16]`) has size 16
+        // and alignment 1 (checked below), so `xs` viewed as blocks covers exactly the same
+        // bytes with no alignment requirement; the borrow of `xs` is held for the view's life.
+        const _: () = assert!(std::mem::size_of::<Block>() == 16 && std::mem::align_of::<Block>() == 1);
+        let blocks = unsafe { std::slice::from_raw_parts_mut(xs.as_mut_ptr() as *mut Block, xs.len()) };
+        self.0.encrypt_blocks(blocks);
+    }
+
+    /// Encrypt every block in place, [`PIPE`] at a time (portable byte-order conversion).
+    #[cfg(not(target_endian = "little"))]
     pub fn encrypt(&self, xs: &mut [u128]) {
         let mut buf = [GenericArray::from([0u8; 16]); PIPE];
         for chunk in xs.chunks_mut(PIPE) {
@@ -77,19 +90,30 @@ impl Crh {
 
     /// `xs[i] ← H(tweaks(i), xs[i])` for every `i` (TCCR hash, see module doc).
     pub fn tccr_with(&self, xs: &mut [u128], tweak: impl Fn(usize) -> u128) {
+        // Whole chunks of PIPE blocks first: fixed-size copies compile to register moves (a
+        // copy of a run-time length was a `memmove` call per chunk).
+        let full = xs.len() - xs.len() % PIPE;
+        let (body, tail) = xs.split_at_mut(full);
+        for (c, chunk) in body.chunks_exact_mut(PIPE).enumerate() {
+            self.tccr_chunk(chunk, c * PIPE, &tweak);
+        }
+        self.tccr_chunk(tail, full, &tweak);
+    }
+
+    /// [`Self::tccr_with`] on at most [`PIPE`] blocks starting at index `at`.
+    #[inline(always)]
+    fn tccr_chunk(&self, chunk: &mut [u128], at: usize, tweak: &impl Fn(usize) -> u128) {
+        let k = chunk.len();
         let mut a = [0u128; PIPE];
         let mut b = [0u128; PIPE];
-        for (c, chunk) in xs.chunks_mut(PIPE).enumerate() {
-            let k = chunk.len();
-            a[..k].copy_from_slice(chunk);
-            self.pi.encrypt(&mut a[..k]);
-            for j in 0..k {
-                b[j] = a[j] ^ tweak(c * PIPE + j);
-            }
-            self.pi.encrypt(&mut b[..k]);
-            for j in 0..k {
-                chunk[j] = a[j] ^ b[j];
-            }
+        a[..k].copy_from_slice(chunk);
+        self.pi.encrypt(&mut a[..k]);
+        for j in 0..k {
+            b[j] = a[j] ^ tweak(at + j);
+        }
+        self.pi.encrypt(&mut b[..k]);
+        for j in 0..k {
+            chunk[j] = a[j] ^ b[j];
         }
     }
 
@@ -107,18 +131,29 @@ impl Crh {
     /// GGM expansion of one level: `out[2i], out[2i+1] = G(parents[i])`.
     pub fn prg2(&self, parents: &[u128], out: &mut [u128]) {
         debug_assert_eq!(out.len(), 2 * parents.len());
+        // Whole chunks first, as in `tccr_with`.
+        let full = parents.len() - parents.len() % PIPE;
+        let (body, tail) = parents.split_at(full);
+        let (out_body, out_tail) = out.split_at_mut(2 * full);
+        for (chunk, o) in body.chunks_exact(PIPE).zip(out_body.chunks_exact_mut(2 * PIPE)) {
+            self.prg2_chunk(chunk, o);
+        }
+        self.prg2_chunk(tail, out_tail);
+    }
+
+    /// [`Self::prg2`] on at most [`PIPE`] parents.
+    #[inline(always)]
+    fn prg2_chunk(&self, chunk: &[u128], out: &mut [u128]) {
+        let k = chunk.len();
         let mut l = [0u128; PIPE];
         let mut r = [0u128; PIPE];
-        for (c, chunk) in parents.chunks(PIPE).enumerate() {
-            let k = chunk.len();
-            l[..k].copy_from_slice(chunk);
-            r[..k].copy_from_slice(chunk);
-            self.g0.encrypt(&mut l[..k]);
-            self.g1.encrypt(&mut r[..k]);
-            for j in 0..k {
-                out[2 * (c * PIPE + j)] = l[j] ^ chunk[j];
-                out[2 * (c * PIPE + j) + 1] = r[j] ^ chunk[j];
-            }
+        l[..k].copy_from_slice(chunk);
+        r[..k].copy_from_slice(chunk);
+        self.g0.encrypt(&mut l[..k]);
+        self.g1.encrypt(&mut r[..k]);
+        for j in 0..k {
+            out[2 * j] = l[j] ^ chunk[j];
+            out[2 * j + 1] = r[j] ^ chunk[j];
         }
     }
 }
@@ -140,6 +175,30 @@ mod tests {
         let mut out = vec![0u128; 42];
         h.prg2(&ys, &mut out);
         assert_ne!(out[0], out[1]);
-        assert_eq!(out[2], h.g0.encrypt1(ys[1]) ^ ys[1]);
+        // Every pair, in the whole chunks and in the tail of 21 = 2·PIPE + 5 parents.
+        for (i, y) in ys.iter().enumerate() {
+            assert_eq!(out[2 * i], h.g0.encrypt1(*y) ^ y, "left child {i}");
+            assert_eq!(out[2 * i + 1], h.g1.encrypt1(*y) ^ y, "right child {i}");
+        }
+        // The in-place slice encryption equals block-by-block encryption, any length.
+        for len in [0usize, 1, 7, 8, 9, 33] {
+            let mut zs: Vec<u128> = (0..len as u128).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (i << 100)).collect();
+            let want: Vec<u128> = zs.iter().map(|&z| h.pi.encrypt1(z)).collect();
+            h.pi.encrypt(&mut zs);
+            assert_eq!(zs, want, "length {len}");
+        }
+    }
+
+    /// FIPS-197 Appendix C.1 (AES-128): the byte order of the `u128` view is little-endian.
+    #[test]
+    fn aes_known_answer() {
+        let key: [u8; 16] = core::array::from_fn(|i| i as u8);
+        let pt: [u8; 16] = core::array::from_fn(|i| (i as u8) * 0x11);
+        let ct = [0x69, 0xc4, 0xe0, 0xd8, 0x6a, 0x7b, 0x04, 0x30, 0xd8, 0xcd, 0xb7, 0x80, 0x70, 0xb4, 0xc5, 0x5a];
+        let aes = FixedAes::new(key);
+        let mut xs = [u128::from_le_bytes(pt); 3];
+        aes.encrypt(&mut xs);
+        assert_eq!(xs, [u128::from_le_bytes(ct); 3]);
+        assert_eq!(aes.encrypt1(u128::from_le_bytes(pt)), u128::from_le_bytes(ct));
     }
 }

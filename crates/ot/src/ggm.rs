@@ -10,16 +10,16 @@
 
 use crate::crhash::Crh;
 
-/// Expand `seed` into `leaves` (length `2^h`) and return `(K^l_0, K^l_1)` for `l = 1..=h`.
-/// `scratch` is reused between trees (any length).
+/// Expand `seed` into `leaves` (length `2^h`, every entry overwritten) and return
+/// `(K^l_0, K^l_1)` for `l = 1..=h`. `scratch` is reused between trees (any length; its
+/// contents are never read before being written).
 pub fn expand(crh: &Crh, seed: u128, h: usize, leaves: &mut [u128], scratch: &mut Vec<u128>) -> Vec<(u128, u128)> {
     debug_assert_eq!(leaves.len(), 1 << h);
     let mut sums = Vec::with_capacity(h);
-    scratch.clear();
-    scratch.resize(1 << h, 0);
+    grow(scratch, 1 << h);
     // Alternate buffers so the last level lands in `leaves`.
     let (mut cur, mut nxt_store): (&mut [u128], &mut [u128]) =
-        if h % 2 == 1 { (&mut scratch[..], &mut leaves[..]) } else { (&mut leaves[..], &mut scratch[..]) };
+        if h % 2 == 1 { (&mut scratch[..1 << h], &mut leaves[..]) } else { (&mut leaves[..], &mut scratch[..1 << h]) };
     cur[0] = seed;
     for l in 1..=h {
         let w = 1usize << (l - 1);
@@ -35,15 +35,22 @@ pub fn expand(crh: &Crh, seed: u128, h: usize, leaves: &mut [u128], scratch: &mu
     sums
 }
 
-/// Recompute every leaf except leaf `alpha` (set to 0) from `keys[l-1] = K^l_{¬α_l}`.
+/// `scratch` at least `len` long; what it held stays (the trees write a level before reading it).
+fn grow(scratch: &mut Vec<u128>, len: usize) {
+    if scratch.len() < len {
+        scratch.resize(len, 0);
+    }
+}
+
+/// Recompute every leaf except leaf `alpha` (set to 0) from `keys[l-1] = K^l_{¬α_l}`; every
+/// entry of `leaves` is overwritten.
 pub fn reconstruct(crh: &Crh, alpha: usize, keys: &[u128], leaves: &mut [u128], scratch: &mut Vec<u128>) {
     let h = keys.len();
     debug_assert_eq!(leaves.len(), 1 << h);
     debug_assert!(alpha < (1 << h));
-    scratch.clear();
-    scratch.resize(1 << h, 0);
+    grow(scratch, 1 << h);
     let (mut cur, mut nxt): (&mut [u128], &mut [u128]) =
-        if h % 2 == 1 { (&mut scratch[..], &mut leaves[..]) } else { (&mut leaves[..], &mut scratch[..]) };
+        if h % 2 == 1 { (&mut scratch[..1 << h], &mut leaves[..]) } else { (&mut leaves[..], &mut scratch[..1 << h]) };
     let mut path = 0usize; // index of the unknown node at the previous level
     for l in 1..=h {
         let a_l = (alpha >> (h - l)) & 1;
@@ -75,6 +82,32 @@ pub fn reconstruct(crh: &Crh, alpha: usize, keys: &[u128], leaves: &mut [u128], 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Leaves and scratch holding old data (as recycled buffers do) give the same trees as
+    /// fresh zeroed ones: nothing is read before it is written.
+    #[test]
+    fn stale_buffers_are_overwritten() {
+        let crh = Crh::new();
+        for h in 1..=6 {
+            let n = 1usize << h;
+            let mut fresh = vec![0u128; n];
+            let sums = expand(&crh, 77 + h as u128, h, &mut fresh, &mut Vec::new());
+            let mut stale = vec![u128::MAX; n];
+            let mut scratch = vec![0x5555u128; 4 * n];
+            assert_eq!(expand(&crh, 77 + h as u128, h, &mut stale, &mut scratch), sums);
+            assert_eq!(stale, fresh);
+            let alpha = n / 3;
+            let keys: Vec<u128> = (1..=h)
+                .map(|l| if (alpha >> (h - l)) & 1 == 1 { sums[l - 1].0 } else { sums[l - 1].1 })
+                .collect();
+            let mut want = vec![0u128; n];
+            reconstruct(&crh, alpha, &keys, &mut want, &mut Vec::new());
+            let mut got = vec![u128::MAX; n];
+            scratch.iter_mut().for_each(|x| *x = 0xaaaa);
+            reconstruct(&crh, alpha, &keys, &mut got, &mut scratch);
+            assert_eq!(got, want);
+        }
+    }
 
     #[test]
     fn punctured_reconstruction() {

@@ -90,6 +90,7 @@ pub const DEFAULT_PREFETCH_BUDGET: usize = 320 << 20;
 pub fn backend_opts(suite: &Suite) -> SecureOpts {
     let producer = match suite.ot {
         OtExt::Ferret => Producer::Ferret(FerretParams::b13()),
+        OtExt::FerretB11 => Producer::Ferret(FerretParams::b11()),
         OtExt::FerretSmall => Producer::Ferret(FerretParams::small()),
         OtExt::Iknp => Producer::Iknp,
     };

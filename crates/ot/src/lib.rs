@@ -1,7 +1,8 @@
 //! `nectar-ot`: oblivious transfer for nectar's nonlinear protocols (see `DESIGN.md`, layer `ot`).
 //!
 //! Stack, bottom up (one file per protocol):
-//! - [`crhash`]: fixed-key AES correlation-robust hash and GGM PRG;
+//! - [`crhash`]: fixed-key AES correlation-robust hash and GGM PRG ([`vaes`]: its AES with
+//!   VAES on CPUs that have it);
 //! - [`base_ot`]: 128 Chou–Orlandi base OTs on Ristretto, batched in two flows;
 //! - [`iknp`]: IKNP correlated-OT extension (semi-honest), bootstraps Ferret and is the baseline;
 //! - [`ggm`]: GGM trees: single-point COT for Ferret and the (n−1)-of-n punctured PRF;
@@ -38,6 +39,7 @@ pub mod pool;
 pub mod pprf;
 pub mod rot;
 pub mod session;
+pub mod vaes;
 
 pub use ferret::FerretParams;
 pub use pool::{CotPool, Producer, RefillTraffic};

@@ -116,12 +116,32 @@ pub struct PlainNtt {
 impl PlainNtt {
     /// Prepares `pt` for products with ciphertexts of level `<= level`.
     pub fn new(params: &Params, pt: &Plaintext, level: usize) -> Result<Self, HeError> {
+        Self::from_coeffs(params, &pt.coeffs, pt.plain_index, level)
+    }
+
+    /// [`PlainNtt::new`] of `Plaintext::from_coeffs(params, values, j)` without the padded
+    /// copy: the limbs are built from `values` (missing coefficients 0), each entry written
+    /// once (no zero fill first: the OLT server prepares thousands of weight blocks per layer,
+    /// and allocating them zeroed cost it 0.7 CPU-s of a MiniLM run).
+    pub fn from_coeffs(params: &Params, values: &[u64], j: usize, level: usize) -> Result<Self, HeError> {
         if level == 0 || level > params.max_level() {
             return Err(HeError::OutOfRange(format!("level {level}")));
         }
-        let mut poly = RnsPoly::zero_level(params.n(), level, true);
-        Self::fill(params, &mut poly, &pt.coeffs, pt.plain_index);
-        Ok(Self { poly, plain_index: pt.plain_index })
+        check_coeffs(params, values, j)?;
+        let n = params.n();
+        let lifted = centred_lift(params, values, j);
+        let mut data = Vec::with_capacity(level * n);
+        for i in 0..level {
+            let residue = limb_residue(params, i);
+            if lifted.is_empty() {
+                data.extend(values.iter().map(|&c| residue(lift_2_64(c))));
+                data.resize((i + 1) * n, 0);
+            } else {
+                data.extend(lifted.iter().map(|&v| residue(v)));
+            }
+        }
+        data.par_chunks_mut(n).enumerate().for_each(|(i, l)| params.plan(i).forward(l));
+        Ok(Self { poly: RnsPoly { n, data, ntt: true, mods: (0..level).collect() }, plain_index: j })
     }
 
     /// Re-encodes `self` in place, at its level, as [`PlainNtt::new`] of
@@ -129,61 +149,23 @@ impl PlainNtt {
     /// no zero fill), for callers that encode many plaintexts one after another.
     pub fn refill_coeffs(&mut self, params: &Params, values: &[u64], j: usize) -> Result<(), HeError> {
         check_coeffs(params, values, j)?;
-        Self::fill(params, &mut self.poly, values, j);
-        self.plain_index = j;
-        Ok(())
-    }
-
-    /// Writes the centred lift of `coeffs` (missing ones 0) into every limb of `poly` and
-    /// transforms it.
-    fn fill(params: &Params, poly: &mut RnsPoly, coeffs: &[u64], j: usize) {
-        let n = params.n();
-        // Centred lift `(-t/2, t/2]` as (magnitude, sign): `t <= 2^64`, so the magnitude fits a
-        // u64 and reduces with a Shoup product by 1; one parallel pass per limb incl. the NTT.
-        // For `t = 2^64` the lift is `c` if `c <= 2^63`, else `-(2^64 - c)`: pure u64, done per
-        // limb without an intermediate vector.
-        let t = params.plain_modulus(j);
-        let coeff = |k: usize| coeffs.get(k).copied().unwrap_or(0);
-        let lifted: Vec<(u64, bool)> = if t == 1u128 << 64 {
-            Vec::new()
-        } else {
-            (0..n)
-                .map(|k| {
-                    let c = coeff(k) as u128;
-                    if 2 * c > t {
-                        ((t - c) as u64, true)
-                    } else {
-                        (c as u64, false)
-                    }
-                })
-                .collect()
-        };
-        poly.data.par_chunks_mut(n).enumerate().for_each(|(i, l)| {
-            let m = params.modulus(i);
-            let one_s = m.shoup(1);
-            // Magnitudes below the prime (zeros and small weights: most coefficients of a
-            // sparse block) need no reduction.
-            let q = m.value();
-            let reduce = |a: u64| if a < q { a } else { m.mul_shoup(a, 1, one_s) };
+        let (n, lifted) = (params.n(), centred_lift(params, values, j));
+        self.poly.data.par_chunks_mut(n).enumerate().for_each(|(i, l)| {
+            let residue = limb_residue(params, i);
             if lifted.is_empty() {
                 // Only the given coefficients are lifted; the rest of the limb is zeroed in one
                 // pass (an OLT evaluator's block fills `m_w·n_w` of the `N`, e.g. 256 of 8192
                 // for MiniLM's embedding table).
-                let (head, tail) = l.split_at_mut(coeffs.len().min(n));
+                let (head, tail) = l.split_at_mut(values.len());
+                head.iter_mut().zip(values).for_each(|(x, &c)| *x = residue(lift_2_64(c)));
                 tail.fill(0);
-                head.iter_mut().zip(coeffs).for_each(|(x, &c)| {
-                    let neg = c > 1u64 << 63;
-                    let r = reduce(if neg { c.wrapping_neg() } else { c });
-                    *x = if neg { m.neg(r) } else { r };
-                });
             } else {
-                l.iter_mut().zip(&lifted).for_each(|(x, &(a, neg))| {
-                    let r = reduce(a);
-                    *x = if neg { m.neg(r) } else { r };
-                });
+                l.iter_mut().zip(&lifted).for_each(|(x, &v)| *x = residue(v));
             }
             params.plan(i).forward(l);
         });
+        self.plain_index = j;
+        Ok(())
     }
 
     /// Highest ciphertext level this plaintext can multiply.
@@ -194,6 +176,50 @@ impl PlainNtt {
     /// The plaintext component `j`.
     pub fn plain_index(&self) -> usize {
         self.plain_index
+    }
+}
+
+/// The centred lift `(−t/2, t/2]` of `coeffs` (missing ones 0) for plaintext component `j`, as
+/// (magnitude, sign) per coefficient; empty for `t = 2^64`, whose lift ([`lift_2_64`]) is
+/// computed on the fly, per limb, without an intermediate vector.
+fn centred_lift(params: &Params, coeffs: &[u64], j: usize) -> Vec<(u64, bool)> {
+    let t = params.plain_modulus(j);
+    if t == 1u128 << 64 {
+        return Vec::new();
+    }
+    (0..params.n())
+        .map(|k| {
+            let c = coeffs.get(k).copied().unwrap_or(0) as u128;
+            if 2 * c > t {
+                ((t - c) as u64, true)
+            } else {
+                (c as u64, false)
+            }
+        })
+        .collect()
+}
+
+/// The centred lift of a coefficient `c` modulo `t = 2^64` as (magnitude, sign): `c` if
+/// `c <= 2^63`, else `−(2^64 − c)`.
+#[inline]
+fn lift_2_64(c: u64) -> (u64, bool) {
+    let neg = c > 1u64 << 63;
+    (if neg { c.wrapping_neg() } else { c }, neg)
+}
+
+/// The residue modulo prime `i` of a lifted (magnitude, sign). The magnitude (`< 2^64`)
+/// reduces with a Shoup product by 1, skipped below the prime (zeros and small weights: most
+/// coefficients of a sparse block).
+fn limb_residue(params: &Params, i: usize) -> impl Fn((u64, bool)) -> u64 {
+    let m = *params.modulus(i);
+    let (one_s, q) = (m.shoup(1), m.value());
+    move |(a, neg)| {
+        let r = if a < q { a } else { m.mul_shoup(a, 1, one_s) };
+        if neg {
+            m.neg(r)
+        } else {
+            r
+        }
     }
 }
 

@@ -333,6 +333,17 @@ fn plain_ntt_refill_equals_a_fresh_encoding() {
         let sk = SecretKey::generate(&params, &mut prg);
         let ct = sk.encrypt(&params, &Plaintext::from_coeffs(&params, &a, 0).unwrap(), &mut prg).unwrap();
         assert_eq!(ct.mul_plain(&params, &pt).unwrap(), ct.mul_plain(&params, &fresh).unwrap());
+        // Built from the short coefficient list (no padded plaintext), at the top level and
+        // one below: the same products.
+        let short = PlainNtt::from_coeffs(&params, &b, 0, level).unwrap();
+        assert_eq!(ct.mul_plain(&params, &short).unwrap(), ct.mul_plain(&params, &fresh).unwrap());
+        let low = PlainNtt::from_coeffs(&params, &b, 0, level - 1).unwrap();
+        let mut ct_low = ct.clone();
+        ct_low.mod_switch_to(&params, level - 1).unwrap();
+        assert_eq!(ct_low.mul_plain(&params, &low).unwrap(), ct_low.mul_plain(&params, &fresh).unwrap());
+        assert!(PlainNtt::from_coeffs(&params, &b, 0, 0).is_err());
+        assert!(PlainNtt::from_coeffs(&params, &b, 0, level + 1).is_err());
+        assert!(PlainNtt::from_coeffs(&params, &vec![0; n + 1], 0, level).is_err());
         assert!(pt.refill_coeffs(&params, &vec![0; n + 1], 0).is_err());
         if t < 1u128 << 64 {
             assert!(pt.refill_coeffs(&params, &[t as u64], 0).is_err());

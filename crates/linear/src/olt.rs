@@ -291,7 +291,7 @@ pub fn prepare_blocks(
             break;
         }
         let used = encode_block_into(plan, side, mats[i / per], i % per, &mut coeffs);
-        let pt = PlainNtt::new(params, &Plaintext::from_coeffs(params, &coeffs[..used], 0)?, level)?;
+        let pt = PlainNtt::from_coeffs(params, &coeffs[..used], 0, level)?;
         if let Ok(s) = slot.get_mut() {
             *s = Some(pt);
         }
@@ -403,12 +403,9 @@ fn evaluator<C: Channel + ?Sized>(
     // Own plaintext blocks, indexed h·per + block.
     let per = block_count(plan, side);
     let make_pt = |i: usize| -> Result<PlainNtt, LinearError> {
-        let coeffs = encode_block(plan, side, mats[i / per], i % per);
-        Ok(PlainNtt::new(
-            params,
-            &Plaintext::from_coeffs(params, &coeffs, 0)?,
-            level,
-        )?)
+        let mut coeffs = vec![0u64; n];
+        let used = encode_block_into(plan, side, mats[i / per], i % per, &mut coeffs);
+        Ok(PlainNtt::from_coeffs(params, &coeffs[..used], 0, level)?)
     };
     // Only an interleaved plan computes its products in several ranges (one per output
     // ciphertext) whose plaintext blocks overlap: this party's block of column key (h, γ) (or

@@ -155,8 +155,13 @@ pub fn extension_bytes(p: &LpnParams) -> usize {
 /// so an extension does not fault in `n` fresh blocks. Old contents are left in place, not
 /// zeroed: the trees overwrite every block (`n = t·2^log_bin`, [`LpnParams::check`]; each tree
 /// writes all its leaves) before the LPN encoding reads them. Zeroing 168 MB per b13
-/// extension was 4.6 % of a GeLU's CPU time.
+/// extension was 4.6 % of a GeLU's CPU time. A buffer too small (the first extension's) is
+/// replaced by a zeroed allocation, which fresh pages from the operating system satisfy without
+/// a `memset` (they are zero already).
 fn sized(mut buf: Vec<u128>, n: usize) -> Vec<u128> {
+    if buf.capacity() < n {
+        return vec![0u128; n];
+    }
     buf.truncate(n);
     buf.resize(n, 0);
     buf

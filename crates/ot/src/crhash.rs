@@ -7,8 +7,9 @@
 //! - [`Crh::prg2`]: the GGM length-doubling PRG `G(x) = (π₀(x) ⊕ x, π₁(x) ⊕ x)` with two fixed
 //!   keys (Davies–Meyer style, as emp-ot's `PRP`-based tree expansion).
 //!
-//! All calls take whole slices and encrypt [`PIPE`] blocks at a time so the AES-NI pipeline
-//! stays full (the `aes` crate uses AES-NI when the CPU has it, 8 blocks in flight).
+//! All calls take whole slices and encrypt [`PIPE`] blocks at a time so the AES pipeline stays
+//! full: VAES, 16 blocks per iteration, where the CPU has it ([`crate::vaes`]), else the `aes`
+//! crate (AES-NI when the CPU has it, 8 blocks in flight).
 //!
 //! Keys (AGREEMENT): fixed public constants, identical in both parties; changing them changes
 //! every transcript.
@@ -18,8 +19,9 @@ use aes::{Aes128, Block};
 use crate::vaes::VaesKey;
 
 /// Blocks per batch of the hash and the PRG (LOCAL): a multiple of the 16 blocks VAES encrypts
-/// per iteration. Batches of 8 left VAES half idle: 6.3 ns per PRG parent and 12.8 ns per
-/// hash, against (measured with `examples/aes_speed`) the figures at [`Crh::prg2`].
+/// per iteration. `examples/aes_speed` on the 2-core Xeon VM: with batches of 8 (the former
+/// value) VAES was mostly idle, 6.3 ns per PRG parent and 12.8 ns per hashed block; with 64,
+/// 2.9 and 2.7 ns (the `aes` crate alone: 7.6 and 10.2 ns).
 pub const PIPE: usize = 64;
 
 const KEY_CRH: [u8; 16] = *b"nectar-ot crh k0";

@@ -3,7 +3,9 @@
 //! `aes` crate's AES-NI path does one block per instruction. Same permutation, bit for bit
 //! (FIPS-197; tested against the `aes` crate and the standard's known answer).
 //!
-//! Measured on the 2-core VM (Xeon with `vaes`): see [`crate::crhash::FixedAes`].
+//! Measured on the 2-core Xeon VM (`examples/aes_speed`, one thread): 0.85 ns per block of a
+//! long slice, against 3.4 ns with the `aes` crate; 40 M Ferret COTs (`nectar bench ot`, b13)
+//! took 1.54 s instead of 2.27 s with the other changes of that commit (batches of 64).
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;

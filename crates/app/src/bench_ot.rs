@@ -1,20 +1,14 @@
 //! `nectar bench ot`: COT throughput and communication (issue 3), from
-//! `nectar_bench::ot::bench_ot`.
+//! `nectar_bench::ot::bench_producer`.
 
 use crate::report::BenchLine;
-use nectar_bench::ot::{bench_ot, OtKind};
-use nectar_model::suite::{OtExt, Suite};
-use nectar_ot::ferret::FerretParams;
+use nectar_bench::ot::bench_producer;
+use nectar_model::secure::backend_opts;
+use nectar_model::suite::Suite;
 
-/// The COT extension of `suite` (its `ot` operator).
+/// The COT extension of `suite` (its `ot` operator: the producer a session of that suite uses).
 pub fn run(suite: &Suite, count: usize) -> Result<BenchLine, String> {
-    let k = match suite.ot {
-        OtExt::Iknp => OtKind::Iknp,
-        OtExt::Ferret => OtKind::Ferret(FerretParams::b13()),
-        OtExt::FerretB11 => OtKind::Ferret(FerretParams::b11()),
-        OtExt::FerretSmall => OtKind::Ferret(FerretParams::small()),
-    };
-    let b = bench_ot(k, count).map_err(|e| e.to_string())?;
+    let b = bench_producer(backend_opts(suite).producer, count).map_err(|e| e.to_string())?;
     let mut l = BenchLine::new("ot", &b.kind)
         .param("count", b.count)
         .param("set", b.params.clone())

@@ -208,9 +208,9 @@ fn lift_2_64(c: u64) -> (u64, bool) {
     (if neg { c.wrapping_neg() } else { c }, neg)
 }
 
-/// The residue modulo prime `i` of a lifted (magnitude, sign). The magnitude (`< 2^64`)
-/// reduces with a Shoup product by 1, skipped below the prime (zeros and small weights: most
-/// coefficients of a sparse block).
+/// The residue modulo prime `i` of a lifted (magnitude, sign). A magnitude at or above the
+/// prime (`< 2^64`) reduces with a Shoup product by 1; one below it (zeros and small weights:
+/// most coefficients of a sparse block) is already reduced.
 fn limb_residue(params: &Params, i: usize) -> impl Fn((u64, bool)) -> u64 {
     let m = *params.modulus(i);
     let (one_s, q) = (m.shoup(1), m.value());

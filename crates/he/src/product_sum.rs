@@ -72,6 +72,45 @@ impl ProductSum {
         Ok(())
     }
 
+    /// `self += Σ_t ct_t ⊠ pt_t`, the same sum as [`Self::add`] for each term in turn, in one
+    /// pass over the accumulator per limb (see
+    /// [`nectar_math::ntt::NttPlan::mul_accumulate_wide_terms`]). Every ciphertext must be at
+    /// this sum's level and plaintext component, in NTT form.
+    pub fn add_many(&mut self, params: &Params, terms: &[(&Ciphertext, &PlainNtt)]) -> Result<(), HeError> {
+        for (ct, pt) in terms {
+            if ct.level() != self.level || ct.plain_index != self.plain_index || !ct.c0.ntt || !ct.c1.ntt {
+                return Err(HeError::Mismatch(format!(
+                    "ciphertext (component {}, level {}, NTT form {}) in a sum of component {}, level {} (NTT form)",
+                    ct.plain_index,
+                    ct.level(),
+                    ct.c0.ntt && ct.c1.ntt,
+                    self.plain_index,
+                    self.level
+                )));
+            }
+            ct.check_pt(pt)?;
+        }
+        let (n, l) = (params.n(), self.level);
+        // Halves of limbs as tasks: 2·level of them, as many as `add` has.
+        let half = n / 2;
+        for group in terms.chunks(self.max_terms.max(2) - 1) {
+            if self.terms + group.len() > self.max_terms {
+                self.fold(params);
+            }
+            let (w0, w1) = self.wide.split_at_mut(l * n);
+            w0.par_chunks_mut(half).zip(w1.par_chunks_mut(half)).enumerate().for_each(|(idx, (acc0, acc1))| {
+                let (i, lo) = (idx / 2, (idx % 2) * half);
+                let slices: Vec<(&[u64], &[u64], &[u64])> = group
+                    .iter()
+                    .map(|(ct, pt)| (&ct.c0.limb(i)[lo..lo + half], &ct.c1.limb(i)[lo..lo + half], &pt.poly.limb(i)[lo..lo + half]))
+                    .collect();
+                params.plan(i).mul_accumulate_wide_terms(acc0, acc1, &slices);
+            });
+            self.terms += group.len();
+        }
+        Ok(())
+    }
+
     /// Reduces every entry in place (it then counts as one term).
     fn fold(&mut self, params: &Params) {
         let (n, l) = (params.n(), self.level);

@@ -364,6 +364,12 @@ fn product_sum_equals_reduced_accumulation() {
             let mut reference: Option<Ciphertext> = None;
             let mut sum = ProductSum::new(&params, level, 0).unwrap();
             assert!(sum.is_empty());
+            // The same terms through `add_many` in groups of 1 to 20 (NTT-form ones; a
+            // coefficient-form one goes through `add`), crossing the folds of the 62-bit primes.
+            let mut many = ProductSum::new(&params, level, 0).unwrap();
+            let mut group: Vec<(Ciphertext, PlainNtt)> = Vec::new();
+            let mut sizes = [1usize, 3, 20, 7, 2].into_iter().cycle();
+            let mut want = sizes.next().unwrap_or(1);
             for k in 0..40 {
                 let m = rand_u64s(&mut prg, n, t);
                 let mut ct = sk.encrypt(&params, &Plaintext::from_coeffs(&params, &m, 0).unwrap(), &mut prg).unwrap();
@@ -378,8 +384,22 @@ fn product_sum_equals_reduced_accumulation() {
                     Some(r) => r.mul_plain_accumulate(&params, &ct, &pt).unwrap(),
                 }
                 sum.add(&params, &ct, &pt).unwrap();
+                if k % 5 == 0 {
+                    assert!(many.add_many(&params, &[(&ct, &pt)]).is_err(), "coefficient form");
+                    many.add(&params, &ct, &pt).unwrap();
+                } else {
+                    group.push((ct, pt));
+                }
+                if group.len() == want || k == 39 {
+                    let terms: Vec<(&Ciphertext, &PlainNtt)> = group.iter().map(|(c, p)| (c, p)).collect();
+                    many.add_many(&params, &terms).unwrap();
+                    group.clear();
+                    want = sizes.next().unwrap_or(1);
+                }
             }
-            assert_eq!(sum.finish(&params).unwrap(), reference.unwrap(), "level {level}");
+            let reference = reference.unwrap();
+            assert_eq!(many.finish(&params).unwrap(), reference, "add_many, level {level}");
+            assert_eq!(sum.finish(&params).unwrap(), reference, "level {level}");
         }
         // a ciphertext of another level, or a plaintext below the sum's level, is refused
         let mut sum = ProductSum::new(&params, 2, 0).unwrap();
@@ -390,6 +410,9 @@ fn product_sum_equals_reduced_accumulation() {
         let mut low = ct.clone();
         low.mod_switch_to(&params, 2).unwrap();
         assert!(sum.add(&params, &low, &pt1).is_err());
+        low.to_ntt(&params);
+        assert!(sum.add_many(&params, &[(&low, &pt1)]).is_err());
+        assert!(sum.add_many(&params, &[(&ct, &pt3)]).is_err());
         assert!(ProductSum::new(&params, 0, 0).is_err());
         assert!(ProductSum::new(&params, 2, 0).unwrap().finish(&params).is_none());
     }

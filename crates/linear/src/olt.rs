@@ -56,6 +56,11 @@ pub const PT_CACHE_BYTES: usize = 512 << 20;
 /// about `2^28` at the response level, for which [`h2a::response_level`] is sized), and keeps
 /// `8σ` (exceeded with probability `< 2^-47` per coefficient) `2^18` below the decryption bound
 /// `q_L/(2t)`.
+/// Inner blocks `β` whose products an evaluator column sums in one pass over its accumulators
+/// (LOCAL; [`nectar_he::ProductSum::add_many`]): that many transformed plaintext blocks
+/// (128 KB each at the product level) per column worker.
+const TERMS: usize = 4;
+
 const PRODUCT_NOISE_HEADROOM_BITS: f64 = 22.0;
 
 /// The level the evaluator's block products `Σ_β ct ⊠ p̂` run at (LOCAL: the encryptor sends
@@ -465,10 +470,11 @@ fn evaluator<C: Channel + ?Sized>(
                 let mut accs: Vec<ProductSum> = (0..bs.len())
                     .map(|_| ProductSum::new(params, level, 0))
                     .collect::<Result<_, _>>()?;
-                // one coefficient buffer and one transformed plaintext per column, re-encoded
-                // for every β (no allocation or zero fill per block)
+                // One coefficient buffer and TERMS transformed plaintexts per column, re-encoded
+                // for every group of β (no allocation or zero fill per block). The products of
+                // a group are summed in one pass over each accumulator.
                 let mut coeffs = vec![0u64; n];
-                let mut owned: Option<PlainNtt> = None;
+                let mut owned: Vec<PlainNtt> = Vec::with_capacity(TERMS);
                 let idx = |b: usize, beta: usize| -> (usize, usize, usize) {
                     let (h, r) = (b / (kb * nb), b % (kb * nb));
                     let (alpha, gamma) = (r / nb, r % nb);
@@ -478,27 +484,53 @@ fn evaluator<C: Channel + ?Sized>(
                         Side::Lhs => (h, beta * nb + gamma, alpha * mb + beta),
                     }
                 };
-                for beta in 0..mb {
-                    // Every product of the column uses the same plaintext block.
-                    let (h0, _, pt0) = idx(bs[0], beta);
-                    let i0 = h0 * per + pt0;
-                    let taken = if cache.is_none() { take_pre(i0) } else { None };
-                    let pt = match (&cache, &taken) {
-                        (Some(c), _) => &c[i0],
-                        (None, Some(p)) => p,
-                        (None, None) => {
+                /// Where a group's plaintext block is: the cache, prefetched, or encoded here.
+                enum Pt {
+                    Cached(usize),
+                    Taken(PlainNtt),
+                    Owned(usize),
+                }
+                for betas in (0..mb).collect::<Vec<_>>().chunks(TERMS) {
+                    // Every product of the column uses the same plaintext block per β.
+                    let mut slots = Vec::with_capacity(betas.len());
+                    for &beta in betas {
+                        let (h0, _, pt0) = idx(bs[0], beta);
+                        let i0 = h0 * per + pt0;
+                        let slot = if cache.is_some() {
+                            Pt::Cached(i0)
+                        } else if let Some(p) = take_pre(i0) {
+                            Pt::Taken(p)
+                        } else {
+                            let k = slots.iter().filter(|s| matches!(s, Pt::Owned(_))).count();
                             let used = encode_block_into(plan, side, mats[h0], pt0, &mut coeffs);
-                            match owned.as_mut() {
+                            match owned.get_mut(k) {
                                 Some(p) => p.refill_coeffs(params, &coeffs[..used], 0)?,
-                                None => owned = Some(make_pt(i0)?),
+                                None => owned.push(make_pt(i0)?),
                             }
-                            owned.as_ref().ok_or_else(|| LinearError::BadShape("no plaintext block".into()))?
-                        }
-                    };
+                            Pt::Owned(k)
+                        };
+                        slots.push(slot);
+                    }
+                    let pts: Vec<&PlainNtt> = slots
+                        .iter()
+                        .map(|s| match s {
+                            Pt::Cached(i) => cache.as_ref().and_then(|c| c.get(*i)),
+                            Pt::Taken(p) => Some(p),
+                            Pt::Owned(k) => owned.get(*k),
+                        })
+                        .collect::<Option<_>>()
+                        .ok_or_else(|| LinearError::BadShape("no plaintext block".into()))?;
                     accs.par_iter_mut().zip(bs.par_iter()).try_for_each(
                         |(acc, &b)| -> Result<(), LinearError> {
-                            let (h, ct_idx, _) = idx(b, beta);
-                            acc.add(params, &cts[h * peer_per + ct_idx], pt)?;
+                            let terms: Vec<(&Ciphertext, &PlainNtt)> = betas
+                                .iter()
+                                .zip(&pts)
+                                .map(|(&beta, &pt)| {
+                                    let (h, ct_idx, _) = idx(b, beta);
+                                    (&cts[h * peer_per + ct_idx], pt)
+                                })
+                                .collect();
+                            acc.add_many(params, &terms)?;
                             Ok(())
                         },
                     )?;

@@ -63,6 +63,10 @@ fn olt_interleave_exact_edge_shapes() {
     let p = OltPlan::new(s, w, n, Variant::Interleave).unwrap();
     assert_eq!(p.compression, Compression::Interleave);
     check(s, p, 1, 1);
+    // m' = 13 inner blocks: the evaluator sums them in groups of four and a last single one.
+    let s = Shape::new(5, 100, 9).unwrap();
+    let p = OltPlan::new(s, w, n, Variant::Interleave).unwrap();
+    check(s, p, 1, 1);
     // role flip (k' > n'), n = 1.
     let s = Shape::new(7, 10, 1).unwrap();
     let w = Windows::new(2, 4, 1, n, true).unwrap();

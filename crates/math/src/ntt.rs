@@ -71,6 +71,31 @@ impl NttPlan {
         }
     }
 
+    /// `acc0 += Σ_t a0_t ⊙ b_t` and `acc1 += Σ_t a1_t ⊙ b_t` point-wise in 128 bits, for the
+    /// terms `(a0_t, a1_t, b_t)`: the two components of several ciphertexts times their
+    /// plaintexts in one call, as [`Self::mul_accumulate_wide`] for each term and component.
+    /// The accumulators are walked in L1-sized blocks, every term applied to a block before the
+    /// next: an accumulator entry leaves the L1 cache once per call instead of once per term
+    /// and component (the OLT's sums are bound by that traffic, not by the multiplications).
+    pub fn mul_accumulate_wide_terms(&self, acc0: &mut [u128], acc1: &mut [u128], terms: &[(&[u64], &[u64], &[u64])]) {
+        const BLOCK: usize = 128;
+        let n = acc0.len().min(acc1.len());
+        let mut lo = 0;
+        while lo < n {
+            let hi = (lo + BLOCK).min(n);
+            let (s0, s1) = (&mut acc0[lo..hi], &mut acc1[lo..hi]);
+            for &(a0, a1, b) in terms {
+                let (a0, a1, b) = (&a0[lo..hi], &a1[lo..hi], &b[lo..hi]);
+                for ((((x0, x1), &u0), &u1), &v) in s0.iter_mut().zip(s1.iter_mut()).zip(a0).zip(a1).zip(b) {
+                    let v = v as u128;
+                    *x0 = x0.wrapping_add(u0 as u128 * v);
+                    *x1 = x1.wrapping_add(u1 as u128 * v);
+                }
+            }
+            lo = hi;
+        }
+    }
+
     /// How many products of two entries `< p` a `u128` sums without overflow (counting an
     /// already-reduced entry as one): `⌊(2^128 − 1) / (p − 1)^2⌋`: at least 16 for a 62-bit prime,
     /// at least 1024 for a 59-bit one.
@@ -172,5 +197,25 @@ mod tests {
             assert_eq!(out, reduced, "{bits}-bit prime");
             assert_eq!(out[0], m.mul(terms.min(4096) as u64 % p, 1));
         }
+    }
+
+    #[test]
+    fn wide_terms_pass_equals_one_product_at_a_time() {
+        // 300 entries: two whole blocks of the pass and a tail
+        let n = 300;
+        let p = ntt_primes(59, 512, 1, &[]).unwrap()[0];
+        let plan = NttPlan::new(512, p).unwrap();
+        let mut prg = Prg::new([9; 16]);
+        let mut rand = || (0..n).map(|_| uniform_below(&mut prg, p)).collect::<Vec<u64>>();
+        let (mut acc0, mut acc1): (Vec<u128>, Vec<u128>) = (rand().into_iter().map(u128::from).collect(), rand().into_iter().map(u128::from).collect());
+        let (mut ref0, mut ref1) = (acc0.clone(), acc1.clone());
+        let terms: Vec<(Vec<u64>, Vec<u64>, Vec<u64>)> = (0..5).map(|_| (rand(), rand(), rand())).collect();
+        for (a0, a1, b) in &terms {
+            plan.mul_accumulate_wide(&mut ref0, a0, b);
+            plan.mul_accumulate_wide(&mut ref1, a1, b);
+        }
+        let slices: Vec<(&[u64], &[u64], &[u64])> = terms.iter().map(|(a0, a1, b)| (&a0[..], &a1[..], &b[..])).collect();
+        plan.mul_accumulate_wide_terms(&mut acc0, &mut acc1, &slices);
+        assert_eq!((acc0, acc1), (ref0, ref1));
     }
 }

@@ -462,7 +462,7 @@ mod tests {
         // the COT cost is measured on a real extension: one flow of the sender's payload per
         // direction, over the usable COTs
         let p = FerretParams::small();
-        let per = (nectar_ot::ferret::extension_bytes(&p.main) + nectar_net::FRAME_HEADER) as f64;
+        let per = (p.extension_bytes() + nectar_net::FRAME_HEADER) as f64;
         assert!((r.refill_bits_per_cot - 8.0 * per / p.usable() as f64).abs() < 1e-9, "{r:?}");
         assert_eq!(r.refill_bytes, 0, "64 elements need no extension inside the operator");
         let steady = r.bits_per_element + r.cots_per_element * r.refill_bits_per_cot;

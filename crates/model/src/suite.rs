@@ -166,10 +166,17 @@ choice! {
         Ferret => ("ferret", "Ferret (CCS'20), b13 parameters", true),
         /// Ferret with emp-ot's b11 set (same 128-bit LPN security, REFERENCE.md §2.1): an LPN
         /// seed of 124 000 blocks (2 MB) that stays in L2, against b13's 7.2 MB, for 3.3× the
-        /// SPCOT traffic (1.44 bits per COT against 0.44). `nectar bench ot`, 40 M COTs: 20 %
-        /// less time; a GeLU 3 % less. Not the default suite's: its extra bytes (about 80 MB
-        /// for BERT-base at 128 tokens, an estimate) would use most of that model's margin.
+        /// SPCOT traffic (1.44 bits per COT against 0.44). `nectar bench ot`, 40 M COTs: 26 %
+        /// less time; a GeLU 3 % less. Its extra bytes (69 MB for BERT-base at 128 tokens,
+        /// measured) made the default suite take it with the half-tree SPCOT instead
+        /// (`ferret-b11-ht`).
         FerretB11 => ("ferret-b11", "Ferret (CCS'20), b11 parameters", true),
+        /// Ferret b13 with Guo et al.'s half-tree SPCOT (EUROCRYPT'23 §4): the same LPN shapes,
+        /// `h` blocks per tree instead of `2h + 1` (0.21 bits per COT against 0.44).
+        FerretHalfTree => ("ferret-ht", "Ferret (CCS'20), b13 parameters, half-tree SPCOT (EUROCRYPT'23)", true),
+        /// Ferret b11 with the half-tree SPCOT: b11's L2-resident LPN seed at 0.70 bits per COT
+        /// (against 1.46 with GGM trees).
+        FerretB11HalfTree => ("ferret-b11-ht", "Ferret (CCS'20), b11 parameters, half-tree SPCOT (EUROCRYPT'23)", true),
         /// Ferret with the small parameter set (same security, less memory per refill).
         FerretSmall => ("ferret-small", "Ferret (CCS'20), small parameters", true),
         /// IKNP extension (128 bits per COT).
@@ -377,6 +384,8 @@ impl ChoiceParams for OtExt {
         match self {
             OtExt::Ferret => format!("{:?}", nectar_ot::FerretParams::b13()),
             OtExt::FerretB11 => format!("{:?}", nectar_ot::FerretParams::b11()),
+            OtExt::FerretHalfTree => format!("{:?}", nectar_ot::FerretParams::b13_half_tree()),
+            OtExt::FerretB11HalfTree => format!("{:?}", nectar_ot::FerretParams::b11_half_tree()),
             OtExt::FerretSmall => format!("{:?}", nectar_ot::FerretParams::small()),
             OtExt::Iknp => format!("refill={}", nectar_ot::pool::IKNP_REFILL),
         }
@@ -688,9 +697,12 @@ impl Suite {
     /// `coarse` (the composition in `Z_{2^45}` with 2-prime bOLEe products, its row max and exp
     /// clip compared in `Z_{2^34}` on a `2^−4` grid: 75 COTs per element instead of `narrow`'s
     /// 144). SiLU stays Seg4. The OLT windows are priced by `olt-cost = balanced` (the
-    /// artifact's fewest-bytes choice, except where one more MB saves at least 0.1 s).
+    /// artifact's fewest-bytes choice, except where one more MB saves at least 0.1 s). COTs
+    /// come from Ferret `ferret-b11-ht` (emp-ot's b11 set with Guo et al.'s half-tree SPCOT:
+    /// 23 % less time per COT than b13 for 0.35 more bits; MiniLM 32 tokens +0.33 MB).
     pub const fn nectar() -> Self {
         Suite {
+            ot: OtExt::FerretB11HalfTree,
             gelu: Gelu::Sq8,
             exp: Exp::Taylor4,
             norm: Norm::Outer,

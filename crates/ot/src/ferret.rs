@@ -17,7 +17,20 @@
 //!    extension with the smaller `*_pre` set when the parameter set has one.
 //!
 //! Cost per extension: one flow, sender → receiver, `t·(2h + 1)` blocks (b13: 1280 trees ×
-//! 27 × 16 B = 552 960 B for 10 016 992 COTs = 0.44 bits/COT). No GGM seed, tweak or noise
+//! 27 × 16 B = 552 960 B for 10 016 992 COTs = 0.44 bits/COT).
+//!
+//! **Half-tree SPCOT** ([`Spcot::HalfTree`], Guo, Yang, Wang, Zhang, Xie, Liu, Zhao,
+//! EUROCRYPT'23 §4, their SPCOT for Ferret): step 1 with trees whose level 1 is
+//! `(k, k ⊕ Δ)` and whose nodes `p` have children `left = H(p)`, `right = p ⊕ left` (`H` the
+//! tweakable circular correlation-robust hash [`Crh::tccr`], a tweak per tree, level and node).
+//! Every level then XORs to `Δ`, so one reserved COT `q_l` per level carries the level: the
+//! sender sends `K^l_0 ⊕ q_l` and the receiver, holding `q_l ⊕ b_l·Δ`, gets `K^l_{b_l}` (the
+//! punctured position is again `α_l = ¬b_l`). The leaves XOR to `Δ` as well, so the receiver's
+//! punctured leaf `XOR(other leaves) = s_α ⊕ Δ` needs no `γ`: `t·h` blocks per extension
+//! instead of `t·(2h + 1)` (b13: 0.21 bits/COT, b11: 0.70), one flow, the same reserve, the
+//! same hashing work (two AES per parent node either way), the same LPN step. With the LSB
+//! convention (every leaf's LSB cleared, `Δ`'s LSB set) the receiver's punctured leaf is
+//! `XOR(other cleared leaves) ⊕ 1`. No GGM seed, tweak or noise
 //! position is ever reused: seeds are drawn fresh from the party's [`Prg`], tweaks count up per
 //! direction, positions come from fresh COTs.
 
@@ -32,6 +45,17 @@ use rayon::prelude::*;
 
 /// Tweak domain of SPCOT hashes (AGREEMENT).
 const DOMAIN_SPCOT: u128 = 1 << 120;
+/// Tweak domain of the half-tree SPCOT's node hashes (AGREEMENT).
+const DOMAIN_HALF_TREE: u128 = 2 << 120;
+
+/// The single-point COT protocol of step 1 (AGREEMENT).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spcot {
+    /// Ferret's (and emp-ot's): GGM trees, `2h + 1` blocks per tree.
+    Ggm,
+    /// Guo et al.'s half-trees: `h` blocks per tree (module doc).
+    HalfTree,
+}
 
 /// One LPN shape (all fields SECURITY + AGREEMENT).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +95,8 @@ impl LpnParams {
 pub struct FerretParams {
     pub main: LpnParams,
     pub pre: Option<LpnParams>,
+    /// The SPCOT of both shapes.
+    pub spcot: Spcot,
     /// Name for reports.
     pub name: &'static str,
 }
@@ -82,6 +108,7 @@ impl FerretParams {
         FerretParams {
             main: LpnParams { n: 10_485_760, t: 1280, k: 452_000, log_bin: 13 },
             pre: Some(LpnParams { n: 470_016, t: 918, k: 32_768, log_bin: 9 }),
+            spcot: Spcot::Ggm,
             name: "ferret_b13",
         }
     }
@@ -91,6 +118,7 @@ impl FerretParams {
         FerretParams {
             main: LpnParams { n: 10_268_672, t: 2507, k: 238_000, log_bin: 12 },
             pre: Some(LpnParams { n: 268_800, t: 1050, k: 17_384, log_bin: 8 }),
+            spcot: Spcot::Ggm,
             name: "ferret_b12",
         }
     }
@@ -100,8 +128,40 @@ impl FerretParams {
         FerretParams {
             main: LpnParams { n: 10_180_608, t: 4971, k: 124_000, log_bin: 11 },
             pre: Some(LpnParams { n: 178_944, t: 699, k: 17_384, log_bin: 8 }),
+            spcot: Spcot::Ggm,
             name: "ferret_b11",
         }
+    }
+
+    /// [`Self::b13`] with half-tree SPCOTs ([`Spcot::HalfTree`]): the same LPN shapes and
+    /// security, 0.21 bits per COT instead of 0.44.
+    pub const fn b13_half_tree() -> Self {
+        let mut p = Self::b13();
+        p.spcot = Spcot::HalfTree;
+        p.name = "ferret_b13_half_tree";
+        p
+    }
+
+    /// [`Self::b11`] with half-tree SPCOTs: 0.70 bits per COT instead of 1.46.
+    pub const fn b11_half_tree() -> Self {
+        let mut p = Self::b11();
+        p.spcot = Spcot::HalfTree;
+        p.name = "ferret_b11_half_tree";
+        p
+    }
+
+    /// [`Self::insecure_tiny`] with half-tree SPCOTs (**INSECURE**, tests only).
+    #[cfg(any(test, feature = "insecure-test-params"))]
+    pub const fn insecure_tiny_half_tree() -> Self {
+        let mut p = Self::insecure_tiny();
+        p.spcot = Spcot::HalfTree;
+        p.name = "INSECURE_tiny_half_tree";
+        p
+    }
+
+    /// Bytes the sender sends per main extension (payload only).
+    pub fn extension_bytes(&self) -> usize {
+        extension_bytes(&self.main, self.spcot)
     }
 
     /// The b13 *bootstrap* shape used on its own (n = 470 016, 429 986 usable per extension,
@@ -112,6 +172,7 @@ impl FerretParams {
         FerretParams {
             main: LpnParams { n: 470_016, t: 918, k: 32_768, log_bin: 9 },
             pre: None,
+            spcot: Spcot::Ggm,
             name: "ferret_small",
         }
     }
@@ -124,6 +185,7 @@ impl FerretParams {
         FerretParams {
             main: LpnParams { n: 16_384, t: 64, k: 1024, log_bin: 8 },
             pre: Some(LpnParams { n: 4096, t: 32, k: 512, log_bin: 7 }),
+            spcot: Spcot::Ggm,
             name: "INSECURE_tiny",
         }
     }
@@ -146,9 +208,12 @@ impl FerretParams {
     }
 }
 
-/// Bytes the sender sends per extension of shape `p` (payload only).
-pub fn extension_bytes(p: &LpnParams) -> usize {
-    16 * p.t * (2 * p.log_bin + 1)
+/// Bytes the sender sends per extension of shape `p` with SPCOT `spcot` (payload only).
+pub fn extension_bytes(p: &LpnParams, spcot: Spcot) -> usize {
+    match spcot {
+        Spcot::Ggm => 16 * p.t * (2 * p.log_bin + 1),
+        Spcot::HalfTree => 16 * p.t * p.log_bin,
+    }
 }
 
 /// `buf` sized to `n` blocks: a recycled allocation (of a drained pool buffer) keeps its pages,
@@ -259,6 +324,169 @@ pub fn extend_recv<C: Channel + ?Sized>(
     Ok(out)
 }
 
+/// Tweak of node `node` at level `level` of the half-tree with id `tree` (AGREEMENT): tree ids
+/// count up per direction by `h` per tree (the reserve's COT index, as the GGM pads' tweaks),
+/// levels `<= 24`, nodes `< 2^24` ([`LpnParams::check`] bounds `log_bin` by 24).
+fn half_tree_tweak(tree: u128, level: usize, node: usize) -> u128 {
+    DOMAIN_HALF_TREE | tree << 32 | (level as u128) << 24 | node as u128
+}
+
+/// The children of the `w` nodes `cur[..w]` at level `l − 1` into `nxt[..2w]`:
+/// `left = H(p)`, `right = p ⊕ left`.
+fn half_tree_level(crh: &Crh, tree: u128, l: usize, cur: &[u128], nxt: &mut [u128]) {
+    let w = cur.len();
+    nxt[..w].copy_from_slice(cur);
+    crh.tccr_with(&mut nxt[..w], |i| half_tree_tweak(tree, l, i));
+    // In place from the back (2i >= i): nxt[i] is read before anything overwrites it.
+    for i in (0..w).rev() {
+        let left = nxt[i];
+        nxt[2 * i] = left;
+        nxt[2 * i + 1] = cur[i] ^ left;
+    }
+}
+
+/// The two buffers of a depth-`h` tree, ordered so that level `h` lands in `leaves`: level `l`
+/// is in the first one returned when `l` is odd.
+fn tree_buffers<'a>(h: usize, leaves: &'a mut [u128], scratch: &'a mut [u128]) -> (&'a mut [u128], &'a mut [u128]) {
+    if h % 2 == 1 {
+        (leaves, scratch)
+    } else {
+        (scratch, leaves)
+    }
+}
+
+/// Sender's half-tree of depth `h` from root key `k`: every leaf into `leaves`, the level sums
+/// `K^l_0` (XOR of the even nodes of level `l`) returned for `l = 1..=h`.
+fn half_tree_expand(crh: &Crh, tree: u128, k: u128, delta: u128, leaves: &mut [u128], scratch: &mut Vec<u128>) -> Vec<u128> {
+    let h = leaves.len().trailing_zeros() as usize;
+    grow(scratch, leaves.len());
+    let (mut cur, mut nxt) = tree_buffers(h, leaves, &mut scratch[..]);
+    cur[0] = k;
+    cur[1] = k ^ delta;
+    let mut sums = Vec::with_capacity(h);
+    sums.push(k);
+    for l in 2..=h {
+        let w = 1usize << (l - 1);
+        half_tree_level(crh, tree, l, &cur[..w], &mut nxt[..2 * w]);
+        sums.push(nxt[..2 * w].iter().step_by(2).fold(0, |a, b| a ^ b));
+        std::mem::swap(&mut cur, &mut nxt);
+    }
+    sums
+}
+
+/// Receiver's half-tree: every leaf but `alpha` (0 there) from the off-path level sums
+/// `keys[l − 1] = K^l_{¬α_l}`; every entry of `leaves` is overwritten.
+fn half_tree_reconstruct(crh: &Crh, tree: u128, alpha: usize, keys: &[u128], leaves: &mut [u128], scratch: &mut Vec<u128>) {
+    let h = keys.len();
+    grow(scratch, leaves.len());
+    let (mut cur, mut nxt) = tree_buffers(h, leaves, &mut scratch[..]);
+    let a1 = (alpha >> (h - 1)) & 1;
+    cur[a1] = 0;
+    cur[1 - a1] = keys[0];
+    let mut path = a1;
+    for l in 2..=h {
+        let a_l = (alpha >> (h - l)) & 1;
+        let w = 1usize << (l - 1);
+        half_tree_level(crh, tree, l, &cur[..w], &mut nxt[..2 * w]);
+        // The unknown node's children are unknown; its child on the off-path side is the
+        // level sum of that side minus the other nodes of that side.
+        nxt[2 * path] = 0;
+        nxt[2 * path + 1] = 0;
+        let side = 1 - a_l;
+        let acc = nxt[..2 * w].iter().skip(side).step_by(2).fold(keys[l - 1], |a, b| a ^ b);
+        nxt[2 * path + side] = acc;
+        path = 2 * path + a_l;
+        std::mem::swap(&mut cur, &mut nxt);
+    }
+}
+
+/// `scratch` at least `len` long (old contents stay: every level is written before it is read).
+fn grow(scratch: &mut Vec<u128>, len: usize) {
+    if scratch.len() < len {
+        scratch.resize(len, 0);
+    }
+}
+
+/// [`extend_send`] with half-tree SPCOTs ([`Spcot::HalfTree`], module doc): `t·h` blocks.
+#[allow(clippy::too_many_arguments)]
+pub fn extend_send_half_tree<C: Channel + ?Sized>(
+    ch: &mut C,
+    crh: &Crh,
+    p: &LpnParams,
+    delta: u128,
+    reserve: &[u128],
+    tweak: &mut u128,
+    prg: &mut Prg,
+    buf: Vec<u128>,
+) -> Result<Vec<u128>, OtError> {
+    let (h, t) = (p.log_bin, p.t);
+    let (spc, seed) = reserve.split_at(t * h);
+    let mut out = sized(buf, p.n);
+    let first = *tweak;
+    *tweak += (t * h) as u128;
+    // Root keys in tree order, then the trees in parallel (as `extend_send`).
+    let roots: Vec<u128> = (0..t).map(|_| prg.next_u128()).collect();
+    let mut msg = vec![0u128; t * h];
+    out.par_chunks_exact_mut(1 << h)
+        .zip(msg.par_chunks_exact_mut(h))
+        .zip(roots.par_iter())
+        .enumerate()
+        .for_each_init(Vec::new, |scratch, (j, ((leaves, m), &k))| {
+            let sums = half_tree_expand(crh, first + (j * h) as u128, k, delta, leaves, scratch);
+            for (l, (x, s)) in m.iter_mut().zip(sums).enumerate() {
+                *x = s ^ spc[j * h + l];
+            }
+            for x in leaves.iter_mut() {
+                *x &= !1;
+            }
+        });
+    ch.send(&blocks_to_bytes(&msg))?;
+    ch.flush()?;
+    LocalCode::new(p.k).encode(&mut out, seed);
+    Ok(out)
+}
+
+/// [`extend_recv`] with half-tree SPCOTs ([`Spcot::HalfTree`], module doc).
+pub fn extend_recv_half_tree<C: Channel + ?Sized>(
+    ch: &mut C,
+    crh: &Crh,
+    p: &LpnParams,
+    reserve: &[u128],
+    tweak: &mut u128,
+    buf: Vec<u128>,
+) -> Result<Vec<u128>, OtError> {
+    let (h, t) = (p.log_bin, p.t);
+    let (spc, seed) = reserve.split_at(t * h);
+    let msg = recv_blocks(ch, t * h, "Ferret half-tree SPCOT message")?;
+    let first = *tweak;
+    *tweak += (t * h) as u128;
+    let mut out = sized(buf, p.n);
+    out.par_chunks_exact_mut(1 << h).enumerate().for_each_init(
+        || (Vec::new(), vec![0u128; h]),
+        |(scratch, keys), (j, leaves)| {
+            // K^l_{b_l} = (K^l_0 ⊕ q_l) ⊕ (q_l ⊕ b_l·Δ); the path bit is α_l = ¬b_l.
+            let mut alpha = 0usize;
+            for l in 0..h {
+                let tl = spc[j * h + l];
+                let b = (tl & 1) as usize;
+                keys[l] = msg[j * h + l] ^ tl;
+                alpha = (alpha << 1) | (1 - b);
+            }
+            half_tree_reconstruct(crh, first + (j * h) as u128, alpha, keys, leaves, scratch);
+            // The leaves XOR to Δ: the punctured leaf s_α ⊕ Δ is the XOR of the others (LSBs
+            // cleared), with Δ's LSB 1.
+            let mut acc = 0u128;
+            for x in leaves.iter_mut() {
+                *x &= !1;
+                acc ^= *x;
+            }
+            leaves[alpha] = acc ^ 1;
+        },
+    );
+    LocalCode::new(p.k).encode(&mut out, seed);
+    Ok(out)
+}
+
 /// One extension's usable COTs: `extra` (the bootstrap's leftovers, first extension only)
 /// followed by `out[start..]`; `out[..start]` was copied out as the next extension's reserve.
 /// The usable COTs stay where the extension wrote them (no shift of an `n`-sized buffer).
@@ -324,6 +552,15 @@ impl FerretSender {
         self.iknp.delta()
     }
 
+    /// One extension of shape `p` with this set's SPCOT.
+    fn extend_one<C: Channel + ?Sized>(&mut self, ch: &mut C, p: &LpnParams, reserve: &[u128], prg: &mut Prg, buf: Vec<u128>) -> Result<Vec<u128>, OtError> {
+        let delta = self.delta();
+        match self.params.spcot {
+            Spcot::Ggm => extend_send(ch, &self.crh, p, delta, reserve, &mut self.tweak, prg, buf),
+            Spcot::HalfTree => extend_send_half_tree(ch, &self.crh, p, delta, reserve, &mut self.tweak, prg, buf),
+        }
+    }
+
     pub fn params(&self) -> &FerretParams {
         &self.params
     }
@@ -332,7 +569,6 @@ impl FerretSender {
     /// when it has room; returns the usable COTs.
     pub fn extend<C: Channel + ?Sized>(&mut self, ch: &mut C, prg: &mut Prg, buf: Vec<u128>) -> Result<Extension, OtError> {
         let m = self.params.main;
-        let delta = self.delta();
         let mut extra = Vec::new();
         let reserve = match self.reserve.take() {
             Some(r) => r,
@@ -340,13 +576,13 @@ impl FerretSender {
                 None => self.iknp.extend(ch, m.reserve())?,
                 Some(pre) => {
                     let base = self.iknp.extend(ch, pre.reserve())?;
-                    let mut v = extend_send(ch, &self.crh, &pre, delta, &base, &mut self.tweak, prg, Vec::new())?;
+                    let mut v = self.extend_one(ch, &pre, &base, prg, Vec::new())?;
                     extra = v.split_off(m.reserve());
                     v
                 }
             },
         };
-        let out = extend_send(ch, &self.crh, &m, delta, &reserve, &mut self.tweak, prg, buf)?;
+        let out = self.extend_one(ch, &m, &reserve, prg, buf)?;
         drop(reserve);
         let (next, ext) = Extension::split(out, m.reserve(), extra);
         self.reserve = Some(next);
@@ -360,6 +596,14 @@ impl FerretReceiver {
         params.validate()?;
         let iknp = IknpReceiver::setup(ch, prg)?;
         Ok(FerretReceiver { params, iknp, reserve: None, tweak: 0, crh: Crh::new() })
+    }
+
+    /// One extension of shape `p` with this set's SPCOT.
+    fn extend_one<C: Channel + ?Sized>(&mut self, ch: &mut C, p: &LpnParams, reserve: &[u128], buf: Vec<u128>) -> Result<Vec<u128>, OtError> {
+        match self.params.spcot {
+            Spcot::Ggm => extend_recv(ch, &self.crh, p, reserve, &mut self.tweak, buf),
+            Spcot::HalfTree => extend_recv_half_tree(ch, &self.crh, p, reserve, &mut self.tweak, buf),
+        }
     }
 
     pub fn params(&self) -> &FerretParams {
@@ -377,13 +621,13 @@ impl FerretReceiver {
                 None => self.iknp.extend(ch, m.reserve(), prg)?,
                 Some(pre) => {
                     let base = self.iknp.extend(ch, pre.reserve(), prg)?;
-                    let mut v = extend_recv(ch, &self.crh, &pre, &base, &mut self.tweak, Vec::new())?;
+                    let mut v = self.extend_one(ch, &pre, &base, Vec::new())?;
                     extra = v.split_off(m.reserve());
                     v
                 }
             },
         };
-        let out = extend_recv(ch, &self.crh, &m, &reserve, &mut self.tweak, buf)?;
+        let out = self.extend_one(ch, &m, &reserve, buf)?;
         drop(reserve);
         let (next, ext) = Extension::split(out, m.reserve(), extra);
         self.reserve = Some(next);
@@ -403,14 +647,61 @@ mod tests {
         }
         // emp-ot's 10 016 992 also reserves 128 COTs for the malicious-mode check; we do not.
         assert_eq!(FerretParams::b13().usable(), 10_017_120);
-        let b = FerretParams::b13().main;
-        let bits = 8.0 * extension_bytes(&b) as f64 / FerretParams::b13().usable() as f64;
-        assert!(bits < 0.45, "{bits}");
+        let bits = |p: FerretParams| 8.0 * p.extension_bytes() as f64 / p.usable() as f64;
+        assert!(bits(FerretParams::b13()) < 0.45, "{}", bits(FerretParams::b13()));
+        assert!(bits(FerretParams::b13_half_tree()) < 0.22, "{}", bits(FerretParams::b13_half_tree()));
+        assert!(bits(FerretParams::b11_half_tree()) < 0.71, "{}", bits(FerretParams::b11_half_tree()));
+        for p in [FerretParams::b13_half_tree(), FerretParams::b11_half_tree(), FerretParams::insecure_tiny_half_tree()] {
+            p.validate().unwrap();
+            assert_eq!(p.spcot, Spcot::HalfTree);
+        }
+    }
+
+    /// Half-tree leaves: the sender's XOR to Δ; the receiver's equal them everywhere but at α,
+    /// where it has 0; α follows the COT choice bits. Depths 1 to 6, both buffer orders.
+    #[test]
+    fn half_trees_reconstruct_all_but_the_punctured_leaf() {
+        let crh = Crh::new();
+        let mut prg = Prg::new([12; 16]);
+        let delta = prg.next_u128() | 1;
+        for h in 1..=6usize {
+            for alpha in [0, (1usize << h) - 1, (5 % (1usize << h))] {
+                let mut leaves = vec![0u128; 1 << h];
+                let mut scratch = Vec::new();
+                let k = prg.next_u128();
+                let sums = half_tree_expand(&crh, 77, k, delta, &mut leaves, &mut scratch);
+                assert_eq!(leaves.iter().fold(0, |a, b| a ^ b), delta, "h {h}");
+                // K^l_1 = K^l_0 ⊕ Δ: the receiver gets the off-path side's sum.
+                let keys: Vec<u128> = (0..h)
+                    .map(|l| {
+                        let a_l = (alpha >> (h - 1 - l)) & 1;
+                        sums[l] ^ if a_l == 0 { delta } else { 0 }
+                    })
+                    .collect();
+                let mut got = vec![u128::MAX; 1 << h];
+                let mut scratch = vec![u128::MAX; 3];
+                half_tree_reconstruct(&crh, 77, alpha, &keys, &mut got, &mut scratch);
+                for i in 0..1 << h {
+                    assert_eq!(got[i], if i == alpha { 0 } else { leaves[i] }, "h {h} alpha {alpha} leaf {i}");
+                }
+                // another tree id gives other leaves
+                let mut other = vec![0u128; 1 << h];
+                half_tree_expand(&crh, 78, k, delta, &mut other, &mut Vec::new());
+                if h > 1 {
+                    assert_ne!(other, leaves);
+                }
+            }
+        }
     }
 
     #[test]
     fn extensions_satisfy_cot_relation() {
-        let p = FerretParams::insecure_tiny();
+        for p in [FerretParams::insecure_tiny(), FerretParams::insecure_tiny_half_tree()] {
+            cot_relation(p);
+        }
+    }
+
+    fn cot_relation(p: FerretParams) {
         let (s, r) = run_pair(
             move |c| {
                 let mut prg = Prg::new([3; 16]);

@@ -41,7 +41,7 @@ pub mod rot;
 pub mod session;
 pub mod vaes;
 
-pub use ferret::FerretParams;
+pub use ferret::{FerretParams, Spcot};
 pub use pool::{CotPool, Producer, RefillTraffic};
 pub use session::OtSession;
 

@@ -410,7 +410,12 @@ fn pinned_transcripts() {
 /// `extension_bytes` plus one frame header per flow.
 #[test]
 fn refill_traffic_is_the_extensions_channel_traffic() {
-    let p = FerretParams::insecure_tiny();
+    for p in [FerretParams::insecure_tiny(), FerretParams::insecure_tiny_half_tree()] {
+        refill_traffic(p);
+    }
+}
+
+fn refill_traffic(p: FerretParams) {
     let run = |s: &mut OtSession, c: &mut MemChannel, server: bool| {
         let s0 = c.stats();
         if server {
@@ -438,7 +443,7 @@ fn refill_traffic_is_the_extensions_channel_traffic() {
         assert_eq!(steady.extensions, 3);
         assert_eq!(steady.cots, 3 * p.usable() as u64);
         // the last forced refill (two steady extensions) is exactly what the channel carried
-        let per = (nectar_ot::ferret::extension_bytes(&p.main) + nectar_net::FRAME_HEADER) as u64;
+        let per = (p.extension_bytes() + nectar_net::FRAME_HEADER) as u64;
         assert_eq!(forced.bytes_sent + forced.bytes_recv, 2 * per, "{forced:?}");
     }
     // the two parties' views agree (sent by one = received by the other)

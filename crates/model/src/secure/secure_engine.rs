@@ -91,6 +91,8 @@ pub fn backend_opts(suite: &Suite) -> SecureOpts {
     let producer = match suite.ot {
         OtExt::Ferret => Producer::Ferret(FerretParams::b13()),
         OtExt::FerretB11 => Producer::Ferret(FerretParams::b11()),
+        OtExt::FerretHalfTree => Producer::Ferret(FerretParams::b13_half_tree()),
+        OtExt::FerretB11HalfTree => Producer::Ferret(FerretParams::b11_half_tree()),
         OtExt::FerretSmall => Producer::Ferret(FerretParams::small()),
         OtExt::Iknp => Producer::Iknp,
     };

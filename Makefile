@@ -62,8 +62,9 @@ bench:
 	$(NECTAR_RELEASE) bench net --mb 100 --json > docs/results/net.jsonl
 	: > docs/results/ot.jsonl
 	for c in 1000000 10000000 30000000; do \
-		$(NECTAR_RELEASE) bench ot --count $$c --json >> docs/results/ot.jsonl || exit 1; done
-	$(NECTAR_RELEASE) bench ot --count 30000000 --op ot=ferret-b11 --json >> docs/results/ot.jsonl
+		$(NECTAR_RELEASE) bench ot --count $$c --op ot=ferret --json >> docs/results/ot.jsonl || exit 1; done
+	for o in ferret-ht ferret-b11 ferret-b11-ht; do \
+		$(NECTAR_RELEASE) bench ot --count 30000000 --op ot=$$o --json >> docs/results/ot.jsonl || exit 1; done
 	$(NECTAR_RELEASE) bench ot --count 10000000 --op ot=iknp --json >> docs/results/ot.jsonl
 	: > docs/results/he.jsonl
 	for r in 1 2 3; do for t in 1 2; do \

@@ -20,7 +20,8 @@
 //! 27 × 16 B = 552 960 B for 10 016 992 COTs = 0.44 bits/COT).
 //!
 //! **Half-tree SPCOT** ([`Spcot::HalfTree`], Guo, Yang, Wang, Zhang, Xie, Liu, Zhao,
-//! EUROCRYPT'23 §4, their SPCOT for Ferret): step 1 with trees whose level 1 is
+//! EUROCRYPT'23 §4, their SPCOT for Ferret; emp-ot's later "correlated GGM" trees, REFERENCE.md
+//! §2.1): step 1 with trees whose level 1 is
 //! `(k, k ⊕ Δ)` and whose nodes `p` have children `left = H(p)`, `right = p ⊕ left` (`H` the
 //! tweakable circular correlation-robust hash [`Crh::tccr`], a tweak per tree, level and node).
 //! Every level then XORs to `Δ`, so one reserved COT `q_l` per level carries the level: the
@@ -30,9 +31,10 @@
 //! instead of `t·(2h + 1)` (b13: 0.21 bits/COT, b11: 0.70), one flow, the same reserve, the
 //! same hashing work (two AES per parent node either way), the same LPN step. With the LSB
 //! convention (every leaf's LSB cleared, `Δ`'s LSB set) the receiver's punctured leaf is
-//! `XOR(other cleared leaves) ⊕ 1`. No GGM seed, tweak or noise
-//! position is ever reused: seeds are drawn fresh from the party's [`Prg`], tweaks count up per
-//! direction, positions come from fresh COTs.
+//! `XOR(other cleared leaves) ⊕ 1`.
+//!
+//! No tree seed, tweak or noise position is ever reused (either SPCOT): seeds are drawn fresh
+//! from the party's [`Prg`], tweaks count up per direction, positions come from fresh COTs.
 
 use crate::crhash::Crh;
 use crate::ggm;

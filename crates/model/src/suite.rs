@@ -699,7 +699,8 @@ impl Suite {
     /// 144). SiLU stays Seg4. The OLT windows are priced by `olt-cost = balanced` (the
     /// artifact's fewest-bytes choice, except where one more MB saves at least 0.1 s). COTs
     /// come from Ferret `ferret-b11-ht` (emp-ot's b11 set with Guo et al.'s half-tree SPCOT:
-    /// 23 % less time per COT than b13 for 0.35 more bits; MiniLM 32 tokens +0.33 MB).
+    /// 20 % less time per COT than b13 for 0.26 more bits, `docs/results/ot.md`; MiniLM 32 tokens
+    /// 0.3 s less for 0.33 MB more).
     pub const fn nectar() -> Self {
         Suite {
             ot: OtExt::FerretB11HalfTree,

@@ -50,17 +50,19 @@ pub enum Side {
 /// Plaintext blocks are all prepared up front when they fit in this many bytes (LOCAL).
 pub const PT_CACHE_BYTES: usize = 512 << 20;
 
+/// Inner blocks `β` whose products an evaluator column sums in one pass over its accumulators
+/// (LOCAL; [`nectar_he::ProductSum::add_many`]): that many transformed plaintext blocks
+/// (128 KB each at the product level) per column worker. MiniLM's embedding `(32, 30522, 384)`
+/// in `nectar bench linear --suite nectar --net lan`: 4.89 s one block at a time, 4.42 s with 4,
+/// the same with 8, 4.52 s with 16.
+const TERMS: usize = 4;
+
 /// How far below `q_L/t` [`product_level`] keeps the products' noise, in bits: a standard
 /// deviation `σ ≤ 2^-22·q_L/t` adds an H2A-Coeff LSB error with probability about
 /// `2·sqrt(2/π)·t·σ/q_L ≤ 2^-21.7` per entry (comparable to InterLeave's key-switching noise,
 /// about `2^28` at the response level, for which [`h2a::response_level`] is sized), and keeps
 /// `8σ` (exceeded with probability `< 2^-47` per coefficient) `2^18` below the decryption bound
 /// `q_L/(2t)`.
-/// Inner blocks `β` whose products an evaluator column sums in one pass over its accumulators
-/// (LOCAL; [`nectar_he::ProductSum::add_many`]): that many transformed plaintext blocks
-/// (128 KB each at the product level) per column worker.
-const TERMS: usize = 4;
-
 const PRODUCT_NOISE_HEADROOM_BITS: f64 = 22.0;
 
 /// The level the evaluator's block products `Σ_β ct ⊠ p̂` run at (LOCAL: the encryptor sends
@@ -490,10 +492,11 @@ fn evaluator<C: Channel + ?Sized>(
                     Taken(PlainNtt),
                     Owned(usize),
                 }
-                for betas in (0..mb).collect::<Vec<_>>().chunks(TERMS) {
+                for start in (0..mb).step_by(TERMS) {
+                    let betas = start..(start + TERMS).min(mb);
                     // Every product of the column uses the same plaintext block per β.
-                    let mut slots = Vec::with_capacity(betas.len());
-                    for &beta in betas {
+                    let mut slots = Vec::with_capacity(TERMS);
+                    for beta in betas.clone() {
                         let (h0, _, pt0) = idx(bs[0], beta);
                         let i0 = h0 * per + pt0;
                         let slot = if cache.is_some() {
@@ -523,9 +526,9 @@ fn evaluator<C: Channel + ?Sized>(
                     accs.par_iter_mut().zip(bs.par_iter()).try_for_each(
                         |(acc, &b)| -> Result<(), LinearError> {
                             let terms: Vec<(&Ciphertext, &PlainNtt)> = betas
-                                .iter()
+                                .clone()
                                 .zip(&pts)
-                                .map(|(&beta, &pt)| {
+                                .map(|(beta, &pt)| {
                                     let (h, ct_idx, _) = idx(b, beta);
                                     (&cts[h * peer_per + ct_idx], pt)
                                 })

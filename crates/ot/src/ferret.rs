@@ -257,9 +257,7 @@ pub fn extend_send<C: Channel + ?Sized>(
     crh.tccr_seq(&mut p1, DOMAIN_SPCOT | *tweak);
     *tweak += (t * h) as u128;
     // The trees are independent: their seeds are drawn in tree order (the same draws as one
-    // tree after another), then the trees are expanded in parallel. The message is sent and
-    // flushed before the LPN encoding, so the receiver reconstructs while the sender encodes
-    // (unflushed, it waited for the sender's whole extension: 0.35 s of a b13 bootstrap).
+    // tree after another), then the trees are expanded in parallel.
     let seeds: Vec<u128> = (0..t).map(|_| prg.next_u128()).collect();
     // Tree j's message: its h level pairs, then its gamma, at msg[j·(2h + 1)..].
     let mut msg = vec![0u128; t * (2 * h + 1)];
@@ -280,7 +278,14 @@ pub fn extend_send<C: Channel + ?Sized>(
             }
             m[2 * h] = gamma;
         });
-    ch.send(&blocks_to_bytes(&msg))?;
+    send_then_encode(ch, &msg, p, seed, out)
+}
+
+/// The sender's last steps: the SPCOT message is sent and flushed before the LPN encoding, so
+/// the receiver reconstructs while the sender encodes (unflushed, it waited for the sender's
+/// whole extension: 0.35 s of a b13 bootstrap).
+fn send_then_encode<C: Channel + ?Sized>(ch: &mut C, msg: &[u128], p: &LpnParams, seed: &[u128], mut out: Vec<u128>) -> Result<Vec<u128>, OtError> {
+    ch.send(&blocks_to_bytes(msg))?;
     ch.flush()?;
     LocalCode::new(p.k).encode(&mut out, seed);
     Ok(out)
@@ -334,17 +339,9 @@ fn half_tree_tweak(tree: u128, level: usize, node: usize) -> u128 {
 }
 
 /// The children of the `w` nodes `cur[..w]` at level `l − 1` into `nxt[..2w]`:
-/// `left = H(p)`, `right = p ⊕ left`.
+/// `left = H(p)`, `right = p ⊕ left` ([`crate::half_tree::children`]).
 fn half_tree_level(crh: &Crh, tree: u128, l: usize, cur: &[u128], nxt: &mut [u128]) {
-    let w = cur.len();
-    nxt[..w].copy_from_slice(cur);
-    crh.tccr_with(&mut nxt[..w], |i| half_tree_tweak(tree, l, i));
-    // In place from the back (2i >= i): nxt[i] is read before anything overwrites it.
-    for i in (0..w).rev() {
-        let left = nxt[i];
-        nxt[2 * i] = left;
-        nxt[2 * i + 1] = cur[i] ^ left;
-    }
+    crate::half_tree::children(crh, cur, nxt, |i| half_tree_tweak(tree, l, i));
 }
 
 /// The two buffers of a depth-`h` tree, ordered so that level `h` lands in `leaves`: level `l`
@@ -442,10 +439,7 @@ pub fn extend_send_half_tree<C: Channel + ?Sized>(
                 *x &= !1;
             }
         });
-    ch.send(&blocks_to_bytes(&msg))?;
-    ch.flush()?;
-    LocalCode::new(p.k).encode(&mut out, seed);
-    Ok(out)
+    send_then_encode(ch, &msg, p, seed, out)
 }
 
 /// [`extend_recv`] with half-tree SPCOTs ([`Spcot::HalfTree`], module doc).

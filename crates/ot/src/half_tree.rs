@@ -60,18 +60,24 @@ fn leaf_tweak(tree: u64, leaf: usize, block: usize) -> u128 {
     DOMAIN_LEAF | (tree as u128) << 56 | (leaf as u128) << 24 | block as u128
 }
 
-/// Children of the `w` nodes `cur[..w]` at level `l − 1` into `nxt[..2w]` (half-tree rule).
-/// `unknown`: the node whose children stay unknown (set to 0).
-fn expand_level(crh: &Crh, tree: u64, l: usize, cur: &[u128], nxt: &mut [u128], unknown: Option<usize>) {
+/// The half-tree rule: children of the `w` nodes `cur[..w]` into `nxt[..2w]`, `left = H(p)`
+/// (TCCR under `tweak(i)` for node `i`), `right = p ⊕ left`. Also Ferret's half-tree SPCOT's.
+pub(crate) fn children(crh: &Crh, cur: &[u128], nxt: &mut [u128], tweak: impl Fn(usize) -> u128) {
     let w = cur.len();
     nxt[..w].copy_from_slice(cur);
-    crh.tccr_with(&mut nxt[..w], |i| node_tweak(tree, l, i));
-    // Spread in place from the back (2i >= i): left = H(p), right = p ⊕ left.
+    crh.tccr_with(&mut nxt[..w], tweak);
+    // Spread in place from the back (2i >= i): nxt[i] is read before anything overwrites it.
     for i in (0..w).rev() {
         let left = nxt[i];
         nxt[2 * i] = left;
         nxt[2 * i + 1] = cur[i] ^ left;
     }
+}
+
+/// Children of the `w` nodes `cur[..w]` at level `l − 1` into `nxt[..2w]` (half-tree rule).
+/// `unknown`: the node whose children stay unknown (set to 0).
+fn expand_level(crh: &Crh, tree: u64, l: usize, cur: &[u128], nxt: &mut [u128], unknown: Option<usize>) {
+    children(crh, cur, nxt, |i| node_tweak(tree, l, i));
     if let Some(s) = unknown {
         nxt[2 * s] = 0;
         nxt[2 * s + 1] = 0;

@@ -5,6 +5,7 @@
 use crate::report::BenchLine;
 use nectar_bench::linear::{bench_linear, LinearBenchSpec};
 use nectar_model::secure::secure_engine::cost_model;
+use nectar_model::suite::OltRing;
 use nectar_model::Suite;
 
 pub struct Args<'a> {
@@ -28,6 +29,10 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
     if let Some(w) = a.windows {
         spec = spec.with_windows(w).map_err(|e| e.to_string())?;
     }
+    if a.suite.olt_ring == OltRing::Narrow {
+        spec = spec.with_narrow_ring();
+    }
+    let l_used = spec.l;
     let lines = bench_linear(&spec).map_err(|e| e.to_string())?;
     Ok(lines
         .into_iter()
@@ -36,7 +41,7 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
                 .param("shape", r.shape.clone())
                 .param("heads", r.heads)
                 .param("net", a.net)
-                .param("l", a.l)
+                .param("l", l_used)
                 .param("suite", a.suite.label())
                 .seconds(r.seconds);
             l.bytes_sent = r.bytes_server_to_client;

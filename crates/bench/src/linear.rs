@@ -74,6 +74,9 @@ pub struct LinearBenchSpec {
     pub l: u32,
     /// Reconstruct the output and compare it with the plaintext result.
     pub verify: bool,
+    /// The matrix ops under [`Params::nectar_olt_narrow`] (`olt-ring = narrow`: `t = 2^51`,
+    /// shares of at most 51 bits) instead of [`Params::bumblebee_olt`].
+    pub narrow: bool,
 }
 
 impl LinearBenchSpec {
@@ -122,7 +125,16 @@ impl LinearBenchSpec {
             windows: None,
             l,
             verify: true,
+            narrow: false,
         })
+    }
+
+    /// The matrix ops under nectar's narrow OLT parameters (`olt-ring = narrow`), on shares of
+    /// `Z_{2^min(l, 51)}`.
+    pub fn with_narrow_ring(mut self) -> Self {
+        self.narrow = true;
+        self.l = self.l.min(Params::OLT_NARROW_BITS);
+        self
     }
 
     /// Fixes the windows to the chooser's choice under the cost model `c` (e.g.
@@ -292,7 +304,7 @@ pub fn bench_linear(spec: &LinearBenchSpec) -> Result<Vec<LinearBenchLine>, Line
                 ));
             };
             let shape = Shape::new(k, m, n)?;
-            let params = Params::bumblebee_olt();
+            let params = if spec.narrow { Params::nectar_olt_narrow() } else { Params::bumblebee_olt() };
             let plan = match spec.windows {
                 Some(w) => OltPlan::new(shape, w, params.n(), spec.variant)?,
                 None => OltPlan::choose(shape, params.n(), spec.variant, &CostModel::default())?,

@@ -130,12 +130,12 @@ impl PlainNtt {
         }
         check_coeffs(params, values, j)?;
         let n = params.n();
-        let lifted = centred_lift(params, values, j);
+        let (lifted, bits) = (centred_lift(params, values, j), pow2_bits(params, j));
         let mut data = Vec::with_capacity(level * n);
         for i in 0..level {
             let residue = limb_residue(params, i);
             if lifted.is_empty() {
-                data.extend(values.iter().map(|&c| residue(lift_2_64(c))));
+                data.extend(values.iter().map(|&c| residue(lift_pow2(c, bits))));
                 data.resize((i + 1) * n, 0);
             } else {
                 data.extend(lifted.iter().map(|&v| residue(v)));
@@ -150,7 +150,7 @@ impl PlainNtt {
     /// no zero fill), for callers that encode many plaintexts one after another.
     pub fn refill_coeffs(&mut self, params: &Params, values: &[u64], j: usize) -> Result<(), HeError> {
         check_coeffs(params, values, j)?;
-        let (n, lifted) = (params.n(), centred_lift(params, values, j));
+        let (n, lifted, bits) = (params.n(), centred_lift(params, values, j), pow2_bits(params, j));
         self.poly.data.par_chunks_mut(n).enumerate().for_each(|(i, l)| {
             let residue = limb_residue(params, i);
             if lifted.is_empty() {
@@ -158,7 +158,7 @@ impl PlainNtt {
                 // pass (an OLT evaluator's block fills `m_w·n_w` of the `N`, e.g. 256 of 8192
                 // for MiniLM's embedding table).
                 let (head, tail) = l.split_at_mut(values.len());
-                head.iter_mut().zip(values).for_each(|(x, &c)| *x = residue(lift_2_64(c)));
+                head.iter_mut().zip(values).for_each(|(x, &c)| *x = residue(lift_pow2(c, bits)));
                 tail.fill(0);
             } else {
                 l.iter_mut().zip(&lifted).for_each(|(x, &v)| *x = residue(v));
@@ -181,11 +181,11 @@ impl PlainNtt {
 }
 
 /// The centred lift `(−t/2, t/2]` of `coeffs` (missing ones 0) for plaintext component `j`, as
-/// (magnitude, sign) per coefficient; empty for `t = 2^64`, whose lift ([`lift_2_64`]) is
-/// computed on the fly, per limb, without an intermediate vector.
+/// (magnitude, sign) per coefficient; empty for a power of two `t`, whose lift ([`lift_pow2`])
+/// is computed on the fly, per limb, without an intermediate vector.
 fn centred_lift(params: &Params, coeffs: &[u64], j: usize) -> Vec<(u64, bool)> {
     let t = params.plain_modulus(j);
-    if t == 1u128 << 64 {
+    if t.is_power_of_two() {
         return Vec::new();
     }
     (0..params.n())
@@ -200,12 +200,23 @@ fn centred_lift(params: &Params, coeffs: &[u64], j: usize) -> Vec<(u64, bool)> {
         .collect()
 }
 
-/// The centred lift of a coefficient `c` modulo `t = 2^64` as (magnitude, sign): `c` if
-/// `c <= 2^63`, else `−(2^64 − c)`.
+/// `b` for `t_j = 2^b` (`b ≤ 64`); 64 otherwise (unused then: [`centred_lift`] lifts).
+fn pow2_bits(params: &Params, j: usize) -> u32 {
+    let t = params.plain_modulus(j);
+    if t.is_power_of_two() {
+        t.trailing_zeros()
+    } else {
+        64
+    }
+}
+
+/// The centred lift of a coefficient `c < 2^bits` modulo `t = 2^bits` (`1 ≤ bits ≤ 64`) as
+/// (magnitude, sign): `c` if `c <= 2^(bits−1)`, else `−(2^bits − c)`.
 #[inline]
-fn lift_2_64(c: u64) -> (u64, bool) {
-    let neg = c > 1u64 << 63;
-    (if neg { c.wrapping_neg() } else { c }, neg)
+fn lift_pow2(c: u64, bits: u32) -> (u64, bool) {
+    let neg = c > 1u64 << (bits - 1);
+    // For 0 < c < 2^bits, (2^64 − c) mod 2^bits = 2^bits − c.
+    (if neg { c.wrapping_neg() & (u64::MAX >> (64 - bits)) } else { c }, neg)
 }
 
 /// The residue modulo prime `i` of a lifted (magnitude, sign). A magnitude at or above the

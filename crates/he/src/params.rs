@@ -242,6 +242,22 @@ impl Params {
         Self::preset(8192, &[59, 55, 49], Some(49), PlainModulus::PowerOfTwo(64))
     }
 
+    /// Ring width of [`Params::nectar_olt_narrow`]'s plaintext modulus `t = 2^51` (AGREEMENT).
+    pub const OLT_NARROW_BITS: u32 = 51;
+
+    /// nectar's narrow OLT parameters (issue 17): `N = 8192`, three 50-bit ciphertext primes and
+    /// a 50-bit special prime (200 bits ≤ 218), `t = 2^51` ([`Params::OLT_NARROW_BITS`]).
+    /// Every prime is below `2^50`, where `tfhe-ntt` transforms with AVX-512 IFMA: 14 / 15 µs
+    /// per forward / inverse 8192-point transform against 33 / 37 µs for the 55- and 59-bit
+    /// primes of [`Params::bumblebee_olt`] (this machine, one thread). Two primes (≈ 100 bits)
+    /// still hold a response of `t·2^48` (`nectar_linear::h2a::response_level`) and MiniLM's
+    /// weight products (`σ ≤ 2^26.3`, 27.0 allowed); three hold the products of two shares.
+    /// The OLT then computes products mod `2^51`; `nectar_mpc`'s `trunc_extend` brings them
+    /// back to `Z_2^64`.
+    pub fn nectar_olt_narrow() -> Self {
+        Self::preset(8192, &[50, 50, 50], Some(50), PlainModulus::PowerOfTwo(Self::OLT_NARROW_BITS))
+    }
+
     /// bOLEe (element-wise products) parameters: `N = 8192`, primes {62, 62, 62} bits (186-bit
     /// `q`, below the 218-bit bound of 128-bit security at this `N`), no special prime, `t` =
     /// product of the three largest 47-bit primes `≡ 1 (mod 2N)` (141 bits; the paper writes
@@ -399,6 +415,17 @@ mod tests {
         }
         assert!(!bole.has_special_prime());
         assert_ne!(olt.fingerprint(), bole.fingerprint());
+        // The narrow OLT set: every prime below 2^50 (tfhe-ntt's IFMA path), t = 2^51, and two
+        // primes hold t·2^48.
+        let narrow = Params::nectar_olt_narrow();
+        assert_eq!(narrow.max_level(), 3);
+        assert!(narrow.has_special_prime());
+        for m in narrow.q_moduli().iter().chain(narrow.special_modulus()) {
+            assert!(m.value() < 1 << 50 && m.value() > 1 << 49, "{}", m.value());
+        }
+        assert_eq!(narrow.plain_modulus(0), 1u128 << Params::OLT_NARROW_BITS);
+        assert!(narrow.q_bits(2) >= Params::OLT_NARROW_BITS + 48);
+        assert_ne!(narrow.fingerprint(), olt.fingerprint());
     }
 
     #[test]

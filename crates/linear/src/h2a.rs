@@ -32,6 +32,13 @@ use nectar_math::Prg;
 /// Statistical security of noise flooding, in bits (SECURITY).
 pub const STAT_SECURITY_BITS: u32 = 40;
 
+/// Bits of the plaintext modulus `t_j` (`t_j ≤ 2^bits`, exact for a power of two): the ring
+/// an OLT under `params` computes in (`2^64` for [`Params::bumblebee_olt`], `2^51` for
+/// [`Params::nectar_olt_narrow`]).
+pub fn plain_bits(params: &Params, j: usize) -> u32 {
+    128 - (params.plain_modulus(j) - 1).leading_zeros()
+}
+
 /// The smallest level whose modulus keeps `t·|e|/q ≤ 2^-20` for the noise of a mod-switched
 /// ciphertext (about 2^28 including key switching): `log2 q ≥ log2 t + 48` (AGREEMENT).
 pub fn response_level(params: &Params, plain_bits: u32) -> usize {

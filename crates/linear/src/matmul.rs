@@ -10,7 +10,8 @@
 //!   `⌈H·k'n'/m_w⌉` result ciphertexts instead of `H·⌈k'n'/m_w⌉`.
 //!
 //! Rounds: 2 flights per OLT. Output: shares of the exact products mod `2^l` (up to H2A-Coeff's
-//! rare LSB error, see [`crate::h2a`]).
+//! rare LSB error, see [`crate::h2a`]), for any `l` up to the bits of the session's plaintext
+//! modulus `t = 2^b` (entries are taken mod `2^b` as they are encoded).
 
 use crate::krdy::{matmul_u64, Shape};
 use crate::olt::{olt, olt_prepared, PreparedBlocks, Side};
@@ -26,6 +27,15 @@ fn mask(l: u32) -> u64 {
     } else {
         (1u64 << l) - 1
     }
+}
+
+/// Shares of `Z_{2^l}` need an OLT whose plaintext modulus `t = 2^b` has `b ≥ l`.
+fn check_ring(sess: &HeSession, l: u32) -> Result<(), LinearError> {
+    let tb = crate::h2a::plain_bits(&sess.params, 0);
+    if l > tb || !sess.params.plain_modulus(0).is_power_of_two() {
+        return Err(LinearError::BadParams(format!("shares of Z_2^{l} need t = 2^b with b >= {l}; this session's t has {tb} bits")));
+    }
+    Ok(())
 }
 
 fn check_len(what: &str, v: &[u64], want: usize) -> Result<(), LinearError> {
@@ -54,6 +64,7 @@ pub fn matmul_shared_weight<C: Channel + ?Sized>(
     prepared: Option<PreparedBlocks>,
 ) -> Result<Vec<u64>, LinearError> {
     let s = plan.shape;
+    check_ring(sess, l)?;
     check_len("X share", x, s.k * s.m)?;
     let out = match (role, w) {
         (Role::Server, Some(w)) => {
@@ -104,6 +115,7 @@ pub fn batch_matmul_shared_shared<C: Channel + ?Sized>(
     prg: &mut Prg,
 ) -> Result<Vec<u64>, LinearError> {
     let s: Shape = plan.shape;
+    check_ring(sess, l)?;
     if xs.len() != ys.len() || xs.is_empty() {
         return Err(LinearError::BadShape(
             "batched matmul needs as many X as Y, at least one".into(),

@@ -91,7 +91,7 @@ pub fn product_level(params: &Params, plan: &OltPlan, side: Side, mats: &[&[u64]
     if resp_level >= top {
         return top;
     }
-    let s = max_block_sq_norm(plan, side, mats);
+    let s = max_block_sq_norm(plan, side, mats, plain_mask(params).unwrap_or(u64::MAX));
     let var_eta = (1.0 + 2.0 * params.n() as f64 / 3.0) / 12.0;
     let log_sigma = (var_eta * s).max(1.0).log2() / 2.0;
     let t_bits = (params.plain_modulus(0) as f64).log2();
@@ -103,12 +103,14 @@ pub fn product_level(params: &Params, plan: &OltPlan, side: Side, mats: &[&[u64]
 
 /// `S` of [`product_level`]: the largest sum of squares (centred entries) over the plaintext
 /// blocks one accumulated product uses — all rows of a block column `γ` of `V` (`Side::Rhs`),
-/// all columns of a block row `α` of `Q` (`Side::Lhs`) — over the `H` matrices.
-fn max_block_sq_norm(plan: &OltPlan, side: Side, mats: &[&[u64]]) -> f64 {
+/// all columns of a block row `α` of `Q` (`Side::Lhs`) — over the `H` matrices. Entries are
+/// centred mod `t` (`tmask = t − 1`).
+fn max_block_sq_norm(plan: &OltPlan, side: Side, mats: &[&[u64]], tmask: u64) -> f64 {
     let s = plan.shape;
     let w = plan.windows;
     let sq = |v: u64| {
-        let c = v as i64 as f64;
+        let v = v & tmask;
+        let c = if v > tmask / 2 { -((tmask - v) as f64 + 1.0) } else { v as f64 };
         c * c
     };
     mats.iter()
@@ -287,7 +289,8 @@ pub fn prepare_blocks(
     max_bytes: usize,
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<PreparedBlocks, LinearError> {
-    let level = product_level(params, plan, side, mats, h2a::response_level(params, 64));
+    let level = product_level(params, plan, side, mats, h2a::response_level(params, h2a::plain_bits(params, 0)));
+    let tmask = plain_mask(params)?;
     let per = block_count(plan, side);
     let total = per * mats.len();
     let limit = total.min(max_bytes / block_bytes(params, level).max(1));
@@ -297,7 +300,7 @@ pub fn prepare_blocks(
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             break;
         }
-        let used = encode_block_into(plan, side, mats[i / per], i % per, &mut coeffs);
+        let used = encode_block_into(plan, side, mats[i / per], i % per, tmask, &mut coeffs);
         let pt = PlainNtt::from_coeffs(params, &coeffs[..used], 0, level)?;
         if let Ok(s) = slot.get_mut() {
             *s = Some(pt);
@@ -316,19 +319,29 @@ fn block_count(plan: &OltPlan, side: Side) -> usize {
     }
 }
 
-fn encode_block(plan: &OltPlan, side: Side, mat: &[u64], idx: usize) -> Vec<u64> {
+fn encode_block(plan: &OltPlan, side: Side, mat: &[u64], idx: usize, tmask: u64) -> Vec<u64> {
     let mut out = vec![0u64; plan.degree];
-    encode_block_into(plan, side, mat, idx, &mut out);
+    encode_block_into(plan, side, mat, idx, tmask, &mut out);
     out
+}
+
+/// `t − 1` for the power-of-two plaintext modulus `t` of an OLT's `params`: entries (mod
+/// `2^64`) are reduced into `Z_t` with it as they are encoded.
+fn plain_mask(params: &Params) -> Result<u64, LinearError> {
+    let t = params.plain_modulus(0);
+    if !t.is_power_of_two() || t > 1u128 << 64 {
+        return Err(LinearError::BadParams(format!("an OLT needs a power-of-two t <= 2^64, got {t}")));
+    }
+    Ok((t - 1) as u64)
 }
 
 /// [`encode_block`] into a reused buffer of `N` coefficients; returns how many leading
 /// coefficients it wrote (the rest of the block is zero and `out` past them is left as it was):
 /// `m_w·n_w` for an rhs block (`π_rhs` fills only those), `N` for an lhs block (whose row 0
 /// wraps to the top).
-fn encode_block_into(plan: &OltPlan, side: Side, mat: &[u64], idx: usize, out: &mut [u64]) -> usize {
+fn encode_block_into(plan: &OltPlan, side: Side, mat: &[u64], idx: usize, tmask: u64, out: &mut [u64]) -> usize {
     let (_, mb, nb) = plan.windows.blocks(plan.shape);
-    match side {
+    let used = match side {
         Side::Lhs => {
             encode_lhs_block_into(mat, plan.shape, plan.windows, idx / mb, idx % mb, out);
             out.len()
@@ -338,7 +351,12 @@ fn encode_block_into(plan: &OltPlan, side: Side, mat: &[u64], idx: usize, out: &
             encode_rhs_block_into(mat, plan.shape, plan.windows, idx / nb, idx % nb, &mut out[..used]);
             used
         }
+    };
+    // Mod 2^64 (negated lhs entries included) to mod t (a power of two divides 2^64).
+    if tmask != u64::MAX {
+        out[..used].iter_mut().for_each(|v| *v &= tmask);
     }
+    used
 }
 
 fn encryptor<C: Channel + ?Sized>(
@@ -351,6 +369,7 @@ fn encryptor<C: Channel + ?Sized>(
     prg: &mut Prg,
 ) -> Result<Vec<u64>, LinearError> {
     let params = &sess.params;
+    let tmask = plain_mask(params)?;
     let per = block_count(plan, side);
     let total = per * mats.len();
     let prgs: Vec<Prg> = (0..total).map(|_| prg.fork()).collect();
@@ -358,7 +377,7 @@ fn encryptor<C: Channel + ?Sized>(
         .into_par_iter()
         .enumerate()
         .map(|(i, mut p)| {
-            let coeffs = encode_block(plan, side, mats[i / per], i % per);
+            let coeffs = encode_block(plan, side, mats[i / per], i % per, tmask);
             Ok(sess
                 .sk
                 .encrypt(params, &Plaintext::from_coeffs(params, &coeffs, 0)?, &mut p)?)
@@ -399,7 +418,7 @@ fn evaluator<C: Channel + ?Sized>(
     let bytes = ch.recv()?;
     let mut cts = wire::cts_from_bytes(params, &bytes, peer_per * batch)?;
     drop(bytes);
-    let resp_level = h2a::response_level(params, 64);
+    let resp_level = h2a::response_level(params, h2a::plain_bits(params, 0));
     let level = product_level(params, plan, side, mats, resp_level);
     cts.par_iter_mut().try_for_each(|c| -> Result<(), LinearError> {
         c.mod_switch_to(params, level)?;
@@ -408,10 +427,11 @@ fn evaluator<C: Channel + ?Sized>(
     })?;
 
     // Own plaintext blocks, indexed h·per + block.
+    let tmask = plain_mask(params)?;
     let per = block_count(plan, side);
     let make_pt = |i: usize| -> Result<PlainNtt, LinearError> {
         let mut coeffs = vec![0u64; n];
-        let used = encode_block_into(plan, side, mats[i / per], i % per, &mut coeffs);
+        let used = encode_block_into(plan, side, mats[i / per], i % per, tmask, &mut coeffs);
         Ok(PlainNtt::from_coeffs(params, &coeffs[..used], 0, level)?)
     };
     // Only an interleaved plan computes its products in several ranges (one per output
@@ -505,7 +525,7 @@ fn evaluator<C: Channel + ?Sized>(
                             Pt::Taken(p)
                         } else {
                             let k = slots.iter().filter(|s| matches!(s, Pt::Owned(_))).count();
-                            let used = encode_block_into(plan, side, mats[h0], pt0, &mut coeffs);
+                            let used = encode_block_into(plan, side, mats[h0], pt0, tmask, &mut coeffs);
                             match owned.get_mut(k) {
                                 Some(p) => p.refill_coeffs(params, &coeffs[..used], 0)?,
                                 None => owned.push(make_pt(i0)?),

@@ -24,8 +24,43 @@ fn split(prg: &mut Prg, v: &[u64], l: u32) -> (Vec<u64>, Vec<u64>) {
 
 #[test]
 fn shared_matmuls_exact() {
+    // BumbleBee's t = 2^64 on shares of Z_2^37, and nectar's narrow t = 2^51 on shares of
+    // Z_2^51 (the widest it serves).
+    check(Params::bumblebee_olt(), 37, false);
+    check(Params::nectar_olt_narrow(), 51, false);
+}
+
+/// The narrow OLT as the model uses it: small signed weights given mod 2^64 (reduced mod t as
+/// they are encoded; the weight products then run at level 2), shares of Z_2^51.
+#[test]
+fn narrow_products_of_small_weights_mod_2_64() {
+    check(Params::nectar_olt_narrow(), 51, true);
+}
+
+/// Shares of a ring wider than the session's plaintext modulus are refused.
+#[test]
+fn narrow_session_refuses_wider_shares() {
     let n = 8192;
-    let l = 37;
+    let s = Shape::new(2, 3, 2).unwrap();
+    let plan = OltPlan::new(s, Windows::new(2, 4, 2, n, true).unwrap(), n, Variant::Interleave).unwrap();
+    let x = vec![1u64; 6];
+    let (a, b) = run_pair(
+        |ch| {
+            let mut p = Prg::new([1; 16]);
+            let sess = HeSession::setup(ch, Role::Server, Params::nectar_olt_narrow(), true, &mut p).unwrap();
+            matmul_shared_weight(ch, &sess, Role::Server, &plan, &x, Some(&x), 52, &mut p, None).is_err()
+        },
+        |ch| {
+            let mut p = Prg::new([2; 16]);
+            let sess = HeSession::setup(ch, Role::Client, Params::nectar_olt_narrow(), true, &mut p).unwrap();
+            matmul_shared_weight(ch, &sess, Role::Client, &plan, &x, None, 52, &mut p, None).is_err()
+        },
+    );
+    assert!(a && b);
+}
+
+fn check(params: Params, l: u32, small_weights: bool) {
+    let n = 8192;
     let m = (1u64 << l) - 1;
     let s = Shape::new(4, 13, 6).unwrap();
     let plan = OltPlan::new(
@@ -45,12 +80,19 @@ fn shared_matmuls_exact() {
         .collect();
     let (x0, x1): (Vec<_>, Vec<_>) = xs.iter().map(|x| split(&mut prg, x, l)).unzip();
     let (y0, y1): (Vec<_>, Vec<_>) = ys.iter().map(|y| split(&mut prg, y, l)).unzip();
-    let w = &ys[0];
+    // Weights in [−2^17, 2^17) as u64 (mod 2^64), or uniform in Z_2^l.
+    let w: Vec<u64> = if small_weights {
+        (0..s.m * s.n).map(|_| ((prg.next_u64() % (1 << 18)) as i64 - (1 << 17)) as u64).collect()
+    } else {
+        ys[0].clone()
+    };
+    let w = &w;
+    let (pa, pb) = (params.clone(), params);
     let (a, b) = run_pair(
         |ch| {
             let mut p = Prg::new([1; 16]);
             let sess =
-                HeSession::setup(ch, Role::Server, Params::bumblebee_olt(), true, &mut p).unwrap();
+                HeSession::setup(ch, Role::Server, pa, true, &mut p).unwrap();
             let r1 =
                 matmul_shared_weight(ch, &sess, Role::Server, &plan, &x0[0], Some(w), l, &mut p, None)
                     .unwrap();
@@ -67,7 +109,7 @@ fn shared_matmuls_exact() {
         |ch| {
             let mut p = Prg::new([2; 16]);
             let sess =
-                HeSession::setup(ch, Role::Client, Params::bumblebee_olt(), true, &mut p).unwrap();
+                HeSession::setup(ch, Role::Client, pb, true, &mut p).unwrap();
             let r1 = matmul_shared_weight(ch, &sess, Role::Client, &plan, &x1[0], None, l, &mut p, None)
                 .unwrap();
             let r2 =

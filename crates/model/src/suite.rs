@@ -212,6 +212,22 @@ choice! {
 }
 
 choice! {
+    /// The ring every OLT computes its products in (the layers' `matmul = olt`, the attention
+    /// products of `matmul-shared = olt`, the heads, embeddings and LayerNorm `outer`'s `r ⊗ γ`;
+    /// AGREEMENT).
+    OltRing : "olt-ring" {
+        /// `Z_{2^64}`, the shares' ring: `t = 2^64` (`nectar_he::Params::bumblebee_olt`).
+        Full => ("full", "BumbleBee §III, t = 2^64", true),
+        /// `Z_{2^51}` under `nectar_he::Params::nectar_olt_narrow` (every prime below 2^50,
+        /// where the NTT is 2.3× faster), then one truncation with extension back to `Z_{2^64}`
+        /// (`nectar_mpc::Mpc::trunc_extend`, one truncation's cost) in place of the truncation.
+        /// Products must satisfy `|x·w| < 2^13` (raw `< 2^49` at scale `2f`), within the
+        /// domains the LayerNorm (`|x − μ| < 2^9`) and softmax (`|x| < 4096`) already impose.
+        Narrow => ("narrow", "nectar: OLT mod 2^51 with IFMA-sized primes", true),
+    }
+}
+
+choice! {
     /// Shared × shared products (attention `Q·K^T`, `P·V`).
     SharedMatmul : "matmul-shared" {
         /// Two OLTs for the cross terms (BumbleBee §III, §VII).
@@ -401,12 +417,27 @@ impl ChoiceParams for Matmul {
     }
 }
 
+impl OltRing {
+    fn full() -> Self {
+        OltRing::Full
+    }
+}
+
 impl ChoiceParams for OltCost {
     fn params(self) -> String {
         match self {
             OltCost::Artifact => format!("{:?}", nectar_linear::CostModel::default()),
             OltCost::LanCommodity => format!("{:?}", nectar_linear::CostModel::lan_commodity()),
             OltCost::Balanced => format!("{:?}", nectar_linear::CostModel::balanced_olt()),
+        }
+    }
+}
+
+impl ChoiceParams for OltRing {
+    fn params(self) -> String {
+        match self {
+            OltRing::Full => format!("he={:#x}", nectar_he::Params::bumblebee_olt().fingerprint()),
+            OltRing::Narrow => format!("he={:#x}", nectar_he::Params::nectar_olt_narrow().fingerprint()),
         }
     }
 }
@@ -617,6 +648,9 @@ pub struct Suite {
     pub ot: OtExt,
     pub matmul: Matmul,
     pub olt_cost: OltCost,
+    /// Absent in suites written before it existed: `full`, what they ran.
+    #[serde(default = "OltRing::full")]
+    pub olt_ring: OltRing,
     pub matmul_shared: SharedMatmul,
     pub mul: Mul,
     pub compare: Compare,
@@ -671,7 +705,7 @@ fn choices<C: Choice>() -> OperatorChoices {
 pub const PRESETS: [(&str, &str); 6] = [
     (
         "nectar",
-        "the default: BumbleBee's protocols with nectar's GeLU (sq8), exp (taylor4), LayerNorm (outer) and softmax (coarse)",
+        "the default: BumbleBee's protocols with nectar's GeLU (sq8), exp (taylor4), LayerNorm (outer), softmax (coarse) and OLTs mod 2^51",
     ),
     ("bumblebee", "BumbleBee (NDSS'25): OLT matmuls, bOLEe products, OT nonlinear protocols"),
     ("rotl", "BumbleBee linear layers + ROTL comparison from LUTs and LUT GeLU/exp/reciprocal/softmax"),
@@ -700,7 +734,9 @@ impl Suite {
     /// artifact's fewest-bytes choice, except where one more MB saves at least 0.1 s). COTs
     /// come from Ferret `ferret-b11-ht` (emp-ot's b11 set with Guo et al.'s half-tree SPCOT:
     /// 20 % less time per COT than b13 for 0.26 more bits, `docs/results/ot.md`; MiniLM 32 tokens
-    /// 0.3 s less for 0.33 MB more).
+    /// 0.3 s less for 0.33 MB more). The OLTs compute mod `2^51` (`olt-ring = narrow`: every
+    /// HE prime below `2^50`, where the NTT is 2.3× faster; MiniLM 32 tokens 16.5 s against
+    /// 19.1 s, the same output).
     pub const fn nectar() -> Self {
         Suite {
             ot: OtExt::FerretB11HalfTree,
@@ -709,6 +745,7 @@ impl Suite {
             norm: Norm::Outer,
             softmax: Softmax::Coarse,
             olt_cost: OltCost::Balanced,
+            olt_ring: OltRing::Narrow,
             ..Suite::bumblebee()
         }
     }
@@ -719,6 +756,7 @@ impl Suite {
             ot: OtExt::Ferret,
             matmul: Matmul::Olt,
             olt_cost: OltCost::Artifact,
+            olt_ring: OltRing::Full,
             matmul_shared: SharedMatmul::Olt,
             mul: Mul::Bole,
             compare: Compare::Millionaire,
@@ -781,6 +819,7 @@ impl Suite {
             "ot" => p(&mut self.ot, proto),
             "matmul" => p(&mut self.matmul, proto),
             "olt-cost" => p(&mut self.olt_cost, proto),
+            "olt-ring" => p(&mut self.olt_ring, proto),
             "matmul-shared" => p(&mut self.matmul_shared, proto),
             "mul" => p(&mut self.mul, proto),
             "compare" => p(&mut self.compare, proto),
@@ -860,6 +899,7 @@ impl Suite {
             entry(self.ot),
             entry(self.matmul),
             entry(self.olt_cost),
+            entry(self.olt_ring),
             entry(self.matmul_shared),
             entry(self.mul),
             entry(self.compare),
@@ -882,6 +922,7 @@ impl Suite {
             choices::<OtExt>(),
             choices::<Matmul>(),
             choices::<OltCost>(),
+            choices::<OltRing>(),
             choices::<SharedMatmul>(),
             choices::<Mul>(),
             choices::<Compare>(),

@@ -10,6 +10,8 @@
 //!   Cost: 1 COT + `1 + (n − m)` bits, 2 flows (the paper's "O(2(ℓ − ℓ')) bits, two rounds").
 //!   (App. E's "M = 16" is the radix of the `(M choose 1)`-OT of the comparisons; the
 //!   heuristic offset is `2^(m−2)` as in SPU's `ring_ext_prot`.)
+//! - [`Mpc::trunc_extend`]: the same wrap, used to truncate by `s` while extending (the narrow
+//!   OLT's products, issue 17): one truncation's cost.
 //! - [`Mpc::extend_exact`]: SiRNN signed extension for any input (wrap by a millionaire on `m`
 //!   bits + B2A to `n − m` bits).
 //! - [`MixedWidth`] converts activations between the big ring `(l, f)` and the small ring
@@ -85,16 +87,43 @@ impl Mpc {
         to: u32,
     ) -> Result<Vec<u64>> {
         Self::check_ext(from, to)?;
+        self.trunc_extend(ch, x, from, 0, to)
+    }
+
+    /// Truncation by `s` and signed extension `Z_{2^from} → Z_{2^to}` in one step (nectar,
+    /// issue 17: the narrow OLT's products come back to `Z_2^64` with their one truncation):
+    /// `floor(x / 2^s) − c`, `c ∈ {0, 1}`, in `Z_{2^to}`, for `|x| < 2^(from−2)`.
+    /// With P0's offset `M = 2^(from−2)` the value `x' = x + M` has public MSB 0, so its wrap
+    /// `w = msb(x_0') ∨ msb(x_1')` (one ACOT), and `x_0' + x_1' = x' + 2^from·w` gives
+    /// `(x_0' >> s) + (x_1' >> s) − 2^(from−s)·w = (x' >> s) − c` over the integers (`c` the
+    /// carry of the shares' low `s` bits, as in [`Mpc::trunc`]); so `w` is needed only mod
+    /// `2^(to − from + s)`. P0 subtracts `M / 2^s`. `s = 0` is [`Mpc::extend`] (exact);
+    /// `to = from` would be [`Mpc::trunc`]. Cost: 1 COT + `1 + (to − from + s)` bits, 2 flows:
+    /// one truncation's cost, `to − from` bits more per element.
+    pub fn trunc_extend(
+        &mut self,
+        ch: &mut dyn Channel,
+        x: &[u64],
+        from: u32,
+        s: u32,
+        to: u32,
+    ) -> Result<Vec<u64>> {
+        if !(from >= 3 && from <= to && to <= 64 && s + 2 <= from && (s > 0 || from < to)) {
+            return Err(MpcError::BadArgument(format!(
+                "truncation by {s} with extension Z_2^{from} -> Z_2^{to} not supported"
+            )));
+        }
+        let mf = mask(from)?;
         let off = pow2(from - 2);
         let xs = self.add_public(x, &[off], from)?;
-        let w = self.wrap_known_msb(ch, &xs, from, false, to - from)?;
+        let w = self.wrap_known_msb(ch, &xs, from, false, to - from + s)?;
         let mt = mask(to)?;
         let y: Vec<u64> = xs
             .iter()
             .zip(&w)
-            .map(|(&v, &wi)| v.wrapping_sub(wi.wrapping_mul(pow2(from))) & mt)
+            .map(|(&v, &wi)| ((v & mf) >> s).wrapping_sub(wi.wrapping_mul(pow2(from - s))) & mt)
             .collect();
-        self.add_public(&y, &[off.wrapping_neg()], to)
+        self.add_public(&y, &[pow2(from - 2 - s).wrapping_neg()], to)
     }
 
     /// Exact signed extension for any input (SiRNN).

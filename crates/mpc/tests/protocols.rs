@@ -326,6 +326,40 @@ fn approximate_and_faithful_truncation_any_input() {
 }
 
 #[test]
+fn truncation_with_extension() {
+    // floor(x / 2^s) − {0, 1} in the wider ring on the domain |x| < 2^(from−2) (`bounded`
+    // includes both ends), both carries seen; s = 0 is the exact extension.
+    for (from, s, to) in [(51u32, 36u32, 64u32), (51, 18, 64), (20, 5, 37), (40, 0, 64), (51, 36, 51)] {
+        let x = bounded(4 * N, from, from - 2, 40);
+        let (x0, x1) = share(&x, from, 41);
+        let (y0, y1) = run(
+            move |mp, c| mp.trunc_extend(c, &x0, from, s, to).unwrap(),
+            move |mp, c| mp.trunc_extend(c, &x1, from, s, to).unwrap(),
+        );
+        let y = open(&y0, &y1, to);
+        let mut carries = 0;
+        for i in 0..x.len() {
+            let want = signed(x[i], from) >> s;
+            let e = signed(y[i].wrapping_sub(ring(want, to)) & mask(to), to);
+            assert!((-1..=0).contains(&e), "from={from} s={s} to={to}: x={} got {}", signed(x[i], from), signed(y[i], to));
+            carries += (e != 0) as usize;
+        }
+        if s == 0 {
+            assert_eq!(carries, 0, "extension is exact");
+        } else {
+            assert!(carries > 0 && carries < x.len(), "both carries occur ({carries})");
+        }
+    }
+    // Bad arguments are refused.
+    let (r0, r1) = run(
+        |mp, c| (mp.trunc_extend(c, &[1], 51, 50, 64).is_err(), mp.trunc_extend(c, &[1], 51, 0, 51).is_err(), mp.trunc_extend(c, &[1], 51, 3, 65).is_err()),
+        |mp, c| (mp.trunc_extend(c, &[1], 51, 50, 64).is_err(), mp.trunc_extend(c, &[1], 51, 0, 51).is_err(), mp.trunc_extend(c, &[1], 51, 3, 65).is_err()),
+    );
+    assert_eq!(r0, (true, true, true));
+    assert_eq!(r1, (true, true, true));
+}
+
+#[test]
 fn ring_extension_and_reduction() {
     for (m, n) in [(32u32, 64u32), (20, 37), (3, 64)] {
         let x = bounded(N, m, m - 2, 28);

@@ -98,6 +98,33 @@ pub trait Engine: Backend {
         n: usize,
     ) -> Result<Self::Val, NnError>;
 
+    /// [`Engine::matmul_weight`] truncated once by `shift` (heads, LayerNorm `outer`, and the
+    /// default [`Engine::layer_matmul`]). Default: the raw product, then the backend's
+    /// truncation; the secure engine with `olt-ring = narrow` truncates while it extends.
+    fn matmul_weight_trunc(
+        &mut self,
+        x: &Self::Val,
+        (rows, in_dim, out_dim): (usize, usize, usize),
+        w: WeightRef<'_>,
+        shift: u32,
+    ) -> Result<Self::Val, NnError> {
+        let raw = self.matmul_weight(x, rows, in_dim, out_dim, w)?;
+        self.trunc(&raw, shift)
+    }
+
+    /// [`Engine::batch_matmul_shared`] truncated once by `shift` (the default
+    /// [`Engine::attention_matmul`]). Default: the raw products, then the backend's truncation.
+    fn batch_matmul_shared_trunc(
+        &mut self,
+        a: &Self::Val,
+        b: &Self::Val,
+        (heads, k, m, n): (usize, usize, usize, usize),
+        shift: u32,
+    ) -> Result<Self::Val, NnError> {
+        let raw = self.batch_matmul_shared(a, b, heads, k, m, n)?;
+        self.trunc(&raw, shift)
+    }
+
     /// `X · W` truncated once by `f`, for a transformer layer's linear operators (the suite's
     /// `matmul`; heads, patch and token embeddings use [`Engine::matmul_weight`]). Default:
     /// the raw product, then the backend's truncation.
@@ -228,9 +255,8 @@ pub fn truncated_matmul_weight<E: Engine + ?Sized>(
     out_dim: usize,
     w: WeightRef<'_>,
 ) -> Result<E::Val, NnError> {
-    let raw = e.matmul_weight(x, rows, in_dim, out_dim, w)?;
     let f = e.format().f();
-    e.trunc(&raw, f)
+    e.matmul_weight_trunc(x, (rows, in_dim, out_dim), w, f)
 }
 
 /// [`Engine::batch_matmul_shared`] truncated once by `f` (the default of
@@ -244,9 +270,8 @@ pub fn truncated_batch_matmul<E: Engine + ?Sized>(
     m: usize,
     n: usize,
 ) -> Result<E::Val, NnError> {
-    let raw = e.batch_matmul_shared(a, b, heads, k, m, n)?;
     let f = e.format().f();
-    e.trunc(&raw, f)
+    e.batch_matmul_shared_trunc(a, b, (heads, k, m, n), f)
 }
 
 /// Runs `f` and records its time and communication under `op`, with the protocol the suite

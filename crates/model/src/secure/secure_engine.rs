@@ -24,7 +24,7 @@ use crate::secure::engine::{truncated_batch_matmul, truncated_matmul_weight, Eng
 use crate::secure::blb_ckks::FusedCkks;
 use crate::secure::profile::Profile;
 use crate::secure::SecureError;
-use crate::suite::{Compare, Ffn, Matmul, Mul, OltCost, OtExt, SharedMatmul, Suite};
+use crate::suite::{Compare, Ffn, Matmul, Mul, OltCost, OltRing, OtExt, SharedMatmul, Suite};
 use nectar_fhe::{LeafFfnClient, LeafFfnParams, LeafFfnServer, LeafTable};
 use nectar_he::Params;
 use nectar_linear::ckks_linear::CkksLinear;
@@ -129,14 +129,11 @@ impl<'c> SecureEngine<'c> {
         suite.validate()?;
         let opts = backend_opts(suite);
         let mut b = SecureBackend::setup(role, ch, prg.fork(), opts)?;
-        let olt = HeSession::setup(
-            b.channel_mut(),
-            role,
-            Params::bumblebee_olt(),
-            true,
-            &mut prg,
-        )
-        .map_err(be)?;
+        let olt_params = match suite.olt_ring {
+            OltRing::Full => Params::bumblebee_olt(),
+            OltRing::Narrow => Params::nectar_olt_narrow(),
+        };
+        let olt = HeSession::setup(b.channel_mut(), role, olt_params, true, &mut prg).map_err(be)?;
         // BLB's per-operator CKKS matmuls: the client's CKKS public and relinearisation keys.
         // (`matmul = blb-fused` does its attention products inside its own blocks.)
         let ckks = if suite.matmul == Matmul::Ckks || (suite.matmul_shared == SharedMatmul::Ckks && suite.matmul != Matmul::Fused) {
@@ -206,6 +203,59 @@ impl<'c> SecureEngine<'c> {
         }
     }
 
+    /// The ring `Z_{2^b}` the OLTs compute in: the shares' own (`b = l`), or with
+    /// `olt-ring = narrow` the session's `t = 2^51` when the shares' ring is wider.
+    fn olt_bits(&self) -> u32 {
+        self.b.format().l().min(nectar_linear::h2a::plain_bits(&self.olt.params, 0))
+    }
+
+    /// OLT products in `Z_{2^olt_bits}` back in the shares' ring, truncated by `shift`: the
+    /// products as they are when the rings agree (then [`nectar_nn::Backend::trunc`]), else
+    /// one [`nectar_mpc::Mpc::trunc_extend`] (heuristic: `|raw| < 2^(olt_bits − 2)`, error
+    /// `{0, −1}` LSB like the truncation it replaces; exact for `shift = 0`).
+    fn olt_back(&mut self, raw: Vec<u64>, shift: u32) -> Result<Vec<u64>, NnError> {
+        let (from, to) = (self.olt_bits(), self.b.format().l());
+        if from == to {
+            return if shift == 0 { Ok(raw) } else { self.b.trunc(&raw, shift) };
+        }
+        if raw.is_empty() {
+            return Ok(raw);
+        }
+        let (ch, mpc, _, _) = self.b.parts();
+        mpc.trunc_extend(ch, &raw, from, shift, to).map_err(be)
+    }
+
+    /// [`Engine::matmul_weight`]'s OLT, its product in `Z_{2^olt_bits}`.
+    fn olt_matmul_weight(&mut self, x: &[u64], (rows, in_dim, out_dim): (usize, usize, usize), w: WeightRef<'_>) -> Result<Vec<u64>, NnError> {
+        Self::same("matmul_weight X", x.len(), rows * in_dim)?;
+        if self.b.role() == Role::Server && w.values().is_none() {
+            return Err(NnError::BadArgument(
+                "the server must provide the weight".into(),
+            ));
+        }
+        let plan = self.plan(rows, in_dim, out_dim)?;
+        let (l, role) = (self.olt_bits(), self.b.role());
+        // The blocks prepared for this very weight, if the last announcement was this one.
+        let prepared = match (&self.prefetch, w.values()) {
+            (Some(p), Some(v)) if p.matches(&plan, Side::Rhs, v) => self.prefetch.take().map(|p| p.finish()).transpose().map_err(be)?,
+            _ => None,
+        };
+        let (ch, _, _, prg) = self.b.parts();
+        matmul_shared_weight(ch, &self.olt, role, &plan, x, w.values(), l, prg, prepared).map_err(be)
+    }
+
+    /// [`Engine::batch_matmul_shared`]'s two OLTs, their products in `Z_{2^olt_bits}`.
+    fn olt_batch_matmul(&mut self, a: &[u64], b: &[u64], (heads, k, m, n): (usize, usize, usize, usize)) -> Result<Vec<u64>, NnError> {
+        Self::same("batch_matmul A", a.len(), heads * k * m)?;
+        Self::same("batch_matmul B", b.len(), heads * m * n)?;
+        let plan = self.plan(k, m, n)?;
+        let xs: Vec<&[u64]> = a.chunks(k * m).collect();
+        let ys: Vec<&[u64]> = b.chunks(m * n).collect();
+        let (l, role) = (self.olt_bits(), self.b.role());
+        let (ch, _, _, prg) = self.b.parts();
+        batch_matmul_shared_shared(ch, &self.olt, role, &plan, &xs, &ys, l, prg).map_err(be)
+    }
+
     fn plan(&mut self, k: usize, m: usize, n: usize) -> Result<OltPlan, NnError> {
         if let Some(p) = self.plans.get(&(k, m, n)) {
             return Ok(*p);
@@ -272,21 +322,18 @@ impl Engine for SecureEngine<'_> {
         out_dim: usize,
         w: WeightRef<'_>,
     ) -> Result<Vec<u64>, NnError> {
-        Self::same("matmul_weight X", x.len(), rows * in_dim)?;
-        if self.b.role() == Role::Server && w.values().is_none() {
-            return Err(NnError::BadArgument(
-                "the server must provide the weight".into(),
-            ));
-        }
-        let plan = self.plan(rows, in_dim, out_dim)?;
-        let (l, role) = (self.b.format().l(), self.b.role());
-        // The blocks prepared for this very weight, if the last announcement was this one.
-        let prepared = match (&self.prefetch, w.values()) {
-            (Some(p), Some(v)) if p.matches(&plan, Side::Rhs, v) => self.prefetch.take().map(|p| p.finish()).transpose().map_err(be)?,
-            _ => None,
-        };
-        let (ch, _, _, prg) = self.b.parts();
-        matmul_shared_weight(ch, &self.olt, role, &plan, x, w.values(), l, prg, prepared).map_err(be)
+        let raw = self.olt_matmul_weight(x, (rows, in_dim, out_dim), w)?;
+        self.olt_back(raw, 0)
+    }
+    fn matmul_weight_trunc(
+        &mut self,
+        x: &Vec<u64>,
+        shape: (usize, usize, usize),
+        w: WeightRef<'_>,
+        shift: u32,
+    ) -> Result<Vec<u64>, NnError> {
+        let raw = self.olt_matmul_weight(x, shape, w)?;
+        self.olt_back(raw, shift)
     }
     fn prefetch_layer_matmul(&mut self, rows: usize, in_dim: usize, out_dim: usize, w: WeightRef<'_>) -> Result<(), NnError> {
         // Only where `layer_matmul` is an OLT whose evaluator is the server.
@@ -319,14 +366,18 @@ impl Engine for SecureEngine<'_> {
         m: usize,
         n: usize,
     ) -> Result<Vec<u64>, NnError> {
-        Self::same("batch_matmul A", a.len(), heads * k * m)?;
-        Self::same("batch_matmul B", b.len(), heads * m * n)?;
-        let plan = self.plan(k, m, n)?;
-        let xs: Vec<&[u64]> = a.chunks(k * m).collect();
-        let ys: Vec<&[u64]> = b.chunks(m * n).collect();
-        let (l, role) = (self.b.format().l(), self.b.role());
-        let (ch, _, _, prg) = self.b.parts();
-        batch_matmul_shared_shared(ch, &self.olt, role, &plan, &xs, &ys, l, prg).map_err(be)
+        let raw = self.olt_batch_matmul(a, b, (heads, k, m, n))?;
+        self.olt_back(raw, 0)
+    }
+    fn batch_matmul_shared_trunc(
+        &mut self,
+        a: &Vec<u64>,
+        b: &Vec<u64>,
+        shape: (usize, usize, usize, usize),
+        shift: u32,
+    ) -> Result<Vec<u64>, NnError> {
+        let raw = self.olt_batch_matmul(a, b, shape)?;
+        self.olt_back(raw, shift)
     }
     fn layer_matmul(
         &mut self,

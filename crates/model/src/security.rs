@@ -86,7 +86,7 @@ pub fn report(suite: &Suite) -> Result<SecurityReport, crate::SuiteError> {
     let mut st = Vec::new();
     // OLT runs under every suite: the linear layers with `matmul = olt`, and always the
     // embedding and the heads (BLB's CKKS covers the transformer layers only).
-    he.push(he_report("olt", &Params::bumblebee_olt()));
+    he.push(he_report("olt", &suite.olt_ring.he_params()));
     st.push(StatReport {
         step: "OLT H2A (coefficient branch)",
         session_bits: None,

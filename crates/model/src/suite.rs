@@ -421,6 +421,14 @@ impl OltRing {
     fn full() -> Self {
         OltRing::Full
     }
+
+    /// The OLT's HE parameter set of this ring.
+    pub fn he_params(self) -> nectar_he::Params {
+        match self {
+            OltRing::Full => nectar_he::Params::bumblebee_olt(),
+            OltRing::Narrow => nectar_he::Params::nectar_olt_narrow(),
+        }
+    }
 }
 
 impl ChoiceParams for OltCost {
@@ -435,10 +443,7 @@ impl ChoiceParams for OltCost {
 
 impl ChoiceParams for OltRing {
     fn params(self) -> String {
-        match self {
-            OltRing::Full => format!("he={:#x}", nectar_he::Params::bumblebee_olt().fingerprint()),
-            OltRing::Narrow => format!("he={:#x}", nectar_he::Params::nectar_olt_narrow().fingerprint()),
-        }
+        format!("he={:#x}", self.he_params().fingerprint())
     }
 }
 

@@ -14,7 +14,8 @@
 //! Session setup ([`SecureEngine::setup`]): the suite is validated first (a planned protocol is
 //! refused before any key is generated), then the backend's (OT session: base OTs both
 //! directions and the COT producer; bOLEe keys), then the OLT key exchange (public and Galois
-//! keys for InterLeave, `Params::bumblebee_olt()`), and with `matmul = ckks` or
+//! keys for InterLeave, `Params::bumblebee_olt()`, or `Params::nectar_olt_narrow()` with
+//! `olt-ring = narrow`), and with `matmul = ckks` or
 //! `matmul-shared = ckks` the client's CKKS keys ([`CkksLinear`], BLB's per-operator CKKS
 //! matmuls for the transformer layers; heads and embeddings stay on OLT). All from the party's
 //! own fresh `Prg`.
@@ -24,9 +25,8 @@ use crate::secure::engine::{truncated_batch_matmul, truncated_matmul_weight, Eng
 use crate::secure::blb_ckks::FusedCkks;
 use crate::secure::profile::Profile;
 use crate::secure::SecureError;
-use crate::suite::{Compare, Ffn, Matmul, Mul, OltCost, OltRing, OtExt, SharedMatmul, Suite};
+use crate::suite::{Compare, Ffn, Matmul, Mul, OltCost, OtExt, SharedMatmul, Suite};
 use nectar_fhe::{LeafFfnClient, LeafFfnParams, LeafFfnServer, LeafTable};
-use nectar_he::Params;
 use nectar_linear::ckks_linear::CkksLinear;
 use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_weight};
 use nectar_linear::prefetch::{Prefetch, PrefetchWorker};
@@ -129,11 +129,7 @@ impl<'c> SecureEngine<'c> {
         suite.validate()?;
         let opts = backend_opts(suite);
         let mut b = SecureBackend::setup(role, ch, prg.fork(), opts)?;
-        let olt_params = match suite.olt_ring {
-            OltRing::Full => Params::bumblebee_olt(),
-            OltRing::Narrow => Params::nectar_olt_narrow(),
-        };
-        let olt = HeSession::setup(b.channel_mut(), role, olt_params, true, &mut prg).map_err(be)?;
+        let olt = HeSession::setup(b.channel_mut(), role, suite.olt_ring.he_params(), true, &mut prg).map_err(be)?;
         // BLB's per-operator CKKS matmuls: the client's CKKS public and relinearisation keys.
         // (`matmul = blb-fused` does its attention products inside its own blocks.)
         let ckks = if suite.matmul == Matmul::Ckks || (suite.matmul_shared == SharedMatmul::Ckks && suite.matmul != Matmul::Fused) {

@@ -45,7 +45,10 @@ fn run() {
     let which: Vec<String> = std::env::args().skip(1).collect();
     let want = |s: &str| which.is_empty() || which.iter().any(|w| w == s);
     // PROF_N=4096|8192|16384 profiles `bench_he`'s seal-default set instead of the OLT preset.
+    // PROF_N=narrow profiles the narrow OLT set (`olt-ring = narrow`).
+    let narrow = std::env::var("PROF_N").is_ok_and(|v| v == "narrow");
     let params = match std::env::var("PROF_N").ok().and_then(|v| v.parse::<usize>().ok()) {
+        _ if narrow => Params::nectar_olt_narrow(),
         Some(n) => {
             let (q, sp): (&[u32], u32) = match n {
                 4096 => (&[36, 36], 37),
@@ -81,6 +84,15 @@ fn run() {
     if want("auto") {
         measure("auto_ks_coeff_in", 40, || {
             black_box(ct.automorphism(&params, 3, &gk).unwrap());
+        });
+    }
+    if want("auto_l2") {
+        // An InterLeave step's key switch: at the OLT's response level (two primes).
+        let mut c2 = ct.clone();
+        c2.mod_switch_to(&params, 2.min(params.max_level())).unwrap();
+        c2.to_coeff(&params);
+        measure("auto_ks_coeff_in_l2", 40, || {
+            black_box(c2.automorphism(&params, 3, &gk).unwrap());
         });
     }
     if want("auto_ntt") {

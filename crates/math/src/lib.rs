@@ -7,8 +7,10 @@
 //! - [`sample`]: samplers (uniform mod q, ternary, centred binomial) over the PRG.
 //! - [`modulus`], [`rns`], [`ntt`]: word-size prime moduli, RNS bases with exact scaling,
 //!   negacyclic NTTs (on `tfhe-ntt`) for the RLWE layer.
+//! - [`ifma`]: AVX-512 IFMA kernels (dot products, mod-down) for primes below `2^50`.
 
 pub mod fixed;
+pub mod ifma;
 pub mod modulus;
 pub mod ntt;
 pub mod prg;

@@ -9,6 +9,10 @@
 //! below the prime; the sum folds (reduces in place) before it would exceed that, so no
 //! entry overflows whatever the number of terms.
 //!
+//! For primes below `2^50` (the narrow OLT set) on a CPU with AVX-512 IFMA the entries are
+//! `(L, H)` words of [`nectar_math::ifma::mul_acc`] instead (eight 52-bit products per
+//! instruction; the same sums).
+//!
 //! [`NttPlan::wide_terms`]: nectar_math::ntt::NttPlan::wide_terms
 
 use crate::ciphertext::Ciphertext;
@@ -16,6 +20,7 @@ use crate::encoding::PlainNtt;
 use crate::params::Params;
 use crate::poly::{with_ntt_limb, RnsPoly};
 use crate::HeError;
+use nectar_math::ifma;
 use rayon::prelude::*;
 
 /// `Σ ct ⊠ pt` for ciphertexts of one level and plaintext component, in 128-bit lanes.
@@ -27,8 +32,12 @@ pub struct ProductSum {
     plain_index: usize,
     /// Products (or reduced values) each entry holds now.
     terms: usize,
-    /// The fewest terms any limb's entry can hold ([`nectar_math::ntt::NttPlan::wide_terms`]).
+    /// The fewest terms any limb's entry can hold ([`nectar_math::ntt::NttPlan::wide_terms`],
+    /// or [`ifma::ACC_TERMS`]).
     max_terms: usize,
+    /// Every prime of the level is below `2^50` and the CPU has IFMA: the entries are
+    /// [`ifma::mul_acc`]'s `(L, H)` words instead of 128-bit integers (same sums).
+    ifma: bool,
 }
 
 impl ProductSum {
@@ -38,8 +47,9 @@ impl ProductSum {
             return Err(HeError::OutOfRange(format!("level {level}")));
         }
         params.check_plain_index(plain_index)?;
-        let max_terms = (0..level).map(|i| params.plan(i).wide_terms()).min().unwrap_or(1);
-        Ok(Self { wide: vec![0; 2 * level * params.n()], level, plain_index, terms: 0, max_terms })
+        let ifma = params.n() % 8 == 0 && (0..level).all(|i| ifma::available(params.modulus(i).value()));
+        let max_terms = if ifma { ifma::ACC_TERMS } else { (0..level).map(|i| params.plan(i).wide_terms()).min().unwrap_or(1) };
+        Ok(Self { wide: vec![0; 2 * level * params.n()], level, plain_index, terms: 0, max_terms, ifma })
     }
 
     /// Whether nothing was added yet.
@@ -63,11 +73,18 @@ impl ProductSum {
         if self.terms >= self.max_terms {
             self.fold(params);
         }
-        let (n, l) = (params.n(), self.level);
-        self.wide.par_chunks_mut(n).enumerate().for_each(|(idx, acc)| {
+        let (n, l, wide) = (params.n(), self.level, self.ifma);
+        self.wide.par_chunks_mut(n).enumerate().try_for_each(|(idx, acc)| {
             let (src, i) = if idx < l { (&ct.c0, idx) } else { (&ct.c1, idx - l) };
-            with_ntt_limb(params, src, i, |a| params.plan(i).mul_accumulate_wide(acc, a, pt.poly.limb(i)));
-        });
+            with_ntt_limb(params, src, i, |a| {
+                if wide {
+                    ifma_ran(ifma::mul_acc(params.modulus(i).value(), acc, None, &[(a, &[], pt.poly.limb(i))]))
+                } else {
+                    params.plan(i).mul_accumulate_wide(acc, a, pt.poly.limb(i));
+                    Ok(())
+                }
+            })
+        })?;
         self.terms += 1;
         Ok(())
     }
@@ -98,14 +115,20 @@ impl ProductSum {
                 self.fold(params);
             }
             let (w0, w1) = self.wide.split_at_mut(l * n);
-            w0.par_chunks_mut(half).zip(w1.par_chunks_mut(half)).enumerate().for_each(|(idx, (acc0, acc1))| {
+            let wide = self.ifma;
+            w0.par_chunks_mut(half).zip(w1.par_chunks_mut(half)).enumerate().try_for_each(|(idx, (acc0, acc1))| {
                 let (i, lo) = (idx / 2, (idx % 2) * half);
                 let slices: Vec<(&[u64], &[u64], &[u64])> = group
                     .iter()
                     .map(|(ct, pt)| (&ct.c0.limb(i)[lo..lo + half], &ct.c1.limb(i)[lo..lo + half], &pt.poly.limb(i)[lo..lo + half]))
                     .collect();
-                params.plan(i).mul_accumulate_wide_terms(acc0, acc1, &slices);
-            });
+                if wide {
+                    ifma_ran(ifma::mul_acc(params.modulus(i).value(), acc0, Some(acc1), &slices))
+                } else {
+                    params.plan(i).mul_accumulate_wide_terms(acc0, acc1, &slices);
+                    Ok(())
+                }
+            })?;
             self.terms += group.len();
         }
         Ok(())
@@ -113,10 +136,13 @@ impl ProductSum {
 
     /// Reduces every entry in place (it then counts as one term).
     fn fold(&mut self, params: &Params) {
-        let (n, l) = (params.n(), self.level);
+        let (n, l, wide) = (params.n(), self.level, self.ifma);
         self.wide.par_chunks_mut(n).enumerate().for_each(|(idx, acc)| {
             let m = params.modulus(idx % l);
-            acc.iter_mut().for_each(|x| *x = m.reduce_u128(*x) as u128);
+            // `ifma` was decided from these very primes, so the kernel runs.
+            if !(wide && ifma::fold_acc(m.value(), acc)) {
+                acc.iter_mut().for_each(|x| *x = m.reduce_u128(*x) as u128);
+            }
         });
         self.terms = 1;
     }
@@ -129,9 +155,23 @@ impl ProductSum {
         let (n, l) = (params.n(), self.level);
         let mut c0 = RnsPoly::zero_level(n, l, true);
         let mut c1 = RnsPoly::zero_level(n, l, true);
+        let wide = self.ifma;
         c0.data.par_chunks_mut(n).chain(c1.data.par_chunks_mut(n)).zip(self.wide.par_chunks(n)).enumerate().for_each(
-            |(idx, (out, acc))| params.plan(idx % l).reduce_wide(acc, out),
+            |(idx, (out, acc))| {
+                if !(wide && ifma::reduce_acc(params.modulus(idx % l).value(), acc, out)) {
+                    params.plan(idx % l).reduce_wide(acc, out);
+                }
+            },
         );
         Some(Ciphertext { c0, c1, seed: None, plain_index: self.plain_index })
+    }
+}
+
+/// An IFMA kernel's answer as a result: it refuses only what [`ProductSum::new`] ruled out.
+fn ifma_ran(ran: bool) -> Result<(), HeError> {
+    if ran {
+        Ok(())
+    } else {
+        Err(HeError::Mismatch("the IFMA accumulation refused its operands".into()))
     }
 }

@@ -354,13 +354,14 @@ fn plain_ntt_refill_equals_a_fresh_encoding() {
 #[test]
 fn product_sum_equals_reduced_accumulation() {
     let mut prg = Prg::new([44; 16]);
-    for params in [Params::bumblebee_olt(), Params::bumblebee_bole()] {
+    for params in [Params::bumblebee_olt(), Params::bumblebee_bole(), Params::nectar_olt_narrow()] {
         let n = params.n();
         let t = params.plain_modulus(0);
         let sk = SecretKey::generate(&params, &mut prg);
         for level in [params.max_level(), 2] {
             // 40 terms: the 62-bit primes of the bOLEe set hold 16 per u128 entry, so the sum
-            // folds twice; every fifth ciphertext stays in coefficient form.
+            // folds twice (the narrow set sums in IFMA words: no fold); every fifth ciphertext
+            // stays in coefficient form.
             let mut reference: Option<Ciphertext> = None;
             let mut sum = ProductSum::new(&params, level, 0).unwrap();
             assert!(sum.is_empty());

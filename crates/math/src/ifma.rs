@@ -8,6 +8,8 @@
 //!   products: digits times key limbs).
 //! - [`sub_mul_const`]: `x[k] ← (x[k] − r(y[k]))·w mod q` (the key switch's mod-down by the
 //!   special prime).
+//! - [`mul_acc`], [`fold_acc`], [`reduce_acc`]: lazy sums of products `Σ_t a_t[k]·b_t[k]` in
+//!   `(L, H)` words (the OLT evaluator's block products, `nectar_he::ProductSum`).
 //!
 //! Each returns `false` without touching its output when it cannot run (no IFMA on this CPU, a
 //! prime of 50 bits or more, or shapes it does not take); the caller then runs its scalar loop.
@@ -89,6 +91,85 @@ pub fn sub_mul_const(q: u64, p: u64, x: &mut [u64], y: &[u64], w: u64) -> bool {
     }
 }
 
+/// How many products [`mul_acc`] may add to an entry between reductions ([`reduce_acc`] /
+/// [`fold_acc`]): each adds below `2^52` to the 64-bit low word `L`.
+pub const ACC_TERMS: usize = 4095;
+
+/// Lazy sums of products for a prime `q < 2^50` in the layout of `u128` accumulators that the
+/// kernels below share: per block of 8 coefficients, 8 slots hold `L_0..L_7` (the sums of the
+/// low 52 bits of the products, as `u64`s) then `H_0..H_7` (of the high bits), the value being
+/// `L + 2^52·H`. A zeroed buffer is the sum 0.
+///
+/// `acc0[k] += Σ_t a0_t[k]·b_t[k]` and, with `acc1 = Some`, `acc1[k] += Σ_t a1_t[k]·b_t[k]` for
+/// `terms = [(a0_t, a1_t, b_t)]` (`a1_t` unused without `acc1`), entries `< q`, at most
+/// [`ACC_TERMS`] products per entry since the last reduction (the caller counts).
+/// `acc0.len()` (and `acc1`'s) a multiple of 8, every term slice at least as long. Returns
+/// `false` (nothing written) when it cannot run.
+pub fn mul_acc(q: u64, acc0: &mut [u128], acc1: Option<&mut [u128]>, terms: &[(&[u64], &[u64], &[u64])]) -> bool {
+    let n = acc0.len();
+    let pair = acc1.is_some();
+    if !available(q)
+        || n % 8 != 0
+        || acc1.as_ref().is_some_and(|a| a.len() != n)
+        || terms.iter().any(|(a0, a1, b)| a0.len() < n || b.len() < n || (pair && a1.len() < n))
+    {
+        return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: AVX-512F and IFMA are present (`available`); the lengths are checked.
+        unsafe { imp::mul_acc(acc0, acc1, terms) };
+        true
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// `out[k] = (L_k + 2^52·H_k) mod q` for [`mul_acc`]'s accumulators. Scalar (once per sum).
+/// Returns `false` (nothing written) for a prime the kernels do not serve or lengths that
+/// differ or are not a multiple of 8.
+pub fn reduce_acc(q: u64, acc: &[u128], out: &mut [u64]) -> bool {
+    if !available(q) || acc.len() != out.len() || acc.len() % 8 != 0 {
+        return false;
+    }
+    for (blk, o) in acc.chunks_exact(8).zip(out.chunks_exact_mut(8)) {
+        for (i, ok) in o.iter_mut().enumerate() {
+            let (lo, hi) = acc_entry(blk, i);
+            *ok = (((hi as u128) << 52) + lo as u128).rem_euclid(q as u128) as u64;
+        }
+    }
+    true
+}
+
+/// Reduces [`mul_acc`]'s accumulators in place (`L ← value mod q`, `H ← 0`): each entry then
+/// holds one term. `false` (nothing changed) as for [`reduce_acc`].
+pub fn fold_acc(q: u64, acc: &mut [u128]) -> bool {
+    if !available(q) || acc.len() % 8 != 0 {
+        return false;
+    }
+    for blk in acc.chunks_exact_mut(8) {
+        let mut v = [0u64; 8];
+        for (i, vi) in v.iter_mut().enumerate() {
+            let (lo, hi) = acc_entry(blk, i);
+            *vi = (((hi as u128) << 52) + lo as u128).rem_euclid(q as u128) as u64;
+        }
+        // L_0..L_7 in slots 0..3, H in slots 4..7 (two u64s per slot, low word first).
+        for j in 0..4 {
+            blk[j] = v[2 * j] as u128 | (v[2 * j + 1] as u128) << 64;
+            blk[4 + j] = 0;
+        }
+    }
+    true
+}
+
+/// `(L_i, H_i)` of coefficient `i < 8` of one block of [`mul_acc`]'s layout.
+fn acc_entry(blk: &[u128], i: usize) -> (u64, u64) {
+    let word = |slot: u128, half: usize| (slot >> (64 * half)) as u64;
+    (word(blk[i / 2], i % 2), word(blk[4 + i / 2], i % 2))
+}
+
 /// `⌊w·2^52 / q⌋`: the 52-bit Shoup constant of `w < q`.
 fn shoup52(w: u64, q: u64) -> u64 {
     (((w as u128) << 52) / q as u128) as u64
@@ -151,6 +232,40 @@ mod imp {
             let r = csub(csub(r, v2q), vq);
             // SAFETY: k + 8 <= n = out.len().
             unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(k).cast(), r) };
+        }
+    }
+
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(super) unsafe fn mul_acc(acc0: &mut [u128], mut acc1: Option<&mut [u128]>, terms: &[(&[u64], &[u64], &[u64])]) {
+        let n = acc0.len();
+        // L1-sized blocks of coefficients: every term is applied to a block before the next, so
+        // an accumulator entry leaves the cache once per call (as the scalar kernel does).
+        const BLOCK: usize = 128;
+        let mut lo = 0;
+        while lo < n {
+            let hi = (lo + BLOCK).min(n);
+            for &(a0, a1, b) in terms {
+                for k in (lo..hi).step_by(8) {
+                    // SAFETY: k + 8 <= n <= every slice's length (checked by the caller); the
+                    // accumulator block k..k+8 is 8 u128 = 128 bytes: L at +0, H at +64.
+                    unsafe {
+                        let vb = _mm512_loadu_si512(b.as_ptr().add(k).cast());
+                        let va = _mm512_loadu_si512(a0.as_ptr().add(k).cast());
+                        let p = acc0.as_mut_ptr().add(k).cast::<u64>();
+                        let (l, h) = (_mm512_loadu_si512(p.cast()), _mm512_loadu_si512(p.add(8).cast()));
+                        _mm512_storeu_si512(p.cast(), _mm512_madd52lo_epu64(l, va, vb));
+                        _mm512_storeu_si512(p.add(8).cast(), _mm512_madd52hi_epu64(h, va, vb));
+                        if let Some(acc1) = acc1.as_deref_mut() {
+                            let va = _mm512_loadu_si512(a1.as_ptr().add(k).cast());
+                            let p = acc1.as_mut_ptr().add(k).cast::<u64>();
+                            let (l, h) = (_mm512_loadu_si512(p.cast()), _mm512_loadu_si512(p.add(8).cast()));
+                            _mm512_storeu_si512(p.cast(), _mm512_madd52lo_epu64(l, va, vb));
+                            _mm512_storeu_si512(p.add(8).cast(), _mm512_madd52hi_epu64(h, va, vb));
+                        }
+                    }
+                }
+            }
+            lo = hi;
         }
     }
 
@@ -258,6 +373,57 @@ mod tests {
                 plan.inverse(&mut v);
                 assert!(v.iter().all(|&x| x < q), "inverse output not reduced ({bits} bits)");
             }
+        }
+    }
+
+    #[test]
+    fn lazy_sums_equal_scalar_sums() {
+        let mut prg = Prg::new([7; 16]);
+        let n = 264; // two blocks of 128 and a tail of 8
+        for bits in [40u32, 50] {
+            let q = ntt_primes(bits, 8192, 1, &[]).unwrap()[0];
+            if !available(q) {
+                continue;
+            }
+            let m = Modulus::new(q).unwrap();
+            let (mut acc0, mut acc1) = (vec![0u128; n], vec![0u128; n]);
+            let (mut want0, mut want1) = (vec![0u64; n], vec![0u64; n]);
+            let max = vec![q - 1; n];
+            let mut added = 0;
+            // Groups of 1 to 5 terms, a fold in the middle, all-maximal entries included.
+            for (round, t) in [1usize, 5, 3, 2, 4].into_iter().enumerate() {
+                let v: Vec<Vec<u64>> = (0..3 * t).map(|i| if round == 1 && i < 3 { max.clone() } else { residues(&mut prg, q, n) }).collect();
+                let terms: Vec<(&[u64], &[u64], &[u64])> = (0..t).map(|i| (&v[3 * i][..], &v[3 * i + 1][..], &v[3 * i + 2][..])).collect();
+                assert!(mul_acc(q, &mut acc0, Some(&mut acc1), &terms));
+                for (a0, a1, b) in &terms {
+                    for k in 0..n {
+                        want0[k] = m.add(want0[k], m.mul(a0[k], b[k]));
+                        want1[k] = m.add(want1[k], m.mul(a1[k], b[k]));
+                    }
+                }
+                added += t;
+                if round == 2 {
+                    assert!(fold_acc(q, &mut acc0));
+                }
+            }
+            // One accumulator alone.
+            let (x, y) = (residues(&mut prg, q, n), residues(&mut prg, q, n));
+            assert!(mul_acc(q, &mut acc1, None, &[(&x, &[], &y)]));
+            for k in 0..n {
+                want1[k] = m.add(want1[k], m.mul(x[k], y[k]));
+            }
+            let (mut out0, mut out1) = (vec![0u64; n], vec![0u64; n]);
+            assert!(reduce_acc(q, &acc0, &mut out0) && reduce_acc(q, &acc1, &mut out1));
+            assert_eq!(out0, want0, "{bits} bits, {added} terms");
+            assert_eq!(out1, want1, "{bits} bits");
+            // The most products between reductions, all maximal.
+            let mut acc = vec![0u128; 8];
+            let terms: Vec<(&[u64], &[u64], &[u64])> = (0..ACC_TERMS).map(|_| (&max[..8], &max[..8], &max[..8])).collect();
+            assert!(mul_acc(q, &mut acc, None, &terms));
+            let mut out = vec![0u64; 8];
+            assert!(reduce_acc(q, &acc, &mut out));
+            let one = m.mul(q - 1, q - 1);
+            assert_eq!(out, vec![m.mul(one, ACC_TERMS as u64 % q); 8]);
         }
     }
 

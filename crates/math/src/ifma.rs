@@ -127,20 +127,23 @@ pub fn mul_acc(q: u64, acc0: &mut [u128], acc1: Option<&mut [u128]>, terms: &[(&
     }
 }
 
-/// `out[k] = (L_k + 2^52·H_k) mod q` for [`mul_acc`]'s accumulators. Scalar (once per sum).
-/// Returns `false` (nothing written) for a prime the kernels do not serve or lengths that
-/// differ or are not a multiple of 8.
+/// `out[k] = (L_k + 2^52·H_k) mod q` for [`mul_acc`]'s accumulators. Returns `false` (nothing
+/// written) for a prime the kernels do not serve or lengths that differ or are not a multiple
+/// of 8.
 pub fn reduce_acc(q: u64, acc: &[u128], out: &mut [u64]) -> bool {
     if !available(q) || acc.len() != out.len() || acc.len() % 8 != 0 {
         return false;
     }
-    for (blk, o) in acc.chunks_exact(8).zip(out.chunks_exact_mut(8)) {
-        for (i, ok) in o.iter_mut().enumerate() {
-            let (lo, hi) = acc_entry(blk, i);
-            *ok = (((hi as u128) << 52) + lo as u128).rem_euclid(q as u128) as u64;
-        }
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: as in `dot_mod`; `out` has `acc.len()` entries.
+        unsafe { imp::reduce_acc(q, acc, Some(out)) };
+        true
     }
-    true
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }
 
 /// Reduces [`mul_acc`]'s accumulators in place (`L ← value mod q`, `H ← 0`): each entry then
@@ -149,25 +152,16 @@ pub fn fold_acc(q: u64, acc: &mut [u128]) -> bool {
     if !available(q) || acc.len() % 8 != 0 {
         return false;
     }
-    for blk in acc.chunks_exact_mut(8) {
-        let mut v = [0u64; 8];
-        for (i, vi) in v.iter_mut().enumerate() {
-            let (lo, hi) = acc_entry(blk, i);
-            *vi = (((hi as u128) << 52) + lo as u128).rem_euclid(q as u128) as u64;
-        }
-        // L_0..L_7 in slots 0..3, H in slots 4..7 (two u64s per slot, low word first).
-        for j in 0..4 {
-            blk[j] = v[2 * j] as u128 | (v[2 * j + 1] as u128) << 64;
-            blk[4 + j] = 0;
-        }
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: as in `dot_mod`.
+        unsafe { imp::fold_acc(q, acc) };
+        true
     }
-    true
-}
-
-/// `(L_i, H_i)` of coefficient `i < 8` of one block of [`mul_acc`]'s layout.
-fn acc_entry(blk: &[u128], i: usize) -> (u64, u64) {
-    let word = |slot: u128, half: usize| (slot >> (64 * half)) as u64;
-    (word(blk[i / 2], i % 2), word(blk[4 + i / 2], i % 2))
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }
 
 /// `⌊w·2^52 / q⌋`: the 52-bit Shoup constant of `w < q`.
@@ -266,6 +260,84 @@ mod imp {
                 }
             }
             lo = hi;
+        }
+    }
+
+    /// `(L + 2^52·H) mod q` of eight lanes, for any 64-bit `L` and `H`: with `L = L1·2^52 + L0`
+    /// and `H' = H + L1 = H1·2^52 + H0` (the carry into `H'` is at most `2^12`, so `H'` does
+    /// not wrap for the sums [`super::ACC_TERMS`] allows), the value is
+    /// `L0 + H0·(2^52 mod q) + H1·(2^104 mod q)`: three Shoup products, each `< 2q`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    fn reduce_lh(l: __m512i, h: __m512i, k: &ReduceConsts) -> __m512i {
+        let h = _mm512_add_epi64(h, _mm512_srli_epi64(l, 52));
+        let l0 = _mm512_and_si512(l, k.mask);
+        let (h0, h1) = (_mm512_and_si512(h, k.mask), _mm512_srli_epi64(h, 52));
+        let r = _mm512_add_epi64(shoup(l0, k.one, k.one_s, k.q), shoup(h0, k.c52, k.c52_s, k.q));
+        let r = _mm512_add_epi64(r, shoup(h1, k.c104, k.c104_s, k.q)); // < 6q < 2^53
+        csub(csub(csub(r, k.q4), k.q2), k.q)
+    }
+
+    struct ReduceConsts {
+        q: __m512i,
+        q2: __m512i,
+        q4: __m512i,
+        mask: __m512i,
+        one: __m512i,
+        one_s: __m512i,
+        c52: __m512i,
+        c52_s: __m512i,
+        c104: __m512i,
+        c104_s: __m512i,
+    }
+
+    #[target_feature(enable = "avx512f")]
+    fn reduce_consts(q: u64) -> ReduceConsts {
+        let c52 = ((1u128 << 52) % q as u128) as u64;
+        let c104 = ((c52 as u128 * c52 as u128) % q as u128) as u64;
+        let v = |x: u64| _mm512_set1_epi64(x as i64);
+        ReduceConsts {
+            q: v(q),
+            q2: v(2 * q),
+            q4: v(4 * q),
+            mask: v((1 << 52) - 1),
+            one: v(1),
+            one_s: v(shoup52(1, q)),
+            c52: v(c52),
+            c52_s: v(shoup52(c52, q)),
+            c104: v(c104),
+            c104_s: v(shoup52(c104, q)),
+        }
+    }
+
+    /// `out[k] = value_k mod q` (or, without `out`, nothing: see [`fold_acc`]).
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(super) unsafe fn reduce_acc(q: u64, acc: &[u128], out: Option<&mut [u64]>) {
+        let k = reduce_consts(q);
+        if let Some(out) = out {
+            for b in (0..acc.len()).step_by(8) {
+                // SAFETY: b + 8 <= acc.len() = out.len(); the block is 128 bytes: L, then H.
+                unsafe {
+                    let p = acc.as_ptr().add(b).cast::<u64>();
+                    let r = reduce_lh(_mm512_loadu_si512(p.cast()), _mm512_loadu_si512(p.add(8).cast()), &k);
+                    _mm512_storeu_si512(out.as_mut_ptr().add(b).cast(), r);
+                }
+            }
+        }
+    }
+
+    /// Each block's `L ← value mod q`, `H ← 0`.
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(super) unsafe fn fold_acc(q: u64, acc: &mut [u128]) {
+        let k = reduce_consts(q);
+        for b in (0..acc.len()).step_by(8) {
+            // SAFETY: b + 8 <= acc.len(); the block is 128 bytes.
+            unsafe {
+                let p = acc.as_mut_ptr().add(b).cast::<u64>();
+                let r = reduce_lh(_mm512_loadu_si512(p.cast()), _mm512_loadu_si512(p.add(8).cast()), &k);
+                _mm512_storeu_si512(p.cast(), r);
+                _mm512_storeu_si512(p.add(8).cast(), _mm512_setzero_si512());
+            }
         }
     }
 

@@ -1135,6 +1135,16 @@ mod tests {
         assert_eq!(b.json_map()["gelu"], "p4");
         assert_eq!(b.protocol_for("gelu"), "p4");
         assert_eq!(b.protocol_for("linear.qkv"), "olt");
+        // The OLT ring: the default's is narrow, a suite written before the field existed
+        // reads as full, and the two differ in the digest (their HE parameters differ).
+        assert_eq!(Suite::nectar().olt_ring, OltRing::Narrow);
+        let old = json.replace(",\"olt-ring\":\"full\"", "");
+        assert!(!old.contains("olt-ring"), "{old}");
+        assert_eq!(serde_json::from_str::<Suite>(&old).unwrap(), b);
+        let narrow = Suite::parse("bumblebee+olt-ring=narrow").unwrap();
+        assert_ne!(narrow.digest(), a.digest());
+        assert_eq!(a.mismatch(&narrow).unwrap(), "olt-ring: client narrow, server full");
+        assert_ne!(OltRing::Narrow.he_params().fingerprint(), OltRing::Full.he_params().fingerprint());
     }
 
     #[test]

@@ -40,6 +40,7 @@ fn main() {
         windows,
         l: 64,
         verify: true,
+        narrow: false,
     };
     println!("{:?}", bench_linear(&spec));
 }

@@ -252,7 +252,8 @@ fn ip_ifma(
     let tb: Vec<(&[u64], &[u64])> = d.iter().zip(b).map(|(x, y)| (*x, *y)).collect();
     let ta: Vec<(&[u64], &[u64])> = d.iter().zip(a).map(|(x, y)| (*x, *y)).collect();
     let scaled = gathered.as_ref().map(|(g, pm)| (&g[..], *pm));
-    // Both or neither: the checks of the two calls are the same but for the scaled term.
+    // The two calls check the same things but for the scaled term; should the second refuse
+    // after the first ran, the caller's scalar loop rewrites both outputs.
     ifma::dot_mod(q, &tb, scaled, a0) && ifma::dot_mod(q, &ta, None, a1)
 }
 

@@ -76,7 +76,8 @@ pub trait Engine: Backend {
 
     /// `X · W` for shared `X` (`rows × in_dim`) and the server's `W` (`in_dim × out_dim`,
     /// row-major); the raw ring product (not truncated), `rows × out_dim`.
-    /// Secure error model: exact mod `2^l` up to H2A's rare ±1 LSB.
+    /// Secure error model: exact mod `2^l` up to H2A's rare ±1 LSB; with `olt-ring = narrow`
+    /// for raw products `|x·w| < 2^49` (computed mod `2^51`, then extended).
     fn matmul_weight(
         &mut self,
         x: &Self::Val,

@@ -182,8 +182,19 @@ fn inner_product(
     a0: &mut [u64],
     a1: &mut [u64],
 ) {
-    if d.len() < ifma::MAX_TERMS && ifma::available(m.value()) && ip_ifma(m, d, b_, a, fold, a0, a1) {
-        return;
+    // AVX-512 IFMA ([`ifma::dot_mod`]) for primes below 2^50 (the narrow OLT set): eight 52-bit
+    // products per instruction, the same residues. The fold's `c0[perm[k]]` are gathered first.
+    // The two calls check the same things but for the scaled term; should the second refuse
+    // after the first ran, the scalar loops below rewrite both outputs.
+    if d.len() < ifma::MAX_TERMS && ifma::available(m.value()) {
+        let q = m.value();
+        let gathered: Option<(Vec<u64>, u64)> = fold.map(|(perm, c0, pm)| (perm.iter().map(|&i| c0[i as usize]).collect(), pm));
+        let tb: Vec<(&[u64], &[u64])> = d.iter().zip(b_).map(|(x, y)| (*x, *y)).collect();
+        let ta: Vec<(&[u64], &[u64])> = d.iter().zip(a).map(|(x, y)| (*x, *y)).collect();
+        let scaled = gathered.as_ref().map(|(g, pm)| (&g[..], *pm));
+        if ifma::dot_mod(q, &tb, scaled, a0) && ifma::dot_mod(q, &ta, None, a1) {
+            return;
+        }
     }
     let q1 = (m.value() - 1) as u128;
     let group = ((u128::MAX / (q1 * q1)) as usize).max(1);
@@ -231,30 +242,6 @@ fn inner_product(
         a0[k] = r0;
         a1[k] = r1;
     }
-}
-
-/// [`inner_product`] with AVX-512 IFMA ([`nectar_math::ifma::dot_mod`]) for primes below
-/// `2^50` (the narrow OLT set): eight 52-bit products per instruction instead of one 128-bit
-/// product per coefficient. The fold's `c0[perm[k]]` are gathered first. Exact, the same
-/// residues as the scalar loop; `false` (nothing written) where the kernel does not run.
-#[allow(clippy::type_complexity)]
-fn ip_ifma(
-    m: &Modulus,
-    d: &[&[u64]],
-    b: &[&[u64]],
-    a: &[&[u64]],
-    fold: Option<(&[u32], &[u64], u64)>,
-    a0: &mut [u64],
-    a1: &mut [u64],
-) -> bool {
-    let q = m.value();
-    let gathered: Option<(Vec<u64>, u64)> = fold.map(|(perm, c0, pm)| (perm.iter().map(|&i| c0[i as usize]).collect(), pm));
-    let tb: Vec<(&[u64], &[u64])> = d.iter().zip(b).map(|(x, y)| (*x, *y)).collect();
-    let ta: Vec<(&[u64], &[u64])> = d.iter().zip(a).map(|(x, y)| (*x, *y)).collect();
-    let scaled = gathered.as_ref().map(|(g, pm)| (&g[..], *pm));
-    // The two calls check the same things but for the scaled term; should the second refuse
-    // after the first ran, the caller's scalar loop rewrites both outputs.
-    ifma::dot_mod(q, &tb, scaled, a0) && ifma::dot_mod(q, &ta, None, a1)
 }
 
 /// The common-case loop of [`inner_product`] with the reduction `red` (monomorphised per

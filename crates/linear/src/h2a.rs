@@ -47,6 +47,11 @@ pub fn response_level(params: &Params, plain_bits: u32) -> usize {
         .unwrap_or(params.max_level())
 }
 
+/// [`response_level`] for an OLT's own plaintext modulus ([`plain_bits`]).
+pub fn olt_response_level(params: &Params) -> usize {
+    response_level(params, plain_bits(params, 0))
+}
+
 /// Masker side of the Coeff branch: re-randomises and masks `ct` in place (it must be at the
 /// level it will be sent at) and returns the masker's share (`N` coefficients mod `2^64`).
 pub fn mask_coeff(

@@ -304,7 +304,7 @@ pub fn prepare_blocks(
     max_bytes: usize,
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<PreparedBlocks, LinearError> {
-    let level = product_level(params, plan, side, mats, h2a::response_level(params, h2a::plain_bits(params, 0)));
+    let level = product_level(params, plan, side, mats, h2a::olt_response_level(params));
     let tmask = plain_mask(params)?;
     let per = block_count(plan, side);
     let total = per * mats.len();
@@ -433,7 +433,7 @@ fn evaluator<C: Channel + ?Sized>(
     let bytes = ch.recv()?;
     let mut cts = wire::cts_from_bytes(params, &bytes, peer_per * batch)?;
     drop(bytes);
-    let resp_level = h2a::response_level(params, h2a::plain_bits(params, 0));
+    let resp_level = h2a::olt_response_level(params);
     let level = product_level(params, plan, side, mats, resp_level);
     cts.par_iter_mut().try_for_each(|c| -> Result<(), LinearError> {
         c.mod_switch_to(params, level)?;

@@ -206,7 +206,7 @@ impl CtBytes {
     pub fn olt(params: &nectar_he::Params) -> CtBytes {
         CtBytes {
             query: params.ciphertext_len(params.max_level(), true),
-            response: params.ciphertext_len(crate::h2a::response_level(params, crate::h2a::plain_bits(params, 0)), false),
+            response: params.ciphertext_len(crate::h2a::olt_response_level(params), false),
         }
     }
 }

@@ -62,6 +62,31 @@ fn chunks(len: usize, n: usize) -> usize {
     len.div_ceil(n).max(1)
 }
 
+/// Ciphertexts per frame of a streamed query or response (AGREEMENT: shapes the transcript).
+///
+/// A query or a response of `chunks × primes` ciphertexts travels as consecutive frames of at
+/// most this many ciphertexts, so that each side works on one frame while the next is on the
+/// wire: the query side encrypts frame `f + 1` while the response side answers frame `f`, and
+/// the query side decrypts response frame `f` while frame `f + 1` arrives. Two is one
+/// ciphertext per core of the 2-core machines we measure on; a frame of `N = 8192` elements'
+/// worth is 0.1–0.4 MB, 1–3 ms at 1 Gbit/s. The framing adds no flight: every frame of a
+/// message goes the same way as the one before it.
+pub const FRAME_CTS: usize = 2;
+
+/// The ranges of ciphertext indices of the frames of a `total`-ciphertext message.
+fn frames(total: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    (0..total).step_by(FRAME_CTS).map(move |a| a..(a + FRAME_CTS).min(total))
+}
+
+/// Receives one frame of exactly `range.len()` ciphertexts.
+fn recv_frame<C: Channel + ?Sized>(
+    ch: &mut C,
+    params: &Params,
+    range: &std::ops::Range<usize>,
+) -> Result<Vec<Ciphertext>, LinearError> {
+    wire::cts_from_bytes(params, &ch.recv()?, range.len())
+}
+
 /// Query side: encrypts and sends `SIMD(Lift(v))` (`v` in `Z_{2^l}`). One flight.
 pub fn send_query<C: Channel + ?Sized>(
     ch: &mut C,
@@ -70,54 +95,89 @@ pub fn send_query<C: Channel + ?Sized>(
     l: u32,
     prg: &mut Prg,
 ) -> Result<SentQuery, LinearError> {
-    let params = &sess.params;
-    let m = crt(params)?;
-    m.check_ring(l)?;
-    let (n, k) = (params.n(), m.primes().len());
-    let nc = chunks(v.len(), n);
-    // Residues of Lift(v) per prime, per chunk.
-    let lifted: Vec<Vec<Vec<u64>>> = (0..nc)
-        .into_par_iter()
-        .map(|c| {
-            let mut res = vec![vec![0u64; n]; k];
-            let mut tmp = vec![0u64; k];
-            for (i, &x) in v.iter().enumerate().skip(c * n).take(n) {
-                m.lift(x & mask(l), l, &mut tmp);
-                for j in 0..k {
-                    res[j][i - c * n] = tmp[j];
-                }
-            }
-            res
-        })
-        .collect();
-    let prgs: Vec<Prg> = (0..nc * k).map(|_| prg.fork()).collect();
-    let cts: Vec<Ciphertext> = prgs
-        .into_par_iter()
-        .enumerate()
-        .map(|(i, mut p)| {
-            let (c, j) = (i / k, i % k);
-            let pt = params.encode_simd(&lifted[c][j], j)?;
-            Ok(sess.sk.encrypt(params, &pt, &mut p)?)
-        })
-        .collect::<Result<_, LinearError>>()?;
-    ch.send(&wire::cts_to_bytes(params, &cts)?)?;
-    Ok(SentQuery { len: v.len(), l })
+    let mut q = send_queries(ch, sess, &[v], l, prg)?;
+    q.pop().ok_or_else(|| LinearError::BadShape("no query sent".into()))
 }
 
-/// Response side: receives a query of `len` elements.
-pub fn recv_query<C: Channel + ?Sized>(
+/// Query side: encrypts and sends the queries of several vectors of one length in one flight,
+/// their frames interleaved (frame `f` of each vector in turn, then frame `f + 1`), so that the
+/// response side can answer a product of two fresh queries frame by frame.
+pub fn send_queries<C: Channel + ?Sized>(
     ch: &mut C,
     sess: &HeSession,
-    len: usize,
+    vs: &[&[u64]],
     l: u32,
-) -> Result<ReceivedQuery, LinearError> {
+    prg: &mut Prg,
+) -> Result<Vec<SentQuery>, LinearError> {
     let params = &sess.params;
     let m = crt(params)?;
     m.check_ring(l)?;
+    let len = match vs.first() {
+        Some(v) => v.len(),
+        None => return Ok(Vec::new()),
+    };
+    if vs.iter().any(|v| v.len() != len) {
+        return Err(LinearError::BadShape("bOLEe queries of different lengths".into()));
+    }
+    let (n, k) = (params.n(), m.primes().len());
+    let nc = chunks(len, n);
+    // Residues of Lift(v) per vector, per chunk, per prime.
+    let lifted: Vec<Vec<Vec<Vec<u64>>>> = vs
+        .iter()
+        .map(|v| {
+            (0..nc)
+                .into_par_iter()
+                .map(|c| {
+                    let mut res = vec![vec![0u64; n]; k];
+                    let mut tmp = vec![0u64; k];
+                    for (i, &x) in v.iter().enumerate().skip(c * n).take(n) {
+                        m.lift(x & mask(l), l, &mut tmp);
+                        for j in 0..k {
+                            res[j][i - c * n] = tmp[j];
+                        }
+                    }
+                    res
+                })
+                .collect()
+        })
+        .collect();
+    // One fork per ciphertext, vector by vector, before any is used.
+    let mut prgs: Vec<Vec<Prg>> = vs.iter().map(|_| (0..nc * k).map(|_| prg.fork()).collect()).collect();
+    for range in frames(nc * k) {
+        for (q, ps) in prgs.iter_mut().enumerate() {
+            let cts: Vec<Ciphertext> = ps[range.clone()]
+                .par_iter_mut()
+                .zip(range.clone())
+                .map(|(p, i)| {
+                    let (c, j) = (i / k, i % k);
+                    let pt = params.encode_simd(&lifted[q][c][j], j)?;
+                    Ok(sess.sk.encrypt(params, &pt, p)?)
+                })
+                .collect::<Result<_, LinearError>>()?;
+            ch.send(&wire::cts_to_bytes(params, &cts)?)?;
+        }
+    }
+    Ok(vs.iter().map(|v| SentQuery { len: v.len(), l }).collect())
+}
+
+/// The query of one term of a response: received in this exchange (`Fresh(i)`: the `i`-th of
+/// the fresh queries, in the order [`send_queries`] sent them) or earlier (reuse, §V-A3).
+#[derive(Clone, Copy)]
+pub enum QueryRef<'a> {
+    Fresh(usize),
+    Held(&'a ReceivedQuery),
+}
+
+/// One frame of a query, checked (CRT component and level of every ciphertext) and in NTT form.
+fn recv_query_frame<C: Channel + ?Sized>(
+    ch: &mut C,
+    params: &Params,
+    m: &CrtModulus,
+    range: &std::ops::Range<usize>,
+) -> Result<Vec<Ciphertext>, LinearError> {
     let k = m.primes().len();
-    let expected = chunks(len, params.n()) * k;
-    let mut cts = wire::cts_from_bytes(params, &ch.recv()?, expected)?;
-    for (i, c) in cts.iter().enumerate() {
+    let mut cts = recv_frame(ch, params, range)?;
+    for (i, c) in range.clone().zip(&cts) {
         if c.plain_index() != i % k || c.level() != params.max_level() {
             return Err(LinearError::Malformed(
                 "query ciphertext for the wrong CRT component or level".into(),
@@ -125,7 +185,7 @@ pub fn recv_query<C: Channel + ?Sized>(
         }
     }
     cts.par_iter_mut().for_each(|c| c.to_ntt(params));
-    Ok(ReceivedQuery { len, l, cts })
+    Ok(cts)
 }
 
 /// Response side: computes `Σ_i q_i ⊠ SIMD(y_i)`, masks it (H2A-SIMD), sends it and returns
@@ -136,61 +196,126 @@ pub fn respond<C: Channel + ?Sized>(
     terms: &[(&ReceivedQuery, &[u64])],
     prg: &mut Prg,
 ) -> Result<Vec<u64>, LinearError> {
-    let params = &sess.params;
-    let m = crt(params)?;
-    let (n, k) = (params.n(), m.primes().len());
     let (len, l) = match terms.first() {
         Some((q, _)) => (q.len, q.l),
         None => return Err(LinearError::BadShape("bOLEe response with no terms".into())),
     };
-    if terms
-        .iter()
-        .any(|(q, y)| q.len != len || q.l != l || y.len() != len)
-    {
-        return Err(LinearError::BadShape(
-            "bOLEe terms of different lengths or rings".into(),
-        ));
-    }
-    let nc = chunks(len, n);
-    let top = params.max_level();
-    let prgs: Vec<Prg> = (0..nc * k).map(|_| prg.fork()).collect();
-    let res: Vec<(Ciphertext, Vec<u64>)> = prgs
-        .into_par_iter()
-        .enumerate()
-        .map(|(i, mut p)| {
-            let (c, j) = (i / k, i % k);
-            let tj = m.primes()[j];
-            let mut acc: Option<Ciphertext> = None;
-            for (q, y) in terms {
-                let mut tmp = vec![0u64; k];
-                let ys: Vec<u64> = (0..n)
-                    .map(|s| {
-                        y.get(c * n + s).map_or(0, |&v| {
-                            m.centred(v & mask(l), l, &mut tmp);
-                            tmp[j]
-                        })
-                    })
-                    .collect();
-                debug_assert!(ys.iter().all(|&v| v < tj));
-                let pt = PlainNtt::new(params, &params.encode_simd(&ys, j)?, top)?;
-                let ct = &q.cts[i];
-                match acc.as_mut() {
-                    None => acc = Some(ct.mul_plain(params, &pt)?),
-                    Some(a) => a.mul_plain_accumulate(params, ct, &pt)?,
-                }
-            }
-            let mut ct = acc.ok_or_else(|| LinearError::BadShape("no terms".into()))?;
-            let z0 = h2a::mask_simd(sess, &mut ct, terms.len(), &mut p)?;
-            let slots = params.decode_simd(&Plaintext::from_coeffs(params, &z0, j)?)?;
-            Ok((ct, slots))
-        })
-        .collect::<Result<_, LinearError>>()?;
-    let (cts, shares): (Vec<Ciphertext>, Vec<Vec<u64>>) = res.into_iter().unzip();
-    ch.send(&wire::cts_to_bytes(params, &cts)?)?;
-    Ok(down_all(&m, &shares, len, n, l))
+    let held: Vec<(QueryRef<'_>, &[u64])> = terms.iter().map(|&(q, y)| (QueryRef::Held(q), y)).collect();
+    Ok(recv_and_respond(ch, sess, len, l, 0, &held, prg)?.1)
 }
 
-/// Query side: receives the response to its queries and returns its share `Down(u)`.
+/// Response side of one exchange: receives `fresh` queries of `len` elements (as
+/// [`send_queries`] interleaves them) and answers `Σ_i q_i ⊠ SIMD(y_i)` (masked, H2A-SIMD)
+/// frame by frame as they arrive. The answers are sent once the whole query is in (a response
+/// frame is never sent while the other side may still be sending, so that neither side can
+/// block on a full transport buffer while the other does), as consecutive frames. Returns the
+/// fresh queries (for reuse) and this side's share `Down(z)` in `Z_{2^l}`. One flight.
+pub fn recv_and_respond<C: Channel + ?Sized>(
+    ch: &mut C,
+    sess: &HeSession,
+    len: usize,
+    l: u32,
+    fresh: usize,
+    terms: &[(QueryRef<'_>, &[u64])],
+    prg: &mut Prg,
+) -> Result<(Vec<ReceivedQuery>, Vec<u64>), LinearError> {
+    let params = &sess.params;
+    let m = crt(params)?;
+    m.check_ring(l)?;
+    let (n, k) = (params.n(), m.primes().len());
+    if terms.is_empty() {
+        return Err(LinearError::BadShape("bOLEe response with no terms".into()));
+    }
+    for (q, y) in terms {
+        let ok = match q {
+            QueryRef::Fresh(i) => *i < fresh,
+            QueryRef::Held(q) => q.len == len && q.l == l,
+        };
+        if !ok || y.len() != len {
+            return Err(LinearError::BadShape(
+                "bOLEe terms of different lengths or rings, or an unknown query".into(),
+            ));
+        }
+    }
+    let total = chunks(len, n) * k;
+    let mut prgs: Vec<Prg> = (0..total).map(|_| prg.fork()).collect();
+    let mut received: Vec<Vec<Ciphertext>> = (0..fresh).map(|_| Vec::with_capacity(total)).collect();
+    let mut answers: Vec<(Ciphertext, Vec<u64>)> = Vec::with_capacity(total);
+    // With no fresh query everything is at hand: one parallel pass over all ciphertexts.
+    let passes: Vec<std::ops::Range<usize>> = if fresh == 0 { vec![0..total] } else { frames(total).collect() };
+    for range in passes {
+        for r in received.iter_mut() {
+            r.extend(recv_query_frame(ch, params, &m, &range)?);
+        }
+        let part: Vec<(Ciphertext, Vec<u64>)> = prgs[range.clone()]
+            .par_iter_mut()
+            .zip(range.clone())
+            .map(|(p, i)| {
+                let ts: Vec<(&Ciphertext, &[u64])> = terms
+                    .iter()
+                    .map(|(q, y)| {
+                        let ct = match q {
+                            QueryRef::Fresh(f) => received[*f].get(i),
+                            QueryRef::Held(q) => q.cts.get(i),
+                        };
+                        ct.map(|c| (c, *y))
+                            .ok_or_else(|| LinearError::BadShape("query ciphertext missing".into()))
+                    })
+                    .collect::<Result<_, _>>()?;
+                answer(sess, &m, i, &ts, l, p)
+            })
+            .collect::<Result<_, LinearError>>()?;
+        answers.extend(part);
+    }
+    let (cts, shares): (Vec<Ciphertext>, Vec<Vec<u64>>) = answers.into_iter().unzip();
+    for range in frames(total) {
+        ch.send(&wire::cts_to_bytes(params, &cts[range])?)?;
+    }
+    let queries = received.into_iter().map(|cts| ReceivedQuery { len, l, cts }).collect();
+    Ok((queries, down_all(&m, &shares, len, n, l)))
+}
+
+/// The answer of ciphertext `i` (chunk `i / k`, CRT prime `i % k`): `Σ q ⊠ SIMD(y)` over the
+/// terms, masked by H2A-SIMD; returns the ciphertext to send and this side's slot share.
+fn answer(
+    sess: &HeSession,
+    m: &CrtModulus,
+    i: usize,
+    terms: &[(&Ciphertext, &[u64])],
+    l: u32,
+    p: &mut Prg,
+) -> Result<(Ciphertext, Vec<u64>), LinearError> {
+    let params = &sess.params;
+    let (n, k) = (params.n(), m.primes().len());
+    let (c, j) = (i / k, i % k);
+    let tj = m.primes()[j];
+    let top = params.max_level();
+    let mut acc: Option<Ciphertext> = None;
+    let mut tmp = vec![0u64; k];
+    for &(ct, y) in terms {
+        let ys: Vec<u64> = (0..n)
+            .map(|s| {
+                y.get(c * n + s).map_or(0, |&v| {
+                    m.centred(v & mask(l), l, &mut tmp);
+                    tmp[j]
+                })
+            })
+            .collect();
+        debug_assert!(ys.iter().all(|&v| v < tj));
+        let pt = PlainNtt::new(params, &params.encode_simd(&ys, j)?, top)?;
+        match acc.as_mut() {
+            None => acc = Some(ct.mul_plain(params, &pt)?),
+            Some(a) => a.mul_plain_accumulate(params, ct, &pt)?,
+        }
+    }
+    let mut ct = acc.ok_or_else(|| LinearError::BadShape("no terms".into()))?;
+    let z0 = h2a::mask_simd(sess, &mut ct, terms.len(), p)?;
+    let slots = params.decode_simd(&Plaintext::from_coeffs(params, &z0, j)?)?;
+    Ok((ct, slots))
+}
+
+/// Query side: receives the response to its queries, frame by frame (each decrypted while the
+/// next arrives), and returns its share `Down(u)`.
 pub fn receive_response<C: Channel + ?Sized>(
     ch: &mut C,
     sess: &HeSession,
@@ -199,20 +324,24 @@ pub fn receive_response<C: Channel + ?Sized>(
     let params = &sess.params;
     let m = crt(params)?;
     let (n, k) = (params.n(), m.primes().len());
-    let nc = chunks(q.len, n);
-    let cts = wire::cts_from_bytes(params, &ch.recv()?, nc * k)?;
-    let slots: Vec<Vec<u64>> = cts
-        .par_iter()
-        .enumerate()
-        .map(|(i, c)| {
-            if c.plain_index() != i % k {
-                return Err(LinearError::Malformed(
-                    "response for the wrong CRT component".into(),
-                ));
-            }
-            Ok(params.decode_simd(&sess.sk.decrypt(params, c)?)?)
-        })
-        .collect::<Result<_, LinearError>>()?;
+    let total = chunks(q.len, n) * k;
+    let mut slots: Vec<Vec<u64>> = Vec::with_capacity(total);
+    for range in frames(total) {
+        let cts = recv_frame(ch, params, &range)?;
+        let part: Vec<Vec<u64>> = cts
+            .par_iter()
+            .zip(range)
+            .map(|(c, i)| {
+                if c.plain_index() != i % k {
+                    return Err(LinearError::Malformed(
+                        "response for the wrong CRT component".into(),
+                    ));
+                }
+                Ok(params.decode_simd(&sess.sk.decrypt(params, c)?)?)
+            })
+            .collect::<Result<_, LinearError>>()?;
+        slots.extend(part);
+    }
     Ok(down_all(&m, &slots, q.len, n, q.l))
 }
 
@@ -251,10 +380,7 @@ pub fn bole<C: Channel + ?Sized>(
             let q = send_query(ch, sess, v, l, prg)?;
             receive_response(ch, sess, q)
         }
-        Role::Client => {
-            let q = recv_query(ch, sess, v.len(), l)?;
-            respond(ch, sess, &[(&q, v)], prg)
-        }
+        Role::Client => Ok(recv_and_respond(ch, sess, v.len(), l, 1, &[(QueryRef::Fresh(0), v)], prg)?.1),
     }
 }
 
@@ -295,16 +421,20 @@ pub fn mul<C: Channel + ?Sized>(
     }
     match role {
         Role::Server => {
-            let qx = send_query(ch, sess, x, l, prg)?;
-            let qy = send_query(ch, sess, y, l, prg)?;
+            let qs = send_queries(ch, sess, &[x, y], l, prg)?;
+            let (qx, qy) = match qs.as_slice() {
+                [a, b] => (*a, *b),
+                _ => return Err(LinearError::BadShape("expected two queries".into())),
+            };
             let r = mul_reusing(ch, sess, QueryPair::Server(qx, qy), x, y, prg)?;
-            Ok((r, Queries::Server(vec![qx, qy])))
+            Ok((r, Queries::Server(qs)))
         }
         Role::Client => {
-            let qx = recv_query(ch, sess, x.len(), l)?;
-            let qy = recv_query(ch, sess, y.len(), l)?;
-            let r = mul_reusing(ch, sess, QueryPair::Client(&qx, &qy), x, y, prg)?;
-            Ok((r, Queries::Client(vec![qx, qy])))
+            // q(x0) ⊠ y1 + q(y0) ⊠ x1, answered while the two queries arrive
+            let terms = [(QueryRef::Fresh(0), y), (QueryRef::Fresh(1), x)];
+            let (qs, r) = recv_and_respond(ch, sess, x.len(), l, 2, &terms, prg)?;
+            let r = local_product(x, y, l, 1).zip(r).map(|(a, b)| a.wrapping_add(b) & mask(l)).collect();
+            Ok((r, Queries::Client(qs)))
         }
     }
 }
@@ -385,15 +515,14 @@ pub fn square<C: Channel + ?Sized>(
             ))
         }
         Role::Client => {
-            let q = recv_query(ch, sess, x.len(), l)?;
             let two_x: Vec<u64> = x.iter().map(|v| v.wrapping_mul(2) & mask(l)).collect();
-            let r = respond(ch, sess, &[(&q, &two_x)], prg)?;
+            let (qs, r) = recv_and_respond(ch, sess, x.len(), l, 1, &[(QueryRef::Fresh(0), &two_x)], prg)?;
             Ok((
                 local_product(x, x, l, 1)
                     .zip(r)
                     .map(|(a, b)| a.wrapping_add(b) & mask(l))
                     .collect(),
-                Queries::Client(vec![q]),
+                Queries::Client(qs),
             ))
         }
     }

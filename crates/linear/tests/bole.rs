@@ -70,7 +70,7 @@ fn bole_within_one() {
 
 #[test]
 fn mul_square_and_cube_by_reuse() {
-    let (len, l) = (3000usize, 64u32);
+    let (len, l) = (9000usize, 64u32); // two chunks: three frames of FRAME_CTS, the last short
     let mut prg = Prg::new([8; 16]);
     let x: Vec<u64> = (0..len).map(|_| prg.next_u64() % 1000).collect();
     let y: Vec<u64> = (0..len).map(|_| prg.next_u64()).collect();

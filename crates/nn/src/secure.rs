@@ -48,7 +48,7 @@
 use crate::backend::{Backend, LutIndex};
 use crate::NnError;
 use nectar_he::{Params, ParamsLiteral, PlainModulus};
-use nectar_linear::bole::{ReceivedQuery, SentQuery};
+use nectar_linear::bole::{QueryRef, ReceivedQuery, SentQuery};
 use nectar_linear::HeSession;
 use std::collections::VecDeque;
 use nectar_math::{FixedPoint, Prg};
@@ -449,9 +449,8 @@ impl<'c> SecureBackend<'c> {
                 self.ch.send(&header).map_err(be)?;
                 let he = (if narrow { self.he_narrow.as_ref() } else { self.he.as_ref() })
                     .ok_or_else(|| NnError::BadArgument("no bOLEe session".into()))?;
-                for &k in &fresh {
-                    nectar_linear::bole::send_query(&mut *self.ch, he, ops[k], l, &mut self.prg).map_err(be)?;
-                }
+                let fresh_ops: Vec<&[u64]> = fresh.iter().map(|&k| ops[k]).collect();
+                nectar_linear::bole::send_queries(&mut *self.ch, he, &fresh_ops, l, &mut self.prg).map_err(be)?;
                 self.ch.flush().map_err(be)?;
                 let he = (if narrow { self.he_narrow.as_ref() } else { self.he.as_ref() })
                     .ok_or_else(|| NnError::BadArgument("no bOLEe session".into()))?;
@@ -464,45 +463,60 @@ impl<'c> SecureBackend<'c> {
                         format!("bOLEe header of {} bytes, expected {}", header.len(), 5 * ops.len()).into(),
                     ));
                 }
-                let mut ids = Vec::with_capacity(ops.len());
+                // Per operand: a query received earlier (reuse) or the next fresh one. The fresh
+                // ones enter the cache after the exchange, in header order, as the server's did
+                // (the server found every reused id before it evicted anything for them).
+                let mut refs: Vec<Result<u32, usize>> = Vec::with_capacity(ops.len());
+                let mut fresh = 0usize;
                 for h in header.chunks(5) {
                     let id = u32::from_le_bytes([h[1], h[2], h[3], h[4]]);
                     match h[0] {
-                        1 => ids.push(id),
+                        // a reuse of this header's own fresh query (`mul(x, x)`): not cached yet
+                        1 if (id.wrapping_sub(self.next_id) as usize) < fresh => {
+                            refs.push(Err(id.wrapping_sub(self.next_id) as usize))
+                        }
+                        1 => refs.push(Ok(id)),
                         0 => {
-                            let he = (if narrow { self.he_narrow.as_ref() } else { self.he.as_ref() })
-                    .ok_or_else(|| NnError::BadArgument("no bOLEe session".into()))?;
-                            let q = nectar_linear::bole::recv_query(&mut *self.ch, he, n, l).map_err(be)?;
-                            let id = self.next_id;
-                            self.next_id = self.next_id.wrapping_add(1);
-                            self.push_cache(CacheEntry { id, l, len: n, q: Cached::Received(q) });
-                            ids.push(id);
+                            refs.push(Err(fresh));
+                            fresh += 1;
                         }
                         f => return Err(NnError::Backend(format!("bOLEe header flag {f}").into())),
                     }
                 }
-                let find = |id: u32| -> Result<&ReceivedQuery, NnError> {
-                    match self.cache.iter().find(|e| e.id == id && e.l == l && e.len == n) {
-                        Some(CacheEntry { q: Cached::Received(q), .. }) => Ok(q),
-                        _ => Err(NnError::Backend(format!("peer reuses unknown bOLEe query {id}").into())),
-                    }
-                };
                 let he = match if narrow { self.he_narrow.as_ref() } else { self.he.as_ref() } {
                     Some(h) => h,
                     None => return Err(NnError::BadArgument("no bOLEe session".into())),
                 };
-                match y {
-                    Some(y) => {
-                        let (qx, qy) = (find(ids[0])?, find(ids[1])?);
-                        nectar_linear::bole::respond(&mut *self.ch, he, &[(qx, y), (qy, x)], &mut self.prg)
-                            .map_err(be)?
+                let cache = &self.cache;
+                let query = |r: &Result<u32, usize>| -> Result<QueryRef<'_>, NnError> {
+                    match *r {
+                        Err(f) => Ok(QueryRef::Fresh(f)),
+                        Ok(id) => match cache.iter().find(|e| e.id == id && e.l == l && e.len == n) {
+                            Some(CacheEntry { q: Cached::Received(q), .. }) => Ok(QueryRef::Held(q)),
+                            _ => Err(NnError::Backend(format!("peer reuses unknown bOLEe query {id}").into())),
+                        },
                     }
-                    None => {
-                        let two: Vec<u64> = x.iter().map(|v| v.wrapping_mul(2) & m).collect();
-                        let qx = find(ids[0])?;
-                        nectar_linear::bole::respond(&mut *self.ch, he, &[(qx, &two)], &mut self.prg).map_err(be)?
+                };
+                let two: Vec<u64>;
+                let terms: Vec<(QueryRef<'_>, &[u64])> = match (y, refs.as_slice()) {
+                    // q(x0) ⊠ y1 + q(y0) ⊠ x1
+                    (Some(y), [rx, ry]) => vec![(query(rx)?, y), (query(ry)?, x)],
+                    (None, [rx]) => {
+                        two = x.iter().map(|v| v.wrapping_mul(2) & m).collect();
+                        vec![(query(rx)?, two.as_slice())]
                     }
+                    _ => return Err(NnError::Backend("bOLEe header does not match the product".into())),
+                };
+                let (received, r) =
+                    nectar_linear::bole::recv_and_respond(&mut *self.ch, he, n, l, fresh, &terms, &mut self.prg)
+                        .map_err(be)?;
+                drop(terms);
+                for q in received {
+                    let id = self.next_id;
+                    self.next_id = self.next_id.wrapping_add(1);
+                    self.push_cache(CacheEntry { id, l, len: n, q: Cached::Received(q) });
                 }
+                r
             }
         };
         if !self.opts.reuse_queries {

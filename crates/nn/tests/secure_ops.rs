@@ -538,6 +538,11 @@ fn bole_products_match_twin() {
             let z = b.square(x)?;
             b.reveal(&z)
         })),
+        // mul(x, x): the header's second operand reuses the query its first one sends fresh
+        item("bole mul self", grid(-100.0, 100.0, 201), 2, case!(|b, x| {
+            let z = b.mul(x, x)?;
+            b.reveal(&z)
+        })),
         item("bole gelu seg4", g.clone(), SEG4_TOL, case!(|b, x| {
             let y = gelu::seg4_gelu(b, x, &gelu::SEG4_BUMBLEBEE)?;
             b.reveal(&y)

@@ -11,7 +11,9 @@
 //! Both parties apply `Down` to their `Z_t` share (CRT over the `t_j`).
 //! With `t = Π t_j > 2^{2l}`, the shares sum to `Σ_i x_i·y_i + e` mod `2^l`, `e ∈ {0, ±1}` (Prop. 3).
 //!
-//! - `bOLEe(x, y)`: one query, one response (2 flights).
+//! - `bOLEe(x, y)`: one query, one response (2 flights). Both travel as frames of
+//!   [`crate::FRAME_CTS`] ciphertexts: the response side answers each query frame as it arrives,
+//!   the query side decrypts each response frame as it arrives.
 //! - `Π_mul([x], [y]) = x0·y0 + x1·y1 + x0·y1 + y0·x1`: P0 sends the queries of `x0` and `y0`, P1
 //!   answers `q(x0) ⊠ y1 + q(y0) ⊠ x1` in one response: 2 queries + 1 response.
 //! - `Π_square([x]) = x0² + x1² + 2·x0·x1`: 1 query + 1 response (P1 multiplies by `2·x1`).
@@ -60,22 +62,6 @@ fn crt(params: &Params) -> Result<CrtModulus, LinearError> {
 
 fn chunks(len: usize, n: usize) -> usize {
     len.div_ceil(n).max(1)
-}
-
-/// Ciphertexts per frame of a streamed query or response (AGREEMENT: shapes the transcript).
-///
-/// A query or a response of `chunks × primes` ciphertexts travels as consecutive frames of at
-/// most this many ciphertexts, so that each side works on one frame while the next is on the
-/// wire: the query side encrypts frame `f + 1` while the response side answers frame `f`, and
-/// the query side decrypts response frame `f` while frame `f + 1` arrives. Two is one
-/// ciphertext per core of the 2-core machines we measure on; a frame of `N = 8192` elements'
-/// worth is 0.1–0.4 MB, 1–3 ms at 1 Gbit/s. The framing adds no flight: every frame of a
-/// message goes the same way as the one before it.
-pub const FRAME_CTS: usize = 2;
-
-/// The ranges of ciphertext indices of the frames of a `total`-ciphertext message.
-fn frames(total: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
-    (0..total).step_by(FRAME_CTS).map(move |a| a..(a + FRAME_CTS).min(total))
 }
 
 /// Receives one frame of exactly `range.len()` ciphertexts.
@@ -143,7 +129,7 @@ pub fn send_queries<C: Channel + ?Sized>(
         .collect();
     // One fork per ciphertext, vector by vector, before any is used.
     let mut prgs: Vec<Vec<Prg>> = vs.iter().map(|_| (0..nc * k).map(|_| prg.fork()).collect()).collect();
-    for range in frames(nc * k) {
+    for range in wire::frames(nc * k) {
         for (q, ps) in prgs.iter_mut().enumerate() {
             let cts: Vec<Ciphertext> = ps[range.clone()]
                 .par_iter_mut()
@@ -242,7 +228,7 @@ pub fn recv_and_respond<C: Channel + ?Sized>(
     let mut received: Vec<Vec<Ciphertext>> = (0..fresh).map(|_| Vec::with_capacity(total)).collect();
     let mut answers: Vec<(Ciphertext, Vec<u64>)> = Vec::with_capacity(total);
     // With no fresh query everything is at hand: one parallel pass over all ciphertexts.
-    let passes: Vec<std::ops::Range<usize>> = if fresh == 0 { vec![0..total] } else { frames(total).collect() };
+    let passes: Vec<std::ops::Range<usize>> = if fresh == 0 { vec![0..total] } else { wire::frames(total).collect() };
     for range in passes {
         for r in received.iter_mut() {
             r.extend(recv_query_frame(ch, params, &m, &range)?);
@@ -268,7 +254,7 @@ pub fn recv_and_respond<C: Channel + ?Sized>(
         answers.extend(part);
     }
     let (cts, shares): (Vec<Ciphertext>, Vec<Vec<u64>>) = answers.into_iter().unzip();
-    for range in frames(total) {
+    for range in wire::frames(total) {
         ch.send(&wire::cts_to_bytes(params, &cts[range])?)?;
     }
     let queries = received.into_iter().map(|cts| ReceivedQuery { len, l, cts }).collect();
@@ -326,7 +312,7 @@ pub fn receive_response<C: Channel + ?Sized>(
     let (n, k) = (params.n(), m.primes().len());
     let total = chunks(q.len, n) * k;
     let mut slots: Vec<Vec<u64>> = Vec::with_capacity(total);
-    for range in frames(total) {
+    for range in wire::frames(total) {
         let cts = recv_frame(ch, params, &range)?;
         let part: Vec<Vec<u64>> = cts
             .par_iter()

@@ -387,26 +387,31 @@ fn encryptor<C: Channel + ?Sized>(
     let tmask = plain_mask(params)?;
     let per = block_count(plan, side);
     let total = per * mats.len();
-    let prgs: Vec<Prg> = (0..total).map(|_| prg.fork()).collect();
-    let cts: Vec<Ciphertext> = prgs
-        .into_par_iter()
-        .enumerate()
-        .map(|(i, mut p)| {
-            let coeffs = encode_block(plan, side, mats[i / per], i % per, tmask);
-            Ok(sess
-                .sk
-                .encrypt(params, &Plaintext::from_coeffs(params, &coeffs, 0)?, &mut p)?)
-        })
-        .collect::<Result<_, LinearError>>()?;
-    ch.send(&wire::cts_to_bytes(params, &cts)?)?;
+    let mut prgs: Vec<Prg> = (0..total).map(|_| prg.fork()).collect();
+    // The query in frames (`wire::FRAME_CTS`): each sent as soon as it is encrypted.
+    for range in wire::frames(total) {
+        let cts: Vec<Ciphertext> = prgs[range.clone()]
+            .par_iter_mut()
+            .zip(range)
+            .map(|(p, i)| {
+                let coeffs = encode_block(plan, side, mats[i / per], i % per, tmask);
+                Ok(sess
+                    .sk
+                    .encrypt(params, &Plaintext::from_coeffs(params, &coeffs, 0)?, p)?)
+            })
+            .collect::<Result<_, LinearError>>()?;
+        ch.send(&wire::cts_to_bytes(params, &cts)?)?;
+    }
     ch.flush()?;
-    drop(cts);
-    let resp = ch.recv()?;
-    let cts = wire::cts_from_bytes_partial(params, &resp, &layout.positions())?;
-    let polys: Vec<Vec<u64>> = cts
-        .par_iter()
-        .map(|c| h2a::open(sess, c))
-        .collect::<Result<_, _>>()?;
+    // The response, one frame per output ciphertext, each opened as it arrives.
+    let positions = layout.positions();
+    let mut polys: Vec<Vec<u64>> = Vec::with_capacity(positions.len());
+    for pos in positions.chunks(1) {
+        let cts = wire::cts_from_bytes_partial(params, &ch.recv()?, pos)?;
+        for c in &cts {
+            polys.push(h2a::open(sess, c)?);
+        }
+    }
     layout.parse(&polys)
 }
 
@@ -430,16 +435,19 @@ fn evaluator<C: Channel + ?Sized>(
         Side::Rhs => Side::Lhs,
     };
     let peer_per = block_count(plan, peer_side);
-    let bytes = ch.recv()?;
-    let mut cts = wire::cts_from_bytes(params, &bytes, peer_per * batch)?;
-    drop(bytes);
     let resp_level = h2a::olt_response_level(params);
     let level = product_level(params, plan, side, mats, resp_level);
-    cts.par_iter_mut().try_for_each(|c| -> Result<(), LinearError> {
-        c.mod_switch_to(params, level)?;
-        c.to_ntt(params);
-        Ok(())
-    })?;
+    // The peer's query in frames, each switched to the product level as it arrives.
+    let mut cts: Vec<Ciphertext> = Vec::with_capacity(peer_per * batch);
+    for range in wire::frames(peer_per * batch) {
+        let mut part = wire::cts_from_bytes(params, &ch.recv()?, range.len())?;
+        part.par_iter_mut().try_for_each(|c| -> Result<(), LinearError> {
+            c.mod_switch_to(params, level)?;
+            c.to_ntt(params);
+            Ok(())
+        })?;
+        cts.extend(part);
+    }
 
     // Own plaintext blocks, indexed h·per + block.
     let tmask = plain_mask(params)?;
@@ -598,7 +606,14 @@ fn evaluator<C: Channel + ?Sized>(
     let products = layout.products();
     let n_out = layout.num_polys();
     let mut prgs: Vec<Prg> = (0..n_out).map(|_| prg.fork()).collect();
-    let mut out_cts = Vec::with_capacity(n_out);
+    // The response: one frame per output ciphertext, sent as soon as it is masked (the
+    // InterLeave and PackLWEs groups are made one after the other).
+    let positions = layout.positions();
+    let mut send = |g: usize, ct: &Ciphertext| -> Result<(), LinearError> {
+        let pos = positions.get(g..g + 1).ok_or_else(|| LinearError::BadShape("response position".into()))?;
+        ch.send(&wire::cts_to_bytes_partial(params, std::slice::from_ref(ct), pos)?)?;
+        Ok(())
+    };
     let mut shares = Vec::with_capacity(n_out);
     let gk = || {
         sess.peer_gk
@@ -615,8 +630,8 @@ fn evaluator<C: Channel + ?Sized>(
                     Ok((ct, sh))
                 })
                 .collect::<Result<_, LinearError>>()?;
-            for (c, s) in res {
-                out_cts.push(c);
+            for (g, (c, s)) in res.into_iter().enumerate() {
+                send(g, &c)?;
                 shares.push(s);
             }
         }
@@ -631,7 +646,7 @@ fn evaluator<C: Channel + ?Sized>(
                     products_range(lo, hi)?.into_iter().map(Some).collect();
                 let (mut ct, _) = interleave(&ring, group, log_gap)?;
                 shares.push(h2a::mask_coeff(sess, &mut ct, p)?);
-                out_cts.push(ct);
+                send(g, &ct)?;
             }
         }
         Compression::PackLwes => {
@@ -648,15 +663,10 @@ fn evaluator<C: Channel + ?Sized>(
                     Ok(Some(c))
                 })?;
                 shares.push(h2a::mask_coeff(sess, &mut ct, p)?);
-                out_cts.push(ct);
+                send(g, &ct)?;
             }
         }
     }
-    ch.send(&wire::cts_to_bytes_partial(
-        params,
-        &out_cts,
-        &layout.positions(),
-    )?)?;
     ch.flush()?;
     layout.parse(&shares)
 }

@@ -133,9 +133,10 @@ fn transcripts_are_deterministic() {
 /// changed: this crate's framing, the HE layer's serialization or sampling, or the PRG.
 /// bOLEe re-pinned 2026-11-24: parameters {62, 62, 62} and the session-sized noise flood
 /// (issue 18, statistical security per session). Re-pinned 2026-11-27: queries and responses
-/// travel as frames of `bole::FRAME_CTS` ciphertexts (issue 17, streamed bOLEe).
+/// travel as frames of `nectar_linear::FRAME_CTS` ciphertexts, and an OLT response as one frame
+/// per output ciphertext (issue 17, streamed bOLEe and OLT).
 #[test]
 fn transcripts_are_pinned() {
-    assert_eq!(olt_hashes(), (0x49f7332eee0acbc8, 0xf07e786852018c26));
+    assert_eq!(olt_hashes(), (0x0eeedb29d9cadffa, 0xf07e786852018c26));
     assert_eq!(bole_hashes(), (0xf4715a7891239a1e, 0xa5563ed145193829));
 }

@@ -250,9 +250,12 @@ fn vit_classify_transcript() {
 /// Re-pinned 2026-11-26 (the server's transcript only; the client's transcript, every output and
 /// twin hash unchanged): the server multiplies its weights' OLT blocks at the response level
 /// (`nectar_linear::olt::product_level`), so its masked responses carry other noise.
-const PIN_BERT_EMBED: Pins = (0x89b394150d8f463a, 0x1d237dd980544419, 0x79757c137c46eeb6, 0x8ec501907e481c0d);
-const PIN_BERT_CLASSIFY: Pins = (0x23a1f54ce3fb70fd, 0x2d3b1ea3e3853eee, 0x5e9d2316630bc8b9, 0x8db6e6678bfd5016);
-const PIN_GPT2: Pins = (0xf16a4bf68dc9def4, 0x923bdf430e183766, 0x0682f5d74db5bd9d, 0x0682f5d74db5bd9d);
-const PIN_GPT2_OT_MIXED: Pins = (0x48a33d82627fd49d, 0x8a2a3bea623084de, 0x391b611203cbca15, 0x391b611203cbca15);
-const PIN_LLAMA: Pins = (0x311505683fad0d1a, 0x9583afa4c2eaaf98, 0x67ff4ec09152fb1a, 0x67ff4ec09152fb1a);
-const PIN_VIT: Pins = (0xf382ae19a24f1a8b, 0x4576b110b563f6ea, 0xd6b9229c6444b3e9, 0x2df31807b27da284);
+/// Re-pinned 2026-11-27 (transcripts only; every output and twin hash unchanged): bOLEe queries
+/// and responses and OLT queries travel as frames of `nectar_linear::FRAME_CTS` ciphertexts, an
+/// OLT response as one frame per output ciphertext (issue 17, streaming).
+const PIN_BERT_EMBED: Pins = (0xb4730d27a927daf2, 0xb120291ee733d635, 0x79757c137c46eeb6, 0x8ec501907e481c0d);
+const PIN_BERT_CLASSIFY: Pins = (0x4a56ea86109fc191, 0xcc0988d21a2105ee, 0x5e9d2316630bc8b9, 0x8db6e6678bfd5016);
+const PIN_GPT2: Pins = (0x7b636f6b96967b3a, 0x11954cc7fb5ead9c, 0x0682f5d74db5bd9d, 0x0682f5d74db5bd9d);
+const PIN_GPT2_OT_MIXED: Pins = (0x62665591da74217d, 0x15053ac919c78318, 0x391b611203cbca15, 0x391b611203cbca15);
+const PIN_LLAMA: Pins = (0xa51cf54042325442, 0x368aeb642b3cda84, 0x67ff4ec09152fb1a, 0x67ff4ec09152fb1a);
+const PIN_VIT: Pins = (0x6fd7b0ecc6b8f893, 0x0ca93060481a8112, 0xd6b9229c6444b3e9, 0x2df31807b27da284);

@@ -141,6 +141,7 @@ pub fn send_queries<C: Channel + ?Sized>(
                 })
                 .collect::<Result<_, LinearError>>()?;
             ch.send(&wire::cts_to_bytes(params, &cts)?)?;
+            ch.flush()?; // on its way now, not when a buffer fills
         }
     }
     Ok(vs.iter().map(|v| SentQuery { len: v.len(), l }).collect())
@@ -256,6 +257,7 @@ pub fn recv_and_respond<C: Channel + ?Sized>(
     let (cts, shares): (Vec<Ciphertext>, Vec<Vec<u64>>) = answers.into_iter().unzip();
     for range in wire::frames(total) {
         ch.send(&wire::cts_to_bytes(params, &cts[range])?)?;
+        ch.flush()?;
     }
     let queries = received.into_iter().map(|cts| ReceivedQuery { len, l, cts }).collect();
     Ok((queries, down_all(&m, &shares, len, n, l)))

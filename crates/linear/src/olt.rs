@@ -401,8 +401,8 @@ fn encryptor<C: Channel + ?Sized>(
             })
             .collect::<Result<_, LinearError>>()?;
         ch.send(&wire::cts_to_bytes(params, &cts)?)?;
+        ch.flush()?; // on its way now, not when a buffer fills
     }
-    ch.flush()?;
     // The response, one frame per output ciphertext, each opened as it arrives.
     let positions = layout.positions();
     let mut polys: Vec<Vec<u64>> = Vec::with_capacity(positions.len());
@@ -612,6 +612,7 @@ fn evaluator<C: Channel + ?Sized>(
     let mut send = |g: usize, ct: &Ciphertext| -> Result<(), LinearError> {
         let pos = positions.get(g..g + 1).ok_or_else(|| LinearError::BadShape("response position".into()))?;
         ch.send(&wire::cts_to_bytes_partial(params, std::slice::from_ref(ct), pos)?)?;
+        ch.flush()?;
         Ok(())
     };
     let mut shares = Vec::with_capacity(n_out);

@@ -252,10 +252,11 @@ fn vit_classify_transcript() {
 /// (`nectar_linear::olt::product_level`), so its masked responses carry other noise.
 /// Re-pinned 2026-11-27 (transcripts only; every output and twin hash unchanged): bOLEe queries
 /// and responses and OLT queries travel as frames of `nectar_linear::FRAME_CTS` ciphertexts, an
-/// OLT response as one frame per output ciphertext (issue 17, streaming).
-const PIN_BERT_EMBED: Pins = (0xb4730d27a927daf2, 0xb120291ee733d635, 0x79757c137c46eeb6, 0x8ec501907e481c0d);
-const PIN_BERT_CLASSIFY: Pins = (0x4a56ea86109fc191, 0xcc0988d21a2105ee, 0x5e9d2316630bc8b9, 0x8db6e6678bfd5016);
-const PIN_GPT2: Pins = (0x7b636f6b96967b3a, 0x11954cc7fb5ead9c, 0x0682f5d74db5bd9d, 0x0682f5d74db5bd9d);
-const PIN_GPT2_OT_MIXED: Pins = (0x62665591da74217d, 0x15053ac919c78318, 0x391b611203cbca15, 0x391b611203cbca15);
-const PIN_LLAMA: Pins = (0xa51cf54042325442, 0x368aeb642b3cda84, 0x67ff4ec09152fb1a, 0x67ff4ec09152fb1a);
-const PIN_VIT: Pins = (0x6fd7b0ecc6b8f893, 0x0ca93060481a8112, 0xd6b9229c6444b3e9, 0x2df31807b27da284);
+/// OLT response as one frame per output ciphertext (issue 17, streaming). Then (the server's
+/// transcript only): `acot_both` sends both directions' ACOT corrections in one flight.
+const PIN_BERT_EMBED: Pins = (0xbdee2cb93fa13714, 0xb120291ee733d635, 0x79757c137c46eeb6, 0x8ec501907e481c0d);
+const PIN_BERT_CLASSIFY: Pins = (0x00ddccc624cd0245, 0xcc0988d21a2105ee, 0x5e9d2316630bc8b9, 0x8db6e6678bfd5016);
+const PIN_GPT2: Pins = (0x72c6b7a9cc572ff6, 0x11954cc7fb5ead9c, 0x0682f5d74db5bd9d, 0x0682f5d74db5bd9d);
+const PIN_GPT2_OT_MIXED: Pins = (0x3c95f42a8d323055, 0x15053ac919c78318, 0x391b611203cbca15, 0x391b611203cbca15);
+const PIN_LLAMA: Pins = (0x7fee8e52823cbcc6, 0x368aeb642b3cda84, 0x67ff4ec09152fb1a, 0x67ff4ec09152fb1a);
+const PIN_VIT: Pins = (0x0462d9cd41bdb8c5, 0x0ca93060481a8112, 0xd6b9229c6444b3e9, 0x2df31807b27da284);

@@ -146,15 +146,7 @@ impl Mpc {
         choices: &[bool],
         l: u32,
     ) -> Result<(Vec<u64>, Vec<u64>)> {
-        if self.is_server() {
-            let s = self.ot.send_acot(ch, deltas, l)?;
-            let r = self.ot.recv_acot(ch, choices, l)?;
-            Ok((s, r))
-        } else {
-            let r = self.ot.recv_acot(ch, choices, l)?;
-            let s = self.ot.send_acot(ch, deltas, l)?;
-            Ok((s, r))
-        }
+        Ok(self.ot.acot_both(ch, deltas, choices, l)?)
     }
 
     /// `n` random OTs in both directions: (pairs sent, (choices, messages) received).

@@ -6,7 +6,8 @@
 //! additive COT with correlation `x_s·2^j`, receiver choice `bit_j(y_r)`; summing over `j` the
 //! sender holds `−Σ r_j` and the receiver `Σ (r_j + bit_j·x_s 2^j)`: shares of `x_s·y_r`.
 //! - [`Mpc::mul`]: `x·y = x_0 y_0 + x_1 y_1 + x_0 y_1 + x_1 y_0`, two cross terms (one per
-//!   direction): `2l` COTs + `2l(1 + l)` bits per element, 4 flows; exact ring product.
+//!   direction): `2l` COTs + `2l(1 + l)` bits per element, 4 messages in 2 flights (both
+//!   directions at once, [`nectar_ot::acot::both`]); exact ring product.
 //!   (For `l = 64` that is ≈ 8.3 kbit per product — bOLEe is far cheaper in bulk.)
 //! - [`Mpc::square`]: `x² = x_0² + x_1² + 2 x_0 x_1`, one cross term: half the cost, 2 flows.
 //! - [`Mpc::mul_public`]: shared × public, local.

@@ -73,6 +73,7 @@ fn pinned_transcript_hashes() {
 // Re-pinned 2026-11-24: the bOLEe key exchange of the setup uses the {62, 62, 62} parameters
 // sized for 40 bits of statistical security per session (issue 18 item 4). Re-pinned
 // 2026-11-27: bOLEe queries and responses travel as frames of `FRAME_CTS` ciphertexts, a
-// product's two fresh queries interleaved (issue 17, streamed bOLEe).
-const PINNED_P0: u64 = 0xb985_5690_6dc5_25f8;
+// product's two fresh queries interleaved (issue 17, streamed bOLEe); then (P0 only) both
+// directions' ACOT corrections of a product in one flight (`acot_both`).
+const PINNED_P0: u64 = 0x7c1a_f8a0_6678_5678;
 const PINNED_P1: u64 = 0xef5b_5676_117c_2d7a;

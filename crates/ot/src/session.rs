@@ -167,6 +167,14 @@ impl OtSession {
         acot::recv(&mut self.recv, &self.crh, ch, c, l)
     }
 
+    /// One additive COT in each direction at once ([`acot::both`]): this party sends with
+    /// `deltas` and receives with choices `c`; 2 flights. Returns (sent `x_i`, received).
+    /// The peer calls it at the same point with its own operands.
+    pub fn acot_both<C: Channel + ?Sized>(&mut self, ch: &mut C, deltas: &[u64], c: &[bool], l: u32) -> Result<(Vec<u64>, Vec<u64>), OtError> {
+        let send_first = self.role == Role::Server;
+        acot::both(&mut self.send, &mut self.recv, &self.crh, ch, deltas, c, l, send_first)
+    }
+
     /// Additive COT over `Z_{2^l}`, `l <= 128`, this party sender with `Δ_i`: returns `x_i`.
     pub fn send_acot_wide<C: Channel + ?Sized>(&mut self, ch: &mut C, deltas: &[u128], l: u32) -> Result<Vec<u128>, OtError> {
         acot::send_wide(&mut self.send, &self.crh, ch, deltas, l)

@@ -24,6 +24,33 @@ fn check_l(l: u32, max: u32) -> Result<(), OtError> {
     Ok(())
 }
 
+/// Sender's step 2 on its COTs `q` (first index `first`) and the receiver's corrections `d`:
+/// its outputs `x_i = p_0` and the payload `y_i = p_0 + Δ_i − p_1 mod 2^l`.
+fn sender_step(crh: &Crh, delta: u128, first: u64, q: &[u128], d: &[bool], deltas: &[u128], mask: u128) -> (Vec<u128>, Vec<u128>) {
+    let mut p0: Vec<u128> = q.iter().zip(d).map(|(x, &di)| if di { x ^ delta } else { *x }).collect();
+    let mut p1: Vec<u128> = p0.iter().map(|x| x ^ delta).collect();
+    crh.tccr_seq(&mut p0, DOMAIN_ROT | first as u128);
+    crh.tccr_seq(&mut p1, DOMAIN_ROT | first as u128);
+    let x: Vec<u128> = p0.iter().map(|a| a & mask).collect();
+    let y = x.iter().zip(&p1).zip(deltas).map(|((a, b), dl)| a.wrapping_add(*dl).wrapping_sub(b & mask) & mask).collect();
+    (x, y)
+}
+
+/// Receiver's step 1 on its COTs `t`: the corrections `d_i = c_i ⊕ b_i`.
+fn receiver_corrections(t: &[u128], c: &[bool]) -> Vec<bool> {
+    t.iter().zip(c).map(|(x, &ci)| (x & 1 == 1) ^ ci).collect()
+}
+
+/// Receiver's step 3 on its COTs `t` (first index `first`) and the payload `y`.
+fn receiver_step(crh: &Crh, first: u64, mut t: Vec<u128>, c: &[bool], y: &[u128], mask: u128) -> Vec<u128> {
+    crh.tccr_seq(&mut t, DOMAIN_ROT | first as u128);
+    t.iter()
+        .zip(c)
+        .zip(y)
+        .map(|((p, &ci), yi)| if ci { (p & mask).wrapping_add(*yi) & mask } else { p & mask })
+        .collect()
+}
+
 /// Sender with correlations `Δ_i`: returns `x_i` (in `[0, 2^l)`), `1 <= l <= 64`.
 pub fn send<C: Channel + ?Sized>(pool: &mut CotPool, crh: &Crh, ch: &mut C, deltas: &[u64], l: u32) -> Result<Vec<u64>, OtError> {
     check_l(l, 64)?;
@@ -46,18 +73,7 @@ pub fn send_wide<C: Channel + ?Sized>(pool: &mut CotPool, crh: &Crh, ch: &mut C,
     let mask = mask128(l as usize);
     let (first, q) = pool.take(ch, n)?;
     let d = unpack_bits(&recv_bytes(ch, n.div_ceil(8), "ACOT choice correction")?, n)?;
-    let mut p0: Vec<u128> = q.iter().zip(&d).map(|(x, &di)| if di { x ^ delta } else { *x }).collect();
-    let mut p1: Vec<u128> = p0.iter().map(|x| x ^ delta).collect();
-    crh.tccr_seq(&mut p0, DOMAIN_ROT | first as u128);
-    crh.tccr_seq(&mut p1, DOMAIN_ROT | first as u128);
-    let mut x = Vec::with_capacity(n);
-    let mut y = Vec::with_capacity(n);
-    for i in 0..n {
-        let a = p0[i] & mask;
-        let b = p1[i] & mask;
-        x.push(a);
-        y.push(a.wrapping_add(deltas[i]).wrapping_sub(b) & mask);
-    }
+    let (x, y) = sender_step(crh, delta, first, &q, &d, deltas, mask);
     ch.send(&pack_words(&y, l as usize))?;
     Ok(x)
 }
@@ -86,7 +102,7 @@ pub fn both<C: Channel + ?Sized>(
     need_receiver(recv_pool)?;
     let (ns, nr) = (deltas.len(), c.len());
     let mask = mask128(l as usize);
-    let ((fs, q), (fr, mut t)) = if send_first {
+    let ((fs, q), (fr, t)) = if send_first {
         let s = send_pool.take(ch, ns)?;
         (s, recv_pool.take(ch, nr)?)
     } else {
@@ -94,31 +110,15 @@ pub fn both<C: Channel + ?Sized>(
         (send_pool.take(ch, ns)?, r)
     };
     // Flight 1: this party's choice correction out, the peer's in.
-    let d_out: Vec<bool> = t.iter().zip(c).map(|(x, &ci)| (x & 1 == 1) ^ ci).collect();
-    ch.send(&pack_bits(&d_out))?;
+    ch.send(&pack_bits(&receiver_corrections(&t, c)))?;
     let d = unpack_bits(&recv_bytes(ch, ns.div_ceil(8), "ACOT choice correction")?, ns)?;
-    // Flight 2: this party's payload out (as in `send_wide`), the peer's in (as in `recv_wide`).
-    let mut p0: Vec<u128> = q.iter().zip(&d).map(|(x, &di)| if di { x ^ delta } else { *x }).collect();
-    let mut p1: Vec<u128> = p0.iter().map(|x| x ^ delta).collect();
-    crh.tccr_seq(&mut p0, DOMAIN_ROT | fs as u128);
-    crh.tccr_seq(&mut p1, DOMAIN_ROT | fs as u128);
-    let mut xs = Vec::with_capacity(ns);
-    let mut ys = Vec::with_capacity(ns);
-    for i in 0..ns {
-        let a = p0[i] & mask;
-        xs.push(a as u64);
-        ys.push(a.wrapping_add(deltas[i] as u128).wrapping_sub(p1[i] & mask) & mask);
-    }
+    // Flight 2: this party's payload out, the peer's in.
+    let wide: Vec<u128> = deltas.iter().map(|&v| v as u128).collect();
+    let (xs, ys) = sender_step(crh, delta, fs, &q, &d, &wide, mask);
     ch.send(&pack_words(&ys, l as usize))?;
-    crh.tccr_seq(&mut t, DOMAIN_ROT | fr as u128);
     let y = unpack_words(&ch.recv()?, nr, l as usize)?;
-    let got = (0..nr)
-        .map(|i| {
-            let p = t[i] & mask;
-            (if c[i] { p.wrapping_add(y[i]) & mask } else { p }) as u64
-        })
-        .collect();
-    Ok((xs, got))
+    let got = receiver_step(crh, fr, t, c, &y, mask);
+    Ok((xs.into_iter().map(|v| v as u64).collect(), got.into_iter().map(|v| v as u64).collect()))
 }
 
 /// [`recv`] over `Z_{2^l}` with `1 <= l <= 128`.
@@ -127,19 +127,8 @@ pub fn recv_wide<C: Channel + ?Sized>(pool: &mut CotPool, crh: &Crh, ch: &mut C,
     need_receiver(pool)?;
     let n = c.len();
     let mask = mask128(l as usize);
-    let (first, mut t) = pool.take(ch, n)?;
-    let d: Vec<bool> = t.iter().zip(c).map(|(x, &ci)| (x & 1 == 1) ^ ci).collect();
-    ch.send(&pack_bits(&d))?;
-    crh.tccr_seq(&mut t, DOMAIN_ROT | first as u128);
+    let (first, t) = pool.take(ch, n)?;
+    ch.send(&pack_bits(&receiver_corrections(&t, c)))?;
     let y = unpack_words(&ch.recv()?, n, l as usize)?;
-    Ok((0..n)
-        .map(|i| {
-            let p = t[i] & mask;
-            if c[i] {
-                p.wrapping_add(y[i]) & mask
-            } else {
-                p
-            }
-        })
-        .collect())
+    Ok(receiver_step(crh, first, t, c, &y, mask))
 }

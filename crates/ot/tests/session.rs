@@ -153,6 +153,38 @@ fn additive_cot() {
     }
 }
 
+/// Both directions at once (`acot_both`): each party's sent and received outputs agree with
+/// the peer's, for unequal sizes in the two directions (enough COTs to make the tiny pools
+/// refill inside the call), `l` from 1 to 64.
+#[test]
+fn additive_cot_both_directions() {
+    let ls = [1u32, 37, 64];
+    let sizes = [(12000usize, 17usize), (5, 14000), (9000, 9000)];
+    let run = |seed: u8, s: &mut OtSession, c: &mut MemChannel, server: bool| {
+        let mut prg = Prg::new([seed; 16]);
+        let mut out = Vec::new();
+        for (&l, &(a, b)) in ls.iter().zip(&sizes) {
+            let (ns, nr) = if server { (a, b) } else { (b, a) };
+            let deltas: Vec<u64> = (0..ns).map(|_| prg.next_u64()).collect();
+            let ch: Vec<bool> = (0..nr).map(|_| prg.next_u64() & 1 == 1).collect();
+            let (x, y) = s.acot_both(c, &deltas, &ch, l).unwrap();
+            out.push((l, deltas, ch, x, y));
+        }
+        out
+    };
+    let (srv, cli) = both(tiny(), |s, c| run(11, s, c, true), |s, c| run(12, s, c, false));
+    for (sender, receiver) in [(&srv, &cli), (&cli, &srv)] {
+        for ((l, deltas, _, x, _), (_, _, ch, _, y)) in sender.iter().zip(receiver) {
+            let mask = if *l == 64 { u64::MAX } else { (1u64 << l) - 1 };
+            assert_eq!(x.len(), y.len());
+            for i in 0..x.len() {
+                assert!(x[i] <= mask && y[i] <= mask);
+                assert_eq!(y[i], x[i].wrapping_add(if ch[i] { deltas[i] } else { 0 }) & mask, "l={l} i={i}");
+            }
+        }
+    }
+}
+
 #[test]
 fn additive_cot_wide() {
     let widths = [65u32, 104, 127, 128];

@@ -107,10 +107,10 @@ fn suite() -> Suite {
     s
 }
 
-/// The client's `Hello` as the wire carries it (protocol version 2).
+/// The client's `Hello` as the wire carries it ([`nectar_app::session::PROTOCOL_VERSION`]).
 fn hello() -> Vec<u8> {
     let s = suite();
-    serde_json::to_vec(&serde_json::json!({ "Hello": { "agreement": { "version": 2, "suite": s, "digest": s.digest() } } })).unwrap()
+    serde_json::to_vec(&serde_json::json!({ "Hello": { "agreement": { "version": nectar_app::session::PROTOCOL_VERSION, "suite": s, "digest": s.digest() } } })).unwrap()
 }
 
 /// A client that completes the handshake (and, with `setup`, the session setup) by hand.

@@ -110,7 +110,7 @@ fn suite() -> Suite {
 /// The client's `Hello` as the wire carries it ([`nectar_app::session::PROTOCOL_VERSION`]).
 fn hello() -> Vec<u8> {
     let s = suite();
-    serde_json::to_vec(&serde_json::json!({ "Hello": { "agreement": { "version": nectar_app::session::PROTOCOL_VERSION, "suite": s, "digest": s.digest() } } })).unwrap()
+    serde_json::to_vec(&serde_json::json!({ "Hello": { "agreement": { "version": nectar_app::session::PROTOCOL_VERSION, "suite": s, "digest": s.digest() } } })).expect("a JSON literal serialises")
 }
 
 /// A client that completes the handshake (and, with `setup`, the session setup) by hand.

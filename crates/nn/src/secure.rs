@@ -452,8 +452,6 @@ impl<'c> SecureBackend<'c> {
                 let fresh_ops: Vec<&[u64]> = fresh.iter().map(|&k| ops[k]).collect();
                 nectar_linear::bole::send_queries(&mut *self.ch, he, &fresh_ops, l, &mut self.prg).map_err(be)?;
                 self.ch.flush().map_err(be)?;
-                let he = (if narrow { self.he_narrow.as_ref() } else { self.he.as_ref() })
-                    .ok_or_else(|| NnError::BadArgument("no bOLEe session".into()))?;
                 nectar_linear::bole::receive_response(&mut *self.ch, he, SentQuery { len: n, l }).map_err(be)?
             }
             Role::Client => {
@@ -510,7 +508,6 @@ impl<'c> SecureBackend<'c> {
                 let (received, r) =
                     nectar_linear::bole::recv_and_respond(&mut *self.ch, he, n, l, fresh, &terms, &mut self.prg)
                         .map_err(be)?;
-                drop(terms);
                 for q in received {
                     let id = self.next_id;
                     self.next_id = self.next_id.wrapping_add(1);

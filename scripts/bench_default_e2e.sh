@@ -2,9 +2,10 @@
 # Re-measures the default suite's end-to-end JSON (issue 17): the MiniLM `bench suites` table
 # (docs/results/suites.jsonl, every suite on the same input) and the four whole-model runs of
 # the `nectar` suite in docs/results/model.jsonl (the older `bumblebee` lines of that file are
-# kept as they are, with their own commits in model.meta.json). About 45 minutes on 2 cores,
+# kept as they are, with their own commits in model.meta.json). About 70 minutes on 2 cores,
 # each run alone. Then `make results` renders suites.md and e2e.md. With the argument `suites`,
-# only the MiniLM table (about 12 minutes).
+# only the MiniLM table (about 36 minutes: every suite runs three times, the run of median time
+# is recorded).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 cargo build --quiet --release -p nectar-app
@@ -13,7 +14,7 @@ COMMIT=$(git rev-parse --short HEAD)
 MACHINE="2-core VM (nproc = 2), 24 GiB RAM; nothing else running"
 
 SUITES="nectar,bumblebee,bumblebee+gelu=p4,east,rotl,rotl+compare=millionaire,bumblebee+matmul=ckks+matmul-shared=ckks"
-SUITES_CMD="bench suites --model $HOME/.cache/nectar/models/minilm --tokens 32 --suites $SUITES --net lan --json"
+SUITES_CMD="bench suites --model $HOME/.cache/nectar/models/minilm --tokens 32 --suites $SUITES --net lan --repeat 3 --json"
 "$BIN" $SUITES_CMD > docs/results/suites.jsonl
 TILDE='~'
 python3 - "$COMMIT" "$MACHINE" "nectar ${SUITES_CMD/$HOME/$TILDE}" <<'PY'

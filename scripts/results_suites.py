@@ -31,6 +31,10 @@ w("of the private embedding to the f32 reference. Seconds are the client's wall 
 w("inference (session setup apart) on a shared 2-core VM: read them as upper bounds; byte counts")
 w("are exact. No paper reports this model at this length, so there is no paper column: the")
 w("paper comparisons of the operators are in `nonlinear.md` and of whole models in `e2e.md`.")
+if any(l["params"].get("repeat", 1) > 1 for l in lines):
+    w("")
+    w("With `--repeat N` each suite ran N times, each a fresh session: every figure of a column is")
+    w("that suite's run of median time, and `runs` gives the fastest and slowest of the N.")
 w("")
 names = [l["variant"] for l in lines]
 if "nectar" in names:
@@ -45,7 +49,12 @@ def row(label, f):
     w(f"| {label} | " + " | ".join(f(l) for l in lines) + " |")
 
 
-row("seconds", lambda l: f"{l['seconds']:.2f}")
+repeats = {l["params"].get("repeat", 1) for l in lines}
+if repeats == {1}:
+    row("seconds", lambda l: f"{l['seconds']:.2f}")
+else:
+    row("seconds (run of median time)", lambda l: f"{l['seconds']:.2f}")
+    row("runs: min – max s", lambda l: f"{min(l['runs_seconds']):.2f} – {max(l['runs_seconds']):.2f}")
 row("MB client → server", lambda l: f"{l['bytes_client_to_server'] / 1e6:.1f}")
 row("MB server → client", lambda l: f"{l['bytes_server_to_client'] / 1e6:.1f}")
 row("MB total", lambda l: f"{l['bytes_total'] / 1e6:.1f}")

@@ -11,6 +11,10 @@
 //! agreement with the plaintext f32 reference (cosine for embeddings and logits, the fraction
 //! of equal tokens for generation). Printed as one side-by-side table, or as JSON lines (one
 //! per suite) with `--json`.
+//!
+//! `--repeat N` runs each suite N times, each a fresh session (and server process), and reports
+//! the run of median time — all of its figures are that one run's — with every run's seconds
+//! in `runs_seconds`: on a shared VM the time of one run moves by ±5–10 %, the bytes do not.
 
 use crate::demo::{agreement_score, reference};
 use crate::private::{default_task, ClientModel, Input, ServerModel};
@@ -39,9 +43,9 @@ pub struct Args<'a> {
     /// Bytes of weight blocks the server prepares ahead of their operator
     /// ([`nectar_model::secure::secure_engine::DEFAULT_PREFETCH_BUDGET`]).
     pub memory_budget: usize,
+    /// Runs of each suite (each a fresh session, >= 1); the run of median time is reported.
+    pub repeat: usize,
 }
-
-
 
 /// The default input text (cut or repeated to `--tokens`).
 const DEFAULT_TEXT: &str = "The weather is lovely today, and the children are playing football in the park \
@@ -109,12 +113,21 @@ fn fit_ids(ids: &[u32], n: usize) -> Result<Vec<u32>, String> {
     Ok(v)
 }
 
-/// One suite's result.
+/// One suite's result: its run of median time.
 struct Row {
     suite: Suite,
     client: Party,
     server: Party,
     score: Option<f64>,
+    /// Every run's inference seconds (the client's wall clock), in the order they ran.
+    runs_seconds: Vec<f64>,
+}
+
+/// The index of the run of median time among `seconds` (the lower middle of an even count).
+fn median_index(seconds: &[f64]) -> Option<usize> {
+    let mut order: Vec<usize> = (0..seconds.len()).collect();
+    order.sort_by(|&i, &j| seconds[i].total_cmp(&seconds[j]));
+    order.get(seconds.len().checked_sub(1)? / 2).copied()
 }
 
 fn top_ops(p: &Profile, k: usize) -> Vec<OpRecord> {
@@ -160,33 +173,23 @@ pub fn run(a: &Args, json: bool) -> Result<(), String> {
         };
         reference(reference_model.network(), &input, &kind)?
     };
+    if a.repeat == 0 {
+        return Err("--repeat must be at least 1".into());
+    }
     let mut rows = Vec::new();
     for suite in &suites {
-        if !json {
-            eprintln!("running suite {} ...", suite.label());
+        let mut runs = Vec::with_capacity(a.repeat);
+        for k in 0..a.repeat {
+            if !json {
+                eprintln!("running suite {} (run {} of {}) ...", suite.label(), k + 1, a.repeat);
+            }
+            runs.push(run_once(a, suite, link, &server, &input, &task, json)?);
         }
-        let bar = (!json).then(|| crate::progress::QueryBar::new(&suite.label()));
-        let hook = bar.as_ref().map(|b| b.hook());
-        let (srv, cli) = if a.in_process {
-            let (mut c0, mut c1) = linked_pair(link);
-            let w: &dyn WeightSource = &server.weights;
-            let (rs, rc) = std::thread::scope(|s| {
-                let h = s.spawn(|| party(&mut *c1, Role::Client, suite, &server.config, None, &input, &task, hook, a.memory_budget));
-                let rs = party(&mut *c0, Role::Server, suite, &server.config, Some(w), &input, &task, None, a.memory_budget);
-                (rs, h.join().unwrap_or_else(|_| Err("the client thread panicked".into())))
-            });
-            (rs?, rc?)
-        } else {
-            two_processes(a, suite, link, &server.config, &input, &task, hook)?
-        };
-        if let Some(b) = &bar {
-            b.finish();
-        }
-        if srv.output != Output::Nothing {
-            return Err("the server learned an output".into());
-        }
+        let runs_seconds: Vec<f64> = runs.iter().map(|(_, c)| c.seconds).collect();
+        let mid = median_index(&runs_seconds).ok_or("no run")?;
+        let (srv, cli) = runs.swap_remove(mid);
         let score = agreement_score(&cli.output, &plain);
-        rows.push(Row { suite: *suite, client: cli, server: srv, score });
+        rows.push(Row { suite: *suite, client: cli, server: srv, score, runs_seconds });
     }
     let lines: Vec<BenchLine> = rows.iter().map(|r| line(a, r)).collect();
     if json {
@@ -195,6 +198,39 @@ pub fn run(a: &Args, json: bool) -> Result<(), String> {
         print_table(a, &rows);
     }
     Ok(())
+}
+
+/// One run of `suite` (a fresh session): (server party, client party).
+fn run_once(
+    a: &Args,
+    suite: &Suite,
+    link: Option<LinkModel>,
+    server: &ServerModel,
+    input: &Input,
+    task: &nectar_model::secure::Task,
+    json: bool,
+) -> Result<(Party, Party), String> {
+    let bar = (!json).then(|| crate::progress::QueryBar::new(&suite.label()));
+    let hook = bar.as_ref().map(|b| b.hook());
+    let (srv, cli) = if a.in_process {
+        let (mut c0, mut c1) = linked_pair(link);
+        let w: &dyn WeightSource = &server.weights;
+        let (rs, rc) = std::thread::scope(|s| {
+            let h = s.spawn(|| party(&mut *c1, Role::Client, suite, &server.config, None, input, task, hook, a.memory_budget));
+            let rs = party(&mut *c0, Role::Server, suite, &server.config, Some(w), input, task, None, a.memory_budget);
+            (rs, h.join().unwrap_or_else(|_| Err("the client thread panicked".into())))
+        });
+        (rs?, rc?)
+    } else {
+        two_processes(a, suite, link, &server.config, input, task, hook)?
+    };
+    if let Some(b) = &bar {
+        b.finish();
+    }
+    if srv.output != Output::Nothing {
+        return Err("the server learned an output".into());
+    }
+    Ok((srv, cli))
 }
 
 /// The input of the server party: only its length is used (the ids are the client's).
@@ -300,6 +336,7 @@ fn line(a: &Args, r: &Row) -> BenchLine {
         .param("model", a.dir.display().to_string())
         .param("tokens", a.tokens)
         .param("net", a.net)
+        .param("repeat", a.repeat)
         .seconds(r.client.seconds);
     l.bytes_sent = r.client.traffic.bytes_sent;
     l.bytes_recv = r.client.traffic.bytes_recv;
@@ -311,6 +348,7 @@ fn line(a: &Args, r: &Row) -> BenchLine {
         .extra("bytes_server_to_client", r.server.traffic.bytes_sent)
         .extra("setup_seconds", r.client.setup_seconds.max(r.server.setup_seconds))
         .extra("setup_bytes", r.client.setup.bytes_sent + r.server.setup.bytes_sent)
+        .extra("runs_seconds", r.runs_seconds.clone())
         .extra("agreement_vs_plaintext", r.score)
         .extra("rss_per_party", r.client.peak_rss.is_some())
         .extra("server_peak_rss_bytes", r.server.peak_rss)
@@ -340,7 +378,14 @@ fn print_table(a: &Args, rows: &[Row]) {
         }
         outln!("{s}");
     };
-    row("seconds", &|r| format!("{:.2}", r.client.seconds));
+    row(if a.repeat > 1 { "seconds (median run)" } else { "seconds" }, &|r| format!("{:.2}", r.client.seconds));
+    if a.repeat > 1 {
+        row("runs: min - max s", &|r| {
+            let lo = r.runs_seconds.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = r.runs_seconds.iter().copied().fold(0.0, f64::max);
+            format!("{lo:.2} - {hi:.2}")
+        });
+    }
     row("MB client->server", &|r| format!("{:.1}", r.client.traffic.bytes_sent as f64 / 1e6));
     row("MB server->client", &|r| format!("{:.1}", r.server.traffic.bytes_sent as f64 / 1e6));
     row("rounds", &|r| format!("{}", r.client.traffic.rounds + r.server.traffic.rounds));
@@ -367,5 +412,21 @@ fn print_table(a: &Args, rows: &[Row]) {
                 .get(k)
                 .map_or(String::new(), |o| format!("{}[{}] {:.2}s {:.0}MB", o.op, o.protocol, o.seconds, (o.bytes_sent + o.bytes_recv) as f64 / 1e6))
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median_index;
+
+    /// The reported run is the one of median time: the middle of an odd count, the lower
+    /// middle of an even one, whatever order the runs came in; no run, no index.
+    #[test]
+    fn median_run_is_picked_by_time() {
+        assert_eq!(median_index(&[13.1]), Some(0));
+        assert_eq!(median_index(&[14.4, 12.0, 13.1]), Some(2));
+        assert_eq!(median_index(&[12.5, 11.7, 13.2, 11.8, 12.2]), Some(4));
+        assert_eq!(median_index(&[12.0, 11.0, 14.0, 13.0]), Some(0));
+        assert_eq!(median_index(&[]), None);
     }
 }

@@ -509,6 +509,11 @@ enum BenchCmd {
         /// (0: none; the server's peak RSS grows by up to this much).
         #[arg(long, default_value_t = nectar_model::secure::secure_engine::DEFAULT_PREFETCH_BUDGET >> 20)]
         memory_budget_mib: usize,
+        /// Runs of each suite (each a fresh session): the reported run is the one of median
+        /// time, with every run's seconds beside it (`runs_seconds`); odd counts name a true
+        /// median.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=25))]
+        repeat: u32,
         /// Internal: run only the server party of the one suite in --suites, connected to this
         /// address (the child process).
         #[arg(long, hide = true)]
@@ -821,7 +826,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     }
                 }
             }
-            BenchCmd::Suites { model, suites, tokens, text, net, op, in_process, memory_budget_mib, server_party, json } => {
+            BenchCmd::Suites { model, suites, tokens, text, net, op, in_process, memory_budget_mib, repeat, server_party, json } => {
                 let args = bench_suites::Args {
                     dir: model.dir(),
                     suites: &suites,
@@ -831,6 +836,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     ops: &op,
                     in_process,
                     memory_budget: memory_budget_mib << 20,
+                    repeat: repeat as usize,
                 };
                 match server_party {
                     Some(addr) => bench_suites::run_server_party(&args, &addr),

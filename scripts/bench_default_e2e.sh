@@ -30,10 +30,10 @@ if [ "${1:-}" = "suites" ]; then
 fi
 
 MODELS=(
-  "bench model --arch bert-base --seq 128 --suite nectar --json --quiet"
-  "bench model --arch gpt2 --seq 64 --suite nectar --json --quiet"
-  "bench model --arch vit-base --suite nectar --json --quiet"
-  "bench model --arch llama-7b --seq 8 --suite nectar --json --quiet"
+  "bench model --arch bert-base --seq 128 --suite nectar --net lan --json --quiet"
+  "bench model --arch gpt2 --seq 64 --suite nectar --net lan --json --quiet"
+  "bench model --arch vit-base --suite nectar --net lan --json --quiet"
+  "bench model --arch llama-7b --seq 8 --suite nectar --net lan --json --quiet"
 )
 NEW=$(mktemp)
 for m in "${MODELS[@]}"; do
@@ -53,9 +53,9 @@ meta = json.load(open(meta_path))
 kept = [c for c in meta["commands"] if "--suite nectar" not in c["command"]]
 meta["commands"] = [{"command": "nectar " + c, "commit": commit} for c in cmds] + kept
 meta["machine"] = ("2-core VM (nproc = 2), 24 GiB RAM; server party in a child process over loopback TCP "
-                   f"(per-party peak RSS). The `nectar` runs ({commit}) had the machine to themselves; the "
-                   "older `bumblebee` runs ran under nice 10 while other builds and benches shared the CPU "
-                   "(their seconds are upper bounds)")
+                   f"(per-party peak RSS). The `nectar` runs ({commit}) went through the simulated LAN and had "
+                   "the machine to themselves; the older `bumblebee` runs had no link and ran under nice 10 "
+                   "while other builds and benches shared the CPU (their seconds are upper bounds)")
 json.dump(meta, open(meta_path, "w"), indent=2)
 open(meta_path, "a").write("\n")
 PY

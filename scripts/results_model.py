@@ -34,18 +34,20 @@ provenance(w, meta)
 w("")
 w("Every block of the model is run (nothing is extrapolated); weights are random at the")
 w("published shapes. Bytes are both directions, frame headers included, 1 GB = 10^9 bytes;")
-w("key setup is listed separately. Peak RSS is per party (server in a child process).")
+w("key setup is listed separately. Peak RSS is per party (server in a child process). `link`: the")
+w("simulated link both ends of the loopback connection went through (`lan`: 1 Gbit/s, 0.5 ms one way,")
+w("BumbleBee §VII; `none`: loopback TCP alone, so the seconds are computation and copying only).")
 w("")
 w("## Totals")
 w("")
-w("| model | tokens | blocks | suite | GB total | setup MB | rounds | seconds | peak RSS client / server GiB | paper GB | target GB |")
-w("|---|---:|---:|---|---:|---:|---:|---:|---|---:|---:|")
+w("| model | tokens | blocks | suite | link | GB total | setup MB | rounds | seconds | peak RSS client / server GiB | paper GB | target GB |")
+w("|---|---:|---:|---|---|---:|---:|---:|---:|---|---:|---:|")
 for l in lines:
     p = l["params"]
     key = (l["variant"], p["seq"])
     rss = f"{l['client']['peak_rss_bytes'] / 2**30:.2f} / {l['server']['peak_rss_bytes'] / 2**30:.2f}"
     w(
-        f"| {l['variant']} | {p['seq']} | {p['layers']} | `{p['suite']}` | {l['bytes_total'] / 1e9:.2f} | "
+        f"| {l['variant']} | {p['seq']} | {p['layers']} | `{p['suite']}` | {p.get('net', 'none')} | {l['bytes_total'] / 1e9:.2f} | "
         f"{l['setup_bytes'] / 1e6:.1f} | {l['rounds']} | {l['seconds']:.0f} | {rss} | "
         f"{PAPER_GB.get(key, '–')} | {TARGET_GB.get(key, '–')} |"
     )

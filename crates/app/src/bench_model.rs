@@ -1,11 +1,13 @@
 //! `nectar bench model`: a whole architecture at its real shapes with deterministic random
 //! weights (issue 7), from `nectar_bench::model`.
 //!
-//! With `--net none` (the default) the server party runs in a child process (this binary with
-//! the hidden `--server-party ADDR`) connected over loopback TCP, so each party's peak RSS is
-//! its own process's. `--in-process`, and every simulated link (`--net lan|wan`, whose frame
-//! clock lives in one process), run both parties as threads of one process instead; both
-//! parties then report that process's peak RSS (`rss_per_party: false`).
+//! The server party runs in a child process (this binary with the hidden `--server-party
+//! ADDR`) connected over loopback TCP, so each party's peak RSS is its own process's; with
+//! `--net lan|wan` both ends of that connection go through the simulated link (its frame clock
+//! is the host's wall clock, which both processes share, as in `bench suites`).
+//! `--in-process` runs both parties as threads of one process instead (over an in-memory
+//! channel, through the simulated link if one is named); both parties then report that
+//! process's peak RSS (`rss_per_party: false`).
 
 use crate::child_party::{accept_child, finish, listen};
 use crate::report::BenchLine;
@@ -14,7 +16,7 @@ use nectar_model::cosine;
 use nectar_model::secure::Output;
 use nectar_model::secure::RandomArch;
 use nectar_model::Suite;
-use nectar_net::{LinkModel, Role, TcpChannel};
+use nectar_net::{Channel, LinkModel, Role, Simulated, TcpChannel};
 use std::process::{Command, Stdio};
 
 pub struct Args<'a> {
@@ -47,7 +49,7 @@ fn spec(a: &Args) -> Result<(RandomArch, BenchSpec), String> {
 
 pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
     let (arch, spec) = spec(a)?;
-    let b = if a.in_process || spec.net.is_some() {
+    let b = if a.in_process {
         bench_model(&spec).map_err(|e| e.to_string())?
     } else {
         two_processes(a, &spec)?
@@ -104,20 +106,30 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
 pub fn run_server_party(a: &Args, addr: &str) -> Result<(), String> {
     let (_, mut spec) = spec(a)?;
     spec.progress = false;
-    let mut ch = TcpChannel::connect(addr).map_err(|e| format!("server party: connect {addr}: {e}"))?;
+    let mut tcp = TcpChannel::connect(addr).map_err(|e| format!("server party: connect {addr}: {e}"))?;
     // The parent watches this process; a long local computation must not time the link out.
-    ch.set_timeout(None).map_err(|e| e.to_string())?;
-    let s = bench_party(&spec, Role::Server, &mut ch).map_err(|e| format!("server party: {e}"))?;
+    tcp.set_timeout(None).map_err(|e| e.to_string())?;
+    let mut ch = through_link(tcp, spec.net);
+    let s = bench_party(&spec, Role::Server, &mut *ch).map_err(|e| format!("server party: {e}"))?;
     outln!("{}", serde_json::to_string(&s).map_err(|e| e.to_string())?);
     Ok(())
 }
 
-/// Runs the server party as a child process and the client party here, over loopback TCP.
+/// `tcp`, through the simulated link `net` when one is given.
+fn through_link(tcp: TcpChannel, net: Option<LinkModel>) -> Box<dyn Channel> {
+    match net {
+        Some(m) => Box::new(Simulated::new(tcp, m)),
+        None => Box::new(tcp),
+    }
+}
+
+/// Runs the server party as a child process and the client party here, over loopback TCP
+/// (through the simulated link of `--net` on both ends).
 fn two_processes(a: &Args, spec: &BenchSpec) -> Result<ModelBench, String> {
     let (listener, addr) = listen()?;
     let exe = std::env::current_exe().map_err(|e| format!("locating this binary: {e}"))?;
     let mut cmd = Command::new(exe);
-    cmd.args(["bench", "model", "--arch", a.arch, "--net", "none", "--quiet"])
+    cmd.args(["bench", "model", "--arch", a.arch, "--net", a.net, "--quiet"])
         .args(["--seq", &a.seq.to_string(), "--seed", &a.seed.to_string()])
         .args(["--suite", &a.suite.label()])
         .args(["--server-party", &addr]);
@@ -130,8 +142,8 @@ fn two_processes(a: &Args, spec: &BenchSpec) -> Result<ModelBench, String> {
         .spawn()
         .map_err(|e| format!("starting the server party: {e}"))?;
     let client = (|| -> Result<PartyBench, String> {
-        let mut ch = accept_child(&listener, &mut child)?;
-        bench_party(spec, Role::Client, &mut ch).map_err(|e| format!("client party: {e}"))
+        let mut ch = through_link(accept_child(&listener, &mut child)?, spec.net);
+        bench_party(spec, Role::Client, &mut *ch).map_err(|e| format!("client party: {e}"))
     })();
     let (client, stdout) = finish(child, client)?;
     let server: PartyBench = serde_json::from_slice(&stdout)

@@ -445,7 +445,8 @@ enum BenchCmd {
         #[arg(long)]
         json: bool,
     },
-    /// A whole model at its real shapes with random weights (both parties in-process).
+    /// A whole model at its real shapes with random weights (the server party in a child
+    /// process over loopback TCP, or both in-process with --in-process).
     Model {
         #[arg(long, value_parser = ["bert-tiny", "bert-base", "bert-large", "gpt2", "vit-base", "llama", "llama-7b"], default_value = "bert-base")]
         arch: String,
@@ -468,7 +469,7 @@ enum BenchCmd {
         #[command(flatten)]
         suite: SuiteArgs,
         /// Both parties as threads of this process (one peak RSS for both) instead of the
-        /// server in a child process over loopback TCP (the default with `--net none`).
+        /// server in a child process over loopback TCP (through the simulated link of --net).
         #[arg(long)]
         in_process: bool,
         /// Also run the plaintext model (the fixed-point twin with every nonlinear operator

@@ -64,28 +64,36 @@ fn bad_model_dirs_are_one_line_errors() {
     assert!(err.contains("config.json"), "{err}");
 }
 
-/// `bench model` runs the server party in its own process: each party reports its own peak
-/// RSS, and the two parties' byte counts agree with each other and with the totals.
+/// `bench model` runs the server party in its own process, with no link and through the
+/// simulated LAN (both ends of the loopback connection): each party reports its own peak RSS,
+/// the two parties' byte counts agree with each other and with the totals, and the link
+/// changes no byte.
 #[test]
 fn bench_model_reports_each_partys_peak_rss() {
-    let out = nectar()
-        .args(["bench", "model", "--arch", "bert-tiny", "--seq", "4", "--layers", "1", "--quiet", "--json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8(out.stdout).unwrap();
-    let l: serde_json::Value = serde_json::from_str(text.trim()).expect("one JSON line");
-    assert_eq!(l["variant"], "bert-tiny");
-    assert_eq!(l["rss_per_party"], true);
-    let (s, c) = (&l["server"], &l["client"]);
-    let rss = |p: &serde_json::Value| p["peak_rss_bytes"].as_u64().unwrap();
-    assert!(rss(s) > 0 && rss(c) > 0);
-    assert_eq!(l["peak_rss_bytes"].as_u64().unwrap(), rss(s).max(rss(c)));
-    let b = |p: &serde_json::Value, k: &str| p[k].as_u64().unwrap();
-    assert_eq!(b(s, "bytes_sent"), b(c, "bytes_recv"));
-    assert_eq!(b(c, "bytes_sent"), b(s, "bytes_recv"));
-    assert_eq!(l["bytes_total"].as_u64().unwrap(), b(s, "bytes_sent") + b(c, "bytes_sent"));
-    assert!(s["profile"].as_array().unwrap().iter().any(|o| o["op"] == "embed"));
+    let mut totals = Vec::new();
+    for net in ["none", "lan"] {
+        let out = nectar()
+            .args(["bench", "model", "--arch", "bert-tiny", "--seq", "4", "--layers", "1", "--quiet", "--json", "--net", net])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        let l: serde_json::Value = serde_json::from_str(text.trim()).expect("one JSON line");
+        assert_eq!(l["variant"], "bert-tiny");
+        assert_eq!(l["params"]["net"], net);
+        assert_eq!(l["rss_per_party"], true, "{net}");
+        let (s, c) = (&l["server"], &l["client"]);
+        let rss = |p: &serde_json::Value| p["peak_rss_bytes"].as_u64().unwrap();
+        assert!(rss(s) > 0 && rss(c) > 0);
+        assert_eq!(l["peak_rss_bytes"].as_u64().unwrap(), rss(s).max(rss(c)));
+        let b = |p: &serde_json::Value, k: &str| p[k].as_u64().unwrap();
+        assert_eq!(b(s, "bytes_sent"), b(c, "bytes_recv"));
+        assert_eq!(b(c, "bytes_sent"), b(s, "bytes_recv"));
+        assert_eq!(l["bytes_total"].as_u64().unwrap(), b(s, "bytes_sent") + b(c, "bytes_sent"));
+        assert!(s["profile"].as_array().unwrap().iter().any(|o| o["op"] == "embed"));
+        totals.push((l["bytes_total"].as_u64().unwrap(), l["rounds"].as_u64().unwrap()));
+    }
+    assert_eq!(totals[0], totals[1], "the simulated link changes no byte or round");
 }
 
 /// `nectar suites` lists the six presets and every operator's choices, implemented or not.

@@ -2,9 +2,9 @@
 # Re-measures the default suite's end-to-end JSON (issue 17): the MiniLM `bench suites` table
 # (docs/results/suites.jsonl, every suite on the same input) and the four whole-model runs of
 # the `nectar` suite in docs/results/model.jsonl (the older `bumblebee` lines of that file are
-# kept as they are, with their own commits in model.meta.json). About 70 minutes on 2 cores,
+# kept as they are, with their own commits in model.meta.json). About 40 minutes on 2 cores,
 # each run alone. Then `make results` renders suites.md and e2e.md. With the argument `suites`,
-# only the MiniLM table (about 36 minutes: every suite runs three times, the run of median time
+# only the MiniLM table (about 20 minutes: every suite runs three times, the run of median time
 # is recorded).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

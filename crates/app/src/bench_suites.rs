@@ -342,6 +342,12 @@ fn line(a: &Args, r: &Row) -> BenchLine {
     l.bytes_recv = r.client.traffic.bytes_recv;
     l.bytes_total = r.client.traffic.bytes_sent + r.server.traffic.bytes_sent;
     l.rounds = r.client.traffic.rounds + r.server.traffic.rounds;
+    // With the parties in two processes, the line's peak is the larger of this run's two
+    // per-party peaks; the process's own high-water mark when this line is printed would be
+    // that of whichever suite ran last since its counter was reset.
+    if let (Some(sp), Some(cp)) = (r.server.peak_rss, r.client.peak_rss) {
+        l.peak_rss_bytes = sp.max(cp);
+    }
     l.extra("protocols", r.suite.json_map())
         .extra("digest", r.suite.digest())
         .extra("bytes_client_to_server", r.client.traffic.bytes_sent)

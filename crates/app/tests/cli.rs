@@ -355,6 +355,8 @@ fn bench_suites_reports_rss_per_party() {
         assert!(two[k].as_u64().expect("a peak RSS") > 50 << 20, "{k}: {two}");
         assert!(one[k].is_null());
     }
+    let peak = |k: &str| two[k].as_u64().expect("a peak RSS");
+    assert_eq!(two["peak_rss_bytes"].as_u64(), Some(peak("server_peak_rss_bytes").max(peak("client_peak_rss_bytes"))));
     assert_eq!(two["bytes_total"], one["bytes_total"]);
     assert_eq!(two["rounds"], one["rounds"]);
     assert!(two["agreement_vs_plaintext"].as_f64().expect("a cosine") > 0.9999);

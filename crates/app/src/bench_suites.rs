@@ -139,6 +139,9 @@ fn top_ops(p: &Profile, k: usize) -> Vec<OpRecord> {
 
 pub fn run(a: &Args, json: bool) -> Result<(), String> {
     let link = LinkModel::preset(a.net).ok_or_else(|| format!("unknown --net '{}' (none, lan, wan)", a.net))?;
+    if a.repeat == 0 {
+        return Err("--repeat must be at least 1".into());
+    }
     // Resolve and validate every suite before any work.
     let suites: Vec<Suite> = a
         .suites
@@ -173,9 +176,6 @@ pub fn run(a: &Args, json: bool) -> Result<(), String> {
         };
         reference(reference_model.network(), &input, &kind)?
     };
-    if a.repeat == 0 {
-        return Err("--repeat must be at least 1".into());
-    }
     let mut rows = Vec::new();
     for suite in &suites {
         let mut runs = Vec::with_capacity(a.repeat);

@@ -75,23 +75,23 @@ fn bench_model_reports_each_partys_peak_rss() {
         let out = nectar()
             .args(["bench", "model", "--arch", "bert-tiny", "--seq", "4", "--layers", "1", "--quiet", "--json", "--net", net])
             .output()
-            .unwrap();
+            .expect("run nectar bench model");
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let text = String::from_utf8(out.stdout).unwrap();
+        let text = String::from_utf8(out.stdout).expect("utf-8 stdout");
         let l: serde_json::Value = serde_json::from_str(text.trim()).expect("one JSON line");
         assert_eq!(l["variant"], "bert-tiny");
         assert_eq!(l["params"]["net"], net);
         assert_eq!(l["rss_per_party"], true, "{net}");
         let (s, c) = (&l["server"], &l["client"]);
-        let rss = |p: &serde_json::Value| p["peak_rss_bytes"].as_u64().unwrap();
+        let num = |v: &serde_json::Value, k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{net}: no number '{k}' in {v}"));
+        let rss = |p: &serde_json::Value| num(p, "peak_rss_bytes");
         assert!(rss(s) > 0 && rss(c) > 0);
-        assert_eq!(l["peak_rss_bytes"].as_u64().unwrap(), rss(s).max(rss(c)));
-        let b = |p: &serde_json::Value, k: &str| p[k].as_u64().unwrap();
-        assert_eq!(b(s, "bytes_sent"), b(c, "bytes_recv"));
-        assert_eq!(b(c, "bytes_sent"), b(s, "bytes_recv"));
-        assert_eq!(l["bytes_total"].as_u64().unwrap(), b(s, "bytes_sent") + b(c, "bytes_sent"));
-        assert!(s["profile"].as_array().unwrap().iter().any(|o| o["op"] == "embed"));
-        totals.push((l["bytes_total"].as_u64().unwrap(), l["rounds"].as_u64().unwrap()));
+        assert_eq!(num(&l, "peak_rss_bytes"), rss(s).max(rss(c)));
+        assert_eq!(num(s, "bytes_sent"), num(c, "bytes_recv"));
+        assert_eq!(num(c, "bytes_sent"), num(s, "bytes_recv"));
+        assert_eq!(num(&l, "bytes_total"), num(s, "bytes_sent") + num(c, "bytes_sent"));
+        assert!(s["profile"].as_array().expect("a server profile").iter().any(|o| o["op"] == "embed"));
+        totals.push((num(&l, "bytes_total"), num(&l, "rounds")));
     }
     assert_eq!(totals[0], totals[1], "the simulated link changes no byte or round");
 }

@@ -1,5 +1,6 @@
 //! End-to-end checks of the `nectar` binary.
 
+use nectar_math::registry::Protocol as _;
 use std::process::Command;
 
 fn nectar() -> Command {
@@ -114,10 +115,10 @@ fn suites_lists_presets_and_choices() {
         .iter()
         .map(|c| (c["protocol"].as_str().unwrap().to_string(), c["implemented"].as_bool().unwrap()))
         .collect();
-    assert_eq!(
-        choices,
-        [("seg4".into(), true), ("p4".into(), true), ("p7".into(), true), ("sq8".into(), true), ("oppe".into(), true), ("lut".into(), true)]
-    );
+    // the registry's list, in its order (`nectar_nn::gelu::ALL`)
+    let listed: Vec<(String, bool)> = nectar_nn::gelu::ALL.iter().map(|p| (p.name().to_string(), true)).collect();
+    assert_eq!(choices, listed);
+    assert!(listed.len() >= 6 && listed[0].0 == "seg4", "{listed:?}");
     let table = nectar().arg("suites").output().unwrap();
     let text = String::from_utf8(table.stdout).unwrap();
     for needle in ["nectar", "bumblebee", "rotl", "east", "blb", "leaf", "implemented"] {
@@ -144,10 +145,17 @@ fn invalid_suites_fail_at_start_with_one_line() {
         assert!(err.contains(needle) && err.contains("matmul = blb-fused"), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
+    // BLB's fused blocks run their own nonlinear protocols: another one is refused by name.
+    let out = nectar().args(["demo", "--suite", "blb", "--op", "gelu=sq8", "x"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("matmul=blb-fused") && err.contains("gelu=sq8 (it runs p4)"), "{err}");
     let bad = nectar().args(["demo", "--op", "gelu=xyz", "x"]).output().unwrap();
     assert!(!bad.status.success());
     let err = String::from_utf8_lossy(&bad.stderr);
-    assert!(err.contains("operator gelu: unknown protocol 'xyz' (choices: seg4, p4, p7, sq8, oppe, lut)"), "{err}");
+    let names: Vec<&str> = nectar_nn::gelu::ALL.iter().map(|p| p.name()).collect();
+    assert!(err.contains(&format!("operator gelu: unknown protocol 'xyz' (choices: {})", names.join(", "))), "{err}");
 }
 
 /// Bench lines name the protocol that ran: `bench nn --op gelu=p4` and `bench model` with a
@@ -161,7 +169,7 @@ fn bench_lines_name_their_protocols() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let l: serde_json::Value = serde_json::from_str(String::from_utf8(out.stdout).unwrap().trim()).unwrap();
     assert_eq!(l["params"]["protocol"], "p4");
-    assert_eq!(l["params"]["kernel"], "gelu-p4");
+    assert_eq!(l["params"]["kernel"], "gelu=p4");
     assert_eq!(l["params"]["suite"], "bumblebee+ot=iknp+mul=ot+gelu=p4");
     let out = nectar()
         .args(["bench", "model", "--arch", "bert-tiny", "--seq", "4", "--layers", "1", "--quiet", "--json", "--in-process"])

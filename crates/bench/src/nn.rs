@@ -7,8 +7,60 @@
 //! `nectar_model::secure::Profile`.)
 
 use nectar_math::FixedPoint;
+use nectar_nn::backend::DynBackend;
+use nectar_nn::gelu::{Gelu, GeluForm};
+use nectar_nn::mixed::ActRing;
 use nectar_nn::{Backend, NnError};
 use std::time::Instant;
+
+/// What a secure bench runs: a registered protocol (`nectar_nn::gelu::ALL`, ...) with what it
+/// is evaluated in, or a kernel of a kind that is not in the registry yet, by its name in
+/// [`SECURE_OPS`].
+#[derive(Clone, Copy, Debug)]
+pub enum Kernel<'a> {
+    /// A GeLU protocol of the registry.
+    Gelu { p: Gelu, form: GeluForm, ring: ActRing },
+    /// A kernel of [`SECURE_OPS`].
+    Named(&'a str),
+}
+
+impl Kernel<'_> {
+    /// The operator's key (`gelu`, or the kernel's name).
+    pub fn operator(&self) -> &str {
+        match self {
+            Kernel::Gelu { .. } => "gelu",
+            Kernel::Named(k) => k,
+        }
+    }
+
+    /// How bench lines name it: `gelu=sq8` (with `+act-ring=mixed` in the activation ring,
+    /// `+form=tanh` for the tanh form), or the kernel's name.
+    pub fn label(&self) -> String {
+        match self {
+            Kernel::Gelu { p, form, ring } => {
+                let mut s = format!("gelu={p}");
+                if *ring == ActRing::Mixed {
+                    s.push_str("+act-ring=mixed");
+                }
+                if *form == GeluForm::Tanh {
+                    s.push_str("+form=tanh");
+                }
+                s
+            }
+            Kernel::Named(k) => k.to_string(),
+        }
+    }
+
+    /// Whether it works on rows (softmax, norms, argmax).
+    fn row_op(&self) -> bool {
+        match self {
+            Kernel::Gelu { .. } => false,
+            Kernel::Named(op) => {
+                matches!(*op, "layernorm" | "rmsnorm" | "layernorm-east" | "rmsnorm-east" | "argmax") || op.starts_with("softmax")
+            }
+        }
+    }
+}
 
 /// One two-party measurement of an operator (JSON-friendly; see [`bench_secure`]).
 #[derive(Clone, Debug, serde::Serialize)]
@@ -62,13 +114,13 @@ pub struct SecureBench {
 
 /// Pivots of the operators that select a segment by an approximate comparison (see
 /// [`nectar_nn::tolerance`]); the bench inputs keep [`nectar_nn::tolerance::PIVOT_GAP`] away.
-fn pivots(op: &str) -> Vec<f64> {
-    use nectar_nn::{gelu, silu};
+fn pivots(k: Kernel<'_>) -> Vec<f64> {
+    use nectar_nn::silu;
+    let op = match k {
+        Kernel::Gelu { p, .. } => return p.pivots(),
+        Kernel::Named(op) => op,
+    };
     match op {
-        "gelu" | "gelu-mixed" => gelu::SEG4_BUMBLEBEE.t.to_vec(),
-        "gelu-p4" | "gelu-p4-mixed" => vec![-gelu::P4_BOLT.range, 0.0, gelu::P4_BOLT.range],
-        "gelu-p7" => vec![-gelu::P7_ERF.range, 0.0, gelu::P7_ERF.range],
-        "gelu-sq8" => vec![-gelu::SQ8_ERF.range, 0.0, gelu::SQ8_ERF.range],
         "silu" | "silu-mixed" => silu::SILU_BUMBLEBEE.t.to_vec(),
         "exp" | "exp-mixed" => vec![nectar_nn::exp::EXP_BUMBLEBEE.t_exp],
         "exp-taylor2" => vec![nectar_nn::exp::EXP_TAYLOR2.t_exp],
@@ -81,20 +133,18 @@ fn pivots(op: &str) -> Vec<f64> {
 /// The stated twin-vs-secure error bound of `op` in LSB of the (64, 18) output
 /// ([`nectar_nn::tolerance`]), for the bench's inputs (off the pivots; reciprocal on
 /// `[1, 4001]`, rsqrt on `x ≥ 1`, softmax rows of `cols`); `None` for another format.
-pub fn stated_tolerance(op: &str, cols: usize, fp: FixedPoint) -> Result<Option<i64>, NnError> {
+pub fn stated_tolerance(k: Kernel<'_>, cols: usize, fp: FixedPoint) -> Result<Option<i64>, NnError> {
     use nectar_nn::oppe::east_table;
     use nectar_nn::tolerance::*;
     if fp != FixedPoint::BUMBLEBEE {
         return Ok(None);
     }
+    let op = match k {
+        Kernel::Gelu { p, form, ring } => return Ok(Some(p.tolerance(form, ring)?)),
+        Kernel::Named(op) => op,
+    };
     let hi = (cols as f64).max(2.0);
     let t = match op {
-        "gelu" => SEG4_TOL,
-        "gelu-mixed" => SEG4_MIXED_TOL,
-        "gelu-p4" => P4_TOL,
-        "gelu-p7" => P7_TOL,
-        "gelu-sq8" => SQ8_TOL,
-        "gelu-p4-mixed" => P4_MIXED_TOL,
         "silu" => SILU_TOL,
         "silu-mixed" => SILU_MIXED_TOL,
         "exp" => EXP_TOL,
@@ -129,16 +179,12 @@ pub fn stated_tolerance(op: &str, cols: usize, fp: FixedPoint) -> Result<Option<
         "rsqrt" => RSQRT_TOL,
         "reciprocal" => RECIP_TOL,
         "argmax" | "onehot" => 0,
-        "gelu-oppe" => oppe_tol(east_table("gelu")?),
-        "gelu-oppe-mixed" => oppe_mixed_tol(east_table("gelu")?),
         "silu-oppe" => oppe_tol(east_table("silu")?),
         "silu-oppe-mixed" => oppe_mixed_tol(east_table("silu")?),
         "exp-oppe" => oppe_tol(east_table("exp")?),
         "exp-oppe-mixed" => oppe_mixed_tol(east_table("exp")?),
         "tanh-oppe" => oppe_tol(east_table("tanh")?),
         "reciprocal-determine" => determine_tol(1.0, 4001.0)?,
-        "gelu-lut" => lut_act_tol(&nectar_nn::lut::GELU_LUT, fp.f()),
-        "gelu-lut-mixed" => (lut_act_tol(&nectar_nn::lut::GELU_LUT, 12) + 2) << 6,
         "silu-lut" => lut_act_tol(&nectar_nn::lut::SILU_LUT, fp.f()),
         "silu-lut-mixed" => (lut_act_tol(&nectar_nn::lut::SILU_LUT, 12) + 2) << 6,
         "exp-lut" => exp_lut_tol(&nectar_nn::lut::EXP_LUT, fp.f()),
@@ -152,37 +198,43 @@ pub fn stated_tolerance(op: &str, cols: usize, fp: FixedPoint) -> Result<Option<
     Ok(Some(t))
 }
 
-/// Operators [`bench_secure`] knows ([`nectar_nn::counting::OPERATORS`] plus `silu-mixed`, `elu`, `rmsnorm`, `onehot`).
-pub const SECURE_OPS: [&str; 49] = [
-    "gelu", "gelu-mixed", "gelu-p4", "gelu-p4-mixed", "silu", "silu-mixed", "exp", "exp-mixed", "elu", "softmax",
+/// Kernels of the operator kinds not in the registry yet ([`Kernel::Named`]); the registered
+/// kinds' protocols come from their lists (`nectar_nn::gelu::ALL`).
+pub const SECURE_OPS: [&str; 39] = [
+    "silu", "silu-mixed", "exp", "exp-mixed", "elu", "softmax",
     "layernorm", "rmsnorm", "rsqrt", "reciprocal", "argmax", "onehot",
     // East (§4): OPPE with the committed tables, the Determine reciprocal, softmax compositions
-    "gelu-oppe", "gelu-oppe-mixed", "silu-oppe", "silu-oppe-mixed", "exp-oppe", "exp-oppe-mixed", "tanh-oppe",
+    "silu-oppe", "silu-oppe-mixed", "exp-oppe", "exp-oppe-mixed", "tanh-oppe",
     "reciprocal-determine", "softmax-oppe-determine", "softmax-oppe-newton", "softmax-taylor-determine",
     "layernorm-east", "rmsnorm-east", "rsqrt-determine",
     // ROTL / CipherGPT (§II-E): LUT activations, two-LUT exp, LUT + Newton reciprocal, softmax
-    "gelu-lut", "gelu-lut-mixed", "silu-lut", "silu-lut-mixed", "exp-lut", "reciprocal-lut", "softmax-lut",
-    // nectar (issue 17): degree-7 GeLU in |x|, second- and fourth-order Taylor exp, softmax
-    // with them, and the softmax composition in Z_2^45
-    "gelu-p7", "exp-taylor2", "softmax-taylor2-newton", "softmax-narrow-taylor2-newton", "softmax-narrow-taylor-newton",
+    "silu-lut", "silu-lut-mixed", "exp-lut", "reciprocal-lut", "softmax-lut",
+    // nectar (issue 17): second- and fourth-order Taylor exp, softmax with them, and the
+    // softmax composition in Z_2^45
+    "exp-taylor2", "softmax-taylor2-newton", "softmax-narrow-taylor2-newton", "softmax-narrow-taylor-newton",
     "exp-taylor4", "softmax-taylor4-newton", "softmax-narrow-taylor4-newton",
     // nectar (issue 17): the narrow softmax with the coarse row max and clip in Z_2^34
     "softmax-coarse-taylor4-newton", "softmax-coarse-taylor2-newton", "softmax-coarse-taylor-newton",
-    // nectar (issue 17): degree-8 GeLU in |x| from three squarings
-    "gelu-sq8",
 ];
 
 /// Input reals of a benchmark (deterministic; inside each operator's documented domain, and
 /// more than [`nectar_nn::tolerance::PIVOT_GAP`] away from the pivots of approximate
 /// comparisons, where only the f64 bound holds).
-fn bench_inputs(op: &str, n: usize, cols: usize) -> Vec<f64> {
+fn bench_inputs(k: Kernel<'_>, n: usize, cols: usize) -> Vec<f64> {
     let u = |i: usize| ((i.wrapping_mul(7919) + 13) % 1000) as f64 / 1000.0;
-    let ps = pivots(op);
+    let ps = pivots(k);
     let gap = nectar_nn::tolerance::PIVOT_GAP;
     let off = |x: f64| match ps.iter().find(|&&t| (x - t).abs() <= gap) {
         // to the side it was on, just past the gap (2^-3 in all: still a grid of reals)
         Some(&t) => if x < t { t - 2.0 * gap } else { t + 2.0 * gap },
         None => x,
+    };
+    let op = match k {
+        Kernel::Gelu { .. } => {
+            let (lo, hi) = nectar_nn::gelu::DOMAIN;
+            return (0..n).map(|i| off(lo + (hi - lo) * u(i))).collect();
+        }
+        Kernel::Named(op) => op,
     };
     (0..n)
         .map(|i| off(match op {
@@ -201,20 +253,21 @@ fn bench_inputs(op: &str, n: usize, cols: usize) -> Vec<f64> {
 /// Runs `op` on the backend `b` (one party, or the twin) on `x`; returns the revealed output.
 fn run_op<B: nectar_nn::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
     b: &mut B,
-    op: &str,
+    k: Kernel<'_>,
     x: &Vec<u64>,
     rows: usize,
     cols: usize,
 ) -> Result<Vec<u64>, NnError> {
     use nectar_nn::*;
     let fp = b.format();
+    let op = match k {
+        Kernel::Gelu { p, form, ring } => {
+            let y = p.eval(b as &mut DynBackend<'_>, x, form, ring)?;
+            return b.reveal(&y);
+        }
+        Kernel::Named(op) => op,
+    };
     let y = match op {
-        "gelu" => gelu::seg4_gelu(b, x, &gelu::SEG4_BUMBLEBEE)?,
-        "gelu-mixed" => gelu::seg4_gelu_mixed(b, x, &gelu::SEG4_BUMBLEBEE)?,
-        "gelu-p4" => gelu::p4_gelu(b, x, &gelu::P4_BOLT)?,
-        "gelu-p4-mixed" => gelu::p4_gelu_mixed(b, x, &gelu::P4_BOLT)?,
-        "gelu-p7" => gelu::p7_gelu(b, x, &gelu::P7_ERF)?,
-        "gelu-sq8" => gelu::sq8_gelu(b, x, &gelu::SQ8_ERF)?,
         "silu" => silu::silu(b, x, &silu::SILU_BUMBLEBEE)?,
         "silu-mixed" => silu::silu_mixed(b, x, &silu::SILU_BUMBLEBEE)?,
         "exp" => exp::exp_neg(b, x, &exp::EXP_BUMBLEBEE)?,
@@ -223,16 +276,12 @@ fn run_op<B: nectar_nn::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
         "exp-taylor4" => exp::exp_neg_taylor4(b, x, &exp::EXP_TAYLOR4)?,
         "elu" => elu::elu(b, x, 1.0, &exp::EXP_BUMBLEBEE)?,
         "softmax" => softmax::softmax(b, x, rows, cols, None, &softmax::SOFTMAX_BUMBLEBEE)?,
-        "gelu-oppe" => oppe::oppe(b, x, oppe::east_table("gelu")?)?,
-        "gelu-oppe-mixed" => oppe::oppe_mixed(b, x, oppe::east_table("gelu")?)?,
         "silu-oppe" => oppe::oppe(b, x, oppe::east_table("silu")?)?,
         "silu-oppe-mixed" => oppe::oppe_mixed(b, x, oppe::east_table("silu")?)?,
         "exp-oppe" => oppe::oppe(b, x, oppe::east_table("exp")?)?,
         "exp-oppe-mixed" => oppe::oppe_mixed(b, x, oppe::east_table("exp")?)?,
         "tanh-oppe" => oppe::oppe(b, x, oppe::east_table("tanh")?)?,
         "reciprocal-determine" => reciprocal::reciprocal_determine(b, x, 1.0, 4001.0)?,
-        "gelu-lut" => lut::lut_activation(b, x, &lut::GELU_LUT)?,
-        "gelu-lut-mixed" => lut::lut_activation_mixed(b, x, &lut::GELU_LUT)?,
         "silu-lut" => lut::lut_activation(b, x, &lut::SILU_LUT)?,
         "silu-lut-mixed" => lut::lut_activation_mixed(b, x, &lut::SILU_LUT)?,
         "exp-lut" => lut::exp_lut(b, x, &lut::EXP_LUT)?,
@@ -314,7 +363,7 @@ fn run_op<B: nectar_nn::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
 /// Session setup (base OTs, the Ferret bootstrap of both pools, bOLEe keys) is run first and
 /// reported apart; pool refills during the operator are included.
 pub fn bench_secure(
-    op: &str,
+    k: Kernel<'_>,
     size: usize,
     cols: usize,
     opts: nectar_nn::secure::SecureOpts,
@@ -324,17 +373,20 @@ pub fn bench_secure(
     use nectar_math::Prg;
     use nectar_net::{linked_pair, Channel, Role};
     use nectar_ot::bits::mask64;
-    if !SECURE_OPS.contains(&op) {
-        return Err(NnError::BadArgument(format!("unknown operator {op}; known: {SECURE_OPS:?}")));
+    if let Kernel::Named(op) = k {
+        if !SECURE_OPS.contains(&op) {
+            return Err(NnError::BadArgument(format!("unknown operator {op}; known: {SECURE_OPS:?}")));
+        }
     }
+    let op = k.operator();
     let cols = cols.max(1);
-    let row_op = matches!(op, "layernorm" | "rmsnorm" | "layernorm-east" | "rmsnorm-east" | "argmax") || op.starts_with("softmax");
+    let row_op = k.row_op();
     let rows = if row_op { size.div_ceil(cols) } else { size };
     let n = if row_op { rows * cols } else { size };
     let fp = opts.format;
     let mut twin = nectar_nn::PlainBackend::new(fp)?;
-    let x = twin.encode(&bench_inputs(op, n, cols))?;
-    let want = run_op(&mut twin, op, &x, rows, cols)?;
+    let x = twin.encode(&bench_inputs(k, n, cols))?;
+    let want = run_op(&mut twin, k, &x, rows, cols)?;
     let mut prg = Prg::from_entropy();
     let r: Vec<u64> = x.iter().map(|_| prg.next_u128() as u64).collect();
     let x0: Vec<u64> = x.iter().zip(&r).map(|(a, b)| a.wrapping_sub(*b) & mask64(fp.l())).collect();
@@ -359,7 +411,7 @@ pub fn bench_secure(
         let k0 = b.cots_consumed();
         let p0 = b.prepro_cost();
         let t = Instant::now();
-        let out = run_op(&mut b, op, &share, rows, cols)?;
+        let out = run_op(&mut b, k, &share, rows, cols)?;
         b.channel_mut().flush().map_err(|e| NnError::Backend(Box::new(e)))?;
         let secs = t.elapsed().as_secs_f64();
         let k = b.cots_consumed() - k0;
@@ -407,7 +459,7 @@ pub fn bench_secure(
         .bits_per_cot()
         .ok_or_else(|| NnError::BadArgument("no steady-state extension was measured".into()))?;
     Ok(SecureBench {
-        op: op.to_string(),
+        op: k.label(),
         elements: n,
         cols: if row_op || op == "onehot" { cols } else { 1 },
         variant: format!(
@@ -439,7 +491,7 @@ pub fn bench_secure(
         setup_seconds: u0.max(u1),
         setup_bytes: ss0.bytes_sent + ss1.bytes_sent,
         max_lsb_vs_twin,
-        tol_lsb: stated_tolerance(op, cols, fp)?,
+        tol_lsb: stated_tolerance(k, cols, fp)?,
         prepro_bytes: pre0.bytes_total(),
         prepro_seconds: pre0.seconds.max(pre1.seconds),
         online_bytes: bytes_total - pre0.bytes_total(),
@@ -453,12 +505,18 @@ mod tests {
 
     #[test]
     fn secure_bench_small() {
+        use super::Kernel;
+        use nectar_nn::gelu::{self, GeluForm};
+        use nectar_nn::mixed::ActRing;
         use nectar_nn::secure::{MulProtocol, SecureOpts};
         use nectar_ot::{FerretParams, Producer};
         let small = SecureOpts::bumblebee().with_producer(Producer::Ferret(FerretParams::small()));
         let ot = small.with_mul(MulProtocol::Ot);
-        let r = super::bench_secure("gelu-mixed", 64, 1, ot, None).unwrap();
+        let seg4 = gelu::Gelu::from_name("seg4").unwrap();
+        let seg4_mixed = Kernel::Gelu { p: seg4, form: GeluForm::Erf, ring: ActRing::Mixed };
+        let r = super::bench_secure(seg4_mixed, 64, 1, ot, None).unwrap();
         assert_eq!(r.elements, 64);
+        assert_eq!(r.op, "gelu=seg4+act-ring=mixed");
         // the COT cost is measured on a real extension: one flow of the sender's payload per
         // direction, over the usable COTs
         let p = FerretParams::small();
@@ -468,38 +526,51 @@ mod tests {
         let steady = r.bits_per_element + r.cots_per_element * r.refill_bits_per_cot;
         assert!((r.steady_bits_per_element - steady).abs() < 1e-9);
         assert!(r.bytes_total > 0 && r.bytes_p0 > 0 && r.bytes_p1 > 0 && r.rounds > 0);
-        // every operator within its stated bound (inputs off the pivots of approximate
+        // every registered GeLU protocol in every ring it supports, within its stated bound
+        for p in gelu::Gelu::all() {
+            for ring in [ActRing::Full, ActRing::Mixed] {
+                if p.supports(ring).is_err() {
+                    continue;
+                }
+                let k = Kernel::Gelu { p, form: GeluForm::Erf, ring };
+                let r = super::bench_secure(k, 64, 1, ot, None).unwrap_or_else(|e| panic!("{}: {e}", k.label()));
+                let tol = r.tol_lsb.expect("(64, 18) has stated bounds");
+                assert!(r.max_lsb_vs_twin <= tol, "{}: {} > {tol} LSB: {r:?}", k.label(), r.max_lsb_vs_twin);
+            }
+        }
+        // every other kernel within its stated bound (inputs off the pivots of approximate
         // comparisons; nectar_nn::tolerance)
         for (k, cols) in super::SECURE_OPS.iter().map(|&k| {
             let row = matches!(k, "softmax" | "layernorm" | "rmsnorm" | "layernorm-east" | "rmsnorm-east" | "argmax" | "onehot")
                 || k.starts_with("softmax-");
             (k, if row { 16 } else { 1 })
         }) {
+            let kernel = Kernel::Named(k);
             if matches!(k, "silu-oppe-mixed" | "exp-oppe-mixed") {
                 // SiLU's and exp's tables span |x| up to 16 and 20: their cubes do not fit
                 // OPPE's (32, 10) format, which the operator refuses
-                let e = super::bench_secure(k, 64, cols, ot, None).unwrap_err();
+                let e = super::bench_secure(kernel, 64, cols, ot, None).unwrap_err();
                 assert!(matches!(e, NnError::FormatTooNarrow { .. }), "{e}");
                 continue;
             }
-            let r = super::bench_secure(k, 64, cols, ot, None).unwrap_or_else(|e| panic!("{k}: {e}"));
+            let r = super::bench_secure(kernel, 64, cols, ot, None).unwrap_or_else(|e| panic!("{k}: {e}"));
             assert_eq!((r.elements, r.cols), (64, cols), "{k}");
             let tol = r.tol_lsb.expect("(64, 18) has stated bounds");
             assert!(r.max_lsb_vs_twin <= tol, "{k}: {} > {tol} LSB: {r:?}", r.max_lsb_vs_twin);
         }
-        assert!(super::bench_secure("nope", 4, 1, ot, None).is_err());
+        assert!(super::bench_secure(Kernel::Named("nope"), 4, 1, ot, None).is_err());
         // bOLEe query reuse and the narrow modulus save bytes, same bounds (4096 elements: in
         // the mixed ring's 32 bits bOLEe takes vectors from 2689 (narrow) / 4034 (wide) on,
         // nectar_nn::secure::bole_crossover)
-        let a = super::bench_secure("gelu-mixed", 4096, 1, small, None).unwrap();
+        let a = super::bench_secure(seg4_mixed, 4096, 1, small, None).unwrap();
         let ablated = small.with_reuse_queries(false).with_bole_narrow(false);
-        let b = super::bench_secure("gelu-mixed", 4096, 1, ablated, None).unwrap();
+        let b = super::bench_secure(seg4_mixed, 4096, 1, ablated, None).unwrap();
         assert!(a.bytes_total < b.bytes_total, "{a:?} {b:?}");
         let tol = nectar_nn::tolerance::SEG4_MIXED_TOL;
         assert!(a.max_lsb_vs_twin <= tol && b.max_lsb_vs_twin <= tol, "{a:?} {b:?}");
         // below the crossover OT products are the cheaper ones: 1024 elements in 32 bits
-        let below = super::bench_secure("gelu-mixed", 1024, 1, small, None).unwrap();
-        let forced = super::bench_secure("gelu-mixed", 1024, 1, small.with_bole_min_len(0), None).unwrap();
+        let below = super::bench_secure(seg4_mixed, 1024, 1, small, None).unwrap();
+        let forced = super::bench_secure(seg4_mixed, 1024, 1, small.with_bole_min_len(0), None).unwrap();
         assert!(below.bytes_total < forced.bytes_total, "{below:?} {forced:?}");
     }
 }

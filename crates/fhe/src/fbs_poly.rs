@@ -95,14 +95,14 @@ impl FbsParams {
     }
 }
 
-/// Exact GELU `x·Φ(x) = x·(1 + erf(x/√2))/2`.
+/// Exact GELU `x·Φ(x) = x·(1 + erf(x/√2))/2` (`nectar_math::real::gelu`).
 pub fn gelu(x: f64) -> f64 {
-    0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2))
+    nectar_math::real::gelu(x, nectar_math::real::GeluForm::Erf)
 }
 
-/// SiLU `x·σ(x) = x/(1 + e^{−x})`.
+/// SiLU `x·σ(x) = x/(1 + e^{−x})` (`nectar_math::real::silu`).
 pub fn silu(x: f64) -> f64 {
-    x / (1.0 + (-x).exp())
+    nectar_math::real::silu(x)
 }
 
 /// `a·b mod p` for `a, b < p < 2^32`.

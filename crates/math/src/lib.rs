@@ -7,6 +7,8 @@
 //! - [`sample`]: samplers (uniform mod q, ternary, centred binomial) over the PRG.
 //! - [`modulus`], [`rns`], [`ntt`]: word-size prime moduli, RNS bases with exact scaling,
 //!   negacyclic NTTs (on `tfhe-ntt`) for the RLWE layer.
+//! - [`registry`]: the protocol registry's vocabulary (a kind's list, the chosen protocol).
+//! - [`real`]: the exact real functions the approximations target (one GeLU, one SiLU).
 //! - [`ifma`]: AVX-512 IFMA kernels (dot products, mod-down) for primes below `2^50`.
 
 pub mod fixed;
@@ -14,6 +16,8 @@ pub mod ifma;
 pub mod modulus;
 pub mod ntt;
 pub mod prg;
+pub mod real;
+pub mod registry;
 pub mod ring;
 pub mod rns;
 pub mod sample;

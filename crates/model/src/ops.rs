@@ -110,19 +110,18 @@ pub fn rope(x: &mut [f32], start: usize, heads: usize, dh: usize, theta: f64) {
     }
 }
 
-/// Exact GeLU `x/2 (1 + erf(x / sqrt 2))`.
+use nectar_math::real::GeluForm;
+
+/// Exact GeLU `x/2 (1 + erf(x / sqrt 2))` (`nectar_math::real::gelu`, in f64).
 #[inline]
 pub fn gelu(x: f32) -> f32 {
-    let x = x as f64;
-    (0.5 * x * (1.0 + libm::erf(x * std::f64::consts::FRAC_1_SQRT_2))) as f32
+    nectar_math::real::gelu(x as f64, GeluForm::Erf) as f32
 }
 
 /// GPT-2's `gelu_new`: `x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
 #[inline]
 pub fn gelu_tanh(x: f32) -> f32 {
-    let x = x as f64;
-    let c = (2.0 / std::f64::consts::PI).sqrt();
-    (0.5 * x * (1.0 + (c * (x + 0.044715 * x * x * x)).tanh())) as f32
+    nectar_math::real::gelu(x as f64, GeluForm::Tanh) as f32
 }
 
 /// Applies an activation in place.

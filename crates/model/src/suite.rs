@@ -18,9 +18,40 @@
 //! overrides alone ([`Suite::apply_overrides`]): `OP=PROTO[,OP=PROTO]...` (`+` also separates);
 //! a TOML file ([`Suite::from_toml`]): `preset = "bumblebee"` and an `[ops]` table.
 
+use nectar_math::registry::{Chosen, Kind, Protocol};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::fmt;
+
+pub use nectar_nn::gelu::Gelu;
+pub use nectar_nn::mixed::ActRing;
+
+/// `act-ring`: the ring the activations run in (`nectar_nn::mixed::ActRing`).
+impl Choice for ActRing {
+    const OPERATOR: &'static str = "act-ring";
+    fn all() -> Vec<Self> {
+        vec![ActRing::Full, ActRing::Mixed]
+    }
+    fn name(self) -> &'static str {
+        match self {
+            ActRing::Full => "full",
+            ActRing::Mixed => "mixed",
+        }
+    }
+    fn source(self) -> &'static str {
+        match self {
+            ActRing::Full => "BumbleBee §II-C (l, f) = (64, 18)",
+            ActRing::Mixed => "BumbleBee §V-C mixed bit-width",
+        }
+    }
+    /// Each activation protocol's own parameters name its mixed format; this is the default.
+    fn params(self) -> String {
+        match self {
+            ActRing::Full => String::new(),
+            ActRing::Mixed => format!("act={:?} silu={:?}", nectar_nn::mixed::ACT_FORMAT, nectar_nn::silu::SILU_ACT),
+        }
+    }
+}
 
 /// A suite that cannot be built or run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -35,31 +66,54 @@ pub enum SuiteError {
     NotImplemented { op: &'static str, proto: &'static str, source_ref: &'static str },
     #[error("malformed suite specification '{0}': {1}")]
     Syntax(String, String),
+    /// A combination of protocols that cannot run together (named by the protocol that refuses).
+    #[error("{0}")]
+    Unsupported(String),
 }
 
-/// One protocol choice of one operator (implemented by the per-operator enums below).
+/// One protocol choice of one operator: a registry handle ([`Chosen`], the operator kinds that
+/// moved to the registry, e.g. [`Gelu`]) or one of the per-operator enums below.
 pub trait Choice: Copy + Eq + fmt::Debug + Sized + 'static {
     /// The operator's key in `--op` and in JSON (`"gelu"`).
     const OPERATOR: &'static str;
     /// Every choice, in the order `nectar suites` lists them.
-    const ALL: &'static [Self];
+    fn all() -> Vec<Self>;
     /// The protocol's name in the grammar (`"seg4"`).
     fn name(self) -> &'static str;
     /// Where it is specified.
     fn source(self) -> &'static str;
     /// Whether it runs today.
-    fn implemented(self) -> bool;
-    /// Its AGREEMENT parameters as text (enter the digest).
-    fn params(self) -> String {
-        String::new()
+    fn implemented(self) -> bool {
+        true
     }
+    /// Its AGREEMENT parameters (enter the digest): the registry's serialized parameters, or
+    /// the documented constants of an enum choice.
+    fn params(self) -> String;
     /// The choice named `s`.
     fn from_name(s: &str) -> Result<Self, SuiteError> {
-        Self::ALL.iter().copied().find(|c| c.name() == s).ok_or_else(|| SuiteError::UnknownProtocol {
+        Self::all().into_iter().find(|c| c.name() == s).ok_or_else(|| SuiteError::UnknownProtocol {
             op: Self::OPERATOR,
             proto: s.to_string(),
-            choices: Self::ALL.iter().map(|c| c.name()).collect::<Vec<_>>().join(", "),
+            choices: Self::all().iter().map(|c| c.name()).collect::<Vec<_>>().join(", "),
         })
+    }
+}
+
+/// A registered kind's choice: its list is the kind's (`nectar_math::registry`), its parameters
+/// the protocol's serialized AGREEMENT data.
+impl<K: Kind> Choice for Chosen<K> {
+    const OPERATOR: &'static str = K::OPERATOR;
+    fn all() -> Vec<Self> {
+        Chosen::all().collect()
+    }
+    fn name(self) -> &'static str {
+        Chosen::name(self)
+    }
+    fn source(self) -> &'static str {
+        self.get().source()
+    }
+    fn params(self) -> String {
+        self.params_text()
     }
 }
 
@@ -74,9 +128,6 @@ macro_rules! choice {
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum $name {
             $( $(#[$vm])* $var ),+
-        }
-        impl $name {
-            const LIST: &'static [$name] = &[$($name::$var),+];
         }
         impl Serialize for $name {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -98,65 +149,31 @@ macro_rules! choice {
             fn name_of(self) -> &'static str {
                 match self { $($name::$var => $vname),+ }
             }
-            fn source_of(self) -> &'static str {
-                match self { $($name::$var => $src),+ }
-            }
-            fn implemented_of(self) -> bool {
-                match self { $($name::$var => $imp),+ }
-            }
         }
-        impl_choice!($name, $op);
-    };
-}
-
-/// The parts of [`Choice`] every operator shares; `params` is given per operator below.
-macro_rules! impl_choice {
-    ($name:ident, $op:literal) => {
-        impl ChoiceBase for $name {
+        impl Choice for $name {
             const OPERATOR: &'static str = $op;
-            const ALL: &'static [Self] = $name::LIST;
+            fn all() -> Vec<Self> {
+                vec![$($name::$var),+]
+            }
             fn name(self) -> &'static str {
                 self.name_of()
             }
             fn source(self) -> &'static str {
-                self.source_of()
+                match self { $($name::$var => $src),+ }
             }
             fn implemented(self) -> bool {
-                self.implemented_of()
+                match self { $($name::$var => $imp),+ }
+            }
+            fn params(self) -> String {
+                ChoiceParams::params(self)
             }
         }
     };
 }
 
-/// Helper trait so the macro does not need to know each operator's `params`.
-pub trait ChoiceBase: Copy + 'static {
-    const OPERATOR: &'static str;
-    const ALL: &'static [Self];
-    fn name(self) -> &'static str;
-    fn source(self) -> &'static str;
-    fn implemented(self) -> bool;
-}
-
-/// Per-operator AGREEMENT parameters (default: none beyond the protocol's name).
+/// Per-operator AGREEMENT parameters of an enum choice.
 pub trait ChoiceParams {
     fn params(self) -> String;
-}
-
-impl<T: ChoiceBase + ChoiceParams + Eq + fmt::Debug> Choice for T {
-    const OPERATOR: &'static str = <T as ChoiceBase>::OPERATOR;
-    const ALL: &'static [Self] = <T as ChoiceBase>::ALL;
-    fn name(self) -> &'static str {
-        ChoiceBase::name(self)
-    }
-    fn source(self) -> &'static str {
-        ChoiceBase::source(self)
-    }
-    fn implemented(self) -> bool {
-        ChoiceBase::implemented(self)
-    }
-    fn params(self) -> String {
-        ChoiceParams::params(self)
-    }
 }
 
 choice! {
@@ -257,27 +274,6 @@ choice! {
     }
 }
 
-choice! {
-    /// GeLU.
-    Gelu : "gelu" {
-        /// Four-segment piecewise polynomial (BumbleBee §V-B, Eq. (2)).
-        Seg4 => ("seg4", "BumbleBee §V-B Seg4GeLU", true),
-        /// BOLT's P4 polynomial on [-2.7, 2.7].
-        P4 => ("p4", "BOLT P4 (BumbleBee §V-B)", true),
-        /// `ReLU(x) − Q(|x|)` with `Q` of degree 7 fitted to the checkpoint's GeLU form on
-        /// |x| < 4, evaluated in `Z_2^45` (nectar, issue 17; `nectar_nn::gelu::p7_gelu`).
-        P7 => ("p7", "nectar: ReLU(x) - Q(|x|), degree 7", true),
-        /// `ReLU(x) − Q(|x|)` with `Q` of degree 8 from three squarings, fitted to the
-        /// checkpoint's GeLU form on |x| < 4, in `Z_2^45`, branch by sign then |x| < 4, both
-        /// compared in `Z_2^34` (inputs |x| < 16384; nectar, issue 17;
-        /// `nectar_nn::gelu::sq8_gelu`): 3 bOLEe queries and responses instead of 4.
-        Sq8 => ("sq8", "nectar: ReLU(x) - Q(|x|), degree 8 by three squares", true),
-        /// Oblivious piecewise polynomial, m = 8, d = 3 (East §4.1).
-        Oppe => ("oppe", "East §4.1 OPPE", true),
-        /// Shifted 2^8-entry lookup table (ROTL §II-E, CipherGPT).
-        Lut => ("lut", "ROTL §II-E LUT GELU", true),
-    }
-}
 
 choice! {
     /// SiLU (LLaMA's gated FFN).
@@ -373,15 +369,6 @@ choice! {
     }
 }
 
-choice! {
-    /// The ring the activations (GeLU, SiLU) are evaluated in.
-    ActRing : "act-ring" {
-        /// The full ring `Z_{2^64}`, 18 fractional bits.
-        Full => ("full", "BumbleBee §II-C (l, f) = (64, 18)", true),
-        /// Mixed bit-width: `l' = 32`, `f' = 12` for the activation (BumbleBee §V-C).
-        Mixed => ("mixed", "BumbleBee §V-C mixed bit-width", true),
-    }
-}
 
 choice! {
     /// How the client's token ids enter the embedding lookup.
@@ -504,27 +491,6 @@ fn oppe_params(funcs: &[&str]) -> String {
         .join("; ")
 }
 
-impl ChoiceParams for Gelu {
-    fn params(self) -> String {
-        match self {
-            Gelu::Seg4 => format!("{:?}", nectar_nn::gelu::SEG4_BUMBLEBEE),
-            Gelu::P4 => format!("{:?}", nectar_nn::gelu::P4_BOLT),
-            Gelu::P7 => format!("{:?}; {:?}", nectar_nn::gelu::P7_ERF, nectar_nn::gelu::P7_TANH),
-            Gelu::Sq8 => format!(
-                "{:?}; {:?}; compare_ring={}",
-                nectar_nn::gelu::SQ8_ERF,
-                nectar_nn::gelu::SQ8_TANH,
-                nectar_nn::gelu::SQ8_CMP_BITS
-            ),
-            Gelu::Oppe => oppe_params(&["gelu", "gelu_tanh"]),
-            Gelu::Lut => format!(
-                "{}; {}",
-                lut_act_params(&nectar_nn::lut::GELU_LUT),
-                lut_act_params(&nectar_nn::lut::GELU_TANH_LUT)
-            ),
-        }
-    }
-}
 
 impl ChoiceParams for Silu {
     fn params(self) -> String {
@@ -625,19 +591,6 @@ impl ChoiceParams for Ffn {
     }
 }
 
-impl ChoiceParams for ActRing {
-    fn params(self) -> String {
-        match self {
-            ActRing::Full => String::new(),
-            ActRing::Mixed => format!(
-                "act={:?} gelu={:?} silu={:?}",
-                nectar_nn::mixed::ACT_FORMAT,
-                nectar_nn::gelu::SEG4_ACT,
-                nectar_nn::silu::SILU_ACT
-            ),
-        }
-    }
-}
 
 impl ChoiceParams for Embed {
     fn params(self) -> String {
@@ -702,7 +655,7 @@ pub struct OperatorChoices {
 fn choices<C: Choice>() -> OperatorChoices {
     OperatorChoices {
         operator: C::OPERATOR,
-        choices: C::ALL.iter().map(|c| (c.name(), c.source(), c.implemented())).collect(),
+        choices: C::all().into_iter().map(|c| (c.name(), c.source(), c.implemented())).collect(),
     }
 }
 
@@ -715,7 +668,7 @@ pub const PRESETS: [(&str, &str); 6] = [
     ("bumblebee", "BumbleBee (NDSS'25): OLT matmuls, bOLEe products, OT nonlinear protocols"),
     ("rotl", "BumbleBee linear layers + ROTL comparison from LUTs and LUT GeLU/exp/reciprocal/softmax"),
     ("east", "BumbleBee linear layers + East OPPE GeLU/exp/SiLU/tanh, the Determine reciprocal and rsqrt, LayerNorm by Eq. (9)"),
-    ("blb", "BLB: CKKS-fused linear operators + BumbleBee nonlinear protocols"),
+    ("blb", "BLB: CKKS-fused linear operators with BOLT's P4 GeLU and BumbleBee's other nonlinear protocols between them"),
     ("leaf", "BumbleBee + LEAF's non-interactive FHE feed-forward block"),
 ];
 
@@ -745,7 +698,7 @@ impl Suite {
     pub const fn nectar() -> Self {
         Suite {
             ot: OtExt::FerretB11HalfTree,
-            gelu: Gelu::Sq8,
+            gelu: Gelu::new(&nectar_nn::gelu::sq8::Sq8),
             exp: Exp::Taylor4,
             norm: Norm::Outer,
             softmax: Softmax::Coarse,
@@ -765,7 +718,7 @@ impl Suite {
             matmul_shared: SharedMatmul::Olt,
             mul: Mul::Bole,
             compare: Compare::Millionaire,
-            gelu: Gelu::Seg4,
+            gelu: Gelu::new(&nectar_nn::gelu::seg4::Seg4),
             silu: Silu::Seg4,
             exp: Exp::Taylor,
             reciprocal: Reciprocal::Newton,
@@ -786,7 +739,7 @@ impl Suite {
             "bumblebee" => b,
             "rotl" => Suite {
                 compare: Compare::RotlLut,
-                gelu: Gelu::Lut,
+                gelu: Gelu::new(&nectar_nn::gelu::lut::Lut),
                 silu: Silu::Lut,
                 exp: Exp::Lut,
                 reciprocal: Reciprocal::Lut,
@@ -796,7 +749,7 @@ impl Suite {
             // East §4.2: LayerNorm by Eq. (9) with the Determine rsqrt (on a documented variance
             // range, `nectar_nn::layernorm::EAST_NORM_DEFAULT`).
             "east" => Suite {
-                gelu: Gelu::Oppe,
+                gelu: Gelu::new(&nectar_nn::gelu::oppe::Oppe),
                 silu: Silu::Oppe,
                 exp: Exp::Oppe,
                 reciprocal: Reciprocal::NewtonDetermine,
@@ -804,9 +757,11 @@ impl Suite {
                 norm: Norm::EastEq9,
                 ..b
             },
+            // What BLB's fused graph runs (see `Suite::check_blb`): BOLT's P4 GeLU.
             "blb" => Suite {
                 matmul: Matmul::Fused,
                 matmul_shared: SharedMatmul::Ckks,
+                gelu: Gelu::new(&nectar_nn::gelu::p4::P4),
                 ..b
             },
             "leaf" => Suite { ffn: Ffn::Leaf, ..b },
@@ -953,13 +908,42 @@ impl Suite {
                 "matmul=blb-fused".into(),
                 "matmul = blb-fused evaluates Q·K^T and P·V inside its CKKS blocks: matmul-shared must be ckks".into(),
             )),
-            None => Ok(()),
+            None if self.matmul == Matmul::Fused => self.check_blb(),
+            None => self.gelu.supports(self.act_ring).map_err(SuiteError::Unsupported),
             Some(e) => Err(SuiteError::NotImplemented {
                 op: e.operator,
                 proto: e.protocol,
                 source_ref: e.source,
             }),
         }
+    }
+
+    /// BLB's FineGrainFusion blocks (`matmul = blb-fused`) evaluate the nonlinear operators'
+    /// polynomial parts inside their CKKS blocks and only the comparisons, muxes, reciprocal
+    /// and rsqrt between them (BLB §4, App. B; `crate::fusion::graph`): GeLU is BOLT's P4 split
+    /// by sign (Alg. 4), SiLU BumbleBee's Seg4 segments, exp `(1 + x/64)^64` (BumbleBee's
+    /// Taylor form, clipped at BLB's `T_exp`), the reciprocal and rsqrt BumbleBee's Newton, the
+    /// norms and softmax BumbleBee's compositions, all in the rings BLB's conversions fix. A
+    /// suite naming another protocol for one of them is refused here, in one line naming it,
+    /// instead of being ignored.
+    fn check_blb(&self) -> Result<(), SuiteError> {
+        let runs = Suite::preset("blb")?;
+        let fixed = ["gelu", "silu", "exp", "reciprocal", "rsqrt", "norm", "softmax", "act-ring", "ffn"];
+        let ours = self.entries();
+        let differs: Vec<String> = runs
+            .entries()
+            .into_iter()
+            .zip(&ours)
+            .filter(|(b, o)| fixed.contains(&b.operator) && b.protocol != o.protocol)
+            .map(|(b, o)| format!("{}={} (it runs {})", o.operator, o.protocol, b.protocol))
+            .collect();
+        if differs.is_empty() {
+            return Ok(());
+        }
+        Err(SuiteError::Unsupported(format!(
+            "matmul=blb-fused evaluates the nonlinear operators inside and between its fused CKKS blocks with fixed protocols (BLB §4, App. B): {} cannot run there",
+            differs.join(", ")
+        )))
     }
 
     /// SHA-256 (hex) of every operator's protocol and AGREEMENT parameters and the
@@ -1042,7 +1026,7 @@ impl Suite {
             "linear" => self.matmul.name_of(),
             "matmul" => self.matmul_shared.name_of(),
             "mul" => self.mul.name_of(),
-            "gelu" => self.gelu.name_of(),
+            "gelu" => self.gelu.name(),
             "silu" => self.silu.name_of(),
             "exp" | "elu" | "tanh" => self.exp.name_of(),
             "reciprocal" => self.reciprocal.name_of(),
@@ -1055,7 +1039,20 @@ impl Suite {
             "rope" | "pool" => "local",
             // BLB's fused blocks (conversions + CKKS) and the MPC operators between them.
             "blb" => self.matmul.name_of(),
-            "blb-mpc" => "bumblebee",
+            // The steps between BLB's fused blocks (`blb-mpc.gelu.cmp`, `blb-mpc.softmax.rec`,
+            // `blb-mpc.ln1.rsqrt`, ...): the protocol of the operator they belong to.
+            "blb-mpc" => {
+                let mut parts = op.split('.').skip(1);
+                match (parts.next().unwrap_or(""), parts.next().unwrap_or("")) {
+                    ("gelu", _) => self.gelu.name(),
+                    ("silu", _) => self.silu.name_of(),
+                    (_, k) if k.starts_with("rec") => self.reciprocal.name_of(),
+                    (_, k) if k.starts_with("rsqrt") => self.rsqrt.name_of(),
+                    ("softmax", k) if k.starts_with("max") || k.starts_with("cmp") => self.compare.name_of(),
+                    ("softmax", _) => self.softmax.name_of(),
+                    _ => self.compare.name_of(),
+                }
+            }
             "output" => "reveal",
             _ => "",
         }
@@ -1076,13 +1073,13 @@ mod tests {
     fn presets_and_the_grammar() {
         assert_eq!(Suite::parse("bumblebee").unwrap(), Suite::bumblebee());
         let p4 = Suite::parse("bumblebee+gelu=p4").unwrap();
-        assert_eq!(p4.gelu, Gelu::P4);
+        assert_eq!(p4.gelu.name(), "p4");
         assert_eq!(p4.label(), "bumblebee+gelu=p4");
         let ckks = Suite::parse("bumblebee+matmul=ckks+matmul-shared=ckks").unwrap();
         assert_eq!(ckks.label(), "bumblebee+matmul=ckks+matmul-shared=ckks", "named from a runnable preset");
         let mut s = Suite::bumblebee();
         s.apply_overrides("gelu=p4, mul=ot").unwrap();
-        assert_eq!((s.gelu, s.mul), (Gelu::P4, Mul::Ot));
+        assert_eq!((s.gelu.name(), s.mul), ("p4", Mul::Ot));
         assert_eq!(Suite::parse(&s.label()).unwrap(), s);
         for (name, _) in PRESETS {
             let p = Suite::preset(name).unwrap();
@@ -1098,7 +1095,7 @@ mod tests {
     #[test]
     fn toml_files() {
         let s = Suite::from_toml("preset = \"bumblebee\"\n[ops]\ngelu = \"p4\"\nact-ring = \"mixed\"\n").unwrap();
-        assert_eq!((s.gelu, s.act_ring), (Gelu::P4, ActRing::Mixed));
+        assert_eq!((s.gelu.name(), s.act_ring), ("p4", ActRing::Mixed));
         assert_eq!(Suite::from_toml("").unwrap(), Suite::bumblebee());
         assert!(Suite::from_toml("preset = \"bumblebee\"\nfoo = 1\n").is_err());
         assert!(Suite::from_toml("[ops]\ngelu = \"nope\"\n").is_err());
@@ -1114,7 +1111,18 @@ mod tests {
         assert_eq!(Suite::preset("leaf").unwrap().validate(), Ok(()));
         assert_eq!(Suite::parse("bumblebee+ffn=leaf").unwrap().validate(), Ok(()));
         assert_eq!(Suite::preset("blb").unwrap().validate(), Ok(()));
-        assert_eq!(Suite::parse("bumblebee+matmul=blb-fused+matmul-shared=ckks").unwrap().validate(), Ok(()));
+        assert_eq!(Suite::parse("bumblebee+matmul=blb-fused+matmul-shared=ckks+gelu=p4").unwrap().validate(), Ok(()));
+        // BLB's fused graph runs its own nonlinear protocols: another choice is refused by name.
+        let e = Suite::parse("blb+gelu=sq8").unwrap().validate().unwrap_err();
+        assert!(e.to_string().contains("gelu=sq8 (it runs p4)"), "{e}");
+        let e = Suite::parse("blb+exp=taylor4+act-ring=mixed").unwrap().validate().unwrap_err();
+        assert!(e.to_string().contains("exp=taylor4 (it runs taylor), act-ring=mixed (it runs full)"), "{e}");
+        assert_eq!(Suite::preset("blb").unwrap().gelu.name(), "p4", "the preset names what it runs");
+        let s = Suite::preset("blb").unwrap();
+        assert_eq!(s.protocol_for("blb-mpc.gelu.cmp"), "p4");
+        assert_eq!(s.protocol_for("blb-mpc.softmax.rec"), "newton");
+        assert_eq!(s.protocol_for("blb-mpc.ln1.rsqrt"), "newton");
+        assert_eq!(s.protocol_for("blb-mpc.softmax.max"), "millionaire");
         // The fused blocks do the attention products themselves.
         let e = Suite::parse("bumblebee+matmul=blb-fused").unwrap().validate().unwrap_err();
         assert!(e.to_string().contains("matmul-shared must be ckks"), "{e}");
@@ -1156,6 +1164,7 @@ mod tests {
         );
         let gelu = cat.iter().find(|c| c.operator == "gelu").unwrap();
         let names: Vec<_> = gelu.choices.iter().map(|c| (c.0, c.2)).collect();
-        assert_eq!(names, [("seg4", true), ("p4", true), ("p7", true), ("sq8", true), ("oppe", true), ("lut", true)]);
+        let listed: Vec<_> = nectar_nn::gelu::ALL.iter().map(|p| (p.name(), true)).collect();
+        assert_eq!(names, listed, "the registry's list, in its order");
     }
 }

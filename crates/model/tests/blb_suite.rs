@@ -61,6 +61,24 @@ fn blb_twin_of_gpt2_generates_the_plaintext_models_token() {
 }
 
 #[test]
+fn blb_profile_rows_name_the_protocols_that_ran() {
+    // The steps between the fused blocks are the `blb` preset's protocols (BOLT's P4 GeLU,
+    // BumbleBee's Newton reciprocal and rsqrt, the millionaire's comparisons), not "bumblebee".
+    let config = random_config(RandomArch::BertTiny, Some(1));
+    let w = RandomWeights::new(5);
+    let m = SecureModel::new(&config, Some(&w)).unwrap();
+    let ids: Vec<u32> = (0..128).map(|i| (i * 7919 % 30000) as u32 + 100).collect();
+    let q = Query { task: Task::Embed, ids: Some(ids), len: 128 };
+    let mut e = PlainEngine::new(FixedPoint::BUMBLEBEE, &Suite::parse("blb").unwrap()).unwrap();
+    m.run(&mut e, &q).unwrap();
+    let protocol = |op: &str| e.profile().ops.iter().find(|r| r.op == op).map(|r| r.protocol.clone());
+    assert_eq!(protocol("blb-mpc.gelu.mux_f0").as_deref(), Some("p4"));
+    assert_eq!(protocol("blb-mpc.softmax.rec").as_deref(), Some("newton"));
+    assert_eq!(protocol("blb-mpc.ln1.rsqrt").as_deref(), Some("newton"));
+    assert_eq!(protocol("blb-mpc.softmax.max").as_deref(), Some("millionaire"));
+}
+
+#[test]
 fn blb_refuses_what_it_does_not_plan() {
     // A token count that is not a power of two, and KV-cache decoding.
     let config = random_config(RandomArch::Gpt2, Some(1));

@@ -108,27 +108,12 @@ pub fn measure_layernorm(fp: FixedPoint, rows: usize, cols: usize, spread: f64) 
 /// The "Approximation accuracy" table of `docs/notes/nonlinear-notes.md` (twin vs f64, (64, 18)
 /// unless the row says mixed).
 pub fn approximation_table() -> Result<Vec<ErrStats>, NnError> {
-    use crate::{elu, exp, gelu, reciprocal, rsqrt, silu};
+    use crate::{elu, exp, reciprocal, rsqrt, silu};
     let fp = FixedPoint::BUMBLEBEE;
     let mut out = Vec::new();
-    let g = grid(-5.0, 3.0, 16001);
-    let seg4 = gelu::SEG4_BUMBLEBEE;
-    out.push(measure_elementwise("GeLU Seg4 (64,18)", fp, &g, |b, x| gelu::seg4_gelu(b, x, &seg4), gelu::gelu_f64,
-        "max ≈ 1.5e−2 on [−5, 3], avg ULP ≈ 11 (§V-A, Fig. 7)")?);
-    out.push(measure_elementwise("GeLU Seg4 mixed (32,10)", fp, &g, |b, x| gelu::seg4_gelu_mixed(b, x, &seg4), gelu::gelu_f64, "—")?);
-    out.push(measure_elementwise("GeLU BOLT P4 (64,18)", fp, &g, |b, x| gelu::p4_gelu(b, x, &gelu::P4_BOLT), gelu::gelu_f64,
-        "avg ULP ≈ 4 (§V-A 'Tradeoffs')")?);
-    out.push(measure_elementwise("GeLU BOLT P4 mixed (32,12)", fp, &g, |b, x| gelu::p4_gelu_mixed(b, x, &gelu::P4_BOLT), gelu::gelu_f64, "—")?);
+    // Every registered GeLU protocol, both forms, every ring it runs in (`gelu::ALL`).
+    out.extend(gelu_rows()?);
     let g = grid(-8.0, 8.0, 16001);
-    let erf_gelu = |x: f64| 0.5 * x * (1.0 + libm::erf(x * std::f64::consts::FRAC_1_SQRT_2));
-    out.push(measure_elementwise("GeLU P7 erf form (64,18)", fp, &g, |b, x| gelu::p7_gelu(b, x, &gelu::P7_ERF), erf_gelu,
-        "— (nectar; fit 2.4e−4)")?);
-    out.push(measure_elementwise("GeLU P7 tanh form (64,18)", fp, &g, |b, x| gelu::p7_gelu(b, x, &gelu::P7_TANH), gelu::gelu_f64,
-        "— (nectar; fit 2.3e−4)")?);
-    out.push(measure_elementwise("GeLU SQ8 erf form (64,18)", fp, &g, |b, x| gelu::sq8_gelu(b, x, &gelu::SQ8_ERF), erf_gelu,
-        "— (nectar; fit 1.8e−4)")?);
-    out.push(measure_elementwise("GeLU SQ8 tanh form (64,18)", fp, &g, |b, x| gelu::sq8_gelu(b, x, &gelu::SQ8_TANH), gelu::gelu_f64,
-        "— (nectar; fit 1.6e−4)")?);
     out.push(measure_elementwise("SiLU (64,18)", fp, &g, |b, x| silu::silu(b, x, &silu::SILU_BUMBLEBEE), silu::silu_f64, "— (App. D)")?);
     out.push(measure_elementwise("SiLU mixed (32,8)", fp, &g, |b, x| silu::silu_mixed(b, x, &silu::SILU_BUMBLEBEE), silu::silu_f64, "—")?);
     let g = grid(-14.0, 0.0, 14001);
@@ -148,6 +133,43 @@ pub fn approximation_table() -> Result<Vec<ErrStats>, NnError> {
     out.push(measure_softmax(fp, 64, 128, 8.0)?);
     out.push(measure_layernorm(fp, 16, 768, 8.0)?);
     Ok(out)
+}
+
+/// One row per registered GeLU protocol, form and supported ring ([`gelu_row`]).
+pub fn gelu_rows() -> Result<Vec<ErrStats>, NnError> {
+    use crate::gelu::{Gelu, GeluForm};
+    use crate::mixed::ActRing;
+    let mut out = Vec::new();
+    for p in Gelu::all() {
+        for ring in [ActRing::Full, ActRing::Mixed] {
+            if p.supports(ring).is_ok() {
+                for form in GeluForm::ALL {
+                    out.push(gelu_row(p, form, ring)?);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The twin of GeLU protocol `p` in `ring` on [`crate::gelu::DOMAIN`] against the exact GeLU
+/// of `form` (`nectar_math::real::gelu`): the row `GeLU <protocol> <form> <ring>`, its paper
+/// column the protocol's stated figure.
+pub fn gelu_row(p: crate::gelu::Gelu, form: crate::gelu::GeluForm, ring: crate::mixed::ActRing) -> Result<ErrStats, NnError> {
+    use crate::gelu::{GeluForm, DOMAIN};
+    use crate::mixed::ActRing;
+    let g = grid(DOMAIN.0, DOMAIN.1, 16001);
+    let form_name = match form {
+        GeluForm::Erf => "erf",
+        GeluForm::Tanh => "tanh",
+    };
+    let ring_name = match ring {
+        ActRing::Full => "(64,18)",
+        ActRing::Mixed => "mixed",
+    };
+    let name = format!("GeLU {} {form_name} {ring_name}", p.name());
+    let run = |b: &mut PlainBackend, x: &Vec<u64>| p.eval(b, x, form, ring);
+    measure_elementwise(&name, FixedPoint::BUMBLEBEE, &g, run, |x| nectar_math::real::gelu(x, form), p.stated_accuracy())
 }
 
 /// The table as Markdown.

@@ -151,6 +151,11 @@ pub trait Backend {
     fn reveal_bits(&mut self, b: &Self::Bit) -> Result<Vec<bool>, NnError>;
 }
 
+/// A backend behind a trait object: what every registered protocol evaluates on
+/// (`nectar_math::registry`; the twin, the secure party and the model's engines all hold
+/// `Vec<u64>` values and `Vec<bool>` bits), so one protocol list serves them all.
+pub type DynBackend<'a> = dyn Backend<Val = Vec<u64>, Bit = Vec<bool>> + 'a;
+
 /// Which bits of a value index a lookup table: `i = floor(x / 2^shift) mod 2^bits` (see
 /// [`Backend::lut`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

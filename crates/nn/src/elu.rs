@@ -13,7 +13,7 @@ use crate::poly::select_sum;
 use crate::NnError;
 
 /// ELU with parameter `alpha > 0`.
-pub fn elu<B: Backend>(b: &mut B, x: &B::Val, alpha: f64, p: &ExpParams) -> Result<B::Val, NnError> {
+pub fn elu<B: Backend + ?Sized>(b: &mut B, x: &B::Val, alpha: f64, p: &ExpParams) -> Result<B::Val, NnError> {
     if alpha.is_nan() || alpha <= 0.0 {
         return Err(NnError::BadArgument(format!("ELU alpha must be > 0, got {alpha}")));
     }

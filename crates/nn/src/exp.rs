@@ -15,7 +15,7 @@ use crate::NnError;
 use nectar_math::FixedPoint;
 
 /// Parameters of the clipped exponential (AGREEMENT).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct ExpParams {
     /// Clipping threshold T_exp (exp(x) := 0 below).
     pub t_exp: f64,
@@ -30,7 +30,7 @@ pub struct ExpParams {
 
 /// The clip bit `1{x < T_exp}` in the ring `p.clip_l` names, negated: the `keep` selector of
 /// every clipped exponential here.
-fn keep_bit<B: Backend>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Bit, NnError> {
+fn keep_bit<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Bit, NnError> {
     let clip = match p.clip_l {
         None => {
             let fp = b.format();
@@ -50,7 +50,7 @@ fn keep_bit<B: Backend>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Bit, 
 pub const EXP_BUMBLEBEE: ExpParams = ExpParams { t_exp: -14.0, n: 6, less: BUMBLEBEE_LESS, clip_l: None };
 
 /// `(1 + x/2^n)^(2^n)` without clipping (n squarings).
-pub fn exp_taylor<B: Backend>(b: &mut B, x: &B::Val, n: u32) -> Result<B::Val, NnError> {
+pub fn exp_taylor<B: Backend + ?Sized>(b: &mut B, x: &B::Val, n: u32) -> Result<B::Val, NnError> {
     let y = b.trunc(x, n)?;
     let one = enc(b, 1.0)?;
     let mut y = b.add_const(&y, &[one])?;
@@ -61,7 +61,7 @@ pub fn exp_taylor<B: Backend>(b: &mut B, x: &B::Val, n: u32) -> Result<B::Val, N
 }
 
 /// Clipped exponential of non-positive inputs.
-pub fn exp_neg<B: Backend>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Val, NnError> {
+pub fn exp_neg<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Val, NnError> {
     let keep = keep_bit(b, x, p)?;
     let y = exp_taylor(b, x, p.n)?;
     b.mux(&keep, &y)
@@ -87,7 +87,7 @@ pub const EXP_TAYLOR2: ExpParams = ExpParams { t_exp: -14.0, n: 5, less: BUMBLEB
 /// by `f + n − g = 2` bits (one more LSB of error, see [`crate::tolerance::exp_taylor2_tol`]).
 /// Needs `g ≥ f`. Cost on m elements: square (n + 1)·m, less_than m × 1, mux m (and one
 /// truncation m when `g < f + n`). Input domain as [`exp_neg`].
-pub fn exp_neg_taylor2<B: Backend>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Val, NnError> {
+pub fn exp_neg_taylor2<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Val, NnError> {
     let fp = b.format();
     let g = taylor2_scale(fp, p)?;
     let keep = keep_bit(b, x, p)?;
@@ -188,7 +188,7 @@ pub fn taylor4_scales(fp: FixedPoint, p: &ExpParams) -> Result<(u32, u32), NnErr
 /// f + n, no truncation); in the narrow softmax ring (45, 18) g = 19 (u truncated by 2 bits),
 /// the base is shifted to h = 21 (exact) for the squarings. The last squaring truncates to
 /// scale f. Input domain as [`exp_neg`]; the clip as there.
-pub fn exp_neg_taylor4<B: Backend>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Val, NnError> {
+pub fn exp_neg_taylor4<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Val, NnError> {
     let fp = b.format();
     let (g, h) = taylor4_scales(fp, p)?;
     // Scale of the constant 1/24: `(v² + 8u + 8) ≤ 24` at scale g times `2^K/24` stays below
@@ -239,7 +239,7 @@ pub fn exp_neg_taylor4_f64(x: f64, p: &ExpParams) -> f64 {
 }
 
 /// Clipped exponential under mixed bit-width in (32, 12) (§V-C, §VII for BERT/GPT2/ViT).
-pub fn exp_neg_mixed<B: Backend>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Val, NnError> {
+pub fn exp_neg_mixed<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &ExpParams) -> Result<B::Val, NnError> {
     crate::mixed::with_format(b, x, crate::mixed::ACT_FORMAT, |b, y| exp_neg(b, y, p))
 }
 

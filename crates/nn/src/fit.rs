@@ -23,7 +23,7 @@ use crate::NnError;
 use nectar_math::FixedPoint;
 
 /// A function OPPE can approximate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum Func {
     /// Exact GeLU `x Φ(x)` (BERT, ViT).
     Gelu,
@@ -66,14 +66,11 @@ impl Func {
     /// The function in f64.
     pub fn eval(self, x: f64) -> f64 {
         match self {
-            Func::Gelu => 0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2)),
-            Func::GeluTanh => {
-                let c = (2.0 / std::f64::consts::PI).sqrt();
-                0.5 * x * (1.0 + (c * (x + 0.044715 * x * x * x)).tanh())
-            }
+            Func::Gelu => nectar_math::real::gelu(x, nectar_math::real::GeluForm::Erf),
+            Func::GeluTanh => nectar_math::real::gelu(x, nectar_math::real::GeluForm::Tanh),
             Func::Exp => x.exp(),
             Func::Tanh => x.tanh(),
-            Func::Silu => x / (1.0 + (-x).exp()),
+            Func::Silu => nectar_math::real::silu(x),
         }
     }
     /// The function as fitted (`tanh + 1` for tanh, so that it is 0 on the left).

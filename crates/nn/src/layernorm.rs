@@ -33,7 +33,7 @@ pub const LAYERNORM_DEFAULT: LayerNormParams = LayerNormParams { eps: 1e-5, rsqr
 /// Extra fractional bits of the constant `1/n` (AGREEMENT).
 pub(crate) const INV_N_EXTRA: u32 = 8;
 
-pub(crate) fn check_rows<B: Backend>(b: &B, x: &B::Val, rows: usize, cols: usize) -> Result<(), NnError> {
+pub(crate) fn check_rows<B: Backend + ?Sized>(b: &B, x: &B::Val, rows: usize, cols: usize) -> Result<(), NnError> {
     if cols == 0 || rows.checked_mul(cols) != Some(b.len(x)) {
         return Err(NnError::Length { op: "row shape", a: b.len(x), b: rows.saturating_mul(cols) });
     }
@@ -41,14 +41,14 @@ pub(crate) fn check_rows<B: Backend>(b: &B, x: &B::Val, rows: usize, cols: usize
 }
 
 /// `v · (1/n)` with the constant at `f + INV_N_EXTRA` bits and one truncation.
-pub(crate) fn div_n<B: Backend>(b: &mut B, v: &B::Val, n: usize) -> Result<B::Val, NnError> {
+pub(crate) fn div_n<B: Backend + ?Sized>(b: &mut B, v: &B::Val, n: usize) -> Result<B::Val, NnError> {
     let sh = b.format().f() + INV_N_EXTRA;
     let c = enc_scaled(b, 1.0 / n as f64, sh)?;
     b.mul_const(v, &[c], sh)
 }
 
 /// LayerNorm of each row of a row-major `rows × cols` matrix.
-pub fn layernorm<B: Backend>(
+pub fn layernorm<B: Backend + ?Sized>(
     b: &mut B,
     x: &B::Val,
     rows: usize,
@@ -69,7 +69,7 @@ pub fn layernorm<B: Backend>(
 /// The statistics part of [`layernorm`]: `q = x − μ` (`rows × cols`) and `r = 1/√(Var + ε)`
 /// (one per row); `y = q·r·γ + β` is left to the caller (the model's `norm = outer` forms
 /// `r ⊗ γ` with one OLT against the server's `γ` instead of a second product).
-pub fn centre_and_rsqrt<B: Backend>(
+pub fn centre_and_rsqrt<B: Backend + ?Sized>(
     b: &mut B,
     x: &B::Val,
     rows: usize,
@@ -135,7 +135,7 @@ pub const EAST_NORM_EXTRA_BITS: u32 = 6;
 /// Error: the rsqrt's relative [`crate::rsqrt::DETERMINE_RSQRT_DELTA`] on `[var_lo, var_hi]`
 /// (outside it the Newton steps have not converged), one truncation of `z`, products ±2 LSB.
 #[allow(clippy::too_many_arguments)]
-pub fn layernorm_east<B: Backend>(
+pub fn layernorm_east<B: Backend + ?Sized>(
     b: &mut B,
     x: &B::Val,
     rows: usize,

@@ -4,8 +4,9 @@
 //! # Design
 //!
 //! An operator (GeLU, SiLU, exp, softmax, LayerNorm, ...) is a function
-//! `fn op<B: Backend>(b: &mut B, x: &B::Val, ...) -> Result<B::Val, NnError>` that only calls the
-//! backend's primitives — local linear algebra, fixed-point `mul`/`square`/`trunc`, batched
+//! `fn op<B: Backend + ?Sized>(b: &mut B, x: &B::Val, ...) -> Result<B::Val, NnError>` (`?Sized`:
+//! registered protocols call them on a [`backend::DynBackend`]) that only calls the backend's
+//! primitives — local linear algebra, fixed-point `mul`/`square`/`trunc`, batched
 //! `less_than_const`, `msb`, `mux`, `b2a`, ring `extend`/`reduce` — on whole vectors. Two
 //! backends run the *same* operator code:
 //!
@@ -25,7 +26,11 @@
 //! `const`s/structs next to their operator, with their source, marked AGREEMENT (both parties
 //! must use the same values: they shape the transcript).
 //!
-//! Operators: [`gelu`] (Seg4GeLU, BOLT P4), [`silu`], [`elu`], [`exp`], [`softmax`],
+//! Protocol registry (DESIGN.md "Where a protocol plugs in"): an operator kind is a trait and a
+//! list of protocols, one file each — today [`gelu`] (`gelu::ALL`: Seg4, BOLT P4, p7, sq8,
+//! East's OPPE, ROTL's LUT); the other kinds are still functions chosen by the model's suite.
+//!
+//! Operators: [`gelu`], [`silu`], [`elu`], [`exp`], [`softmax`],
 //! [`reciprocal`], [`rsqrt`], [`layernorm`], [`rmsnorm`], [`max`] (max/argmax),
 //! [`onehot`] (token id → one-hot, `i_equal`); [`mixed`] switches to BumbleBee's small
 //! activation ring (§V-C). East (§4): [`oppe`] (oblivious piecewise polynomials, tables fitted

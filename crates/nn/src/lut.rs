@@ -53,7 +53,7 @@ pub const LUT_BITS: u32 = 8;
 const ENTRIES: usize = 1 << LUT_BITS;
 
 /// A piecewise-linear activation served by one 2^8-entry lookup (AGREEMENT).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct ActLut {
     /// The function (its f64 reference is [`Func::eval`]).
     pub func: Func,
@@ -87,6 +87,11 @@ impl ActLut {
                 least_squares_line(self.func, lo, hi)
             })
             .collect()
+    }
+
+    /// The table as AGREEMENT data: the function, `α` and every segment's line.
+    pub fn params(&self) -> serde_json::Value {
+        serde_json::json!({ "lut": self, "lines": self.lines() })
     }
 
     /// The approximation in f64 with segment `j − c` (`c ∈ {0, 1}` the secure index error),
@@ -142,7 +147,7 @@ fn least_squares_line(f: Func, lo: f64, hi: f64) -> (f64, f64) {
 
 /// The activation `p` on `x` (see the module docs). Format `(l, f)` with
 /// `f + log2 w >= 0` and `|x| < 2^(l − f − 3)`.
-pub fn lut_activation<B: Backend>(b: &mut B, x: &B::Val, p: &ActLut) -> Result<B::Val, NnError> {
+pub fn lut_activation<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &ActLut) -> Result<B::Val, NnError> {
     let fp = b.format();
     let shift = fp.f() as i32 + p.alpha_log2 + 1 - LUT_BITS as i32;
     if shift < 0 || shift as u32 + LUT_BITS + 2 > fp.l() {
@@ -182,13 +187,13 @@ pub fn lut_activation<B: Backend>(b: &mut B, x: &B::Val, p: &ActLut) -> Result<B
 }
 
 /// [`lut_activation`] in BumbleBee's small activation ring (§V-C, [`crate::mixed`]).
-pub fn lut_activation_mixed<B: Backend>(b: &mut B, x: &B::Val, p: &ActLut) -> Result<B::Val, NnError> {
+pub fn lut_activation_mixed<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &ActLut) -> Result<B::Val, NnError> {
     crate::mixed::with_format(b, x, crate::mixed::ACT_FORMAT, |b, y| lut_activation(b, y, p))
 }
 
 /// Parameters of [`exp_lut`] (AGREEMENT): CipherGPT's `L = 12` fractional bits of the 16-bit
 /// input and the clipping point `−16`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct ExpLut {
     pub frac_bits: u32,
 }
@@ -213,7 +218,7 @@ impl ExpLut {
 
 /// `e^x` for `x ≤ 0` (0 below the clipping point) by two 2^8-entry LUTs (module docs).
 /// Format `(l, f)` with `f >= L` and `l >= f + 22`.
-pub fn exp_lut<B: Backend>(b: &mut B, x: &B::Val, p: &ExpLut) -> Result<B::Val, NnError> {
+pub fn exp_lut<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &ExpLut) -> Result<B::Val, NnError> {
     let fp = b.format();
     if fp.f() < p.frac_bits || fp.l() < fp.f() + 22 {
         return Err(NnError::FormatTooNarrow {
@@ -285,7 +290,7 @@ pub fn reciprocal_table(hi: f64) -> Result<(i32, Vec<f64>, f64, u32), NnError> {
 
 /// `1/s` for `s ∈ [1, hi]` (softmax row sums): a 2^8-entry LUT initial value and Newton
 /// steps (module docs). Format `(l, f)` with `f + log2 w >= 0`.
-pub fn reciprocal_lut<B: Backend>(b: &mut B, s: &B::Val, hi: f64) -> Result<B::Val, NnError> {
+pub fn reciprocal_lut<B: Backend + ?Sized>(b: &mut B, s: &B::Val, hi: f64) -> Result<B::Val, NnError> {
     let fp = b.format();
     let (k, y0, _, iters) = reciprocal_table(hi)?;
     let shift = fp.f() as i32 + k;
@@ -308,7 +313,7 @@ pub fn reciprocal_lut<B: Backend>(b: &mut B, s: &B::Val, hi: f64) -> Result<B::V
 }
 
 /// Row softmax of `rows × cols` with the LUT exp and reciprocal (CipherGPT, ROTL §II-E).
-pub fn softmax_lut<B: Backend>(
+pub fn softmax_lut<B: Backend + ?Sized>(
     b: &mut B,
     x: &B::Val,
     rows: usize,

@@ -46,7 +46,7 @@ fn levels(cols: usize) -> usize {
     (usize::BITS - cols.max(1).saturating_sub(1).leading_zeros()) as usize
 }
 
-fn check_shape<B: Backend>(b: &B, x: &B::Val, rows: usize, cols: usize) -> Result<(), NnError> {
+fn check_shape<B: Backend + ?Sized>(b: &B, x: &B::Val, rows: usize, cols: usize) -> Result<(), NnError> {
     if cols == 0 || rows.checked_mul(cols) != Some(b.len(x)) {
         return Err(NnError::Length { op: "row shape", a: b.len(x), b: rows.saturating_mul(cols) });
     }
@@ -54,7 +54,7 @@ fn check_shape<B: Backend>(b: &B, x: &B::Val, rows: usize, cols: usize) -> Resul
 }
 
 /// One tree: returns (max, index) if `with_index`, index as a ring integer.
-fn tree<B: Backend>(
+fn tree<B: Backend + ?Sized>(
     b: &mut B,
     x: &B::Val,
     rows: usize,
@@ -141,7 +141,7 @@ fn tree<B: Backend>(
 }
 
 /// Maximum of each row of a row-major `rows × cols` matrix.
-pub fn max_rows<B: Backend>(b: &mut B, x: &B::Val, rows: usize, cols: usize) -> Result<B::Val, NnError> {
+pub fn max_rows<B: Backend + ?Sized>(b: &mut B, x: &B::Val, rows: usize, cols: usize) -> Result<B::Val, NnError> {
     Ok(tree(b, x, rows, cols, false, None)?.0)
 }
 
@@ -149,7 +149,7 @@ pub fn max_rows<B: Backend>(b: &mut B, x: &B::Val, rows: usize, cols: usize) -> 
 /// [`CoarseCompare::slack`] of its maximum, by the comparisons of `cmp` (cheaper than
 /// [`max_rows`]'s exact MSBs on the full ring: 19 instead of 44 millionaire bits in softmax's
 /// `Z_{2^45}` at f = 18). Inputs must satisfy `|x| < 2^(cmp.l − 2 − f)`.
-pub fn max_rows_coarse<B: Backend>(
+pub fn max_rows_coarse<B: Backend + ?Sized>(
     b: &mut B,
     x: &B::Val,
     rows: usize,
@@ -160,7 +160,7 @@ pub fn max_rows_coarse<B: Backend>(
 }
 
 /// (max, first index of the max) of each row; the index is a ring integer (not scaled by 2^f).
-pub fn argmax_rows<B: Backend>(
+pub fn argmax_rows<B: Backend + ?Sized>(
     b: &mut B,
     x: &B::Val,
     rows: usize,
@@ -172,7 +172,7 @@ pub fn argmax_rows<B: Backend>(
 }
 
 /// Broadcast one value per row to every element of its row.
-pub fn broadcast_rows<B: Backend>(b: &mut B, v: &B::Val, rows: usize, cols: usize) -> Result<B::Val, NnError> {
+pub fn broadcast_rows<B: Backend + ?Sized>(b: &mut B, v: &B::Val, rows: usize, cols: usize) -> Result<B::Val, NnError> {
     if b.len(v) != rows {
         return Err(NnError::Length { op: "broadcast_rows", a: b.len(v), b: rows });
     }
@@ -180,7 +180,7 @@ pub fn broadcast_rows<B: Backend>(b: &mut B, v: &B::Val, rows: usize, cols: usiz
 }
 
 /// Tile a per-column vector (length `cols`) over `rows` rows.
-pub fn tile_cols<B: Backend>(b: &mut B, v: &B::Val, rows: usize, cols: usize) -> Result<B::Val, NnError> {
+pub fn tile_cols<B: Backend + ?Sized>(b: &mut B, v: &B::Val, rows: usize, cols: usize) -> Result<B::Val, NnError> {
     if b.len(v) != cols {
         return Err(NnError::Length { op: "tile_cols", a: b.len(v), b: cols });
     }

@@ -10,12 +10,23 @@ use crate::backend::Backend;
 use crate::NnError;
 use nectar_math::FixedPoint;
 
+/// The ring the activations (GeLU, SiLU) are evaluated in: the suite's `act-ring` (AGREEMENT).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ActRing {
+    /// The full ring `Z_{2^64}`, 18 fractional bits (BumbleBee §II-C).
+    Full,
+    /// Mixed bit-width: a small activation format, entered and left around the activation
+    /// (BumbleBee §V-C; each protocol names its format, [`ACT_FORMAT`] by default).
+    Mixed,
+}
+
 /// BumbleBee's activation format `l' = 32, f' = 12` (§V-C, §VII; AGREEMENT).
 pub const ACT_FORMAT: FixedPoint = FixedPoint::BUMBLEBEE_ACT;
 
 /// Move `x` from the current format into `act` (`act.l < l`, `act.f <= f`) and switch the
 /// backend's format to `act`.
-pub fn enter<B: Backend>(b: &mut B, x: &B::Val, act: FixedPoint) -> Result<B::Val, NnError> {
+pub fn enter<B: Backend + ?Sized>(b: &mut B, x: &B::Val, act: FixedPoint) -> Result<B::Val, NnError> {
     let full = b.format();
     if act.l() >= full.l() || act.f() > full.f() {
         return Err(NnError::BadArgument(format!(
@@ -33,7 +44,7 @@ pub fn enter<B: Backend>(b: &mut B, x: &B::Val, act: FixedPoint) -> Result<B::Va
 }
 
 /// Move `y` from the current (small) format back into `full` and switch the backend to `full`.
-pub fn leave<B: Backend>(b: &mut B, y: &B::Val, full: FixedPoint) -> Result<B::Val, NnError> {
+pub fn leave<B: Backend + ?Sized>(b: &mut B, y: &B::Val, full: FixedPoint) -> Result<B::Val, NnError> {
     let act = b.format();
     if act.l() >= full.l() || act.f() > full.f() {
         return Err(NnError::BadArgument("mixed bit-width: leave() into a smaller format".into()));
@@ -51,7 +62,7 @@ pub fn leave<B: Backend>(b: &mut B, y: &B::Val, full: FixedPoint) -> Result<B::V
 /// The backend's format is restored even when `op` fails.
 pub fn with_format<B, F>(b: &mut B, x: &B::Val, act: FixedPoint, op: F) -> Result<B::Val, NnError>
 where
-    B: Backend,
+    B: Backend + ?Sized,
     F: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
 {
     let full = b.format();

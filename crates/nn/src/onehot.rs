@@ -11,7 +11,7 @@ use crate::backend::{int, Backend};
 use crate::NnError;
 
 /// `1{x_i = c_i}` with public ring integers `c` (one, broadcast, or one per element).
-pub fn i_equal<B: Backend>(b: &mut B, x: &B::Val, c: &[u64]) -> Result<B::Bit, NnError> {
+pub fn i_equal<B: Backend + ?Sized>(b: &mut B, x: &B::Val, c: &[u64]) -> Result<B::Bit, NnError> {
     let nc: Vec<u64> = c.iter().map(|&v| int(b, 0).wrapping_sub(v) & crate::backend::ring_of(b.format()).mask()).collect();
     let d = b.add_const(x, &nc)?;
     let one = int(b, 1);
@@ -23,7 +23,7 @@ pub fn i_equal<B: Backend>(b: &mut B, x: &B::Val, c: &[u64]) -> Result<B::Bit, N
 }
 
 /// One-hot rows (`n × vocab`, row-major) of `n` token ids given as ring integers.
-pub fn one_hot<B: Backend>(b: &mut B, ids: &B::Val, vocab: usize) -> Result<B::Val, NnError> {
+pub fn one_hot<B: Backend + ?Sized>(b: &mut B, ids: &B::Val, vocab: usize) -> Result<B::Val, NnError> {
     if vocab == 0 {
         return Err(NnError::BadArgument("vocabulary of size 0".into()));
     }

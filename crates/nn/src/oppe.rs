@@ -153,7 +153,7 @@ pub(crate) fn power_log2(domain: [f64; 2], d: usize) -> u32 {
 /// The powers `x^1 … x^d` by East's doubling ladder: with `j = 1, 2, 4, …`, multiply
 /// `(x^1 … x^t)` by `x^j` (`t = min(j, d − j)`) in one batched call (a square when `t = 1`
 /// and the factor is `x^1` itself).
-fn powers<B: Backend>(b: &mut B, x: &B::Val, d: usize) -> Result<Vec<B::Val>, NnError> {
+fn powers<B: Backend + ?Sized>(b: &mut B, x: &B::Val, d: usize) -> Result<Vec<B::Val>, NnError> {
     let n = b.len(x);
     let mut p = vec![x.clone()];
     let mut j = 1;
@@ -179,7 +179,7 @@ fn powers<B: Backend>(b: &mut B, x: &B::Val, d: usize) -> Result<Vec<B::Val>, Nn
 }
 
 /// OPPE of `x` with table `t` in the backend's current format (module docs for the steps).
-pub fn oppe<B: Backend>(b: &mut B, x: &B::Val, t: &OppeTable) -> Result<B::Val, NnError> {
+pub fn oppe<B: Backend + ?Sized>(b: &mut B, x: &B::Val, t: &OppeTable) -> Result<B::Val, NnError> {
     t.validate()?;
     let fp = b.format();
     check_headroom("oppe", fp, t.power_log2())?;
@@ -245,8 +245,25 @@ pub fn oppe<B: Backend>(b: &mut B, x: &B::Val, t: &OppeTable) -> Result<B::Val, 
 /// domain bound up to 8 at scale `2f'` fits `l' − 2` bits; f' = 12 would not). AGREEMENT.
 pub const OPPE_ACT: (u32, u32) = (32, 10);
 
+/// The committed tables of `funcs` as AGREEMENT data (what the digest hashes for a protocol
+/// that evaluates them): each table's breakpoints, coefficients, offset and comparison mode.
+pub fn tables_params(funcs: &[&str]) -> serde_json::Value {
+    let mut m = serde_json::Map::new();
+    for f in funcs {
+        let v = match east_table(f) {
+            Ok(t) => serde_json::json!({
+                "breaks": t.breaks, "coeffs": t.coeffs, "offset": t.offset, "less": t.less_precision,
+            }),
+            Err(e) => serde_json::json!({ "error": e.to_string() }),
+        };
+        m.insert(f.to_string(), v);
+    }
+    m.insert("mixed_format".into(), serde_json::json!(OPPE_ACT));
+    serde_json::Value::Object(m)
+}
+
 /// OPPE under mixed bit-width: enter [`OPPE_ACT`], evaluate, extend back (BumbleBee §V-C).
-pub fn oppe_mixed<B: Backend>(b: &mut B, x: &B::Val, t: &OppeTable) -> Result<B::Val, NnError> {
+pub fn oppe_mixed<B: Backend + ?Sized>(b: &mut B, x: &B::Val, t: &OppeTable) -> Result<B::Val, NnError> {
     let act = nectar_math::FixedPoint::new(OPPE_ACT.0, OPPE_ACT.1)?;
     crate::mixed::with_format(b, x, act, |b, y| oppe(b, y, t))
 }

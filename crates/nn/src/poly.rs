@@ -7,7 +7,7 @@ use crate::NnError;
 use nectar_math::FixedPoint;
 
 /// How branch-selection comparisons are run (AGREEMENT: shapes the transcript).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum LessMode {
     /// Exact `1{x < t}` (MSB of `x − t` on all `l` bits).
     Exact,
@@ -37,7 +37,7 @@ impl LessMode {
 /// ring-free. Exact (as `less`) for `|x − t_j| < 2^(cmp_l − 1 − f)`; `cmp_l` is a public
 /// function of the caller's input domain (AGREEMENT). The backend's format is restored on
 /// every path; `cmp_l` must be narrower than the current ring.
-pub fn less_than_in_ring<B: Backend>(
+pub fn less_than_in_ring<B: Backend + ?Sized>(
     b: &mut B,
     x: &B::Val,
     cmp_l: u32,
@@ -69,7 +69,7 @@ pub fn less_than_in_ring<B: Backend>(
 /// coefficients such as `b6 ≈ 1.8e−3` with only ~9 significant bits at f = 18).
 /// Cost: one truncation of `n` elements. Error: the truncation's (≤ 1 LSB) plus coefficient
 /// rounding `Σ |p_k| · 2^−(f+s+1)`.
-pub fn lin_comb<B: Backend>(
+pub fn lin_comb<B: Backend + ?Sized>(
     b: &mut B,
     terms: &[(&B::Val, f64)],
     c0: f64,
@@ -112,7 +112,7 @@ pub fn check_headroom(op: &'static str, fp: FixedPoint, max_log2: u32) -> Result
 }
 
 /// `Σ_i sel_i ? v_i : 0` with a single (batched) mux call over all pairs.
-pub fn select_sum<B: Backend>(b: &mut B, sel: &[&B::Bit], vals: &[&B::Val]) -> Result<B::Val, NnError> {
+pub fn select_sum<B: Backend + ?Sized>(b: &mut B, sel: &[&B::Bit], vals: &[&B::Val]) -> Result<B::Val, NnError> {
     if sel.len() != vals.len() || sel.is_empty() {
         return Err(NnError::Length { op: "select_sum", a: sel.len(), b: vals.len() });
     }
@@ -129,7 +129,7 @@ pub fn select_sum<B: Backend>(b: &mut B, sel: &[&B::Bit], vals: &[&B::Val]) -> R
 }
 
 /// The three bit vectors of a 3-threshold [`Backend::less_than_const`] call, checked.
-pub fn take3<B: Backend>(b: &B, bits: Vec<B::Bit>, n: usize) -> Result<[B::Bit; 3], NnError> {
+pub fn take3<B: Backend + ?Sized>(b: &B, bits: Vec<B::Bit>, n: usize) -> Result<[B::Bit; 3], NnError> {
     let mut it = bits.into_iter();
     match (it.next(), it.next(), it.next(), it.next()) {
         (Some(a), Some(c), Some(d), None) if b.bit_len(&a) == n => Ok([a, c, d]),

@@ -39,7 +39,7 @@ pub const RECIP_Y0: (f64, f64) = (2.9142, -2.0);
 /// `lo ≤ e−1`, `e ≤ hi`), returns factors `F_j = Σ_j c_j·w_j + W` for each requested weight
 /// family: `weights(j)` gives the real weight of bit `c_j` and `top` the constant. One
 /// less_than call and one b2a call in total.
-pub(crate) fn pow2_factors<B: Backend>(
+pub(crate) fn pow2_factors<B: Backend + ?Sized>(
     b: &mut B,
     x: &B::Val,
     k: i32,
@@ -77,7 +77,7 @@ pub(crate) fn pow2_factors<B: Backend>(
 }
 
 /// `1/x` for `x ∈ [2^lo, 2^hi)`.
-pub fn reciprocal<B: Backend>(b: &mut B, x: &B::Val, p: &RecipParams) -> Result<B::Val, NnError> {
+pub fn reciprocal<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &RecipParams) -> Result<B::Val, NnError> {
     let f = b.format().f() as i32;
     if p.hi > f || -p.lo > f || (p.hi as i64) + 2 >= (b.format().l() as i64 - 2 * f as i64) {
         return Err(NnError::FormatTooNarrow {
@@ -158,7 +158,7 @@ pub const DETERMINE_DELTA: f64 = 1.0 / 16384.0;
 /// `1/x` for `x ∈ [a, b]` by East's Newton with Determine: `y0` constant, `t` steps of two
 /// products each; no comparison, no B2A. Cost on n elements: mul `2t·n`, `2t` rounds.
 /// Input domain: `[a, b]`; the fixed-point rounding adds about `t` LSB.
-pub fn reciprocal_determine<B: Backend>(b: &mut B, x: &B::Val, a: f64, hi: f64) -> Result<B::Val, NnError> {
+pub fn reciprocal_determine<B: Backend + ?Sized>(b: &mut B, x: &B::Val, a: f64, hi: f64) -> Result<B::Val, NnError> {
     let d = determine_reciprocal(a, hi, DETERMINE_DELTA)?;
     let fp = b.format();
     if (hi * 2.0).log2() + 2.0 * fp.f() as f64 + 2.0 >= fp.l() as f64 {
@@ -176,7 +176,7 @@ pub fn reciprocal_determine<B: Backend>(b: &mut B, x: &B::Val, a: f64, hi: f64) 
 
 /// `iters` Newton steps for `1/x` from `y`: `y ← y·(2 − x·y)` (two products each; the relative
 /// error `1 − x·y` squares every step).
-pub fn newton_steps<B: Backend>(b: &mut B, x: &B::Val, mut y: B::Val, iters: u32) -> Result<B::Val, NnError> {
+pub fn newton_steps<B: Backend + ?Sized>(b: &mut B, x: &B::Val, mut y: B::Val, iters: u32) -> Result<B::Val, NnError> {
     let two = enc(b, 2.0)?;
     for _ in 0..iters {
         let xy = b.mul(x, &y)?;

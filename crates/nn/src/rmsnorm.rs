@@ -9,7 +9,7 @@ use crate::rsqrt::rsqrt;
 use crate::NnError;
 
 /// RMSNorm of each row (`p.eps` is the model's ε, e.g. 1e−6 for LLaMA — rounded to the format).
-pub fn rmsnorm<B: Backend>(
+pub fn rmsnorm<B: Backend + ?Sized>(
     b: &mut B,
     x: &B::Val,
     rows: usize,
@@ -26,7 +26,7 @@ pub fn rmsnorm<B: Backend>(
 
 /// The statistics part of [`rmsnorm`]: `r = 1/√(mean(x²) + ε)`, one per row (`y = x·r·γ` is
 /// left to the caller, as for [`crate::layernorm::centre_and_rsqrt`]).
-pub fn rms_rsqrt<B: Backend>(b: &mut B, x: &B::Val, rows: usize, cols: usize, p: &LayerNormParams) -> Result<B::Val, NnError> {
+pub fn rms_rsqrt<B: Backend + ?Sized>(b: &mut B, x: &B::Val, rows: usize, cols: usize, p: &LayerNormParams) -> Result<B::Val, NnError> {
     check_rows(b, x, rows, cols)?;
     let x2 = b.square(x)?;
     let ss = b.sum_groups(&x2, cols)?;

@@ -32,7 +32,7 @@ pub const RSQRT_LAYERNORM: RsqrtParams = RsqrtParams { lo: -9, hi: 9, iters: 3 }
 pub const RSQRT_Y0: (f64, f64) = (2.132, -1.218);
 
 /// `1/√x` for `x ∈ [4^lo, 4^hi)`.
-pub fn rsqrt<B: Backend>(b: &mut B, x: &B::Val, p: &RsqrtParams) -> Result<B::Val, NnError> {
+pub fn rsqrt<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &RsqrtParams) -> Result<B::Val, NnError> {
     let fp = b.format();
     let f = fp.f() as i32;
     if 2 * p.hi > f || -2 * p.lo > f + 2 || (2 * p.hi as i64) + 2 * f as i64 + 2 >= fp.l() as i64 {
@@ -121,7 +121,7 @@ pub fn determine_rsqrt(a: f64, b: f64, delta: f64) -> Result<crate::reciprocal::
 /// `1/√x` for `x ∈ [a, b]` by East's Newton with Determine (§4.2): `y0` constant, `t` steps of
 /// `y ← y·(3 − x·y²)/2` (three products each); no comparison. Relative error
 /// [`DETERMINE_RSQRT_DELTA`] in f64, plus about `6t` LSB of fixed-point rounding.
-pub fn rsqrt_determine<B: Backend>(b: &mut B, x: &B::Val, a: f64, hi: f64) -> Result<B::Val, NnError> {
+pub fn rsqrt_determine<B: Backend + ?Sized>(b: &mut B, x: &B::Val, a: f64, hi: f64) -> Result<B::Val, NnError> {
     let d = determine_rsqrt(a, hi, DETERMINE_RSQRT_DELTA)?;
     let fp = b.format();
     // raw products at scale 2f: x·y ≤ √(3·hi) (u = y√x stays below √3), (x·y)·y < 3,

@@ -16,7 +16,7 @@ use crate::NnError;
 use nectar_math::FixedPoint;
 
 /// SiLU segment coefficients (BumbleBee App. D; REFERENCE.md §3.3; AGREEMENT).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct SiluParams {
     /// [a0, a1, a2] on [t0, t1).
     pub a: [f64; 3],
@@ -45,7 +45,7 @@ const SILU_POWER_LOG2: u32 = 12;
 const POLY_LOG2: u32 = 4;
 
 /// SiLU in the current format.
-pub fn silu<B: Backend>(b: &mut B, x: &B::Val, p: &SiluParams) -> Result<B::Val, NnError> {
+pub fn silu<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &SiluParams) -> Result<B::Val, NnError> {
     let fp = b.format();
     check_headroom("silu", fp, SILU_POWER_LOG2)?;
     let n = b.len(x);
@@ -85,13 +85,13 @@ pub fn silu<B: Backend>(b: &mut B, x: &B::Val, p: &SiluParams) -> Result<B::Val,
 }
 
 /// SiLU under mixed bit-width in [`SILU_ACT`].
-pub fn silu_mixed<B: Backend>(b: &mut B, x: &B::Val, p: &SiluParams) -> Result<B::Val, NnError> {
+pub fn silu_mixed<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &SiluParams) -> Result<B::Val, NnError> {
     let act = FixedPoint::new(SILU_ACT.0, SILU_ACT.1)?;
     crate::mixed::with_format(b, x, act, |b, y| silu(b, y, p))
 }
 
 pub fn silu_f64(x: f64) -> f64 {
-    x / (1.0 + (-x).exp())
+    nectar_math::real::silu(x)
 }
 
 /// The approximation in f64.

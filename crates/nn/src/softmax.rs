@@ -38,7 +38,7 @@ pub fn mask_value(fp: nectar_math::FixedPoint) -> f64 {
 pub const MASK_VALUE: &str = "−2^(l−4−f)";
 
 /// Softmax over each row of a row-major `rows × cols` matrix; `mask[i] = true` excludes entry i.
-pub fn softmax<B: Backend>(
+pub fn softmax<B: Backend + ?Sized>(
     b: &mut B,
     x: &B::Val,
     rows: usize,
@@ -76,7 +76,7 @@ pub fn softmax_with<B, E, R>(
     recip: R,
 ) -> Result<B::Val, NnError>
 where
-    B: Backend,
+    B: Backend + ?Sized,
     E: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
     R: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
 {
@@ -167,7 +167,7 @@ pub fn softmax_narrow_with<B, E, R>(
     recip: R,
 ) -> Result<B::Val, NnError>
 where
-    B: Backend,
+    B: Backend + ?Sized,
     E: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
     R: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
 {
@@ -188,7 +188,7 @@ pub fn softmax_in_ring<B, E, R>(
     recip: R,
 ) -> Result<B::Val, NnError>
 where
-    B: Backend,
+    B: Backend + ?Sized,
     E: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
     R: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
 {

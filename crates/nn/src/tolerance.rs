@@ -18,32 +18,13 @@ use crate::oppe::OppeTable;
 use crate::reciprocal::{determine_reciprocal, DETERMINE_DELTA};
 use crate::NnError;
 
+/// The GeLU protocols' bounds live with them ([`crate::gelu`]).
+pub use crate::gelu::{p4::P4_MIXED_TOL, p4::P4_TOL, p7::P7_TOL, seg4::SEG4_MIXED_TOL, seg4::SEG4_TOL, sq8::SQ8_TOL};
+
 /// Distance from a pivot within which an approximate comparison may pick either side: the
 /// comparison ignores the low `f − 4` bits, i.e. 2^−4 in real terms.
 pub const PIVOT_GAP: f64 = 1.0 / 16.0;
 
-/// Seg4GeLU at f = 18 on P6 (|x| ≤ 3): errors x² 2, x³ 8, x⁴ 38, x⁶ 434; weighted by
-/// |b2|, |b4|, |b6| = 0.36, 0.038, 0.0018: 2.9, + 1 (truncation) + 1 (floor of the sum) ≤ 5
-/// (P3, |x| ≤ 5: ≤ 3; identity: 0).
-pub const SEG4_TOL: i64 = 5;
-/// Seg4GeLU mixed at f' = 10: max|P'| · δ ≤ 1.2, + 5 as above, + 1 → 8 LSB' · 2^8.
-pub const SEG4_MIXED_TOL: i64 = 8 << 8;
-/// P4 at f = 18 (|x| < 2.7): x² 2, x³ 7.4, x⁴ 31; |c2|, |c3|, |c4| = 0.54, 0.18, 0.021: 3.1 + 2 ≤ 5.
-pub const P4_TOL: i64 = 5;
-/// P7 (`gelu=p7`, polynomial in `Z_2^45`) at f = 18, in LSB_22 of the powers of
-/// `w = t/4 − 1/2` (t = |x| exact, from a mux; w exact, local): w² 2, w³ 2 + |w|·2 ≈ 3.1,
-/// w⁴ 2 + 2w²·2 ≈ 3.1; B (at scale 21 after its truncation) |e6|·2 + |e7|·3.1 = 38 LSB_22 → 20
-/// LSB_21; w⁴·B: 3.1·|B| (7) + w⁴ (0.073)·20 + 2 ≈ 25 LSB_21; A: |e2|·2 + |e3|·3.1 ≈ 4.4 LSB_21;
-/// Q at scale 18: 29.5/8 + 1 (truncation) → 5 (the mux and the extension are exact).
-pub const P7_TOL: i64 = 5;
-/// SQ8 (`gelu=sq8`, chain of squares in `Z_2^45`) at f = 18, in LSB_22 (each square: product
-/// {0, ±1} + truncation ≤ 1 → 2; each affine sum: one truncation): p1 2; u2 |a1|·2 + 1 = 4.4;
-/// p2 2·|u2|·4.4 + 2 = 8; u3 |a2|·8 + |b2|·2 + 1 = 19; p3 2·|u3|·19 + 2 = 28; Q at scale 18:
-/// (|k3|·28 + |k2|·8 + |k1|·2)/16 = 0.6 + 1 (truncation) → 2, rounded up to 3 (the mux and the
-/// extension are exact; `|u2|, |u3| ≤ 0.68`, coefficients of `SQ8_ERF` / `SQ8_TANH`).
-pub const SQ8_TOL: i64 = 3;
-/// P4 mixed at f' = 12: 1.2 + 5 + 1 → 8 LSB' · 2^6.
-pub const P4_MIXED_TOL: i64 = 8 << 6;
 /// SiLU at f = 18 (P6 on |x| ≤ 4): x² 2, x⁴ 66, x³ 10, x⁶ 1282; |b2|, |b4|, |b6| = 0.23, 0.011,
 /// 2.7e−4: 1.5 + 2 ≤ 4.
 pub const SILU_TOL: i64 = 4;
@@ -130,6 +111,25 @@ pub fn oppe_tol(t: &OppeTable) -> i64 {
 /// scale the powers are taken at), + 1 for the extension back; times 2^(f − f') = 2^8.
 pub fn oppe_mixed_tol(t: &OppeTable) -> i64 {
     (2 + oppe_tol(t) + 1) << 8
+}
+
+/// The fixed-point twin of an OPPE table under mixed bit-width against the table's f64
+/// polynomial, in reals: the entering truncation leaves `x` within δ ≤ 1 LSB' = 2^−f' below
+/// its value; each power `x^k = ⌊x^(k−1)·x⌋` then carries `e_k ≤ r·e_(k−1) + r^(k−1)·e_1 + 1`
+/// LSB' (`e_1 = 1`, `r` the domain bound); the selected piece sums `Σ_j |c_j|·e_j`, plus its
+/// final truncation (1) and the coefficients' rounding (1).
+pub fn oppe_mixed_twin_error(t: &OppeTable) -> f64 {
+    let r = t.domain[0].abs().max(t.domain[1].abs());
+    let mut e = vec![0.0, 1.0];
+    for k in 2..=t.degree() {
+        e.push(r * e[k - 1] + r.powi(k as i32 - 1) + 1.0);
+    }
+    let worst = t
+        .coeffs
+        .iter()
+        .map(|c| c.iter().enumerate().skip(1).map(|(j, cj)| cj.abs() * e[j]).sum::<f64>())
+        .fold(0.0, f64::max);
+    (worst + 2.0) / (crate::oppe::OPPE_ACT.1 as f64).exp2()
 }
 
 /// East's Newton reciprocal with Determine on `[a, b]`: `t` iterations of two products, each

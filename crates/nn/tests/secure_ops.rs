@@ -44,7 +44,7 @@ macro_rules! case {
 
 /// A test item: inputs (reals, in `FP`), the operator, the tolerance twin vs secure (raw LSB).
 struct Item {
-    name: &'static str,
+    name: String,
     xs: Vec<f64>,
     case: Box<dyn Case>,
     tol: i64,
@@ -52,8 +52,8 @@ struct Item {
     float: Option<(Vec<f64>, f64)>,
 }
 
-fn item(name: &'static str, xs: Vec<f64>, tol: i64, case: Box<dyn Case>) -> Item {
-    Item { name, xs, case, tol, float: None }
+fn item(name: impl Into<String>, xs: Vec<f64>, tol: i64, case: Box<dyn Case>) -> Item {
+    Item { name: name.into(), xs, case, tol, float: None }
 }
 
 impl Item {
@@ -262,7 +262,7 @@ fn randu(n: usize, lo: f64, hi: f64, seed: u64) -> Vec<f64> {
 
 // ---- tolerances (twin vs secure, raw LSB of the (64, 18) output): the error models of
 // `nectar_nn::tolerance`, shared with `nectar bench nn` ----
-use nectar_nn::tolerance::{exp_taylor4_tol, softmax_tol, ELU_TOL, P7_TOL, SQ8_TOL, EXP_MIXED_TOL, EXP_TOL, NORM_TOL, P4_MIXED_TOL, P4_TOL, RECIP_TOL, RSQRT_TOL, SEG4_MIXED_TOL, SEG4_TOL, SILU_MIXED_TOL, SILU_TOL};
+use nectar_nn::tolerance::{exp_taylor4_tol, softmax_tol, ELU_TOL, EXP_MIXED_TOL, EXP_TOL, NORM_TOL, RECIP_TOL, RSQRT_TOL, SILU_MIXED_TOL, SILU_TOL};
 
 #[test]
 fn activations_match_twin_and_f64() {
@@ -271,38 +271,16 @@ fn activations_match_twin_and_f64() {
     // within 2^(f−4) LSB = 2^−4 of a pivot: the LSB tolerances hold off the pivots, and at the
     // pivots only the f64 bound (approximation error + segment jump) applies
     let gap = 1.0 / 16.0;
-    let g = off_pivots(-6.0, 6.0, 301, &p.t, gap);
-    let gp4 = off_pivots(-6.0, 6.0, 301, &[-2.7, 0.0, 2.7], gap);
     let gs = off_pivots(-10.0, 9.0, 241, &[-8.0, -4.0, 4.0], gap);
     let pivots: Vec<f64> = p.t.iter().flat_map(|&t| [t - 0.05, t - 1e-5, t, t + 1e-5, t + 0.05]).collect();
     let ge = off_pivots(-16.0, 0.0, 241, &[-14.0], gap);
     let ulp = 1.0 / FP.scale();
     let items = vec![
-        item("gelu seg4", g.clone(), SEG4_TOL, case!(|b, x| {
-            let y = gelu::seg4_gelu(b, x, &gelu::SEG4_BUMBLEBEE)?;
-            b.reveal(&y)
-        }))
-        .float(gelu::gelu_f64, 3.5e-2 + SEG4_TOL as f64 * ulp),
         item("gelu seg4 at pivots", pivots, i64::MAX, case!(|b, x| {
             let y = gelu::seg4_gelu(b, x, &gelu::SEG4_BUMBLEBEE)?;
             b.reveal(&y)
         }))
         .float(gelu::gelu_f64, 3.5e-2),
-        item("gelu seg4 mixed", g.clone(), SEG4_MIXED_TOL, case!(|b, x| {
-            let y = gelu::seg4_gelu_mixed(b, x, &gelu::SEG4_BUMBLEBEE)?;
-            b.reveal(&y)
-        }))
-        .float(gelu::gelu_f64, 3.5e-2 + SEG4_MIXED_TOL as f64 * ulp),
-        item("gelu p4", gp4.clone(), P4_TOL, case!(|b, x| {
-            let y = gelu::p4_gelu(b, x, &gelu::P4_BOLT)?;
-            b.reveal(&y)
-        }))
-        .float(gelu::gelu_f64, 1e-2 + P4_TOL as f64 * ulp),
-        item("gelu p4 mixed", gp4.clone(), P4_MIXED_TOL, case!(|b, x| {
-            let y = gelu::p4_gelu_mixed(b, x, &gelu::P4_BOLT)?;
-            b.reveal(&y)
-        }))
-        .float(gelu::gelu_f64, 1e-2 + P4_MIXED_TOL as f64 * ulp),
         item("silu", gs.clone(), SILU_TOL, case!(|b, x| {
             let y = silu::silu(b, x, &silu::SILU_BUMBLEBEE)?;
             b.reveal(&y)
@@ -524,10 +502,71 @@ impl Case for ArgmaxCase {
 
 /// bOLEe products (BumbleBee's default): the same operators with `bole_min_len = 0`, so every
 /// product goes through Π_mul / Π_square (ring error {0, ±1} before the truncation).
+/// bOLEe products for every length (the default backend's products above the crossover).
+fn bole_opts() -> SecureOpts {
+    SecureOpts::test().with_mul(MulProtocol::Bole).with_bole_min_len(0)
+}
+
+/// A registered GeLU protocol as a test case (`nectar_nn::gelu::ALL`).
+struct GeluCase {
+    p: gelu::Gelu,
+    form: gelu::GeluForm,
+    ring: nectar_nn::mixed::ActRing,
+}
+
+impl Case for GeluCase {
+    fn plain(&self, b: &mut PlainBackend, x: &Vec<u64>) -> R {
+        let y = self.p.eval(b, x, self.form, self.ring)?;
+        b.reveal(&y)
+    }
+    fn secure(&self, b: &mut SecureBackend<'_>, x: &Vec<u64>) -> R {
+        let y = self.p.eval(b, x, self.form, self.ring)?;
+        b.reveal(&y)
+    }
+}
+
+/// Generated from the registry: every GeLU protocol, both forms, every ring it runs in, on
+/// [`gelu::DOMAIN`] off its pivots plus random points; twin vs protocol within the bound it
+/// states, protocol vs the exact GeLU within its stated approximation error plus that bound.
+fn gelu_items() -> Vec<Item> {
+    use nectar_nn::mixed::ActRing;
+    use nectar_nn::tolerance::PIVOT_GAP;
+    let (lo, hi) = gelu::DOMAIN;
+    let ulp = 1.0 / FP.scale();
+    let mut items = Vec::new();
+    for p in gelu::Gelu::all() {
+        for ring in [ActRing::Full, ActRing::Mixed] {
+            if p.supports(ring).is_err() {
+                continue;
+            }
+            for form in gelu::GeluForm::ALL {
+                let pv = p.pivots();
+                let mut xs = off_pivots(lo, hi, 241, &pv, PIVOT_GAP);
+                xs.extend(randu(60, lo, hi, 17).into_iter().filter(|x| pv.iter().all(|t| (x - t).abs() > PIVOT_GAP)));
+                let tol = p.tolerance(form, ring).unwrap();
+                let ftol = p.approx_error(form, ring).unwrap() + tol as f64 * ulp;
+                items.push(
+                    item(format!("gelu={p} {form:?} {ring:?}"), xs, tol, Box::new(GeluCase { p, form, ring })).float(move |v| nectar_math::real::gelu(v, form), ftol),
+                );
+            }
+        }
+    }
+    items
+}
+
+#[test]
+fn every_gelu_protocol_matches_twin_and_f64() {
+    check(opts(), gelu_items());
+}
+
+#[test]
+fn every_gelu_protocol_matches_twin_and_f64_with_bole_products() {
+    check(bole_opts(), gelu_items());
+}
+
 #[test]
 fn bole_products_match_twin() {
-    let o = SecureOpts::test().with_mul(MulProtocol::Bole).with_bole_min_len(0);
-    let g = off_pivots(-6.0, 6.0, 201, &gelu::SEG4_BUMBLEBEE.t, 1.0 / 16.0);
+    let o = bole_opts();
     let items = vec![
         item("bole mul", grid(-100.0, 100.0, 201), 2, case!(|b, x| {
             let y = b.add_const(x, &[enc(b, 0.5)?])?;
@@ -543,37 +582,6 @@ fn bole_products_match_twin() {
             let z = b.mul(x, x)?;
             b.reveal(&z)
         })),
-        item("bole gelu seg4", g.clone(), SEG4_TOL, case!(|b, x| {
-            let y = gelu::seg4_gelu(b, x, &gelu::SEG4_BUMBLEBEE)?;
-            b.reveal(&y)
-        }))
-        .float(gelu::gelu_f64, 3.5e-2 + SEG4_TOL as f64 / FP.scale()),
-        item("bole gelu seg4 mixed", g, SEG4_MIXED_TOL, case!(|b, x| {
-            let y = gelu::seg4_gelu_mixed(b, x, &gelu::SEG4_BUMBLEBEE)?;
-            b.reveal(&y)
-        })),
-        // p7: its polynomial in Z_2^45 (narrow bOLEe key set), both fits
-        item("bole gelu p7 erf", off_pivots(-6.0, 6.0, 241, &[-4.0, 0.0, 4.0], 1.0 / 16.0), P7_TOL, case!(|b, x| {
-            let y = gelu::p7_gelu(b, x, &gelu::P7_ERF)?;
-            b.reveal(&y)
-        }))
-        .float(|v: f64| 0.5 * v * (1.0 + libm::erf(v * std::f64::consts::FRAC_1_SQRT_2)), 2.5e-4 + P7_TOL as f64 / FP.scale()),
-        item("bole gelu p7 tanh", off_pivots(-6.0, 6.0, 241, &[-4.0, 0.0, 4.0], 1.0 / 16.0), P7_TOL, case!(|b, x| {
-            let y = gelu::p7_gelu(b, x, &gelu::P7_TANH)?;
-            b.reveal(&y)
-        }))
-        .float(gelu::gelu_f64, 2.5e-4 + P7_TOL as f64 / FP.scale()),
-        // sq8 (the default): chain of three squares in Z_2^45, sign then |x| < 4
-        item("bole gelu sq8 erf", off_pivots(-6.0, 6.0, 241, &[-4.0, 0.0, 4.0], 1.0 / 16.0), SQ8_TOL, case!(|b, x| {
-            let y = gelu::sq8_gelu(b, x, &gelu::SQ8_ERF)?;
-            b.reveal(&y)
-        }))
-        .float(|v: f64| 0.5 * v * (1.0 + libm::erf(v * std::f64::consts::FRAC_1_SQRT_2)), 1.9e-4 + SQ8_TOL as f64 / FP.scale()),
-        item("bole gelu sq8 tanh", off_pivots(-6.0, 6.0, 241, &[-4.0, 0.0, 4.0], 1.0 / 16.0), SQ8_TOL, case!(|b, x| {
-            let y = gelu::sq8_gelu(b, x, &gelu::SQ8_TANH)?;
-            b.reveal(&y)
-        }))
-        .float(gelu::gelu_f64, 1.75e-4 + SQ8_TOL as f64 / FP.scale()),
         // softmax = narrow (45-bit ring, narrow bOLEe key set) with exp = taylor4
         narrow_softmax_item("bole softmax narrow taylor4"),
         // softmax = coarse (the default suite's): on the comparison grid, then off it
@@ -860,6 +868,7 @@ fn rotl_lut_operators_match_twin_and_f64() {
     let ulp = 1.0 / FP.scale();
     let f = FP.f();
     let mut items = Vec::new();
+    // the tables at their segment boundaries (GeLU's on a grid: `every_gelu_protocol_matches_twin_and_f64`)
     for p in [GELU_LUT, GELU_TANH_LUT, SILU_LUT] {
         let tol = lut_act_tol(&p, f);
         let (a, w) = (p.alpha(), p.width());

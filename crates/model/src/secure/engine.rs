@@ -41,12 +41,13 @@ impl<'a> WeightRef<'a> {
     }
 }
 
-/// The arithmetic of a two-party transformer (see module docs).
+/// The arithmetic of a two-party transformer (see module docs). Values are `Vec<u64>` like
+/// every backend's, so a registered protocol (`nectar_nn::backend::DynBackend`) runs on any engine.
 ///
 /// Cost of the secure implementation (BumbleBee §III, §VII): `matmul_weight` is one OLT (client
 /// share × server weight, plus the server's local product), one flight each way;
 /// `batch_matmul_shared` is two batched OLTs (the cross terms) for all heads at once.
-pub trait Engine: Backend {
+pub trait Engine: Backend<Val = Vec<u64>, Bit = Vec<bool>> {
     /// Which party this engine runs (the twin answers `Server`: it holds everything).
     fn role(&self) -> Role;
 

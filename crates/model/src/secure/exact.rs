@@ -70,17 +70,14 @@ pub fn norm<E: Engine>(
     encode(e, &y)
 }
 
+use nectar_math::real::GeluForm;
+
 /// Exact GeLU: the erf form, or GPT-2's `gelu_new` (tanh form).
 pub fn gelu(x: f64, tanh_form: bool) -> f64 {
-    if tanh_form {
-        let c = (2.0 / std::f64::consts::PI).sqrt();
-        0.5 * x * (1.0 + (c * (x + 0.044715 * x * x * x)).tanh())
-    } else {
-        0.5 * x * (1.0 + libm::erf(x * std::f64::consts::FRAC_1_SQRT_2))
-    }
+    nectar_math::real::gelu(x, if tanh_form { GeluForm::Tanh } else { GeluForm::Erf })
 }
 
 /// Exact SiLU.
 pub fn silu(x: f64) -> f64 {
-    x / (1.0 + (-x).exp())
+    nectar_math::real::silu(x)
 }

@@ -12,16 +12,13 @@
 use crate::secure::engine::{timed, truncated_matmul_weight, Engine, WeightRef};
 use crate::secure::exact;
 use crate::secure::SecureError;
-use crate::suite::{ActRing, Choice, Exp, Gelu, Norm, Reciprocal, Rsqrt, Silu, Softmax, Suite, SuiteError};
+use crate::suite::{ActRing, Choice, Exp, Norm, Reciprocal, Rsqrt, Silu, Softmax, Suite, SuiteError};
 use nectar_nn::exp::{exp_neg, exp_neg_taylor2, exp_neg_taylor4, ExpParams, EXP_BUMBLEBEE, EXP_TAYLOR2, EXP_TAYLOR4};
 use nectar_nn::oppe::{east_table, oppe, oppe_mixed, OppeTable};
 use nectar_nn::NnError;
-use nectar_nn::gelu::{
-    p4_gelu, p4_gelu_mixed, p7_gelu, seg4_gelu, seg4_gelu_mixed, sq8_gelu, P4_BOLT, P7_ERF, P7_TANH, SEG4_BUMBLEBEE,
-    SQ8_ERF, SQ8_TANH,
-};
+use nectar_nn::gelu::GeluForm;
 use nectar_nn::lut::{
-    exp_lut, lut_activation, lut_activation_mixed, reciprocal_lut, softmax_lut, ActLut, EXP_LUT, GELU_LUT, GELU_TANH_LUT,
+    exp_lut, lut_activation, lut_activation_mixed, reciprocal_lut, softmax_lut, ActLut, EXP_LUT,
     SILU_LUT,
 };
 use nectar_nn::layernorm::{
@@ -66,35 +63,17 @@ fn lut_in_ring<E: Engine>(e: &mut E, x: &E::Val, ring: ActRing, p: &ActLut) -> R
     })
 }
 
-/// GeLU by the suite's protocol, in the suite's activation ring. `tanh_form`: the checkpoint's
-/// activation is GPT-2's `gelu_new` (OPPE then evaluates its own table of that form; Seg4 and
-/// P4 approximate both forms alike, which differ by < 1e−3).
+/// GeLU by the suite's protocol (`nectar_nn::gelu::ALL`), in the suite's activation ring.
+/// `tanh_form`: the checkpoint's activation is GPT-2's `gelu_new` (protocols with a fit per
+/// form evaluate that form's; Seg4 and P4 approximate both forms alike).
 pub fn gelu<E: Engine>(e: &mut E, x: &E::Val, tanh_form: bool) -> Result<E::Val, SecureError> {
     let s = *e.suite();
     timed(e, "gelu", |e| {
         if e.exact("gelu") {
             return exact::map(e, x, |v| exact::gelu(v, tanh_form));
         }
-        Ok(match (s.gelu, s.act_ring) {
-            (Gelu::Seg4, ActRing::Full) => seg4_gelu(e, x, &SEG4_BUMBLEBEE)?,
-            (Gelu::Seg4, ActRing::Mixed) => seg4_gelu_mixed(e, x, &SEG4_BUMBLEBEE)?,
-            (Gelu::P4, ActRing::Full) => p4_gelu(e, x, &P4_BOLT)?,
-            (Gelu::P4, ActRing::Mixed) => p4_gelu_mixed(e, x, &P4_BOLT)?,
-            (Gelu::P7, ActRing::Full) => p7_gelu(e, x, if tanh_form { &P7_TANH } else { &P7_ERF })?,
-            (Gelu::P7, ActRing::Mixed) => {
-                return Err(SecureError::Unsupported(
-                    "gelu=p7 runs its polynomial in Z_2^45 itself, from the full ring; the activation format (32, 12) is narrower: use act-ring=full".into(),
-                ))
-            }
-            (Gelu::Sq8, ActRing::Full) => sq8_gelu(e, x, if tanh_form { &SQ8_TANH } else { &SQ8_ERF })?,
-            (Gelu::Sq8, ActRing::Mixed) => {
-                return Err(SecureError::Unsupported(
-                    "gelu=sq8 runs its polynomial in Z_2^45 itself, from the full ring; the activation format (32, 12) is narrower: use act-ring=full".into(),
-                ))
-            }
-            (Gelu::Oppe, _) => oppe_in_ring(e, x, &s, table(if tanh_form { "gelu_tanh" } else { "gelu" })?)?,
-            (Gelu::Lut, ring) => lut_in_ring(e, x, ring, if tanh_form { &GELU_TANH_LUT } else { &GELU_LUT })?,
-        })
+        let form = if tanh_form { GeluForm::Tanh } else { GeluForm::Erf };
+        Ok(s.gelu.eval(e, x, form, s.act_ring)?)
     })
 }
 

@@ -74,13 +74,20 @@ pub trait GeluProtocol: Protocol {
 pub struct GeluKind;
 
 /// Every GeLU protocol, in the order `nectar suites` lists them.
-pub static ALL: [&dyn GeluProtocol; 6] = [&seg4::Seg4, &p4::P4, &p7::P7, &sq8::Sq8, &oppe::Oppe, &lut::Lut];
+pub static ALL: &[&dyn GeluProtocol] = &[
+    &seg4::Seg4,
+    &p4::P4,
+    &p7::P7,
+    &sq8::Sq8,
+    &oppe::Oppe,
+    &lut::Lut,
+];
 
 impl Kind for GeluKind {
     const OPERATOR: &'static str = "gelu";
     type Dyn = dyn GeluProtocol;
     fn list() -> &'static [&'static dyn GeluProtocol] {
-        &ALL
+        ALL
     }
 }
 

@@ -18,6 +18,7 @@ pub mod abs_form;
 pub mod lut;
 pub mod oppe;
 pub mod p4;
+pub mod p4_spu;
 pub mod p7;
 pub mod seg4;
 pub mod sq8;
@@ -77,6 +78,7 @@ pub struct GeluKind;
 pub static ALL: &[&dyn GeluProtocol] = &[
     &seg4::Seg4,
     &p4::P4,
+    &p4_spu::P4Spu,
     &p7::P7,
     &sq8::Sq8,
     &oppe::Oppe,

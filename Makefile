@@ -16,8 +16,10 @@ demo: deps model
 	@echo
 	$(NECTAR) demo --op olt-cost=lan_commodity "The weather is lovely today." "It's so sunny outside!" "He drove to the stadium."
 
+# No file of a crate imports a file that imports it back (scripts/check_cycles.py; issue 46).
 # The real-model tests need MiniLM: a failed fetch fails `make test` (the tests would fail too).
 test: deps
+	$(PYTHON) scripts/check_cycles.py .
 	@$(MAKE) --no-print-directory model || { \
 		echo "error: MiniLM could not be fetched; the real-model tests need it (see the message above)"; exit 1; }
 	$(CARGO) test --workspace --no-fail-fast

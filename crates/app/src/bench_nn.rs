@@ -6,7 +6,7 @@ use crate::report::BenchLine;
 use nectar_bench::mpc::{bench_mpc, MpcOp};
 use nectar_model::secure::backend_opts;
 use nectar_bench::nn::Kernel;
-use nectar_model::suite::{ActRing, Exp, Norm, Reciprocal, Rsqrt, Silu, Softmax, Suite};
+use nectar_model::suite::{ActRing, Norm, Reciprocal, Rsqrt, Softmax, Suite};
 use nectar_nn::gelu::GeluForm;
 use nectar_net::LinkModel;
 use std::path::Path;
@@ -37,25 +37,9 @@ const OPERATORS: [&str; 12] =
 /// protocol is the suite's own handle (`gelu`); the kinds not in the registry yet are one
 /// match per operator on the suite's choice, as in `nectar_model::secure::operators`.
 fn kernel(op: &str, suite: &Suite) -> Result<String, String> {
-    let mixed = suite.act_ring == ActRing::Mixed;
     let base = match op {
-        "silu" => match suite.silu {
-            Silu::Seg4 => "silu",
-            Silu::Oppe => "silu-oppe",
-            Silu::Lut => "silu-lut",
-        },
-        "exp" => match suite.exp {
-            Exp::Taylor => "exp",
-            Exp::Taylor2 if mixed => return Err("--op exp=taylor2: no mixed-ring kernel (the model runs exp in the full ring, or in (45, 18) under softmax=narrow or coarse)".into()),
-            Exp::Taylor2 => "exp-taylor2",
-            Exp::Taylor4 if mixed => return Err("--op exp=taylor4: no mixed-ring kernel (the model runs exp in the full ring, or in (45, 18) under softmax=narrow or coarse)".into()),
-            Exp::Taylor4 => "exp-taylor4",
-            Exp::Oppe => "exp-oppe",
-            Exp::Lut if mixed => return Err("--op exp=lut: the two-LUT exp needs l >= f + 22, not the mixed ring (32, 12)".into()),
-            Exp::Lut => "exp-lut",
-        },
-        "tanh" => match suite.exp {
-            Exp::Oppe => "tanh-oppe",
+        "tanh" => match suite.exp.name() {
+            "oppe" => "tanh-oppe",
             _ => return Err("--op tanh: BumbleBee's tanh is a composition in the model (exp + reciprocal); \
                              the standalone tanh is East's OPPE (use --suite east or --op exp=oppe)"
                 .into()),
@@ -83,34 +67,34 @@ fn kernel(op: &str, suite: &Suite) -> Result<String, String> {
             Rsqrt::NewtonDetermine => "rsqrt-determine",
         },
         "softmax" if suite.softmax == Softmax::Lut => "softmax-lut",
-        "softmax" if suite.softmax == Softmax::Coarse => match (suite.exp, suite.reciprocal) {
-            (Exp::Taylor4, Reciprocal::Newton) => "softmax-coarse-taylor4-newton",
-            (Exp::Taylor2, Reciprocal::Newton) => "softmax-coarse-taylor2-newton",
-            (Exp::Taylor, Reciprocal::Newton) => "softmax-coarse-taylor-newton",
+        "softmax" if suite.softmax == Softmax::Coarse => match (suite.exp.name(), suite.reciprocal) {
+            ("taylor4", Reciprocal::Newton) => "softmax-coarse-taylor4-newton",
+            ("taylor2", Reciprocal::Newton) => "softmax-coarse-taylor2-newton",
+            ("taylor", Reciprocal::Newton) => "softmax-coarse-taylor-newton",
             (e, r) => {
                 return Err(format!(
                     "--op softmax=coarse: no bench kernel for exp={e} with reciprocal={r} (benched: taylor4, taylor2 or taylor × newton)"
                 ))
             }
         },
-        "softmax" if suite.softmax == Softmax::Narrow => match (suite.exp, suite.reciprocal) {
-            (Exp::Taylor4, Reciprocal::Newton) => "softmax-narrow-taylor4-newton",
-            (Exp::Taylor2, Reciprocal::Newton) => "softmax-narrow-taylor2-newton",
-            (Exp::Taylor, Reciprocal::Newton) => "softmax-narrow-taylor-newton",
+        "softmax" if suite.softmax == Softmax::Narrow => match (suite.exp.name(), suite.reciprocal) {
+            ("taylor4", Reciprocal::Newton) => "softmax-narrow-taylor4-newton",
+            ("taylor2", Reciprocal::Newton) => "softmax-narrow-taylor2-newton",
+            ("taylor", Reciprocal::Newton) => "softmax-narrow-taylor-newton",
             (e, r) => {
                 return Err(format!(
                     "--op softmax=narrow: no bench kernel for exp={e} with reciprocal={r} (benched: taylor4, taylor2 or taylor × newton)"
                 ))
             }
         },
-        "softmax" => match (suite.exp, suite.reciprocal) {
-            (Exp::Lut, Reciprocal::Lut) => "softmax-lut",
-            (Exp::Taylor, Reciprocal::Newton) => "softmax",
-            (Exp::Taylor2, Reciprocal::Newton) => "softmax-taylor2-newton",
-            (Exp::Taylor4, Reciprocal::Newton) => "softmax-taylor4-newton",
-            (Exp::Oppe, Reciprocal::NewtonDetermine) => "softmax-oppe-determine",
-            (Exp::Oppe, Reciprocal::Newton) => "softmax-oppe-newton",
-            (Exp::Taylor, Reciprocal::NewtonDetermine) => "softmax-taylor-determine",
+        "softmax" => match (suite.exp.name(), suite.reciprocal) {
+            ("lut", Reciprocal::Lut) => "softmax-lut",
+            ("taylor", Reciprocal::Newton) => "softmax",
+            ("taylor2", Reciprocal::Newton) => "softmax-taylor2-newton",
+            ("taylor4", Reciprocal::Newton) => "softmax-taylor4-newton",
+            ("oppe", Reciprocal::NewtonDetermine) => "softmax-oppe-determine",
+            ("oppe", Reciprocal::Newton) => "softmax-oppe-newton",
+            ("taylor", Reciprocal::NewtonDetermine) => "softmax-taylor-determine",
             (e, r) => {
                 return Err(format!(
                     "--op softmax: no bench kernel for exp={e} with reciprocal={r} (the model runs it; benched: \
@@ -120,7 +104,7 @@ fn kernel(op: &str, suite: &Suite) -> Result<String, String> {
         },
         other => other,
     };
-    Ok(if mixed && matches!(op, "silu" | "exp") { format!("{base}-mixed") } else { base.to_string() })
+    Ok(base.to_string())
 }
 
 pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
@@ -181,6 +165,16 @@ fn operator(a: &Args, name: &str, suite: &Suite, net: Option<LinkModel>) -> Resu
     let kernel = match name {
         // Benches take the erf form (BERT's); the tanh form costs the same.
         "gelu" => Kernel::Gelu { p: suite.gelu, form: GeluForm::Erf, ring: suite.act_ring },
+        "silu" => Kernel::Silu { p: suite.silu, ring: suite.act_ring },
+        // The model runs exp in the full ring (or softmax's); under `act-ring=mixed` the bench
+        // measures BumbleBee's exponential in the activation ring (§V-C), a kernel of its own.
+        "exp" if suite.act_ring == ActRing::Mixed => {
+            if suite.exp.name() != "taylor" {
+                return Err(format!("--op exp={}: no mixed-ring kernel (BumbleBee's exp=taylor has one; the model runs exp in the full ring)", suite.exp));
+            }
+            Kernel::Named("exp-mixed")
+        }
+        "exp" => Kernel::Exp { p: suite.exp },
         _ => {
             named = kernel(name, suite)?;
             Kernel::Named(&named)

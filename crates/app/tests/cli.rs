@@ -1,6 +1,5 @@
 //! End-to-end checks of the `nectar` binary.
 
-use nectar_math::registry::Protocol as _;
 use std::process::Command;
 
 fn nectar() -> Command {

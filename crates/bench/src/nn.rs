@@ -10,16 +10,22 @@ use nectar_math::FixedPoint;
 use nectar_nn::backend::DynBackend;
 use nectar_nn::gelu::{Gelu, GeluForm};
 use nectar_nn::mixed::ActRing;
+use nectar_nn::silu::Silu;
+use nectar_nn::exp::Exp;
 use nectar_nn::{Backend, NnError};
 use std::time::Instant;
 
-/// What a secure bench runs: a registered protocol (`nectar_nn::gelu::ALL`, ...) with what it
+/// What a secure bench runs: a registered protocol (`nectar_nn::gelu::ALL`, `silu::ALL`) with what it
 /// is evaluated in, or a kernel of a kind that is not in the registry yet, by its name in
 /// [`SECURE_OPS`].
 #[derive(Clone, Copy, Debug)]
 pub enum Kernel<'a> {
     /// A GeLU protocol of the registry.
     Gelu { p: Gelu, form: GeluForm, ring: ActRing },
+    /// A SiLU protocol of the registry.
+    Silu { p: Silu, ring: ActRing },
+    /// An exponential protocol of the registry (in the backend's format).
+    Exp { p: Exp },
     /// A kernel of [`SECURE_OPS`].
     Named(&'a str),
 }
@@ -29,6 +35,8 @@ impl Kernel<'_> {
     pub fn operator(&self) -> &str {
         match self {
             Kernel::Gelu { .. } => "gelu",
+            Kernel::Silu { .. } => "silu",
+            Kernel::Exp { .. } => "exp",
             Kernel::Named(k) => k,
         }
     }
@@ -47,6 +55,11 @@ impl Kernel<'_> {
                 }
                 s
             }
+            Kernel::Silu { p, ring } => match ring {
+                ActRing::Full => format!("silu={p}"),
+                ActRing::Mixed => format!("silu={p}+act-ring=mixed"),
+            },
+            Kernel::Exp { p } => format!("exp={p}"),
             Kernel::Named(k) => k.to_string(),
         }
     }
@@ -54,7 +67,7 @@ impl Kernel<'_> {
     /// Whether it works on rows (softmax, norms, argmax).
     fn row_op(&self) -> bool {
         match self {
-            Kernel::Gelu { .. } => false,
+            Kernel::Gelu { .. } | Kernel::Silu { .. } | Kernel::Exp { .. } => false,
             Kernel::Named(op) => {
                 matches!(*op, "layernorm" | "rmsnorm" | "layernorm-east" | "rmsnorm-east" | "argmax") || op.starts_with("softmax")
             }
@@ -115,16 +128,14 @@ pub struct SecureBench {
 /// Pivots of the operators that select a segment by an approximate comparison (see
 /// [`nectar_nn::tolerance`]); the bench inputs keep [`nectar_nn::tolerance::PIVOT_GAP`] away.
 fn pivots(k: Kernel<'_>) -> Vec<f64> {
-    use nectar_nn::silu;
     let op = match k {
         Kernel::Gelu { p, .. } => return p.pivots(),
+        Kernel::Silu { p, .. } => return p.pivots(),
+        Kernel::Exp { p } => return p.pivots(),
         Kernel::Named(op) => op,
     };
     match op {
-        "silu" | "silu-mixed" => silu::SILU_BUMBLEBEE.t.to_vec(),
-        "exp" | "exp-mixed" => vec![nectar_nn::exp::EXP_BUMBLEBEE.t_exp],
-        "exp-taylor2" => vec![nectar_nn::exp::EXP_TAYLOR2.t_exp],
-        "exp-taylor4" => vec![nectar_nn::exp::EXP_TAYLOR4.t_exp],
+        "exp-mixed" => vec![nectar_nn::exp::EXP_BUMBLEBEE.t_exp],
         "elu" => vec![nectar_nn::exp::EXP_BUMBLEBEE.t_exp, 0.0],
         _ => Vec::new(),
     }
@@ -141,14 +152,12 @@ pub fn stated_tolerance(k: Kernel<'_>, cols: usize, fp: FixedPoint) -> Result<Op
     }
     let op = match k {
         Kernel::Gelu { p, form, ring } => return Ok(Some(p.tolerance(form, ring)?)),
+        Kernel::Silu { p, ring } => return Ok(Some(p.tolerance(ring)?)),
+        Kernel::Exp { p } => return Ok(Some(p.tolerance(fp)?)),
         Kernel::Named(op) => op,
     };
     let hi = (cols as f64).max(2.0);
     let t = match op {
-        "silu" => SILU_TOL,
-        "silu-mixed" => SILU_MIXED_TOL,
-        "exp" => EXP_TOL,
-        "exp-taylor2" => EXP_TAYLOR2_TOL,
         "softmax-taylor2-newton" => softmax_tol(EXP_TAYLOR2_TOL, RECIP_TOL),
         "softmax-narrow-taylor2-newton" => {
             let narrow = FixedPoint::new(nectar_nn::softmax::NARROW_L, fp.f())?;
@@ -168,7 +177,6 @@ pub fn stated_tolerance(k: Kernel<'_>, cols: usize, fp: FixedPoint) -> Result<Op
             coarse_softmax_tol(softmax_tol(exp_taylor2_tol(narrow, &nectar_nn::exp::EXP_TAYLOR2)?, RECIP_TOL), fp.f())
         }
         "softmax-coarse-taylor-newton" => coarse_softmax_tol(softmax_tol(EXP_TOL, RECIP_TOL), fp.f()),
-        "exp-taylor4" => exp_taylor4_tol(fp, &nectar_nn::exp::EXP_TAYLOR4)?,
         "softmax-taylor4-newton" => softmax_tol(exp_taylor4_tol(fp, &nectar_nn::exp::EXP_TAYLOR4)?, RECIP_TOL),
         "exp-mixed" => EXP_MIXED_TOL,
         "elu" => ELU_TOL,
@@ -179,15 +187,8 @@ pub fn stated_tolerance(k: Kernel<'_>, cols: usize, fp: FixedPoint) -> Result<Op
         "rsqrt" => RSQRT_TOL,
         "reciprocal" => RECIP_TOL,
         "argmax" | "onehot" => 0,
-        "silu-oppe" => oppe_tol(east_table("silu")?),
-        "silu-oppe-mixed" => oppe_mixed_tol(east_table("silu")?),
-        "exp-oppe" => oppe_tol(east_table("exp")?),
-        "exp-oppe-mixed" => oppe_mixed_tol(east_table("exp")?),
         "tanh-oppe" => oppe_tol(east_table("tanh")?),
         "reciprocal-determine" => determine_tol(1.0, 4001.0)?,
-        "silu-lut" => lut_act_tol(&nectar_nn::lut::SILU_LUT, fp.f()),
-        "silu-lut-mixed" => (lut_act_tol(&nectar_nn::lut::SILU_LUT, 12) + 2) << 6,
-        "exp-lut" => exp_lut_tol(&nectar_nn::lut::EXP_LUT, fp.f()),
         "reciprocal-lut" => reciprocal_lut_tol(4001.0, fp.f())?,
         "softmax-lut" => softmax_tol(exp_lut_tol(&nectar_nn::lut::EXP_LUT, fp.f()), reciprocal_lut_tol(hi, fp.f())?),
         "softmax-oppe-determine" => softmax_tol(oppe_tol(east_table("exp")?), determine_tol(1.0, hi)?),
@@ -200,19 +201,20 @@ pub fn stated_tolerance(k: Kernel<'_>, cols: usize, fp: FixedPoint) -> Result<Op
 
 /// Kernels of the operator kinds not in the registry yet ([`Kernel::Named`]); the registered
 /// kinds' protocols come from their lists (`nectar_nn::gelu::ALL`).
-pub const SECURE_OPS: [&str; 39] = [
-    "silu", "silu-mixed", "exp", "exp-mixed", "elu", "softmax",
+pub const SECURE_OPS: [&str; 27] = [
+    // BumbleBee's exponential in the mixed ring (§V-C; the model runs exp in the full ring)
+    "exp-mixed", "elu", "softmax",
     "layernorm", "rmsnorm", "rsqrt", "reciprocal", "argmax", "onehot",
     // East (§4): OPPE with the committed tables, the Determine reciprocal, softmax compositions
-    "silu-oppe", "silu-oppe-mixed", "exp-oppe", "exp-oppe-mixed", "tanh-oppe",
+    "tanh-oppe",
     "reciprocal-determine", "softmax-oppe-determine", "softmax-oppe-newton", "softmax-taylor-determine",
     "layernorm-east", "rmsnorm-east", "rsqrt-determine",
     // ROTL / CipherGPT (§II-E): LUT activations, two-LUT exp, LUT + Newton reciprocal, softmax
-    "silu-lut", "silu-lut-mixed", "exp-lut", "reciprocal-lut", "softmax-lut",
+    "reciprocal-lut", "softmax-lut",
     // nectar (issue 17): second- and fourth-order Taylor exp, softmax with them, and the
     // softmax composition in Z_2^45
-    "exp-taylor2", "softmax-taylor2-newton", "softmax-narrow-taylor2-newton", "softmax-narrow-taylor-newton",
-    "exp-taylor4", "softmax-taylor4-newton", "softmax-narrow-taylor4-newton",
+    "softmax-taylor2-newton", "softmax-narrow-taylor2-newton", "softmax-narrow-taylor-newton",
+    "softmax-taylor4-newton", "softmax-narrow-taylor4-newton",
     // nectar (issue 17): the narrow softmax with the coarse row max and clip in Z_2^34
     "softmax-coarse-taylor4-newton", "softmax-coarse-taylor2-newton", "softmax-coarse-taylor-newton",
 ];
@@ -230,15 +232,19 @@ fn bench_inputs(k: Kernel<'_>, n: usize, cols: usize) -> Vec<f64> {
         None => x,
     };
     let op = match k {
-        Kernel::Gelu { .. } => {
-            let (lo, hi) = nectar_nn::gelu::DOMAIN;
+        Kernel::Gelu { .. } | Kernel::Silu { .. } | Kernel::Exp { .. } => {
+            let (lo, hi) = match k {
+                Kernel::Gelu { .. } => nectar_nn::gelu::DOMAIN,
+                Kernel::Silu { .. } => nectar_nn::silu::DOMAIN,
+                _ => nectar_nn::exp::DOMAIN,
+            };
             return (0..n).map(|i| off(lo + (hi - lo) * u(i))).collect();
         }
         Kernel::Named(op) => op,
     };
     (0..n)
         .map(|i| off(match op {
-            "exp" | "exp-mixed" | "exp-oppe" | "exp-oppe-mixed" | "exp-lut" | "exp-taylor2" | "exp-taylor4" => -16.0 * u(i),
+            "exp-mixed" => -16.0 * u(i),
             "elu" => 20.0 * u(i) - 16.0,
             "rsqrt" | "rsqrt-determine" => 1.0 + 1000.0 * u(i),
             "reciprocal" | "reciprocal-determine" | "reciprocal-lut" => 1.0 + 4000.0 * u(i),
@@ -265,26 +271,22 @@ fn run_op<B: nectar_nn::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
             let y = p.eval(b as &mut DynBackend<'_>, x, form, ring)?;
             return b.reveal(&y);
         }
+        Kernel::Silu { p, ring } => {
+            let y = p.eval(b as &mut DynBackend<'_>, x, ring)?;
+            return b.reveal(&y);
+        }
+        Kernel::Exp { p } => {
+            let y = p.eval(b as &mut DynBackend<'_>, x, None)?;
+            return b.reveal(&y);
+        }
         Kernel::Named(op) => op,
     };
     let y = match op {
-        "silu" => silu::silu(b, x, &silu::SILU_BUMBLEBEE)?,
-        "silu-mixed" => silu::silu_mixed(b, x, &silu::SILU_BUMBLEBEE)?,
-        "exp" => exp::exp_neg(b, x, &exp::EXP_BUMBLEBEE)?,
         "exp-mixed" => exp::exp_neg_mixed(b, x, &exp::EXP_BUMBLEBEE)?,
-        "exp-taylor2" => exp::exp_neg_taylor2(b, x, &exp::EXP_TAYLOR2)?,
-        "exp-taylor4" => exp::exp_neg_taylor4(b, x, &exp::EXP_TAYLOR4)?,
         "elu" => elu::elu(b, x, 1.0, &exp::EXP_BUMBLEBEE)?,
         "softmax" => softmax::softmax(b, x, rows, cols, None, &softmax::SOFTMAX_BUMBLEBEE)?,
-        "silu-oppe" => oppe::oppe(b, x, oppe::east_table("silu")?)?,
-        "silu-oppe-mixed" => oppe::oppe_mixed(b, x, oppe::east_table("silu")?)?,
-        "exp-oppe" => oppe::oppe(b, x, oppe::east_table("exp")?)?,
-        "exp-oppe-mixed" => oppe::oppe_mixed(b, x, oppe::east_table("exp")?)?,
         "tanh-oppe" => oppe::oppe(b, x, oppe::east_table("tanh")?)?,
         "reciprocal-determine" => reciprocal::reciprocal_determine(b, x, 1.0, 4001.0)?,
-        "silu-lut" => lut::lut_activation(b, x, &lut::SILU_LUT)?,
-        "silu-lut-mixed" => lut::lut_activation_mixed(b, x, &lut::SILU_LUT)?,
-        "exp-lut" => lut::exp_lut(b, x, &lut::EXP_LUT)?,
         "reciprocal-lut" => lut::reciprocal_lut(b, x, 4001.0)?,
         "softmax-lut" => lut::softmax_lut(b, x, rows, cols, None)?,
         s if s.starts_with("softmax-") => {
@@ -538,6 +540,23 @@ mod tests {
                 assert!(r.max_lsb_vs_twin <= tol, "{}: {} > {tol} LSB: {r:?}", k.label(), r.max_lsb_vs_twin);
             }
         }
+        for p in nectar_nn::silu::Silu::all() {
+            for ring in [ActRing::Full, ActRing::Mixed] {
+                if p.supports(ring).is_err() {
+                    continue;
+                }
+                let k = Kernel::Silu { p, ring };
+                let r = super::bench_secure(k, 64, 1, ot, None).unwrap_or_else(|e| panic!("{}: {e}", k.label()));
+                let tol = r.tol_lsb.expect("(64, 18) has stated bounds");
+                assert!(r.max_lsb_vs_twin <= tol, "{}: {} > {tol} LSB: {r:?}", k.label(), r.max_lsb_vs_twin);
+            }
+        }
+        for p in nectar_nn::exp::Exp::all() {
+            let k = Kernel::Exp { p };
+            let r = super::bench_secure(k, 64, 1, ot, None).unwrap_or_else(|e| panic!("{}: {e}", k.label()));
+            let tol = r.tol_lsb.expect("(64, 18) has stated bounds");
+            assert!(r.max_lsb_vs_twin <= tol, "{}: {} > {tol} LSB: {r:?}", k.label(), r.max_lsb_vs_twin);
+        }
         // every other kernel within its stated bound (inputs off the pivots of approximate
         // comparisons; nectar_nn::tolerance)
         for (k, cols) in super::SECURE_OPS.iter().map(|&k| {
@@ -546,13 +565,6 @@ mod tests {
             (k, if row { 16 } else { 1 })
         }) {
             let kernel = Kernel::Named(k);
-            if matches!(k, "silu-oppe-mixed" | "exp-oppe-mixed") {
-                // SiLU's and exp's tables span |x| up to 16 and 20: their cubes do not fit
-                // OPPE's (32, 10) format, which the operator refuses
-                let e = super::bench_secure(kernel, 64, cols, ot, None).unwrap_err();
-                assert!(matches!(e, NnError::FormatTooNarrow { .. }), "{e}");
-                continue;
-            }
             let r = super::bench_secure(kernel, 64, cols, ot, None).unwrap_or_else(|e| panic!("{k}: {e}"));
             assert_eq!((r.elements, r.cols), (64, cols), "{k}");
             let tol = r.tol_lsb.expect("(64, 18) has stated bounds");

@@ -25,6 +25,8 @@ use std::fmt;
 
 pub use nectar_nn::gelu::Gelu;
 pub use nectar_nn::mixed::ActRing;
+pub use nectar_nn::silu::Silu;
+pub use nectar_nn::exp::Exp;
 
 /// `act-ring`: the ring the activations run in (`nectar_nn::mixed::ActRing`).
 impl Choice for ActRing {
@@ -275,35 +277,7 @@ choice! {
 }
 
 
-choice! {
-    /// SiLU (LLaMA's gated FFN).
-    Silu : "silu" {
-        /// Four-segment approximation (BumbleBee App. D).
-        Seg4 => ("seg4", "BumbleBee App. D", true),
-        /// Oblivious piecewise polynomial (East §4.1).
-        Oppe => ("oppe", "East §4.1 OPPE", true),
-        /// Lookup table (ROTL).
-        Lut => ("lut", "ROTL §II-E LUT SiLU", true),
-    }
-}
 
-choice! {
-    /// Exponential (softmax, tanh).
-    Exp : "exp" {
-        /// Clipped Taylor series, `(1 + x/2^n)^(2^n)` (BumbleBee §V-B).
-        Taylor => ("taylor", "BumbleBee §V-B exp", true),
-        /// BumbleBee's exp with a second-order base `(1 + u + u²/2)^(2^n)` at scale f + n
-        /// (nectar, issue 17; `nectar_nn::exp::exp_neg_taylor2`).
-        Taylor2 => ("taylor2", "nectar: BumbleBee exp, 2nd-order base", true),
-        /// A fourth-order base `T4(u)^(2^3)`: one bOLEe query fewer than `taylor2`, 3× more
-        /// accurate (nectar, issue 17; `nectar_nn::exp::exp_neg_taylor4`).
-        Taylor4 => ("taylor4", "nectar: BumbleBee exp, 4th-order base", true),
-        /// Oblivious piecewise polynomial (East §4.1).
-        Oppe => ("oppe", "East §4.1 OPPE", true),
-        /// Two 2^8-entry lookup tables (ROTL §II-E).
-        Lut => ("lut", "ROTL §II-E LUT exp", true),
-    }
-}
 
 choice! {
     /// Reciprocal (softmax denominators, tanh).
@@ -474,46 +448,9 @@ impl ChoiceParams for Compare {
     }
 }
 
-/// A LUT activation's parameters as AGREEMENT data: α and the table's lines.
-fn lut_act_params(p: &nectar_nn::lut::ActLut) -> String {
-    format!("{}: alpha=2^{} lines={:?}", p.func.name(), p.alpha_log2, p.lines())
-}
-
-/// An East OPPE table as AGREEMENT data: its fitted breakpoints and coefficients.
-fn oppe_params(funcs: &[&str]) -> String {
-    funcs
-        .iter()
-        .map(|f| match nectar_nn::oppe::east_table(f) {
-            Ok(t) => format!("{f}: breaks={:?} coeffs={:?} less={:?}", t.breaks, t.coeffs, t.less_precision),
-            Err(e) => format!("{f}: {e}"),
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
-}
 
 
-impl ChoiceParams for Silu {
-    fn params(self) -> String {
-        match self {
-            Silu::Seg4 => format!("{:?}", nectar_nn::silu::SILU_BUMBLEBEE),
-            Silu::Oppe => oppe_params(&["silu"]),
-            Silu::Lut => lut_act_params(&nectar_nn::lut::SILU_LUT),
-        }
-    }
-}
 
-impl ChoiceParams for Exp {
-    fn params(self) -> String {
-        match self {
-            Exp::Taylor => format!("{:?}", nectar_nn::exp::EXP_BUMBLEBEE),
-            Exp::Taylor2 => format!("{:?}", nectar_nn::exp::EXP_TAYLOR2),
-            Exp::Taylor4 => format!("{:?}", nectar_nn::exp::EXP_TAYLOR4),
-            // tanh follows the exp choice (the BERT pooler): East's OPPE tanh table
-            Exp::Oppe => oppe_params(&["exp", "tanh"]),
-            Exp::Lut => format!("{:?} tables={:?}", nectar_nn::lut::EXP_LUT, nectar_nn::lut::EXP_LUT.tables_f64()),
-        }
-    }
-}
 
 impl ChoiceParams for Reciprocal {
     fn params(self) -> String {
@@ -699,7 +636,7 @@ impl Suite {
         Suite {
             ot: OtExt::FerretB11HalfTree,
             gelu: Gelu::new(&nectar_nn::gelu::sq8::Sq8),
-            exp: Exp::Taylor4,
+            exp: Exp::new(&nectar_nn::exp::taylor4::Taylor4),
             norm: Norm::Outer,
             softmax: Softmax::Coarse,
             olt_cost: OltCost::Balanced,
@@ -719,8 +656,8 @@ impl Suite {
             mul: Mul::Bole,
             compare: Compare::Millionaire,
             gelu: Gelu::new(&nectar_nn::gelu::seg4::Seg4),
-            silu: Silu::Seg4,
-            exp: Exp::Taylor,
+            silu: Silu::new(&nectar_nn::silu::seg4::Seg4),
+            exp: Exp::new(&nectar_nn::exp::taylor::Taylor),
             reciprocal: Reciprocal::Newton,
             rsqrt: Rsqrt::Newton,
             norm: Norm::Bumblebee,
@@ -740,8 +677,8 @@ impl Suite {
             "rotl" => Suite {
                 compare: Compare::RotlLut,
                 gelu: Gelu::new(&nectar_nn::gelu::lut::Lut),
-                silu: Silu::Lut,
-                exp: Exp::Lut,
+                silu: Silu::new(&nectar_nn::silu::lut::Lut),
+                exp: Exp::new(&nectar_nn::exp::lut::Lut),
                 reciprocal: Reciprocal::Lut,
                 softmax: Softmax::Lut,
                 ..b
@@ -750,8 +687,8 @@ impl Suite {
             // range, `nectar_nn::layernorm::EAST_NORM_DEFAULT`).
             "east" => Suite {
                 gelu: Gelu::new(&nectar_nn::gelu::oppe::Oppe),
-                silu: Silu::Oppe,
-                exp: Exp::Oppe,
+                silu: Silu::new(&nectar_nn::silu::oppe::Oppe),
+                exp: Exp::new(&nectar_nn::exp::oppe::Oppe),
                 reciprocal: Reciprocal::NewtonDetermine,
                 rsqrt: Rsqrt::NewtonDetermine,
                 norm: Norm::EastEq9,
@@ -909,13 +846,35 @@ impl Suite {
                 "matmul = blb-fused evaluates Q·K^T and P·V inside its CKKS blocks: matmul-shared must be ckks".into(),
             )),
             None if self.matmul == Matmul::Fused => self.check_blb(),
-            None => self.gelu.supports(self.act_ring).map_err(SuiteError::Unsupported),
+            None => self.check_rings(),
             Some(e) => Err(SuiteError::NotImplemented {
                 op: e.operator,
                 proto: e.protocol,
                 source_ref: e.source,
             }),
         }
+    }
+
+    /// Every activation protocol runs in the suite's activation ring, or the suite is refused
+    /// naming it (e.g. `gelu=sq8` and `act-ring=mixed`).
+    fn check_rings(&self) -> Result<(), SuiteError> {
+        self.gelu.supports(self.act_ring).map_err(SuiteError::Unsupported)?;
+        self.silu.supports(self.act_ring).map_err(SuiteError::Unsupported)?;
+        // `softmax = narrow | coarse` run the exponential in their narrower ring.
+        if matches!(self.softmax, Softmax::Narrow | Softmax::Coarse) {
+            let fp = nectar_math::FixedPoint::new(nectar_nn::softmax::NARROW_L, nectar_math::FixedPoint::BUMBLEBEE.f())
+                .map_err(|e| SuiteError::Unsupported(e.to_string()))?;
+            self.exp.fits(fp).map_err(|why| {
+                SuiteError::Unsupported(format!(
+                    "softmax={} runs exp in ({}, {}), where exp={}: {why}",
+                    self.softmax.name_of(),
+                    fp.l(),
+                    fp.f(),
+                    self.exp.name()
+                ))
+            })?;
+        }
+        Ok(())
     }
 
     /// BLB's FineGrainFusion blocks (`matmul = blb-fused`) evaluate the nonlinear operators'
@@ -1027,8 +986,8 @@ impl Suite {
             "matmul" => self.matmul_shared.name_of(),
             "mul" => self.mul.name_of(),
             "gelu" => self.gelu.name(),
-            "silu" => self.silu.name_of(),
-            "exp" | "elu" | "tanh" => self.exp.name_of(),
+            "silu" => self.silu.name(),
+            "exp" | "elu" | "tanh" => self.exp.name(),
             "reciprocal" => self.reciprocal.name_of(),
             "rsqrt" => self.rsqrt.name_of(),
             "onehot" => "i_equal",
@@ -1045,7 +1004,7 @@ impl Suite {
                 let mut parts = op.split('.').skip(1);
                 match (parts.next().unwrap_or(""), parts.next().unwrap_or("")) {
                     ("gelu", _) => self.gelu.name(),
-                    ("silu", _) => self.silu.name_of(),
+                    ("silu", _) => self.silu.name(),
                     (_, k) if k.starts_with("rec") => self.reciprocal.name_of(),
                     (_, k) if k.starts_with("rsqrt") => self.rsqrt.name_of(),
                     ("softmax", k) if k.starts_with("max") || k.starts_with("cmp") => self.compare.name_of(),

@@ -10,7 +10,7 @@
 //! Cost per AND: 2 random COTs (one per direction; no flow beyond pool refills) and `2` bits
 //! each way; 2 flows (one ordered exchange).
 
-use crate::ctx::same_len;
+use crate::words::same_len;
 use crate::{Mpc, Result};
 use nectar_net::Channel;
 

@@ -6,7 +6,7 @@
 //! Cost per bit: 1 COT + `1 + l` bits (the ACOT correction and message), 2 flows. The output
 //! ring may be narrower than the working ring (wrap bits only need `Z_{2^{shift}}`).
 
-use crate::ctx::mask;
+use crate::words::mask;
 use crate::{Mpc, Result};
 use nectar_net::Channel;
 

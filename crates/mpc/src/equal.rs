@@ -11,7 +11,7 @@
 //!
 //! Cost per element: `q` OTs `(4 COTs + 4 bits + 16·B bits)` + `B(q − 1)` ANDs; exact.
 
-use crate::ctx::mask;
+use crate::words::mask;
 use crate::{Mpc, Result};
 use nectar_net::Channel;
 

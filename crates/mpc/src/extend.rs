@@ -17,7 +17,7 @@
 //! - [`MixedWidth`] converts activations between the big ring `(l, f)` and the small ring
 //!   `(l', f')` (BumbleBee: `l' = 32, f' = 12`).
 
-use crate::ctx::{mask, pow2};
+use crate::words::{mask, pow2};
 use crate::{Mpc, MpcError, Result};
 use nectar_net::Channel;
 

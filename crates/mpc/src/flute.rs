@@ -38,7 +38,7 @@
 //! online `2k` bits (`k` each way), one exchange (2 flows). Paper (Table IV, Ferret ≈ 0.6 bits
 //! per ROT): `5.2(n − log n − 1)` bits preprocessing, `2 log n` online. Exact.
 
-use crate::ctx::same_len;
+use crate::words::same_len;
 use crate::{Mpc, MpcError, Result};
 use nectar_net::Channel;
 

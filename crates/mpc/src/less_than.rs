@@ -13,7 +13,7 @@
 //!
 //! Cost: one millionaire on `l − k − 1` bits with `2B`-bit OT messages.
 
-use crate::ctx::{mask, to_signed};
+use crate::words::{mask, to_signed};
 use crate::{Mpc, MpcError, Result};
 use nectar_net::Channel;
 
@@ -74,7 +74,7 @@ impl Mpc {
         y: &[u64],
         l: u32,
     ) -> Result<Vec<bool>> {
-        crate::ctx::same_len("less_than operands", x.len(), y.len())?;
+        crate::words::same_len("less_than operands", x.len(), y.len())?;
         let d: Vec<u64> = x.iter().zip(y).map(|(a, b)| a.wrapping_sub(*b)).collect();
         self.msb(ch, &d, l)
     }

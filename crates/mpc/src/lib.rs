@@ -56,6 +56,7 @@
 pub mod and;
 pub mod b2a;
 pub mod ctx;
+pub mod words;
 pub mod equal;
 pub mod extend;
 pub mod field_ring;

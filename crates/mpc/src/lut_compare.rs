@@ -25,7 +25,7 @@
 //! `nectar bench mpc --op msb --bits L --block B` sweeps it
 //! (`docs/results/rotl.md`). Exact.
 
-use crate::ctx::mask;
+use crate::words::mask;
 use crate::rotate::MAX_LOG_N;
 use crate::{Mpc, MpcError, Result};
 use nectar_net::Channel;

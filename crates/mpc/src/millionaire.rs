@@ -24,7 +24,7 @@
 //! `OT_CHUNK / 14` ≈ 9 362 elements at `bits = 63`) + 2 per tree level. Each call is split into chunks of at most
 //! [`OT_CHUNK`] instances (2 more flows per chunk) to bound memory.
 
-use crate::ctx::mask;
+use crate::words::mask;
 use crate::{Mpc, MpcError, Result, RADIX};
 use nectar_net::Channel;
 

@@ -6,7 +6,7 @@
 //! only change P0's share), so the `B` carries share one `(16 choose 1)-OT_{2B}` per digit.
 //! Cost: one millionaire on `l − 1` bits (see [`crate::millionaire`]); exact.
 
-use crate::ctx::{mask, msb_of};
+use crate::words::{mask, msb_of};
 use crate::{Mpc, MpcError, Result};
 use nectar_net::Channel;
 

@@ -14,7 +14,7 @@
 //!
 //! Fixed-point products follow with [`Mpc::trunc`].
 
-use crate::ctx::{broadcast, mask, same_len};
+use crate::words::{broadcast, mask, same_len};
 use crate::{Mpc, Result};
 use nectar_net::Channel;
 

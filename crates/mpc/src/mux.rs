@@ -7,7 +7,7 @@
 //!
 //! Cost per element: 2 COTs (one per direction) + `2·(1 + l)` bits, 4 flows.
 
-use crate::ctx::{mask, same_len};
+use crate::words::{mask, same_len};
 use crate::{Mpc, Result};
 use nectar_net::Channel;
 

@@ -38,7 +38,7 @@
 //! (2 COTs, `2(1 + lo)` bits, 4 flows). Local: `O(n²/128)` hashes (preprocessing), `n` XOR +
 //! `n/2` additions per table (online). Exact.
 
-use crate::ctx::mask;
+use crate::words::mask;
 use crate::rotate::{words_per_row, BitRows};
 use crate::{Mpc, MpcError, Result};
 use nectar_net::{Channel, Role};

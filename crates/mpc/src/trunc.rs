@@ -16,7 +16,7 @@
 //! multiple of `2^(l−s)` (a catastrophic error), which is why the bound is part of each
 //! operator's documented input domain (East §4.3: pick the offset `M ≥ |x|`).
 
-use crate::ctx::{mask, msb_of, pow2};
+use crate::words::{mask, msb_of, pow2};
 use crate::{Mpc, MpcError, Result};
 use nectar_net::Channel;
 

@@ -25,11 +25,8 @@ pub struct ErrStats {
     pub paper: String,
 }
 
-/// `samples` evenly spaced points of `[lo, hi]` (both ends included).
-pub fn grid(lo: f64, hi: f64, samples: usize) -> Vec<f64> {
-    let n = samples.max(2);
-    (0..n).map(|i| lo + (hi - lo) * i as f64 / (n - 1) as f64).collect()
-}
+/// (Defined with the fitter, [`crate::fit`].)
+pub use crate::fit::grid;
 
 /// Run `op` on the twin in format `fp` on `xs` and compare elementwise with `reference`.
 pub fn measure_elementwise<F, R>(
@@ -108,21 +105,16 @@ pub fn measure_layernorm(fp: FixedPoint, rows: usize, cols: usize, spread: f64) 
 /// The "Approximation accuracy" table of `docs/notes/nonlinear-notes.md` (twin vs f64, (64, 18)
 /// unless the row says mixed).
 pub fn approximation_table() -> Result<Vec<ErrStats>, NnError> {
-    use crate::{elu, exp, reciprocal, rsqrt, silu};
+    use crate::{elu, exp, reciprocal, rsqrt};
     let fp = FixedPoint::BUMBLEBEE;
     let mut out = Vec::new();
     // Every registered GeLU protocol, both forms, every ring it runs in (`gelu::ALL`).
     out.extend(gelu_rows()?);
-    let g = grid(-8.0, 8.0, 16001);
-    out.push(measure_elementwise("SiLU (64,18)", fp, &g, |b, x| silu::silu(b, x, &silu::SILU_BUMBLEBEE), silu::silu_f64, "— (App. D)")?);
-    out.push(measure_elementwise("SiLU mixed (32,8)", fp, &g, |b, x| silu::silu_mixed(b, x, &silu::SILU_BUMBLEBEE), silu::silu_f64, "—")?);
+    // Every registered SiLU protocol in every ring it runs in (`silu::ALL`).
+    out.extend(silu_rows()?);
     let g = grid(-14.0, 0.0, 14001);
-    out.push(measure_elementwise("exp (64,18) n=6, T=−14", fp, &g, |b, x| exp::exp_neg(b, x, &exp::EXP_BUMBLEBEE), f64::exp,
-        "avg err within 2^−10 ≈ 9.8e−4 (§V-B)")?);
-    out.push(measure_elementwise("exp taylor2 (64,18) n=5, T=−14", fp, &g, |b, x| exp::exp_neg_taylor2(b, x, &exp::EXP_TAYLOR2), f64::exp,
-        "— (nectar; ≈ |x|³eˣ/(6·4ⁿ) ≤ 2.2e−4)")?);
-    out.push(measure_elementwise("exp taylor4 (64,18) n=3, T=−14", fp, &g, |b, x| exp::exp_neg_taylor4(b, x, &exp::EXP_TAYLOR4), f64::exp,
-        "— (nectar; ≈ |x|⁵eˣ/(120·16ⁿ) ≤ 7.5e−5)")?);
+    // Every registered exponential (`exp::ALL`).
+    out.extend(exp_rows()?);
     out.push(measure_elementwise("exp mixed (32,12)", fp, &g, |b, x| exp::exp_neg_mixed(b, x, &exp::EXP_BUMBLEBEE), f64::exp, "—")?);
     let g = grid(-14.0, 4.0, 18001);
     out.push(measure_elementwise("ELU α=1 (64,18)", fp, &g, |b, x| elu::elu(b, x, 1.0, &exp::EXP_BUMBLEBEE), |x| crate::elu::elu_f64(x, 1.0), "—")?);
@@ -157,19 +149,53 @@ pub fn gelu_rows() -> Result<Vec<ErrStats>, NnError> {
 /// column the protocol's stated figure.
 pub fn gelu_row(p: crate::gelu::Gelu, form: crate::gelu::GeluForm, ring: crate::mixed::ActRing) -> Result<ErrStats, NnError> {
     use crate::gelu::{GeluForm, DOMAIN};
-    use crate::mixed::ActRing;
     let g = grid(DOMAIN.0, DOMAIN.1, 16001);
     let form_name = match form {
         GeluForm::Erf => "erf",
         GeluForm::Tanh => "tanh",
     };
-    let ring_name = match ring {
-        ActRing::Full => "(64,18)",
-        ActRing::Mixed => "mixed",
-    };
+    let ring_name = ring.pick("(64,18)", "mixed");
     let name = format!("GeLU {} {form_name} {ring_name}", p.name());
     let run = |b: &mut PlainBackend, x: &Vec<u64>| p.eval(b, x, form, ring);
     measure_elementwise(&name, FixedPoint::BUMBLEBEE, &g, run, |x| nectar_math::real::gelu(x, form), p.stated_accuracy())
+}
+
+/// One row per registered SiLU protocol and supported ring ([`silu_row`]).
+pub fn silu_rows() -> Result<Vec<ErrStats>, NnError> {
+    use crate::mixed::ActRing;
+    let mut out = Vec::new();
+    for p in crate::silu::Silu::all() {
+        for ring in [ActRing::Full, ActRing::Mixed] {
+            if p.supports(ring).is_ok() {
+                out.push(silu_row(p, ring)?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The twin of SiLU protocol `p` in `ring` on [`crate::silu::DOMAIN`] against the exact SiLU:
+/// the row `SiLU <protocol> <ring>`.
+pub fn silu_row(p: crate::silu::Silu, ring: crate::mixed::ActRing) -> Result<ErrStats, NnError> {
+    let (lo, hi) = crate::silu::DOMAIN;
+    let g = grid(lo, hi, 16001);
+    let name = format!("SiLU {} {}", p.name(), ring.pick("(64,18)", "mixed"));
+    let run = |b: &mut PlainBackend, x: &Vec<u64>| p.eval(b, x, ring);
+    measure_elementwise(&name, FixedPoint::BUMBLEBEE, &g, run, nectar_math::real::silu, p.stated_accuracy())
+}
+
+/// One row per registered exponential ([`exp_row`]).
+pub fn exp_rows() -> Result<Vec<ErrStats>, NnError> {
+    crate::exp::Exp::all().map(exp_row).collect()
+}
+
+/// The twin of exponential `p` on [`crate::exp::DOMAIN`] in (64, 18) against `e^x`: the row
+/// `exp <protocol>`.
+pub fn exp_row(p: crate::exp::Exp) -> Result<ErrStats, NnError> {
+    let (lo, hi) = crate::exp::DOMAIN;
+    let g = grid(lo, hi, 16001);
+    let run = |b: &mut PlainBackend, x: &Vec<u64>| p.eval(b, x, None);
+    measure_elementwise(&format!("exp {} (64,18)", p.name()), FixedPoint::BUMBLEBEE, &g, run, f64::exp, p.stated_accuracy())
 }
 
 /// The table as Markdown.

@@ -22,6 +22,12 @@ use crate::plain::PlainBackend;
 use crate::NnError;
 use nectar_math::FixedPoint;
 
+/// `samples` evenly spaced points of `[lo, hi]` (both ends included).
+pub fn grid(lo: f64, hi: f64, samples: usize) -> Vec<f64> {
+    let n = samples.max(2);
+    (0..n).map(|i| lo + (hi - lo) * i as f64 / (n - 1) as f64).collect()
+}
+
 /// A function OPPE can approximate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum Func {
@@ -337,7 +343,7 @@ pub fn fit(spec: &FitSpec) -> Result<OppeTable, NnError> {
 
 /// The error figures of `table` against `func` on its domain: f64 and the twin in `fp`.
 pub fn measure(table: &OppeTable, func: Func, fp: FixedPoint, samples: usize) -> Result<FitRecord, NnError> {
-    let xs = crate::accuracy::grid(table.domain[0], table.domain[1], samples);
+    let xs = grid(table.domain[0], table.domain[1], samples);
     let mut b = PlainBackend::new(fp)?;
     let x = b.encode(&xs)?;
     let xq = b.decode(&x);

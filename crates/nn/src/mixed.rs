@@ -21,6 +21,16 @@ pub enum ActRing {
     Mixed,
 }
 
+impl ActRing {
+    /// `full` in the full ring, `mixed` in the activation ring.
+    pub fn pick<T>(self, full: T, mixed: T) -> T {
+        match self {
+            ActRing::Full => full,
+            ActRing::Mixed => mixed,
+        }
+    }
+}
+
 /// BumbleBee's activation format `l' = 32, f' = 12` (§V-C, §VII; AGREEMENT).
 pub const ACT_FORMAT: FixedPoint = FixedPoint::BUMBLEBEE_ACT;
 

@@ -132,7 +132,7 @@ impl OppeTable {
     }
 
     /// `log2` of the largest power `|x|^d` on the domain (headroom before truncation).
-    fn power_log2(&self) -> u32 {
+    pub(crate) fn power_log2(&self) -> u32 {
         power_log2(self.domain, self.degree())
     }
 

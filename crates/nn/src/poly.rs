@@ -17,6 +17,10 @@ pub enum LessMode {
     Approx { precision: u32 },
 }
 
+/// Distance from a pivot within which an approximate comparison may pick either side: the
+/// comparison ignores the low `f − 4` bits, i.e. 2^−4 in real terms.
+pub const PIVOT_GAP: f64 = 1.0 / 16.0;
+
 /// BumbleBee's default: approximate less-than at precision 4 (REFERENCE.md §2.4, AGREEMENT).
 pub const BUMBLEBEE_LESS: LessMode = LessMode::Approx { precision: 4 };
 

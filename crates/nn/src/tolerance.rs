@@ -20,22 +20,14 @@ use crate::NnError;
 
 /// The GeLU protocols' bounds live with them ([`crate::gelu`]).
 pub use crate::gelu::{p4::P4_MIXED_TOL, p4::P4_TOL, p7::P7_TOL, seg4::SEG4_MIXED_TOL, seg4::SEG4_TOL, sq8::SQ8_TOL};
+/// The SiLU protocols' bounds live with them ([`crate::silu`]).
+pub use crate::silu::seg4::{SILU_MIXED_TOL, SILU_TOL};
+/// The exponential's bounds live with it ([`crate::exp`]).
+pub use crate::exp::taylor::{EXP_MIXED_TOL, EXP_TOL};
 
-/// Distance from a pivot within which an approximate comparison may pick either side: the
-/// comparison ignores the low `f − 4` bits, i.e. 2^−4 in real terms.
-pub const PIVOT_GAP: f64 = 1.0 / 16.0;
+/// (Defined with the comparison modes, [`crate::poly`].)
+pub use crate::poly::PIVOT_GAP;
 
-/// SiLU at f = 18 (P6 on |x| ≤ 4): x² 2, x⁴ 66, x³ 10, x⁶ 1282; |b2|, |b4|, |b6| = 0.23, 0.011,
-/// 2.7e−4: 1.5 + 2 ≤ 4.
-pub const SILU_TOL: i64 = 4;
-/// SiLU mixed at f' = 8: 1.1 + 4 + 1 → 7 LSB' · 2^10.
-pub const SILU_MIXED_TOL: i64 = 7 << 10;
-/// exp = (1 + x/2^n)^(2^n), y_k ≤ 1: e_0 ≤ 1 (trunc), e_{k+1} ≤ 2·e_k + 2, so e_n ≤ 3·2^n − 2
-/// = 190 for n = 6 (by OT products: 2^(n+1) − 1 = 127, which is attained).
-pub const EXP_TOL: i64 = 190;
-/// exp mixed at f' = 12: e_0 ≤ 2 (entering δ and the division's truncation): 4·2^n − 2 = 254 LSB'
-/// · 2^6.
-pub const EXP_MIXED_TOL: i64 = 254 << 6;
 /// `exp = taylor2` (n = 5): at scale g = f + n, e_0 ≤ 2 (the u²/2 square), e_{k+1} ≤ 2·e_k + 2
 /// over the n − 1 squarings at scale g (y ≤ 1): 4·2^(n−1) − 2 = 62 LSB_g; the last squaring
 /// (truncating to scale f): 2·62·2^−n + 2 → 6 LSB.

@@ -262,7 +262,7 @@ fn randu(n: usize, lo: f64, hi: f64, seed: u64) -> Vec<f64> {
 
 // ---- tolerances (twin vs secure, raw LSB of the (64, 18) output): the error models of
 // `nectar_nn::tolerance`, shared with `nectar bench nn` ----
-use nectar_nn::tolerance::{exp_taylor4_tol, softmax_tol, ELU_TOL, EXP_MIXED_TOL, EXP_TOL, NORM_TOL, RECIP_TOL, RSQRT_TOL, SILU_MIXED_TOL, SILU_TOL};
+use nectar_nn::tolerance::{exp_taylor4_tol, softmax_tol, ELU_TOL, EXP_MIXED_TOL, EXP_TOL, NORM_TOL, RECIP_TOL, RSQRT_TOL};
 
 #[test]
 fn activations_match_twin_and_f64() {
@@ -271,7 +271,6 @@ fn activations_match_twin_and_f64() {
     // within 2^(f−4) LSB = 2^−4 of a pivot: the LSB tolerances hold off the pivots, and at the
     // pivots only the f64 bound (approximation error + segment jump) applies
     let gap = 1.0 / 16.0;
-    let gs = off_pivots(-10.0, 9.0, 241, &[-8.0, -4.0, 4.0], gap);
     let pivots: Vec<f64> = p.t.iter().flat_map(|&t| [t - 0.05, t - 1e-5, t, t + 1e-5, t + 0.05]).collect();
     let ge = off_pivots(-16.0, 0.0, 241, &[-14.0], gap);
     let ulp = 1.0 / FP.scale();
@@ -281,26 +280,6 @@ fn activations_match_twin_and_f64() {
             b.reveal(&y)
         }))
         .float(gelu::gelu_f64, 3.5e-2),
-        item("silu", gs.clone(), SILU_TOL, case!(|b, x| {
-            let y = silu::silu(b, x, &silu::SILU_BUMBLEBEE)?;
-            b.reveal(&y)
-        }))
-        .float(silu::silu_f64, 7.5e-2 + SILU_TOL as f64 * ulp),
-        item("silu mixed", gs.clone(), SILU_MIXED_TOL, case!(|b, x| {
-            let y = silu::silu_mixed(b, x, &silu::SILU_BUMBLEBEE)?;
-            b.reveal(&y)
-        }))
-        .float(silu::silu_f64, 8e-2 + SILU_MIXED_TOL as f64 * ulp),
-        item("exp", ge.clone(), EXP_TOL, case!(|b, x| {
-            let y = exp::exp_neg(b, x, &exp::EXP_BUMBLEBEE)?;
-            b.reveal(&y)
-        }))
-        .float(|v: f64| v.exp(), 5e-3 + EXP_TOL as f64 * ulp),
-        item("exp taylor4", ge.clone(), exp_taylor4_tol(FP, &exp::EXP_TAYLOR4).expect("taylor4 in (64, 18)"), case!(|b, x| {
-            let y = exp::exp_neg_taylor4(b, x, &exp::EXP_TAYLOR4)?;
-            b.reveal(&y)
-        }))
-        .float(|v: f64| v.exp(), 8e-5 + 8.0 * ulp),
         item("exp mixed", ge.clone(), EXP_MIXED_TOL, case!(|b, x| {
             let y = exp::exp_neg_mixed(b, x, &exp::EXP_BUMBLEBEE)?;
             b.reveal(&y)
@@ -554,6 +533,46 @@ fn gelu_items() -> Vec<Item> {
     items
 }
 
+/// A registered SiLU protocol as a test case (`nectar_nn::silu::ALL`).
+struct SiluCase {
+    p: silu::Silu,
+    ring: nectar_nn::mixed::ActRing,
+}
+
+impl Case for SiluCase {
+    fn plain(&self, b: &mut PlainBackend, x: &Vec<u64>) -> R {
+        let y = self.p.eval(b, x, self.ring)?;
+        b.reveal(&y)
+    }
+    fn secure(&self, b: &mut SecureBackend<'_>, x: &Vec<u64>) -> R {
+        let y = self.p.eval(b, x, self.ring)?;
+        b.reveal(&y)
+    }
+}
+
+/// Generated from the registry as [`gelu_items`]: every SiLU protocol in every ring it runs in.
+fn silu_items() -> Vec<Item> {
+    use nectar_nn::mixed::ActRing;
+    use nectar_nn::tolerance::PIVOT_GAP;
+    let (lo, hi) = silu::DOMAIN;
+    let ulp = 1.0 / FP.scale();
+    let mut items = Vec::new();
+    for p in silu::Silu::all() {
+        for ring in [ActRing::Full, ActRing::Mixed] {
+            if p.supports(ring).is_err() {
+                continue;
+            }
+            let pv = p.pivots();
+            let mut xs = off_pivots(lo, hi, 241, &pv, PIVOT_GAP);
+            xs.extend(randu(60, lo, hi, 19).into_iter().filter(|x| pv.iter().all(|t| (x - t).abs() > PIVOT_GAP)));
+            let tol = p.tolerance(ring).unwrap();
+            let ftol = p.approx_error(ring).unwrap() + tol as f64 * ulp;
+            items.push(item(format!("silu={p} {ring:?}"), xs, tol, Box::new(SiluCase { p, ring })).float(nectar_math::real::silu, ftol));
+        }
+    }
+    items
+}
+
 #[test]
 fn every_gelu_protocol_matches_twin_and_f64() {
     check(opts(), gelu_items());
@@ -562,6 +581,59 @@ fn every_gelu_protocol_matches_twin_and_f64() {
 #[test]
 fn every_gelu_protocol_matches_twin_and_f64_with_bole_products() {
     check(bole_opts(), gelu_items());
+}
+
+/// A registered exponential as a test case (`nectar_nn::exp::ALL`).
+struct ExpCase {
+    p: exp::Exp,
+}
+
+impl Case for ExpCase {
+    fn plain(&self, b: &mut PlainBackend, x: &Vec<u64>) -> R {
+        let y = self.p.eval(b, x, None)?;
+        b.reveal(&y)
+    }
+    fn secure(&self, b: &mut SecureBackend<'_>, x: &Vec<u64>) -> R {
+        let y = self.p.eval(b, x, None)?;
+        b.reveal(&y)
+    }
+}
+
+/// Generated from the registry as [`gelu_items`]: every exponential on [`exp::DOMAIN`].
+fn exp_items() -> Vec<Item> {
+    use nectar_nn::tolerance::PIVOT_GAP;
+    let (lo, hi) = exp::DOMAIN;
+    let ulp = 1.0 / FP.scale();
+    exp::Exp::all()
+        .map(|p| {
+            let pv = p.pivots();
+            let mut xs = off_pivots(lo, hi, 241, &pv, PIVOT_GAP);
+            xs.extend(randu(60, lo, hi, 23).into_iter().filter(|x| pv.iter().all(|t| (x - t).abs() > PIVOT_GAP)));
+            let tol = p.tolerance(FP).unwrap();
+            let ftol = p.approx_error().unwrap() + tol as f64 * ulp;
+            item(format!("exp={p}"), xs, tol, Box::new(ExpCase { p })).float(f64::exp, ftol)
+        })
+        .collect()
+}
+
+#[test]
+fn every_exp_protocol_matches_twin_and_f64() {
+    check(opts(), exp_items());
+}
+
+#[test]
+fn every_exp_protocol_matches_twin_and_f64_with_bole_products() {
+    check(bole_opts(), exp_items());
+}
+
+#[test]
+fn every_silu_protocol_matches_twin_and_f64() {
+    check(opts(), silu_items());
+}
+
+#[test]
+fn every_silu_protocol_matches_twin_and_f64_with_bole_products() {
+    check(bole_opts(), silu_items());
 }
 
 #[test]

@@ -339,9 +339,9 @@ fn half_tree_tweak(tree: u128, level: usize, node: usize) -> u128 {
 }
 
 /// The children of the `w` nodes `cur[..w]` at level `l − 1` into `nxt[..2w]`:
-/// `left = H(p)`, `right = p ⊕ left` ([`crate::half_tree::children`]).
+/// `left = H(p)`, `right = p ⊕ left` ([`crate::ggm::half_tree_children`]).
 fn half_tree_level(crh: &Crh, tree: u128, l: usize, cur: &[u128], nxt: &mut [u128]) {
-    crate::half_tree::children(crh, cur, nxt, |i| half_tree_tweak(tree, l, i));
+    crate::ggm::half_tree_children(crh, cur, nxt, |i| half_tree_tweak(tree, l, i));
 }
 
 /// The two buffers of a depth-`h` tree, ordered so that level `h` lands in `leaves`: level `l`

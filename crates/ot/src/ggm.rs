@@ -79,6 +79,21 @@ pub fn reconstruct(crh: &Crh, alpha: usize, keys: &[u128], leaves: &mut [u128], 
     }
 }
 
+/// The half-tree rule: children of the `w` nodes `cur[..w]` into `nxt[..2w]`, `left = H(p)`
+/// (TCCR under `tweak(i)` for node `i`), `right = p ⊕ left`. The rule of [`crate::half_tree`]'s PPRF and of Ferret's half-tree SPCOT (Guo et al.,
+/// EUROCRYPT'23 §4).
+pub(crate) fn half_tree_children(crh: &Crh, cur: &[u128], nxt: &mut [u128], tweak: impl Fn(usize) -> u128) {
+    let w = cur.len();
+    nxt[..w].copy_from_slice(cur);
+    crh.tccr_with(&mut nxt[..w], tweak);
+    // Spread in place from the back (2i >= i): nxt[i] is read before anything overwrites it.
+    for i in (0..w).rev() {
+        let left = nxt[i];
+        nxt[2 * i] = left;
+        nxt[2 * i + 1] = cur[i] ^ left;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

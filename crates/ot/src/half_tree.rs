@@ -26,6 +26,7 @@
 //! blocks). Local: `2^h − 2` hashes for the tree and `2^h·width` for the outputs (2 AES each).
 
 use crate::crhash::Crh;
+use crate::ggm::half_tree_children as children;
 use crate::pool::CotPool;
 use crate::rot::{need_receiver, need_sender};
 use crate::{blocks_to_bytes, recv_blocks, OtError};
@@ -58,20 +59,6 @@ fn node_tweak(tree: u64, level: usize, node: usize) -> u128 {
 
 fn leaf_tweak(tree: u64, leaf: usize, block: usize) -> u128 {
     DOMAIN_LEAF | (tree as u128) << 56 | (leaf as u128) << 24 | block as u128
-}
-
-/// The half-tree rule: children of the `w` nodes `cur[..w]` into `nxt[..2w]`, `left = H(p)`
-/// (TCCR under `tweak(i)` for node `i`), `right = p ⊕ left`. Also Ferret's half-tree SPCOT's.
-pub(crate) fn children(crh: &Crh, cur: &[u128], nxt: &mut [u128], tweak: impl Fn(usize) -> u128) {
-    let w = cur.len();
-    nxt[..w].copy_from_slice(cur);
-    crh.tccr_with(&mut nxt[..w], tweak);
-    // Spread in place from the back (2i >= i): nxt[i] is read before anything overwrites it.
-    for i in (0..w).rev() {
-        let left = nxt[i];
-        nxt[2 * i] = left;
-        nxt[2 * i + 1] = cur[i] ^ left;
-    }
 }
 
 /// Children of the `w` nodes `cur[..w]` at level `l − 1` into `nxt[..2w]` (half-tree rule).

@@ -7,7 +7,7 @@
 //! `L·N·Σ_i ceil(log2 q_i)` bits each plus a 16-byte seed.
 
 use super::params::CkksParams;
-use super::rotation::{conjugation_element, rotation_element};
+use super::galois::{conjugation_element, rotation_element};
 use crate::keys::{all_mods, GaloisKey, GaloisKeys, PublicKey, SecretKey};
 use crate::poly::RnsPoly;
 use crate::HeError;

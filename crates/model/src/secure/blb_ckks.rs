@@ -21,7 +21,7 @@
 use crate::fusion::exec::{layouts, run_block, CtTensor, Layout};
 use crate::fusion::graph::Operand;
 use crate::fusion::Part;
-use crate::secure::blb::FusedCall;
+use crate::secure::blb_call::FusedCall;
 use nectar_he::ckks::{CkksParams, CkksParamsLiteral, EvalCounts};
 use nectar_linear::ckks_convert::{ckks_to_shares_client, ckks_to_shares_server, conversion_level, shares_to_ckks_client_at, shares_to_ckks_server_at, ConvFormat, FieldToRing, Slots};
 use nectar_linear::ckks_linear::{conv_format, Side};

@@ -213,7 +213,7 @@ pub trait Engine: Backend<Val = Vec<u64>, Bit = Vec<bool>> {
     /// once per session: a parameter set's public, relinearisation and conjugation keys, the
     /// block's rotation keys); nothing once they are there. The twin has no keys. Default: this
     /// engine has no BLB session.
-    fn fused_keys(&mut self, _call: &crate::secure::blb::FusedCall<'_>) -> Result<(), NnError> {
+    fn fused_keys(&mut self, _call: &crate::secure::blb_call::FusedCall<'_>) -> Result<(), NnError> {
         Err(NnError::BadArgument("this engine has no BLB session (suite matmul = blb-fused)".into()))
     }
 
@@ -223,7 +223,7 @@ pub trait Engine: Backend<Val = Vec<u64>, Bit = Vec<bool>> {
     /// Secure: conversions with their stochastic rounding (a few units of `2^-f`) and CKKS
     /// noise (about `2^-25` relative); twin: the block on the slot simulator. Default: this
     /// engine has no BLB session.
-    fn fused_block(&mut self, _call: &crate::secure::blb::FusedCall<'_>, _inputs: &[(&Self::Val, u32)]) -> Result<Vec<Self::Val>, NnError> {
+    fn fused_block(&mut self, _call: &crate::secure::blb_call::FusedCall<'_>, _inputs: &[(&Self::Val, u32)]) -> Result<Vec<Self::Val>, NnError> {
         Err(NnError::BadArgument("this engine has no BLB session (suite matmul = blb-fused)".into()))
     }
 

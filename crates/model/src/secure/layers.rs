@@ -14,8 +14,7 @@ use crate::secure::{SecureError, WeightSource};
 use crate::suite::Embed;
 use nectar_math::FixedPoint;
 use nectar_net::Role;
-use nectar_nn::backend::{enc, enc_scaled, int};
-use nectar_nn::reciprocal::RecipParams;
+use nectar_nn::backend::{enc, enc_scaled};
 
 /// A server's dense layer, encoded for the engine: `w` is `in × out` row-major.
 #[derive(Clone, Debug)]
@@ -168,36 +167,6 @@ fn bias<E: Engine>(
     } else {
         Ok(y)
     }
-}
-
-/// Reciprocal domain `[1, 4)` for `1 + e^{−2|x|} ∈ [1, 2]`.
-const RECIP_TANH: RecipParams = RecipParams {
-    lo: 0,
-    hi: 2,
-    iters: 3,
-};
-
-/// `tanh(x) = sign(x)·(1 − e^{−2|x|}) / (1 + e^{−2|x|})` (BERT pooler, BumbleBee's
-/// composition; [`operators::tanh`] chooses): one msb, two muxes, the suite's exponential, one
-/// reciprocal on [1, 2] and one product.
-pub fn tanh_composed<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, SecureError> {
-    let s = e.msb(x)?;
-    let neg = e.mux(&s, x)?;
-    let two = int(e, 2);
-    let twoneg = e.mul_const(&neg, &[two], 0)?;
-    let a = e.sub(x, &twoneg)?; // |x|
-    let m2 = int(e, -2);
-    let d = e.mul_const(&a, &[m2], 0)?; // −2|x| ≤ 0
-    let ex = operators::exp_nonpositive(e, &d)?;
-    let one = enc(e, 1.0)?;
-    let den = e.add_const(&ex, &[one])?;
-    let nex = e.neg(&ex)?;
-    let num = e.add_const(&nex, &[one])?;
-    let r = operators::reciprocal(e, &den, 1.0, 2.0, &RECIP_TANH)?;
-    let t = e.mul(&num, &r)?;
-    let tneg = e.mux(&s, &t)?;
-    let t2 = e.mul_const(&tneg, &[two], 0)?;
-    Ok(e.sub(&t, &t2)?)
 }
 
 /// Multi-head attention on shares. `q`: `[n, heads·dh]` already scaled by `1/√dh` (folded into

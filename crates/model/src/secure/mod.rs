@@ -34,6 +34,7 @@
 
 pub mod bert;
 pub mod blb;
+pub mod blb_call;
 pub mod blb_ckks;
 pub mod block;
 pub mod engine;

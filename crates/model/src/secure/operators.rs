@@ -12,14 +12,13 @@
 use crate::secure::engine::{timed, truncated_matmul_weight, Engine, WeightRef};
 use crate::secure::exact;
 use crate::secure::SecureError;
-use crate::suite::{ActRing, Choice, Exp, Norm, Reciprocal, Rsqrt, Silu, Softmax, Suite, SuiteError};
-use nectar_nn::exp::{exp_neg, exp_neg_taylor2, exp_neg_taylor4, ExpParams, EXP_BUMBLEBEE, EXP_TAYLOR2, EXP_TAYLOR4};
-use nectar_nn::oppe::{east_table, oppe, oppe_mixed, OppeTable};
+use crate::suite::{Choice, Norm, Reciprocal, Rsqrt, Softmax, Suite, SuiteError};
+use nectar_math::registry::Protocol;
+use nectar_nn::backend::{enc, int};
 use nectar_nn::NnError;
 use nectar_nn::gelu::GeluForm;
 use nectar_nn::lut::{
-    exp_lut, lut_activation, lut_activation_mixed, reciprocal_lut, softmax_lut, ActLut, EXP_LUT,
-    SILU_LUT,
+    reciprocal_lut, softmax_lut,
 };
 use nectar_nn::layernorm::{
     centre_and_rsqrt, layernorm as nn_layernorm, layernorm_east, EastNormParams, LayerNormParams, EAST_NORM_DEFAULT, LAYERNORM_DEFAULT,
@@ -27,7 +26,6 @@ use nectar_nn::layernorm::{
 use nectar_nn::reciprocal::{reciprocal as nn_reciprocal, reciprocal_determine, RecipParams};
 use nectar_nn::max::tile_cols;
 use nectar_nn::rmsnorm::{rms_rsqrt, rmsnorm as nn_rmsnorm};
-use nectar_nn::silu::{silu as nn_silu, silu_mixed, SILU_BUMBLEBEE};
 use nectar_nn::softmax::{
     coarse_recip, recip_for_rows, softmax as nn_softmax, softmax_in_ring, SoftmaxForm, COARSE_CMP_L, SOFTMAX_BUMBLEBEE,
 };
@@ -42,26 +40,6 @@ pub fn planned<C: Choice>(c: C) -> SecureError {
     })
 }
 
-/// The committed East OPPE table of `func` (`crates/nn/data/east`).
-fn table(func: &str) -> Result<&'static OppeTable, SecureError> {
-    Ok(east_table(func)?)
-}
-
-/// OPPE with `table` in the suite's activation ring.
-fn oppe_in_ring<E: Engine>(e: &mut E, x: &E::Val, s: &Suite, t: &OppeTable) -> Result<E::Val, SecureError> {
-    Ok(match s.act_ring {
-        ActRing::Full => oppe(e, x, t)?,
-        ActRing::Mixed => oppe_mixed(e, x, t)?,
-    })
-}
-
-/// A LUT activation (ROTL §II-E) in the suite's activation ring.
-fn lut_in_ring<E: Engine>(e: &mut E, x: &E::Val, ring: ActRing, p: &ActLut) -> Result<E::Val, SecureError> {
-    Ok(match ring {
-        ActRing::Full => lut_activation(e, x, p)?,
-        ActRing::Mixed => lut_activation_mixed(e, x, p)?,
-    })
-}
 
 /// GeLU by the suite's protocol (`nectar_nn::gelu::ALL`), in the suite's activation ring.
 /// `tanh_form`: the checkpoint's activation is GPT-2's `gelu_new` (protocols with a fit per
@@ -77,19 +55,14 @@ pub fn gelu<E: Engine>(e: &mut E, x: &E::Val, tanh_form: bool) -> Result<E::Val,
     })
 }
 
-/// SiLU by the suite's protocol, in the suite's activation ring.
+/// SiLU by the suite's protocol (`nectar_nn::silu::ALL`), in the suite's activation ring.
 pub fn silu<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, SecureError> {
     let s = *e.suite();
     timed(e, "silu", |e| {
         if e.exact("silu") {
             return exact::map(e, x, exact::silu);
         }
-        Ok(match (s.silu, s.act_ring) {
-            (Silu::Seg4, ActRing::Full) => nn_silu(e, x, &SILU_BUMBLEBEE)?,
-            (Silu::Seg4, ActRing::Mixed) => silu_mixed(e, x, &SILU_BUMBLEBEE)?,
-            (Silu::Oppe, _) => oppe_in_ring(e, x, &s, table("silu")?)?,
-            (Silu::Lut, ring) => lut_in_ring(e, x, ring, &SILU_LUT)?,
-        })
+        Ok(s.silu.eval(e, x, s.act_ring)?)
     })
 }
 
@@ -107,13 +80,8 @@ pub fn exp_nonpositive<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, Secur
 /// [`exp_nonpositive`] with the Taylor forms' clip compared in `Z_{2^clip_l}` (`Some`: the
 /// coarse softmax, whose inputs are bounded; see `nectar_nn::exp::ExpParams::clip_l`).
 fn exp_clipped_in<E: Engine>(e: &mut E, x: &E::Val, clip_l: Option<u32>) -> Result<E::Val, SecureError> {
-    match e.suite().exp {
-        Exp::Taylor => Ok(exp_neg(e, x, &ExpParams { clip_l, ..EXP_BUMBLEBEE })?),
-        Exp::Taylor2 => Ok(exp_neg_taylor2(e, x, &ExpParams { clip_l, ..EXP_TAYLOR2 })?),
-        Exp::Taylor4 => Ok(exp_neg_taylor4(e, x, &ExpParams { clip_l, ..EXP_TAYLOR4 })?),
-        Exp::Oppe => Ok(oppe(e, x, table("exp")?)?),
-        Exp::Lut => Ok(exp_lut(e, x, &EXP_LUT)?),
-    }
+    let p = e.suite().exp;
+    Ok(p.eval(e, x, clip_l)?)
 }
 
 /// `1/x` by the suite's `reciprocal`: for `x ∈ [lo, hi]` (Determine uses the range itself;
@@ -140,16 +108,47 @@ pub fn reciprocal<E: Engine>(e: &mut E, x: &E::Val, lo: f64, hi: f64, p: &RecipP
 }
 
 /// `tanh` (the BERT pooler) by the suite's `exp`: BumbleBee composes it from the clipped
-/// exponential and a reciprocal ([`crate::secure::layers::tanh_composed`]); with `exp = oppe`, East's
+/// exponential and a reciprocal ([`tanh_composed`]); with `exp = oppe`, East's
 /// own OPPE tanh table (m = 7, d = 3) evaluates it directly.
 pub fn tanh<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, SecureError> {
     if e.exact("tanh") {
         return exact::map(e, x, f64::tanh);
     }
-    match e.suite().exp {
-        Exp::Oppe => Ok(oppe(e, x, table("tanh")?)?),
-        _ => crate::secure::layers::tanh_composed(e, x),
+    let p = e.suite().exp;
+    match p.tanh(e, x) {
+        Some(y) => Ok(y?),
+        None => tanh_composed(e, x),
     }
+}
+
+/// Reciprocal domain `[1, 4)` for `1 + e^{−2|x|} ∈ [1, 2]`.
+const RECIP_TANH: RecipParams = RecipParams {
+    lo: 0,
+    hi: 2,
+    iters: 3,
+};
+
+/// `tanh(x) = sign(x)·(1 − e^{−2|x|}) / (1 + e^{−2|x|})` (BERT pooler, BumbleBee's
+/// composition; [`tanh`] chooses): one msb, two muxes, the suite's exponential, one
+/// reciprocal on [1, 2] and one product.
+fn tanh_composed<E: Engine>(e: &mut E, x: &E::Val) -> Result<E::Val, SecureError> {
+    let s = e.msb(x)?;
+    let neg = e.mux(&s, x)?;
+    let two = int(e, 2);
+    let twoneg = e.mul_const(&neg, &[two], 0)?;
+    let a = e.sub(x, &twoneg)?; // |x|
+    let m2 = int(e, -2);
+    let d = e.mul_const(&a, &[m2], 0)?; // −2|x| ≤ 0
+    let ex = exp_nonpositive(e, &d)?;
+    let one = enc(e, 1.0)?;
+    let den = e.add_const(&ex, &[one])?;
+    let nex = e.neg(&ex)?;
+    let num = e.add_const(&nex, &[one])?;
+    let r = reciprocal(e, &den, 1.0, 2.0, &RECIP_TANH)?;
+    let t = e.mul(&num, &r)?;
+    let tneg = e.mux(&s, &t)?;
+    let t2 = e.mul_const(&tneg, &[two], 0)?;
+    Ok(e.sub(&t, &t2)?)
 }
 
 /// Row softmax of `rows × cols` scores with a public mask (`true` hides an entry): the
@@ -166,17 +165,15 @@ pub fn softmax<E: Engine>(
     if e.exact("softmax") {
         return timed(e, "softmax", |e| exact::softmax(e, x, cols, mask));
     }
-    timed(e, "softmax", |e| match (s.softmax, s.exp, s.reciprocal) {
-        (Softmax::Bumblebee, Exp::Taylor, Reciprocal::Newton) => {
+    // BumbleBee's composition with its own exponential (`nectar_nn::softmax::SOFTMAX_BUMBLEBEE`).
+    let bumblebee_exp = s.exp.name() == nectar_nn::exp::taylor::Taylor.name();
+    timed(e, "softmax", |e| match (s.softmax, s.reciprocal) {
+        (Softmax::Bumblebee, Reciprocal::Newton) if bumblebee_exp => {
             Ok(nn_softmax(e, x, rows, cols, mask, &SOFTMAX_BUMBLEBEE)?)
         }
-        (Softmax::Lut, _, _) => Ok(softmax_lut(e, x, rows, cols, mask)?),
-        (Softmax::Narrow | Softmax::Coarse, Exp::Oppe | Exp::Lut, _) => Err(SecureError::Unsupported(format!(
-            "softmax={} runs exp in (45, 18), where exp={} does not fit; use exp=taylor4, taylor2 or taylor",
-            s.softmax.name(),
-            s.exp.name()
-        ))),
-        (Softmax::Bumblebee | Softmax::Narrow | Softmax::Coarse, _, _) => {
+        (Softmax::Lut, _) => Ok(softmax_lut(e, x, rows, cols, mask)?),
+        (Softmax::Bumblebee | Softmax::Narrow | Softmax::Coarse, _) => {
+            // (`Suite::validate` refuses an exponential that does not fit the narrow ring.)
             // nectar's narrow softmax also narrows the Newton domain to [1, cols] (fewer
             // normalisation thresholds); BumbleBee's keeps [1, 2^13); the coarse max's row
             // sums start at 1/2.

@@ -1,7 +1,7 @@
 //! `gelu = lut`: ROTL's shifted lookup table (§II-E; CipherGPT): one `2^8`-entry table of
 //! lines over `[−4, 4)` for the checkpoint's GeLU form; the evaluator is [`crate::lut`].
 
-use super::{by_form, by_ring, GeluForm, GeluProtocol};
+use super::{by_form, GeluForm, GeluProtocol};
 use crate::backend::DynBackend;
 use crate::lut::{lut_activation, lut_activation_mixed, ActLut, GELU_LUT, GELU_TANH_LUT};
 use crate::mixed::{ActRing, ACT_FORMAT};
@@ -39,14 +39,14 @@ impl GeluProtocol for Lut {
     /// times a slope ≤ 1.13) on top of the bound at f' = 12, scaled by 2^6.
     fn tolerance(&self, form: GeluForm, ring: ActRing) -> Result<i64, NnError> {
         let p = table(form);
-        Ok(by_ring(ring, lut_act_tol(p, 18), (lut_act_tol(p, ACT_FORMAT.f()) + 2) << 6))
+        Ok(ring.pick(lut_act_tol(p, 18), (lut_act_tol(p, ACT_FORMAT.f()) + 2) << 6))
     }
     /// The lines' max error against the form ([`ActLut::max_error`]) plus the twin's rounding
     /// at its scale f: the product `a·x` (2 LSB), the two table entries (1) and 1 (as in
     /// [`lut_act_tol`]); in the mixed ring also the entering truncation (1 LSB' times a slope
     /// ≤ 1.13: 2).
     fn approx_error(&self, form: GeluForm, ring: ActRing) -> Result<f64, NnError> {
-        let lsb = by_ring(ring, 4.0 / 18f64.exp2(), 6.0 / (ACT_FORMAT.f() as f64).exp2());
+        let lsb = ring.pick(4.0 / 18f64.exp2(), 6.0 / (ACT_FORMAT.f() as f64).exp2());
         Ok(table(form).max_error() + lsb)
     }
 }

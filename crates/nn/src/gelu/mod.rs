@@ -116,14 +116,6 @@ pub(crate) fn by_form<T>(form: GeluForm, erf: T, tanh: T) -> T {
     }
 }
 
-/// `full` in the full ring, `mixed` in the activation ring.
-pub(crate) fn by_ring<T>(ring: ActRing, full: T, mixed: T) -> T {
-    match ring {
-        ActRing::Full => full,
-        ActRing::Mixed => mixed,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #[test]

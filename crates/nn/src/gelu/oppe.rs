@@ -2,7 +2,7 @@
 //! checkpoint's GeLU form (`crates/nn/data/east`, fitted by [`crate::fit`]); the evaluator is
 //! [`crate::oppe`].
 
-use super::{by_form, by_ring, GeluForm, GeluProtocol};
+use super::{by_form, GeluForm, GeluProtocol};
 use crate::backend::DynBackend;
 use crate::mixed::ActRing;
 use crate::oppe::{east_table, oppe, oppe_mixed, tables_params};
@@ -40,13 +40,13 @@ impl GeluProtocol for Oppe {
     }
     fn tolerance(&self, form: GeluForm, ring: ActRing) -> Result<i64, NnError> {
         let t = east_table(table_name(form))?;
-        Ok(by_ring(ring, oppe_tol(t), oppe_mixed_tol(t)))
+        Ok(ring.pick(oppe_tol(t), oppe_mixed_tol(t)))
     }
     /// The table's recorded twin error (at (64, 18), on its domain) with 1 % slack; in the
     /// mixed ring (32, 10) also the twin's own rounding there ([`oppe_mixed_twin_error`]).
     fn approx_error(&self, form: GeluForm, ring: ActRing) -> Result<f64, NnError> {
         let t = east_table(table_name(form))?;
-        Ok(t.fit.twin_max_abs * 1.01 + by_ring(ring, 0.0, oppe_mixed_twin_error(t)))
+        Ok(t.fit.twin_max_abs * 1.01 + ring.pick(0.0, oppe_mixed_twin_error(t)))
     }
     /// The breakpoints of both tables: exact comparisons pick the same piece in the twin and
     /// the protocol, but in the mixed ring the entering truncation may move `x` one LSB' below

@@ -1,7 +1,7 @@
 //! `gelu = p4`: BOLT's P4 GeLU (BumbleBee App. D, BOLT [58]), split by sign as in BLB App. B
 //! Alg. 4 (no `|x|`): 0 below −r, a degree-4 polynomial in `|x|` on `(−r, r)`, `x` above r.
 
-use super::{by_ring, GeluForm, GeluProtocol, POLY_LOG2};
+use super::{GeluForm, GeluProtocol, POLY_LOG2};
 use crate::backend::{enc, enc_scaled, Backend, DynBackend};
 use crate::mixed::ActRing;
 use crate::poly::{check_headroom, extra_bits, select_sum, take3, LessMode, BUMBLEBEE_LESS};
@@ -107,7 +107,7 @@ impl GeluProtocol for P4 {
         }
     }
     fn tolerance(&self, _form: GeluForm, ring: ActRing) -> Result<i64, NnError> {
-        Ok(by_ring(ring, P4_TOL, P4_MIXED_TOL))
+        Ok(ring.pick(P4_TOL, P4_MIXED_TOL))
     }
     /// BOLT's fit: ≤ 1e−2 from either form on the real line (the jump to 0 / x at |x| = 2.7
     /// included).

@@ -19,7 +19,7 @@
 //! error, which is what makes the approximate comparison safe (§V-A1).
 //! Input domain: `|x| < 2^(l−2−f)` (comparisons by MSB of `x − t` must not wrap).
 
-use super::{by_ring, GeluForm, GeluProtocol, POLY_LOG2};
+use super::{GeluForm, GeluProtocol, POLY_LOG2};
 use crate::backend::{enc, enc_scaled, Backend, DynBackend};
 use crate::mixed::ActRing;
 use crate::poly::{check_headroom, extra_bits, select_sum, take3, LessMode, BUMBLEBEE_LESS};
@@ -170,7 +170,7 @@ impl GeluProtocol for Seg4 {
         }
     }
     fn tolerance(&self, _form: GeluForm, ring: ActRing) -> Result<i64, NnError> {
-        Ok(by_ring(ring, SEG4_TOL, SEG4_MIXED_TOL))
+        Ok(ring.pick(SEG4_TOL, SEG4_MIXED_TOL))
     }
     /// BumbleBee's fit: ≤ 1.5e−2 from the tanh form on [−5, 3] (paper), 3.3e−2 from the erf
     /// form; 3.5e−2 with the twin's rounding.

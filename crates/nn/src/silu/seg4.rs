@@ -1,4 +1,4 @@
-//! SiLU(x) = x·sigmoid(x) by BumbleBee's four-segment approximation (App. D):
+//! `silu = seg4`: SiLU(x) = x·sigmoid(x) by BumbleBee's four-segment approximation (App. D):
 //! −ε (x < −8); a2x² + a1x + a0 (−8 ≤ x < −4); b6x⁶ + b4x⁴ + b2x² + b1x + b0 (−4 ≤ x < 4);
 //! x − ε (x ≥ 4); coefficients fitted with numpy.polyfit by the paper's authors.
 //!
@@ -10,9 +10,12 @@
 //! Needs `2f + 14 <= l` (x⁶ ≤ 4096 before truncation): fits (64, 18); under mixed bit-width
 //! use (32, 8) ([`SILU_ACT`]).
 
-use crate::backend::{enc, enc_scaled, Backend};
+use super::SiluProtocol;
+use crate::backend::{enc, enc_scaled, Backend, DynBackend};
+use crate::mixed::ActRing;
 use crate::poly::{check_headroom, extra_bits, select_sum, take3, LessMode, BUMBLEBEE_LESS};
 use crate::NnError;
+use nectar_math::registry::Protocol;
 use nectar_math::FixedPoint;
 
 /// SiLU segment coefficients (BumbleBee App. D; REFERENCE.md §3.3; AGREEMENT).
@@ -90,10 +93,6 @@ pub fn silu_mixed<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &SiluParams) ->
     crate::mixed::with_format(b, x, act, |b, y| silu(b, y, p))
 }
 
-pub fn silu_f64(x: f64) -> f64 {
-    nectar_math::real::silu(x)
-}
-
 /// The approximation in f64.
 pub fn silu_approx_f64(x: f64, p: &SiluParams) -> f64 {
     let [a0, a1, a2] = p.a;
@@ -106,5 +105,49 @@ pub fn silu_approx_f64(x: f64, p: &SiluParams) -> f64 {
         b0 + b1 * x + b2 * x * x + b4 * x.powi(4) + b6 * x.powi(6)
     } else {
         x - p.eps
+    }
+}
+
+/// SiLU at f = 18 (P6 on |x| ≤ 4): x² 2, x⁴ 66, x³ 10, x⁶ 1282; |b2|, |b4|, |b6| = 0.23, 0.011,
+/// 2.7e−4: 1.5 + 2 ≤ 4.
+pub const SILU_TOL: i64 = 4;
+/// SiLU mixed at f' = 8: 1.1 + 4 + 1 → 7 LSB' · 2^10.
+pub const SILU_MIXED_TOL: i64 = 7 << 10;
+
+/// The protocol `silu = seg4`.
+pub struct Seg4;
+
+impl Protocol for Seg4 {
+    fn name(&self) -> &'static str {
+        "seg4"
+    }
+    fn source(&self) -> &'static str {
+        "BumbleBee App. D"
+    }
+    fn params(&self) -> serde_json::Value {
+        serde_json::json!({ "seg4": SILU_BUMBLEBEE, "mixed_format": SILU_ACT })
+    }
+}
+
+impl SiluProtocol for Seg4 {
+    fn eval(&self, b: &mut DynBackend<'_>, x: &Vec<u64>, ring: ActRing) -> Result<Vec<u64>, NnError> {
+        match ring {
+            ActRing::Full => silu(b, x, &SILU_BUMBLEBEE),
+            ActRing::Mixed => silu_mixed(b, x, &SILU_BUMBLEBEE),
+        }
+    }
+    fn tolerance(&self, ring: ActRing) -> Result<i64, NnError> {
+        Ok(ring.pick(SILU_TOL, SILU_MIXED_TOL))
+    }
+    /// REFERENCE.md §3.3 (checked): 7.2e−2 at x = 4⁺ (the identity branch), with the twin's
+    /// rounding 7.5e−2; in the mixed ring (32, 8) 8e−2.
+    fn approx_error(&self, ring: ActRing) -> Result<f64, NnError> {
+        Ok(ring.pick(7.5e-2, 8e-2))
+    }
+    fn stated_accuracy(&self) -> &'static str {
+        "— (App. D)"
+    }
+    fn pivots(&self) -> Vec<f64> {
+        SILU_BUMBLEBEE.t.to_vec()
     }
 }

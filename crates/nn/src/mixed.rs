@@ -22,6 +22,15 @@ pub enum ActRing {
 }
 
 impl ActRing {
+    /// `Ok` in the full ring; in the activation ring the refusal `"{who} {why}"` (for the
+    /// protocols that run only in the full ring).
+    pub fn full_only(self, who: &str, why: &str) -> Result<(), String> {
+        match self {
+            ActRing::Full => Ok(()),
+            ActRing::Mixed => Err(format!("{who} {why}")),
+        }
+    }
+
     /// `full` in the full ring, `mixed` in the activation ring.
     pub fn pick<T>(self, full: T, mixed: T) -> T {
         match self {

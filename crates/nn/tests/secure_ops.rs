@@ -11,7 +11,7 @@
 use nectar_math::{FixedPoint, Prg};
 use nectar_net::mem::run_pair;
 use nectar_net::Role;
-use nectar_nn::backend::{enc, int, Backend};
+use nectar_nn::backend::{enc, int, Backend, DynBackend};
 use nectar_nn::secure::{MulProtocol, SecureBackend, SecureOpts};
 use nectar_nn::{exp, gelu, layernorm, max, reciprocal, rmsnorm, rsqrt, silu, softmax, NnError, PlainBackend};
 use nectar_ot::Producer;
@@ -481,35 +481,40 @@ impl Case for ArgmaxCase {
 
 /// bOLEe products (BumbleBee's default): the same operators with `bole_min_len = 0`, so every
 /// product goes through Π_mul / Π_square (ring error {0, ±1} before the truncation).
+/// A registered protocol as a test case: one closure serves the twin and the secure party
+/// (both are a `DynBackend`).
+struct Registered(Box<dyn Fn(&mut DynBackend<'_>, &Vec<u64>) -> Result<Vec<u64>, NnError> + Sync>);
+
+impl Case for Registered {
+    fn plain(&self, b: &mut PlainBackend, x: &Vec<u64>) -> R {
+        let y = (self.0)(b, x)?;
+        b.reveal(&y)
+    }
+    fn secure(&self, b: &mut SecureBackend<'_>, x: &Vec<u64>) -> R {
+        let y = (self.0)(b, x)?;
+        b.reveal(&y)
+    }
+}
+
+/// Inputs of a generated case: a grid of `[lo, hi]` and random points, all off the pivots.
+fn registry_inputs(lo: f64, hi: f64, pivots: &[f64], seed: u64) -> Vec<f64> {
+    let gap = nectar_nn::tolerance::PIVOT_GAP;
+    let mut xs = off_pivots(lo, hi, 241, pivots, gap);
+    xs.extend(randu(60, lo, hi, seed).into_iter().filter(|x| pivots.iter().all(|t| (x - t).abs() > gap)));
+    xs
+}
+
 /// bOLEe products for every length (the default backend's products above the crossover).
 fn bole_opts() -> SecureOpts {
     SecureOpts::test().with_mul(MulProtocol::Bole).with_bole_min_len(0)
 }
 
-/// A registered GeLU protocol as a test case (`nectar_nn::gelu::ALL`).
-struct GeluCase {
-    p: gelu::Gelu,
-    form: gelu::GeluForm,
-    ring: nectar_nn::mixed::ActRing,
-}
-
-impl Case for GeluCase {
-    fn plain(&self, b: &mut PlainBackend, x: &Vec<u64>) -> R {
-        let y = self.p.eval(b, x, self.form, self.ring)?;
-        b.reveal(&y)
-    }
-    fn secure(&self, b: &mut SecureBackend<'_>, x: &Vec<u64>) -> R {
-        let y = self.p.eval(b, x, self.form, self.ring)?;
-        b.reveal(&y)
-    }
-}
 
 /// Generated from the registry: every GeLU protocol, both forms, every ring it runs in, on
 /// [`gelu::DOMAIN`] off its pivots plus random points; twin vs protocol within the bound it
 /// states, protocol vs the exact GeLU within its stated approximation error plus that bound.
 fn gelu_items() -> Vec<Item> {
     use nectar_nn::mixed::ActRing;
-    use nectar_nn::tolerance::PIVOT_GAP;
     let (lo, hi) = gelu::DOMAIN;
     let ulp = 1.0 / FP.scale();
     let mut items = Vec::new();
@@ -519,13 +524,11 @@ fn gelu_items() -> Vec<Item> {
                 continue;
             }
             for form in gelu::GeluForm::ALL {
-                let pv = p.pivots();
-                let mut xs = off_pivots(lo, hi, 241, &pv, PIVOT_GAP);
-                xs.extend(randu(60, lo, hi, 17).into_iter().filter(|x| pv.iter().all(|t| (x - t).abs() > PIVOT_GAP)));
+                let xs = registry_inputs(lo, hi, &p.pivots(), 17);
                 let tol = p.tolerance(form, ring).unwrap();
                 let ftol = p.approx_error(form, ring).unwrap() + tol as f64 * ulp;
                 items.push(
-                    item(format!("gelu={p} {form:?} {ring:?}"), xs, tol, Box::new(GeluCase { p, form, ring })).float(move |v| nectar_math::real::gelu(v, form), ftol),
+                    item(format!("gelu={p} {form:?} {ring:?}"), xs, tol, Box::new(Registered(Box::new(move |b, x| p.eval(b, x, form, ring))))).float(move |v| nectar_math::real::gelu(v, form), ftol),
                 );
             }
         }
@@ -533,27 +536,10 @@ fn gelu_items() -> Vec<Item> {
     items
 }
 
-/// A registered SiLU protocol as a test case (`nectar_nn::silu::ALL`).
-struct SiluCase {
-    p: silu::Silu,
-    ring: nectar_nn::mixed::ActRing,
-}
-
-impl Case for SiluCase {
-    fn plain(&self, b: &mut PlainBackend, x: &Vec<u64>) -> R {
-        let y = self.p.eval(b, x, self.ring)?;
-        b.reveal(&y)
-    }
-    fn secure(&self, b: &mut SecureBackend<'_>, x: &Vec<u64>) -> R {
-        let y = self.p.eval(b, x, self.ring)?;
-        b.reveal(&y)
-    }
-}
 
 /// Generated from the registry as [`gelu_items`]: every SiLU protocol in every ring it runs in.
 fn silu_items() -> Vec<Item> {
     use nectar_nn::mixed::ActRing;
-    use nectar_nn::tolerance::PIVOT_GAP;
     let (lo, hi) = silu::DOMAIN;
     let ulp = 1.0 / FP.scale();
     let mut items = Vec::new();
@@ -562,12 +548,10 @@ fn silu_items() -> Vec<Item> {
             if p.supports(ring).is_err() {
                 continue;
             }
-            let pv = p.pivots();
-            let mut xs = off_pivots(lo, hi, 241, &pv, PIVOT_GAP);
-            xs.extend(randu(60, lo, hi, 19).into_iter().filter(|x| pv.iter().all(|t| (x - t).abs() > PIVOT_GAP)));
+            let xs = registry_inputs(lo, hi, &p.pivots(), 19);
             let tol = p.tolerance(ring).unwrap();
             let ftol = p.approx_error(ring).unwrap() + tol as f64 * ulp;
-            items.push(item(format!("silu={p} {ring:?}"), xs, tol, Box::new(SiluCase { p, ring })).float(nectar_math::real::silu, ftol));
+            items.push(item(format!("silu={p} {ring:?}"), xs, tol, Box::new(Registered(Box::new(move |b, x| p.eval(b, x, ring))))).float(nectar_math::real::silu, ftol));
         }
     }
     items
@@ -583,35 +567,17 @@ fn every_gelu_protocol_matches_twin_and_f64_with_bole_products() {
     check(bole_opts(), gelu_items());
 }
 
-/// A registered exponential as a test case (`nectar_nn::exp::ALL`).
-struct ExpCase {
-    p: exp::Exp,
-}
-
-impl Case for ExpCase {
-    fn plain(&self, b: &mut PlainBackend, x: &Vec<u64>) -> R {
-        let y = self.p.eval(b, x, None)?;
-        b.reveal(&y)
-    }
-    fn secure(&self, b: &mut SecureBackend<'_>, x: &Vec<u64>) -> R {
-        let y = self.p.eval(b, x, None)?;
-        b.reveal(&y)
-    }
-}
 
 /// Generated from the registry as [`gelu_items`]: every exponential on [`exp::DOMAIN`].
 fn exp_items() -> Vec<Item> {
-    use nectar_nn::tolerance::PIVOT_GAP;
     let (lo, hi) = exp::DOMAIN;
     let ulp = 1.0 / FP.scale();
     exp::Exp::all()
         .map(|p| {
-            let pv = p.pivots();
-            let mut xs = off_pivots(lo, hi, 241, &pv, PIVOT_GAP);
-            xs.extend(randu(60, lo, hi, 23).into_iter().filter(|x| pv.iter().all(|t| (x - t).abs() > PIVOT_GAP)));
+            let xs = registry_inputs(lo, hi, &p.pivots(), 23);
             let tol = p.tolerance(FP).unwrap();
             let ftol = p.approx_error().unwrap() + tol as f64 * ulp;
-            item(format!("exp={p}"), xs, tol, Box::new(ExpCase { p })).float(f64::exp, ftol)
+            item(format!("exp={p}"), xs, tol, Box::new(Registered(Box::new(move |b, x| p.eval(b, x, None))))).float(f64::exp, ftol)
         })
         .collect()
 }

@@ -46,10 +46,7 @@ impl GeluProtocol for P4Spu {
         p4_gelu(b, x, &P4_SPU)
     }
     fn supports(&self, ring: ActRing) -> Result<(), String> {
-        match ring {
-            ActRing::Full => Ok(()),
-            ActRing::Mixed => Err("gelu=p4-spu: x⁴ for |x| < 3 needs 2f + 9 <= l bits, more than the activation format (32, 12) has: use act-ring=full".into()),
-        }
+        ring.full_only("gelu=p4-spu:", "x⁴ for |x| < 3 needs 2f + 9 <= l bits, more than the activation format (32, 12) has: use act-ring=full")
     }
     fn tolerance(&self, _form: GeluForm, _ring: ActRing) -> Result<i64, NnError> {
         Ok(P4_SPU_TOL)

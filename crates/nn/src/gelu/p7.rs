@@ -178,10 +178,7 @@ impl GeluProtocol for P7 {
         p7_gelu(b, x, by_form(form, &P7_ERF, &P7_TANH))
     }
     fn supports(&self, ring: ActRing) -> Result<(), String> {
-        match ring {
-            ActRing::Full => Ok(()),
-            ActRing::Mixed => Err(format!("gelu=p7 {NO_MIXED}")),
-        }
+        ring.full_only("gelu=p7", NO_MIXED)
     }
     fn tolerance(&self, _form: GeluForm, _ring: ActRing) -> Result<i64, NnError> {
         Ok(P7_TOL)

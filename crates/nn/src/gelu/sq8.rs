@@ -207,10 +207,7 @@ impl GeluProtocol for Sq8 {
         sq8_gelu(b, x, by_form(form, &SQ8_ERF, &SQ8_TANH))
     }
     fn supports(&self, ring: ActRing) -> Result<(), String> {
-        match ring {
-            ActRing::Full => Ok(()),
-            ActRing::Mixed => Err(format!("gelu=sq8 {NO_MIXED}")),
-        }
+        ring.full_only("gelu=sq8", NO_MIXED)
     }
     fn tolerance(&self, _form: GeluForm, _ring: ActRing) -> Result<i64, NnError> {
         Ok(SQ8_TOL)

@@ -31,10 +31,7 @@ impl SiluProtocol for Oppe {
     }
     /// The table spans `|x| ≤ 16`: its cubes need more than OPPE's mixed format (32, 10) holds.
     fn supports(&self, ring: ActRing) -> Result<(), String> {
-        match ring {
-            ActRing::Full => Ok(()),
-            ActRing::Mixed => Err("silu=oppe: the SiLU table's cubes on |x| <= 16 do not fit OPPE's activation format (32, 10): use act-ring=full".into()),
-        }
+        ring.full_only("silu=oppe:", "the SiLU table's cubes on |x| <= 16 do not fit OPPE's activation format (32, 10): use act-ring=full")
     }
     fn tolerance(&self, _ring: ActRing) -> Result<i64, NnError> {
         Ok(oppe_tol(east_table("silu")?))

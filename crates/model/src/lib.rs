@@ -35,7 +35,8 @@ pub mod reference;
 pub mod secure;
 pub mod security;
 pub mod shapes;
-pub mod suite;
+/// The protocol suite, in its own crate (`nectar-suite`) between the protocol crates and this one.
+pub use nectar_suite as suite;
 pub mod tiny;
 pub mod tokenizer;
 pub mod vit;

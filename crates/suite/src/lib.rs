@@ -1,18 +1,20 @@
-//! The typed protocol [`Suite`]: which protocol computes each operator of a private inference
+//! `nectar-suite`: the typed protocol [`Suite`] — which protocol computes each operator of a private inference
 //! (DESIGN.md "Interchangeable protocols behind one trait per operator", "Suites are presets,
 //! not forks"; issue 12).
 //!
-//! One field per operator kind, each an enum of the protocols of the five papers that exist
-//! or are planned. Every choice knows its name (the one grammar of protocol names, used by
-//! `--suite`, `--op`, `--suite-file` and `nectar bench suites`), its source (paper section),
-//! whether it is implemented, and its AGREEMENT parameters as data (the documented constants
-//! of its module, e.g. [`nectar_nn::gelu::SEG4_BUMBLEBEE`]) — these enter the suite's
-//! [`Suite::digest`], which the session handshake compares.
+//! One field per operator kind. The kinds in the protocol registry (`nectar_math::registry`:
+//! GeLU, SiLU, exp) hold a handle into their kind's list ([`Gelu`], [`Silu`], [`Exp`]); the
+//! others are still enums here (issue 46 moves them one by one). Every choice knows its name
+//! (the one grammar of protocol names, used by `--suite`, `--op`, `--suite-file` and `nectar
+//! bench suites`), its source (paper section) and its AGREEMENT parameters — for a registered
+//! protocol its own serialized parameters, for an enum the documented constants of its module
+//! — which enter the suite's [`Suite::digest`], the session handshake's comparison.
 //!
-//! Named presets: `bumblebee` (the default; today's behaviour), `rotl`, `east`, `blb`, `leaf`
-//! ([`PRESETS`]). [`Suite::validate`] refuses a suite naming a protocol that is not
-//! implemented yet, naming the operator and the protocol — callers run it before any key is
-//! generated.
+//! Named presets: `nectar` (the default), `bumblebee`, `rotl`, `east`, `blb`, `leaf`
+//! ([`PRESETS`]). [`Suite::validate`] refuses, before any key is generated and in one line
+//! naming it, a protocol that is not implemented yet and a combination that cannot run (an
+//! activation protocol outside its ring, an exponential that does not fit the narrow softmax's
+//! ring, a protocol BLB's fused blocks do not run).
 //!
 //! Grammar (one parser, [`Suite::parse`]): `PRESET[+OP=PROTO]...`, e.g. `bumblebee+gelu=p4`;
 //! overrides alone ([`Suite::apply_overrides`]): `OP=PROTO[,OP=PROTO]...` (`+` also separates);
@@ -879,7 +881,7 @@ impl Suite {
 
     /// BLB's FineGrainFusion blocks (`matmul = blb-fused`) evaluate the nonlinear operators'
     /// polynomial parts inside their CKKS blocks and only the comparisons, muxes, reciprocal
-    /// and rsqrt between them (BLB §4, App. B; `crate::fusion::graph`): GeLU is BOLT's P4 split
+    /// and rsqrt between them (BLB §4, App. B; `nectar_model::fusion::graph`): GeLU is BOLT's P4 split
     /// by sign (Alg. 4), SiLU BumbleBee's Seg4 segments, exp `(1 + x/64)^64` (BumbleBee's
     /// Taylor form, clipped at BLB's `T_exp`), the reciprocal and rsqrt BumbleBee's Newton, the
     /// norms and softmax BumbleBee's compositions, all in the rings BLB's conversions fix. A

@@ -6,7 +6,7 @@ use crate::report::BenchLine;
 use nectar_bench::mpc::{bench_mpc, MpcOp};
 use nectar_model::secure::backend_opts;
 use nectar_bench::nn::Kernel;
-use nectar_model::suite::{ActRing, Norm, Reciprocal, Rsqrt, Softmax, Suite};
+use nectar_model::suite::{ActRing, Norm, Rsqrt, Softmax, Suite};
 use nectar_nn::gelu::GeluForm;
 use nectar_net::LinkModel;
 use std::path::Path;
@@ -44,11 +44,6 @@ fn kernel(op: &str, suite: &Suite) -> Result<String, String> {
                              the standalone tanh is East's OPPE (use --suite east or --op exp=oppe)"
                 .into()),
         },
-        "reciprocal" => match suite.reciprocal {
-            Reciprocal::Newton => "reciprocal",
-            Reciprocal::NewtonDetermine => "reciprocal-determine",
-            Reciprocal::Lut => "reciprocal-lut",
-        },
         "layernorm" | "rmsnorm" => match (suite.norm, suite.rsqrt) {
             (Norm::Bumblebee, Rsqrt::Newton) => op,
             (Norm::EastEq9, Rsqrt::NewtonDetermine) if op == "layernorm" => "layernorm-east",
@@ -67,34 +62,34 @@ fn kernel(op: &str, suite: &Suite) -> Result<String, String> {
             Rsqrt::NewtonDetermine => "rsqrt-determine",
         },
         "softmax" if suite.softmax == Softmax::Lut => "softmax-lut",
-        "softmax" if suite.softmax == Softmax::Coarse => match (suite.exp.name(), suite.reciprocal) {
-            ("taylor4", Reciprocal::Newton) => "softmax-coarse-taylor4-newton",
-            ("taylor2", Reciprocal::Newton) => "softmax-coarse-taylor2-newton",
-            ("taylor", Reciprocal::Newton) => "softmax-coarse-taylor-newton",
+        "softmax" if suite.softmax == Softmax::Coarse => match (suite.exp.name(), suite.reciprocal.name()) {
+            ("taylor4", "newton") => "softmax-coarse-taylor4-newton",
+            ("taylor2", "newton") => "softmax-coarse-taylor2-newton",
+            ("taylor", "newton") => "softmax-coarse-taylor-newton",
             (e, r) => {
                 return Err(format!(
                     "--op softmax=coarse: no bench kernel for exp={e} with reciprocal={r} (benched: taylor4, taylor2 or taylor × newton)"
                 ))
             }
         },
-        "softmax" if suite.softmax == Softmax::Narrow => match (suite.exp.name(), suite.reciprocal) {
-            ("taylor4", Reciprocal::Newton) => "softmax-narrow-taylor4-newton",
-            ("taylor2", Reciprocal::Newton) => "softmax-narrow-taylor2-newton",
-            ("taylor", Reciprocal::Newton) => "softmax-narrow-taylor-newton",
+        "softmax" if suite.softmax == Softmax::Narrow => match (suite.exp.name(), suite.reciprocal.name()) {
+            ("taylor4", "newton") => "softmax-narrow-taylor4-newton",
+            ("taylor2", "newton") => "softmax-narrow-taylor2-newton",
+            ("taylor", "newton") => "softmax-narrow-taylor-newton",
             (e, r) => {
                 return Err(format!(
                     "--op softmax=narrow: no bench kernel for exp={e} with reciprocal={r} (benched: taylor4, taylor2 or taylor × newton)"
                 ))
             }
         },
-        "softmax" => match (suite.exp.name(), suite.reciprocal) {
-            ("lut", Reciprocal::Lut) => "softmax-lut",
-            ("taylor", Reciprocal::Newton) => "softmax",
-            ("taylor2", Reciprocal::Newton) => "softmax-taylor2-newton",
-            ("taylor4", Reciprocal::Newton) => "softmax-taylor4-newton",
-            ("oppe", Reciprocal::NewtonDetermine) => "softmax-oppe-determine",
-            ("oppe", Reciprocal::Newton) => "softmax-oppe-newton",
-            ("taylor", Reciprocal::NewtonDetermine) => "softmax-taylor-determine",
+        "softmax" => match (suite.exp.name(), suite.reciprocal.name()) {
+            ("lut", "lut") => "softmax-lut",
+            ("taylor", "newton") => "softmax",
+            ("taylor2", "newton") => "softmax-taylor2-newton",
+            ("taylor4", "newton") => "softmax-taylor4-newton",
+            ("oppe", "newton-determine") => "softmax-oppe-determine",
+            ("oppe", "newton") => "softmax-oppe-newton",
+            ("taylor", "newton-determine") => "softmax-taylor-determine",
             (e, r) => {
                 return Err(format!(
                     "--op softmax: no bench kernel for exp={e} with reciprocal={r} (the model runs it; benched: \
@@ -175,6 +170,7 @@ fn operator(a: &Args, name: &str, suite: &Suite, net: Option<LinkModel>) -> Resu
             Kernel::Named("exp-mixed")
         }
         "exp" => Kernel::Exp { p: suite.exp },
+        "reciprocal" => Kernel::Reciprocal { p: suite.reciprocal },
         _ => {
             named = kernel(name, suite)?;
             Kernel::Named(&named)

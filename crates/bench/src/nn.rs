@@ -12,6 +12,7 @@ use nectar_nn::gelu::{Gelu, GeluForm};
 use nectar_nn::mixed::ActRing;
 use nectar_nn::silu::Silu;
 use nectar_nn::exp::Exp;
+use nectar_nn::reciprocal::Reciprocal;
 use nectar_nn::{Backend, NnError};
 use std::time::Instant;
 
@@ -26,6 +27,8 @@ pub enum Kernel<'a> {
     Silu { p: Silu, ring: ActRing },
     /// An exponential protocol of the registry (in the backend's format).
     Exp { p: Exp },
+    /// A reciprocal protocol of the registry, on [`nectar_nn::reciprocal::RANGE`].
+    Reciprocal { p: Reciprocal },
     /// A kernel of [`SECURE_OPS`].
     Named(&'a str),
 }
@@ -37,6 +40,7 @@ impl Kernel<'_> {
             Kernel::Gelu { .. } => "gelu",
             Kernel::Silu { .. } => "silu",
             Kernel::Exp { .. } => "exp",
+            Kernel::Reciprocal { .. } => "reciprocal",
             Kernel::Named(k) => k,
         }
     }
@@ -60,6 +64,7 @@ impl Kernel<'_> {
                 ActRing::Mixed => format!("silu={p}+act-ring=mixed"),
             },
             Kernel::Exp { p } => format!("exp={p}"),
+            Kernel::Reciprocal { p } => format!("reciprocal={p}"),
             Kernel::Named(k) => k.to_string(),
         }
     }
@@ -67,7 +72,7 @@ impl Kernel<'_> {
     /// Whether it works on rows (softmax, norms, argmax).
     fn row_op(&self) -> bool {
         match self {
-            Kernel::Gelu { .. } | Kernel::Silu { .. } | Kernel::Exp { .. } => false,
+            Kernel::Gelu { .. } | Kernel::Silu { .. } | Kernel::Exp { .. } | Kernel::Reciprocal { .. } => false,
             Kernel::Named(op) => {
                 matches!(*op, "layernorm" | "rmsnorm" | "layernorm-east" | "rmsnorm-east" | "argmax") || op.starts_with("softmax")
             }
@@ -132,6 +137,7 @@ fn pivots(k: Kernel<'_>) -> Vec<f64> {
         Kernel::Gelu { p, .. } => return p.pivots(),
         Kernel::Silu { p, .. } => return p.pivots(),
         Kernel::Exp { p } => return p.pivots(),
+        Kernel::Reciprocal { .. } => return Vec::new(),
         Kernel::Named(op) => op,
     };
     match op {
@@ -154,6 +160,7 @@ pub fn stated_tolerance(k: Kernel<'_>, cols: usize, fp: FixedPoint) -> Result<Op
         Kernel::Gelu { p, form, ring } => return Ok(Some(p.tolerance(form, ring)?)),
         Kernel::Silu { p, ring } => return Ok(Some(p.tolerance(ring)?)),
         Kernel::Exp { p } => return Ok(Some(p.tolerance(fp)?)),
+        Kernel::Reciprocal { p } => return Ok(Some(p.tolerance(&nectar_nn::reciprocal::RANGE, fp)?)),
         Kernel::Named(op) => op,
     };
     let hi = (cols as f64).max(2.0);
@@ -185,11 +192,8 @@ pub fn stated_tolerance(k: Kernel<'_>, cols: usize, fp: FixedPoint) -> Result<Op
         "layernorm-east" | "rmsnorm-east" => east_norm_tol(nectar_nn::layernorm::EAST_NORM_DEFAULT.var_lo, 1.0),
         "rsqrt-determine" => rsqrt_determine_tol(1.0, 1001.0)?,
         "rsqrt" => RSQRT_TOL,
-        "reciprocal" => RECIP_TOL,
         "argmax" | "onehot" => 0,
         "tanh-oppe" => oppe_tol(east_table("tanh")?),
-        "reciprocal-determine" => determine_tol(1.0, 4001.0)?,
-        "reciprocal-lut" => reciprocal_lut_tol(4001.0, fp.f())?,
         "softmax-lut" => softmax_tol(exp_lut_tol(&nectar_nn::lut::EXP_LUT, fp.f()), reciprocal_lut_tol(hi, fp.f())?),
         "softmax-oppe-determine" => softmax_tol(oppe_tol(east_table("exp")?), determine_tol(1.0, hi)?),
         "softmax-oppe-newton" => softmax_tol(oppe_tol(east_table("exp")?), RECIP_TOL),
@@ -201,16 +205,16 @@ pub fn stated_tolerance(k: Kernel<'_>, cols: usize, fp: FixedPoint) -> Result<Op
 
 /// Kernels of the operator kinds not in the registry yet ([`Kernel::Named`]); the registered
 /// kinds' protocols come from their lists (`nectar_nn::gelu::ALL`).
-pub const SECURE_OPS: [&str; 27] = [
+pub const SECURE_OPS: [&str; 24] = [
     // BumbleBee's exponential in the mixed ring (§V-C; the model runs exp in the full ring)
     "exp-mixed", "elu", "softmax",
-    "layernorm", "rmsnorm", "rsqrt", "reciprocal", "argmax", "onehot",
+    "layernorm", "rmsnorm", "rsqrt", "argmax", "onehot",
     // East (§4): OPPE with the committed tables, the Determine reciprocal, softmax compositions
     "tanh-oppe",
-    "reciprocal-determine", "softmax-oppe-determine", "softmax-oppe-newton", "softmax-taylor-determine",
+    "softmax-oppe-determine", "softmax-oppe-newton", "softmax-taylor-determine",
     "layernorm-east", "rmsnorm-east", "rsqrt-determine",
     // ROTL / CipherGPT (§II-E): LUT activations, two-LUT exp, LUT + Newton reciprocal, softmax
-    "reciprocal-lut", "softmax-lut",
+    "softmax-lut",
     // nectar (issue 17): second- and fourth-order Taylor exp, softmax with them, and the
     // softmax composition in Z_2^45
     "softmax-taylor2-newton", "softmax-narrow-taylor2-newton", "softmax-narrow-taylor-newton",
@@ -232,11 +236,13 @@ fn bench_inputs(k: Kernel<'_>, n: usize, cols: usize) -> Vec<f64> {
         None => x,
     };
     let op = match k {
-        Kernel::Gelu { .. } | Kernel::Silu { .. } | Kernel::Exp { .. } => {
+        Kernel::Gelu { .. } | Kernel::Silu { .. } | Kernel::Exp { .. } | Kernel::Reciprocal { .. } => {
+            let r = nectar_nn::reciprocal::RANGE;
             let (lo, hi) = match k {
                 Kernel::Gelu { .. } => nectar_nn::gelu::DOMAIN,
                 Kernel::Silu { .. } => nectar_nn::silu::DOMAIN,
-                _ => nectar_nn::exp::DOMAIN,
+                Kernel::Exp { .. } => nectar_nn::exp::DOMAIN,
+                _ => (r.lo, r.hi - 1.0),
             };
             return (0..n).map(|i| off(lo + (hi - lo) * u(i))).collect();
         }
@@ -247,7 +253,6 @@ fn bench_inputs(k: Kernel<'_>, n: usize, cols: usize) -> Vec<f64> {
             "exp-mixed" => -16.0 * u(i),
             "elu" => 20.0 * u(i) - 16.0,
             "rsqrt" | "rsqrt-determine" => 1.0 + 1000.0 * u(i),
-            "reciprocal" | "reciprocal-determine" | "reciprocal-lut" => 1.0 + 4000.0 * u(i),
             o if o.starts_with("softmax") => 12.0 * u(i) - 6.0,
             "argmax" => 100.0 * u(i) - 50.0,
             "onehot" => ((i * 31) % cols.max(1)) as f64 / FixedPoint::BUMBLEBEE.scale(),
@@ -279,6 +284,10 @@ fn run_op<B: nectar_nn::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
             let y = p.eval(b as &mut DynBackend<'_>, x, None)?;
             return b.reveal(&y);
         }
+        Kernel::Reciprocal { p } => {
+            let y = p.eval(b as &mut DynBackend<'_>, x, &nectar_nn::reciprocal::RANGE)?;
+            return b.reveal(&y);
+        }
         Kernel::Named(op) => op,
     };
     let y = match op {
@@ -286,8 +295,6 @@ fn run_op<B: nectar_nn::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
         "elu" => elu::elu(b, x, 1.0, &exp::EXP_BUMBLEBEE)?,
         "softmax" => softmax::softmax(b, x, rows, cols, None, &softmax::SOFTMAX_BUMBLEBEE)?,
         "tanh-oppe" => oppe::oppe(b, x, oppe::east_table("tanh")?)?,
-        "reciprocal-determine" => reciprocal::reciprocal_determine(b, x, 1.0, 4001.0)?,
-        "reciprocal-lut" => lut::reciprocal_lut(b, x, 4001.0)?,
         "softmax-lut" => lut::softmax_lut(b, x, rows, cols, None)?,
         s if s.starts_with("softmax-") => {
             let oppe_exp = s.contains("-oppe-");
@@ -350,7 +357,6 @@ fn run_op<B: nectar_nn::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
             let be = if op == "layernorm-east" { Some(b.constant(&vec![0; cols])?) } else { None };
             layernorm::layernorm_east(b, x, rows, cols, &g, be.as_ref(), &layernorm::EAST_NORM_DEFAULT)?
         }
-        "reciprocal" => reciprocal::reciprocal(b, x, &reciprocal::RECIP_SOFTMAX)?,
         "argmax" => max::argmax_rows(b, x, rows, cols)?.1,
         "onehot" => onehot::one_hot(b, x, cols)?,
         other => return Err(NnError::BadArgument(format!("unknown operator {other}; known: {SECURE_OPS:?}"))),
@@ -551,8 +557,7 @@ mod tests {
                 assert!(r.max_lsb_vs_twin <= tol, "{}: {} > {tol} LSB: {r:?}", k.label(), r.max_lsb_vs_twin);
             }
         }
-        for p in nectar_nn::exp::Exp::all() {
-            let k = Kernel::Exp { p };
+        for k in nectar_nn::exp::Exp::all().map(|p| Kernel::Exp { p }).chain(Reciprocal::all().map(|p| Kernel::Reciprocal { p })) {
             let r = super::bench_secure(k, 64, 1, ot, None).unwrap_or_else(|e| panic!("{}: {e}", k.label()));
             let tol = r.tol_lsb.expect("(64, 18) has stated bounds");
             assert!(r.max_lsb_vs_twin <= tol, "{}: {} > {tol} LSB: {r:?}", k.label(), r.max_lsb_vs_twin);

@@ -105,7 +105,7 @@ pub fn measure_layernorm(fp: FixedPoint, rows: usize, cols: usize, spread: f64) 
 /// The "Approximation accuracy" table of `docs/notes/nonlinear-notes.md` (twin vs f64, (64, 18)
 /// unless the row says mixed).
 pub fn approximation_table() -> Result<Vec<ErrStats>, NnError> {
-    use crate::{elu, exp, reciprocal, rsqrt};
+    use crate::{elu, exp, rsqrt};
     let fp = FixedPoint::BUMBLEBEE;
     let mut out = Vec::new();
     // Every registered GeLU protocol, both forms, every ring it runs in (`gelu::ALL`).
@@ -118,8 +118,8 @@ pub fn approximation_table() -> Result<Vec<ErrStats>, NnError> {
     out.push(measure_elementwise("exp mixed (32,12)", fp, &g, |b, x| exp::exp_neg_mixed(b, x, &exp::EXP_BUMBLEBEE), f64::exp, "—")?);
     let g = grid(-14.0, 4.0, 18001);
     out.push(measure_elementwise("ELU α=1 (64,18)", fp, &g, |b, x| elu::elu(b, x, 1.0, &exp::EXP_BUMBLEBEE), |x| crate::elu::elu_f64(x, 1.0), "—")?);
-    let g = grid(1.0, 4095.0, 16001);
-    out.push(measure_elementwise("reciprocal (64,18)", fp, &g, |b, x| reciprocal::reciprocal(b, x, &reciprocal::RECIP_SOFTMAX), |x| 1.0 / x, "—")?);
+    // Every registered reciprocal (`reciprocal::ALL`).
+    out.extend(crate::reciprocal::Reciprocal::all().map(reciprocal_row).collect::<Result<Vec<_>, _>>()?);
     let g: Vec<f64> = (0..16001).map(|i| (-18.0 + 36.0 * i as f64 / 16000.0).exp2() * 0.999).collect();
     out.push(measure_elementwise("rsqrt (64,18)", fp, &g, |b, x| rsqrt::rsqrt(b, x, &rsqrt::RSQRT_LAYERNORM), |x| 1.0 / x.sqrt(), "—")?);
     out.push(measure_softmax(fp, 64, 128, 8.0)?);
@@ -196,6 +196,15 @@ pub fn exp_row(p: crate::exp::Exp) -> Result<ErrStats, NnError> {
     let g = grid(lo, hi, 16001);
     let run = |b: &mut PlainBackend, x: &Vec<u64>| p.eval(b, x, None);
     measure_elementwise(&format!("exp {} (64,18)", p.name()), FixedPoint::BUMBLEBEE, &g, run, f64::exp, p.stated_accuracy())
+}
+
+/// The twin of reciprocal `p` on [`crate::reciprocal::RANGE`] in (64, 18) against `1/x`: the
+/// row `reciprocal <protocol>`.
+pub fn reciprocal_row(p: crate::reciprocal::Reciprocal) -> Result<ErrStats, NnError> {
+    let r = crate::reciprocal::RANGE;
+    let g = grid(r.lo, r.hi - 1.0, 16001);
+    let run = |b: &mut PlainBackend, x: &Vec<u64>| p.eval(b, x, &r);
+    measure_elementwise(&format!("reciprocal {} (64,18)", p.name()), FixedPoint::BUMBLEBEE, &g, run, |x| 1.0 / x, "—")
 }
 
 /// The table as Markdown.

@@ -1,4 +1,8 @@
-//! Reciprocal `1/x` for positive `x` by power-of-two normalisation and Newton iterations.
+//! Reciprocal `1/x` of positive `x`: the operator kind ([`ReciprocalProtocol`], [`ALL`]: one
+//! file per protocol in `reciprocal/` — BumbleBee's Newton, East's Determine, ROTL's LUT) and
+//! the two Newton evaluators the first two run.
+//!
+//! BumbleBee's (`reciprocal = newton`): power-of-two normalisation and Newton iterations.
 //!
 //! This follows SPU's Goldschmidt reciprocal (REFERENCE.md §3.5) in its structure — normalise
 //! `x` into `[0.5, 1)` by a secret power of two, a linear initial guess, quadratic refinement —
@@ -16,11 +20,17 @@
 //! Cost on n elements: less_than n × (hi − lo), b2a n·(hi − lo), mul (2 + 2·iters)·n.
 //! Error: 3 iterations reach the fixed-point resolution; measured in `docs/notes/nonlinear-notes.md`.
 
-use crate::backend::{enc, Backend};
+pub mod determine;
+pub mod lut;
+pub mod newton;
+
+use crate::backend::{enc, Backend, DynBackend};
 use crate::NnError;
+use nectar_math::registry::{Chosen, Kind, Protocol};
+use nectar_math::FixedPoint;
 
 /// Parameters of [`reciprocal`] (AGREEMENT).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct RecipParams {
     /// Input domain `[2^lo, 2^hi)`.
     pub lo: i32,
@@ -34,6 +44,53 @@ pub const RECIP_SOFTMAX: RecipParams = RecipParams { lo: 0, hi: 13, iters: 3 };
 
 /// SPU's linear initial guess on [0.5, 1): `2.9142 − 2c` (REFERENCE.md §3.5; AGREEMENT).
 pub const RECIP_Y0: (f64, f64) = (2.9142, -2.0);
+
+/// What a reciprocal is asked for: `1/x` for `x ∈ [lo, hi]` (public; the call site knows it:
+/// softmax row sums, tanh's `1 + e^{−2|x|}`), with the power-of-two domain BumbleBee's Newton
+/// normalises over, which must contain it (AGREEMENT per call site).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RecipRange {
+    pub lo: f64,
+    pub hi: f64,
+    pub newton: RecipParams,
+}
+
+/// A reciprocal protocol (DESIGN.md "Where a protocol plugs in").
+pub trait ReciprocalProtocol: Protocol {
+    /// `1/x` for `x` in `r` in the backend's current format; an error (not a wrong value) when
+    /// the protocol cannot serve `r`.
+    fn eval(&self, b: &mut DynBackend<'_>, x: &Vec<u64>, r: &RecipRange) -> Result<Vec<u64>, NnError>;
+
+    /// The stated twin-vs-protocol bound in LSB of the output's format `fp` on `r`.
+    fn tolerance(&self, r: &RecipRange, fp: FixedPoint) -> Result<i64, NnError>;
+
+    /// The stated bound on |twin − 1/x| over `r` in (64, 18).
+    fn approx_error(&self, r: &RecipRange) -> Result<f64, NnError>;
+}
+
+/// The reciprocal kind in the registry.
+pub struct ReciprocalKind;
+
+/// Every reciprocal protocol, in the order `nectar suites` lists them.
+pub static ALL: &[&dyn ReciprocalProtocol] = &[
+    &newton::Newton,
+    &determine::NewtonDetermine,
+    &lut::Lut,
+];
+
+impl Kind for ReciprocalKind {
+    const OPERATOR: &'static str = "reciprocal";
+    type Dyn = dyn ReciprocalProtocol;
+    fn list() -> &'static [&'static dyn ReciprocalProtocol] {
+        ALL
+    }
+}
+
+/// The reciprocal protocol a suite chose.
+pub type Reciprocal = Chosen<ReciprocalKind>;
+
+/// The range benches and the generated tests ask for (softmax row sums of up to 4000 keys).
+pub const RANGE: RecipRange = RecipRange { lo: 1.0, hi: 4001.0, newton: RECIP_SOFTMAX };
 
 /// Shares of `base^−e` and `2^−e·out_base_log2...`: for `x ∈ [2^(k(e−1)), 2^(ke))` (k = 1 or 2,
 /// `lo ≤ e−1`, `e ≤ hi`), returns factors `F_j = Σ_j c_j·w_j + W` for each requested weight
@@ -185,6 +242,14 @@ pub fn newton_steps<B: Backend + ?Sized>(b: &mut B, x: &B::Val, mut y: B::Val, i
         y = b.mul(&y, &e)?;
     }
     Ok(y)
+}
+
+#[cfg(test)]
+mod list_tests {
+    #[test]
+    fn the_list_is_well_formed() {
+        nectar_math::registry::check_list::<super::ReciprocalKind>().unwrap();
+    }
 }
 
 #[cfg(test)]

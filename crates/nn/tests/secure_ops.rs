@@ -290,11 +290,6 @@ fn activations_match_twin_and_f64() {
             b.reveal(&y)
         }))
         .float(|v: f64| nectar_nn::elu::elu_f64(v, 1.0), 5e-3 + ELU_TOL as f64 * ulp),
-        item("reciprocal", grid(1.0, 4000.0, 241), RECIP_TOL, case!(|b, x| {
-            let y = reciprocal::reciprocal(b, x, &reciprocal::RECIP_SOFTMAX)?;
-            b.reveal(&y)
-        }))
-        .float(|v: f64| 1.0 / v, 1e-4),
         item("rsqrt x ≥ 1", randu(241, 1.0, 60000.0, 3), RSQRT_TOL, case!(|b, x| {
             let y = rsqrt::rsqrt(b, x, &rsqrt::RSQRT_LAYERNORM)?;
             b.reveal(&y)
@@ -580,6 +575,26 @@ fn exp_items() -> Vec<Item> {
             item(format!("exp={p}"), xs, tol, Box::new(Registered(Box::new(move |b, x| p.eval(b, x, None))))).float(f64::exp, ftol)
         })
         .collect()
+}
+
+/// Generated from the registry: every reciprocal on [`reciprocal::RANGE`].
+fn reciprocal_items() -> Vec<Item> {
+    let r = reciprocal::RANGE;
+    let ulp = 1.0 / FP.scale();
+    reciprocal::Reciprocal::all()
+        .map(|p| {
+            let xs = registry_inputs(r.lo, r.hi - 1.0, &[], 29);
+            let tol = p.tolerance(&r, FP).unwrap();
+            let ftol = p.approx_error(&r).unwrap() + tol as f64 * ulp;
+            item(format!("reciprocal={p}"), xs, tol, Box::new(Registered(Box::new(move |b, x| p.eval(b, x, &r))))).float(|v| 1.0 / v, ftol)
+        })
+        .collect()
+}
+
+#[test]
+fn every_reciprocal_protocol_matches_twin_and_f64() {
+    check(opts(), reciprocal_items());
+    check(bole_opts(), reciprocal_items());
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! not forks"; issue 12).
 //!
 //! One field per operator kind. The kinds in the protocol registry (`nectar_math::registry`:
-//! GeLU, SiLU, exp) hold a handle into their kind's list ([`Gelu`], [`Silu`], [`Exp`]); the
+//! GeLU, SiLU, exp, reciprocal) hold a handle into their kind's list ([`Gelu`], [`Silu`], [`Exp`],
+//! [`Reciprocal`]); the
 //! others are still enums here (issue 46 moves them one by one). Every choice knows its name
 //! (the one grammar of protocol names, used by `--suite`, `--op`, `--suite-file` and `nectar
 //! bench suites`), its source (paper section) and its AGREEMENT parameters — for a registered
@@ -29,6 +30,7 @@ pub use nectar_nn::gelu::Gelu;
 pub use nectar_nn::mixed::ActRing;
 pub use nectar_nn::silu::Silu;
 pub use nectar_nn::exp::Exp;
+pub use nectar_nn::reciprocal::Reciprocal;
 
 /// `act-ring`: the ring the activations run in (`nectar_nn::mixed::ActRing`).
 impl Choice for ActRing {
@@ -281,17 +283,6 @@ choice! {
 
 
 
-choice! {
-    /// Reciprocal (softmax denominators, tanh).
-    Reciprocal : "reciprocal" {
-        /// Newton iterations from a linear initial guess on a bounded range (BumbleBee §V-B).
-        Newton => ("newton", "BumbleBee §V-B Newton", true),
-        /// Newton with the initial value and iterations from Determine (East §4.2, Alg. 2).
-        NewtonDetermine => ("newton-determine", "East §4.2 Alg. 2", true),
-        /// 2^8-entry lookup table (ROTL §II-E).
-        Lut => ("lut", "ROTL §II-E LUT reciprocal", true),
-    }
-}
 
 choice! {
     /// Reciprocal square root (LayerNorm, RMSNorm).
@@ -454,23 +445,6 @@ impl ChoiceParams for Compare {
 
 
 
-impl ChoiceParams for Reciprocal {
-    fn params(self) -> String {
-        match self {
-            Reciprocal::Newton => format!(
-                "{:?} y0={:?}",
-                nectar_nn::reciprocal::RECIP_SOFTMAX,
-                nectar_nn::reciprocal::RECIP_Y0
-            ),
-            Reciprocal::NewtonDetermine => format!(
-                "delta={} max_iters={}",
-                nectar_nn::reciprocal::DETERMINE_DELTA,
-                nectar_nn::reciprocal::DETERMINE_MAX_ITERS
-            ),
-            Reciprocal::Lut => format!("lut_bits={} delta={}", nectar_nn::lut::LUT_BITS, nectar_nn::reciprocal::DETERMINE_DELTA),
-        }
-    }
-}
 
 impl ChoiceParams for Rsqrt {
     fn params(self) -> String {
@@ -660,7 +634,7 @@ impl Suite {
             gelu: Gelu::new(&nectar_nn::gelu::seg4::Seg4),
             silu: Silu::new(&nectar_nn::silu::seg4::Seg4),
             exp: Exp::new(&nectar_nn::exp::taylor::Taylor),
-            reciprocal: Reciprocal::Newton,
+            reciprocal: Reciprocal::new(&nectar_nn::reciprocal::newton::Newton),
             rsqrt: Rsqrt::Newton,
             norm: Norm::Bumblebee,
             softmax: Softmax::Bumblebee,
@@ -681,7 +655,7 @@ impl Suite {
                 gelu: Gelu::new(&nectar_nn::gelu::lut::Lut),
                 silu: Silu::new(&nectar_nn::silu::lut::Lut),
                 exp: Exp::new(&nectar_nn::exp::lut::Lut),
-                reciprocal: Reciprocal::Lut,
+                reciprocal: Reciprocal::new(&nectar_nn::reciprocal::lut::Lut),
                 softmax: Softmax::Lut,
                 ..b
             },
@@ -691,7 +665,7 @@ impl Suite {
                 gelu: Gelu::new(&nectar_nn::gelu::oppe::Oppe),
                 silu: Silu::new(&nectar_nn::silu::oppe::Oppe),
                 exp: Exp::new(&nectar_nn::exp::oppe::Oppe),
-                reciprocal: Reciprocal::NewtonDetermine,
+                reciprocal: Reciprocal::new(&nectar_nn::reciprocal::determine::NewtonDetermine),
                 rsqrt: Rsqrt::NewtonDetermine,
                 norm: Norm::EastEq9,
                 ..b
@@ -990,7 +964,7 @@ impl Suite {
             "gelu" => self.gelu.name(),
             "silu" => self.silu.name(),
             "exp" | "elu" | "tanh" => self.exp.name(),
-            "reciprocal" => self.reciprocal.name_of(),
+            "reciprocal" => self.reciprocal.name(),
             "rsqrt" => self.rsqrt.name_of(),
             "onehot" => "i_equal",
             "softmax" => self.softmax.name_of(),
@@ -1007,7 +981,7 @@ impl Suite {
                 match (parts.next().unwrap_or(""), parts.next().unwrap_or("")) {
                     ("gelu", _) => self.gelu.name(),
                     ("silu", _) => self.silu.name(),
-                    (_, k) if k.starts_with("rec") => self.reciprocal.name_of(),
+                    (_, k) if k.starts_with("rec") => self.reciprocal.name(),
                     (_, k) if k.starts_with("rsqrt") => self.rsqrt.name_of(),
                     ("softmax", k) if k.starts_with("max") || k.starts_with("cmp") => self.compare.name_of(),
                     ("softmax", _) => self.softmax.name_of(),

@@ -12,18 +12,16 @@
 use crate::secure::engine::{timed, truncated_matmul_weight, Engine, WeightRef};
 use crate::secure::exact;
 use crate::secure::SecureError;
-use crate::suite::{Choice, Norm, Reciprocal, Rsqrt, Softmax, Suite, SuiteError};
+use crate::suite::{Choice, Norm, Rsqrt, Softmax, Suite, SuiteError};
 use nectar_math::registry::Protocol;
 use nectar_nn::backend::{enc, int};
 use nectar_nn::NnError;
 use nectar_nn::gelu::GeluForm;
-use nectar_nn::lut::{
-    reciprocal_lut, softmax_lut,
-};
+use nectar_nn::lut::softmax_lut;
 use nectar_nn::layernorm::{
     centre_and_rsqrt, layernorm as nn_layernorm, layernorm_east, EastNormParams, LayerNormParams, EAST_NORM_DEFAULT, LAYERNORM_DEFAULT,
 };
-use nectar_nn::reciprocal::{reciprocal as nn_reciprocal, reciprocal_determine, RecipParams};
+use nectar_nn::reciprocal::{RecipParams, RecipRange};
 use nectar_nn::max::tile_cols;
 use nectar_nn::rmsnorm::{rms_rsqrt, rmsnorm as nn_rmsnorm};
 use nectar_nn::softmax::{
@@ -87,24 +85,8 @@ fn exp_clipped_in<E: Engine>(e: &mut E, x: &E::Val, clip_l: Option<u32>) -> Resu
 /// `1/x` by the suite's `reciprocal`: for `x ∈ [lo, hi]` (Determine uses the range itself;
 /// BumbleBee's Newton the power-of-two domain `p`, which must contain it).
 pub fn reciprocal<E: Engine>(e: &mut E, x: &E::Val, lo: f64, hi: f64, p: &RecipParams) -> Result<E::Val, SecureError> {
-    match e.suite().reciprocal {
-        Reciprocal::Newton => {
-            if lo < (p.lo as f64).exp2() || hi >= (p.hi as f64).exp2() {
-                return Err(SecureError::Unsupported(format!(
-                    "reciprocal on [{lo}, {hi}] outside the Newton domain [2^{}, 2^{})",
-                    p.lo, p.hi
-                )));
-            }
-            Ok(nn_reciprocal(e, x, p)?)
-        }
-        Reciprocal::NewtonDetermine => Ok(reciprocal_determine(e, x, lo, hi)?),
-        Reciprocal::Lut => {
-            if lo < 1.0 {
-                return Err(SecureError::Unsupported(format!("LUT reciprocal on [{lo}, {hi}]: its table starts at 1")));
-            }
-            Ok(reciprocal_lut(e, x, hi)?)
-        }
-    }
+    let r = e.suite().reciprocal;
+    Ok(r.eval(e, x, &RecipRange { lo, hi, newton: *p })?)
 }
 
 /// `tanh` (the BERT pooler) by the suite's `exp`: BumbleBee composes it from the clipped
@@ -167,12 +149,13 @@ pub fn softmax<E: Engine>(
     }
     // BumbleBee's composition with its own exponential (`nectar_nn::softmax::SOFTMAX_BUMBLEBEE`).
     let bumblebee_exp = s.exp.name() == nectar_nn::exp::taylor::Taylor.name();
-    timed(e, "softmax", |e| match (s.softmax, s.reciprocal) {
-        (Softmax::Bumblebee, Reciprocal::Newton) if bumblebee_exp => {
+    let newton = s.reciprocal.name() == nectar_nn::reciprocal::newton::Newton.name();
+    timed(e, "softmax", |e| match s.softmax {
+        Softmax::Bumblebee if bumblebee_exp && newton => {
             Ok(nn_softmax(e, x, rows, cols, mask, &SOFTMAX_BUMBLEBEE)?)
         }
-        (Softmax::Lut, _) => Ok(softmax_lut(e, x, rows, cols, mask)?),
-        (Softmax::Bumblebee | Softmax::Narrow | Softmax::Coarse, _) => {
+        Softmax::Lut => Ok(softmax_lut(e, x, rows, cols, mask)?),
+        Softmax::Bumblebee | Softmax::Narrow | Softmax::Coarse => {
             // (`Suite::validate` refuses an exponential that does not fit the narrow ring.)
             // nectar's narrow softmax also narrows the Newton domain to [1, cols] (fewer
             // normalisation thresholds); BumbleBee's keeps [1, 2^13); the coarse max's row

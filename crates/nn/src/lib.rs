@@ -29,8 +29,7 @@
 //! Protocol registry (DESIGN.md "Where a protocol plugs in"): an operator kind is a trait and a
 //! list of protocols, one file each — today [`gelu`] (`gelu::ALL`: Seg4, BOLT P4 and its
 //! artifact variant, p7, sq8, East's OPPE, ROTL's LUT), [`silu`], [`exp`] and [`reciprocal`];
-//! the other kinds
-//! are still functions chosen by the model's suite.
+//! the other kinds are still functions chosen by the model's suite.
 //!
 //! Operators: [`gelu`], [`silu`], [`elu`], [`exp`], [`softmax`],
 //! [`reciprocal`], [`rsqrt`], [`layernorm`], [`rmsnorm`], [`max`] (max/argmax),

@@ -509,8 +509,6 @@ pub fn bench_secure(
 
 #[cfg(test)]
 mod tests {
-    use nectar_nn::NnError;
-
     #[test]
     fn secure_bench_small() {
         use super::Kernel;
@@ -557,7 +555,7 @@ mod tests {
                 assert!(r.max_lsb_vs_twin <= tol, "{}: {} > {tol} LSB: {r:?}", k.label(), r.max_lsb_vs_twin);
             }
         }
-        for k in nectar_nn::exp::Exp::all().map(|p| Kernel::Exp { p }).chain(Reciprocal::all().map(|p| Kernel::Reciprocal { p })) {
+        for k in nectar_nn::exp::Exp::all().map(|p| Kernel::Exp { p }).chain(nectar_nn::reciprocal::Reciprocal::all().map(|p| Kernel::Reciprocal { p })) {
             let r = super::bench_secure(k, 64, 1, ot, None).unwrap_or_else(|e| panic!("{}: {e}", k.label()));
             let tol = r.tol_lsb.expect("(64, 18) has stated bounds");
             assert!(r.max_lsb_vs_twin <= tol, "{}: {} > {tol} LSB: {r:?}", k.label(), r.max_lsb_vs_twin);

@@ -100,7 +100,9 @@ w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for l in ops:
     p = l["params"]
     paper = PAPER_OPS.get((l["variant"], p["size"]))
-    if paper and not (l["variant"] == "gelu" and p["kernel"] != "gelu-mixed") and not (l["variant"] == "softmax" and p["kernel"] != "softmax"):
+    # BumbleBee's Seg4 GeLU in the mixed ring: `gelu-mixed` in lines recorded before the
+    # protocol registry (issue 46), `gelu=seg4+act-ring=mixed` since.
+    if paper and not (l["variant"] == "gelu" and p["kernel"] not in ("gelu-mixed", "gelu=seg4+act-ring=mixed")) and not (l["variant"] == "softmax" and p["kernel"] != "softmax"):
         pc, pt = paper[0], paper[1]
     else:
         pc, pt = "—", "—"

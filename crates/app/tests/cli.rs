@@ -145,7 +145,7 @@ fn invalid_suites_fail_at_start_with_one_line() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
     // BLB's fused blocks run their own nonlinear protocols: another one is refused by name.
-    let out = nectar().args(["demo", "--suite", "blb", "--op", "gelu=sq8", "x"]).output().unwrap();
+    let out = nectar().args(["demo", "--suite", "blb", "--op", "gelu=sq8", "x"]).output().expect("the nectar binary runs");
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");

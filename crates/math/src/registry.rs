@@ -38,6 +38,28 @@ pub trait Kind: 'static {
     fn list() -> &'static [&'static Self::Dyn];
 }
 
+/// Declares an operator kind: `kind!(GeluKind, Gelu, "gelu", dyn GeluProtocol, ALL)` makes the
+/// unit struct `GeluKind` implementing [`Kind`] over the static list `ALL` and the handle type
+/// `Gelu = Chosen<GeluKind>` a suite holds.
+#[macro_export]
+macro_rules! kind {
+    ($(#[$m:meta])* $kind:ident, $chosen:ident, $op:literal, $dyn:ty, $list:path) => {
+        $(#[$m])*
+        pub struct $kind;
+
+        impl $crate::registry::Kind for $kind {
+            const OPERATOR: &'static str = $op;
+            type Dyn = $dyn;
+            fn list() -> &'static [&'static $dyn] {
+                $list
+            }
+        }
+
+        /// The protocol a suite chose for this kind.
+        pub type $chosen = $crate::registry::Chosen<$kind>;
+    };
+}
+
 /// A name that is not in a kind's list.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("operator {op}: unknown protocol '{name}' (choices: {choices})")]
@@ -203,16 +225,8 @@ mod tests {
             4
         }
     }
-    struct ShapeKind;
-    static SHAPES: [&dyn Shape; 2] = [&Tri, &Sq];
-    impl Kind for ShapeKind {
-        const OPERATOR: &'static str = "shape";
-        type Dyn = dyn Shape;
-        fn list() -> &'static [&'static dyn Shape] {
-            &SHAPES
-        }
-    }
-    type ShapeChoice = Chosen<ShapeKind>;
+    static SHAPES: &[&dyn Shape] = &[&Tri, &Sq];
+    crate::kind!(ShapeKind, ShapeChoice, "shape", dyn Shape, SHAPES);
 
     #[test]
     fn handles_are_names() {

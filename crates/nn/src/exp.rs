@@ -13,7 +13,7 @@ pub mod taylor4;
 use crate::backend::{enc, Backend, DynBackend};
 use crate::poly::LessMode;
 use crate::NnError;
-use nectar_math::registry::{Chosen, Kind, Protocol};
+use nectar_math::registry::Protocol;
 use nectar_math::FixedPoint;
 
 pub use taylor::{exp_neg, exp_neg_f64, exp_neg_mixed, exp_taylor, EXP_BUMBLEBEE, EXP_MIXED_TOL, EXP_TOL};
@@ -61,9 +61,6 @@ pub trait ExpProtocol: Protocol {
     }
 }
 
-/// The exponential kind in the registry.
-pub struct ExpKind;
-
 /// Every exponential protocol, in the order `nectar suites` lists them.
 pub static ALL: &[&dyn ExpProtocol] = &[
     &taylor::Taylor,
@@ -73,16 +70,14 @@ pub static ALL: &[&dyn ExpProtocol] = &[
     &lut::Lut,
 ];
 
-impl Kind for ExpKind {
-    const OPERATOR: &'static str = "exp";
-    type Dyn = dyn ExpProtocol;
-    fn list() -> &'static [&'static dyn ExpProtocol] {
-        ALL
-    }
-}
-
-/// The exponential protocol a suite chose.
-pub type Exp = Chosen<ExpKind>;
+nectar_math::kind!(
+    /// The exponential kind in the registry.
+    ExpKind,
+    Exp,
+    "exp",
+    dyn ExpProtocol,
+    ALL
+);
 
 /// The input range benches and the generated tests draw exponential inputs from.
 pub const DOMAIN: (f64, f64) = (-16.0, 0.0);

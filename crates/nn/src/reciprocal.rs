@@ -26,7 +26,7 @@ pub mod newton;
 
 use crate::backend::{enc, Backend, DynBackend};
 use crate::NnError;
-use nectar_math::registry::{Chosen, Kind, Protocol};
+use nectar_math::registry::Protocol;
 use nectar_math::FixedPoint;
 
 /// Parameters of [`reciprocal`] (AGREEMENT).
@@ -68,9 +68,6 @@ pub trait ReciprocalProtocol: Protocol {
     fn approx_error(&self, r: &RecipRange) -> Result<f64, NnError>;
 }
 
-/// The reciprocal kind in the registry.
-pub struct ReciprocalKind;
-
 /// Every reciprocal protocol, in the order `nectar suites` lists them.
 pub static ALL: &[&dyn ReciprocalProtocol] = &[
     &newton::Newton,
@@ -78,16 +75,14 @@ pub static ALL: &[&dyn ReciprocalProtocol] = &[
     &lut::Lut,
 ];
 
-impl Kind for ReciprocalKind {
-    const OPERATOR: &'static str = "reciprocal";
-    type Dyn = dyn ReciprocalProtocol;
-    fn list() -> &'static [&'static dyn ReciprocalProtocol] {
-        ALL
-    }
-}
-
-/// The reciprocal protocol a suite chose.
-pub type Reciprocal = Chosen<ReciprocalKind>;
+nectar_math::kind!(
+    /// The reciprocal kind in the registry.
+    ReciprocalKind,
+    Reciprocal,
+    "reciprocal",
+    dyn ReciprocalProtocol,
+    ALL
+);
 
 /// The range benches and the generated tests ask for (softmax row sums of up to 4000 keys).
 pub const RANGE: RecipRange = RecipRange { lo: 1.0, hi: 4001.0, newton: RECIP_SOFTMAX };

@@ -26,7 +26,7 @@ pub mod sq8;
 use crate::backend::DynBackend;
 use crate::mixed::ActRing;
 use crate::NnError;
-use nectar_math::registry::{Chosen, Kind, Protocol};
+use nectar_math::registry::Protocol;
 
 pub use nectar_math::real::GeluForm;
 pub use p4::{p4_gelu, p4_gelu_mixed, P4Params, P4_BOLT};
@@ -71,9 +71,6 @@ pub trait GeluProtocol: Protocol {
     }
 }
 
-/// The GeLU kind in the registry.
-pub struct GeluKind;
-
 /// Every GeLU protocol, in the order `nectar suites` lists them.
 pub static ALL: &[&dyn GeluProtocol] = &[
     &seg4::Seg4,
@@ -85,16 +82,14 @@ pub static ALL: &[&dyn GeluProtocol] = &[
     &lut::Lut,
 ];
 
-impl Kind for GeluKind {
-    const OPERATOR: &'static str = "gelu";
-    type Dyn = dyn GeluProtocol;
-    fn list() -> &'static [&'static dyn GeluProtocol] {
-        ALL
-    }
-}
-
-/// The GeLU protocol a suite chose.
-pub type Gelu = Chosen<GeluKind>;
+nectar_math::kind!(
+    /// The GeLU kind in the registry.
+    GeluKind,
+    Gelu,
+    "gelu",
+    dyn GeluProtocol,
+    ALL
+);
 
 /// The input range benches and the generated tests draw GeLU inputs from (real checkpoints'
 /// GeLU inputs spread wider, but every protocol is the identity or 0 beyond it).

@@ -10,7 +10,7 @@ pub mod seg4;
 use crate::backend::DynBackend;
 use crate::mixed::ActRing;
 use crate::NnError;
-use nectar_math::registry::{Chosen, Kind, Protocol};
+use nectar_math::registry::Protocol;
 
 pub use seg4::{silu, silu_approx_f64, silu_mixed, SiluParams, SILU_ACT, SILU_BUMBLEBEE};
 
@@ -44,9 +44,6 @@ pub trait SiluProtocol: Protocol {
     }
 }
 
-/// The SiLU kind in the registry.
-pub struct SiluKind;
-
 /// Every SiLU protocol, in the order `nectar suites` lists them.
 pub static ALL: &[&dyn SiluProtocol] = &[
     &seg4::Seg4,
@@ -54,16 +51,14 @@ pub static ALL: &[&dyn SiluProtocol] = &[
     &lut::Lut,
 ];
 
-impl Kind for SiluKind {
-    const OPERATOR: &'static str = "silu";
-    type Dyn = dyn SiluProtocol;
-    fn list() -> &'static [&'static dyn SiluProtocol] {
-        ALL
-    }
-}
-
-/// The SiLU protocol a suite chose.
-pub type Silu = Chosen<SiluKind>;
+nectar_math::kind!(
+    /// The SiLU kind in the registry.
+    SiluKind,
+    Silu,
+    "silu",
+    dyn SiluProtocol,
+    ALL
+);
 
 /// The input range benches and the generated tests draw SiLU inputs from.
 pub const DOMAIN: (f64, f64) = (-12.0, 12.0);

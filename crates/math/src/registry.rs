@@ -188,7 +188,7 @@ pub fn check_list<K: Kind>() -> Result<(), String> {
 mod tests {
     use super::*;
 
-    trait Shape: Protocol {
+    pub trait Shape: Protocol {
         fn sides(&self) -> u32;
     }
     struct Tri;

@@ -5,8 +5,8 @@
 use crate::report::BenchLine;
 use nectar_bench::mpc::{bench_mpc, MpcOp};
 use nectar_model::secure::backend_opts;
-use nectar_bench::nn::Kernel;
-use nectar_model::suite::{ActRing, Norm, Rsqrt, Softmax, Suite};
+use nectar_bench::nn::{Fixed, Kernel};
+use nectar_model::suite::{ActRing, Suite};
 use nectar_nn::gelu::GeluForm;
 use nectar_net::LinkModel;
 use std::path::Path;
@@ -33,73 +33,49 @@ pub struct Args<'a> {
 const OPERATORS: [&str; 12] =
     ["gelu", "silu", "exp", "tanh", "elu", "softmax", "layernorm", "rmsnorm", "rsqrt", "reciprocal", "argmax", "onehot"];
 
-/// The `nectar_bench::nn` kernel that runs operator `op` under `suite`: a registered kind's
-/// protocol is the suite's own handle (`gelu`); the kinds not in the registry yet are one
-/// match per operator on the suite's choice, as in `nectar_model::secure::operators`.
-fn kernel(op: &str, suite: &Suite) -> Result<String, String> {
-    let base = match op {
-        "tanh" => match suite.exp.name() {
-            "oppe" => "tanh-oppe",
-            _ => return Err("--op tanh: BumbleBee's tanh is a composition in the model (exp + reciprocal); \
-                             the standalone tanh is East's OPPE (use --suite east or --op exp=oppe)"
-                .into()),
-        },
-        "layernorm" | "rmsnorm" => match (suite.norm, suite.rsqrt) {
-            (Norm::Bumblebee, Rsqrt::Newton) => op,
-            (Norm::EastEq9, Rsqrt::NewtonDetermine) if op == "layernorm" => "layernorm-east",
-            (Norm::EastEq9, Rsqrt::NewtonDetermine) => "rmsnorm-east",
-            (Norm::EastEq9, _) => return Err(format!("--op {op}: norm=east-eq9 runs with rsqrt=newton-determine")),
-            (Norm::Bumblebee, _) => return Err(format!("--op {op}: norm=bumblebee runs with rsqrt=newton")),
-            (Norm::Outer, _) => {
+/// The `nectar_bench::nn` kernel that runs operator `op` under `suite`: the suite's own
+/// protocol for the operator (with the exponential, reciprocal and rsqrt it composes).
+fn kernel(op: &str, suite: &Suite) -> Result<Kernel, String> {
+    let s = suite;
+    Ok(match op {
+        // Benches take the erf form (BERT's); the tanh form costs the same.
+        "gelu" => Kernel::Gelu { p: s.gelu, form: GeluForm::Erf, ring: s.act_ring },
+        "silu" => Kernel::Silu { p: s.silu, ring: s.act_ring },
+        // The model runs exp in the full ring (or softmax's); under `act-ring=mixed` the bench
+        // measures BumbleBee's exponential in the activation ring (§V-C), a kernel of its own.
+        "exp" if s.act_ring == ActRing::Mixed => {
+            if s.exp.name() != "taylor" {
+                return Err(format!("--op exp={}: no mixed-ring kernel (BumbleBee's exp=taylor has one; the model runs exp in the full ring)", s.exp));
+            }
+            Kernel::Fixed(Fixed::ExpMixed)
+        }
+        "exp" => Kernel::Exp { p: s.exp },
+        "tanh" => match s.exp.tanh_tolerance(nectar_math::FixedPoint::BUMBLEBEE) {
+            Ok(_) => Kernel::Tanh { p: s.exp },
+            Err(_) => {
                 return Err(format!(
-                    "--op {op}: norm=outer forms r ⊗ γ with an OLT against the server's weights, which this \
-                     share-level bench does not run; it is measured end to end by `nectar bench suites`"
+                    "--op tanh: exp={} has no tanh of its own; the model composes tanh from the exponential and a \
+                     reciprocal (East's OPPE has one: --op exp=oppe)",
+                    s.exp
                 ))
             }
         },
-        "rsqrt" => match suite.rsqrt {
-            Rsqrt::Newton => "rsqrt",
-            Rsqrt::NewtonDetermine => "rsqrt-determine",
-        },
-        "softmax" if suite.softmax == Softmax::Lut => "softmax-lut",
-        "softmax" if suite.softmax == Softmax::Coarse => match (suite.exp.name(), suite.reciprocal.name()) {
-            ("taylor4", "newton") => "softmax-coarse-taylor4-newton",
-            ("taylor2", "newton") => "softmax-coarse-taylor2-newton",
-            ("taylor", "newton") => "softmax-coarse-taylor-newton",
-            (e, r) => {
-                return Err(format!(
-                    "--op softmax=coarse: no bench kernel for exp={e} with reciprocal={r} (benched: taylor4, taylor2 or taylor × newton)"
-                ))
-            }
-        },
-        "softmax" if suite.softmax == Softmax::Narrow => match (suite.exp.name(), suite.reciprocal.name()) {
-            ("taylor4", "newton") => "softmax-narrow-taylor4-newton",
-            ("taylor2", "newton") => "softmax-narrow-taylor2-newton",
-            ("taylor", "newton") => "softmax-narrow-taylor-newton",
-            (e, r) => {
-                return Err(format!(
-                    "--op softmax=narrow: no bench kernel for exp={e} with reciprocal={r} (benched: taylor4, taylor2 or taylor × newton)"
-                ))
-            }
-        },
-        "softmax" => match (suite.exp.name(), suite.reciprocal.name()) {
-            ("lut", "lut") => "softmax-lut",
-            ("taylor", "newton") => "softmax",
-            ("taylor2", "newton") => "softmax-taylor2-newton",
-            ("taylor4", "newton") => "softmax-taylor4-newton",
-            ("oppe", "newton-determine") => "softmax-oppe-determine",
-            ("oppe", "newton") => "softmax-oppe-newton",
-            ("taylor", "newton-determine") => "softmax-taylor-determine",
-            (e, r) => {
-                return Err(format!(
-                    "--op softmax: no bench kernel for exp={e} with reciprocal={r} (the model runs it; benched: \
-                     taylor/oppe × newton/newton-determine, and lut × lut = softmax=lut)"
-                ))
-            }
-        },
-        other => other,
-    };
-    Ok(base.to_string())
+        "reciprocal" => Kernel::Reciprocal { p: s.reciprocal },
+        "rsqrt" => Kernel::Rsqrt { p: s.rsqrt },
+        "softmax" => Kernel::Softmax { p: s.softmax, exp: s.exp, recip: s.reciprocal },
+        "layernorm" | "rmsnorm" if s.norm.needs_weights() => {
+            return Err(format!(
+                "--op {op}: norm={} multiplies by γ as the server's weight (an OLT), which this share-level bench \
+                 does not run; it is measured end to end by `nectar bench suites`",
+                s.norm
+            ))
+        }
+        "layernorm" | "rmsnorm" => Kernel::Norm { p: s.norm, rsqrt: s.rsqrt, layer: op == "layernorm" },
+        "elu" => Kernel::Fixed(Fixed::Elu),
+        "argmax" => Kernel::Fixed(Fixed::Argmax),
+        "onehot" => Kernel::Fixed(Fixed::Onehot),
+        other => return Err(format!("--op {other}: not an operator ({})", OPERATORS.join(", "))),
+    })
 }
 
 pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
@@ -156,26 +132,7 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
 
 /// A whole secure operator (`nectar_bench::nn::bench_secure`) by the suite's protocol.
 fn operator(a: &Args, name: &str, suite: &Suite, net: Option<LinkModel>) -> Result<Vec<BenchLine>, String> {
-    let named;
-    let kernel = match name {
-        // Benches take the erf form (BERT's); the tanh form costs the same.
-        "gelu" => Kernel::Gelu { p: suite.gelu, form: GeluForm::Erf, ring: suite.act_ring },
-        "silu" => Kernel::Silu { p: suite.silu, ring: suite.act_ring },
-        // The model runs exp in the full ring (or softmax's); under `act-ring=mixed` the bench
-        // measures BumbleBee's exponential in the activation ring (§V-C), a kernel of its own.
-        "exp" if suite.act_ring == ActRing::Mixed => {
-            if suite.exp.name() != "taylor" {
-                return Err(format!("--op exp={}: no mixed-ring kernel (BumbleBee's exp=taylor has one; the model runs exp in the full ring)", suite.exp));
-            }
-            Kernel::Named("exp-mixed")
-        }
-        "exp" => Kernel::Exp { p: suite.exp },
-        "reciprocal" => Kernel::Reciprocal { p: suite.reciprocal },
-        _ => {
-            named = kernel(name, suite)?;
-            Kernel::Named(&named)
-        }
-    };
+    let kernel = kernel(name, suite)?;
     let mut opts = backend_opts(suite).with_reuse_queries(!a.no_query_reuse).with_bole_narrow(!a.wide_bole);
     if a.bits.is_some() || a.frac.is_some() {
         let (l, f) = (a.bits.unwrap_or(64), a.frac.unwrap_or(18));

@@ -12,41 +12,88 @@ use nectar_nn::gelu::{Gelu, GeluForm};
 use nectar_nn::mixed::ActRing;
 use nectar_nn::silu::Silu;
 use nectar_nn::exp::Exp;
+use nectar_nn::layernorm::LAYERNORM_DEFAULT;
+use nectar_nn::norm::{Norm, NormCall, CHECK_COLS};
 use nectar_nn::reciprocal::Reciprocal;
+use nectar_nn::rsqrt::Rsqrt;
+use nectar_nn::softmax::{Softmax, SoftmaxCall};
 use nectar_nn::{Backend, NnError};
 use std::time::Instant;
 
-/// What a secure bench runs: a registered protocol (`nectar_nn::gelu::ALL`, `silu::ALL`) with what it
-/// is evaluated in, or a kernel of a kind that is not in the registry yet, by its name in
-/// [`SECURE_OPS`].
+/// What a secure bench runs: a registered protocol (`nectar_nn::gelu::ALL`, `softmax::ALL`, ...)
+/// with what it is evaluated in or composed with, or an operator with one protocol
+/// ([`Fixed`]).
 #[derive(Clone, Copy, Debug)]
-pub enum Kernel<'a> {
+pub enum Kernel {
     /// A GeLU protocol of the registry.
     Gelu { p: Gelu, form: GeluForm, ring: ActRing },
     /// A SiLU protocol of the registry.
     Silu { p: Silu, ring: ActRing },
     /// An exponential protocol of the registry (in the backend's format).
     Exp { p: Exp },
+    /// The tanh of an exponential protocol that has one of its own (East's OPPE table).
+    Tanh { p: Exp },
     /// A reciprocal protocol of the registry, on [`nectar_nn::reciprocal::RANGE`].
     Reciprocal { p: Reciprocal },
-    /// A kernel of [`SECURE_OPS`].
-    Named(&'a str),
+    /// An rsqrt protocol of the registry, on [`nectar_nn::rsqrt::RANGE`].
+    Rsqrt { p: Rsqrt },
+    /// A softmax composition of the registry with the exponential and reciprocal it composes.
+    Softmax { p: Softmax, exp: Exp, recip: Reciprocal },
+    /// A norm formulation of the registry with its rsqrt: LayerNorm (`layer`, `β = 0`) or
+    /// RMSNorm, `γ = 1` public.
+    Norm { p: Norm, rsqrt: Rsqrt, layer: bool },
+    /// An operator with one protocol.
+    Fixed(Fixed),
 }
 
-impl Kernel<'_> {
-    /// The operator's key (`gelu`, or the kernel's name).
-    pub fn operator(&self) -> &str {
+/// The operators with one protocol each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fixed {
+    /// BumbleBee's exponential in the mixed ring (§V-C; the model runs exp in the full ring).
+    ExpMixed,
+    /// ELU from BumbleBee's exponential.
+    Elu,
+    /// Row argmax (comparison tree).
+    Argmax,
+    /// One-hot rows of shared ids (`i_equal`).
+    Onehot,
+}
+
+impl Fixed {
+    /// Every fixed kernel.
+    pub const ALL: [Fixed; 4] = [Fixed::ExpMixed, Fixed::Elu, Fixed::Argmax, Fixed::Onehot];
+
+    /// Its operator name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fixed::ExpMixed => "exp-mixed",
+            Fixed::Elu => "elu",
+            Fixed::Argmax => "argmax",
+            Fixed::Onehot => "onehot",
+        }
+    }
+}
+
+impl Kernel {
+    /// The operator's key (`gelu`, `layernorm`, ...).
+    pub fn operator(&self) -> &'static str {
         match self {
             Kernel::Gelu { .. } => "gelu",
             Kernel::Silu { .. } => "silu",
             Kernel::Exp { .. } => "exp",
+            Kernel::Tanh { .. } => "tanh",
             Kernel::Reciprocal { .. } => "reciprocal",
-            Kernel::Named(k) => k,
+            Kernel::Rsqrt { .. } => "rsqrt",
+            Kernel::Softmax { .. } => "softmax",
+            Kernel::Norm { layer: true, .. } => "layernorm",
+            Kernel::Norm { layer: false, .. } => "rmsnorm",
+            Kernel::Fixed(f) => f.name(),
         }
     }
 
     /// How bench lines name it: `gelu=sq8` (with `+act-ring=mixed` in the activation ring,
-    /// `+form=tanh` for the tanh form), or the kernel's name.
+    /// `+form=tanh` for the tanh form), `softmax=coarse+exp=taylor4+reciprocal=newton`,
+    /// `layernorm=bumblebee+rsqrt=newton`, or the fixed operator's name.
     pub fn label(&self) -> String {
         match self {
             Kernel::Gelu { p, form, ring } => {
@@ -64,19 +111,70 @@ impl Kernel<'_> {
                 ActRing::Mixed => format!("silu={p}+act-ring=mixed"),
             },
             Kernel::Exp { p } => format!("exp={p}"),
+            Kernel::Tanh { p } => format!("tanh+exp={p}"),
             Kernel::Reciprocal { p } => format!("reciprocal={p}"),
-            Kernel::Named(k) => k.to_string(),
+            Kernel::Rsqrt { p } => format!("rsqrt={p}"),
+            Kernel::Softmax { p, exp, recip } if p.composes() => format!("softmax={p}+exp={exp}+reciprocal={recip}"),
+            Kernel::Softmax { p, .. } => format!("softmax={p}"),
+            Kernel::Norm { p, rsqrt, .. } => format!("{}={p}+rsqrt={rsqrt}", self.operator()),
+            Kernel::Fixed(f) => f.name().to_string(),
         }
     }
 
     /// Whether it works on rows (softmax, norms, argmax).
     fn row_op(&self) -> bool {
-        match self {
-            Kernel::Gelu { .. } | Kernel::Silu { .. } | Kernel::Exp { .. } | Kernel::Reciprocal { .. } => false,
-            Kernel::Named(op) => {
-                matches!(*op, "layernorm" | "rmsnorm" | "layernorm-east" | "rmsnorm-east" | "argmax") || op.starts_with("softmax")
+        matches!(self, Kernel::Softmax { .. } | Kernel::Norm { .. } | Kernel::Fixed(Fixed::Argmax))
+    }
+
+    /// Every kernel the registry lists, with the compositions' partners varied one at a time
+    /// (each softmax with every exponential under BumbleBee's Newton reciprocal and with every
+    /// reciprocal under BumbleBee's exponential; each norm with every rsqrt), only the
+    /// combinations their protocols accept at start (`check`) and that a share-level backend
+    /// runs (`norm = outer` needs the model's OLT); the fixed operators; and the GeLU / SiLU
+    /// protocols in every ring they support.
+    pub fn registered() -> Vec<Kernel> {
+        use nectar_nn::exp::taylor::Taylor;
+        use nectar_nn::reciprocal::newton::Newton;
+        let mut out = Vec::new();
+        for p in Gelu::all() {
+            for ring in [ActRing::Full, ActRing::Mixed] {
+                if p.supports(ring).is_ok() {
+                    out.push(Kernel::Gelu { p, form: GeluForm::Erf, ring });
+                }
             }
         }
+        for p in Silu::all() {
+            for ring in [ActRing::Full, ActRing::Mixed] {
+                if p.supports(ring).is_ok() {
+                    out.push(Kernel::Silu { p, ring });
+                }
+            }
+        }
+        out.extend(Exp::all().map(|p| Kernel::Exp { p }));
+        out.extend(Exp::all().filter(|p| p.tanh_tolerance(FixedPoint::BUMBLEBEE).is_ok()).map(|p| Kernel::Tanh { p }));
+        out.extend(Reciprocal::all().map(|p| Kernel::Reciprocal { p }));
+        out.extend(Rsqrt::all().map(|p| Kernel::Rsqrt { p }));
+        let (taylor, newton) = (Exp::new(&Taylor), Reciprocal::new(&Newton));
+        for p in Softmax::all() {
+            let pairs = Exp::all().map(|exp| (exp, newton)).chain(Reciprocal::all().filter(|r| *r != newton).map(|r| (taylor, r)));
+            for (exp, recip) in pairs {
+                let k = Kernel::Softmax { p, exp, recip };
+                if p.check(exp, recip).is_ok() && !out.iter().any(|o| o.label() == k.label()) {
+                    out.push(k);
+                }
+            }
+        }
+        for p in Norm::all() {
+            for rsqrt in Rsqrt::all() {
+                for layer in [true, false] {
+                    if p.check(rsqrt, CHECK_COLS, LAYERNORM_DEFAULT.eps, FixedPoint::BUMBLEBEE).is_ok() && !p.needs_weights() {
+                        out.push(Kernel::Norm { p, rsqrt, layer });
+                    }
+                }
+            }
+        }
+        out.extend(Fixed::ALL.map(Kernel::Fixed));
+        out
     }
 }
 
@@ -132,101 +230,46 @@ pub struct SecureBench {
 
 /// Pivots of the operators that select a segment by an approximate comparison (see
 /// [`nectar_nn::tolerance`]); the bench inputs keep [`nectar_nn::tolerance::PIVOT_GAP`] away.
-fn pivots(k: Kernel<'_>) -> Vec<f64> {
-    let op = match k {
-        Kernel::Gelu { p, .. } => return p.pivots(),
-        Kernel::Silu { p, .. } => return p.pivots(),
-        Kernel::Exp { p } => return p.pivots(),
-        Kernel::Reciprocal { .. } => return Vec::new(),
-        Kernel::Named(op) => op,
-    };
-    match op {
-        "exp-mixed" => vec![nectar_nn::exp::EXP_BUMBLEBEE.t_exp],
-        "elu" => vec![nectar_nn::exp::EXP_BUMBLEBEE.t_exp, 0.0],
+fn pivots(k: Kernel) -> Vec<f64> {
+    match k {
+        Kernel::Gelu { p, .. } => p.pivots(),
+        Kernel::Silu { p, .. } => p.pivots(),
+        Kernel::Exp { p } => p.pivots(),
+        Kernel::Fixed(Fixed::ExpMixed) => vec![nectar_nn::exp::EXP_BUMBLEBEE.t_exp],
+        Kernel::Fixed(Fixed::Elu) => vec![nectar_nn::exp::EXP_BUMBLEBEE.t_exp, 0.0],
         _ => Vec::new(),
     }
 }
 
-/// The stated twin-vs-secure error bound of `op` in LSB of the (64, 18) output
-/// ([`nectar_nn::tolerance`]), for the bench's inputs (off the pivots; reciprocal on
-/// `[1, 4001]`, rsqrt on `x ≥ 1`, softmax rows of `cols`); `None` for another format.
-pub fn stated_tolerance(k: Kernel<'_>, cols: usize, fp: FixedPoint) -> Result<Option<i64>, NnError> {
-    use nectar_nn::oppe::east_table;
-    use nectar_nn::tolerance::*;
+/// The stated twin-vs-secure error bound of `k` in LSB of the (64, 18) output (each
+/// protocol's own, `nectar_nn::tolerance`), for the bench's inputs (off the pivots; reciprocal
+/// on `[1, 4001]`, rsqrt on `[1, 1001]`, softmax and norms on rows of `cols`); `None` for
+/// another format.
+pub fn stated_tolerance(k: Kernel, cols: usize, fp: FixedPoint) -> Result<Option<i64>, NnError> {
+    use nectar_nn::tolerance::{ELU_TOL, EXP_MIXED_TOL};
     if fp != FixedPoint::BUMBLEBEE {
         return Ok(None);
     }
-    let op = match k {
-        Kernel::Gelu { p, form, ring } => return Ok(Some(p.tolerance(form, ring)?)),
-        Kernel::Silu { p, ring } => return Ok(Some(p.tolerance(ring)?)),
-        Kernel::Exp { p } => return Ok(Some(p.tolerance(fp)?)),
-        Kernel::Reciprocal { p } => return Ok(Some(p.tolerance(&nectar_nn::reciprocal::RANGE, fp)?)),
-        Kernel::Named(op) => op,
-    };
-    let hi = (cols as f64).max(2.0);
-    let t = match op {
-        "softmax-taylor2-newton" => softmax_tol(EXP_TAYLOR2_TOL, RECIP_TOL),
-        "softmax-narrow-taylor2-newton" => {
-            let narrow = FixedPoint::new(nectar_nn::softmax::NARROW_L, fp.f())?;
-            softmax_tol(exp_taylor2_tol(narrow, &nectar_nn::exp::EXP_TAYLOR2)?, RECIP_TOL)
-        }
-        "softmax-narrow-taylor-newton" => softmax_tol(EXP_TOL, RECIP_TOL),
-        "softmax-narrow-taylor4-newton" => {
-            let narrow = FixedPoint::new(nectar_nn::softmax::NARROW_L, fp.f())?;
-            softmax_tol(exp_taylor4_tol(narrow, &nectar_nn::exp::EXP_TAYLOR4)?, RECIP_TOL)
-        }
-        "softmax-coarse-taylor4-newton" => {
-            let narrow = FixedPoint::new(nectar_nn::softmax::NARROW_L, fp.f())?;
-            coarse_softmax_tol(softmax_tol(exp_taylor4_tol(narrow, &nectar_nn::exp::EXP_TAYLOR4)?, RECIP_TOL), fp.f())
-        }
-        "softmax-coarse-taylor2-newton" => {
-            let narrow = FixedPoint::new(nectar_nn::softmax::NARROW_L, fp.f())?;
-            coarse_softmax_tol(softmax_tol(exp_taylor2_tol(narrow, &nectar_nn::exp::EXP_TAYLOR2)?, RECIP_TOL), fp.f())
-        }
-        "softmax-coarse-taylor-newton" => coarse_softmax_tol(softmax_tol(EXP_TOL, RECIP_TOL), fp.f()),
-        "softmax-taylor4-newton" => softmax_tol(exp_taylor4_tol(fp, &nectar_nn::exp::EXP_TAYLOR4)?, RECIP_TOL),
-        "exp-mixed" => EXP_MIXED_TOL,
-        "elu" => ELU_TOL,
-        "softmax" => softmax_tol(EXP_TOL, RECIP_TOL),
-        "layernorm" | "rmsnorm" => NORM_TOL,
-        "layernorm-east" | "rmsnorm-east" => east_norm_tol(nectar_nn::layernorm::EAST_NORM_DEFAULT.var_lo, 1.0),
-        "rsqrt-determine" => rsqrt_determine_tol(1.0, 1001.0)?,
-        "rsqrt" => RSQRT_TOL,
-        "argmax" | "onehot" => 0,
-        "tanh-oppe" => oppe_tol(east_table("tanh")?),
-        "softmax-lut" => softmax_tol(exp_lut_tol(&nectar_nn::lut::EXP_LUT, fp.f()), reciprocal_lut_tol(hi, fp.f())?),
-        "softmax-oppe-determine" => softmax_tol(oppe_tol(east_table("exp")?), determine_tol(1.0, hi)?),
-        "softmax-oppe-newton" => softmax_tol(oppe_tol(east_table("exp")?), RECIP_TOL),
-        "softmax-taylor-determine" => softmax_tol(EXP_TOL, determine_tol(1.0, hi)?),
-        other => return Err(NnError::BadArgument(format!("unknown operator {other}; known: {SECURE_OPS:?}"))),
+    let t = match k {
+        Kernel::Gelu { p, form, ring } => p.tolerance(form, ring)?,
+        Kernel::Silu { p, ring } => p.tolerance(ring)?,
+        Kernel::Exp { p } => p.tolerance(fp)?,
+        Kernel::Tanh { p } => p.tanh_tolerance(fp)?,
+        Kernel::Reciprocal { p } => p.tolerance(&nectar_nn::reciprocal::RANGE, fp)?,
+        Kernel::Rsqrt { p } => p.tolerance(&nectar_nn::rsqrt::RANGE, fp)?,
+        Kernel::Softmax { p, exp, recip } => p.tolerance(exp, recip, cols, fp)?,
+        Kernel::Norm { p, rsqrt, .. } => p.tolerance(rsqrt, cols, fp)?,
+        Kernel::Fixed(Fixed::ExpMixed) => EXP_MIXED_TOL,
+        Kernel::Fixed(Fixed::Elu) => ELU_TOL,
+        Kernel::Fixed(Fixed::Argmax | Fixed::Onehot) => 0,
     };
     Ok(Some(t))
 }
 
-/// Kernels of the operator kinds not in the registry yet ([`Kernel::Named`]); the registered
-/// kinds' protocols come from their lists (`nectar_nn::gelu::ALL`).
-pub const SECURE_OPS: [&str; 24] = [
-    // BumbleBee's exponential in the mixed ring (§V-C; the model runs exp in the full ring)
-    "exp-mixed", "elu", "softmax",
-    "layernorm", "rmsnorm", "rsqrt", "argmax", "onehot",
-    // East (§4): OPPE with the committed tables, the Determine reciprocal, softmax compositions
-    "tanh-oppe",
-    "softmax-oppe-determine", "softmax-oppe-newton", "softmax-taylor-determine",
-    "layernorm-east", "rmsnorm-east", "rsqrt-determine",
-    // ROTL / CipherGPT (§II-E): LUT activations, two-LUT exp, LUT + Newton reciprocal, softmax
-    "softmax-lut",
-    // nectar (issue 17): second- and fourth-order Taylor exp, softmax with them, and the
-    // softmax composition in Z_2^45
-    "softmax-taylor2-newton", "softmax-narrow-taylor2-newton", "softmax-narrow-taylor-newton",
-    "softmax-taylor4-newton", "softmax-narrow-taylor4-newton",
-    // nectar (issue 17): the narrow softmax with the coarse row max and clip in Z_2^34
-    "softmax-coarse-taylor4-newton", "softmax-coarse-taylor2-newton", "softmax-coarse-taylor-newton",
-];
-
 /// Input reals of a benchmark (deterministic; inside each operator's documented domain, and
 /// more than [`nectar_nn::tolerance::PIVOT_GAP`] away from the pivots of approximate
 /// comparisons, where only the f64 bound holds).
-fn bench_inputs(k: Kernel<'_>, n: usize, cols: usize) -> Vec<f64> {
+fn bench_inputs(k: Kernel, n: usize, cols: usize) -> Vec<f64> {
     let u = |i: usize| ((i.wrapping_mul(7919) + 13) % 1000) as f64 / 1000.0;
     let ps = pivots(k);
     let gap = nectar_nn::tolerance::PIVOT_GAP;
@@ -235,131 +278,58 @@ fn bench_inputs(k: Kernel<'_>, n: usize, cols: usize) -> Vec<f64> {
         Some(&t) => if x < t { t - 2.0 * gap } else { t + 2.0 * gap },
         None => x,
     };
-    let op = match k {
-        Kernel::Gelu { .. } | Kernel::Silu { .. } | Kernel::Exp { .. } | Kernel::Reciprocal { .. } => {
-            let r = nectar_nn::reciprocal::RANGE;
-            let (lo, hi) = match k {
-                Kernel::Gelu { .. } => nectar_nn::gelu::DOMAIN,
-                Kernel::Silu { .. } => nectar_nn::silu::DOMAIN,
-                Kernel::Exp { .. } => nectar_nn::exp::DOMAIN,
-                _ => (r.lo, r.hi - 1.0),
-            };
-            return (0..n).map(|i| off(lo + (hi - lo) * u(i))).collect();
+    let (r, q) = (nectar_nn::reciprocal::RANGE, nectar_nn::rsqrt::RANGE);
+    let (lo, hi) = match k {
+        Kernel::Gelu { .. } => nectar_nn::gelu::DOMAIN,
+        Kernel::Silu { .. } => nectar_nn::silu::DOMAIN,
+        Kernel::Exp { .. } => nectar_nn::exp::DOMAIN,
+        Kernel::Reciprocal { .. } => (r.lo, r.hi - 1.0),
+        Kernel::Rsqrt { .. } => (q.lo, q.hi),
+        Kernel::Softmax { .. } => (-6.0, 6.0),
+        Kernel::Fixed(Fixed::ExpMixed) => (-16.0, 0.0),
+        Kernel::Fixed(Fixed::Elu) => (-16.0, 4.0),
+        Kernel::Fixed(Fixed::Argmax) => (-50.0, 50.0),
+        Kernel::Fixed(Fixed::Onehot) => {
+            return (0..n).map(|i| ((i * 31) % cols.max(1)) as f64 / FixedPoint::BUMBLEBEE.scale()).collect();
         }
-        Kernel::Named(op) => op,
+        Kernel::Tanh { .. } | Kernel::Norm { .. } => (-4.0, 4.0),
     };
-    (0..n)
-        .map(|i| off(match op {
-            "exp-mixed" => -16.0 * u(i),
-            "elu" => 20.0 * u(i) - 16.0,
-            "rsqrt" | "rsqrt-determine" => 1.0 + 1000.0 * u(i),
-            o if o.starts_with("softmax") => 12.0 * u(i) - 6.0,
-            "argmax" => 100.0 * u(i) - 50.0,
-            "onehot" => ((i * 31) % cols.max(1)) as f64 / FixedPoint::BUMBLEBEE.scale(),
-            _ => 8.0 * u(i) - 4.0,
-        }))
-        .collect()
+    (0..n).map(|i| off(lo + (hi - lo) * u(i))).collect()
 }
 
-/// Runs `op` on the backend `b` (one party, or the twin) on `x`; returns the revealed output.
-fn run_op<B: nectar_nn::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
-    b: &mut B,
-    k: Kernel<'_>,
-    x: &Vec<u64>,
-    rows: usize,
-    cols: usize,
-) -> Result<Vec<u64>, NnError> {
+/// Runs `k` on the backend `b` (one party, or the twin) on `x`; returns the revealed output.
+fn run_op(b: &mut DynBackend<'_>, k: Kernel, x: &Vec<u64>, rows: usize, cols: usize) -> Result<Vec<u64>, NnError> {
     use nectar_nn::*;
     let fp = b.format();
-    let op = match k {
-        Kernel::Gelu { p, form, ring } => {
-            let y = p.eval(b as &mut DynBackend<'_>, x, form, ring)?;
-            return b.reveal(&y);
-        }
-        Kernel::Silu { p, ring } => {
-            let y = p.eval(b as &mut DynBackend<'_>, x, ring)?;
-            return b.reveal(&y);
-        }
-        Kernel::Exp { p } => {
-            let y = p.eval(b as &mut DynBackend<'_>, x, None)?;
-            return b.reveal(&y);
-        }
-        Kernel::Reciprocal { p } => {
-            let y = p.eval(b as &mut DynBackend<'_>, x, &nectar_nn::reciprocal::RANGE)?;
-            return b.reveal(&y);
-        }
-        Kernel::Named(op) => op,
-    };
-    let y = match op {
-        "exp-mixed" => exp::exp_neg_mixed(b, x, &exp::EXP_BUMBLEBEE)?,
-        "elu" => elu::elu(b, x, 1.0, &exp::EXP_BUMBLEBEE)?,
-        "softmax" => softmax::softmax(b, x, rows, cols, None, &softmax::SOFTMAX_BUMBLEBEE)?,
-        "tanh-oppe" => oppe::oppe(b, x, oppe::east_table("tanh")?)?,
-        "softmax-lut" => lut::softmax_lut(b, x, rows, cols, None)?,
-        s if s.starts_with("softmax-") => {
-            let oppe_exp = s.contains("-oppe-");
-            let taylor2 = s.contains("-taylor2-");
-            let taylor4 = s.contains("-taylor4-");
-            let determine = s.ends_with("-determine");
-            let hi = (cols as f64).max(2.0);
-            let form = if s.starts_with("softmax-narrow-") {
-                softmax::SoftmaxForm::Narrow
-            } else if s.starts_with("softmax-coarse-") {
-                softmax::SoftmaxForm::Coarse
-            } else {
-                softmax::SoftmaxForm::Full
-            };
-            let clip_l = (form == softmax::SoftmaxForm::Coarse).then_some(softmax::COARSE_CMP_L);
-            softmax::softmax_in_ring(
-                b,
-                x,
+    let y = match k {
+        Kernel::Gelu { p, form, ring } => p.eval(b, x, form, ring)?,
+        Kernel::Silu { p, ring } => p.eval(b, x, ring)?,
+        Kernel::Exp { p } => p.eval(b, x, None)?,
+        Kernel::Tanh { p } => match p.tanh(b, x) {
+            Some(y) => y?,
+            None => return Err(NnError::BadArgument(format!("exp={p} has no tanh of its own"))),
+        },
+        Kernel::Reciprocal { p } => p.eval(b, x, &nectar_nn::reciprocal::RANGE)?,
+        Kernel::Rsqrt { p } => p.eval(b, x, &nectar_nn::rsqrt::RANGE)?,
+        Kernel::Softmax { p, exp, recip } => p.eval(b, x, &SoftmaxCall { rows, cols, mask: None }, exp, recip)?,
+        Kernel::Norm { p, rsqrt, layer } => {
+            let ones = fp.encode_vec::<u64>(&vec![1.0; cols])?;
+            let g = b.constant(&ones)?;
+            let be = b.constant(&vec![0; cols])?;
+            let call = NormCall {
                 rows,
                 cols,
-                None,
-                form,
-                |b, d| {
-                    if oppe_exp {
-                        oppe::oppe(b, d, oppe::east_table("exp")?)
-                    } else if taylor2 {
-                        exp::exp_neg_taylor2(b, d, &exp::ExpParams { clip_l, ..exp::EXP_TAYLOR2 })
-                    } else if taylor4 {
-                        exp::exp_neg_taylor4(b, d, &exp::ExpParams { clip_l, ..exp::EXP_TAYLOR4 })
-                    } else {
-                        exp::exp_neg(b, d, &exp::ExpParams { clip_l, ..exp::EXP_BUMBLEBEE })
-                    }
-                },
-                |b, sum| {
-                    if determine {
-                        reciprocal::reciprocal_determine(b, sum, 1.0, hi)
-                    } else if form == softmax::SoftmaxForm::Coarse {
-                        reciprocal::reciprocal(b, sum, &softmax::coarse_recip(cols, reciprocal::RECIP_SOFTMAX))
-                    } else if form == softmax::SoftmaxForm::Narrow {
-                        reciprocal::reciprocal(b, sum, &softmax::recip_for_rows(cols, reciprocal::RECIP_SOFTMAX))
-                    } else {
-                        reciprocal::reciprocal(b, sum, &reciprocal::RECIP_SOFTMAX)
-                    }
-                },
-            )?
+                eps: LAYERNORM_DEFAULT.eps,
+                gamma: &g,
+                gamma_server: Some(&ones),
+                beta: layer.then_some(&be),
+            };
+            p.eval(b, x, &call, rsqrt)?
         }
-        "layernorm" | "rmsnorm" => {
-            let g = b.constant(&fp.encode_vec::<u64>(&vec![1.0; cols])?)?;
-            if op == "layernorm" {
-                let be = b.constant(&vec![0; cols])?;
-                layernorm::layernorm(b, x, rows, cols, &g, &be, &layernorm::LAYERNORM_DEFAULT)?
-            } else {
-                rmsnorm::rmsnorm(b, x, rows, cols, &g, &layernorm::LAYERNORM_DEFAULT)?
-            }
-        }
-        "rsqrt" => rsqrt::rsqrt(b, x, &rsqrt::RSQRT_LAYERNORM)?,
-        "rsqrt-determine" => rsqrt::rsqrt_determine(b, x, 1.0, 1001.0)?,
-        "layernorm-east" | "rmsnorm-east" => {
-            let g = b.constant(&fp.encode_vec::<u64>(&vec![1.0; cols])?)?;
-            let be = if op == "layernorm-east" { Some(b.constant(&vec![0; cols])?) } else { None };
-            layernorm::layernorm_east(b, x, rows, cols, &g, be.as_ref(), &layernorm::EAST_NORM_DEFAULT)?
-        }
-        "argmax" => max::argmax_rows(b, x, rows, cols)?.1,
-        "onehot" => onehot::one_hot(b, x, cols)?,
-        other => return Err(NnError::BadArgument(format!("unknown operator {other}; known: {SECURE_OPS:?}"))),
+        Kernel::Fixed(Fixed::ExpMixed) => exp::exp_neg_mixed(b, x, &exp::EXP_BUMBLEBEE)?,
+        Kernel::Fixed(Fixed::Elu) => elu::elu(b, x, 1.0, &exp::EXP_BUMBLEBEE)?,
+        Kernel::Fixed(Fixed::Argmax) => max::argmax_rows(b, x, rows, cols)?.1,
+        Kernel::Fixed(Fixed::Onehot) => onehot::one_hot(b, x, cols)?,
     };
     b.reveal(&y)
 }
@@ -371,7 +341,7 @@ fn run_op<B: nectar_nn::Backend<Val = Vec<u64>, Bit = Vec<bool>>>(
 /// Session setup (base OTs, the Ferret bootstrap of both pools, bOLEe keys) is run first and
 /// reported apart; pool refills during the operator are included.
 pub fn bench_secure(
-    k: Kernel<'_>,
+    k: Kernel,
     size: usize,
     cols: usize,
     opts: nectar_nn::secure::SecureOpts,
@@ -381,12 +351,6 @@ pub fn bench_secure(
     use nectar_math::Prg;
     use nectar_net::{linked_pair, Channel, Role};
     use nectar_ot::bits::mask64;
-    if let Kernel::Named(op) = k {
-        if !SECURE_OPS.contains(&op) {
-            return Err(NnError::BadArgument(format!("unknown operator {op}; known: {SECURE_OPS:?}")));
-        }
-    }
-    let op = k.operator();
     let cols = cols.max(1);
     let row_op = k.row_op();
     let rows = if row_op { size.div_ceil(cols) } else { size };
@@ -394,7 +358,7 @@ pub fn bench_secure(
     let fp = opts.format;
     let mut twin = nectar_nn::PlainBackend::new(fp)?;
     let x = twin.encode(&bench_inputs(k, n, cols))?;
-    let want = run_op(&mut twin, k, &x, rows, cols)?;
+    let want = run_op(&mut twin as &mut DynBackend<'_>, k, &x, rows, cols)?;
     let mut prg = Prg::from_entropy();
     let r: Vec<u64> = x.iter().map(|_| prg.next_u128() as u64).collect();
     let x0: Vec<u64> = x.iter().zip(&r).map(|(a, b)| a.wrapping_sub(*b) & mask64(fp.l())).collect();
@@ -419,7 +383,7 @@ pub fn bench_secure(
         let k0 = b.cots_consumed();
         let p0 = b.prepro_cost();
         let t = Instant::now();
-        let out = run_op(&mut b, k, &share, rows, cols)?;
+        let out = run_op(&mut b as &mut DynBackend<'_>, k, &share, rows, cols)?;
         b.channel_mut().flush().map_err(|e| NnError::Backend(Box::new(e)))?;
         let secs = t.elapsed().as_secs_f64();
         let k = b.cots_consumed() - k0;
@@ -469,7 +433,7 @@ pub fn bench_secure(
     Ok(SecureBench {
         op: k.label(),
         elements: n,
-        cols: if row_op || op == "onehot" { cols } else { 1 },
+        cols: if row_op || matches!(k, Kernel::Fixed(Fixed::Onehot)) { cols } else { 1 },
         variant: format!(
             "{}+{}",
             match (opts.mul, opts.reuse_queries, opts.bole_narrow) {
@@ -532,48 +496,21 @@ mod tests {
         let steady = r.bits_per_element + r.cots_per_element * r.refill_bits_per_cot;
         assert!((r.steady_bits_per_element - steady).abs() < 1e-9);
         assert!(r.bytes_total > 0 && r.bytes_p0 > 0 && r.bytes_p1 > 0 && r.rounds > 0);
-        // every registered GeLU protocol in every ring it supports, within its stated bound
-        for p in gelu::Gelu::all() {
-            for ring in [ActRing::Full, ActRing::Mixed] {
-                if p.supports(ring).is_err() {
-                    continue;
-                }
-                let k = Kernel::Gelu { p, form: GeluForm::Erf, ring };
-                let r = super::bench_secure(k, 64, 1, ot, None).unwrap_or_else(|e| panic!("{}: {e}", k.label()));
-                let tol = r.tol_lsb.expect("(64, 18) has stated bounds");
-                assert!(r.max_lsb_vs_twin <= tol, "{}: {} > {tol} LSB: {r:?}", k.label(), r.max_lsb_vs_twin);
-            }
-        }
-        for p in nectar_nn::silu::Silu::all() {
-            for ring in [ActRing::Full, ActRing::Mixed] {
-                if p.supports(ring).is_err() {
-                    continue;
-                }
-                let k = Kernel::Silu { p, ring };
-                let r = super::bench_secure(k, 64, 1, ot, None).unwrap_or_else(|e| panic!("{}: {e}", k.label()));
-                let tol = r.tol_lsb.expect("(64, 18) has stated bounds");
-                assert!(r.max_lsb_vs_twin <= tol, "{}: {} > {tol} LSB: {r:?}", k.label(), r.max_lsb_vs_twin);
-            }
-        }
-        for k in nectar_nn::exp::Exp::all().map(|p| Kernel::Exp { p }).chain(nectar_nn::reciprocal::Reciprocal::all().map(|p| Kernel::Reciprocal { p })) {
-            let r = super::bench_secure(k, 64, 1, ot, None).unwrap_or_else(|e| panic!("{}: {e}", k.label()));
+        // every registered protocol (and every composition the registry lists, Kernel::registered),
+        // within its stated bound (inputs off the pivots of approximate comparisons;
+        // nectar_nn::tolerance)
+        for k in Kernel::registered() {
+            let cols = if k.row_op() || matches!(k, Kernel::Fixed(super::Fixed::Onehot)) { 16 } else { 1 };
+            let r = super::bench_secure(k, 64, cols, ot, None).unwrap_or_else(|e| panic!("{}: {e}", k.label()));
+            assert_eq!((r.elements, r.cols), (64, cols), "{}", k.label());
             let tol = r.tol_lsb.expect("(64, 18) has stated bounds");
             assert!(r.max_lsb_vs_twin <= tol, "{}: {} > {tol} LSB: {r:?}", k.label(), r.max_lsb_vs_twin);
         }
-        // every other kernel within its stated bound (inputs off the pivots of approximate
-        // comparisons; nectar_nn::tolerance)
-        for (k, cols) in super::SECURE_OPS.iter().map(|&k| {
-            let row = matches!(k, "softmax" | "layernorm" | "rmsnorm" | "layernorm-east" | "rmsnorm-east" | "argmax" | "onehot")
-                || k.starts_with("softmax-");
-            (k, if row { 16 } else { 1 })
-        }) {
-            let kernel = Kernel::Named(k);
-            let r = super::bench_secure(kernel, 64, cols, ot, None).unwrap_or_else(|e| panic!("{k}: {e}"));
-            assert_eq!((r.elements, r.cols), (64, cols), "{k}");
-            let tol = r.tol_lsb.expect("(64, 18) has stated bounds");
-            assert!(r.max_lsb_vs_twin <= tol, "{k}: {} > {tol} LSB: {r:?}", r.max_lsb_vs_twin);
+        // every listed protocol of every kind is in the list
+        let labels: Vec<String> = Kernel::registered().iter().map(|k| k.label()).collect();
+        for name in nectar_nn::softmax::Softmax::all().map(|p| p.name()).chain(nectar_nn::norm::Norm::all().filter(|p| !p.needs_weights()).map(|p| p.name())) {
+            assert!(labels.iter().any(|l| l.contains(&format!("={name}"))), "{name} not benched: {labels:?}");
         }
-        assert!(super::bench_secure(Kernel::Named("nope"), 4, 1, ot, None).is_err());
         // bOLEe query reuse and the narrow modulus save bytes, same bounds (4096 elements: in
         // the mixed ring's 32 bits bOLEe takes vectors from 2689 (narrow) / 4034 (wide) on,
         // nectar_nn::secure::bole_crossover)

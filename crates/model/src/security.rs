@@ -2,7 +2,7 @@
 //! it uses against the 128-bit bound, and every statistically hiding step with its statistical
 //! security over a whole session (union bound over everything the session masks).
 
-use crate::suite::{Choice, Compare, Matmul, Mul, SharedMatmul, Suite};
+use crate::suite::{Compare, Matmul, Mul, SharedMatmul, Suite};
 use nectar_he::params::{SECURITY_TABLE_128, DEFAULT_ERROR_ETA};
 use nectar_he::Params;
 use nectar_linear::h2a::{

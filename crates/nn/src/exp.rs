@@ -42,6 +42,12 @@ pub trait ExpProtocol: Protocol {
         None
     }
 
+    /// The stated twin-vs-protocol bound of [`ExpProtocol::tanh`] in LSB of `fp`.
+    fn tanh_tolerance(&self, fp: FixedPoint) -> Result<i64, NnError> {
+        let _ = fp;
+        Err(NnError::BadArgument(format!("exp={} has no tanh of its own (the model composes it)", self.name())))
+    }
+
     /// The stated twin-vs-protocol bound in LSB of format `fp`'s output, for inputs in
     /// [`DOMAIN`] off the pivots.
     fn tolerance(&self, fp: FixedPoint) -> Result<i64, NnError>;

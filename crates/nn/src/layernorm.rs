@@ -57,7 +57,27 @@ pub fn layernorm<B: Backend + ?Sized>(
     beta: &B::Val,
     p: &LayerNormParams,
 ) -> Result<B::Val, NnError> {
-    let (q, r) = centre_and_rsqrt(b, x, rows, cols, p)?;
+    layernorm_with(b, x, rows, cols, gamma, beta, p.eps, |b, v| rsqrt(b, v, &p.rsqrt))
+}
+
+/// [`layernorm`] with the reciprocal square root of the variances given (`rsqrt` receives
+/// `Var + ε`; the norm protocols pass the suite's, [`crate::norm`]).
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_with<B, R>(
+    b: &mut B,
+    x: &B::Val,
+    rows: usize,
+    cols: usize,
+    gamma: &B::Val,
+    beta: &B::Val,
+    eps: f64,
+    rsqrt: R,
+) -> Result<B::Val, NnError>
+where
+    B: Backend + ?Sized,
+    R: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
+{
+    let (q, r) = centre_and_rsqrt(b, x, rows, cols, eps, rsqrt)?;
     let rb = broadcast_rows(b, &r, rows, cols)?;
     let g = tile_cols(b, gamma, rows, cols)?;
     let be = tile_cols(b, beta, rows, cols)?;
@@ -69,13 +89,18 @@ pub fn layernorm<B: Backend + ?Sized>(
 /// The statistics part of [`layernorm`]: `q = x − μ` (`rows × cols`) and `r = 1/√(Var + ε)`
 /// (one per row); `y = q·r·γ + β` is left to the caller (the model's `norm = outer` forms
 /// `r ⊗ γ` with one OLT against the server's `γ` instead of a second product).
-pub fn centre_and_rsqrt<B: Backend + ?Sized>(
+pub fn centre_and_rsqrt<B, R>(
     b: &mut B,
     x: &B::Val,
     rows: usize,
     cols: usize,
-    p: &LayerNormParams,
-) -> Result<(B::Val, B::Val), NnError> {
+    eps: f64,
+    rsqrt: R,
+) -> Result<(B::Val, B::Val), NnError>
+where
+    B: Backend + ?Sized,
+    R: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
+{
     check_rows(b, x, rows, cols)?;
     let s = b.sum_groups(x, cols)?;
     let sb = broadcast_rows(b, &s, rows, cols)?;
@@ -85,8 +110,8 @@ pub fn centre_and_rsqrt<B: Backend + ?Sized>(
     let q2 = b.square(&q)?;
     let ss = b.sum_groups(&q2, cols)?;
     let var = div_n(b, &ss, cols)?;
-    let ve = b.add_const(&var, &[enc(b, p.eps)?])?;
-    let r = rsqrt(b, &ve, &p.rsqrt)?;
+    let ve = b.add_const(&var, &[enc(b, eps)?])?;
+    let r = rsqrt(b, &ve)?;
     Ok((q, r))
 }
 
@@ -123,6 +148,27 @@ pub const EAST_NORM_DEFAULT: EastNormParams = EastNormParams { eps: 1e-5, var_lo
 /// (the largest product, `s·y ≤ √(3·c·var_hi) < 2^11`, stays below 2^61 at l = 64).
 pub const EAST_NORM_EXTRA_BITS: u32 = 6;
 
+/// East's scaling of a row of `cols` (LayerNorm: `layer`): the public `2^k ≥ n` that `z = n·x −
+/// Σx` is divided by, and `c` with `Σ z'² = c·Var` (LayerNorm: `c = n³/4^k`; RMSNorm: `k = 0`,
+/// `Σ x² = n·mean(x²)`, `c = n`).
+pub fn east_scale(cols: usize, layer: bool) -> (u32, f64) {
+    let n = cols as f64;
+    match layer {
+        true => {
+            let k = usize::BITS - cols.saturating_sub(1).leading_zeros(); // 2^k >= n
+            (k, n * n * n / 4f64.powi(k as i32))
+        }
+        false => (0, n),
+    }
+}
+
+/// The range `[c·(var_lo + ε), c·var_hi]` East's InvSqrt is asked on for rows of `cols`, in
+/// the format `(l, f + EAST_NORM_EXTRA_BITS)` ([`layernorm_east_with`]).
+pub fn east_rsqrt_range(cols: usize, layer: bool, p: &EastNormParams) -> (f64, f64) {
+    let c = east_scale(cols, layer).1;
+    (c * (p.var_lo + p.eps), c * p.var_hi)
+}
+
 /// LayerNorm (`beta` given) or RMSNorm (`beta = None`) of each row by East's transform (§4.2,
 /// Eq. (9), Alg. 4): no division. `z = n·x − Σx` (local, exact; RMSNorm: `z = x`), scaled down
 /// by the public `2^k ≥ n` to keep `Σz²` inside the ring (East: "when the variance of the input
@@ -144,6 +190,27 @@ pub fn layernorm_east<B: Backend + ?Sized>(
     beta: Option<&B::Val>,
     p: &EastNormParams,
 ) -> Result<B::Val, NnError> {
+    layernorm_east_with(b, x, rows, cols, gamma, beta, p, |b, s, lo, hi| rsqrt_determine(b, s, lo, hi))
+}
+
+/// [`layernorm_east`] with East's `InvSqrt` given: `rsqrt(b, s, lo, hi)` receives the scaled
+/// sums `s ∈ [lo, hi]` in the format `(l, f + EAST_NORM_EXTRA_BITS)` (the norm protocols pass
+/// the suite's, [`crate::norm`]).
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_east_with<B, R>(
+    b: &mut B,
+    x: &B::Val,
+    rows: usize,
+    cols: usize,
+    gamma: &B::Val,
+    beta: Option<&B::Val>,
+    p: &EastNormParams,
+    rsqrt: R,
+) -> Result<B::Val, NnError>
+where
+    B: Backend + ?Sized,
+    R: FnOnce(&mut B, &B::Val, f64, f64) -> Result<B::Val, NnError>,
+{
     check_rows(b, x, rows, cols)?;
     let fp = b.format();
     let (l, f) = (fp.l(), fp.f());
@@ -151,19 +218,17 @@ pub fn layernorm_east<B: Backend + ?Sized>(
     let fine = FixedPoint::new(l, fe)?;
     let raw = FixedPoint::new(l, 1)?;
     let n = cols as f64;
-    let (z, k) = match beta {
+    let (k, c) = east_scale(cols, beta.is_some());
+    let z = match beta {
         Some(_) => {
             let s = b.sum_groups(x, cols)?;
             let sb = broadcast_rows(b, &s, rows, cols)?;
             let nx = b.mul_const(x, &[int(b, cols as i64)], 0)?;
             let z = b.sub(&nx, &sb)?; // n·(x − μ), exact
-            let k = usize::BITS - (cols - 1).leading_zeros(); // 2^k >= n
-            (b.trunc(&z, k)?, k)
+            b.trunc(&z, k)?
         }
-        None => (x.clone(), 0),
+        None => x.clone(),
     };
-    // Σ z'² = c·Var (LayerNorm) or Σ x² = n·mean(x²) (RMSNorm), squares at scale 2f − 1
-    let c = if beta.is_some() { n * n * n / 4f64.powi(k as i32) } else { n };
     b.set_format(raw);
     let z2 = b.square(&z);
     b.set_format(fp);
@@ -172,7 +237,8 @@ pub fn layernorm_east<B: Backend + ?Sized>(
     b.set_format(fine);
     let eta = (|| {
         let se = b.add_const(&s, &[enc(b, c * p.eps)?])?;
-        let eta = rsqrt_determine(b, &se, c * (p.var_lo + p.eps), c * p.var_hi)?;
+        let (lo, hi) = east_rsqrt_range(cols, beta.is_some(), p);
+        let eta = rsqrt(b, &se, lo, hi)?;
         let fold = enc(b, n.sqrt())?;
         let eta = b.mul_const(&eta, &[fold], fe)?;
         let eb = broadcast_rows(b, &eta, rows, cols)?;

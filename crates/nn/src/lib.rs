@@ -48,6 +48,7 @@ pub mod layernorm;
 pub mod lut;
 pub mod max;
 pub mod mixed;
+pub mod norm;
 pub mod onehot;
 pub mod oppe;
 pub mod plain;

@@ -61,6 +61,12 @@ pub trait ReciprocalProtocol: Protocol {
     /// the protocol cannot serve `r`.
     fn eval(&self, b: &mut DynBackend<'_>, x: &Vec<u64>, r: &RecipRange) -> Result<Vec<u64>, NnError>;
 
+    /// Whether it serves `r` (a composition checks its call sites' ranges at start).
+    fn check(&self, r: &RecipRange) -> Result<(), NnError> {
+        let _ = r;
+        Ok(())
+    }
+
     /// The stated twin-vs-protocol bound in LSB of the output's format `fp` on `r`.
     fn tolerance(&self, r: &RecipRange, fp: FixedPoint) -> Result<i64, NnError>;
 

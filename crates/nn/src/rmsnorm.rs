@@ -17,7 +17,17 @@ pub fn rmsnorm<B: Backend + ?Sized>(
     gamma: &B::Val,
     p: &LayerNormParams,
 ) -> Result<B::Val, NnError> {
-    let r = rms_rsqrt(b, x, rows, cols, p)?;
+    rmsnorm_with(b, x, rows, cols, gamma, p.eps, |b, v| rsqrt(b, v, &p.rsqrt))
+}
+
+/// [`rmsnorm`] with the reciprocal square root given (`rsqrt` receives `mean(x²) + ε`; the norm
+/// protocols pass the suite's, [`crate::norm`]).
+pub fn rmsnorm_with<B, R>(b: &mut B, x: &B::Val, rows: usize, cols: usize, gamma: &B::Val, eps: f64, rsqrt: R) -> Result<B::Val, NnError>
+where
+    B: Backend + ?Sized,
+    R: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
+{
+    let r = rms_rsqrt(b, x, rows, cols, eps, rsqrt)?;
     let rb = broadcast_rows(b, &r, rows, cols)?;
     let g = tile_cols(b, gamma, rows, cols)?;
     let y = b.mul(x, &rb)?;
@@ -26,13 +36,17 @@ pub fn rmsnorm<B: Backend + ?Sized>(
 
 /// The statistics part of [`rmsnorm`]: `r = 1/√(mean(x²) + ε)`, one per row (`y = x·r·γ` is
 /// left to the caller, as for [`crate::layernorm::centre_and_rsqrt`]).
-pub fn rms_rsqrt<B: Backend + ?Sized>(b: &mut B, x: &B::Val, rows: usize, cols: usize, p: &LayerNormParams) -> Result<B::Val, NnError> {
+pub fn rms_rsqrt<B, R>(b: &mut B, x: &B::Val, rows: usize, cols: usize, eps: f64, rsqrt: R) -> Result<B::Val, NnError>
+where
+    B: Backend + ?Sized,
+    R: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
+{
     check_rows(b, x, rows, cols)?;
     let x2 = b.square(x)?;
     let ss = b.sum_groups(&x2, cols)?;
     let ms = div_n(b, &ss, cols)?;
-    let ve = b.add_const(&ms, &[enc(b, p.eps)?])?;
-    rsqrt(b, &ve, &p.rsqrt)
+    let ve = b.add_const(&ms, &[enc(b, eps)?])?;
+    rsqrt(b, &ve)
 }
 
 /// Reference RMSNorm in f64.

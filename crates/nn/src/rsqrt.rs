@@ -1,9 +1,12 @@
-//! Reciprocal square root `1/√x` for positive `x` by power-of-four normalisation and Newton.
+//! Reciprocal square root `1/√x` of positive `x`: the operator kind ([`RsqrtProtocol`],
+//! [`ALL`]: one file per protocol in `rsqrt/` — BumbleBee's normalised Newton, East's Newton
+//! with Determine) and the two evaluators they run.
 //!
-//! Like [`crate::reciprocal`]: one batched `less_than_const` against `4^j`, `lo ≤ j < hi`,
-//! gives `c_j = 1{x < 4^j}`; with `x ∈ [4^(e−1), 4^e)`, both `4^−e` and `2^−e` are public
-//! linear combinations of `B2A(c_j)` (telescoping: `4^−e = 4^−hi + Σ c_j·3·4^−(j+1)`,
-//! `2^−e = 2^−hi + Σ c_j·2^−(j+1)`), from ONE comparison call and ONE b2a call.
+//! BumbleBee's (`rsqrt = newton`), like [`crate::reciprocal`]: one batched `less_than_const`
+//! against `4^j`, `lo ≤ j < hi`, gives `c_j = 1{x < 4^j}`; with `x ∈ [4^(e−1), 4^e)`, both
+//! `4^−e` and `2^−e` are public linear combinations of `B2A(c_j)` (telescoping:
+//! `4^−e = 4^−hi + Σ c_j·3·4^−(j+1)`, `2^−e = 2^−hi + Σ c_j·2^−(j+1)`), from ONE comparison
+//! call and ONE b2a call.
 //! Then `u = x·4^−e ∈ [1/4, 1)`, the linear initial guess `y0 = 2.132 − 1.218·u` (our minimax fit
 //! of `u^−1/2` on [1/4, 1], relative error ≤ 8.7 %), `iters` Newton steps
 //! `y ← y·(1.5 − (u/2)·y²)` (relative error `≈ 1.5·e²`: 1.6e−2, 3.8e−4, 2.2e−7), and
@@ -12,12 +15,17 @@
 //! Input domain: `x ∈ [4^lo, 4^hi)`. Cost on n elements: less_than n × (hi − lo),
 //! b2a n·(hi − lo), trunc n, square iters·n, mul (2 + 2·iters)·n.
 
-use crate::backend::{enc, Backend};
+pub mod determine;
+pub mod newton;
+
+use crate::backend::{enc, Backend, DynBackend};
 use crate::reciprocal::pow2_factors;
 use crate::NnError;
+use nectar_math::registry::Protocol;
+use nectar_math::FixedPoint;
 
 /// Parameters of [`rsqrt`] (AGREEMENT).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct RsqrtParams {
     /// Input domain `[4^lo, 4^hi)`.
     pub lo: i32,
@@ -31,9 +39,60 @@ pub const RSQRT_LAYERNORM: RsqrtParams = RsqrtParams { lo: -9, hi: 9, iters: 3 }
 /// Linear initial guess `y0 = a + b·u` on [1/4, 1) (our minimax fit; AGREEMENT).
 pub const RSQRT_Y0: (f64, f64) = (2.132, -1.218);
 
-/// `1/√x` for `x ∈ [4^lo, 4^hi)`.
-pub fn rsqrt<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &RsqrtParams) -> Result<B::Val, NnError> {
-    let fp = b.format();
+/// What an rsqrt is asked for: `1/√x` for `x ∈ [lo, hi]` (public; the call site knows it: a
+/// LayerNorm's variances, East's scaled sums of squares), with the power-of-four domain
+/// BumbleBee's Newton normalises over, which must contain it (AGREEMENT per call site).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RsqrtRange {
+    pub lo: f64,
+    pub hi: f64,
+    pub newton: RsqrtParams,
+}
+
+/// The LayerNorm / RMSNorm variances at (64, 18): `[4^−9, 4^9)` (with ε ≥ `4·2^−f`).
+pub const LAYERNORM_RANGE: RsqrtRange = RsqrtRange {
+    lo: 1.0 / 262_144.0,
+    hi: 262_144.0 - 1.0 / 262_144.0,
+    newton: RSQRT_LAYERNORM,
+};
+
+/// The range benches and the generated tests ask for: `[1, 1001]`.
+pub const RANGE: RsqrtRange = RsqrtRange { lo: 1.0, hi: 1001.0, newton: RSQRT_LAYERNORM };
+
+/// A reciprocal-square-root protocol (DESIGN.md "Where a protocol plugs in").
+pub trait RsqrtProtocol: Protocol {
+    /// `1/√x` for `x` in `r`, in the backend's current format; an error (not a wrong value)
+    /// when the protocol cannot serve `r` there ([`RsqrtProtocol::check`]).
+    fn eval(&self, b: &mut DynBackend<'_>, x: &Vec<u64>, r: &RsqrtRange) -> Result<Vec<u64>, NnError>;
+
+    /// Whether it serves `r` in the format `fp` (refused at start, before any message).
+    fn check(&self, r: &RsqrtRange, fp: FixedPoint) -> Result<(), NnError>;
+
+    /// The stated twin-vs-protocol bound in LSB of `fp` on `r`.
+    fn tolerance(&self, r: &RsqrtRange, fp: FixedPoint) -> Result<i64, NnError>;
+
+    /// The stated bound on |twin − 1/√x| over `r` in (64, 18).
+    fn approx_error(&self, r: &RsqrtRange) -> Result<f64, NnError>;
+}
+
+/// Every rsqrt protocol, in the order `nectar suites` lists them.
+pub static ALL: &[&dyn RsqrtProtocol] = &[
+    &newton::Newton,
+    &determine::NewtonDetermine,
+];
+
+nectar_math::kind!(
+    /// The rsqrt kind in the registry.
+    RsqrtKind,
+    Rsqrt,
+    "rsqrt",
+    dyn RsqrtProtocol,
+    ALL
+);
+
+/// The format check of [`rsqrt`] for the domain `p` (shared by the evaluator and
+/// [`RsqrtProtocol::check`]).
+pub(crate) fn check_newton_format(p: &RsqrtParams, fp: FixedPoint) -> Result<(), NnError> {
     let f = fp.f() as i32;
     if 2 * p.hi > f || -2 * p.lo > f + 2 || (2 * p.hi as i64) + 2 * f as i64 + 2 >= fp.l() as i64 {
         return Err(NnError::FormatTooNarrow {
@@ -43,6 +102,13 @@ pub fn rsqrt<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &RsqrtParams) -> Res
             why: format!("domain [4^{}, 4^{}) needs 2·hi <= f, −2·lo <= f + 2, 2·hi + 2f + 2 < l", p.lo, p.hi),
         });
     }
+    Ok(())
+}
+
+/// `1/√x` for `x ∈ [4^lo, 4^hi)`.
+pub fn rsqrt<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &RsqrtParams) -> Result<B::Val, NnError> {
+    let fp = b.format();
+    check_newton_format(p, fp)?;
     let w4 = |j: i32| 3.0 * (-2.0 * (j as f64) - 2.0).exp2();
     let w2 = |j: i32| (-(j as f64) - 1.0).exp2();
     let fs = pow2_factors(b, x, 2, p.lo, p.hi, &[(&w4, (-2.0 * p.hi as f64).exp2()), (&w2, (-(p.hi as f64)).exp2())])?;
@@ -118,12 +184,10 @@ pub fn determine_rsqrt(a: f64, b: f64, delta: f64) -> Result<crate::reciprocal::
     )))
 }
 
-/// `1/√x` for `x ∈ [a, b]` by East's Newton with Determine (§4.2): `y0` constant, `t` steps of
-/// `y ← y·(3 − x·y²)/2` (three products each); no comparison. Relative error
-/// [`DETERMINE_RSQRT_DELTA`] in f64, plus about `6t` LSB of fixed-point rounding.
-pub fn rsqrt_determine<B: Backend + ?Sized>(b: &mut B, x: &B::Val, a: f64, hi: f64) -> Result<B::Val, NnError> {
+/// Determine's `(y0, t)` for `[a, hi]`, and the format check of [`rsqrt_determine`] (shared by
+/// the evaluator and [`RsqrtProtocol::check`]).
+pub(crate) fn check_determine(a: f64, hi: f64, fp: FixedPoint) -> Result<crate::reciprocal::Determined, NnError> {
     let d = determine_rsqrt(a, hi, DETERMINE_RSQRT_DELTA)?;
-    let fp = b.format();
     // raw products at scale 2f: x·y ≤ √(3·hi) (u = y√x stays below √3), (x·y)·y < 3,
     // y·(3 − x·y²) ≤ 3/√a; x·y² is taken as (x·y)·y so that the rounding of y is not
     // multiplied by a large x
@@ -136,6 +200,15 @@ pub fn rsqrt_determine<B: Backend + ?Sized>(b: &mut B, x: &B::Val, a: f64, hi: f
             why: format!("products up to 2^{big:.1} need log2 + 2f + 2 < l"),
         });
     }
+    Ok(d)
+}
+
+/// `1/√x` for `x ∈ [a, b]` by East's Newton with Determine (§4.2): `y0` constant, `t` steps of
+/// `y ← y·(3 − x·y²)/2` (three products each); no comparison. Relative error
+/// [`DETERMINE_RSQRT_DELTA`] in f64, plus about `6t` LSB of fixed-point rounding.
+pub fn rsqrt_determine<B: Backend + ?Sized>(b: &mut B, x: &B::Val, a: f64, hi: f64) -> Result<B::Val, NnError> {
+    let d = check_determine(a, hi, b.format())?;
+    let fp = b.format();
     let n = b.len(x);
     let mut y = b.constant(&vec![enc(b, d.y0)?; n])?;
     let three = enc(b, 3.0)?;

@@ -1,8 +1,14 @@
-//! Row-wise softmax (BumbleBee §V-B Eq. (3), App. A ordering; REFERENCE.md §3.6):
+//! Row-wise softmax: the operator kind ([`SoftmaxProtocol`], [`ALL`]: one file per composition
+//! in `softmax/` — BumbleBee's, ours in `Z_{2^45}` with an exact or a coarse row max, and ROTL's
+//! LUT softmax) and the composition they share.
+//!
+//! BumbleBee §V-B Eq. (3), App. A ordering; REFERENCE.md §3.6:
 //! `x̄ = max_row(x)` (comparison tree), `d = x − x̄ ≤ 0`, `e = exp_neg(d)` (clipped
 //! `(1 + d/2^n)^(2^n)`), `s = Σ_row e ∈ [1, cols]`, **one reciprocal per row**, broadcast,
 //! `y = e · (1/s)`. (Broadcasting before dividing would multiply the reciprocal's cost by the
-//! row length, App. A.)
+//! row length, App. A.) The compositions take the suite's exponential and reciprocal
+//! ([`crate::exp::ALL`], [`crate::reciprocal::ALL`]; East Alg. 3 is BumbleBee's composition with
+//! OPPE exp and the Determine reciprocal).
 //!
 //! Masking: a public mask marks entries to exclude (e.g. causal attention); they are replaced
 //! locally by [`MASK_VALUE`] (a large negative number, "−inf-like"), so their exp is clipped to
@@ -12,12 +18,92 @@
 //! n squares, 1 mux), reciprocal on `rows` elements, one mul on rows·cols.
 //! Input domain: `|x| < 2^(l−4−f)` (so that masked differences do not wrap).
 
-use crate::backend::{enc, Backend};
-use crate::exp::{exp_neg, ExpParams, EXP_BUMBLEBEE};
+pub mod bumblebee;
+pub mod coarse;
+pub mod lut;
+pub mod narrow;
+
+use crate::backend::{enc, Backend, DynBackend};
+use crate::exp::{exp_neg, Exp, ExpParams, EXP_BUMBLEBEE};
 use crate::max::{broadcast_rows, max_rows, max_rows_coarse, CoarseCompare};
 use crate::mixed;
-use crate::reciprocal::{reciprocal, RecipParams, RECIP_SOFTMAX};
+use crate::reciprocal::{reciprocal, RecipParams, RecipRange, Reciprocal, RECIP_SOFTMAX};
 use crate::NnError;
+use nectar_math::registry::Protocol;
+use nectar_math::FixedPoint;
+
+/// One softmax call: `rows` rows of `cols` scores, with a public mask (`true` hides an entry).
+#[derive(Clone, Copy, Debug)]
+pub struct SoftmaxCall<'a> {
+    pub rows: usize,
+    pub cols: usize,
+    pub mask: Option<&'a [bool]>,
+}
+
+/// A softmax composition (DESIGN.md "Where a protocol plugs in").
+pub trait SoftmaxProtocol: Protocol {
+    /// The row softmax in the backend's format, with the suite's exponential and reciprocal.
+    fn eval(&self, b: &mut DynBackend<'_>, x: &Vec<u64>, c: &SoftmaxCall<'_>, exp: Exp, recip: Reciprocal) -> Result<Vec<u64>, NnError>;
+
+    /// Whether it composes the suite's exponential and reciprocal (`false`: it runs its own,
+    /// whatever the suite names for them).
+    fn composes(&self) -> bool {
+        true
+    }
+
+    /// Whether it composes with `exp` and `recip` (refused at start, e.g. an exponential that
+    /// does not fit a narrower ring).
+    fn check(&self, exp: Exp, recip: Reciprocal) -> Result<(), String> {
+        let _ = (exp, recip);
+        Ok(())
+    }
+
+    /// The stated twin-vs-protocol bound in LSB of `fp` for rows of `cols` with scores in
+    /// `[−6, 6]` (the bench's).
+    fn tolerance(&self, exp: Exp, recip: Reciprocal, cols: usize, fp: FixedPoint) -> Result<i64, NnError>;
+}
+
+/// Every softmax composition, in the order `nectar suites` lists them.
+pub static ALL: &[&dyn SoftmaxProtocol] = &[
+    &bumblebee::Bumblebee,
+    &lut::Lut,
+    &narrow::Narrow,
+    &coarse::Coarse,
+];
+
+nectar_math::kind!(
+    /// The softmax kind in the registry.
+    SoftmaxKind,
+    Softmax,
+    "softmax",
+    dyn SoftmaxProtocol,
+    ALL
+);
+
+/// The composition of `form` with the suite's `exp` and `recip` (the reciprocal asked on the
+/// row sums' range `r`; the coarse form's exp clips in `Z_{2^COARSE_CMP_L}`).
+pub(crate) fn compose(
+    b: &mut DynBackend<'_>,
+    x: &Vec<u64>,
+    c: &SoftmaxCall<'_>,
+    form: SoftmaxForm,
+    exp: Exp,
+    recip: Reciprocal,
+    r: RecipRange,
+) -> Result<Vec<u64>, NnError> {
+    recip.check(&r)?;
+    let clip_l = (form == SoftmaxForm::Coarse).then_some(COARSE_CMP_L);
+    softmax_in_ring(b, x, c.rows, c.cols, c.mask, form, |b, d| exp.eval(b, d, clip_l), |b, s| recip.eval(b, s, &r))
+}
+
+/// The row length `SoftmaxProtocol::check` asks the reciprocal about at start (BERT's rows of
+/// 128 keys; every call checks its own rows again before any message).
+pub const CHECK_COLS: usize = 128;
+
+/// The format of the narrow compositions' exponential: `(NARROW_L, f)`.
+pub(crate) fn narrow_format(fp: FixedPoint) -> Result<FixedPoint, NnError> {
+    Ok(FixedPoint::new(NARROW_L, fp.f())?)
+}
 
 /// Softmax parameters (AGREEMENT).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -31,7 +117,7 @@ pub const SOFTMAX_BUMBLEBEE: SoftmaxParams = SoftmaxParams { exp: EXP_BUMBLEBEE,
 
 /// The value masked entries are replaced by: `−2^(l−4−f)` (in real units) — far below T_exp,
 /// and `x − x̄` cannot wrap for inputs in the domain.
-pub fn mask_value(fp: nectar_math::FixedPoint) -> f64 {
+pub fn mask_value(fp: FixedPoint) -> f64 {
     -(((fp.l() - 4 - fp.f()) as f64).exp2())
 }
 /// Re-export for documentation: see [`mask_value`].
@@ -204,8 +290,7 @@ where
     let full = b.format();
     let narrow = match form {
         SoftmaxForm::Narrow | SoftmaxForm::Coarse => Some(
-            nectar_math::FixedPoint::new(NARROW_L, full.f())
-                .map_err(|e| NnError::BadArgument(format!("narrow softmax format: {e}")))?,
+            FixedPoint::new(NARROW_L, full.f()).map_err(|e| NnError::BadArgument(format!("narrow softmax format: {e}")))?,
         ),
         SoftmaxForm::Full => None,
     };

@@ -78,6 +78,12 @@ pub const RSQRT_TOL: i64 = 14;
 /// and |q|·14·γ/… bound the rest: 64 (measured ≤ 8).
 pub const NORM_TOL: i64 = 64;
 
+/// [`NORM_TOL`] with an rsqrt whose own bound is `rsqrt_tol` LSB instead of [`RSQRT_TOL`]: the
+/// excess reaches the outputs times `|q|·γ ≤ 6`.
+pub fn norm_tol(rsqrt_tol: i64) -> i64 {
+    NORM_TOL + 6 * (rsqrt_tol - RSQRT_TOL).max(0)
+}
+
 /// Twin-vs-secure tolerance of an OPPE table (exact comparisons, so both pick the same piece):
 /// `x²` by Π_square is within ±2 LSB, `x³ = mul(x², x)` within `|x|·2 + 2` (the product's own
 /// ±2 plus `x` times the error of `x²`); each enters the selected polynomial times its

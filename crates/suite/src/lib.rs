@@ -31,6 +31,9 @@ pub use nectar_nn::mixed::ActRing;
 pub use nectar_nn::silu::Silu;
 pub use nectar_nn::exp::Exp;
 pub use nectar_nn::reciprocal::Reciprocal;
+pub use nectar_nn::rsqrt::Rsqrt;
+pub use nectar_nn::norm::Norm;
+pub use nectar_nn::softmax::Softmax;
 
 /// `act-ring`: the ring the activations run in (`nectar_nn::mixed::ActRing`).
 impl Choice for ActRing {
@@ -284,47 +287,8 @@ choice! {
 
 
 
-choice! {
-    /// Reciprocal square root (LayerNorm, RMSNorm).
-    Rsqrt : "rsqrt" {
-        /// Newton iterations after normalising by the MSB (BumbleBee §V-B).
-        Newton => ("newton", "BumbleBee §V-B Newton", true),
-        /// Newton with Determine (East §4.2, Alg. 2).
-        NewtonDetermine => ("newton-determine", "East §4.2 Alg. 2", true),
-    }
-}
 
-choice! {
-    /// LayerNorm / RMSNorm formulation.
-    Norm : "norm" {
-        /// Mean, variance by Π_square, rsqrt, scale (BumbleBee §V-B).
-        Bumblebee => ("bumblebee", "BumbleBee §V-B LayerNorm", true),
-        /// East's transform, Eq. (9).
-        EastEq9 => ("east-eq9", "East §4.2 Eq. (9)", true),
-        /// BumbleBee's LayerNorm / RMSNorm with `r ⊗ γ` formed by one OLT against the server's
-        /// `γ`, then one product (nectar, issue 17; `secure::operators::layernorm`).
-        Outer => ("outer", "nectar: BumbleBee LayerNorm, r⊗γ by OLT", true),
-    }
-}
 
-choice! {
-    /// Softmax composition.
-    Softmax : "softmax" {
-        /// Row max by a comparison tree, exp, sum, reciprocal, product (BumbleBee §V-B).
-        Bumblebee => ("bumblebee", "BumbleBee §V-B softmax", true),
-        /// LUT exp and reciprocal (ROTL / CipherGPT).
-        Lut => ("lut", "ROTL §II-E LUT softmax", true),
-        /// BumbleBee's composition in `Z_{2^45}` (narrow bOLEe key set, 45-bit comparisons),
-        /// the row sums' reciprocal in the full ring (nectar, issue 17;
-        /// `nectar_nn::softmax::softmax_narrow_with`). Needs `exp = taylor4`, `taylor2` or `taylor`.
-        Narrow => ("narrow", "nectar: BumbleBee softmax in Z_2^45", true),
-        /// `narrow` with a coarse row max: the max tree and the exp clip compare in `Z_{2^34}`
-        /// on a `2^−4` grid, the rows shifted by the max's slack (nectar, issue 17;
-        /// `nectar_nn::softmax::SoftmaxForm::Coarse`). Inputs `|x| < 4096` at f = 18.
-        /// Needs `exp = taylor4`, `taylor2` or `taylor`.
-        Coarse => ("coarse", "nectar: narrow softmax with a coarse row max", true),
-    }
-}
 
 choice! {
     /// The feed-forward block.
@@ -446,57 +410,8 @@ impl ChoiceParams for Compare {
 
 
 
-impl ChoiceParams for Rsqrt {
-    fn params(self) -> String {
-        match self {
-            Rsqrt::Newton => format!(
-                "{:?} y0={:?}",
-                nectar_nn::rsqrt::RSQRT_LAYERNORM,
-                nectar_nn::rsqrt::RSQRT_Y0
-            ),
-            Rsqrt::NewtonDetermine => format!(
-                "delta_rel={} max_iters={}",
-                nectar_nn::rsqrt::DETERMINE_RSQRT_DELTA,
-                nectar_nn::reciprocal::DETERMINE_MAX_ITERS
-            ),
-        }
-    }
-}
 
-impl ChoiceParams for Norm {
-    fn params(self) -> String {
-        match self {
-            Norm::Bumblebee | Norm::Outer => format!("{:?}", nectar_nn::layernorm::LAYERNORM_DEFAULT),
-            Norm::EastEq9 => format!("{:?}", nectar_nn::layernorm::EAST_NORM_DEFAULT),
-        }
-    }
-}
 
-impl ChoiceParams for Softmax {
-    fn params(self) -> String {
-        match self {
-            Softmax::Bumblebee => format!(
-                "{:?} mask={}",
-                nectar_nn::softmax::SOFTMAX_BUMBLEBEE,
-                nectar_nn::softmax::MASK_VALUE
-            ),
-            Softmax::Lut => format!("exp={:?} reciprocal=lut mask={}", nectar_nn::lut::EXP_LUT, nectar_nn::softmax::MASK_VALUE),
-            Softmax::Narrow => format!(
-                "{:?} ring={} mask={}",
-                nectar_nn::softmax::SOFTMAX_BUMBLEBEE.recip,
-                nectar_nn::softmax::NARROW_L,
-                nectar_nn::softmax::MASK_VALUE
-            ),
-            Softmax::Coarse => format!(
-                "recip=[2^-1, 2^(floor(log2 cols)+1)) iters={} ring={} compare_ring={} grid=2^-(1+ceil(log2(ceil(log2 cols)))) mask=-2^({}-4-f)",
-                nectar_nn::softmax::SOFTMAX_BUMBLEBEE.recip.iters,
-                nectar_nn::softmax::NARROW_L,
-                nectar_nn::softmax::COARSE_CMP_L,
-                nectar_nn::softmax::COARSE_CMP_L
-            ),
-        }
-    }
-}
 
 impl ChoiceParams for Ffn {
     fn params(self) -> String {
@@ -613,8 +528,8 @@ impl Suite {
             ot: OtExt::FerretB11HalfTree,
             gelu: Gelu::new(&nectar_nn::gelu::sq8::Sq8),
             exp: Exp::new(&nectar_nn::exp::taylor4::Taylor4),
-            norm: Norm::Outer,
-            softmax: Softmax::Coarse,
+            norm: Norm::new(&nectar_nn::norm::outer::Outer),
+            softmax: Softmax::new(&nectar_nn::softmax::coarse::Coarse),
             olt_cost: OltCost::Balanced,
             olt_ring: OltRing::Narrow,
             ..Suite::bumblebee()
@@ -635,9 +550,9 @@ impl Suite {
             silu: Silu::new(&nectar_nn::silu::seg4::Seg4),
             exp: Exp::new(&nectar_nn::exp::taylor::Taylor),
             reciprocal: Reciprocal::new(&nectar_nn::reciprocal::newton::Newton),
-            rsqrt: Rsqrt::Newton,
-            norm: Norm::Bumblebee,
-            softmax: Softmax::Bumblebee,
+            rsqrt: Rsqrt::new(&nectar_nn::rsqrt::newton::Newton),
+            norm: Norm::new(&nectar_nn::norm::bumblebee::Bumblebee),
+            softmax: Softmax::new(&nectar_nn::softmax::bumblebee::Bumblebee),
             ffn: Ffn::Mpc,
             act_ring: ActRing::Full,
             embed: Embed::ClientOneHot,
@@ -656,7 +571,7 @@ impl Suite {
                 silu: Silu::new(&nectar_nn::silu::lut::Lut),
                 exp: Exp::new(&nectar_nn::exp::lut::Lut),
                 reciprocal: Reciprocal::new(&nectar_nn::reciprocal::lut::Lut),
-                softmax: Softmax::Lut,
+                softmax: Softmax::new(&nectar_nn::softmax::lut::Lut),
                 ..b
             },
             // East §4.2: LayerNorm by Eq. (9) with the Determine rsqrt (on a documented variance
@@ -666,8 +581,8 @@ impl Suite {
                 silu: Silu::new(&nectar_nn::silu::oppe::Oppe),
                 exp: Exp::new(&nectar_nn::exp::oppe::Oppe),
                 reciprocal: Reciprocal::new(&nectar_nn::reciprocal::determine::NewtonDetermine),
-                rsqrt: Rsqrt::NewtonDetermine,
-                norm: Norm::EastEq9,
+                rsqrt: Rsqrt::new(&nectar_nn::rsqrt::determine::NewtonDetermine),
+                norm: Norm::new(&nectar_nn::norm::east_eq9::EastEq9),
                 ..b
             },
             // What BLB's fused graph runs (see `Suite::check_blb`): BOLT's P4 GeLU.
@@ -836,20 +751,15 @@ impl Suite {
     fn check_rings(&self) -> Result<(), SuiteError> {
         self.gelu.supports(self.act_ring).map_err(SuiteError::Unsupported)?;
         self.silu.supports(self.act_ring).map_err(SuiteError::Unsupported)?;
-        // `softmax = narrow | coarse` run the exponential in their narrower ring.
-        if matches!(self.softmax, Softmax::Narrow | Softmax::Coarse) {
-            let fp = nectar_math::FixedPoint::new(nectar_nn::softmax::NARROW_L, nectar_math::FixedPoint::BUMBLEBEE.f())
-                .map_err(|e| SuiteError::Unsupported(e.to_string()))?;
-            self.exp.fits(fp).map_err(|why| {
-                SuiteError::Unsupported(format!(
-                    "softmax={} runs exp in ({}, {}), where exp={}: {why}",
-                    self.softmax.name_of(),
-                    fp.l(),
-                    fp.f(),
-                    self.exp.name()
-                ))
-            })?;
-        }
+        // The softmax composes the suite's exponential and reciprocal (`softmax = narrow |
+        // coarse` run the exponential in their narrower ring).
+        self.softmax.check(self.exp, self.reciprocal).map_err(SuiteError::Unsupported)?;
+        // The norm runs the suite's rsqrt on its range (checked for BERT-base's rows and ε; the
+        // first norm of a run checks its own and fails with the same message).
+        let fp = nectar_math::FixedPoint::BUMBLEBEE;
+        self.norm.check(self.rsqrt, nectar_nn::norm::CHECK_COLS, 1e-5, fp).map_err(|e| {
+            SuiteError::Unsupported(format!("norm={} with rsqrt={}: {e}", self.norm.name(), self.rsqrt.name()))
+        })?;
         Ok(())
     }
 
@@ -857,13 +767,19 @@ impl Suite {
     /// polynomial parts inside their CKKS blocks and only the comparisons, muxes, reciprocal
     /// and rsqrt between them (BLB §4, App. B; `nectar_model::fusion::graph`): GeLU is BOLT's P4 split
     /// by sign (Alg. 4), SiLU BumbleBee's Seg4 segments, exp `(1 + x/64)^64` (BumbleBee's
-    /// Taylor form, clipped at BLB's `T_exp`), the reciprocal and rsqrt BumbleBee's Newton, the
+    /// Taylor form, clipped at BLB's `T_exp`), the reciprocal BumbleBee's Newton, the
     /// norms and softmax BumbleBee's compositions, all in the rings BLB's conversions fix. A
     /// suite naming another protocol for one of them is refused here, in one line naming it,
-    /// instead of being ignored.
+    /// instead of being ignored. The rsqrt between the blocks is the suite's (refused here if it
+    /// cannot serve the LayerNorm's variances).
     fn check_blb(&self) -> Result<(), SuiteError> {
         let runs = Suite::preset("blb")?;
-        let fixed = ["gelu", "silu", "exp", "reciprocal", "rsqrt", "norm", "softmax", "act-ring", "ffn"];
+        // The rsqrt between the blocks is the suite's, on the LayerNorm's variances.
+        let fp = nectar_math::FixedPoint::BUMBLEBEE;
+        self.rsqrt
+            .check(&nectar_nn::norm::variance_range(1e-5, fp), fp)
+            .map_err(|e| SuiteError::Unsupported(format!("matmul=blb-fused with rsqrt={}: {e}", self.rsqrt.name())))?;
+        let fixed = ["gelu", "silu", "exp", "reciprocal", "norm", "softmax", "act-ring", "ffn"];
         let ours = self.entries();
         let differs: Vec<String> = runs
             .entries()
@@ -965,10 +881,10 @@ impl Suite {
             "silu" => self.silu.name(),
             "exp" | "elu" | "tanh" => self.exp.name(),
             "reciprocal" => self.reciprocal.name(),
-            "rsqrt" => self.rsqrt.name_of(),
+            "rsqrt" => self.rsqrt.name(),
             "onehot" => "i_equal",
-            "softmax" => self.softmax.name_of(),
-            "layernorm" | "rmsnorm" => self.norm.name_of(),
+            "softmax" => self.softmax.name(),
+            "layernorm" | "rmsnorm" => self.norm.name(),
             "argmax" => self.compare.name_of(),
             "ffn" | "leaf" => self.ffn.name_of(),
             "rope" | "pool" => "local",
@@ -982,9 +898,9 @@ impl Suite {
                     ("gelu", _) => self.gelu.name(),
                     ("silu", _) => self.silu.name(),
                     (_, k) if k.starts_with("rec") => self.reciprocal.name(),
-                    (_, k) if k.starts_with("rsqrt") => self.rsqrt.name_of(),
+                    (_, k) if k.starts_with("rsqrt") => self.rsqrt.name(),
                     ("softmax", k) if k.starts_with("max") || k.starts_with("cmp") => self.compare.name_of(),
-                    ("softmax", _) => self.softmax.name_of(),
+                    ("softmax", _) => self.softmax.name(),
                     _ => self.compare.name_of(),
                 }
             }

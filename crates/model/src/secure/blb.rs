@@ -10,7 +10,8 @@
 //!
 //! MPC operators (BLB App. B; the protocols of the engine's backend, the same code on the
 //! fixed-point twin):
-//! - `rsqrt`: `1/√(var + ε)` by [`nectar_nn::rsqrt::rsqrt`] (BumbleBee's, LayerNorm domain);
+//! - `rsqrt`: `1/√(var + ε)` by the suite's rsqrt (`nectar_nn::rsqrt::ALL`) on the LayerNorm's
+//!   variances ([`nectar_nn::norm::variance_range`]);
 //! - `max`: the row maximum per head by [`nectar_nn::max::max_rows_coarse`] (the tree in
 //!   [`cmp_bits`]` + 1` bits, its comparisons on a coarse grid; the maxima extended back to 64);
 //! - `rec`: the softmax denominator's reciprocal by [`nectar_nn::reciprocal::reciprocal`]
@@ -521,7 +522,8 @@ fn mpc_op<E: Engine>(
             let c = enc(e, eps)?;
             let a = full(e, 0)?;
             let v = e.add_const(&a, &[c])?;
-            (nectar_nn::rsqrt::rsqrt(e, &v, &nectar_nn::rsqrt::RSQRT_LAYERNORM)?, l)
+            let (rsqrt, r) = (e.suite().rsqrt, nectar_nn::norm::variance_range(eps, e.format()));
+            (rsqrt.eval(e, &v, &r)?, l)
         }
         (OpKind::Nonlinear(NonlinearKind::Rec), _) => {
             // In the ring of `rec_domain` (the shares reduced locally), the result extended back.

@@ -36,6 +36,9 @@ impl ExpProtocol for Oppe {
     fn tanh(&self, b: &mut DynBackend<'_>, x: &Vec<u64>) -> Option<Result<Vec<u64>, NnError>> {
         Some(east_table("tanh").and_then(|t| oppe(b, x, t)))
     }
+    fn tanh_tolerance(&self, _fp: FixedPoint) -> Result<i64, NnError> {
+        Ok(oppe_tol(east_table("tanh")?))
+    }
     fn tolerance(&self, _fp: FixedPoint) -> Result<i64, NnError> {
         Ok(oppe_tol(east_table("exp")?))
     }

@@ -27,10 +27,14 @@ impl Protocol for Lut {
 
 impl ReciprocalProtocol for Lut {
     fn eval(&self, b: &mut DynBackend<'_>, x: &Vec<u64>, r: &RecipRange) -> Result<Vec<u64>, NnError> {
+        self.check(r)?;
+        reciprocal_lut(b, x, r.hi)
+    }
+    fn check(&self, r: &RecipRange) -> Result<(), NnError> {
         if r.lo < 1.0 {
             return Err(NnError::BadArgument(format!("LUT reciprocal on [{}, {}]: its table starts at 1", r.lo, r.hi)));
         }
-        reciprocal_lut(b, x, r.hi)
+        Ok(())
     }
     fn tolerance(&self, r: &RecipRange, fp: FixedPoint) -> Result<i64, NnError> {
         reciprocal_lut_tol(r.hi, fp.f())

@@ -28,6 +28,10 @@ impl Protocol for Newton {
 
 impl ReciprocalProtocol for Newton {
     fn eval(&self, b: &mut DynBackend<'_>, x: &Vec<u64>, r: &RecipRange) -> Result<Vec<u64>, NnError> {
+        self.check(r)?;
+        reciprocal(b, x, &r.newton)
+    }
+    fn check(&self, r: &RecipRange) -> Result<(), NnError> {
         let p = &r.newton;
         if r.lo < (p.lo as f64).exp2() || r.hi >= (p.hi as f64).exp2() {
             return Err(NnError::BadArgument(format!(
@@ -35,7 +39,7 @@ impl ReciprocalProtocol for Newton {
                 r.lo, r.hi, p.lo, p.hi
             )));
         }
-        reciprocal(b, x, p)
+        Ok(())
     }
     fn tolerance(&self, _r: &RecipRange, _fp: FixedPoint) -> Result<i64, NnError> {
         Ok(RECIP_TOL)

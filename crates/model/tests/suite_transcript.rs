@@ -1,6 +1,6 @@
 //! Whole-model wire pinning (DESIGN.md "Wire formats are pinned"; issue 12 item 6): each tiny
 //! architecture runs end to end between two parties with fixed PRG seeds under the
-//! `bumblebee` suite (and variants of it); the bytes each party sends are hashed (FNV-1a 64
+//! `bumblebee` suite (and variants of it) and BERT / LLaMA under the `nectar`, `east` and `rotl` presets; the bytes each party sends are hashed (FNV-1a 64
 //! over every frame, with its length), and so are the client's output and the fixed-point
 //! twin's output. A refactor of the transformer block or of the suite plumbing that changes
 //! what goes on the wire, or any output bit, changes a pinned value.
@@ -260,3 +260,52 @@ const PIN_GPT2: Pins = (0x72c6b7a9cc572ff6, 0x11954cc7fb5ead9c, 0x0682f5d74db5bd
 const PIN_GPT2_OT_MIXED: Pins = (0x3c95f42a8d323055, 0x15053ac919c78318, 0x391b611203cbca15, 0x391b611203cbca15);
 const PIN_LLAMA: Pins = (0x7fee8e52823cbcc6, 0x368aeb642b3cda84, 0x67ff4ec09152fb1a, 0x67ff4ec09152fb1a);
 const PIN_VIT: Pins = (0x0462d9cd41bdb8c5, 0x0ca93060481a8112, 0xd6b9229c6444b3e9, 0x2df31807b27da284);
+
+/// The other presets' nonlinear protocols (norm, softmax, rsqrt, exp, reciprocal, GeLU, SiLU):
+/// the default suite's `outer` LayerNorm / RMSNorm and coarse softmax, East's Eq. (9) norms with
+/// the Determine rsqrt and OPPE, ROTL's LUTs.
+#[test]
+fn bert_embed_preset_transcripts() {
+    for (suite, seed, want) in [
+        ("nectar", 31, PIN_BERT_NECTAR),
+        ("east", 32, PIN_BERT_EAST),
+        ("rotl", 33, PIN_BERT_ROTL),
+    ] {
+        check(
+            Case {
+                name: suite,
+                write: tiny::write_tiny_bert,
+                seed,
+                task: Task::Embed,
+                input: In::Ids(vec![4, 9, 13, 2, 21]),
+                suite,
+            },
+            want,
+        );
+    }
+}
+
+/// RMSNorm and SiLU under the default suite and East's.
+#[test]
+fn llama_generate_preset_transcripts() {
+    for (suite, seed, want) in [("nectar", 34, PIN_LLAMA_NECTAR), ("east", 35, PIN_LLAMA_EAST)] {
+        check(
+            Case {
+                name: suite,
+                write: tiny::write_tiny_llama,
+                seed,
+                task: Task::Generate { n_new: 2 },
+                input: In::Ids(vec![6, 3, 12]),
+                suite,
+            },
+            want,
+        );
+    }
+}
+/// Pinned 2026-11-28 at 18474ca, before the rsqrt, norm and softmax kinds moved into the
+/// registry (issue 46).
+const PIN_BERT_NECTAR: Pins = (0x2c0636d66ba62bfb, 0x500a304ad38f65ce, 0xe9d89de75d943044, 0xdf00996980f898d0);
+const PIN_BERT_EAST: Pins = (0x92e9809d6f543881, 0xa6ee3b3307538685, 0x245c864c2411dd2c, 0x78fcaa65e35febcc);
+const PIN_BERT_ROTL: Pins = (0x86937d1c21199eec, 0x32f859d5dc871ddf, 0x07f165c3006418d1, 0xe8b648f1b0835cd6);
+const PIN_LLAMA_NECTAR: Pins = (0xa260262481b36b7e, 0xeeb07a9e2d0d5435, 0xb604bb7352ea6eda, 0xb604bb7352ea6eda);
+const PIN_LLAMA_EAST: Pins = (0x42fef59e0e8531fb, 0x06c8cf2d137aead4, 0x9ec906393759c165, 0x9ec906393759c165);

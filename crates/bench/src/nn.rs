@@ -13,7 +13,7 @@ use nectar_nn::mixed::ActRing;
 use nectar_nn::silu::Silu;
 use nectar_nn::exp::Exp;
 use nectar_nn::layernorm::LAYERNORM_DEFAULT;
-use nectar_nn::norm::{Norm, NormCall, CHECK_COLS};
+use nectar_nn::norm::{Norm, NormCall};
 use nectar_nn::reciprocal::Reciprocal;
 use nectar_nn::rsqrt::Rsqrt;
 use nectar_nn::softmax::{Softmax, SoftmaxCall};
@@ -126,15 +126,11 @@ impl Kernel {
         matches!(self, Kernel::Softmax { .. } | Kernel::Norm { .. } | Kernel::Fixed(Fixed::Argmax))
     }
 
-    /// Every kernel the registry lists, with the compositions' partners varied one at a time
-    /// (each softmax with every exponential under BumbleBee's Newton reciprocal and with every
-    /// reciprocal under BumbleBee's exponential; each norm with every rsqrt), only the
-    /// combinations their protocols accept at start (`check`) and that a share-level backend
-    /// runs (`norm = outer` needs the model's OLT); the fixed operators; and the GeLU / SiLU
-    /// protocols in every ring they support.
+    /// Every kernel the registry lists: the GeLU / SiLU protocols in every ring they support,
+    /// every exponential (and its own tanh), reciprocal and rsqrt, the softmax and norm
+    /// compositions (`nectar_nn::softmax::compositions`, `nectar_nn::norm::compositions`), and
+    /// the fixed operators.
     pub fn registered() -> Vec<Kernel> {
-        use nectar_nn::exp::taylor::Taylor;
-        use nectar_nn::reciprocal::newton::Newton;
         let mut out = Vec::new();
         for p in Gelu::all() {
             for ring in [ActRing::Full, ActRing::Mixed] {
@@ -154,24 +150,9 @@ impl Kernel {
         out.extend(Exp::all().filter(|p| p.tanh_tolerance(FixedPoint::BUMBLEBEE).is_ok()).map(|p| Kernel::Tanh { p }));
         out.extend(Reciprocal::all().map(|p| Kernel::Reciprocal { p }));
         out.extend(Rsqrt::all().map(|p| Kernel::Rsqrt { p }));
-        let (taylor, newton) = (Exp::new(&Taylor), Reciprocal::new(&Newton));
-        for p in Softmax::all() {
-            let pairs = Exp::all().map(|exp| (exp, newton)).chain(Reciprocal::all().filter(|r| *r != newton).map(|r| (taylor, r)));
-            for (exp, recip) in pairs {
-                let k = Kernel::Softmax { p, exp, recip };
-                if p.check(exp, recip).is_ok() && !out.iter().any(|o| o.label() == k.label()) {
-                    out.push(k);
-                }
-            }
-        }
-        for p in Norm::all() {
-            for rsqrt in Rsqrt::all() {
-                for layer in [true, false] {
-                    if p.check(rsqrt, CHECK_COLS, LAYERNORM_DEFAULT.eps, FixedPoint::BUMBLEBEE).is_ok() && !p.needs_weights() {
-                        out.push(Kernel::Norm { p, rsqrt, layer });
-                    }
-                }
-            }
+        out.extend(nectar_nn::softmax::compositions().into_iter().map(|(p, exp, recip)| Kernel::Softmax { p, exp, recip }));
+        for (p, rsqrt) in nectar_nn::norm::compositions() {
+            out.extend([true, false].map(|layer| Kernel::Norm { p, rsqrt, layer }));
         }
         out.extend(Fixed::ALL.map(Kernel::Fixed));
         out

@@ -75,31 +75,51 @@ pub fn stats(op: &str, range: &str, xs: &[f64], got: &[f64], want: &[f64], fp: F
     }
 }
 
-/// Softmax on random-ish rows (deterministic), vs f64.
-pub fn measure_softmax(fp: FixedPoint, rows: usize, cols: usize, spread: f64) -> Result<ErrStats, NnError> {
+/// Softmax composition `p` with `exp` and `recip` (`crate::softmax::compositions`) on
+/// random-ish rows (deterministic), vs f64: the row `softmax <p>+<exp>+<recip>`.
+pub fn measure_softmax(
+    fp: FixedPoint,
+    rows: usize,
+    cols: usize,
+    spread: f64,
+    (p, exp, recip): (crate::softmax::Softmax, crate::exp::Exp, crate::reciprocal::Reciprocal),
+) -> Result<ErrStats, NnError> {
     let xs: Vec<f64> = (0..rows * cols).map(|i| spread * (((i * 7919 + 13) % 1000) as f64 / 500.0 - 1.0)).collect();
     let mut b = PlainBackend::new(fp)?;
     let x = b.encode(&xs)?;
-    let y = crate::softmax::softmax(&mut b, &x, rows, cols, None, &crate::softmax::SOFTMAX_BUMBLEBEE)?;
+    let y = p.eval(&mut b, &x, &crate::softmax::SoftmaxCall { rows, cols, mask: None }, exp, recip)?;
     let got = b.decode(&y);
     let want = crate::softmax::softmax_f64(&b.decode(&x), cols, None);
-    Ok(stats("softmax", &format!("{rows}×{cols}, x ∈ [−{spread}, {spread}]"), &xs, &got, &want, fp, "exp avg err ≤ 2^−10 (§V-B)"))
+    let name = match p.composes() {
+        true => format!("softmax {p}+exp={exp}+reciprocal={recip}"),
+        false => format!("softmax {p}"),
+    };
+    Ok(stats(&name, &format!("{rows}×{cols}, x ∈ [−{spread}, {spread}]"), &xs, &got, &want, fp, "exp avg err ≤ 2^−10 (§V-B)"))
 }
 
-/// LayerNorm on deterministic rows with γ = 1, β = 0, vs f64.
-pub fn measure_layernorm(fp: FixedPoint, rows: usize, cols: usize, spread: f64) -> Result<ErrStats, NnError> {
+/// LayerNorm by formulation `p` with `rsqrt` (`crate::norm::compositions`) on deterministic
+/// rows with γ = 1, β = 0, vs f64: the row `layernorm <p>+<rsqrt>`.
+pub fn measure_layernorm(
+    fp: FixedPoint,
+    rows: usize,
+    cols: usize,
+    spread: f64,
+    (p, rsqrt): (crate::norm::Norm, crate::rsqrt::Rsqrt),
+) -> Result<ErrStats, NnError> {
     let xs: Vec<f64> = (0..rows * cols)
         .map(|i| spread * (((i * 7919 + 13) % 1000) as f64 / 500.0 - 1.0) * (1.0 + (i / cols) as f64) / rows as f64)
         .collect();
     let mut b = PlainBackend::new(fp)?;
     let x = b.encode(&xs)?;
-    let g = b.encode(&vec![1.0; cols])?;
+    let g_raw = fp.encode_vec::<u64>(&vec![1.0; cols])?;
+    let g = b.constant(&g_raw)?;
     let be = b.encode(&vec![0.0; cols])?;
-    let p = crate::layernorm::LAYERNORM_DEFAULT;
-    let y = crate::layernorm::layernorm(&mut b, &x, rows, cols, &g, &be, &p)?;
+    let eps = crate::layernorm::LAYERNORM_DEFAULT.eps;
+    let call = crate::norm::NormCall { rows, cols, eps, gamma: &g, gamma_server: Some(&g_raw), beta: Some(&be) };
+    let y = p.eval(&mut b, &x, &call, rsqrt)?;
     let got = b.decode(&y);
-    let want = crate::layernorm::layernorm_f64(&b.decode(&x), cols, &vec![1.0; cols], &vec![0.0; cols], p.eps);
-    Ok(stats("layernorm", &format!("{rows}×{cols}, |x| ≤ {spread}"), &xs, &got, &want, fp, "—"))
+    let want = crate::layernorm::layernorm_f64(&b.decode(&x), cols, &vec![1.0; cols], &vec![0.0; cols], eps);
+    Ok(stats(&format!("layernorm {p}+rsqrt={rsqrt}"), &format!("{rows}×{cols}, |x| ≤ {spread}"), &xs, &got, &want, fp, "—"))
 }
 
 /// The "Approximation accuracy" table of `docs/notes/nonlinear-notes.md` (twin vs f64, (64, 18)
@@ -120,10 +140,18 @@ pub fn approximation_table() -> Result<Vec<ErrStats>, NnError> {
     out.push(measure_elementwise("ELU α=1 (64,18)", fp, &g, |b, x| elu::elu(b, x, 1.0, &exp::EXP_BUMBLEBEE), |x| crate::elu::elu_f64(x, 1.0), "—")?);
     // Every registered reciprocal (`reciprocal::ALL`).
     out.extend(crate::reciprocal::Reciprocal::all().map(reciprocal_row).collect::<Result<Vec<_>, _>>()?);
+    // BumbleBee's rsqrt on the whole LayerNorm domain, then every registered rsqrt
+    // (`rsqrt::ALL`) on `rsqrt::RANGE`.
     let g: Vec<f64> = (0..16001).map(|i| (-18.0 + 36.0 * i as f64 / 16000.0).exp2() * 0.999).collect();
-    out.push(measure_elementwise("rsqrt (64,18)", fp, &g, |b, x| rsqrt::rsqrt(b, x, &rsqrt::RSQRT_LAYERNORM), |x| 1.0 / x.sqrt(), "—")?);
-    out.push(measure_softmax(fp, 64, 128, 8.0)?);
-    out.push(measure_layernorm(fp, 16, 768, 8.0)?);
+    out.push(measure_elementwise("rsqrt newton [4^−9, 4^9) (64,18)", fp, &g, |b, x| rsqrt::rsqrt(b, x, &rsqrt::RSQRT_LAYERNORM), |x| 1.0 / x.sqrt(), "—")?);
+    out.extend(crate::rsqrt::Rsqrt::all().map(rsqrt_row).collect::<Result<Vec<_>, _>>()?);
+    // Every softmax and LayerNorm composition (`softmax::compositions`, `norm::compositions`).
+    for c in crate::softmax::compositions() {
+        out.push(measure_softmax(fp, 64, 128, 8.0, c)?);
+    }
+    for c in crate::norm::compositions() {
+        out.push(measure_layernorm(fp, 16, 768, 8.0, c)?);
+    }
     Ok(out)
 }
 
@@ -205,6 +233,15 @@ pub fn reciprocal_row(p: crate::reciprocal::Reciprocal) -> Result<ErrStats, NnEr
     let g = grid(r.lo, r.hi - 1.0, 16001);
     let run = |b: &mut PlainBackend, x: &Vec<u64>| p.eval(b, x, &r);
     measure_elementwise(&format!("reciprocal {} (64,18)", p.name()), FixedPoint::BUMBLEBEE, &g, run, |x| 1.0 / x, "—")
+}
+
+/// The twin of rsqrt `p` on [`crate::rsqrt::RANGE`] in (64, 18) against `1/√x`: the row
+/// `rsqrt <protocol>`.
+pub fn rsqrt_row(p: crate::rsqrt::Rsqrt) -> Result<ErrStats, NnError> {
+    let r = crate::rsqrt::RANGE;
+    let g = grid(r.lo, r.hi, 16001);
+    let run = |b: &mut PlainBackend, x: &Vec<u64>| p.eval(b, x, &r);
+    measure_elementwise(&format!("rsqrt {} (64,18)", p.name()), FixedPoint::BUMBLEBEE, &g, run, |x| 1.0 / x.sqrt(), "—")
 }
 
 /// The table as Markdown.

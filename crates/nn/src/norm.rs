@@ -71,6 +71,19 @@ nectar_math::kind!(
 /// every call checks its own rows again before any message).
 pub const CHECK_COLS: usize = 768;
 
+/// The formulations the generated tests and `bench nn` cover on a share-level backend (those
+/// that do not multiply by `γ` as a weight), each with every rsqrt its check accepts on rows
+/// of [`CHECK_COLS`].
+pub fn compositions() -> Vec<(Norm, Rsqrt)> {
+    let fp = FixedPoint::BUMBLEBEE;
+    let eps = crate::layernorm::LAYERNORM_DEFAULT.eps;
+    Norm::all()
+        .filter(|p| !p.needs_weights())
+        .flat_map(|p| Rsqrt::all().map(move |r| (p, r)))
+        .filter(|(p, r)| p.check(*r, CHECK_COLS, eps, fp).is_ok())
+        .collect()
+}
+
 /// The ε BumbleBee's normalised Newton resolves at `fp`: the model's raised to `4·2^−f`
 /// (≈ 1.5e−5 at f = 18; BERT's 1e−12 and LLaMA's 1e−6 are below the resolution).
 pub fn resolved_eps(eps: f64, fp: FixedPoint) -> f64 {

@@ -80,6 +80,24 @@ nectar_math::kind!(
     ALL
 );
 
+/// The compositions the generated tests and `bench nn` cover: each softmax with every
+/// exponential under BumbleBee's Newton reciprocal and with every reciprocal under BumbleBee's
+/// exponential (partners varied one at a time), those its check accepts; a softmax that runs
+/// its own once.
+pub fn compositions() -> Vec<(Softmax, Exp, Reciprocal)> {
+    let (taylor, newton) = (Exp::new(&crate::exp::taylor::Taylor), Reciprocal::new(&crate::reciprocal::newton::Newton));
+    let mut out = Vec::new();
+    for p in Softmax::all() {
+        if !p.composes() {
+            out.push((p, taylor, newton));
+            continue;
+        }
+        let pairs = Exp::all().map(|e| (e, newton)).chain(Reciprocal::all().filter(|r| *r != newton).map(|r| (taylor, r)));
+        out.extend(pairs.filter(|(e, r)| p.check(*e, *r).is_ok()).map(|(e, r)| (p, e, r)));
+    }
+    out
+}
+
 /// The composition of `form` with the suite's `exp` and `recip` (the reciprocal asked on the
 /// row sums' range `r`; the coarse form's exp clips in `Z_{2^COARSE_CMP_L}`).
 pub(crate) fn compose(

@@ -591,6 +591,87 @@ fn reciprocal_items() -> Vec<Item> {
         .collect()
 }
 
+/// Generated from the registry: every rsqrt on [`rsqrt::RANGE`].
+fn rsqrt_items() -> Vec<Item> {
+    let r = rsqrt::RANGE;
+    let ulp = 1.0 / FP.scale();
+    rsqrt::Rsqrt::all()
+        .map(|p| {
+            let xs = registry_inputs(r.lo, r.hi, &[], 31);
+            let tol = p.tolerance(&r, FP).unwrap();
+            let ftol = p.approx_error(&r).unwrap() + tol as f64 * ulp;
+            item(format!("rsqrt={p}"), xs, tol, Box::new(Registered(Box::new(move |b, x| p.eval(b, x, &r))))).float(|v| 1.0 / v.sqrt(), ftol)
+        })
+        .collect()
+}
+
+#[test]
+fn every_rsqrt_protocol_matches_twin_and_f64() {
+    check(opts(), rsqrt_items());
+    check(bole_opts(), rsqrt_items());
+}
+
+/// Generated from the registry: every softmax composition (`softmax::compositions`) on rows of
+/// 16 scores in `[−6, 6]` with a causal-style mask; twin vs protocol within the bound it states
+/// (its float error is the exponential's and reciprocal's, tested per protocol above).
+fn softmax_items() -> Vec<Item> {
+    let (rows, cols) = (6, 16);
+    let mask: Vec<bool> = (0..rows * cols).map(|i| i % cols > 10 + i / cols).collect();
+    softmax::compositions()
+        .into_iter()
+        .map(|(p, e, r)| {
+            let xs = randu(rows * cols, -6.0, 6.0, 37);
+            let tol = p.tolerance(e, r, cols, FP).unwrap();
+            let mask = mask.clone();
+            let run = move |b: &mut DynBackend<'_>, x: &Vec<u64>| p.eval(b, x, &softmax::SoftmaxCall { rows, cols, mask: Some(&mask) }, e, r);
+            item(format!("softmax={p}+exp={e}+reciprocal={r}"), xs, tol, Box::new(Registered(Box::new(run))))
+        })
+        .collect()
+}
+
+#[test]
+fn every_softmax_composition_matches_twin() {
+    check(opts(), softmax_items());
+    check(bole_opts(), softmax_items());
+}
+
+/// Generated from the registry: every norm formulation a share-level backend runs, with every
+/// rsqrt it accepts (`norm::compositions`), LayerNorm and RMSNorm of rows of 16 in `[−4, 4]` with
+/// `γ = 1`, `β = 0`; twin vs protocol within the bound it states, and vs the f64 norm.
+fn norm_items() -> Vec<Item> {
+    let (rows, cols) = (4, 16);
+    let eps = layernorm::LAYERNORM_DEFAULT.eps;
+    let mut items = Vec::new();
+    for (p, r) in nectar_nn::norm::compositions() {
+        for layer in [true, false] {
+            let xs = randu(rows * cols, -4.0, 4.0, 41);
+            let tol = p.tolerance(r, cols, FP).unwrap();
+            let (ones, zeros) = (vec![1.0; cols], vec![0.0; cols]);
+            let want = match layer {
+                true => layernorm::layernorm_f64(&xs, cols, &ones, &zeros, eps),
+                false => rmsnorm::rmsnorm_f64(&xs, cols, &ones, eps),
+            };
+            let run = move |b: &mut DynBackend<'_>, x: &Vec<u64>| {
+                let g_raw = FP.encode_vec::<u64>(&vec![1.0; cols])?;
+                let g = b.constant(&g_raw)?;
+                let be = b.constant(&vec![0; cols])?;
+                let call = nectar_nn::norm::NormCall { rows, cols, eps, gamma: &g, gamma_server: Some(&g_raw), beta: layer.then_some(&be) };
+                p.eval(b, x, &call, r)
+            };
+            let name = format!("{}={p}+rsqrt={r}", if layer { "layernorm" } else { "rmsnorm" });
+            // 1e-2: the norms' twin error `accuracy.rs::table_bounds` asserts, plus the stated bound
+            items.push(item(name, xs, tol, Box::new(Registered(Box::new(run)))).float_vec(want, 1e-2 + tol as f64 / FP.scale()));
+        }
+    }
+    items
+}
+
+#[test]
+fn every_norm_composition_matches_twin_and_f64() {
+    check(opts(), norm_items());
+    check(bole_opts(), norm_items());
+}
+
 #[test]
 fn every_reciprocal_protocol_matches_twin_and_f64() {
     check(opts(), reciprocal_items());

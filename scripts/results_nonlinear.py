@@ -102,7 +102,7 @@ for l in ops:
     paper = PAPER_OPS.get((l["variant"], p["size"]))
     # BumbleBee's Seg4 GeLU in the mixed ring: `gelu-mixed` in lines recorded before the
     # protocol registry (issue 46), `gelu=seg4+act-ring=mixed` since.
-    if paper and not (l["variant"] == "gelu" and p["kernel"] not in ("gelu-mixed", "gelu=seg4+act-ring=mixed")) and not (l["variant"] == "softmax" and p["kernel"] != "softmax"):
+    if paper and not (l["variant"] == "gelu" and p["kernel"] not in ("gelu-mixed", "gelu=seg4+act-ring=mixed")) and not (l["variant"] == "softmax" and p["kernel"] not in ("softmax", "softmax=bumblebee+exp=taylor+reciprocal=newton")):
         pc, pt = paper[0], paper[1]
     else:
         pc, pt = "—", "—"

@@ -27,12 +27,13 @@
 //! must use the same values: they shape the transcript).
 //!
 //! Protocol registry (DESIGN.md "Where a protocol plugs in"): an operator kind is a trait and a
-//! list of protocols, one file each — today [`gelu`] (`gelu::ALL`: Seg4, BOLT P4 and its
-//! artifact variant, p7, sq8, East's OPPE, ROTL's LUT), [`silu`], [`exp`] and [`reciprocal`];
-//! the other kinds are still functions chosen by the model's suite.
+//! list of protocols, one file each — [`gelu`] (`gelu::ALL`: Seg4, BOLT P4 and its
+//! artifact variant, p7, sq8, East's OPPE, ROTL's LUT), [`silu`], [`exp`], [`reciprocal`],
+//! [`rsqrt`], and the compositions [`norm`] (with the suite's rsqrt) and [`softmax`] (with the
+//! suite's exp and reciprocal).
 //!
 //! Operators: [`gelu`], [`silu`], [`elu`], [`exp`], [`softmax`],
-//! [`reciprocal`], [`rsqrt`], [`layernorm`], [`rmsnorm`], [`max`] (max/argmax),
+//! [`reciprocal`], [`rsqrt`], [`norm`] (evaluated by [`layernorm`], [`rmsnorm`]), [`max`] (max/argmax),
 //! [`onehot`] (token id → one-hot, `i_equal`); [`mixed`] switches to BumbleBee's small
 //! activation ring (§V-C). East (§4): [`oppe`] (oblivious piecewise polynomials, tables fitted
 //! by [`fit`]).

@@ -3,9 +3,10 @@
 //! not forks"; issue 12).
 //!
 //! One field per operator kind. The kinds in the protocol registry (`nectar_math::registry`:
-//! GeLU, SiLU, exp, reciprocal) hold a handle into their kind's list ([`Gelu`], [`Silu`], [`Exp`],
-//! [`Reciprocal`]); the
-//! others are still enums here (issue 46 moves them one by one). Every choice knows its name
+//! GeLU, SiLU, exp, reciprocal, rsqrt, norm, softmax) hold a handle into their kind's list
+//! ([`Gelu`], [`Silu`], [`Exp`], [`Reciprocal`], [`Rsqrt`], [`Norm`], [`Softmax`]); the
+//! others (comparison, the linear protocols, OT extension) are still enums here (issue 46
+//! moves them next). Every choice knows its name
 //! (the one grammar of protocol names, used by `--suite`, `--op`, `--suite-file` and `nectar
 //! bench suites`), its source (paper section) and its AGREEMENT parameters — for a registered
 //! protocol its own serialized parameters, for an enum the documented constants of its module
@@ -14,8 +15,8 @@
 //! Named presets: `nectar` (the default), `bumblebee`, `rotl`, `east`, `blb`, `leaf`
 //! ([`PRESETS`]). [`Suite::validate`] refuses, before any key is generated and in one line
 //! naming it, a protocol that is not implemented yet and a combination that cannot run (an
-//! activation protocol outside its ring, an exponential that does not fit the narrow softmax's
-//! ring, a protocol BLB's fused blocks do not run).
+//! activation protocol outside its ring, a softmax composition refusing its exponential or
+//! reciprocal, a norm refusing its rsqrt, a protocol BLB's fused blocks do not run).
 //!
 //! Grammar (one parser, [`Suite::parse`]): `PRESET[+OP=PROTO]...`, e.g. `bumblebee+gelu=p4`;
 //! overrides alone ([`Suite::apply_overrides`]): `OP=PROTO[,OP=PROTO]...` (`+` also separates);

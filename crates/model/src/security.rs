@@ -2,7 +2,9 @@
 //! it uses against the 128-bit bound, and every statistically hiding step with its statistical
 //! security over a whole session (union bound over everything the session masks).
 
-use crate::suite::{Compare, Matmul, Mul, SharedMatmul, Suite};
+use crate::secure::backend_opts;
+use crate::suite::{Matmul, SharedMatmul, Suite};
+use nectar_nn::secure::{Comparison, MulProtocol};
 use nectar_he::params::{SECURITY_TABLE_128, DEFAULT_ERROR_ETA};
 use nectar_he::Params;
 use nectar_linear::h2a::{
@@ -120,7 +122,9 @@ pub fn report(suite: &Suite) -> Result<SecurityReport, crate::SuiteError> {
                 .into(),
         });
     }
-    if suite.mul == Mul::Bole {
+    // What the session's backend runs (the suite's `mul` and `compare` configure it).
+    let opts = backend_opts(suite);
+    if opts.mul == MulProtocol::Bole {
         let p = Params::bumblebee_bole();
         he.push(he_report("bole", &p));
         let terms = 2;
@@ -147,7 +151,7 @@ pub fn report(suite: &Suite) -> Result<SecurityReport, crate::SuiteError> {
             detail: "masks are uniform ring elements carried by COTs (perfect in the OT-hybrid model)".into(),
         });
     }
-    let lut = suite.compare == Compare::RotlLut
+    let lut = matches!(opts.compare, Comparison::RotlLut { .. })
         || [suite.gelu.name(), suite.silu.name(), suite.exp.name(), suite.reciprocal.name(), suite.softmax.name()].contains(&"lut");
     if lut {
         st.push(StatReport {

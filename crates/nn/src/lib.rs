@@ -40,6 +40,7 @@
 
 pub mod accuracy;
 pub mod backend;
+pub mod compare;
 pub mod counting;
 pub mod elu;
 pub mod exp;
@@ -49,9 +50,11 @@ pub mod layernorm;
 pub mod lut;
 pub mod max;
 pub mod mixed;
+pub mod mul;
 pub mod norm;
 pub mod onehot;
 pub mod oppe;
+pub mod ot_ext;
 pub mod plain;
 pub mod poly;
 pub mod reciprocal;

@@ -3,10 +3,11 @@
 //! not forks"; issue 12).
 //!
 //! One field per operator kind. The kinds in the protocol registry (`nectar_math::registry`:
-//! GeLU, SiLU, exp, reciprocal, rsqrt, norm, softmax) hold a handle into their kind's list
-//! ([`Gelu`], [`Silu`], [`Exp`], [`Reciprocal`], [`Rsqrt`], [`Norm`], [`Softmax`]); the
-//! others (comparison, the linear protocols, OT extension) are still enums here (issue 46
-//! moves them next). Every choice knows its name
+//! GeLU, SiLU, exp, reciprocal, rsqrt, norm, softmax, comparison, element-wise products, COT
+//! extension) hold a handle into their kind's list ([`Gelu`], [`Silu`], [`Exp`],
+//! [`Reciprocal`], [`Rsqrt`], [`Norm`], [`Softmax`], [`Compare`], [`Mul`], [`OtExt`]); the
+//! matmuls, their OLT prices and ring, the FFN block and the embedding input are still enums
+//! here (issue 46 moves them next). Every choice knows its name
 //! (the one grammar of protocol names, used by `--suite`, `--op`, `--suite-file` and `nectar
 //! bench suites`), its source (paper section) and its AGREEMENT parameters — for a registered
 //! protocol its own serialized parameters, for an enum the documented constants of its module
@@ -35,6 +36,9 @@ pub use nectar_nn::reciprocal::Reciprocal;
 pub use nectar_nn::rsqrt::Rsqrt;
 pub use nectar_nn::norm::Norm;
 pub use nectar_nn::softmax::Softmax;
+pub use nectar_nn::compare::Compare;
+pub use nectar_nn::mul::Mul;
+pub use nectar_nn::ot_ext::OtExt;
 
 /// `act-ring`: the ring the activations run in (`nectar_nn::mixed::ActRing`).
 impl Choice for ActRing {
@@ -186,30 +190,6 @@ pub trait ChoiceParams {
     fn params(self) -> String;
 }
 
-choice! {
-    /// COT extension feeding every OT-based protocol.
-    OtExt : "ot" {
-        /// Ferret silent COT, the b13 parameter set (BumbleBee §II-D; emp-ot's default).
-        Ferret => ("ferret", "Ferret (CCS'20), b13 parameters", true),
-        /// Ferret with emp-ot's b11 set (same 128-bit LPN security, REFERENCE.md §2.1): an LPN
-        /// seed of 124 000 blocks (2 MB) that stays in L2, against b13's 7.2 MB, for 3.3× the
-        /// SPCOT traffic (1.44 bits per COT against 0.44). `nectar bench ot`, 40 M COTs: 26 %
-        /// less time; a GeLU 3 % less. Its extra bytes (69 MB for BERT-base at 128 tokens,
-        /// measured) made the default suite take it with the half-tree SPCOT instead
-        /// (`ferret-b11-ht`).
-        FerretB11 => ("ferret-b11", "Ferret (CCS'20), b11 parameters", true),
-        /// Ferret b13 with Guo et al.'s half-tree SPCOT (EUROCRYPT'23 §4): the same LPN shapes,
-        /// `h` blocks per tree instead of `2h + 1` (0.21 bits per COT against 0.44).
-        FerretHalfTree => ("ferret-ht", "Ferret (CCS'20), b13 parameters, half-tree SPCOT (EUROCRYPT'23)", true),
-        /// Ferret b11 with the half-tree SPCOT: b11's L2-resident LPN seed at 0.70 bits per COT
-        /// (against 1.46 with GGM trees).
-        FerretB11HalfTree => ("ferret-b11-ht", "Ferret (CCS'20), b11 parameters, half-tree SPCOT (EUROCRYPT'23)", true),
-        /// Ferret with the small parameter set (same security, less memory per refill).
-        FerretSmall => ("ferret-small", "Ferret (CCS'20), small parameters", true),
-        /// IKNP extension (128 bits per COT).
-        Iknp => ("iknp", "IKNP (CRYPTO'03)", true),
-    }
-}
 
 choice! {
     /// Client-input × server-weight products (linear layers, embedding lookup).
@@ -264,25 +244,7 @@ choice! {
     }
 }
 
-choice! {
-    /// Element-wise products of shares (`mul`, `square`).
-    Mul : "mul" {
-        /// Π_mul / Π_square from batch OLE with error (BumbleBee §IV).
-        Bole => ("bole", "BumbleBee §IV bOLEe", true),
-        /// Products from OT (Gilboa: one COT per multiplier bit).
-        Ot => ("ot", "Gilboa products from OT", true),
-    }
-}
 
-choice! {
-    /// Comparison / less-than / MSB.
-    Compare : "compare" {
-        /// Batched millionaires' protocol from 1-of-N OT (BumbleBee §V-A).
-        Millionaire => ("millionaire", "BumbleBee §V-A millionaire", true),
-        /// Comparison from small lookup tables (ROTL §VI, Fig. 13).
-        RotlLut => ("rotl-lut", "ROTL §VI comparison from LUTs", true),
-    }
-}
 
 
 
@@ -314,18 +276,6 @@ choice! {
     }
 }
 
-impl ChoiceParams for OtExt {
-    fn params(self) -> String {
-        match self {
-            OtExt::Ferret => format!("{:?}", nectar_ot::FerretParams::b13()),
-            OtExt::FerretB11 => format!("{:?}", nectar_ot::FerretParams::b11()),
-            OtExt::FerretHalfTree => format!("{:?}", nectar_ot::FerretParams::b13_half_tree()),
-            OtExt::FerretB11HalfTree => format!("{:?}", nectar_ot::FerretParams::b11_half_tree()),
-            OtExt::FerretSmall => format!("{:?}", nectar_ot::FerretParams::small()),
-            OtExt::Iknp => format!("refill={}", nectar_ot::pool::IKNP_REFILL),
-        }
-    }
-}
 
 impl ChoiceParams for Matmul {
     fn params(self) -> String {
@@ -383,28 +333,7 @@ fn ckks_params() -> String {
     }
 }
 
-impl ChoiceParams for Mul {
-    fn params(self) -> String {
-        match self {
-            Mul::Bole => format!(
-                "he={:#x} min_len={} narrow=true reuse={}",
-                nectar_he::Params::bumblebee_bole().fingerprint(),
-                nectar_nn::secure::BOLE_MIN_LEN,
-                nectar_nn::secure::QUERY_CACHE
-            ),
-            Mul::Ot => String::new(),
-        }
-    }
-}
 
-impl ChoiceParams for Compare {
-    fn params(self) -> String {
-        match self {
-            Compare::Millionaire => String::new(),
-            Compare::RotlLut => format!("block={}", nectar_nn::secure::ROTL_COMPARE_BLOCK),
-        }
-    }
-}
 
 
 
@@ -526,7 +455,7 @@ impl Suite {
     /// 19.1 s, the same output).
     pub const fn nectar() -> Self {
         Suite {
-            ot: OtExt::FerretB11HalfTree,
+            ot: OtExt::new(&nectar_nn::ot_ext::ferret::B11_HALF_TREE),
             gelu: Gelu::new(&nectar_nn::gelu::sq8::Sq8),
             exp: Exp::new(&nectar_nn::exp::taylor4::Taylor4),
             norm: Norm::new(&nectar_nn::norm::outer::Outer),
@@ -540,13 +469,13 @@ impl Suite {
     /// BumbleBee's protocols and approximations as in the paper.
     pub const fn bumblebee() -> Self {
         Suite {
-            ot: OtExt::Ferret,
+            ot: OtExt::new(&nectar_nn::ot_ext::ferret::B13),
             matmul: Matmul::Olt,
             olt_cost: OltCost::Artifact,
             olt_ring: OltRing::Full,
             matmul_shared: SharedMatmul::Olt,
-            mul: Mul::Bole,
-            compare: Compare::Millionaire,
+            mul: Mul::new(&nectar_nn::mul::bole::Bole),
+            compare: Compare::new(&nectar_nn::compare::millionaire::Millionaire),
             gelu: Gelu::new(&nectar_nn::gelu::seg4::Seg4),
             silu: Silu::new(&nectar_nn::silu::seg4::Seg4),
             exp: Exp::new(&nectar_nn::exp::taylor::Taylor),
@@ -567,7 +496,7 @@ impl Suite {
             "nectar" => Suite::nectar(),
             "bumblebee" => b,
             "rotl" => Suite {
-                compare: Compare::RotlLut,
+                compare: Compare::new(&nectar_nn::compare::rotl_lut::RotlLut),
                 gelu: Gelu::new(&nectar_nn::gelu::lut::Lut),
                 silu: Silu::new(&nectar_nn::silu::lut::Lut),
                 exp: Exp::new(&nectar_nn::exp::lut::Lut),
@@ -877,7 +806,7 @@ impl Suite {
             "lm_head" | "classifier" => Matmul::Olt.name_of(),
             "linear" => self.matmul.name_of(),
             "matmul" => self.matmul_shared.name_of(),
-            "mul" => self.mul.name_of(),
+            "mul" => self.mul.name(),
             "gelu" => self.gelu.name(),
             "silu" => self.silu.name(),
             "exp" | "elu" | "tanh" => self.exp.name(),
@@ -886,7 +815,7 @@ impl Suite {
             "onehot" => "i_equal",
             "softmax" => self.softmax.name(),
             "layernorm" | "rmsnorm" => self.norm.name(),
-            "argmax" => self.compare.name_of(),
+            "argmax" => self.compare.name(),
             "ffn" | "leaf" => self.ffn.name_of(),
             "rope" | "pool" => "local",
             // BLB's fused blocks (conversions + CKKS) and the MPC operators between them.
@@ -900,9 +829,9 @@ impl Suite {
                     ("silu", _) => self.silu.name(),
                     (_, k) if k.starts_with("rec") => self.reciprocal.name(),
                     (_, k) if k.starts_with("rsqrt") => self.rsqrt.name(),
-                    ("softmax", k) if k.starts_with("max") || k.starts_with("cmp") => self.compare.name_of(),
+                    ("softmax", k) if k.starts_with("max") || k.starts_with("cmp") => self.compare.name(),
                     ("softmax", _) => self.softmax.name(),
-                    _ => self.compare.name_of(),
+                    _ => self.compare.name(),
                 }
             }
             "output" => "reveal",
@@ -931,7 +860,7 @@ mod tests {
         assert_eq!(ckks.label(), "bumblebee+matmul=ckks+matmul-shared=ckks", "named from a runnable preset");
         let mut s = Suite::bumblebee();
         s.apply_overrides("gelu=p4, mul=ot").unwrap();
-        assert_eq!((s.gelu.name(), s.mul), ("p4", Mul::Ot));
+        assert_eq!((s.gelu.name(), s.mul.name()), ("p4", "ot"));
         assert_eq!(Suite::parse(&s.label()).unwrap(), s);
         for (name, _) in PRESETS {
             let p = Suite::preset(name).unwrap();

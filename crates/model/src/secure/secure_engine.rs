@@ -25,7 +25,7 @@ use crate::secure::engine::{truncated_batch_matmul, truncated_matmul_weight, Eng
 use crate::secure::blb_ckks::FusedCkks;
 use crate::secure::profile::Profile;
 use crate::secure::SecureError;
-use crate::suite::{Compare, Ffn, Matmul, Mul, OltCost, OtExt, SharedMatmul, Suite};
+use crate::suite::{Ffn, Matmul, OltCost, SharedMatmul, Suite};
 use nectar_fhe::{LeafFfnClient, LeafFfnParams, LeafFfnServer, LeafTable};
 use nectar_linear::ckks_linear::CkksLinear;
 use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_weight};
@@ -33,8 +33,7 @@ use nectar_linear::prefetch::{Prefetch, PrefetchWorker};
 use nectar_linear::{CostModel, HeSession, OltPlan, Shape, Side, Variant};
 use nectar_math::{FixedPoint, Prg};
 use nectar_net::{Channel, Role, Stats};
-use nectar_nn::secure::{Comparison, MulProtocol, SecureBackend, SecureOpts, ROTL_COMPARE_BLOCK};
-use nectar_ot::{FerretParams, Producer};
+use nectar_nn::secure::{SecureBackend, SecureOpts};
 use nectar_nn::{Backend, NnError};
 use std::collections::HashMap;
 
@@ -84,27 +83,12 @@ pub struct SecureEngine<'c> {
 /// operator runs. 0 disables the prefetch.
 pub const DEFAULT_PREFETCH_BUDGET: usize = 320 << 20;
 
-/// The backend options a suite fixes: format `(64, 18)`, the COT producer of its `ot`, the
-/// product protocol of its `mul` (bOLEe with BumbleBee's refinements, or OT products), the
-/// comparison protocol of its `compare` (OT millionaire or ROTL's comparison from LUTs).
+/// The backend options a suite fixes: format `(64, 18)`, then its `ot`, `mul` and `compare`
+/// protocols configure the COT producer, the products and the comparisons
+/// (`nectar_nn::ot_ext`, `nectar_nn::mul`, `nectar_nn::compare`).
 pub fn backend_opts(suite: &Suite) -> SecureOpts {
-    let producer = match suite.ot {
-        OtExt::Ferret => Producer::Ferret(FerretParams::b13()),
-        OtExt::FerretB11 => Producer::Ferret(FerretParams::b11()),
-        OtExt::FerretHalfTree => Producer::Ferret(FerretParams::b13_half_tree()),
-        OtExt::FerretB11HalfTree => Producer::Ferret(FerretParams::b11_half_tree()),
-        OtExt::FerretSmall => Producer::Ferret(FerretParams::small()),
-        OtExt::Iknp => Producer::Iknp,
-    };
-    let mul = match suite.mul {
-        Mul::Bole => MulProtocol::Bole,
-        Mul::Ot => MulProtocol::Ot,
-    };
-    let compare = match suite.compare {
-        Compare::Millionaire => Comparison::Millionaire,
-        Compare::RotlLut => Comparison::RotlLut { block: ROTL_COMPARE_BLOCK },
-    };
-    SecureOpts::bumblebee().with_producer(producer).with_mul(mul).with_compare(compare)
+    let opts = suite.ot.configure(SecureOpts::bumblebee());
+    suite.compare.configure(suite.mul.configure(opts))
 }
 
 /// The OLT window prices of a suite.

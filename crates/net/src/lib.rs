@@ -4,8 +4,8 @@
 //! [`Stats`]: bytes (frame headers included, i.e. what a socket carries), messages and rounds.
 //! Implementations: [`mem::MemChannel`] (both parties in one process, for tests),
 //! [`tcp::TcpChannel`] (real sockets) and [`sim::Simulated`] (imposes a bandwidth and a one-way
-//! latency on any channel, presets [`sim::LinkModel::LAN`] / [`sim::LinkModel::WAN`] of
-//! BumbleBee §VII).
+//! latency on any channel; links as data, `MBPS/RTT_MS` or a named preset of the papers'
+//! settings, [`sim::LinkModel::parse`], [`sim::PRESETS`]).
 //!
 //! Wire format of a frame (pinned): a 4-byte little-endian payload length, then the payload.
 //! Integer slices travel as little-endian words in one frame; the frame length gives the count.

@@ -8,7 +8,10 @@
 //! must share a clock: in one process, or two processes on one host. That header is not
 //! counted in [`Stats`], which report what the simulated link carries.
 //!
-//! Presets (BumbleBee §VII "Network"): LAN = 1 Gbit/s with 0.5 ms, WAN = 400 Mbit/s with 4 ms.
+//! Links are data ([`LinkModel::parse`]): `MBPS/RTT_MS` (bandwidth in Mbit/s, **round-trip**
+//! time in ms; each direction gets half the RTT) or a named preset of [`PRESETS`] — ours (`lan`,
+//! `wan`, the settings of the recorded results) and the papers' (`bumblebee-wan`, `blb-wan2`,
+//! `blb-wan3`, `rotl-wan`).
 
 use crate::{Channel, Limits, NetError, Stats, FRAME_HEADER};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -47,14 +50,43 @@ impl LinkModel {
         LinkModel { bandwidth_bps: mbps * 1e6, latency: Duration::from_secs_f64(latency_ms / 1e3) }
     }
 
-    /// `"lan"`, `"wan"` or `"none"` (no simulation: `None`).
-    pub fn preset(name: &str) -> Option<Option<LinkModel>> {
-        match name {
-            "lan" => Some(Some(Self::LAN)),
-            "wan" => Some(Some(Self::WAN)),
-            "none" => Some(None),
-            _ => None,
+    /// A link of `mbps` Mbit/s and `rtt_ms` ms round trip (`rtt_ms / 2` each way).
+    pub fn from_rtt(mbps: f64, rtt_ms: f64) -> Self {
+        Self::new(mbps, rtt_ms / 2.0)
+    }
+
+    /// The round-trip time (twice the one-way latency).
+    pub fn rtt(&self) -> Duration {
+        self.latency * 2
+    }
+
+    /// A link spec: `none` (no simulation: `None`), a preset name of [`PRESETS`], or
+    /// `MBPS/RTT_MS` (e.g. `100/80`: 100 Mbit/s, 80 ms round trip). An error lists the forms.
+    pub fn parse(spec: &str) -> Result<Option<LinkModel>, String> {
+        let spec = spec.trim();
+        if spec == "none" {
+            return Ok(None);
         }
+        if let Some(p) = PRESETS.iter().find(|p| p.name == spec) {
+            return Ok(Some(LinkModel::from_rtt(p.mbps, p.rtt_ms)));
+        }
+        let bad = || {
+            format!(
+                "unknown link '{spec}': none, MBPS/RTT_MS (e.g. 100/80: Mbit/s and round-trip ms), or a preset ({})",
+                PRESETS.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+            )
+        };
+        let (b, r) = spec.split_once('/').ok_or_else(bad)?;
+        let (mbps, rtt) = (b.trim().parse::<f64>().map_err(|_| bad())?, r.trim().parse::<f64>().map_err(|_| bad())?);
+        if !(mbps.is_finite() && mbps > 0.0 && rtt.is_finite() && rtt >= 0.0 && rtt <= 60_000.0) {
+            return Err(format!("link '{spec}': bandwidth must be positive and the round trip in [0, 60000] ms"));
+        }
+        Ok(Some(LinkModel::from_rtt(mbps, rtt)))
+    }
+
+    /// `MBPS/RTT_MS`, the spec [`LinkModel::parse`] reads back.
+    pub fn spec(&self) -> String {
+        format!("{}/{}", self.bandwidth_bps / 1e6, self.rtt().as_secs_f64() * 1e3)
     }
 
     /// Time this link needs for `bytes` bytes in `rounds` flights, by the model above.
@@ -63,6 +95,27 @@ impl LinkModel {
             + self.latency * rounds as u32
     }
 }
+
+/// A named link: bandwidth and round-trip time, and where the setting comes from.
+#[derive(Clone, Copy, Debug)]
+pub struct Preset {
+    pub name: &'static str,
+    pub mbps: f64,
+    pub rtt_ms: f64,
+    pub source: &'static str,
+}
+
+/// The named links. Ours first (the settings of the results recorded so far), then the papers'
+/// (REFERENCE.md §7): BumbleBee states "ping" times, read here as round trips; BLB and ROTL state
+/// RTTs.
+pub const PRESETS: [Preset; 6] = [
+    Preset { name: "lan", mbps: 1000.0, rtt_ms: 1.0, source: "nectar's LAN: 1 Gbit/s, 0.5 ms each way" },
+    Preset { name: "wan", mbps: 400.0, rtt_ms: 8.0, source: "nectar's WAN: 400 Mbit/s, 4 ms each way" },
+    Preset { name: "bumblebee-wan", mbps: 400.0, rtt_ms: 4.0, source: "BumbleBee §VII WAN: 400 Mbit/s, 4 ms ping (Linux tc), read as RTT" },
+    Preset { name: "blb-wan2", mbps: 100.0, rtt_ms: 4.0, source: "BLB §7.1 WAN2: 100 Mbit/s, 4 ms (RTT, as its LAN)" },
+    Preset { name: "blb-wan3", mbps: 100.0, rtt_ms: 80.0, source: "BLB §7.1 WAN3: 100 Mbit/s, 80 ms (RTT, as its LAN)" },
+    Preset { name: "rotl-wan", mbps: 100.0, rtt_ms: 50.0, source: "ROTL §VII-B WAN: 100 Mbit/s, 50 ms RTT" },
+];
 
 /// Wraps a channel with the link model.
 pub struct Simulated<C: Channel> {
@@ -183,5 +236,26 @@ mod tests {
         h.join().unwrap();
         let s = t.elapsed().as_secs_f64();
         assert!((0.09..0.2).contains(&s), "{s}");
+    }
+
+    #[test]
+    fn link_specs() {
+        assert_eq!(LinkModel::parse("none").unwrap(), None);
+        assert_eq!(LinkModel::parse("lan").unwrap(), Some(LinkModel::LAN));
+        assert_eq!(LinkModel::parse("wan").unwrap(), Some(LinkModel::WAN));
+        let w3 = LinkModel::parse("blb-wan3").unwrap().unwrap();
+        assert_eq!((w3.bandwidth_bps, w3.latency, w3.rtt()), (100e6, Duration::from_millis(40), Duration::from_millis(80)));
+        let m = LinkModel::parse(" 250/12.5 ").unwrap().unwrap();
+        assert_eq!((m.bandwidth_bps, m.rtt()), (250e6, Duration::from_micros(12_500)));
+        assert_eq!(LinkModel::parse(&m.spec()).unwrap(), Some(m));
+        for bad in ["moon", "100", "100/", "/80", "0/80", "-5/10", "100/-1", "inf/3", "NaN/4", "100/1e9"] {
+            let e = LinkModel::parse(bad).unwrap_err();
+            assert!(e.contains(bad.trim()) || e.contains("bandwidth"), "{bad}: {e}");
+        }
+        // every preset parses, names are distinct
+        for p in PRESETS {
+            assert!(LinkModel::parse(p.name).unwrap().is_some());
+            assert_eq!(PRESETS.iter().filter(|q| q.name == p.name).count(), 1);
+        }
     }
 }

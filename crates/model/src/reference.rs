@@ -23,21 +23,9 @@ pub struct Dense {
 }
 
 impl Dense {
-    /// Loads `{name}.weight` in `layout` (transposed to `[out, in]` if stored `[in, out]`) and,
-    /// with `bias`, `{name}.bias`.
-    pub fn load<W: WeightSource + ?Sized>(
-        w: &W,
-        name: &str,
-        in_dim: usize,
-        out_dim: usize,
-        layout: Layout,
-        bias: bool,
-    ) -> Result<Self, ModelError> {
-        Dense::load_decl(w, &DenseDecl::new(name, in_dim, out_dim, layout, bias))
-    }
-
-    /// Loads the declared layer (its weight at the declared shape).
-    pub fn load_decl<W: WeightSource + ?Sized>(w: &W, d: &DenseDecl) -> Result<Self, ModelError> {
+    /// Loads the declared layer: its weight at the declared shape (transposed to `[out, in]`
+    /// if stored `[in, out]`) and its bias.
+    pub fn load<W: WeightSource + ?Sized>(w: &W, d: &DenseDecl) -> Result<Self, ModelError> {
         let (name, in_dim, out_dim) = (&d.name, d.in_dim, d.out_dim);
         let t = w.tensor(&format!("{name}.weight"), &d.shape)?;
         let wt = match d.layout {
@@ -122,7 +110,7 @@ impl BlockWeights {
         for d in decls {
             match d {
                 Decl::Dense(d) => {
-                    self.dense.insert(d.name.clone(), Dense::load_decl(w, d)?);
+                    self.dense.insert(d.name.clone(), Dense::load(w, d)?);
                 }
                 Decl::Table(t) => {
                     self.tables.insert(t.name.clone(), w.tensor(&t.name, &t.shape)?);

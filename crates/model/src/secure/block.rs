@@ -6,7 +6,7 @@
 
 use crate::arch::{ArchOps, DenseDecl, TableDecl};
 use crate::block::{
-    self, Activation, AttnDims, BlockConfig, BlockNames, BlockOps, ColScale, KvCache, NormKind, Rows, NO_SCALE,
+    self, Activation, AttnDims, BlockConfig, BlockNames, BlockOps, ColScale, KvCache, Layout, NormKind, Rows, NO_SCALE,
 };
 use crate::secure::engine::{timed, Engine, Timing, WeightRef};
 use crate::secure::layers::{
@@ -353,7 +353,7 @@ impl<E: Engine> ArchOps for EngineBlock<'_, E> {
     /// The table encoded as `vocab × dim` (the tensor's own order) for one weight product.
     fn lookup(&mut self, t: &DenseDecl, ids: Option<&[u32]>, n: usize) -> Result<E::Val, SecureError> {
         let (vocab, dim) = (t.out_dim, t.in_dim);
-        let table = load_dense(self.src, self.e.format(), &t.name, vocab, dim, crate::block::Layout::InOut, false, NO_SCALE)?;
+        let table = load_dense(self.src, self.e.format(), &t.name, vocab, dim, Layout::InOut, false, NO_SCALE)?;
         embed_lookup(self.e, ids, n, vocab, dim, table.as_ref().map(|t| t.w.as_slice()))
     }
 

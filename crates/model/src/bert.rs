@@ -7,11 +7,13 @@
 //! normalisation. When the checkpoint has them, the pooler (`tanh(W h_CLS)`) and the
 //! classifier head of `BertForSequenceClassification` are loaded as well.
 
+use crate::arch::{classifier_labels, output, ArchOps, ArchTensors, Decl, DenseDecl, NormDecl, TableDecl};
 use crate::block::{
     run_blocks, BlockConfig, BlockNames, FfnKind, Layout, NormKind, Placement, Rows,
 };
 use crate::config::BertConfig;
-use crate::reference::{BlockWeights, Dense, F32Block, Norm};
+use crate::reference::{BlockWeights, F32Block};
+use crate::weights::WeightSource;
 use crate::weights::Weights;
 use crate::ModelError;
 
@@ -50,66 +52,133 @@ pub fn block_names(l: usize) -> BlockNames {
     }
 }
 
+/// The tensors of BERT's embeddings and heads (HF `BertModel`, and the pooler and classifier
+/// of `BertForSequenceClassification` when the checkpoint has them).
+#[derive(Clone, Debug)]
+pub struct Tensors {
+    pub word: DenseDecl,
+    pub position: TableDecl,
+    pub token_type: TableDecl,
+    pub norm: NormDecl,
+    /// `(pooler, classifier)`.
+    pub head: Option<(DenseDecl, DenseDecl)>,
+}
+
+impl Tensors {
+    /// The tensors of `c`; the head when `w` has one (without weights, the client: when the
+    /// config names labels).
+    pub fn new(c: &BertConfig, w: Option<&dyn WeightSource>) -> Result<Self, ModelError> {
+        let h = c.hidden_size;
+        let pooler = w.is_none_or(|w| w.contains("pooler.dense.weight"));
+        let labels = if pooler { classifier_labels(w, c.num_labels)? } else { None };
+        Ok(Tensors {
+            word: DenseDecl::table("embeddings.word_embeddings", c.vocab_size, h),
+            position: TableDecl::new("embeddings.position_embeddings.weight", &[c.max_position_embeddings, h]),
+            token_type: TableDecl::new("embeddings.token_type_embeddings.weight", &[c.type_vocab_size, h]),
+            norm: NormDecl { name: "embeddings.LayerNorm".into(), kind: NormKind::LayerNorm, dim: h },
+            head: labels.map(|k| {
+                (
+                    DenseDecl::new("pooler.dense", h, h, Layout::OutIn, true),
+                    DenseDecl::new("classifier", h, k, Layout::OutIn, true),
+                )
+            }),
+        })
+    }
+}
+
+impl ArchTensors for Tensors {
+    fn embeddings(&self) -> Vec<Decl> {
+        vec![
+            Decl::Dense(self.word.clone()),
+            Decl::Table(self.position.clone()),
+            Decl::Table(self.token_type.clone()),
+            Decl::Norm(self.norm.clone()),
+        ]
+    }
+    fn heads(&self) -> Vec<Decl> {
+        self.head
+            .iter()
+            .flat_map(|(p, c)| [Decl::Dense(p.clone()), Decl::Dense(c.clone())])
+            .collect()
+    }
+}
+
+/// BERT's embeddings (`[n, hidden]`): word (the client's ids against the server's table) +
+/// absolute position + token type (`type_ids`, public: the engines run single-segment
+/// queries, type 0), then LayerNorm.
+pub fn embeddings<O: ArchOps>(
+    o: &mut O,
+    cfg: &BlockConfig,
+    t: &Tensors,
+    ids: Option<&[u32]>,
+    type_ids: &[usize],
+    n: usize,
+) -> Result<O::Val, O::Error> {
+    let x = o.step("embed", |o| {
+        let words = o.lookup(&t.word, ids, n)?;
+        let positions: Vec<usize> = (0..n).collect();
+        let pos = o.server_rows(&[(&t.position, &positions)])?;
+        let x = o.add(&words, &pos)?;
+        let typ = o.server_rows(&[(&t.token_type, type_ids)])?;
+        o.add(&x, &typ)
+    })?;
+    o.norm(cfg, &t.norm.name, &x, n)
+}
+
+/// Sentence embedding (sentence-transformers): the mean of the hidden rows (`[n, hidden]`)
+/// over `mask`, revealed to the client, who L2-normalises it (normalising a vector it already
+/// holds leaks nothing more).
+pub fn mean_pool<O: ArchOps>(
+    o: &mut O,
+    hidden: &O::Val,
+    (n, width): (usize, usize),
+    mask: Option<&[bool]>,
+) -> Result<Option<Vec<f32>>, O::Error> {
+    let pooled = o.step("pool", |o| o.mean_rows(hidden, n, width, mask))?;
+    let opened = o.step("output", |o| o.reveal(&pooled))?;
+    Ok(opened.map(|m| {
+        let norm = m.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-12);
+        m.iter().map(|v| (v / norm) as f32).collect()
+    }))
+}
+
+/// Classifier logits (`BertForSequenceClassification`: pooler `tanh(W h_CLS + b)` on the
+/// `[CLS]` row, then the classifier), revealed to the client.
+pub fn classify<O: ArchOps>(
+    o: &mut O,
+    (pooler, classifier): (&DenseDecl, &DenseDecl),
+    hidden: &O::Val,
+) -> Result<Option<Vec<f32>>, O::Error> {
+    let logits = o.step("classifier", |o| {
+        let cls = o.take_rows(hidden, 0..1, pooler.in_dim)?;
+        let p = o.dense(pooler, &cls, 1)?;
+        let t = o.tanh(&p)?;
+        o.dense(classifier, &t, 1)
+    })?;
+    output(o, &logits)
+}
+
 /// BERT encoder with its weights in memory (f32).
 #[derive(Debug, Clone)]
 pub struct Bert {
     pub config: BertConfig,
-    word: Vec<f32>,
-    position: Vec<f32>,
-    token_type: Vec<f32>,
-    emb_ln: Norm,
-    blocks: BlockWeights,
-    pooler: Option<Dense>,
-    classifier: Option<Dense>,
+    tensors: Tensors,
+    weights: BlockWeights,
 }
 
 impl Bert {
     /// Loads the weights named as in HF `BertModel` (optionally under `bert.`).
     pub fn load(config: &BertConfig, w: &Weights) -> Result<Self, ModelError> {
         let c = config;
-        let h = c.hidden_size;
-        let blocks = BlockWeights::load(w, &block_config(c), block_names, c.num_hidden_layers)?;
-        let pooler = if w.contains("pooler.dense.weight") {
-            Some(Dense::load(w, "pooler.dense", h, h, Layout::OutIn, true)?)
-        } else {
-            None
-        };
-        let classifier = match (w.shape("classifier.weight"), &pooler) {
-            (Some(s), Some(_)) if s.len() == 2 => Some(Dense::load(w, "classifier", h, s[0], Layout::OutIn, true)?),
-            _ => None,
-        };
-        if let (Some(cls), Some(n)) = (&classifier, c.num_labels) {
-            if cls.out_dim != n {
-                return Err(ModelError::weights(
-                    w.path(),
-                    format!(
-                        "tensor \"classifier.weight\" has {} outputs but config names {n} labels",
-                        cls.out_dim
-                    ),
-                ));
-            }
-        }
-        Ok(Bert {
-            config: c.clone(),
-            word: w.tensor("embeddings.word_embeddings.weight", &[c.vocab_size, h])?,
-            position: w.tensor(
-                "embeddings.position_embeddings.weight",
-                &[c.max_position_embeddings, h],
-            )?,
-            token_type: w.tensor(
-                "embeddings.token_type_embeddings.weight",
-                &[c.type_vocab_size, h],
-            )?,
-            emb_ln: Norm::load(w, "embeddings.LayerNorm", h, NormKind::LayerNorm)?,
-            blocks,
-            pooler,
-            classifier,
-        })
+        let mut weights = BlockWeights::load(w, &block_config(c), block_names, c.num_hidden_layers)?;
+        let tensors = Tensors::new(c, Some(w)).map_err(|e| ModelError::weights(w.path(), e.to_string()))?;
+        weights.load_decls(w, &tensors.all())?;
+        Ok(Bert { config: c.clone(), tensors, weights })
     }
 
     /// Whether a pooler + classifier head was loaded.
     pub fn has_classifier(&self) -> bool {
-        self.classifier.is_some()
+        self.tensors.head.is_some()
     }
 
     fn check_ids(&self, ids: &[u32], type_ids: &[u32], mask: &[u32]) -> Result<(), ModelError> {
@@ -153,28 +222,16 @@ impl Bert {
     ) -> Result<Vec<f32>, ModelError> {
         self.check_ids(ids, type_ids, mask)?;
         let c = &self.config;
-        let (n, h) = (ids.len(), c.hidden_size);
-        let mut x = vec![0f32; n * h];
-        for (i, (&t, &tt)) in ids.iter().zip(type_ids).enumerate() {
-            let row = &mut x[i * h..(i + 1) * h];
-            let (t, tt) = (t as usize, tt as usize);
-            let word = &self.word[t * h..(t + 1) * h];
-            let pos = &self.position[i * h..(i + 1) * h];
-            let typ = &self.token_type[tt * h..(tt + 1) * h];
-            for (k, r) in row.iter_mut().enumerate() {
-                *r = word[k] + pos[k] + typ[k];
-            }
-        }
-        self.emb_ln.apply(&mut x, c.layer_norm_eps);
+        let n = ids.len();
+        let mut ops = F32Block { weights: &self.weights };
+        let cfg = block_config(c);
+        let types: Vec<usize> = type_ids.iter().map(|&t| t as usize).collect();
+        let x = embeddings(&mut ops, &cfg, &self.tensors, Some(ids), &types, n)?;
         let key_mask: Vec<bool> = mask.iter().map(|&m| m != 0).collect();
         let rows = Rows {
             n,
             key_mask: Some(&key_mask),
         };
-        let mut ops = F32Block {
-            weights: &self.blocks,
-        };
-        let cfg = block_config(c);
         run_blocks(&mut ops, &cfg, block_names, c.num_hidden_layers, x, rows, None, None)
     }
 
@@ -193,7 +250,10 @@ impl Bert {
         mask: &[u32],
     ) -> Result<Vec<f32>, ModelError> {
         let hidden = self.forward(ids, type_ids, mask)?;
-        Ok(mean_pool_normalize(&hidden, mask, self.config.hidden_size))
+        let key_mask: Vec<bool> = mask.iter().map(|&m| m != 0).collect();
+        let mut ops = F32Block { weights: &self.weights };
+        let pooled = mean_pool(&mut ops, &hidden, (ids.len(), self.config.hidden_size), Some(&key_mask))?;
+        pooled.ok_or_else(|| ModelError::Input("the embedding was not opened".into()))
     }
 
     /// [`Bert::embed`] for a single segment without padding.
@@ -205,32 +265,14 @@ impl Bert {
 
     /// Classifier logits (`BertForSequenceClassification`: pooler on `[CLS]`, then linear).
     pub fn classify_ids(&self, ids: &[u32]) -> Result<Vec<f32>, ModelError> {
-        let (Some(pooler), Some(cls)) = (&self.pooler, &self.classifier) else {
+        let Some((pooler, cls)) = &self.tensors.head else {
             return Err(ModelError::Unsupported(
                 "this checkpoint has no pooler/classifier weights".into(),
             ));
         };
         let hidden = self.forward_ids(ids)?;
-        let mut p = pooler.apply(&hidden[..self.config.hidden_size], 1);
-        p.iter_mut().for_each(|v| *v = v.tanh());
-        Ok(cls.apply(&p, 1))
+        let mut ops = F32Block { weights: &self.weights };
+        classify(&mut ops, (pooler, cls), &hidden)?
+            .ok_or_else(|| ModelError::Input("the logits were not opened".into()))
     }
-}
-
-/// Mean of the rows of `hidden` (`[n, d]`) whose mask is non-zero, L2-normalised.
-pub fn mean_pool_normalize(hidden: &[f32], mask: &[u32], d: usize) -> Vec<f32> {
-    let mut sum = vec![0f64; d];
-    let mut count = 0f64;
-    for (row, &m) in hidden.chunks(d).zip(mask) {
-        if m != 0 {
-            count += 1.0;
-            for (s, &v) in sum.iter_mut().zip(row) {
-                *s += v as f64;
-            }
-        }
-    }
-    let count = count.max(1e-9); // sentence-transformers clamps the token count likewise
-    let mean: Vec<f64> = sum.iter().map(|s| s / count).collect();
-    let norm = mean.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-12);
-    mean.iter().map(|v| (v / norm) as f32).collect()
 }

@@ -8,9 +8,10 @@
 use crate::block::{
     run_blocks, BlockConfig, BlockNames, FfnKind, KvCache, Layout, NormKind, Placement, Rows,
 };
+use crate::arch::{generate, last_logits, ArchOps, ArchTensors, Decl, DenseDecl, NormDecl, TableDecl};
+use crate::block::BlockOps;
 use crate::config::Gpt2Config;
-use crate::ops::{argmax, linear};
-use crate::reference::{BlockWeights, F32Block, Norm};
+use crate::reference::{BlockWeights, F32Block};
 use crate::weights::Weights;
 use crate::ModelError;
 
@@ -47,29 +48,67 @@ pub fn block_names(l: usize) -> BlockNames {
     }
 }
 
+/// The tensors of GPT-2's embeddings and head (HF `GPT2Model`; the LM head is tied to `wte`).
+#[derive(Clone, Debug)]
+pub struct Tensors {
+    pub wte: DenseDecl,
+    pub wpe: TableDecl,
+    pub ln_f: NormDecl,
+}
+
+impl Tensors {
+    pub fn new(c: &Gpt2Config) -> Self {
+        let e = c.n_embd;
+        Tensors {
+            wte: DenseDecl::table("wte", c.vocab_size, e),
+            wpe: TableDecl::new("wpe.weight", &[c.n_positions, e]),
+            ln_f: NormDecl { name: "ln_f".into(), kind: NormKind::LayerNorm, dim: e },
+        }
+    }
+}
+
+impl ArchTensors for Tensors {
+    fn embeddings(&self) -> Vec<Decl> {
+        vec![Decl::Dense(self.wte.clone()), Decl::Table(self.wpe.clone())]
+    }
+    fn heads(&self) -> Vec<Decl> {
+        vec![Decl::Norm(self.ln_f.clone())]
+    }
+}
+
+/// GPT-2's embeddings of `n` new tokens at positions `start ..`: `wte` rows of the client's
+/// ids plus the server's `wpe` rows at the public positions.
+pub fn embeddings<O: ArchOps>(
+    o: &mut O,
+    t: &Tensors,
+    ids: Option<&[u32]>,
+    n: usize,
+    start: usize,
+) -> Result<O::Val, O::Error> {
+    o.step("embed", |o| {
+        let words = o.lookup(&t.wte, ids, n)?;
+        let positions: Vec<usize> = (start..start + n).collect();
+        let pos = o.server_rows(&[(&t.wpe, &positions)])?;
+        o.add(&words, &pos)
+    })
+}
+
 /// GPT-2 with its weights in memory (f32).
 #[derive(Debug, Clone)]
 pub struct Gpt2 {
     pub config: Gpt2Config,
-    wte: Vec<f32>,
-    wpe: Vec<f32>,
-    blocks: BlockWeights,
-    ln_f: Norm,
+    tensors: Tensors,
+    weights: BlockWeights,
 }
 
 impl Gpt2 {
     /// Loads the weights named as in HF `GPT2Model` (optionally under `transformer.`).
     pub fn load(config: &Gpt2Config, w: &Weights) -> Result<Self, ModelError> {
         let c = config;
-        let e = c.n_embd;
-        let blocks = BlockWeights::load(w, &block_config(c), block_names, c.n_layer)?;
-        Ok(Gpt2 {
-            config: c.clone(),
-            wte: w.tensor("wte.weight", &[c.vocab_size, e])?,
-            wpe: w.tensor("wpe.weight", &[c.n_positions, e])?,
-            blocks,
-            ln_f: Norm::load(w, "ln_f", e, NormKind::LayerNorm)?,
-        })
+        let mut weights = BlockWeights::load(w, &block_config(c), block_names, c.n_layer)?;
+        let tensors = Tensors::new(c);
+        weights.load_decls(w, &tensors.all())?;
+        Ok(Gpt2 { config: c.clone(), tensors, weights })
     }
 
     /// An empty key/value cache for this model.
@@ -81,7 +120,7 @@ impl Gpt2 {
     /// Returns the final-LayerNorm hidden states of the new positions, `[ids.len(), n_embd]`.
     pub fn forward_step(&self, ids: &[u32], cache: &mut KvCache<Vec<f32>>) -> Result<Vec<f32>, ModelError> {
         let c = &self.config;
-        let (n, e) = (ids.len(), c.n_embd);
+        let n = ids.len();
         if n == 0 {
             return Err(ModelError::Input("empty token sequence".into()));
         }
@@ -99,59 +138,34 @@ impl Gpt2 {
                 c.vocab_size
             )));
         }
-        let mut x = vec![0f32; n * e];
-        for (i, &t) in ids.iter().enumerate() {
-            let (t, p) = (t as usize, start + i);
-            for k in 0..e {
-                x[i * e + k] = self.wte[t * e + k] + self.wpe[p * e + k];
-            }
-        }
-        let mut ops = F32Block {
-            weights: &self.blocks,
-        };
+        let mut ops = F32Block { weights: &self.weights };
+        let x = embeddings(&mut ops, &self.tensors, Some(ids), n, start)?;
         let rows = Rows { n, key_mask: None };
         let cfg = block_config(c);
-        let mut x = run_blocks(&mut ops, &cfg, block_names, c.n_layer, x, rows, Some(cache), None)?;
-        self.ln_f.apply(&mut x, c.layer_norm_epsilon);
-        Ok(x)
+        let x = run_blocks(&mut ops, &cfg, block_names, c.n_layer, x, rows, Some(cache), None)?;
+        ops.norm(&cfg, &self.tensors.ln_f.name, &x, n)
     }
 
     /// Logits `[vocab]` of a hidden row (tied LM head).
-    pub fn logits(&self, hidden_row: &[f32]) -> Vec<f32> {
-        linear(
-            hidden_row,
-            1,
-            &self.wte,
-            None,
-            self.config.n_embd,
-            self.config.vocab_size,
-        )
+    pub fn logits(&self, hidden_row: &[f32]) -> Result<Vec<f32>, ModelError> {
+        last_logits(&mut F32Block { weights: &self.weights }, &self.tensors.wte, &hidden_row.to_vec(), 1)
     }
 
     /// Logits of the token following `ids` (no cache kept).
     pub fn next_token_logits(&self, ids: &[u32]) -> Result<Vec<f32>, ModelError> {
         let mut cache = self.new_cache();
         let h = self.forward_step(ids, &mut cache)?;
-        let e = self.config.n_embd;
-        Ok(self.logits(&h[h.len() - e..]))
+        self.logits(&h[h.len() - self.config.n_embd..])
     }
 
     /// Greedy generation of `n_new` tokens after `ids`; returns only the new tokens.
     pub fn generate(&self, ids: &[u32], n_new: usize) -> Result<Vec<u32>, ModelError> {
-        let e = self.config.n_embd;
         let mut cache = self.new_cache();
-        let mut out = Vec::with_capacity(n_new.min(1024));
-        if n_new == 0 {
-            return Ok(out);
-        }
-        let mut h = self.forward_step(ids, &mut cache)?;
-        loop {
-            let next = argmax(&self.logits(&h[h.len() - e..])) as u32;
-            out.push(next);
-            if out.len() == n_new {
-                return Ok(out);
-            }
-            h = self.forward_step(&[next], &mut cache)?;
-        }
+        let mut ops = F32Block { weights: &self.weights };
+        let tokens = generate(&mut ops, Some(ids), ids.len(), n_new, self.config.vocab_size, &mut cache, |o, ids, n, cache| {
+            let h = self.forward_step(ids.unwrap_or_default(), cache)?;
+            last_logits(o, &self.tensors.wte, &h, n)
+        })?;
+        tokens.ok_or_else(|| ModelError::Input("the tokens were not opened".into()))
     }
 }

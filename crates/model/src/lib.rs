@@ -7,6 +7,8 @@
 //! - [`block`]: the transformer block, written once and configured by data, over any
 //!   arithmetic ([`block::BlockOps`]): the f32 reference ([`reference`], kernels in [`ops`]),
 //!   the fixed-point twin and the secure parties ([`secure::block`]).
+//! - [`arch`]: what an architecture adds to the block — its embedding and head tensors,
+//!   declared once, and their operators on any arithmetic ([`arch::ArchOps`]).
 //! - [`bert`], [`gpt2`], [`llama`], [`vit`]: each architecture's embeddings, head and block
 //!   mapping (`block_config`, `block_names`, shared with its secure form), and its plaintext
 //!   f32 forward (sentence embeddings, classifier head, causal LMs with KV cache and greedy
@@ -22,6 +24,7 @@
 //!
 //! [`Model`] ties these together: one loader for any supported HF directory.
 
+pub mod arch;
 pub mod bert;
 pub mod block;
 pub mod config;

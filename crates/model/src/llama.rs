@@ -10,10 +10,11 @@
 use crate::block::{
     run_blocks, BlockConfig, BlockNames, FfnKind, KvCache, Layout, NormKind, Placement, Rows,
 };
+use crate::arch::{generate, last_logits, ArchOps, ArchTensors, Decl, DenseDecl, NormDecl};
+use crate::block::BlockOps;
 use crate::config::LlamaConfig;
-use crate::ops::{argmax, linear, rms_norm};
 use crate::reference::{BlockWeights, F32Block};
-use crate::weights::Weights;
+use crate::weights::{WeightSource, Weights};
 use crate::ModelError;
 
 /// The block of a LLaMA config: pre-norm with RMSNorm, causal, rotary positions, grouped
@@ -52,15 +53,57 @@ pub fn block_names(l: usize) -> BlockNames {
     }
 }
 
+/// The tensors of LLaMA's embeddings and head (HF `LlamaForCausalLM`): `lm_head`, or the
+/// token embedding when `tie_word_embeddings` is set and the checkpoint has no `lm_head`.
+#[derive(Clone, Debug)]
+pub struct Tensors {
+    pub embed: DenseDecl,
+    pub norm: NormDecl,
+    /// `None`: tied to `embed`.
+    pub lm_head: Option<DenseDecl>,
+}
+
+impl Tensors {
+    /// The tensors of `c` (without weights, the client: tied as the config says).
+    pub fn new(c: &LlamaConfig, w: Option<&dyn WeightSource>) -> Self {
+        let (h, vocab) = (c.hidden_size, c.vocab_size);
+        let tied = c.tie_word_embeddings && w.is_none_or(|w| !w.contains("lm_head.weight"));
+        Tensors {
+            embed: DenseDecl::table("embed_tokens", vocab, h),
+            norm: NormDecl { name: "norm".into(), kind: NormKind::RmsNorm, dim: h },
+            lm_head: (!tied).then(|| DenseDecl::table("lm_head", vocab, h)),
+        }
+    }
+
+    /// The LM head's weight.
+    pub fn head(&self) -> &DenseDecl {
+        self.lm_head.as_ref().unwrap_or(&self.embed)
+    }
+}
+
+impl ArchTensors for Tensors {
+    fn embeddings(&self) -> Vec<Decl> {
+        vec![Decl::Dense(self.embed.clone())]
+    }
+    fn heads(&self) -> Vec<Decl> {
+        let mut v = vec![Decl::Norm(self.norm.clone())];
+        v.extend(self.lm_head.iter().map(|d| Decl::Dense(d.clone())));
+        v
+    }
+}
+
+/// LLaMA's embeddings: the token rows of the client's ids (positions enter by RoPE in the
+/// blocks).
+pub fn embeddings<O: ArchOps>(o: &mut O, t: &Tensors, ids: Option<&[u32]>, n: usize) -> Result<O::Val, O::Error> {
+    o.step("embed", |o| o.lookup(&t.embed, ids, n))
+}
+
 /// LLaMA with its weights in memory (f32).
 #[derive(Debug, Clone)]
 pub struct Llama {
     pub config: LlamaConfig,
-    embed: Vec<f32>,
-    blocks: BlockWeights,
-    norm: Vec<f32>,
-    /// `None` when tied to `embed`.
-    lm_head: Option<Vec<f32>>,
+    tensors: Tensors,
+    weights: BlockWeights,
 }
 
 impl Llama {
@@ -77,26 +120,16 @@ impl Llama {
                 "plaintext llama with attention_bias is not implemented yet".into(),
             ));
         }
-        let h = c.hidden_size;
-        let dh = h / c.num_attention_heads;
+        let dh = c.hidden_size / c.num_attention_heads;
         if dh % 2 == 1 {
             return Err(ModelError::Unsupported(format!(
                 "RoPE needs an even head dimension, got {dh}"
             )));
         }
-        let blocks = BlockWeights::load(w, &block_config(c), block_names, c.num_hidden_layers)?;
-        let lm_head = if c.tie_word_embeddings && !w.contains("lm_head.weight") {
-            None
-        } else {
-            Some(w.tensor("lm_head.weight", &[c.vocab_size, h])?)
-        };
-        Ok(Llama {
-            config: c.clone(),
-            embed: w.tensor("embed_tokens.weight", &[c.vocab_size, h])?,
-            blocks,
-            norm: w.tensor("norm.weight", &[h])?,
-            lm_head,
-        })
+        let mut weights = BlockWeights::load(w, &block_config(c), block_names, c.num_hidden_layers)?;
+        let tensors = Tensors::new(c, Some(w));
+        weights.load_decls(w, &tensors.all())?;
+        Ok(Llama { config: c.clone(), tensors, weights })
     }
 
     /// An empty key/value cache for this model.
@@ -108,7 +141,7 @@ impl Llama {
     /// hidden states of the new positions, `[ids.len(), hidden]`.
     pub fn forward_step(&self, ids: &[u32], cache: &mut KvCache<Vec<f32>>) -> Result<Vec<f32>, ModelError> {
         let c = &self.config;
-        let (n, h) = (ids.len(), c.hidden_size);
+        let n = ids.len();
         if n == 0 {
             return Err(ModelError::Input("empty token sequence".into()));
         }
@@ -126,57 +159,35 @@ impl Llama {
                 c.vocab_size
             )));
         }
-        let mut x = Vec::with_capacity(n * h);
-        for &t in ids {
-            x.extend_from_slice(&self.embed[t as usize * h..(t as usize + 1) * h]);
-        }
-        let mut ops = F32Block {
-            weights: &self.blocks,
-        };
+        let mut ops = F32Block { weights: &self.weights };
+        let x = embeddings(&mut ops, &self.tensors, Some(ids), n)?;
         let rows = Rows { n, key_mask: None };
         let cfg = block_config(c);
         let layers = c.num_hidden_layers;
-        let mut x = run_blocks(&mut ops, &cfg, block_names, layers, x, rows, Some(cache), None)?;
-        rms_norm(&mut x, h, &self.norm, c.rms_norm_eps);
-        Ok(x)
+        let x = run_blocks(&mut ops, &cfg, block_names, layers, x, rows, Some(cache), None)?;
+        ops.norm(&cfg, &self.tensors.norm.name, &x, n)
     }
 
     /// Logits `[vocab]` of a hidden row.
-    pub fn logits(&self, hidden_row: &[f32]) -> Vec<f32> {
-        let head = self.lm_head.as_deref().unwrap_or(&self.embed);
-        linear(
-            hidden_row,
-            1,
-            head,
-            None,
-            self.config.hidden_size,
-            self.config.vocab_size,
-        )
+    pub fn logits(&self, hidden_row: &[f32]) -> Result<Vec<f32>, ModelError> {
+        last_logits(&mut F32Block { weights: &self.weights }, self.tensors.head(), &hidden_row.to_vec(), 1)
     }
 
     /// Logits of the token following `ids` (no cache kept).
     pub fn next_token_logits(&self, ids: &[u32]) -> Result<Vec<f32>, ModelError> {
         let mut cache = self.new_cache();
         let x = self.forward_step(ids, &mut cache)?;
-        Ok(self.logits(&x[x.len() - self.config.hidden_size..]))
+        self.logits(&x[x.len() - self.config.hidden_size..])
     }
 
     /// Greedy generation of `n_new` tokens after `ids`; returns only the new tokens.
     pub fn generate(&self, ids: &[u32], n_new: usize) -> Result<Vec<u32>, ModelError> {
-        let h = self.config.hidden_size;
         let mut cache = self.new_cache();
-        let mut out = Vec::with_capacity(n_new.min(1024));
-        if n_new == 0 {
-            return Ok(out);
-        }
-        let mut x = self.forward_step(ids, &mut cache)?;
-        loop {
-            let next = argmax(&self.logits(&x[x.len() - h..])) as u32;
-            out.push(next);
-            if out.len() == n_new {
-                return Ok(out);
-            }
-            x = self.forward_step(&[next], &mut cache)?;
-        }
+        let mut ops = F32Block { weights: &self.weights };
+        let tokens = generate(&mut ops, Some(ids), ids.len(), n_new, self.config.vocab_size, &mut cache, |o, ids, n, cache| {
+            let h = self.forward_step(ids.unwrap_or_default(), cache)?;
+            last_logits(o, self.tensors.head(), &h, n)
+        })?;
+        tokens.ok_or_else(|| ModelError::Input("the tokens were not opened".into()))
     }
 }

@@ -7,9 +7,10 @@
 
 use std::collections::HashMap;
 
+use crate::arch::{block_decls, ArchOps, Decl, DenseDecl, TableDecl};
 use crate::block::{Activation, AttnDims, BlockConfig, BlockNames, BlockOps, ColScale, Layout, NormKind};
-use crate::ops::{activate, add_assign, attention, layer_norm, linear, rms_norm, rope, AttnShape};
-use crate::secure::WeightSource;
+use crate::ops::{activate, add_assign, argmax, attention, layer_norm, linear, rms_norm, rope, AttnShape};
+use crate::weights::WeightSource;
 use crate::ModelError;
 
 /// A dense layer: `w` is `[out, in]` (PyTorch `nn.Linear` order), `y = x w^T + b`.
@@ -22,20 +23,14 @@ pub struct Dense {
 }
 
 impl Dense {
-    /// Loads `{name}.weight` in `layout` (transposed to `[out, in]` if stored `[in, out]`) and,
-    /// with `bias`, `{name}.bias`.
-    pub fn load<W: WeightSource + ?Sized>(
-        w: &W,
-        name: &str,
-        in_dim: usize,
-        out_dim: usize,
-        layout: Layout,
-        bias: bool,
-    ) -> Result<Self, ModelError> {
-        let wt = match layout {
-            Layout::OutIn => w.tensor(&format!("{name}.weight"), &[out_dim, in_dim])?,
+    /// Loads the declared layer: its weight at the declared shape (transposed to `[out, in]`
+    /// if stored `[in, out]`) and its bias.
+    pub fn load<W: WeightSource + ?Sized>(w: &W, d: &DenseDecl) -> Result<Self, ModelError> {
+        let (name, in_dim, out_dim) = (&d.name, d.in_dim, d.out_dim);
+        let t = w.tensor(&format!("{name}.weight"), &d.shape)?;
+        let wt = match d.layout {
+            Layout::OutIn => t,
             Layout::InOut => {
-                let t = w.tensor(&format!("{name}.weight"), &[in_dim, out_dim])?;
                 let mut wt = vec![0f32; in_dim * out_dim];
                 for i in 0..in_dim {
                     for o in 0..out_dim {
@@ -45,7 +40,7 @@ impl Dense {
                 wt
             }
         };
-        let b = if bias {
+        let b = if d.bias {
             Some(w.tensor(&format!("{name}.bias"), &[out_dim])?)
         } else {
             None
@@ -88,11 +83,13 @@ impl Norm {
     }
 }
 
-/// The tensors of all blocks of a model, by checkpoint name, loaded and checked once.
+/// The tensors of all blocks of a model (and of its embeddings and heads,
+/// [`BlockWeights::load_decls`]), by checkpoint name, loaded and checked once.
 #[derive(Debug, Clone, Default)]
 pub struct BlockWeights {
     dense: HashMap<String, Dense>,
     norms: HashMap<String, Norm>,
+    tables: HashMap<String, Vec<f32>>,
 }
 
 impl BlockWeights {
@@ -103,41 +100,34 @@ impl BlockWeights {
         names: impl Fn(usize) -> BlockNames,
         layers: usize,
     ) -> Result<Self, ModelError> {
-        let (h, ff, kvd) = (cfg.hidden, cfg.intermediate, cfg.kv_dim());
         let mut out = BlockWeights::default();
-        let mut dense = |name: &str, i: usize, o: usize| -> Result<(), ModelError> {
-            let d = Dense::load(w, name, i, o, cfg.layout, cfg.bias)?;
-            out.dense.insert(name.to_string(), d);
-            Ok(())
-        };
-        for l in 0..layers {
-            let nm = names(l);
-            let parts = |names: &[String], outs: &[usize]| -> Result<Vec<(String, usize)>, ModelError> {
-                match names {
-                    [one] => Ok(vec![(one.clone(), outs.iter().sum())]),
-                    many if many.len() == outs.len() => {
-                        Ok(many.iter().cloned().zip(outs.iter().copied()).collect())
-                    }
-                    _ => Err(ModelError::Unsupported(format!(
-                        "{} weight tensors for a product of {} parts",
-                        names.len(),
-                        outs.len()
-                    ))),
+        out.load_decls(w, &block_decls(cfg, names, layers)?)?;
+        Ok(out)
+    }
+
+    /// Loads declared tensors (the blocks', an architecture's embeddings and heads).
+    pub fn load_decls<W: WeightSource + ?Sized>(&mut self, w: &W, decls: &[Decl]) -> Result<(), ModelError> {
+        for d in decls {
+            match d {
+                Decl::Dense(d) => {
+                    self.dense.insert(d.name.clone(), Dense::load(w, d)?);
                 }
-            };
-            for (name, o) in parts(&nm.qkv, &[h, kvd, kvd])? {
-                dense(&name, h, o)?;
-            }
-            dense(&nm.o, h, h)?;
-            for (name, o) in parts(&nm.ffn_in, &cfg.ffn_in_outs())? {
-                dense(&name, h, o)?;
-            }
-            dense(&nm.ffn_out, ff, h)?;
-            for norm in [&nm.norm1, &nm.norm2] {
-                out.norms.insert(norm.clone(), Norm::load(w, norm, h, cfg.norm)?);
+                Decl::Table(t) => {
+                    self.tables.insert(t.name.clone(), w.tensor(&t.name, &t.shape)?);
+                }
+                Decl::Norm(n) => {
+                    self.norms.insert(n.name.clone(), Norm::load(w, &n.name, n.dim, n.kind)?);
+                }
             }
         }
-        Ok(out)
+        Ok(())
+    }
+
+    fn table(&self, t: &TableDecl) -> Result<&[f32], ModelError> {
+        self.tables
+            .get(&t.name)
+            .map(|v| v.as_slice())
+            .ok_or_else(|| ModelError::Input(format!("tensor {} was not loaded", t.name)))
     }
 
     pub(crate) fn dense(&self, name: &str) -> Result<&Dense, ModelError> {
@@ -167,11 +157,7 @@ impl BlockOps for F32Block<'_> {
     }
 
     fn norm(&mut self, cfg: &BlockConfig, name: &str, x: &Vec<f32>, _rows: usize) -> Result<Vec<f32>, ModelError> {
-        let norm = self
-            .weights
-            .norms
-            .get(name)
-            .ok_or_else(|| ModelError::Input(format!("block norm {name} was not loaded")))?;
+        let norm = self.weights.norm(name)?;
         let mut y = x.clone();
         norm.apply(&mut y, cfg.eps);
         Ok(y)
@@ -275,5 +261,99 @@ impl BlockOps for F32Block<'_> {
         let mut y = a.clone();
         add_assign(&mut y, b);
         Ok(y)
+    }
+}
+
+impl ArchOps for F32Block<'_> {
+    fn step<T>(
+        &mut self,
+        _label: &'static str,
+        f: impl FnOnce(&mut Self) -> Result<T, ModelError>,
+    ) -> Result<T, ModelError> {
+        f(self)
+    }
+
+    fn lookup(&mut self, t: &DenseDecl, ids: Option<&[u32]>, n: usize) -> Result<Vec<f32>, ModelError> {
+        let ids = ids.ok_or_else(|| ModelError::Input("no token ids".into()))?;
+        let table = self.weights.dense(&t.name)?;
+        let d = table.in_dim;
+        let mut x = Vec::with_capacity(n * d);
+        for &id in ids.iter().take(n) {
+            let row = table
+                .w
+                .get(id as usize * d..(id as usize + 1) * d)
+                .ok_or_else(|| ModelError::Input(format!("token id {id} >= vocab_size {}", table.out_dim)))?;
+            x.extend_from_slice(row);
+        }
+        Ok(x)
+    }
+
+    fn server_rows(&mut self, parts: &[(&TableDecl, &[usize])]) -> Result<Vec<f32>, ModelError> {
+        let mut x: Vec<f32> = Vec::new();
+        for (i, &(t, rows)) in parts.iter().enumerate() {
+            let (table, d) = (self.weights.table(t)?, t.width());
+            let mut part = Vec::with_capacity(rows.len() * d);
+            for &r in rows {
+                let row = table
+                    .get(r * d..(r + 1) * d)
+                    .ok_or_else(|| ModelError::Input(format!("row {r} of {} rows of {}", t.rows(), t.name)))?;
+                part.extend_from_slice(row);
+            }
+            if i == 0 {
+                x = part;
+            } else {
+                add_assign(&mut x, &part);
+            }
+        }
+        Ok(x)
+    }
+
+    fn client_values(&mut self, x: Option<&[f32]>, len: usize, what: &str) -> Result<Vec<f32>, ModelError> {
+        match x {
+            Some(v) if v.len() == len => Ok(v.to_vec()),
+            _ => Err(ModelError::Input(format!("{len} values of {what} are needed"))),
+        }
+    }
+
+    fn dense(&mut self, d: &DenseDecl, x: &Vec<f32>, n: usize) -> Result<Vec<f32>, ModelError> {
+        Ok(self.weights.dense(&d.name)?.apply(x, n))
+    }
+
+    fn take_rows(&mut self, x: &Vec<f32>, r: std::ops::Range<usize>, width: usize) -> Result<Vec<f32>, ModelError> {
+        x.get(r.start * width..r.end * width)
+            .map(|v| v.to_vec())
+            .ok_or_else(|| ModelError::Input(format!("rows {r:?} of a value of {} rows", x.len() / width.max(1))))
+    }
+
+    /// Statistics in f64; the count is clamped as sentence-transformers clamps it.
+    fn mean_rows(&mut self, x: &Vec<f32>, _n: usize, width: usize, mask: Option<&[bool]>) -> Result<Vec<f32>, ModelError> {
+        let mut sum = vec![0f64; width];
+        let mut count = 0f64;
+        for (i, row) in x.chunks(width).enumerate() {
+            if mask.is_none_or(|m| m.get(i).copied().unwrap_or(false)) {
+                count += 1.0;
+                for (s, &v) in sum.iter_mut().zip(row) {
+                    *s += v as f64;
+                }
+            }
+        }
+        let count = count.max(1e-9);
+        Ok(sum.iter().map(|s| (s / count) as f32).collect())
+    }
+
+    fn tanh(&mut self, x: &Vec<f32>) -> Result<Vec<f32>, ModelError> {
+        Ok(x.iter().map(|v| v.tanh()).collect())
+    }
+
+    fn argmax(&mut self, x: &Vec<f32>, _rows: usize, cols: usize) -> Result<Vec<f32>, ModelError> {
+        Ok(x.chunks(cols.max(1)).map(|row| argmax(row) as f32).collect())
+    }
+
+    fn reveal(&mut self, x: &Vec<f32>) -> Result<Option<Vec<f64>>, ModelError> {
+        Ok(Some(x.iter().map(|&v| v as f64).collect()))
+    }
+
+    fn reveal_index(&mut self, x: &Vec<f32>) -> Result<Option<Vec<u64>>, ModelError> {
+        Ok(Some(x.iter().map(|&v| v as u64).collect()))
     }
 }

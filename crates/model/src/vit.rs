@@ -17,11 +17,11 @@
 //! attention.output.dense, layernorm_after, intermediate.dense, output.dense}`, `layernorm`,
 //! and `classifier` (unprefixed) when the checkpoint has a head.
 
-use crate::block::{run_blocks, BlockConfig, BlockNames, FfnKind, Layout, NormKind, Placement, Rows};
+use crate::arch::{classifier_labels, output, ArchOps, ArchTensors, Decl, DenseDecl, NormDecl, TableDecl};
+use crate::block::{run_blocks, BlockConfig, BlockNames, BlockOps, FfnKind, Layout, NormKind, Placement, Rows};
 use crate::config::VitConfig;
-use crate::ops::add_assign;
-use crate::reference::{BlockWeights, Dense, F32Block, Norm};
-use crate::weights::Weights;
+use crate::reference::{BlockWeights, F32Block};
+use crate::weights::{WeightSource, Weights};
 use crate::ModelError;
 
 /// The block of a ViT config: pre-LN, bidirectional, plain FFN, biases, `nn.Linear` layout.
@@ -59,18 +59,92 @@ pub fn block_names(l: usize) -> BlockNames {
     }
 }
 
+/// The tensors of ViT's embeddings and head (HF `ViTModel`; the `classifier` of
+/// `ViTForImageClassification` when the checkpoint has one). The patch embedding is the
+/// convolution weight `[hidden, C, p, p]` read as an `nn.Linear` weight `[hidden, C·p·p]`.
+#[derive(Clone, Debug)]
+pub struct Tensors {
+    pub proj: DenseDecl,
+    pub cls: TableDecl,
+    /// `[1, P + 1, hidden]`.
+    pub position: TableDecl,
+    pub norm: NormDecl,
+    pub classifier: Option<DenseDecl>,
+}
+
+impl Tensors {
+    /// The tensors of `c`; the classifier when `w` has one (without weights, the client: when
+    /// the config names labels).
+    pub fn new(c: &VitConfig, w: Option<&dyn WeightSource>) -> Result<Self, ModelError> {
+        let (h, np) = (c.hidden_size, num_patches(c));
+        let mut proj = DenseDecl::new("embeddings.patch_embeddings.projection", patch_dim(c), h, Layout::OutIn, true);
+        proj.shape = vec![h, c.num_channels, c.patch_size, c.patch_size];
+        Ok(Tensors {
+            proj,
+            cls: TableDecl::new("embeddings.cls_token", &[1, 1, h]),
+            position: TableDecl::new("embeddings.position_embeddings", &[1, np + 1, h]),
+            norm: NormDecl { name: "layernorm".into(), kind: NormKind::LayerNorm, dim: h },
+            classifier: classifier_labels(w, c.num_labels)?
+                .map(|k| DenseDecl::new("classifier", h, k, Layout::OutIn, true)),
+        })
+    }
+}
+
+impl ArchTensors for Tensors {
+    fn embeddings(&self) -> Vec<Decl> {
+        vec![Decl::Dense(self.proj.clone()), Decl::Table(self.cls.clone()), Decl::Table(self.position.clone())]
+    }
+    fn heads(&self) -> Vec<Decl> {
+        let mut v = vec![Decl::Norm(self.norm.clone())];
+        v.extend(self.classifier.iter().map(|d| Decl::Dense(d.clone())));
+        v
+    }
+}
+
+/// ViT's embeddings `[P + 1, hidden]`: the client's patch matrix ([`patchify`] of its
+/// `pixels`, checked) times the server's projection (the stride-`p` convolution) plus its
+/// bias, under the server's `[CLS]` row; the server's position rows added (row 0:
+/// `cls + pos_0`, summed before encoding).
+pub fn embeddings<O: ArchOps>(o: &mut O, c: &VitConfig, t: &Tensors, pixels: Option<&[f32]>) -> Result<O::Val, O::Error> {
+    let (np, pd) = (num_patches(c), patch_dim(c));
+    let patches = match pixels {
+        Some(px) => {
+            check_pixels(c, px)?;
+            Some(patchify(c, px))
+        }
+        None => None,
+    };
+    o.step("embed", |o| {
+        let xp = o.client_values(patches.as_deref(), np * pd, "its image's pixels (SecureModel::run_image)")?;
+        let emb = o.dense(&t.proj, &xp, np)?;
+        let first = o.server_rows(&[(&t.cls, &[0]), (&t.position, &[0])])?;
+        let rest: Vec<usize> = (1..=np).collect();
+        let pos = o.server_rows(&[(&t.position, &rest)])?;
+        let rows = o.add(&emb, &pos)?;
+        o.concat_rows(&first, &rows)
+    })
+}
+
+/// The final-LayerNorm `[CLS]` row of the hidden states after the blocks (LayerNorm is
+/// row-wise and the head reads nothing else).
+pub fn cls_features<O: ArchOps>(o: &mut O, cfg: &BlockConfig, t: &Tensors, x: &O::Val) -> Result<O::Val, O::Error> {
+    let cls = o.take_rows(x, 0..1, cfg.hidden)?;
+    o.norm(cfg, &t.norm.name, &cls, 1)
+}
+
+/// Classifier logits (`ViTForImageClassification`: the head on the final `[CLS]` row),
+/// revealed to the client.
+pub fn classify<O: ArchOps>(o: &mut O, classifier: &DenseDecl, cls: &O::Val) -> Result<Option<Vec<f32>>, O::Error> {
+    let logits = o.step("classifier", |o| o.dense(classifier, cls, 1))?;
+    output(o, &logits)
+}
+
 /// ViT with its weights in memory (f32).
 #[derive(Debug, Clone)]
 pub struct Vit {
     pub config: VitConfig,
-    /// Patch embedding as a dense layer `[hidden, C·p·p]` (the convolution weight, flattened).
-    proj: Dense,
-    cls: Vec<f32>,
-    /// `[P + 1, hidden]`.
-    position: Vec<f32>,
-    blocks: BlockWeights,
-    ln: Norm,
-    classifier: Option<Dense>,
+    tensors: Tensors,
+    weights: BlockWeights,
 }
 
 /// Number of patches `P` of an image of `config` (the sequence is `P + 1` rows with `[CLS]`).
@@ -132,87 +206,49 @@ impl Vit {
     /// `classifier` head of `ViTForImageClassification` when present.
     pub fn load(config: &VitConfig, w: &Weights) -> Result<Self, ModelError> {
         let c = config;
-        let h = c.hidden_size;
-        let (np, pd) = (num_patches(c), patch_dim(c));
-        let blocks = BlockWeights::load(w, &block_config(c), block_names, c.num_hidden_layers)?;
-        let proj_name = "embeddings.patch_embeddings.projection";
-        let proj = Dense {
-            w: w.tensor(
-                &format!("{proj_name}.weight"),
-                &[h, c.num_channels, c.patch_size, c.patch_size],
-            )?,
-            b: Some(w.tensor(&format!("{proj_name}.bias"), &[h])?),
-            in_dim: pd,
-            out_dim: h,
-        };
-        let classifier = match w.shape("classifier.weight") {
-            Some(s) if s.len() == 2 => Some(Dense::load(w, "classifier", h, s[0], Layout::OutIn, true)?),
-            _ => None,
-        };
-        if let (Some(cls), Some(n)) = (&classifier, c.num_labels) {
-            if cls.out_dim != n {
-                return Err(ModelError::weights(
-                    w.path(),
-                    format!(
-                        "tensor \"classifier.weight\" has {} outputs but config names {n} labels",
-                        cls.out_dim
-                    ),
-                ));
-            }
-        }
-        Ok(Vit {
-            config: c.clone(),
-            proj,
-            cls: w.tensor("embeddings.cls_token", &[1, 1, h])?,
-            position: w.tensor("embeddings.position_embeddings", &[1, np + 1, h])?,
-            blocks,
-            ln: Norm::load(w, "layernorm", h, NormKind::LayerNorm)?,
-            classifier,
-        })
+        let mut weights = BlockWeights::load(w, &block_config(c), block_names, c.num_hidden_layers)?;
+        let tensors = Tensors::new(c, Some(w)).map_err(|e| ModelError::weights(w.path(), e.to_string()))?;
+        weights.load_decls(w, &tensors.all())?;
+        Ok(Vit { config: c.clone(), tensors, weights })
     }
 
     /// Whether a classifier head was loaded.
     pub fn has_classifier(&self) -> bool {
-        self.classifier.is_some()
+        self.tensors.classifier.is_some()
     }
 
     /// Number of classifier outputs, if a head was loaded.
     pub fn num_labels(&self) -> Option<usize> {
-        self.classifier.as_ref().map(|d| d.out_dim)
+        self.tensors.classifier.as_ref().map(|d| d.out_dim)
+    }
+
+    /// Hidden states `[P + 1, hidden]` after the blocks, before the final LayerNorm.
+    fn encode(&self, ops: &mut F32Block<'_>, pixels: &[f32]) -> Result<Vec<f32>, ModelError> {
+        let c = &self.config;
+        let x = embeddings(ops, c, &self.tensors, Some(pixels))?;
+        let rows = Rows { n: num_patches(c) + 1, key_mask: None };
+        run_blocks(ops, &block_config(c), block_names, c.num_hidden_layers, x, rows, None, None)
     }
 
     /// Final-LayerNorm hidden states `[P + 1, hidden]` (row 0 is `[CLS]`) of one image.
     pub fn forward(&self, pixels: &[f32]) -> Result<Vec<f32>, ModelError> {
-        let c = &self.config;
-        check_pixels(c, pixels)?;
-        let h = c.hidden_size;
-        let np = num_patches(c);
-        let n = np + 1;
-        let patches = self.proj.apply(&patchify(c, pixels), np);
-        let mut x = Vec::with_capacity(n * h);
-        x.extend_from_slice(&self.cls);
-        x.extend_from_slice(&patches);
-        add_assign(&mut x, &self.position);
-        let mut ops = F32Block {
-            weights: &self.blocks,
-        };
-        let rows = Rows { n, key_mask: None };
-        let cfg = block_config(c);
-        let mut x = run_blocks(&mut ops, &cfg, block_names, c.num_hidden_layers, x, rows, None, None)?;
-        self.ln.apply(&mut x, c.layer_norm_eps);
-        Ok(x)
+        let mut ops = F32Block { weights: &self.weights };
+        let x = self.encode(&mut ops, pixels)?;
+        ops.norm(&block_config(&self.config), &self.tensors.norm.name, &x, num_patches(&self.config) + 1)
     }
 
     /// Classifier logits of one image (`ViTForImageClassification`: the head on the final
     /// `[CLS]` row).
     pub fn classify(&self, pixels: &[f32]) -> Result<Vec<f32>, ModelError> {
-        let Some(cls) = &self.classifier else {
+        let Some(head) = &self.tensors.classifier else {
             return Err(ModelError::Unsupported(
                 "this ViT checkpoint has no classifier weights".into(),
             ));
         };
-        let hidden = self.forward(pixels)?;
-        Ok(cls.apply(&hidden[..self.config.hidden_size], 1))
+        let mut ops = F32Block { weights: &self.weights };
+        let x = self.encode(&mut ops, pixels)?;
+        let cls = cls_features(&mut ops, &block_config(&self.config), &self.tensors, &x)?;
+        classify(&mut ops, head, &cls)?.ok_or_else(|| ModelError::Input("the logits were not opened".into()))
     }
 }
 

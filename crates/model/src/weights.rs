@@ -256,6 +256,32 @@ pub fn bf16_to_f32(b: u16) -> f32 {
     f32::from_bits((b as u32) << 16)
 }
 
+/// Named f32 tensors of a checkpoint, read on demand (never all at once).
+///
+/// Implemented by [`Weights`] (the open checkpoint file) and by
+/// [`crate::secure::RandomWeights`] (deterministic
+/// pseudo-random tensors at the real shapes, for benchmarks).
+pub trait WeightSource: Send + Sync {
+    /// Tensor `name` (base name, without task prefix) as f32, checked to have `shape`.
+    fn tensor(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError>;
+    /// Whether the tensor exists.
+    fn contains(&self, name: &str) -> bool;
+    /// Its shape, if present.
+    fn shape(&self, name: &str) -> Option<Vec<usize>>;
+}
+
+impl WeightSource for Weights {
+    fn tensor(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError> {
+        Weights::tensor(self, name, shape)
+    }
+    fn contains(&self, name: &str) -> bool {
+        Weights::contains(self, name)
+    }
+    fn shape(&self, name: &str) -> Option<Vec<usize>> {
+        Weights::shape(self, name).map(|s| s.to_vec())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,11 +4,18 @@
 //! ([`crate::secure::operators`]). The block itself is not here: it is written once, for the
 //! f32 reference and the engines alike.
 
+use crate::arch::{ArchOps, DenseDecl, TableDecl};
 use crate::block::{
-    self, Activation, AttnDims, BlockConfig, BlockNames, BlockOps, ColScale, KvCache, NormKind, Rows,
+    self, Activation, AttnDims, BlockConfig, BlockNames, BlockOps, ColScale, KvCache, Layout, NormKind, Rows, NO_SCALE,
 };
-use crate::secure::engine::{timed, Engine, WeightRef};
-use crate::secure::layers::{attention, layer_linear, load_dense, load_vec, rope, EncDense};
+use crate::secure::engine::{timed, Engine, Timing, WeightRef};
+use crate::secure::layers::{
+    attention, embed_lookup, encode, layer_linear, linear, load_decl, load_dense, load_vec, mean_rows, rope, take_rows,
+    EncDense,
+};
+use crate::ModelError;
+use nectar_net::Role;
+use nectar_nn::max::argmax_rows;
 use crate::secure::operators;
 use crate::secure::{SecureError, WeightSource};
 use crate::suite::Ffn;
@@ -21,6 +28,13 @@ pub struct EngineBlock<'a, E> {
     /// The announced next weight operator (label, names) and its weights, loaded and encoded
     /// at the announcement ([`BlockOps::announce_linear`]).
     pub announced: Option<(&'static str, Vec<String>, Option<EncDense>)>,
+}
+
+impl<'a, E: Engine> EngineBlock<'a, E> {
+    /// The engine and the server's weights, nothing announced.
+    pub fn new(e: &'a mut E, src: Option<&'a dyn WeightSource>) -> Self {
+        EngineBlock { e, src, announced: None }
+    }
 }
 
 /// Concatenates dense layers along the output dimension (`in × Σout`).
@@ -134,7 +148,6 @@ impl<E: Engine> EngineBlock<'_, E> {
     /// activation, LEAF §1 / Table 2).
     fn leaf_ffn(&mut self, cfg: &BlockConfig, names: &BlockNames, a: &E::Val, n: usize) -> Result<E::Val, SecureError> {
         use crate::block::FfnKind;
-        use crate::block::NO_SCALE;
         let r: fn(f64) -> f64 = match (cfg.ffn, cfg.activation) {
             (FfnKind::Plain, Activation::Gelu) => nectar_fhe::fbs_poly::gelu,
             (FfnKind::Plain, Activation::GeluTanh) => |x| crate::secure::exact::gelu(x, true),
@@ -323,6 +336,122 @@ impl<E: Engine> BlockOps for EngineBlock<'_, E> {
     }
 }
 
+/// Embeddings and heads on the engine: weights loaded and encoded by the server right before
+/// their operator; the client's inputs enter as its shares, the server's rows as its own.
+impl<E: Engine> ArchOps for EngineBlock<'_, E> {
+    fn step<T>(
+        &mut self,
+        label: &'static str,
+        f: impl FnOnce(&mut Self) -> Result<T, SecureError>,
+    ) -> Result<T, SecureError> {
+        let start = Timing::enter(self.e);
+        let out = f(self);
+        start.leave(self.e, label);
+        out
+    }
+
+    /// The table encoded as `vocab × dim` (the tensor's own order) for one weight product.
+    fn lookup(&mut self, t: &DenseDecl, ids: Option<&[u32]>, n: usize) -> Result<E::Val, SecureError> {
+        let (vocab, dim) = (t.out_dim, t.in_dim);
+        let table = load_dense(self.src, self.e.format(), &t.name, vocab, dim, Layout::InOut, false, NO_SCALE)?;
+        embed_lookup(self.e, ids, n, vocab, dim, table.as_ref().map(|t| t.w.as_slice()))
+    }
+
+    /// The server sums the parts' rows in f64 and encodes them once (its share; the client's
+    /// is zero): local, exact.
+    fn server_rows(&mut self, parts: &[(&TableDecl, &[usize])]) -> Result<E::Val, SecureError> {
+        let Some(&(first, rows)) = parts.first() else {
+            return Err(SecureError::Role("no server rows".into()));
+        };
+        let d = first.width();
+        let values = match self.src {
+            None => None,
+            Some(s) => {
+                let mut sum = vec![0f64; rows.len() * d];
+                for &(t, rows) in parts {
+                    let table = s.tensor(&t.name, &t.shape)?;
+                    for (i, &r) in rows.iter().enumerate() {
+                        let row = table.get(r * d..(r + 1) * d).ok_or_else(|| {
+                            SecureError::Role(format!("row {r} of {} rows of {}", t.rows(), t.name))
+                        })?;
+                        for (acc, &v) in sum[i * d..(i + 1) * d].iter_mut().zip(row) {
+                            *acc += v as f64;
+                        }
+                    }
+                }
+                Some(encode(self.e.format(), sum.into_iter(), &first.name)?)
+            }
+        };
+        Ok(self.e.server_input(values.as_deref(), rows.len() * d)?)
+    }
+
+    fn client_values(&mut self, x: Option<&[f32]>, len: usize, what: &str) -> Result<E::Val, SecureError> {
+        let client_has = self.e.role() == Role::Client || self.e.is_twin();
+        let values = if client_has {
+            let Some(x) = x else {
+                return Err(SecureError::Role(format!("the client must provide {what}")));
+            };
+            let fp = self.e.format();
+            let enc = x
+                .iter()
+                .map(|&v| {
+                    fp.encode::<u64>(v as f64)
+                        .map_err(|err| ModelError::Input(format!("a value {v} of {what} does not fit the format: {err}")))
+                })
+                .collect::<Result<Vec<u64>, ModelError>>()?;
+            Some(enc)
+        } else {
+            None
+        };
+        Ok(self.e.client_input(values.as_deref(), len)?)
+    }
+
+    fn dense(&mut self, d: &DenseDecl, x: &E::Val, n: usize) -> Result<E::Val, SecureError> {
+        let w = load_decl(self.src, self.e.format(), d, NO_SCALE)?;
+        linear(self.e, x, n, d.in_dim, d.out_dim, w.as_ref(), d.bias)
+    }
+
+    fn take_rows(&mut self, x: &E::Val, r: std::ops::Range<usize>, width: usize) -> Result<E::Val, SecureError> {
+        take_rows(self.e, x, r, width)
+    }
+
+    /// Every row (the engines run unpadded queries).
+    fn mean_rows(&mut self, x: &E::Val, n: usize, width: usize, mask: Option<&[bool]>) -> Result<E::Val, SecureError> {
+        if mask.is_some_and(|m| m.iter().any(|&k| !k)) {
+            return Err(SecureError::Unsupported("a padding mask in the secure mean pooling".into()));
+        }
+        mean_rows(self.e, x, n, width)
+    }
+
+    fn tanh(&mut self, x: &E::Val) -> Result<E::Val, SecureError> {
+        operators::tanh(self.e, x)
+    }
+
+    fn argmax(&mut self, x: &E::Val, rows: usize, cols: usize) -> Result<E::Val, SecureError> {
+        Ok(argmax_rows(self.e, x, rows, cols)?.1)
+    }
+
+    fn reveal(&mut self, x: &E::Val) -> Result<Option<Vec<f64>>, SecureError> {
+        let opened = self.e.reveal_to(x, Role::Client)?;
+        Ok(opened.map(|v| self.e.format().decode_vec(&v)))
+    }
+
+    fn reveal_index(&mut self, x: &E::Val) -> Result<Option<Vec<u64>>, SecureError> {
+        Ok(self.e.reveal_to(x, Role::Client)?)
+    }
+
+    /// Suite `blb` generates one token per prompt: BLB plans a prompt of `L` tokens, not
+    /// KV-cache decoding steps.
+    fn check_generation(&self, n_new: usize) -> Result<(), SecureError> {
+        if n_new > 1 && self.e.suite().matmul == crate::suite::Matmul::Fused {
+            return Err(SecureError::Unsupported(format!(
+                "suite blb generates one token per prompt ({n_new} asked): BLB plans a prompt of L tokens, not KV-cache decoding steps"
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// Runs `layers` blocks of [`crate::block`] on `n` new rows on the engine, with the KV cache
 /// when given (decoders), reporting progress after each block.
 #[allow(clippy::too_many_arguments)]
@@ -339,13 +468,13 @@ pub fn run_blocks<E: Engine>(
 ) -> Result<E::Val, SecureError> {
     if e.suite().matmul == crate::suite::Matmul::Fused {
         // A prompt runs without filling the cache (generation under blb stops after the
-        // prompt's token, `generate_loop`); a decoding step is refused.
+        // prompt's token, `EngineBlock::check_generation`); a decoding step is refused.
         if cache.as_ref().is_some_and(|c| !c.is_empty()) {
             return Err(SecureError::Unsupported("suite blb: KV-cache decoding (BLB plans a prompt of L tokens)".into()));
         }
         return super::blb::run_layers(e, src, cfg, names, layers, x, n, progress);
     }
-    let mut ops = EngineBlock { e, src, announced: None };
+    let mut ops = EngineBlock::new(e, src);
     let report = progress.map(|p| move |done: usize, all: usize| p(done, all));
     let rows = Rows { n, key_mask: None };
     block::run_blocks(

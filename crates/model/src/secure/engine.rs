@@ -283,21 +283,42 @@ where
     E: Engine,
     F: FnOnce(&mut E) -> Result<T, SecureError>,
 {
-    e.operator_boundary();
-    let before = e.net_stats();
-    let pre = e.prepro_cost();
-    let t0 = Instant::now();
-    e.profile_mut().enter();
+    let start = Timing::enter(e);
     let out = f(e);
-    if e.profile_mut().leave() {
-        let delta = e.net_stats() - before;
-        let protocol = e.suite().protocol_for(op);
-        let (pb, ps) = e.prepro_cost();
-        e.profile_mut()
-            .record(op, protocol, t0.elapsed().as_secs_f64(), delta);
-        e.profile_mut().record_prepro(op, pb - pre.0, ps - pre.1);
-    }
+    start.leave(e, op);
     out
+}
+
+/// The counters at the start of a [`timed`] step, for a step whose body holds the engine
+/// inside something else ([`crate::secure::block::EngineBlock`]'s steps).
+pub(crate) struct Timing {
+    before: nectar_net::Stats,
+    pre: (u64, f64),
+    t0: Instant,
+}
+
+impl Timing {
+    /// Starts a step (an operator boundary, see [`Engine::operator_boundary`]).
+    pub(crate) fn enter<E: Engine>(e: &mut E) -> Self {
+        e.operator_boundary();
+        let before = e.net_stats();
+        let pre = e.prepro_cost();
+        let t0 = Instant::now();
+        e.profile_mut().enter();
+        Timing { before, pre, t0 }
+    }
+
+    /// Ends the step and records it under `op` if it is the outermost one.
+    pub(crate) fn leave<E: Engine>(self, e: &mut E, op: &str) {
+        if e.profile_mut().leave() {
+            let delta = e.net_stats() - self.before;
+            let protocol = e.suite().protocol_for(op);
+            let (pb, ps) = e.prepro_cost();
+            e.profile_mut()
+                .record(op, protocol, self.t0.elapsed().as_secs_f64(), delta);
+            e.profile_mut().record_prepro(op, pb - self.pre.0, ps - self.pre.1);
+        }
+    }
 }
 
 /// `impl Backend` for an engine that wraps a `Backend<Val = Vec<u64>, Bit = Vec<bool>>` in its

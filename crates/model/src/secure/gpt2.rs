@@ -10,31 +10,13 @@
 //! the client feeds it back as its next one-hot input. The server learns nothing but the public
 //! length of the generation.
 
+use crate::arch::{generate, last_logits, ArchTensors};
+use crate::block::{BlockOps, KvCache};
 use crate::config::Gpt2Config;
-use crate::block::{KvCache, Layout, NormKind, NO_SCALE};
-use crate::secure::block::{named_norm, run_blocks};
-use crate::secure::engine::{timed, Engine};
-use crate::secure::layers::{embed_lookup, linear, load_dense, load_rows, take_rows};
+use crate::gpt2::{embeddings, Tensors};
+use crate::secure::block::{run_blocks, EngineBlock};
+use crate::secure::engine::Engine;
 use crate::secure::{check_ids, SecureError, Stack};
-use nectar_net::Role;
-use nectar_nn::max::argmax_rows;
-
-/// Greedy argmax of the logits row, revealed to the client only (`Some(id)` there).
-pub(crate) fn next_token<E: Engine>(
-    e: &mut E,
-    logits: &E::Val,
-    vocab: usize,
-) -> Result<Option<u32>, SecureError> {
-    let (_, idx) = timed(e, "argmax", |e| Ok(argmax_rows(e, logits, 1, vocab)?))?;
-    let opened = timed(e, "output", |e| Ok(e.reveal_to(&idx, Role::Client)?))?;
-    match opened.as_deref() {
-        None => Ok(None),
-        Some([t]) if (*t as usize) < vocab => Ok(Some(*t as u32)),
-        Some(v) => Err(SecureError::Role(format!(
-            "argmax opened to {v:?}, not a token id < {vocab}"
-        ))),
-    }
-}
 
 /// GPT-2 over an engine; the server holds the weights, the client none.
 pub struct SecureGpt2<'w> {
@@ -45,11 +27,9 @@ pub struct SecureGpt2<'w> {
 impl<'w> SecureGpt2<'w> {
     /// The model; fails if the server's weights lack the embeddings.
     pub(crate) fn new(config: Gpt2Config, stack: Stack<'w>) -> Result<Self, SecureError> {
-        stack.require(&["wte.weight", "wpe.weight"])?;
+        stack.require(&Tensors::new(&config).embeddings())?;
         Ok(SecureGpt2 { config, stack })
     }
-
-
 
     /// An empty shared cache for this model.
     pub fn new_cache<V>(&self) -> KvCache<V> {
@@ -68,21 +48,15 @@ impl<'w> SecureGpt2<'w> {
         let c = &self.config;
         let start = cache.len();
         check_ids(ids, n, c.vocab_size, c.n_positions.saturating_sub(start))?;
-        let d = c.n_embd;
-        let fp = e.format();
         let src = self.stack.weights;
-        let x = timed(e, "embed", |e| {
-            let table = load_dense(src, fp, "wte", c.vocab_size, d, Layout::InOut, false, NO_SCALE)?;
-            let words = embed_lookup(e, ids, n, c.vocab_size, d, table.as_ref().map(|t| t.w.as_slice()))?;
-            let pos = load_rows(src, fp, "wpe.weight", [c.n_positions, d], start..start + n)?;
-            let a = e.server_input(pos.as_deref(), n * d)?;
-            Ok(e.add(&words, &a)?)
-        })?;
+        let t = Tensors::new(c);
+        let cfg = crate::gpt2::block_config(c);
+        let x = embeddings(&mut EngineBlock::new(e, src), &t, ids, n, start)?;
         let layers = cache.layers();
         let x = run_blocks(
             e,
             src,
-            &crate::gpt2::block_config(&self.config),
+            &cfg,
             crate::gpt2::block_names,
             layers,
             x,
@@ -90,7 +64,7 @@ impl<'w> SecureGpt2<'w> {
             Some(cache),
             self.stack.progress.as_ref(),
         )?;
-        named_norm(e, src, NormKind::LayerNorm, "ln_f", &x, n, d, c.layer_norm_epsilon)
+        EngineBlock::new(e, src).norm(&cfg, &t.ln_f.name, &x, n)
     }
 
     /// Logits `[vocab]` of the last of `n` hidden rows (tied LM head, shares).
@@ -100,14 +74,7 @@ impl<'w> SecureGpt2<'w> {
         hidden: &E::Val,
         n: usize,
     ) -> Result<E::Val, SecureError> {
-        let (d, vocab) = (self.config.n_embd, self.config.vocab_size);
-        let fp = e.format();
-        let src = self.stack.weights;
-        timed(e, "lm_head", |e| {
-            let last = take_rows(e, hidden, n - 1..n, d)?;
-            let w = load_dense(src, fp, "wte", d, vocab, Layout::OutIn, false, NO_SCALE)?;
-            linear(e, &last, 1, d, vocab, w.as_ref(), false)
-        })
+        last_logits(&mut EngineBlock::new(e, self.stack.weights), &Tensors::new(&self.config).wte, hidden, n)
     }
 
     /// Greedy generation of `n_new` tokens after the client's `len` prompt ids; `Some(tokens)` on
@@ -121,64 +88,10 @@ impl<'w> SecureGpt2<'w> {
         n_new: usize,
     ) -> Result<Option<Vec<u32>>, SecureError> {
         let mut cache = self.new_cache();
-        generate_loop(
-            e,
-            ids,
-            len,
-            n_new,
-            self.config.vocab_size,
-            &mut cache,
-            |e, ids, n, cache| {
-                let h = self.forward_step(e, ids, n, cache)?;
-                self.last_logits(e, &h, n)
-            },
-        )
+        let vocab = self.config.vocab_size;
+        generate(&mut EngineBlock::new(e, self.stack.weights), ids, len, n_new, vocab, &mut cache, |o, ids, n, cache| {
+            let h = self.forward_step(o.e, ids, n, cache)?;
+            self.last_logits(o.e, &h, n)
+        })
     }
-}
-
-/// The greedy loop shared by GPT-2 and LLaMA: `step(ids, n, cache)` returns the logits shares
-/// of the last new position.
-pub(crate) fn generate_loop<E, F>(
-    e: &mut E,
-    ids: Option<&[u32]>,
-    len: usize,
-    n_new: usize,
-    vocab: usize,
-    cache: &mut KvCache<E::Val>,
-    mut step: F,
-) -> Result<Option<Vec<u32>>, SecureError>
-where
-    E: Engine,
-    F: FnMut(
-        &mut E,
-        Option<&[u32]>,
-        usize,
-        &mut KvCache<E::Val>,
-    ) -> Result<E::Val, SecureError>,
-{
-    // `n_new` may come from the network: never size an allocation by it.
-    let mut tokens = Vec::with_capacity(n_new.min(1024));
-    let mut learned = true;
-    if n_new == 0 {
-        return Ok(Some(tokens));
-    }
-    if n_new > 1 && e.suite().matmul == crate::suite::Matmul::Fused {
-        return Err(SecureError::Unsupported(format!(
-            "suite blb generates one token per prompt ({n_new} asked): BLB plans a prompt of L tokens, not KV-cache decoding steps"
-        )));
-    }
-    let mut logits = step(e, ids, len, cache)?;
-    for t in 0..n_new {
-        let tok = next_token(e, &logits, vocab)?;
-        match tok {
-            Some(x) => tokens.push(x),
-            None => learned = false,
-        }
-        if t + 1 == n_new {
-            break;
-        }
-        let next = tok.map(|x| [x]);
-        logits = step(e, next.as_ref().map(|a| &a[..]), 1, cache)?;
-    }
-    Ok(learned.then_some(tokens))
 }

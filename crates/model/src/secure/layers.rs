@@ -7,6 +7,7 @@
 //! Fixed point: values carry `f` fractional bits; weights are encoded at `f` too, so a product
 //! has `2f` and is truncated once by `f` after the whole sum (BumbleBee §II-C).
 
+use crate::arch::DenseDecl;
 use crate::block::{AttnDims, ColScale, Layout};
 use crate::secure::engine::{timed, truncated_matmul_weight, Engine, WeightRef};
 use crate::secure::operators;
@@ -51,13 +52,20 @@ pub fn load_dense(
     bias: bool,
     scale: ColScale,
 ) -> Result<Option<EncDense>, SecureError> {
+    load_decl(src, fp, &DenseDecl::new(name, in_dim, out_dim, layout, bias), scale)
+}
+
+/// [`load_dense`] of a declared layer (its weight at the declared shape).
+pub fn load_decl(
+    src: Option<&dyn WeightSource>,
+    fp: FixedPoint,
+    d: &DenseDecl,
+    scale: ColScale,
+) -> Result<Option<EncDense>, SecureError> {
     let Some(src) = src else { return Ok(None) };
-    let shape = match layout {
-        Layout::OutIn => [out_dim, in_dim],
-        Layout::InOut => [in_dim, out_dim],
-    };
-    let t = src.tensor(&format!("{name}.weight"), &shape)?;
-    let w = match layout {
+    let (name, in_dim, out_dim) = (d.name.as_str(), d.in_dim, d.out_dim);
+    let t = src.tensor(&format!("{name}.weight"), &d.shape)?;
+    let w = match d.layout {
         Layout::InOut => encode(
             fp,
             t.iter()
@@ -72,7 +80,7 @@ pub fn load_dense(
             name,
         )?,
     };
-    let b = if bias {
+    let b = if d.bias {
         let t = src.tensor(&format!("{name}.bias"), &[out_dim])?;
         Some(encode(
             fp,
@@ -97,28 +105,6 @@ pub fn load_vec(
         Some(s) => {
             let t = s.tensor(name, &[n])?;
             Ok(Some(encode(fp, t.iter().map(|&v| v as f64), name)?))
-        }
-    }
-}
-
-/// Rows `rows` of a `[?, d]` table tensor `name`, encoded (server-side public-index lookup).
-pub fn load_rows(
-    src: Option<&dyn WeightSource>,
-    fp: FixedPoint,
-    name: &str,
-    shape: [usize; 2],
-    rows: std::ops::Range<usize>,
-) -> Result<Option<Vec<u64>>, SecureError> {
-    match src {
-        None => Ok(None),
-        Some(s) => {
-            let t = s.tensor(name, &shape)?;
-            let d = shape[1];
-            Ok(Some(encode(
-                fp,
-                t[rows.start * d..rows.end * d].iter().map(|&v| v as f64),
-                name,
-            )?))
         }
     }
 }

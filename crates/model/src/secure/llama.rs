@@ -7,12 +7,12 @@
 //! [`crate::secure::block`]. Greedy
 //! generation with the shared KV cache as for GPT-2 (argmax revealed to the client only).
 
+use crate::arch::{generate, last_logits, ArchTensors};
+use crate::block::{BlockOps, KvCache};
 use crate::config::LlamaConfig;
-use crate::block::{KvCache, Layout, NormKind, NO_SCALE};
-use crate::secure::block::{named_norm, run_blocks};
-use crate::secure::engine::{timed, Engine};
-use crate::secure::gpt2::generate_loop;
-use crate::secure::layers::{embed_lookup, linear, load_dense, take_rows};
+use crate::llama::{embeddings, Tensors};
+use crate::secure::block::{run_blocks, EngineBlock};
+use crate::secure::engine::Engine;
 use crate::secure::{check_ids, SecureError, Stack};
 
 /// LLaMA over an engine; the server holds the weights, the client none.
@@ -44,7 +44,7 @@ impl<'w> SecureLlama<'w> {
                 config.num_attention_heads, config.num_key_value_heads
             )));
         }
-        stack.require(&["embed_tokens.weight"])?;
+        stack.require(&Tensors::new(&config, stack.weights).embeddings())?;
         Ok(SecureLlama { config, stack })
     }
 
@@ -66,18 +66,15 @@ impl<'w> SecureLlama<'w> {
         let c = &self.config;
         let start = cache.len();
         check_ids(ids, n, c.vocab_size, c.max_position_embeddings.saturating_sub(start))?;
-        let h = c.hidden_size;
-        let fp = e.format();
         let src = self.stack.weights;
-        let x = timed(e, "embed", |e| {
-            let table = load_dense(src, fp, "embed_tokens", c.vocab_size, h, Layout::InOut, false, NO_SCALE)?;
-            embed_lookup(e, ids, n, c.vocab_size, h, table.as_ref().map(|t| t.w.as_slice()))
-        })?;
+        let t = Tensors::new(c, src);
+        let cfg = crate::llama::block_config(c);
+        let x = embeddings(&mut EngineBlock::new(e, src), &t, ids, n)?;
         let layers = cache.layers();
         let x = run_blocks(
             e,
             src,
-            &crate::llama::block_config(&self.config),
+            &cfg,
             crate::llama::block_names,
             layers,
             x,
@@ -85,7 +82,7 @@ impl<'w> SecureLlama<'w> {
             Some(cache),
             self.stack.progress.as_ref(),
         )?;
-        named_norm(e, src, NormKind::RmsNorm, "norm", &x, n, h, c.rms_norm_eps)
+        EngineBlock::new(e, src).norm(&cfg, &t.norm.name, &x, n)
     }
 
     /// Logits of the last of `n` hidden rows (`lm_head`, or the tied embedding).
@@ -95,20 +92,8 @@ impl<'w> SecureLlama<'w> {
         hidden: &E::Val,
         n: usize,
     ) -> Result<E::Val, SecureError> {
-        let (h, vocab) = (self.config.hidden_size, self.config.vocab_size);
-        let fp = e.format();
         let src = self.stack.weights;
-        let head = match src {
-            Some(w) if self.config.tie_word_embeddings && !w.contains("lm_head.weight") => {
-                "embed_tokens"
-            }
-            _ => "lm_head",
-        };
-        timed(e, "lm_head", |e| {
-            let last = take_rows(e, hidden, n - 1..n, h)?;
-            let w = load_dense(src, fp, head, h, vocab, Layout::OutIn, false, NO_SCALE)?;
-            linear(e, &last, 1, h, vocab, w.as_ref(), false)
-        })
+        last_logits(&mut EngineBlock::new(e, src), Tensors::new(&self.config, src).head(), hidden, n)
     }
 
     /// Greedy generation (see [`crate::secure::SecureGpt2::generate`]).
@@ -120,17 +105,10 @@ impl<'w> SecureLlama<'w> {
         n_new: usize,
     ) -> Result<Option<Vec<u32>>, SecureError> {
         let mut cache = self.new_cache();
-        generate_loop(
-            e,
-            ids,
-            len,
-            n_new,
-            self.config.vocab_size,
-            &mut cache,
-            |e, ids, n, cache| {
-                let h = self.forward_step(e, ids, n, cache)?;
-                self.last_logits(e, &h, n)
-            },
-        )
+        let vocab = self.config.vocab_size;
+        generate(&mut EngineBlock::new(e, self.stack.weights), ids, len, n_new, vocab, &mut cache, |o, ids, n, cache| {
+            let h = self.forward_step(o.e, ids, n, cache)?;
+            self.last_logits(o.e, &h, n)
+        })
     }
 }

@@ -61,7 +61,7 @@ pub use vit::SecureVit;
 
 use crate::config::ModelConfig;
 use crate::suite::SuiteError;
-use crate::weights::Weights;
+pub use crate::weights::WeightSource;
 use crate::ModelError;
 use nectar_nn::NnError;
 
@@ -92,31 +92,6 @@ pub type Progress<'w> = Box<dyn Fn(usize, usize) + Send + Sync + 'w>;
 impl From<nectar_math::MathError> for SecureError {
     fn from(e: nectar_math::MathError) -> Self {
         SecureError::Nn(NnError::Math(e))
-    }
-}
-
-/// Named f32 tensors of a checkpoint, read on demand (never all at once).
-///
-/// Implemented by [`Weights`] (the open checkpoint file) and by [`RandomWeights`] (deterministic
-/// pseudo-random tensors at the real shapes, for benchmarks).
-pub trait WeightSource: Send + Sync {
-    /// Tensor `name` (base name, without task prefix) as f32, checked to have `shape`.
-    fn tensor(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError>;
-    /// Whether the tensor exists.
-    fn contains(&self, name: &str) -> bool;
-    /// Its shape, if present.
-    fn shape(&self, name: &str) -> Option<Vec<usize>>;
-}
-
-impl WeightSource for Weights {
-    fn tensor(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError> {
-        Weights::tensor(self, name, shape)
-    }
-    fn contains(&self, name: &str) -> bool {
-        Weights::contains(self, name)
-    }
-    fn shape(&self, name: &str) -> Option<Vec<usize>> {
-        Weights::shape(self, name).map(|s| s.to_vec())
     }
 }
 
@@ -326,11 +301,11 @@ impl<'w> Stack<'w> {
         self.max_layers.map_or(total, |m| m.min(total))
     }
 
-    /// Fails unless the server's weights hold every tensor of `names`.
-    pub(crate) fn require(&self, names: &[&str]) -> Result<(), SecureError> {
+    /// Fails unless the server's weights hold every tensor of `decls`.
+    pub(crate) fn require(&self, decls: &[crate::arch::Decl]) -> Result<(), SecureError> {
         if let Some(w) = self.weights {
-            for name in names {
-                if !w.contains(name) {
+            for (name, _) in decls.iter().flat_map(|d| d.expected()) {
+                if !w.contains(&name) {
                     return Err(SecureError::Role(format!(
                         "the server's weights lack \"{name}\""
                     )));

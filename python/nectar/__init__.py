@@ -407,8 +407,10 @@ def run_local(
     progress: Progress = False,
     insecure_test_seed: Optional[int] = None,
 ) -> Any:
-    """Both parties in this process over the simulated link ``net`` (``none``, ``lan``,
-    ``wan``): the server with ``model_dir``'s weights, the client with its tokenizer.
+    """Both parties in this process over the simulated link ``net`` (``none``, ``MBPS/RTT_MS``
+    with the round trip in ms such as ``100/80``, or a preset: ``lan``, ``wan``,
+    ``bumblebee-wan``, ``blb-wan2``, ``blb-wan3``, ``rotl-wan``): the server with ``model_dir``'s
+    weights, the client with its tokenizer.
 
     ``inputs``: texts or token-id lists (images as arrays for a ViT). ``task``: ``auto`` (the
     architecture's own: embed for BERT, generate for GPT-2 / LLaMA, classify for ViT),

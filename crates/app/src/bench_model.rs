@@ -37,7 +37,7 @@ pub struct Args<'a> {
 fn spec(a: &Args) -> Result<(RandomArch, BenchSpec), String> {
     let arch = RandomArch::parse(a.arch)
         .ok_or_else(|| format!("unknown --arch '{}' (bert-tiny, bert-base, bert-large, gpt2, vit-base, llama)", a.arch))?;
-    let net = LinkModel::preset(a.net).ok_or_else(|| format!("unknown --net '{}' (none, lan, wan)", a.net))?;
+    let net = LinkModel::parse(a.net).map_err(|e| format!("--net: {e}"))?;
     let mut spec = BenchSpec::new(arch, a.seq);
     spec.layers = a.layers;
     spec.net = net;

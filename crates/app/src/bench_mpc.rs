@@ -37,7 +37,7 @@ fn ser<T: serde::Serialize>(v: &T) -> Result<serde_json::Value, String> {
 }
 
 pub fn run(a: &Args) -> Result<BenchLine, String> {
-    let net = LinkModel::preset(a.net).ok_or_else(|| format!("unknown --net '{}' (none, lan, wan)", a.net))?;
+    let net = LinkModel::parse(a.net).map_err(|e| format!("--net: {e}"))?;
     match a.op {
         "lut" => {
             let b = bench_lut(LutOp::Lut { n: a.n }, a.bits, a.count, net).map_err(|e| e.to_string())?;

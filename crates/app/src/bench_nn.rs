@@ -79,7 +79,7 @@ fn kernel(op: &str, suite: &Suite) -> Result<Kernel, String> {
 }
 
 pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
-    let net = LinkModel::preset(a.net).ok_or_else(|| format!("unknown --net '{}' (none, lan, wan)", a.net))?;
+    let net = LinkModel::parse(a.net).map_err(|e| format!("--net: {e}"))?;
     let (name, proto) = match a.op.split_once('=') {
         Some((n, p)) => (n.trim(), Some(p.trim())),
         None => (a.op, None),

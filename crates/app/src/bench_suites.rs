@@ -138,7 +138,7 @@ fn top_ops(p: &Profile, k: usize) -> Vec<OpRecord> {
 }
 
 pub fn run(a: &Args, json: bool) -> Result<(), String> {
-    let link = LinkModel::preset(a.net).ok_or_else(|| format!("unknown --net '{}' (none, lan, wan)", a.net))?;
+    let link = LinkModel::parse(a.net).map_err(|e| format!("--net: {e}"))?;
     if a.repeat == 0 {
         return Err("--repeat must be at least 1".into());
     }
@@ -242,7 +242,7 @@ fn server_input(n: usize) -> Input {
 /// connected to the client at `addr` through the simulated link; prints one JSON line with its
 /// counters and its own peak RSS.
 pub fn run_server_party(a: &Args, addr: &str) -> Result<(), String> {
-    let link = LinkModel::preset(a.net).ok_or_else(|| format!("unknown --net '{}' (none, lan, wan)", a.net))?;
+    let link = LinkModel::parse(a.net).map_err(|e| format!("--net: {e}"))?;
     let suite = crate::suites::resolve(Some(a.suites), None, a.ops, crate::suites::DEFAULT_SUITE)?;
     suite.validate().map_err(|e| e.to_string())?;
     let server = ServerModel::load(&a.dir)?;

@@ -364,7 +364,10 @@ enum BenchCmd {
         windows: Option<String>,
         #[arg(long, value_parser = ["krdy", "krdy_plus", "interleave"], default_value = "interleave")]
         variant: String,
-        #[arg(long, value_parser = ["none", "lan", "wan"], default_value = "none")]
+        /// The simulated link: none, MBPS/RTT_MS (Mbit/s and round-trip ms, e.g. 100/80) or a preset:
+        /// lan (1000/1), wan (400/8), bumblebee-wan (400/4), blb-wan2 (100/4), blb-wan3 (100/80),
+        /// rotl-wan (100/50).
+        #[arg(long, value_parser = parse_net, default_value = "none")]
         net: String,
         /// Heads of batch_matmul.
         #[arg(long, default_value_t = 12)]
@@ -401,7 +404,10 @@ enum BenchCmd {
         /// Ablation: the 3-prime bOLEe key set also for rings l <= 32.
         #[arg(long)]
         wide_bole: bool,
-        #[arg(long, value_parser = ["none", "lan", "wan"], default_value = "none")]
+        /// The simulated link: none, MBPS/RTT_MS (Mbit/s and round-trip ms, e.g. 100/80) or a preset:
+        /// lan (1000/1), wan (400/8), bumblebee-wan (400/4), blb-wan2 (100/4), blb-wan3 (100/80),
+        /// rotl-wan (100/50).
+        #[arg(long, value_parser = parse_net, default_value = "none")]
         net: String,
         /// The protocol suite (preset or PRESET+OP=PROTO...; default bumblebee, the paper's).
         #[arg(long)]
@@ -440,7 +446,10 @@ enum BenchCmd {
         /// Block size l' of the comparison from LUTs (msb).
         #[arg(long, default_value_t = nectar_mpc::lut_compare::DEFAULT_BLOCK)]
         block: u32,
-        #[arg(long, value_parser = ["none", "lan", "wan"], default_value = "none")]
+        /// The simulated link: none, MBPS/RTT_MS (Mbit/s and round-trip ms, e.g. 100/80) or a preset:
+        /// lan (1000/1), wan (400/8), bumblebee-wan (400/4), blb-wan2 (100/4), blb-wan3 (100/80),
+        /// rotl-wan (100/50).
+        #[arg(long, value_parser = parse_net, default_value = "none")]
         net: String,
         #[arg(long)]
         json: bool,
@@ -459,7 +468,10 @@ enum BenchCmd {
         /// Deterministic random weights at the real shapes (the only mode: no download).
         #[arg(long, default_value_t = true)]
         random_weights: bool,
-        #[arg(long, value_parser = ["none", "lan", "wan"], default_value = "none")]
+        /// The simulated link: none, MBPS/RTT_MS (Mbit/s and round-trip ms, e.g. 100/80) or a preset:
+        /// lan (1000/1), wan (400/8), bumblebee-wan (400/4), blb-wan2 (100/4), blb-wan3 (100/80),
+        /// rotl-wan (100/50).
+        #[arg(long, value_parser = parse_net, default_value = "none")]
         net: String,
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -497,7 +509,10 @@ enum BenchCmd {
         /// The input text (tokenized, then cut or repeated to --tokens).
         #[arg(long)]
         text: Option<String>,
-        #[arg(long, value_parser = ["none", "lan", "wan"], default_value = "lan")]
+        /// The simulated link: none, MBPS/RTT_MS (Mbit/s and round-trip ms, e.g. 100/80) or a preset:
+        /// lan (1000/1), wan (400/8), bumblebee-wan (400/4), blb-wan2 (100/4), blb-wan3 (100/80),
+        /// rotl-wan (100/50).
+        #[arg(long, value_parser = parse_net, default_value = "lan")]
         net: String,
         /// Extra overrides applied to every suite (e.g. `ot=iknp`).
         #[arg(long)]
@@ -548,6 +563,12 @@ impl SuiteArgs {
         s.validate().map_err(|e| e.to_string())?;
         Ok(s)
     }
+}
+
+/// `--net`: a link spec `nectar_net::LinkModel::parse` accepts (checked when the arguments are
+/// parsed; the commands parse it again into the link).
+fn parse_net(s: &str) -> Result<String, String> {
+    nectar_net::LinkModel::parse(s).map(|_| s.to_string())
 }
 
 fn main() -> ExitCode {

@@ -157,6 +157,31 @@ fn invalid_suites_fail_at_start_with_one_line() {
     assert!(err.contains(&format!("operator gelu: unknown protocol 'xyz' (choices: {})", names.join(", "))), "{err}");
 }
 
+/// `--net` takes any link as `MBPS/RTT_MS` (round trip) besides the presets, and bench lines
+/// name it with both its round trip and its one-way latency; a softmax line names its
+/// composition (the registry's label).
+#[test]
+fn links_are_data() {
+    let out = nectar()
+        .args(["bench", "nn", "--op", "softmax", "--size", "64", "--cols", "16", "--suite", "bumblebee+ot=iknp", "--net", "200/10", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let l: serde_json::Value = serde_json::from_str(String::from_utf8(out.stdout).unwrap().trim()).unwrap();
+    assert_eq!(l["params"]["net"], "200 Mbit/s, 10ms RTT (5ms one-way)");
+    assert_eq!(l["params"]["kernel"], "softmax=bumblebee+exp=taylor+reciprocal=newton");
+    // every flight waits at least the one-way latency
+    assert!(l["seconds"].as_f64().unwrap() >= 0.005 * l["rounds"].as_f64().unwrap() / 2.0, "{l}");
+    let out = nectar().args(["bench", "nn", "--op", "msb", "--net", "blb-wan3", "--size", "8"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for bad in ["100", "fast", "0/5"] {
+        let out = nectar().args(["bench", "nn", "--op", "msb", "--net", bad]).output().unwrap();
+        assert!(!out.status.success(), "--net {bad} must fail");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("MBPS/RTT_MS") || err.contains("bandwidth"), "--net {bad}: {err}");
+    }
+}
+
 /// Bench lines name the protocol that ran: `bench nn --op gelu=p4` and `bench model` with a
 /// suite override.
 #[test]

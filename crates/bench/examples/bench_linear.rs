@@ -36,7 +36,7 @@ fn main() {
         shape,
         heads: a.get(5).map_or(1, |h| h.parse().unwrap()),
         variant,
-        net: LinkModel::preset(&a[4]).unwrap(),
+        net: LinkModel::parse(&a[4]).unwrap(),
         windows,
         l: 64,
         verify: true,

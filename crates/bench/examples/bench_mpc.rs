@@ -10,7 +10,7 @@ fn main() {
     let size: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(1 << 16);
     let net = args
         .get(1)
-        .and_then(|s| LinkModel::preset(s))
+        .and_then(|s| LinkModel::parse(s).ok())
         .unwrap_or(None);
     println!("| op | l | shift/k | thresholds | elements | seconds | bytes | bits/element | COTs/element | steady bits/element (measured COT cost) | flows |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|");

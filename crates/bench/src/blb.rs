@@ -112,7 +112,7 @@ pub fn bench_convert(block: usize, count: usize, how: FieldToRing, packing: Slot
     let sk = CkksSecretKey::generate(&params, &mut prg);
     let pk = sk.public_key(&params, &mut prg);
     let (ev, key_bytes) = conversion_evaluator(&params, &sk, &fmt, &mut prg)?;
-    let link = LinkModel::preset(net).ok_or_else(|| LinearError::BadParams(format!("unknown link '{net}'")))?;
+    let link = LinkModel::parse(net).map_err(LinearError::BadParams)?;
     let (mut cs, mut cc) = linked_pair(link);
     let p2 = params.clone();
     let (seed_s, seed_c) = (prg.gen_block(), prg.gen_block());
@@ -221,7 +221,7 @@ fn shared_random(count: usize, fmt: &ConvFormat, prg: &mut Prg) -> (Vec<f64>, Ve
 /// Runs the conversions of every fused block of `plan` (one layer) with `how` for CKKS → MPC.
 pub fn bench_plan_blocks(plan: &FusionPlan, how: FieldToRing, packing: SlotPacking, net: &str) -> Result<Vec<BlockBench>, LinearError> {
     let fmt = ConvFormat { packing, ..ConvFormat::DEFAULT };
-    let link = LinkModel::preset(net).ok_or_else(|| LinearError::BadParams(format!("unknown link '{net}'")))?;
+    let link = LinkModel::parse(net).map_err(LinearError::BadParams)?;
     let mut prg = Prg::from_entropy();
     struct Job {
         block: usize,
@@ -521,7 +521,7 @@ pub fn bench_fused_blocks(
         Operand::Input(i) => &inputs[i],
         Operand::Op(i) => &vals[i],
     };
-    let link = LinkModel::preset(net).ok_or_else(|| LinearError::BadParams(format!("unknown link '{net}'")))?;
+    let link = LinkModel::parse(net).map_err(LinearError::BadParams)?;
     let ulp = (-(fmt.f as f64)).exp2();
     let mut lines = Vec::new();
     for b in plan.blocks().filter(|b| only.is_none_or(|o| o == b.index)) {

@@ -111,8 +111,7 @@ impl LinearBenchSpec {
         }
         let variant = Variant::parse(variant)
             .ok_or_else(|| LinearError::BadParams(format!("unknown variant {variant:?}")))?;
-        let net = LinkModel::preset(net)
-            .ok_or_else(|| LinearError::BadParams(format!("unknown net {net:?}")))?;
+        let net = LinkModel::parse(net).map_err(LinearError::BadParams)?;
         if l == 0 || l > 64 {
             return Err(LinearError::BadParams(format!("ring width {l}")));
         }

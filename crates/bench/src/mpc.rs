@@ -192,11 +192,11 @@ pub fn bench_mpc(op: MpcOp, size: usize, net: Option<LinkModel>) -> Result<MpcBe
     })
 }
 
-/// How a bench line names the link: `none` or its bandwidth and one-way latency.
+/// How a bench line names the link: `none` or its bandwidth, round trip and one-way latency.
 pub(crate) fn net_label(net: Option<LinkModel>) -> String {
     match net {
         None => "none".into(),
-        Some(m) => format!("{:.0} Mbit/s, {:?} one-way", m.bandwidth_bps / 1e6, m.latency),
+        Some(m) => format!("{:.0} Mbit/s, {:?} RTT ({:?} one-way)", m.bandwidth_bps / 1e6, m.rtt(), m.latency),
     }
 }
 

@@ -39,13 +39,12 @@
 //! index map or precision; a table alone gives at best `w/(1 + w)` relative error at the
 //! bottom of the range, hence the Newton steps (a documented deviation).
 //!
-//! **Softmax** ([`softmax_lut`]): max → subtract → [`exp_lut`] → row sum → [`reciprocal_lut`]
-//! → product (CipherGPT's five steps, [`crate::softmax::softmax_with`]).
+//! **Softmax** (`crate::softmax::lut::softmax_lut`): max → subtract → [`exp_lut`] → row sum → [`reciprocal_lut`]
+//! → product (CipherGPT's five steps on `crate::softmax::softmax_with`).
 
 use crate::backend::{enc, int, Backend, LutIndex};
 use crate::fit::Func;
 use crate::reciprocal::{newton_steps, DETERMINE_DELTA};
-use crate::softmax::softmax_with;
 use crate::NnError;
 
 /// Entries of every table (`2^8`, ROTL §II-E).
@@ -310,18 +309,6 @@ pub fn reciprocal_lut<B: Backend + ?Sized>(b: &mut B, s: &B::Val, hi: f64) -> Re
         return Err(NnError::BadArgument("lookup returned no table".into()));
     };
     newton_steps(b, s, y, iters)
-}
-
-/// Row softmax of `rows × cols` with the LUT exp and reciprocal (CipherGPT, ROTL §II-E).
-pub fn softmax_lut<B: Backend + ?Sized>(
-    b: &mut B,
-    x: &B::Val,
-    rows: usize,
-    cols: usize,
-    mask: Option<&[bool]>,
-) -> Result<B::Val, NnError> {
-    let hi = (cols as f64).max(2.0);
-    softmax_with(b, x, rows, cols, mask, |b, d| exp_lut(b, d, &EXP_LUT), |b, s| reciprocal_lut(b, s, hi))
 }
 
 #[cfg(test)]

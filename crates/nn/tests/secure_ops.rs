@@ -1089,7 +1089,7 @@ struct LutSoftmaxCase {
 }
 impl LutSoftmaxCase {
     fn go<B: Backend<Val = Vec<u64>, Bit = Vec<bool>>>(&self, b: &mut B, x: &Vec<u64>) -> R {
-        let y = nectar_nn::lut::softmax_lut(b, x, self.rows, self.cols, Some(&self.mask))?;
+        let y = nectar_nn::softmax::lut::softmax_lut(b, x, self.rows, self.cols, Some(&self.mask))?;
         b.reveal(&y)
     }
 }

@@ -51,9 +51,10 @@ fn suite(spec: &str) -> PyResult<Suite> {
     Ok(s)
 }
 
-/// The simulated link of `net` (`none`, `lan`, `wan`).
+/// The simulated link of `net`: `none`, `MBPS/RTT_MS` (round trip) or a preset
+/// (`nectar_net::sim::PRESETS`).
 fn link(net: &str) -> PyResult<Option<nectar_net::LinkModel>> {
-    nectar_net::LinkModel::preset(net).ok_or_else(|| err(format!("unknown net '{net}' (none, lan, wan)")))
+    nectar_net::LinkModel::parse(net).map_err(err)
 }
 
 /// A poisoned lock only means another thread panicked while holding it; the state it guards

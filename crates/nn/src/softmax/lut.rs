@@ -1,17 +1,29 @@
 //! `softmax = lut`: CipherGPT's five steps as ROTL runs them (§II-E) — BumbleBee's composition
 //! with ROTL's two-table exponential and the LUT-initialised Newton reciprocal, **whatever the
-//! suite's `exp` and `reciprocal`** ([`crate::lut::softmax_lut`]; the `rotl` preset names those
+//! suite's `exp` and `reciprocal`** ([`softmax_lut`]; the `rotl` preset names those
 //! same two protocols, so its table says what runs).
 
-use super::{SoftmaxCall, SoftmaxProtocol, MASK_VALUE};
-use crate::backend::DynBackend;
+use super::{softmax_with, SoftmaxCall, SoftmaxProtocol, MASK_VALUE};
+use crate::backend::{Backend, DynBackend};
 use crate::exp::Exp;
-use crate::lut::{softmax_lut, EXP_LUT};
+use crate::lut::{exp_lut, reciprocal_lut, EXP_LUT};
 use crate::reciprocal::Reciprocal;
 use crate::tolerance::{exp_lut_tol, reciprocal_lut_tol, softmax_tol};
 use crate::NnError;
 use nectar_math::registry::Protocol;
 use nectar_math::FixedPoint;
+
+/// Row softmax of `rows × cols` with the LUT exp and reciprocal (CipherGPT, ROTL §II-E).
+pub fn softmax_lut<B: Backend + ?Sized>(
+    b: &mut B,
+    x: &B::Val,
+    rows: usize,
+    cols: usize,
+    mask: Option<&[bool]>,
+) -> Result<B::Val, NnError> {
+    let hi = (cols as f64).max(2.0);
+    softmax_with(b, x, rows, cols, mask, |b, d| exp_lut(b, d, &EXP_LUT), |b, s| reciprocal_lut(b, s, hi))
+}
 
 /// The protocol `softmax = lut`.
 pub struct Lut;

@@ -138,7 +138,7 @@ def test_errors_are_nectar_errors(tiny, tmp_path):
         nectar.run_local(tiny["bert"], [IDS], normalize=False)
     with pytest.raises(nectar.NectarError, match="no tokenizer.json"):
         nectar.run_local(tiny["bert"], ["a text needs a tokenizer"], suite=FAST)
-    with pytest.raises(nectar.NectarError, match="unknown net"):
+    with pytest.raises(nectar.NectarError, match="unknown link .moon.: none, MBPS/RTT_MS"):
         nectar.run_local(tiny["bert"], [IDS], suite=FAST, net="moon")
     with nectar.Server(tiny["bert"], suite=FAST) as server:
         # A query the client checks before any work (too long for the model).

@@ -1,6 +1,6 @@
 //! Whole-model wire pinning (DESIGN.md "Wire formats are pinned"; issue 12 item 6): each tiny
 //! architecture runs end to end between two parties with fixed PRG seeds under the
-//! `bumblebee` suite (and variants of it) and BERT / LLaMA under the `nectar`, `east` and `rotl` presets; the bytes each party sends are hashed (FNV-1a 64
+//! `bumblebee` suite (and variants of it) and BERT / LLaMA under the `nectar`, `east` and `rotl` presets and per-operator CKKS; the bytes each party sends are hashed (FNV-1a 64
 //! over every frame, with its length), and so are the client's output and the fixed-point
 //! twin's output. A refactor of the transformer block or of the suite plumbing that changes
 //! what goes on the wire, or any output bit, changes a pinned value.
@@ -309,3 +309,23 @@ const PIN_BERT_EAST: Pins = (0x92e9809d6f543881, 0xa6ee3b3307538685, 0x245c864c2
 const PIN_BERT_ROTL: Pins = (0x86937d1c21199eec, 0x32f859d5dc871ddf, 0x07f165c3006418d1, 0xe8b648f1b0835cd6);
 const PIN_LLAMA_NECTAR: Pins = (0xa260262481b36b7e, 0xeeb07a9e2d0d5435, 0xb604bb7352ea6eda, 0xb604bb7352ea6eda);
 const PIN_LLAMA_EAST: Pins = (0x42fef59e0e8531fb, 0x06c8cf2d137aead4, 0x9ec906393759c165, 0x9ec906393759c165);
+
+/// BLB's per-operator CKKS matmuls (both kinds share one CKKS key set).
+#[test]
+fn bert_embed_ckks_transcripts() {
+    for (suite, seed, want) in [("bumblebee+matmul=ckks+matmul-shared=ckks", 36, PIN_BERT_CKKS)] {
+        check(
+            Case {
+                name: suite,
+                write: tiny::write_tiny_bert,
+                seed,
+                task: Task::Embed,
+                input: In::Ids(vec![4, 9, 13, 2]),
+                suite,
+            },
+            want,
+        );
+    }
+}
+/// Pinned 2026-11-28 before the matmul kinds moved into the registry (issue 46).
+const PIN_BERT_CKKS: Pins = (0x8b13cd24bf223391, 0x60b271488fbf3db8, 0xe7f0bfb3ea3658f9, 0x41e0cd8125adfbd5);

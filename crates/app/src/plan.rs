@@ -5,7 +5,6 @@
 
 use nectar_model::fusion::FusionPlan;
 use nectar_model::secure::random::{random_config, RandomArch};
-use nectar_model::suite::Matmul;
 use nectar_model::ModelConfig;
 use std::path::Path;
 
@@ -21,7 +20,7 @@ pub enum Source<'a> {
 /// matmul is BLB's CKKS fusion have a plan).
 pub fn build(source: &Source, suite: &str, tokens: usize) -> Result<FusionPlan, String> {
     let s = crate::suites::resolve(Some(suite), None, &[], crate::suites::DEFAULT_SUITE)?;
-    if s.matmul != Matmul::Fused {
+    if !s.matmul.fused() {
         return Err(format!(
             "suite '{suite}' has no fusion plan: only the blb suite (matmul=blb-fused) fuses linear operators under CKKS (BLB §4); \
              `nectar suites` lists every suite's protocol per operator"

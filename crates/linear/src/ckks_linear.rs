@@ -164,7 +164,31 @@ fn unframe(mut b: &[u8], count: usize) -> Result<Vec<&[u8]>, LinearError> {
     Ok(out)
 }
 
+/// The session state key of the per-operator CKKS keys (`matmul = ckks`, `matmul-shared =
+/// ckks` share one key set).
+pub const STATE_KEY: &str = "ckks";
+
+/// The per-operator CKKS parameter set's fingerprint, as digest parameters (AGREEMENT).
+pub fn params_fingerprint() -> serde_json::Value {
+    match ckks_linear_params() {
+        Ok(p) => serde_json::Value::from(format!("{:#x}", p.fingerprint())),
+        Err(e) => serde_json::Value::from(format!("invalid ({e})")),
+    }
+}
+
+/// [`CkksLinear::setup`] as a linear protocol's session state (`crate::protocol::LinearProtocol`).
+pub fn setup_state(ch: &mut dyn Channel, role: Role, (l, f): (u32, u32), prg: &mut Prg) -> Result<Option<crate::protocol::State>, LinearError> {
+    Ok(Some(Box::new(CkksLinear::setup(ch, role, l, f, prg)?)))
+}
+
 impl CkksLinear {
+    /// The CKKS keys a session made at setup ([`STATE_KEY`]).
+    pub fn of(state: Option<&mut (dyn std::any::Any + Send)>) -> Result<&mut CkksLinear, LinearError> {
+        state
+            .and_then(|s| s.downcast_mut::<CkksLinear>())
+            .ok_or_else(|| LinearError::Unsupported("this session has no per-operator CKKS keys".into()))
+    }
+
     /// Session setup: the client generates its CKKS secret key and sends the public,
     /// relinearisation and conjugation keys (one message); shares of `(l, f)` are converted.
     pub fn setup(ch: &mut dyn Channel, role: Role, l: u32, f: u32, prg: &mut Prg) -> Result<Self, LinearError> {

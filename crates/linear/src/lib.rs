@@ -28,6 +28,7 @@
 //! - [`share_codec`]: CKKS encode / decode on additive shares in fixed point (BLB §6.3, App. C.4);
 //! - [`liftdown`]: `Lift` / `Down` (Prop. 2–3) over a CRT plaintext modulus `t`.
 
+pub mod attention;
 pub mod bole;
 pub mod ckks_convert;
 pub mod ckks_linear;
@@ -36,11 +37,13 @@ pub mod ckks_packing;
 pub mod h2a;
 pub mod interleave;
 pub mod krdy;
+pub mod layer;
 pub mod liftdown;
 pub mod matmul;
 pub mod olt;
 pub mod parse_mat;
 pub mod prefetch;
+pub mod protocol;
 pub mod session;
 pub mod share_codec;
 pub mod window;
@@ -77,4 +80,8 @@ pub enum LinearError {
     Unsupported(String),
     #[error("MPC layer: {0}")]
     Mpc(#[from] nectar_mpc::MpcError),
+    /// An error of the session a linear protocol runs on (`layer::LinearCx`: the engine's OLT
+    /// products and truncations).
+    #[error(transparent)]
+    Session(Box<dyn std::error::Error + Send + Sync>),
 }

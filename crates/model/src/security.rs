@@ -3,7 +3,7 @@
 //! security over a whole session (union bound over everything the session masks).
 
 use crate::secure::backend_opts;
-use crate::suite::{Matmul, SharedMatmul, Suite};
+use crate::suite::Suite;
 use nectar_nn::secure::{Comparison, MulProtocol};
 use nectar_he::params::{SECURITY_TABLE_128, DEFAULT_ERROR_ETA};
 use nectar_he::Params;
@@ -97,12 +97,13 @@ pub fn report(suite: &Suite) -> Result<SecurityReport, crate::SuiteError> {
             .into(),
     });
     // The per-operator CKKS matmuls (`matmul = blb-fused` does its products in its blocks).
-    let per_op = (suite.matmul == Matmul::Ckks || suite.matmul_shared == SharedMatmul::Ckks) && suite.matmul != Matmul::Fused;
+    let ckks = Some(nectar_linear::ckks_linear::STATE_KEY);
+    let per_op = (suite.matmul.state_key() == ckks || suite.matmul_shared.state_key() == ckks) && !suite.matmul.fused();
     let ckks_err = |e: nectar_linear::LinearError| crate::SuiteError::Syntax(suite.label(), format!("CKKS parameters: {e}"));
     if per_op {
         he.push(ckks_report("ckks", &nectar_linear::ckks_linear::ckks_linear_params().map_err(ckks_err)?));
     }
-    if suite.matmul == Matmul::Fused {
+    if suite.matmul.fused() {
         // The deepest block each Table 6 ring degree takes (set 1: depth 4 at N = 2^14;
         // sets 2-5: up to depth 7 at N = 2^15), plus the level the executor may add
         // (`BlockExec`), at the parameters the blocks run at.
@@ -110,7 +111,7 @@ pub fn report(suite: &Suite) -> Result<SecurityReport, crate::SuiteError> {
             he.push(ckks_report("ckks-blb", &crate::secure::blb_ckks::executable_params(n, depth).map_err(ckks_err)?));
         }
     }
-    if per_op || suite.matmul == Matmul::Fused {
+    if per_op || suite.matmul.fused() {
         st.push(StatReport {
             step: "CKKS <-> MPC conversions (BLB Alg. 1-2)",
             session_bits: None,

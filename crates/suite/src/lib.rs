@@ -39,6 +39,8 @@ pub use nectar_nn::softmax::Softmax;
 pub use nectar_nn::compare::Compare;
 pub use nectar_nn::mul::Mul;
 pub use nectar_nn::ot_ext::OtExt;
+pub use nectar_linear::attention::SharedMatmul;
+pub use nectar_linear::layer::Matmul;
 
 /// `act-ring`: the ring the activations run in (`nectar_nn::mixed::ActRing`).
 impl Choice for ActRing {
@@ -191,18 +193,6 @@ pub trait ChoiceParams {
 }
 
 
-choice! {
-    /// Client-input × server-weight products (linear layers, embedding lookup).
-    Matmul : "matmul" {
-        /// BumbleBee's OLT with InterLeave (§III).
-        Olt => ("olt", "BumbleBee §III OLT + InterLeave", true),
-        /// BLB's CKKS matmul with a conversion in and out at every operator (§5.2, §6.3).
-        Ckks => ("ckks", "BLB §5-6 per-operator CKKS", true),
-        /// BLB's FineGrainFusion blocks (§4): chains of linear operators under CKKS between
-        /// conversions.
-        Fused => ("blb-fused", "BLB §4 FineGrainFusion blocks", true),
-    }
-}
 
 choice! {
     /// The window prices the OLT planner minimises (a parameter of `matmul = olt`; AGREEMENT,
@@ -234,15 +224,6 @@ choice! {
     }
 }
 
-choice! {
-    /// Shared × shared products (attention `Q·K^T`, `P·V`).
-    SharedMatmul : "matmul-shared" {
-        /// Two OLTs for the cross terms (BumbleBee §III, §VII).
-        Olt => ("olt", "BumbleBee §III, two OLTs", true),
-        /// BLB's rotation-efficient ct-ct matmul (§5, App. C).
-        Ckks => ("ckks", "BLB §5.1 ct-ct matmul", true),
-    }
-}
 
 
 
@@ -277,14 +258,6 @@ choice! {
 }
 
 
-impl ChoiceParams for Matmul {
-    fn params(self) -> String {
-        match self {
-            Matmul::Olt => format!("he={:#x}", nectar_he::Params::bumblebee_olt().fingerprint()),
-            Matmul::Ckks | Matmul::Fused => ckks_params(),
-        }
-    }
-}
 
 impl OltRing {
     fn full() -> Self {
@@ -316,22 +289,7 @@ impl ChoiceParams for OltRing {
     }
 }
 
-impl ChoiceParams for SharedMatmul {
-    fn params(self) -> String {
-        match self {
-            SharedMatmul::Olt => String::new(),
-            SharedMatmul::Ckks => ckks_params(),
-        }
-    }
-}
 
-/// The CKKS parameter set of BLB's per-operator matmuls (AGREEMENT).
-fn ckks_params() -> String {
-    match nectar_linear::ckks_linear::ckks_linear_params() {
-        Ok(p) => format!("ckks={:#x}", p.fingerprint()),
-        Err(e) => format!("ckks=invalid ({e})"),
-    }
-}
 
 
 
@@ -470,10 +428,10 @@ impl Suite {
     pub const fn bumblebee() -> Self {
         Suite {
             ot: OtExt::new(&nectar_nn::ot_ext::ferret::B13),
-            matmul: Matmul::Olt,
+            matmul: Matmul::new(&nectar_linear::layer::olt::Olt),
             olt_cost: OltCost::Artifact,
             olt_ring: OltRing::Full,
-            matmul_shared: SharedMatmul::Olt,
+            matmul_shared: SharedMatmul::new(&nectar_linear::attention::olt::Olt),
             mul: Mul::new(&nectar_nn::mul::bole::Bole),
             compare: Compare::new(&nectar_nn::compare::millionaire::Millionaire),
             gelu: Gelu::new(&nectar_nn::gelu::seg4::Seg4),
@@ -517,8 +475,8 @@ impl Suite {
             },
             // What BLB's fused graph runs (see `Suite::check_blb`): BOLT's P4 GeLU.
             "blb" => Suite {
-                matmul: Matmul::Fused,
-                matmul_shared: SharedMatmul::Ckks,
+                matmul: Matmul::new(&nectar_linear::layer::blb_fused::BlbFused),
+                matmul_shared: SharedMatmul::new(&nectar_linear::attention::ckks::Ckks),
                 gelu: Gelu::new(&nectar_nn::gelu::p4::P4),
                 ..b
             },
@@ -660,19 +618,17 @@ impl Suite {
     /// Fails on the first operator whose protocol is not implemented yet (run it before any
     /// key is generated).
     pub fn validate(&self) -> Result<(), SuiteError> {
-        match self.entries().into_iter().find(|e| !e.implemented) {
-            // BLB's blocks evaluate `Q·K^T` and `P·V` under CKKS themselves (BLB §5.1).
-            None if self.matmul == Matmul::Fused && self.matmul_shared != SharedMatmul::Ckks => Err(SuiteError::Syntax(
-                "matmul=blb-fused".into(),
-                "matmul = blb-fused evaluates Q·K^T and P·V inside its CKKS blocks: matmul-shared must be ckks".into(),
-            )),
-            None if self.matmul == Matmul::Fused => self.check_blb(),
-            None => self.check_rings(),
-            Some(e) => Err(SuiteError::NotImplemented {
-                op: e.operator,
-                proto: e.protocol,
-                source_ref: e.source,
-            }),
+        if let Some(e) = self.entries().into_iter().find(|e| !e.implemented) {
+            return Err(SuiteError::NotImplemented { op: e.operator, proto: e.protocol, source_ref: e.source });
+        }
+        // The layers' matmul names the attention products it runs with (BLB's blocks evaluate
+        // `Q·K^T` and `P·V` under CKKS themselves, BLB §5.1).
+        self.matmul
+            .check(self.matmul_shared)
+            .map_err(|why| SuiteError::Syntax(format!("matmul={}", self.matmul.name()), why))?;
+        match self.matmul.fused() {
+            true => self.check_blb(),
+            false => self.check_rings(),
         }
     }
 
@@ -762,7 +718,7 @@ impl Suite {
                 continue;
             }
             // `blb` is its fusion: a suite without it is not named `blb+...`.
-            if p.matmul == Matmul::Fused && self.matmul != Matmul::Fused {
+            if p.matmul.fused() && !self.matmul.fused() {
                 continue;
             }
             let diffs: Vec<String> = p
@@ -800,12 +756,12 @@ impl Suite {
             // Heads and embeddings are OLT under every `matmul` (BLB's CKKS covers the
             // transformer layers, `nectar_linear::ckks_linear`).
             "embed" => match self.embed {
-                Embed::ClientOneHot => Matmul::Olt.name_of(),
+                Embed::ClientOneHot => nectar_linear::layer::olt::Olt.name(),
                 Embed::SharedIds => "i_equal+olt",
             },
-            "lm_head" | "classifier" => Matmul::Olt.name_of(),
-            "linear" => self.matmul.name_of(),
-            "matmul" => self.matmul_shared.name_of(),
+            "lm_head" | "classifier" => nectar_linear::layer::olt::Olt.name(),
+            "linear" => self.matmul.name(),
+            "matmul" => self.matmul_shared.name(),
             "mul" => self.mul.name(),
             "gelu" => self.gelu.name(),
             "silu" => self.silu.name(),
@@ -819,7 +775,7 @@ impl Suite {
             "ffn" | "leaf" => self.ffn.name_of(),
             "rope" | "pool" => "local",
             // BLB's fused blocks (conversions + CKKS) and the MPC operators between them.
-            "blb" => self.matmul.name_of(),
+            "blb" => self.matmul.name(),
             // The steps between BLB's fused blocks (`blb-mpc.gelu.cmp`, `blb-mpc.softmax.rec`,
             // `blb-mpc.ln1.rsqrt`, ...): the protocol of the operator they belong to.
             "blb-mpc" => {

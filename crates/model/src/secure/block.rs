@@ -443,7 +443,7 @@ impl<E: Engine> ArchOps for EngineBlock<'_, E> {
     /// Suite `blb` generates one token per prompt: BLB plans a prompt of `L` tokens, not
     /// KV-cache decoding steps.
     fn check_generation(&self, n_new: usize) -> Result<(), SecureError> {
-        if n_new > 1 && self.e.suite().matmul == crate::suite::Matmul::Fused {
+        if n_new > 1 && self.e.suite().matmul.fused() {
             return Err(SecureError::Unsupported(format!(
                 "suite blb generates one token per prompt ({n_new} asked): BLB plans a prompt of L tokens, not KV-cache decoding steps"
             )));
@@ -466,7 +466,7 @@ pub fn run_blocks<E: Engine>(
     cache: Option<&mut KvCache<E::Val>>,
     progress: Option<&super::Progress<'_>>,
 ) -> Result<E::Val, SecureError> {
-    if e.suite().matmul == crate::suite::Matmul::Fused {
+    if e.suite().matmul.fused() {
         // A prompt runs without filling the cache (generation under blb stops after the
         // prompt's token, `EngineBlock::check_generation`); a decoding step is refused.
         if cache.as_ref().is_some_and(|c| !c.is_empty()) {

@@ -21,16 +21,16 @@
 //! own fresh `Prg`.
 //! One engine serves any number of queries of the session.
 
-use crate::secure::engine::{truncated_batch_matmul, truncated_matmul_weight, Engine, WeightRef};
+use crate::secure::engine::{Engine, WeightRef};
 use crate::secure::blb_ckks::FusedCkks;
 use crate::secure::profile::Profile;
 use crate::secure::SecureError;
-use crate::suite::{Ffn, Matmul, OltCost, SharedMatmul, Suite};
+use crate::suite::{Ffn, OltCost, Suite};
 use nectar_fhe::{LeafFfnClient, LeafFfnParams, LeafFfnServer, LeafTable};
-use nectar_linear::ckks_linear::CkksLinear;
+use nectar_linear::protocol::{LinearCx, LinearProtocol, Session, State};
 use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_weight};
 use nectar_linear::prefetch::{Prefetch, PrefetchWorker};
-use nectar_linear::{CostModel, HeSession, OltPlan, Shape, Side, Variant};
+use nectar_linear::{CostModel, HeSession, LinearError, OltPlan, Shape, Side, Variant};
 use nectar_math::{FixedPoint, Prg};
 use nectar_net::{Channel, Role, Stats};
 use nectar_nn::secure::{SecureBackend, SecureOpts};
@@ -56,8 +56,9 @@ pub struct SecureEngine<'c> {
     b: SecureBackend<'c>,
     suite: Suite,
     olt: HeSession,
-    /// BLB's per-operator CKKS matmuls (`matmul = ckks` or `matmul-shared = ckks`).
-    ckks: Option<CkksLinear>,
+    /// The session states of the suite's linear protocols (their keys, by
+    /// `LinearProtocol::state_key`: `ckks` for BLB's per-operator CKKS matmuls).
+    states: HashMap<&'static str, State>,
     /// LEAF's FFN block (`ffn = leaf`): the client's secrets or the server's evaluation keys.
     leaf: Option<LeafParty>,
     /// BLB's fused blocks (`matmul = blb-fused`): keys per parameter set, made on first use.
@@ -114,14 +115,20 @@ impl<'c> SecureEngine<'c> {
         let opts = backend_opts(suite);
         let mut b = SecureBackend::setup(role, ch, prg.fork(), opts)?;
         let olt = HeSession::setup(b.channel_mut(), role, suite.olt_ring.he_params(), true, &mut prg).map_err(be)?;
-        // BLB's per-operator CKKS matmuls: the client's CKKS public and relinearisation keys.
-        // (`matmul = blb-fused` does its attention products inside its own blocks.)
-        let ckks = if suite.matmul == Matmul::Ckks || (suite.matmul_shared == SharedMatmul::Ckks && suite.matmul != Matmul::Fused) {
-            let fp = b.format();
-            Some(CkksLinear::setup(b.channel_mut(), role, fp.l(), fp.f(), &mut prg)?)
-        } else {
-            None
-        };
+        // The linear protocols' keys (BLB's per-operator CKKS: the client's CKKS public and
+        // relinearisation keys), once per state key; `matmul = blb-fused` does its attention
+        // products inside its own blocks.
+        let mut states = HashMap::new();
+        let fp = b.format();
+        let shared = (!suite.matmul.fused()).then_some(suite.matmul_shared.get() as &dyn LinearProtocol);
+        for p in [Some(suite.matmul.get() as &dyn LinearProtocol), shared].into_iter().flatten() {
+            let Some(key) = p.state_key() else { continue };
+            if !states.contains_key(key) {
+                if let Some(st) = p.setup(b.channel_mut(), role, (fp.l(), fp.f()), &mut prg)? {
+                    states.insert(key, st);
+                }
+            }
+        }
         // LEAF's FFN block: the client's BFV / RLWE keys (LEAF's N = 32768 set; ≈ 0.3 GB, once)
         let leaf = if suite.ffn == Ffn::Leaf {
             let p = LeafFfnParams::wide()?;
@@ -134,12 +141,12 @@ impl<'c> SecureEngine<'c> {
         };
         // BLB's fused blocks: keys are exchanged at each parameter set's first block (they
         // depend on the model's shapes, which the session setup does not know).
-        let fused = (suite.matmul == Matmul::Fused).then(|| FusedCkks::new(b.format().l(), b.format().f()));
+        let fused = suite.matmul.fused().then(|| FusedCkks::new(b.format().l(), b.format().f()));
         Ok(SecureEngine {
             b,
             suite: *suite,
             olt,
-            ckks,
+            states,
             leaf,
             fused,
             variant: Variant::Interleave,
@@ -255,6 +262,36 @@ impl<'c> SecureEngine<'c> {
     }
 }
 
+/// The session a linear protocol runs on (`nectar_linear::protocol`): the backend's channel, MPC
+/// protocols and PRG, the protocols' states, and the OLT every session holds.
+impl LinearCx for SecureEngine<'_> {
+    fn role(&self) -> Role {
+        self.b.role()
+    }
+    fn format(&self) -> (u32, u32) {
+        let fp = self.b.format();
+        (fp.l(), fp.f())
+    }
+    fn session(&mut self, key: Option<&str>) -> Session<'_> {
+        let state = key.and_then(|k| self.states.get_mut(k)).map(|s| s.as_mut() as &mut (dyn std::any::Any + Send));
+        let (ch, mpc, _, prg) = self.b.parts();
+        Session { ch, mpc, prg, state }
+    }
+    fn olt_matmul_weight(&mut self, x: &[u64], shape: (usize, usize, usize), w: Option<&[u64]>, shift: u32) -> Result<Vec<u64>, LinearError> {
+        let raw = self.olt_matmul_weight(x, shape, WeightRef::from_option(w)).map_err(session)?;
+        self.olt_back(raw, shift).map_err(session)
+    }
+    fn olt_batch_matmul(&mut self, a: &[u64], b: &[u64], shape: (usize, usize, usize, usize), shift: u32) -> Result<Vec<u64>, LinearError> {
+        let raw = self.olt_batch_matmul(a, b, shape).map_err(session)?;
+        self.olt_back(raw, shift).map_err(session)
+    }
+}
+
+/// An engine error inside a linear protocol.
+fn session(e: NnError) -> LinearError {
+    LinearError::Session(Box::new(e))
+}
+
 crate::secure::engine::delegate_backend!(SecureEngine<'_>);
 
 impl Engine for SecureEngine<'_> {
@@ -320,7 +357,7 @@ impl Engine for SecureEngine<'_> {
         let Some(v) = w.values() else {
             return Ok(());
         };
-        if self.suite.matmul != Matmul::Olt || self.prefetch_budget == 0 {
+        if !self.suite.matmul.prefetch() || self.prefetch_budget == 0 {
             return Ok(());
         }
         let plan = self.plan(rows, in_dim, out_dim)?;
@@ -367,15 +404,8 @@ impl Engine for SecureEngine<'_> {
         out_dim: usize,
         w: WeightRef<'_>,
     ) -> Result<Vec<u64>, NnError> {
-        let fp = self.b.format();
-        match (&mut self.ckks, self.suite.matmul) {
-            (Some(lin), Matmul::Ckks) => {
-                lin.set_format(fp.l(), fp.f()).map_err(be)?;
-                let (ch, mpc, _, prg) = self.b.parts();
-                lin.matmul_weight(ch, mpc, prg, x, (rows, in_dim, out_dim), w.values(), fp.f()).map_err(be)
-            }
-            _ => truncated_matmul_weight(self, x, rows, in_dim, out_dim, w),
-        }
+        let p = self.suite.matmul;
+        p.layer_matmul(self, x, (rows, in_dim, out_dim), w.values()).map_err(be)
     }
     fn attention_matmul(
         &mut self,
@@ -386,15 +416,8 @@ impl Engine for SecureEngine<'_> {
         m: usize,
         n: usize,
     ) -> Result<Vec<u64>, NnError> {
-        let fp = self.b.format();
-        match (&mut self.ckks, self.suite.matmul_shared) {
-            (Some(lin), SharedMatmul::Ckks) => {
-                lin.set_format(fp.l(), fp.f()).map_err(be)?;
-                let (ch, mpc, _, prg) = self.b.parts();
-                lin.batch_matmul(ch, mpc, prg, a, b, (heads, k, m, n)).map_err(be)
-            }
-            _ => truncated_batch_matmul(self, a, b, heads, k, m, n),
-        }
+        let p = self.suite.matmul_shared;
+        p.attention_matmul(self, a, b, (heads, k, m, n)).map_err(be)
     }
     fn leaf_ffn1(
         &mut self,

@@ -1,0 +1,62 @@
+//! The layers' `X·W` (the client's shares × the server's weight): the kind
+//! ([`MatmulProtocol`], [`ALL`]: one file per protocol in `layer/`), on the session of
+//! [`crate::protocol::LinearCx`].
+
+pub mod blb_fused;
+pub mod ckks;
+pub mod olt;
+
+use crate::attention::SharedMatmul;
+use crate::protocol::{LinearCx, LinearProtocol};
+use crate::LinearError;
+
+/// A protocol for the layers' client-share × server-weight products (DESIGN.md "Where a
+/// protocol plugs in").
+pub trait MatmulProtocol: LinearProtocol {
+    /// `x·W` for shared `x` (`rows × in_dim`) and the server's `W` (`in_dim × out_dim`; `None`
+    /// on the client), truncated by the format's `f`.
+    fn layer_matmul(&self, cx: &mut dyn LinearCx, x: &[u64], shape: (usize, usize, usize), w: Option<&[u64]>) -> Result<Vec<u64>, LinearError>;
+
+    /// Whether the layers run as BLB's fused blocks instead (the model's BLB executor;
+    /// [`MatmulProtocol::layer_matmul`] is then not called and the attention products are the
+    /// blocks' own).
+    fn fused(&self) -> bool {
+        false
+    }
+
+    /// Whether the server may prepare a layer's weight blocks ahead of its operator (the OLT's
+    /// prefetch, local to the server).
+    fn prefetch(&self) -> bool {
+        false
+    }
+
+    /// Whether it runs with the attention protocol `shared` (refused at start).
+    fn check(&self, shared: SharedMatmul) -> Result<(), String> {
+        let _ = shared;
+        Ok(())
+    }
+}
+
+/// Every layer-matmul protocol, in the order `nectar suites` lists them.
+pub static ALL: &[&dyn MatmulProtocol] = &[
+    &olt::Olt,
+    &ckks::Ckks,
+    &blb_fused::BlbFused,
+];
+
+nectar_math::kind!(
+    /// The layers' matmul kind in the registry.
+    MatmulKind,
+    Matmul,
+    "matmul",
+    dyn MatmulProtocol,
+    ALL
+);
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_list_is_well_formed() {
+        nectar_math::registry::check_list::<super::MatmulKind>().unwrap();
+    }
+}

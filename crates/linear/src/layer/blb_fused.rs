@@ -1,0 +1,47 @@
+//! `matmul = blb-fused`: BLB §4 FineGrainFusion — chains of linear operators under CKKS between
+//! conversions, planned and run for whole layers by the model's BLB executor
+//! (`nectar_model::secure::blb`; its CKKS keys, made per parameter set at the first block, are
+//! the executor's), so there is no product at a time: [`MatmulProtocol::fused`]. The blocks do
+//! the attention products themselves, so the suite's `matmul-shared` must be `ckks`.
+
+use super::MatmulProtocol;
+use crate::attention::SharedMatmul;
+use crate::ckks_linear::params_fingerprint;
+use crate::protocol::{LinearCx, LinearProtocol};
+use crate::LinearError;
+use nectar_math::registry::Protocol;
+
+/// The protocol `matmul = blb-fused`.
+pub struct BlbFused;
+
+impl Protocol for BlbFused {
+    fn name(&self) -> &'static str {
+        "blb-fused"
+    }
+    fn source(&self) -> &'static str {
+        "BLB §4 FineGrainFusion blocks"
+    }
+    fn params(&self) -> serde_json::Value {
+        serde_json::json!({ "ckks": params_fingerprint() })
+    }
+}
+
+impl LinearProtocol for BlbFused {}
+
+impl MatmulProtocol for BlbFused {
+    fn layer_matmul(&self, _cx: &mut dyn LinearCx, _x: &[u64], _shape: (usize, usize, usize), _w: Option<&[u64]>) -> Result<Vec<u64>, LinearError> {
+        Err(LinearError::Unsupported("matmul = blb-fused runs whole layers as fused blocks (the model's BLB executor), not one product".into()))
+    }
+    fn fused(&self) -> bool {
+        true
+    }
+    fn check(&self, shared: SharedMatmul) -> Result<(), String> {
+        if shared != SharedMatmul::new(&crate::attention::ckks::Ckks) {
+            return Err(format!(
+                "matmul = blb-fused evaluates Q·K^T and P·V inside its CKKS blocks: matmul-shared must be ckks, not {}",
+                shared.name()
+            ));
+        }
+        Ok(())
+    }
+}

@@ -4,10 +4,10 @@
 //!
 //! One field per operator kind. The kinds in the protocol registry (`nectar_math::registry`:
 //! GeLU, SiLU, exp, reciprocal, rsqrt, norm, softmax, comparison, element-wise products, COT
-//! extension) hold a handle into their kind's list ([`Gelu`], [`Silu`], [`Exp`],
-//! [`Reciprocal`], [`Rsqrt`], [`Norm`], [`Softmax`], [`Compare`], [`Mul`], [`OtExt`]); the
-//! matmuls, their OLT prices and ring, the FFN block and the embedding input are still enums
-//! here (issue 46 moves them next). Every choice knows its name
+//! extension, the layers' and the attention's matmuls) hold a handle into their kind's list
+//! ([`Gelu`], [`Silu`], [`Exp`], [`Reciprocal`], [`Rsqrt`], [`Norm`], [`Softmax`], [`Compare`],
+//! [`Mul`], [`OtExt`], [`Matmul`], [`SharedMatmul`]); the OLT's prices and ring, the FFN block
+//! and the embedding input are still enums here (issue 46 moves them next). Every choice knows its name
 //! (the one grammar of protocol names, used by `--suite`, `--op`, `--suite-file` and `nectar
 //! bench suites`), its source (paper section) and its AGREEMENT parameters — for a registered
 //! protocol its own serialized parameters, for an enum the documented constants of its module

@@ -7,18 +7,23 @@
 //! on whole vectors (O(1) rounds), with the error models documented on [`nectar_nn::Backend`]
 //! and [`Engine`].
 //!
-//! The suite fixes the backend: its `ot` the COT producer, its `mul` the product protocol, its
-//! `olt-cost` the OLT window prices ([`backend_opts`]); the block's operators dispatch on the
+//! The suite fixes the backend: its `ot`, `mul` and `compare` configure the COT producer, the
+//! products and the comparisons ([`backend_opts`]), its `olt-cost` the OLT window prices; the
+//! layers' `matmul` and the attention's `matmul-shared` are protocols of the registry
+//! (`nectar_linear::layer`, `nectar_linear::attention`) that run on this engine as their
+//! session (`nectar_linear::protocol::LinearCx`); the block's other operators dispatch on the
 //! rest ([`crate::secure::operators`]).
 //!
 //! Session setup ([`SecureEngine::setup`]): the suite is validated first (a planned protocol is
 //! refused before any key is generated), then the backend's (OT session: base OTs both
 //! directions and the COT producer; bOLEe keys), then the OLT key exchange (public and Galois
 //! keys for InterLeave, `Params::bumblebee_olt()`, or `Params::nectar_olt_narrow()` with
-//! `olt-ring = narrow`), and with `matmul = ckks` or
-//! `matmul-shared = ckks` the client's CKKS keys ([`CkksLinear`], BLB's per-operator CKKS
-//! matmuls for the transformer layers; heads and embeddings stay on OLT). All from the party's
-//! own fresh `Prg`.
+//! `olt-ring = narrow`: the embeddings and heads use them under every `matmul`), then the
+//! linear protocols' own keys, once per state key (`matmul = ckks` / `matmul-shared = ckks`: the
+//! client's CKKS keys for BLB's per-operator matmuls). All from the party's own fresh `Prg`.
+//! BLB's fused blocks (`matmul = blb-fused`) and LEAF's FFN block (`ffn = leaf`) still hold
+//! their keys in fields of their own here and reach the model through the `Engine` hooks
+//! `fused_keys` / `fused_block` / `leaf_ffn1` (issue 46: they move with BLB's executor).
 //! One engine serves any number of queries of the session.
 
 use crate::secure::engine::{Engine, WeightRef};

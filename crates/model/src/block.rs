@@ -277,6 +277,12 @@ pub trait BlockOps {
     /// Element-wise sum.
     fn add(&mut self, a: &Self::Val, b: &Self::Val) -> Result<Self::Val, Self::Error>;
 
+    /// Whether [`BlockOps::whole_ffn`] takes the FFN (its first linear layer is then not
+    /// announced as a layer matmul).
+    fn runs_whole_ffn(&self) -> bool {
+        false
+    }
+
     /// A protocol that evaluates the whole FFN branch `FFN(a)` at once (LEAF's non-interactive
     /// block) when this arithmetic's suite names one; `None`: the block runs its own
     /// decomposed FFN.
@@ -360,6 +366,9 @@ fn announce_qkv<O: BlockOps>(o: &mut O, cfg: &BlockConfig, next: Option<&BlockNa
 }
 
 fn announce_ffn1<O: BlockOps>(o: &mut O, cfg: &BlockConfig, names: &BlockNames, n: usize) -> Result<(), O::Error> {
+    if o.runs_whole_ffn() {
+        return Ok(());
+    }
     o.announce_linear("linear.ffn1", cfg, &names.ffn_in, n, cfg.hidden, &cfg.ffn_in_outs(), NO_SCALE)
 }
 

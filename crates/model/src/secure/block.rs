@@ -255,10 +255,6 @@ impl<E: Engine> BlockOps for EngineBlock<'_, E> {
         outs: &[usize],
         scale: ColScale,
     ) -> Result<(), SecureError> {
-        // LEAF's FFN block does not run FFN1 as a layer matmul.
-        if label == "linear.ffn1" && self.e.suite().ffn == Ffn::Leaf {
-            return Ok(());
-        }
         let total: usize = outs.iter().sum();
         let w = load_fused(self.e.format(), self.src, names, in_dim, outs, cfg, scale)?;
         self.e.prefetch_layer_matmul(n, in_dim, total, WeightRef::from_option(w.as_ref().map(|d| d.w.as_slice())))?;
@@ -322,6 +318,11 @@ impl<E: Engine> BlockOps for EngineBlock<'_, E> {
         Ok(self.e.add(a, b)?)
     }
 
+    /// LEAF's FFN block (`ffn = leaf`) takes the whole FFN.
+    fn runs_whole_ffn(&self) -> bool {
+        self.e.suite().ffn == Ffn::Leaf
+    }
+
     fn whole_ffn(
         &mut self,
         cfg: &BlockConfig,
@@ -329,10 +330,7 @@ impl<E: Engine> BlockOps for EngineBlock<'_, E> {
         a: &E::Val,
         n: usize,
     ) -> Option<Result<E::Val, SecureError>> {
-        match self.e.suite().ffn {
-            Ffn::Mpc => None,
-            Ffn::Leaf => Some(self.leaf_ffn(cfg, names, a, n)),
-        }
+        self.runs_whole_ffn().then(|| self.leaf_ffn(cfg, names, a, n))
     }
 }
 

@@ -1,6 +1,6 @@
 //! BLB's transformer layers end to end (BLB §4–6, App. B; suite `matmul = blb-fused`): the
 //! layer stack of any BERT / GPT-2 / ViT model run as the fusion planner's items — fused CKKS
-//! blocks between CKKS ↔ MPC conversions ([`Engine::fused_block`]) and, between them, the MPC
+//! blocks between CKKS ↔ MPC conversions ([`fused_block`], on the engine's session) and, between them, the MPC
 //! operators of BLB App. B on additive shares.
 //!
 //! The stack of `K` layers is the planner's [`Part`]s: `First` (from the stack's input to layer
@@ -45,6 +45,7 @@ use crate::fusion::graph::{LayerGraph, Operand};
 use crate::fusion::ops::{LinearKind, NonlinearKind, OpKind};
 use crate::fusion::{plan_graph, MpcRole, Part, PlanItem};
 use crate::reference::BlockWeights;
+use crate::secure::blb_ckks::FusedCkks;
 use crate::secure::engine::{timed, Engine};
 use crate::secure::SecureError;
 use crate::secure::WeightSource;
@@ -110,6 +111,58 @@ pub const CMP_LESS: LessMode = nectar_nn::poly::BUMBLEBEE_LESS;
 /// own error (BLB's `T_exp` drops entries up to `e^−13 ≈ 2.3e−6`). The twin uses the same grid.
 pub const TEXP_LESS: LessMode = LessMode::Approx { precision: 0 };
 
+
+/// The session state key of BLB's fused-block keys ([`FusedCkks`], made at the first block:
+/// they depend on the model's shapes, which the session setup does not know).
+pub const STATE_KEY: &str = "blb-fused";
+
+fn be<E: std::error::Error + Send + Sync + 'static>(e: E) -> NnError {
+    NnError::Backend(Box::new(e))
+}
+
+/// The session's BLB executor state, made on first use (no message: its keys go at each
+/// parameter set's first block).
+fn fused_state<'a>(states: &'a mut HashMap<&'static str, nectar_linear::protocol::State>, fp: FixedPoint) -> Result<&'a mut FusedCkks, NnError> {
+    states
+        .entry(STATE_KEY)
+        .or_insert_with(|| Box::new(FusedCkks::new(fp.l(), fp.f())))
+        .downcast_mut::<FusedCkks>()
+        .ok_or_else(|| NnError::BadArgument(format!("session state '{STATE_KEY}' is not BLB's")))
+}
+
+/// The CKKS keys BLB's fused block `call` needs that the server lacks (sent by the client
+/// once per session: a parameter set's public, relinearisation and conjugation keys, the
+/// block's rotation keys); nothing once they are there. The twin has no keys.
+fn fused_keys<E: Engine>(e: &mut E, call: &FusedCall<'_>) -> Result<(), NnError> {
+    let fp = e.format();
+    match e.session() {
+        Some(s) => fused_state(s.states, fp)?.keys(s.ch, s.prg, s.role, call).map_err(be),
+        None => Ok(()),
+    }
+}
+
+/// One of BLB's fused CKKS blocks: shares of `call.inputs` in (each with its ring width, at
+/// most the engine's format's), shares of `call.outputs` out (in that format). Secure:
+/// conversions with their stochastic rounding (a few units of `2^-f`) and CKKS noise (about
+/// `2^-25` relative); twin ([`fused_block_twin`]): the block on the slot simulator.
+fn fused_block<E: Engine>(e: &mut E, call: &FusedCall<'_>, inputs: &[(&Vec<u64>, u32)]) -> Result<Vec<Vec<u64>>, NnError> {
+    let fp = e.format();
+    if let Some(s) = e.session() {
+        let fused = fused_state(s.states, fp)?;
+        if fused.format() != (fp.l(), fp.f()) {
+            return Err(NnError::BadArgument(format!("BLB block on shares of ({}, {}); the session converts {:?}", fp.l(), fp.f(), fused.format())));
+        }
+        let xs: Vec<(&[u64], u32)> = inputs.iter().map(|&(x, bits)| (x.as_slice(), bits)).collect();
+        return Ok(fused.run(s.ch, s.mpc, call, &xs).map_err(be)?.shares);
+    }
+    let l = fp.l();
+    let wide = inputs
+        .iter()
+        .map(|&(x, bits)| if bits < l { e.extend(x, bits, l) } else { Ok(x.clone()) })
+        .collect::<Result<Vec<_>, _>>()?;
+    let xs: Vec<&[u64]> = wide.iter().map(|x| x.as_slice()).collect();
+    fused_block_twin(fp, call, &xs)
+}
 
 /// The fixed-point twin of a fused block: the block on the slot simulator (the executor's
 /// packings and operator order, exact slot arithmetic) from the decoded inputs, outputs
@@ -361,8 +414,8 @@ fn run_part<E: Engine>(
                     Part::First => format!("blb.first.block{}", b.index),
                     Part::Last => format!("blb.last.block{}", b.index),
                 };
-                timed(e, "blb.keys", |e| Ok(e.fused_keys(&call)?))?;
-                let outs = timed(e, &name, |e| Ok(e.fused_block(&call, &ins)?))?;
+                timed(e, "blb.keys", |e| Ok(fused_keys(e, &call)?))?;
+                let outs = timed(e, &name, |e| Ok(fused_block(e, &call, &ins)?))?;
                 if outs.len() != call.outputs.len() {
                     return Err(SecureError::Unsupported(format!("BLB block {}: {} outputs for {}", b.index, outs.len(), call.outputs.len())));
                 }

@@ -140,7 +140,7 @@ fn no_relu() -> SecureError {
 impl<E: Engine> EngineBlock<'_, E> {
     /// The FFN branch with LEAF's block (suite `ffn = leaf`, issue 16 item 6; the format is
     /// [`nectar_fhe::LeafFormat::wide`]): `X` truncated to `x_frac = 10` bits and reduced mod
-    /// `q' = 2^27` (local), `act(X·W1 + b1)` by [`Engine::leaf_ffn1`] (the server evaluates
+    /// `q' = 2^27` (local), `act(X·W1 + b1)` by [`crate::secure::leaf::ffn1`] (the server evaluates
     /// PCMM and the functional bootstrapping alone; `W1` rounded to `w_frac = 11` bits, `b1` to
     /// `pre_frac = 21`), the shares extended back to `Z_{2^l}` (BumbleBee App. E Alg. 5;
     /// outputs `< 2^25` by the table's construction) and truncated from `out_frac = 20` to `f`
@@ -199,7 +199,7 @@ impl<E: Engine> EngineBlock<'_, E> {
             let table = fmt.table(r)?;
             let x = e.trunc(a, fp.f() - xf)?;
             let x = e.reduce(&x, lq)?;
-            let y = e.leaf_ffn1(&x, (n, h, ff), weights.as_ref().map(|(w, b)| (w.as_slice(), b.as_slice())), &table)?;
+            let y = crate::secure::leaf::ffn1(e, &x, (n, h, ff), weights.as_ref().map(|(w, b)| (w.as_slice(), b.as_slice())), &table)?;
             let y = e.extend(&y, lq, fp.l())?;
             Ok(e.trunc(&y, fmt.out_frac - fp.f())?)
         })?;

@@ -41,6 +41,17 @@ impl<'a> WeightRef<'a> {
     }
 }
 
+/// One party's two-party session as [`Engine::session`] hands it out.
+pub struct EngineSession<'a> {
+    pub ch: &'a mut dyn nectar_net::Channel,
+    pub mpc: &'a mut nectar_mpc::Mpc,
+    pub prg: &'a mut nectar_math::Prg,
+    pub role: Role,
+    /// The session states of the protocols that keep keys, by key (made at setup or on first
+    /// use).
+    pub states: &'a mut std::collections::HashMap<&'static str, nectar_linear::protocol::State>,
+}
+
 /// The arithmetic of a two-party transformer (see module docs). Values are `Vec<u64>` like
 /// every backend's, so a registered protocol (`nectar_nn::backend::DynBackend`) runs on any engine.
 ///
@@ -191,40 +202,13 @@ pub trait Engine: Backend<Val = Vec<u64>, Bit = Vec<bool>> {
         self.add(x, &t)
     }
 
-    /// LEAF's `act(X·W1 + b1)` evaluated by the server alone between two share conversions
-    /// (issue 16 item 6, [`nectar_fhe::ffn`]): `x` shares mod `2^27` of `X` (`rows × in_dim`,
-    /// at `LeafFormat::x_frac` fractional bits); the server's `weights` = `(W1, b1)`
-    /// (`in_dim × out_dim` at `w_frac`, bias mod `2^27` at `pre_frac`) and `table`; returns
-    /// shares mod `2^27` of the activations at `out_frac`. Secure: the protocol's noise moves
-    /// an input within ≈ 2^-7 of a `1/16` grid boundary to the neighbouring bin and adds
-    /// ≈ 2^-8 to the output; twin: the exact integers. Default: this engine has no LEAF
-    /// session (the suite's `ffn` is not `leaf`).
-    fn leaf_ffn1(
-        &mut self,
-        _x: &Self::Val,
-        _dims: (usize, usize, usize),
-        _weights: Option<(&[i32], &[u32])>,
-        _table: &nectar_fhe::LeafTable,
-    ) -> Result<Self::Val, NnError> {
-        Err(NnError::BadArgument("this engine has no LEAF session (suite ffn = leaf)".into()))
-    }
-
-    /// The CKKS keys BLB's fused block `call` needs that the server lacks (sent by the client
-    /// once per session: a parameter set's public, relinearisation and conjugation keys, the
-    /// block's rotation keys); nothing once they are there. The twin has no keys. Default: this
-    /// engine has no BLB session.
-    fn fused_keys(&mut self, _call: &crate::secure::blb_call::FusedCall<'_>) -> Result<(), NnError> {
-        Err(NnError::BadArgument("this engine has no BLB session (suite matmul = blb-fused)".into()))
-    }
-
-    /// One of BLB's fused CKKS blocks (suite `matmul = blb-fused`,
-    /// [`crate::secure::blb`]): shares of `call.inputs` in (each with its ring width, at most
-    /// [`nectar_nn::Backend::format`]'s), shares of `call.outputs` out (in that format).
-    /// Secure: conversions with their stochastic rounding (a few units of `2^-f`) and CKKS
-    /// noise (about `2^-25` relative); twin: the block on the slot simulator. Default: this
-    /// engine has no BLB session.
-    fn fused_block(&mut self, _call: &crate::secure::blb_call::FusedCall<'_>, _inputs: &[(&Self::Val, u32)]) -> Result<Vec<Self::Val>, NnError> {
-        Err(NnError::BadArgument("this engine has no BLB session (suite matmul = blb-fused)".into()))
+    /// The two-party session under this engine — channel, MPC protocols, PRG, role and the
+    /// session states of the protocols that keep keys (`nectar_linear::protocol::State`, by
+    /// key) — or `None` for the plaintext twin. A protocol that runs whole blocks of its own on
+    /// shares (BLB's fused blocks, `crate::secure::blb_call`; LEAF's FFN block,
+    /// `crate::secure::leaf`) runs its secure side on it and its twin where there is none.
+    fn session(&mut self) -> Option<EngineSession<'_>> {
+        None
     }
 
     /// Opens `x` to `to` only: returns `Some(values)` on that party, `None` on the other.

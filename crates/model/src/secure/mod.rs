@@ -41,6 +41,7 @@ pub mod engine;
 pub mod exact;
 pub mod gpt2;
 pub mod layers;
+pub mod leaf;
 pub mod llama;
 pub mod operators;
 pub mod plain_engine;

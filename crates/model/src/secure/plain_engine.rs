@@ -9,7 +9,6 @@
 use crate::secure::engine::{Engine, WeightRef};
 use crate::secure::profile::Profile;
 use crate::suite::Suite;
-use nectar_fhe::{LeafFormat, LeafTable};
 use nectar_math::FixedPoint;
 use nectar_net::{Role, Stats};
 use nectar_nn::{Backend, NnError, PlainBackend};
@@ -186,31 +185,6 @@ impl Engine for PlainEngine {
                 )
             })
             .collect())
-    }
-    fn leaf_ffn1(
-        &mut self,
-        x: &Vec<u64>,
-        (rows, in_dim, out_dim): (usize, usize, usize),
-        weights: Option<(&[i32], &[u32])>,
-        table: &LeafTable,
-    ) -> Result<Vec<u64>, NnError> {
-        let (w, b) = weights.ok_or_else(|| NnError::BadArgument("the twin needs the server's weights".into()))?;
-        let fmt = LeafFormat::wide().map_err(|e| NnError::Backend(Box::new(e)))?;
-        let xs: Vec<u32> = x.iter().map(|&v| v as u32).collect();
-        let y = fmt.twin(table, &xs, w, b, rows, in_dim, out_dim).map_err(|e| NnError::Backend(Box::new(e)))?;
-        Ok(y.into_iter().map(u64::from).collect())
-    }
-    fn fused_keys(&mut self, _call: &crate::secure::blb::FusedCall<'_>) -> Result<(), NnError> {
-        Ok(())
-    }
-    fn fused_block(&mut self, call: &crate::secure::blb::FusedCall<'_>, inputs: &[(&Vec<u64>, u32)]) -> Result<Vec<Vec<u64>>, NnError> {
-        let l = self.b.format().l();
-        let wide = inputs
-            .iter()
-            .map(|&(x, bits)| if bits < l { self.b.extend(x, bits, l) } else { Ok(x.clone()) })
-            .collect::<Result<Vec<_>, _>>()?;
-        let xs: Vec<&[u64]> = wide.iter().map(|x| x.as_slice()).collect();
-        crate::secure::blb::fused_block_twin(self.b.format(), call, &xs)
     }
     fn reveal_to(&mut self, x: &Vec<u64>, _to: Role) -> Result<Option<Vec<u64>>, NnError> {
         Ok(Some(x.clone()))

@@ -21,17 +21,15 @@
 //! `olt-ring = narrow`: the embeddings and heads use them under every `matmul`), then the
 //! linear protocols' own keys, once per state key (`matmul = ckks` / `matmul-shared = ckks`: the
 //! client's CKKS keys for BLB's per-operator matmuls). All from the party's own fresh `Prg`.
-//! BLB's fused blocks (`matmul = blb-fused`) and LEAF's FFN block (`ffn = leaf`) still hold
-//! their keys in fields of their own here and reach the model through the `Engine` hooks
-//! `fused_keys` / `fused_block` / `leaf_ffn1` (issue 46: they move with BLB's executor).
+//! LEAF's keys (`ffn = leaf`, [`crate::secure::leaf`]) follow; BLB's fused executor
+//! (`matmul = blb-fused`, [`crate::secure::blb`]) makes its state on first use. Both run on
+//! the engine's [`Engine::session`], the engine holds no field of theirs.
 //! One engine serves any number of queries of the session.
 
-use crate::secure::engine::{Engine, WeightRef};
-use crate::secure::blb_ckks::FusedCkks;
+use crate::secure::engine::{Engine, EngineSession, WeightRef};
 use crate::secure::profile::Profile;
 use crate::secure::SecureError;
 use crate::suite::{Ffn, OltCost, Suite};
-use nectar_fhe::{LeafFfnClient, LeafFfnParams, LeafFfnServer, LeafTable};
 use nectar_linear::protocol::{LinearCx, LinearProtocol, Session, State};
 use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_weight};
 use nectar_linear::prefetch::{Prefetch, PrefetchWorker};
@@ -46,28 +44,17 @@ fn be<E: std::error::Error + Send + Sync + 'static>(e: E) -> NnError {
     NnError::Backend(Box::new(e))
 }
 
-fn no_blb() -> NnError {
-    NnError::BadArgument("this session has no BLB keys (suite matmul = blb-fused)".into())
-}
 
-/// One party's side of LEAF's FFN block ([`nectar_fhe::ffn`]).
-enum LeafParty {
-    Client(LeafFfnClient),
-    Server(Box<LeafFfnServer>),
-}
 
 /// One party's secure engine over a channel (see module docs).
 pub struct SecureEngine<'c> {
     b: SecureBackend<'c>,
     suite: Suite,
     olt: HeSession,
-    /// The session states of the suite's linear protocols (their keys, by
-    /// `LinearProtocol::state_key`: `ckks` for BLB's per-operator CKKS matmuls).
+    /// The session states of the protocols that keep keys, by key: the linear protocols'
+    /// (`LinearProtocol::state_key`: `ckks` for BLB's per-operator CKKS matmuls), LEAF's
+    /// (`crate::secure::leaf`), BLB's fused executor's (`crate::secure::blb`, made on first use).
     states: HashMap<&'static str, State>,
-    /// LEAF's FFN block (`ffn = leaf`): the client's secrets or the server's evaluation keys.
-    leaf: Option<LeafParty>,
-    /// BLB's fused blocks (`matmul = blb-fused`): keys per parameter set, made on first use.
-    fused: Option<FusedCkks>,
     variant: Variant,
     /// Prices the OLT window chooser minimises (AGREEMENT: both parties must use the same,
     /// or their plans differ). Default: the artifact's, which minimise bytes.
@@ -135,25 +122,14 @@ impl<'c> SecureEngine<'c> {
             }
         }
         // LEAF's FFN block: the client's BFV / RLWE keys (LEAF's N = 32768 set; ≈ 0.3 GB, once)
-        let leaf = if suite.ffn == Ffn::Leaf {
-            let p = LeafFfnParams::wide()?;
-            Some(match role {
-                Role::Client => LeafParty::Client(LeafFfnClient::setup(b.channel_mut(), p, &mut prg)?),
-                Role::Server => LeafParty::Server(Box::new(LeafFfnServer::setup(b.channel_mut(), p)?)),
-            })
-        } else {
-            None
-        };
-        // BLB's fused blocks: keys are exchanged at each parameter set's first block (they
-        // depend on the model's shapes, which the session setup does not know).
-        let fused = suite.matmul.fused().then(|| FusedCkks::new(b.format().l(), b.format().f()));
+        if suite.ffn == Ffn::Leaf {
+            states.insert(crate::secure::leaf::STATE_KEY, crate::secure::leaf::setup(b.channel_mut(), role, &mut prg)?);
+        }
         Ok(SecureEngine {
             b,
             suite: *suite,
             olt,
             states,
-            leaf,
-            fused,
             variant: Variant::Interleave,
             cost: cost_model(suite),
             plans: HashMap::new(),
@@ -424,36 +400,10 @@ impl Engine for SecureEngine<'_> {
         let p = self.suite.matmul_shared;
         p.attention_matmul(self, a, b, (heads, k, m, n)).map_err(be)
     }
-    fn leaf_ffn1(
-        &mut self,
-        x: &Vec<u64>,
-        (rows, in_dim, out_dim): (usize, usize, usize),
-        weights: Option<(&[i32], &[u32])>,
-        table: &LeafTable,
-    ) -> Result<Vec<u64>, NnError> {
-        let (ch, _, _, prg) = self.b.parts();
-        match (&mut self.leaf, weights) {
-            (Some(LeafParty::Client(c)), _) => c.ffn1(ch, prg, x, rows, in_dim, out_dim).map_err(be),
-            (Some(LeafParty::Server(s)), Some((w, b))) => s.ffn1(ch, prg, x, w, b, table, rows, in_dim, out_dim).map_err(be),
-            (Some(LeafParty::Server(_)), None) => Err(NnError::BadArgument("the server must provide W1 and b1".into())),
-            (None, _) => Err(NnError::BadArgument("this session has no LEAF keys (suite ffn = leaf)".into())),
-        }
-    }
-    fn fused_keys(&mut self, call: &crate::secure::blb::FusedCall<'_>) -> Result<(), NnError> {
+    fn session(&mut self) -> Option<EngineSession<'_>> {
         let role = self.b.role();
-        let fused = self.fused.as_mut().ok_or_else(no_blb)?;
-        let (ch, _, _, prg) = self.b.parts();
-        fused.keys(ch, prg, role, call).map_err(be)
-    }
-    fn fused_block(&mut self, call: &crate::secure::blb::FusedCall<'_>, inputs: &[(&Vec<u64>, u32)]) -> Result<Vec<Vec<u64>>, NnError> {
-        let fp = self.b.format();
-        let fused = self.fused.as_ref().ok_or_else(no_blb)?;
-        if fused.format() != (fp.l(), fp.f()) {
-            return Err(NnError::BadArgument(format!("BLB block on shares of ({}, {}); the session converts {:?}", fp.l(), fp.f(), fused.format())));
-        }
-        let xs: Vec<(&[u64], u32)> = inputs.iter().map(|&(x, bits)| (x.as_slice(), bits)).collect();
-        let (ch, mpc, _, _) = self.b.parts();
-        Ok(fused.run(ch, mpc, call, &xs).map_err(be)?.shares)
+        let (ch, mpc, _, prg) = self.b.parts();
+        Some(EngineSession { ch, mpc, prg, role, states: &mut self.states })
     }
     fn reveal_to(&mut self, x: &Vec<u64>, to: Role) -> Result<Option<Vec<u64>>, NnError> {
         let m = self.mask();

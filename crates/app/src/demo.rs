@@ -147,9 +147,20 @@ fn describe(o: &Output) -> String {
     }
 }
 
-/// Server and client on loopback TCP, then the comparison with the plaintext reference
+/// Server and client on loopback TCP (with `link`: both parties in this process over the
+/// simulated link, [`private::run_local`]), then the comparison with the plaintext reference
 /// (`seed`: both parties seeded from it, [`crate::test_seed`]; NO privacy, tests only).
-pub fn demo(dir: &Path, suite: &Suite, texts: &[String], images: &[PathBuf], tokens: usize, json: bool, seed: Option<u64>) -> Result<(), String> {
+#[allow(clippy::too_many_arguments)]
+pub fn demo(
+    dir: &Path,
+    suite: &Suite,
+    texts: &[String],
+    images: &[PathBuf],
+    tokens: usize,
+    json: bool,
+    seed: Option<u64>,
+    link: Option<nectar_net::LinkModel>,
+) -> Result<(), String> {
     let server = Arc::new(ServerModel::load(dir)?);
     let client = ClientModel::load(dir)?;
     let is_vit = matches!(client.config, Some(nectar_model::config::ModelConfig::Vit(_)));
@@ -164,22 +175,26 @@ pub fn demo(dir: &Path, suite: &Suite, texts: &[String], images: &[PathBuf], tok
         let inputs = private::tokenize(client.tokenizer.as_ref(), &texts)?;
         (texts, inputs)
     };
-    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?.to_string();
-    if !json {
-        outln!("== nectar demo: private inference (suite {}) on {} ==", suite.label(), dir.display());
-        outln!("server and client on {addr}; {} queries in one session", texts.len());
-    }
-    let s2 = *suite;
-    let srv = std::thread::spawn(move || private::serve(server, listener, &s2, &private::ServeOptions { max_sessions: Some(1), quiet: true, test_seed: seed, ..Default::default() }));
-    let bar = (!json).then(|| crate::progress::QueryBar::new("demo"));
-    let res = private::run_client(&addr, suite, client.config.as_ref(), &inputs, tokens, false, bar.as_ref().map(|b| b.hook()), seed);
-    if let Some(b) = &bar {
-        b.finish();
-    }
-    let srv_res = srv.join().map_err(|_| "server thread panicked".to_string())?;
-    let (run, _cfg) = res?;
-    srv_res?;
+    let run = match link {
+        Some(l) => {
+            if !json {
+                outln!("== nectar demo: private inference (suite {}) on {} ==", suite.label(), dir.display());
+                outln!("server and client in this process over a simulated link of {}; {} queries in one session", link_label(&l), texts.len());
+            }
+            let task = match &client.config {
+                Some(cfg) => private::default_task(cfg, tokens, false),
+                None => return Err("the model has no config.json".into()),
+            };
+            let queries: Vec<(nectar_model::secure::Task, Input)> = inputs.iter().map(|i| (task.clone(), i.clone())).collect();
+            let bar = (!json).then(|| crate::progress::QueryBar::new("demo"));
+            let res = private::run_local(&server, suite, Some(l), &queries, bar.as_ref().map(|b| b.hook()), seed);
+            if let Some(b) = &bar {
+                b.finish();
+            }
+            res?.0
+        }
+        None => demo_tcp(server, &client, suite, &texts, &inputs, tokens, json, seed, dir)?,
+    };
     let reference_model = nectar_model::Model::load(dir).map_err(|e| e.to_string())?;
     let plain: Vec<Output> = run
         .reports
@@ -189,4 +204,41 @@ pub fn demo(dir: &Path, suite: &Suite, texts: &[String], images: &[PathBuf], tok
         .collect::<Result<_, _>>()?;
     print_run(&texts, &run, Some(&plain), suite, json);
     Ok(())
+}
+
+/// `MBPS Mbit/s, RTT ms round trip`.
+fn link_label(l: &nectar_net::LinkModel) -> String {
+    format!("{} Mbit/s, {} ms round trip", l.bandwidth_bps / 1e6, l.rtt().as_secs_f64() * 1e3)
+}
+
+/// The demo's session over loopback TCP: the server on a second thread, the client here.
+#[allow(clippy::too_many_arguments)]
+fn demo_tcp(
+    server: Arc<ServerModel>,
+    client: &ClientModel,
+    suite: &Suite,
+    texts: &[String],
+    inputs: &[Input],
+    tokens: usize,
+    json: bool,
+    seed: Option<u64>,
+    dir: &Path,
+) -> Result<ClientRun, String> {
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?.to_string();
+    if !json {
+        outln!("== nectar demo: private inference (suite {}) on {} ==", suite.label(), dir.display());
+        outln!("server and client on {addr}; {} queries in one session", texts.len());
+    }
+    let s2 = *suite;
+    let srv = std::thread::spawn(move || private::serve(server, listener, &s2, &private::ServeOptions { max_sessions: Some(1), quiet: true, test_seed: seed, ..Default::default() }));
+    let bar = (!json).then(|| crate::progress::QueryBar::new("demo"));
+    let res = private::run_client(&addr, suite, client.config.as_ref(), inputs, tokens, false, bar.as_ref().map(|b| b.hook()), seed);
+    if let Some(b) = &bar {
+        b.finish();
+    }
+    let srv_res = srv.join().map_err(|_| "server thread panicked".to_string())?;
+    let (run, _cfg) = res?;
+    srv_res?;
+    Ok(run)
 }

@@ -142,6 +142,11 @@ enum Cmd {
         /// instead of the operating system, so two runs with equal seeds are bit-for-bit equal.
         #[arg(long, value_name = "SEED")]
         insecure_test_seed: Option<u64>,
+        /// Both parties in this process over a simulated link instead of loopback TCP:
+        /// MBPS/RTT_MS (Mbit/s and round-trip ms, e.g. 100/80) or a preset: lan (1000/1),
+        /// wan (400/8), bumblebee-wan (400/4), blb-wan2 (100/4), blb-wan3 (100/80), rotl-wan (100/50).
+        #[arg(long, value_parser = parse_net)]
+        net: Option<String>,
         #[command(flatten)]
         suite: SuiteArgs,
         texts: Vec<String>,
@@ -691,9 +696,13 @@ fn run(cli: Cli) -> Result<(), String> {
             demo::print_run(&labels, &run, None, &suite, json);
             Ok(())
         }
-        Cmd::Demo { model, tokens, image, json, insecure_test_seed, suite, texts } => {
+        Cmd::Demo { model, tokens, image, json, insecure_test_seed, net, suite, texts } => {
             nectar_app::test_seed::warn(insecure_test_seed);
-            demo::demo(&model.dir(), &suite.suite()?, &texts, &image, tokens, json, insecure_test_seed)
+            let link = match net.as_deref() {
+                Some(n) => nectar_net::LinkModel::parse(n)?,
+                None => None,
+            };
+            demo::demo(&model.dir(), &suite.suite()?, &texts, &image, tokens, json, insecure_test_seed, link)
         }
         Cmd::Accuracy { model, sentences, secure, classify, json, suite } => {
             let a = accuracy::Args { dir: model.dir(), sentences, suite: suite.suite()?, secure, classify };

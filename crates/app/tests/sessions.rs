@@ -197,6 +197,18 @@ fn vit_demo_classifies_images_privately() {
         assert!(err < 5e-2, "logits {private:?} vs plaintext {plain:?}");
         assert!(l["agreement"].as_f64().unwrap() > 0.99, "{l}");
     }
+    // The same demo with both parties in this process over a simulated link (`--net`).
+    let out = nectar()
+        .args(["demo", "--json", "--op", "ot=iknp", "--net", "1000/1", "--model"])
+        .arg(&dir)
+        .arg("--image")
+        .arg(&json_px)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "demo --net failed: {}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let first: serde_json::Value = serde_json::from_str(stdout.lines().next().expect("a line per image")).unwrap();
+    assert!(first["agreement"].as_f64().unwrap() > 0.99, "{first}");
     // A text model's demo refuses images, a ViT's refuses texts, both with one clear line.
     let out = nectar().args(["demo", "--op", "ot=iknp", "--model"]).arg(&dir).arg("some text").output().unwrap();
     assert!(!out.status.success());

@@ -2,7 +2,7 @@
 //! shares: its session keys ([`LinearProtocol`]) and the session it runs on ([`LinearCx`], one
 //! party's engine, `nectar_model::secure::SecureEngine`).
 
-use crate::LinearError;
+use crate::{LinearError, Variant};
 use nectar_math::registry::Protocol;
 use nectar_math::Prg;
 use nectar_mpc::Mpc;
@@ -30,8 +30,9 @@ pub trait LinearCx {
     /// The channel, MPC protocols, PRG and the state kept under `key`.
     fn session(&mut self, key: Option<&str>) -> Session<'_>;
     /// `x·W` by the session's OLT (every session holds the OLT keys: the embeddings and heads
-    /// use them under every `matmul`), truncated by `shift`.
-    fn olt_matmul_weight(&mut self, x: &[u64], shape: (usize, usize, usize), w: Option<&[u64]>, shift: u32) -> Result<Vec<u64>, LinearError>;
+    /// use them under every `matmul`) with the packing `variant` (AGREEMENT: it shapes the
+    /// plan), truncated by `shift`.
+    fn olt_matmul_weight(&mut self, x: &[u64], shape: (usize, usize, usize), w: Option<&[u64]>, shift: u32, variant: Variant) -> Result<Vec<u64>, LinearError>;
     /// Per head `A_h·B_h` of shares by the session's two OLTs, truncated by `shift`.
     fn olt_batch_matmul(&mut self, a: &[u64], b: &[u64], shape: (usize, usize, usize, usize), shift: u32) -> Result<Vec<u64>, LinearError>;
 }

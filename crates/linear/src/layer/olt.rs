@@ -4,7 +4,7 @@
 
 use super::MatmulProtocol;
 use crate::protocol::{LinearCx, LinearProtocol};
-use crate::LinearError;
+use crate::{LinearError, Variant};
 use nectar_math::registry::Protocol;
 
 /// The protocol `matmul = olt`.
@@ -28,7 +28,7 @@ impl LinearProtocol for Olt {}
 impl MatmulProtocol for Olt {
     fn layer_matmul(&self, cx: &mut dyn LinearCx, x: &[u64], shape: (usize, usize, usize), w: Option<&[u64]>) -> Result<Vec<u64>, LinearError> {
         let f = cx.format().1;
-        cx.olt_matmul_weight(x, shape, w, f)
+        cx.olt_matmul_weight(x, shape, w, f, Variant::Interleave)
     }
     fn prefetch(&self) -> bool {
         true

@@ -59,7 +59,7 @@ pub struct SecureEngine<'c> {
     /// Prices the OLT window chooser minimises (AGREEMENT: both parties must use the same,
     /// or their plans differ). Default: the artifact's, which minimise bytes.
     cost: CostModel,
-    plans: HashMap<(usize, usize, usize), OltPlan>,
+    plans: HashMap<(usize, usize, usize, Variant), OltPlan>,
     profile: Profile,
     /// The next layer matmul's weight blocks being prepared (server; [`Engine::prefetch_layer_matmul`]).
     prefetch: Option<Prefetch>,
@@ -194,14 +194,14 @@ impl<'c> SecureEngine<'c> {
     }
 
     /// [`Engine::matmul_weight`]'s OLT, its product in `Z_{2^olt_bits}`.
-    fn olt_matmul_weight(&mut self, x: &[u64], (rows, in_dim, out_dim): (usize, usize, usize), w: WeightRef<'_>) -> Result<Vec<u64>, NnError> {
+    fn olt_matmul_weight(&mut self, x: &[u64], (rows, in_dim, out_dim): (usize, usize, usize), w: WeightRef<'_>, variant: Variant) -> Result<Vec<u64>, NnError> {
         Self::same("matmul_weight X", x.len(), rows * in_dim)?;
         if self.b.role() == Role::Server && w.values().is_none() {
             return Err(NnError::BadArgument(
                 "the server must provide the weight".into(),
             ));
         }
-        let plan = self.plan(rows, in_dim, out_dim)?;
+        let plan = self.plan_with(rows, in_dim, out_dim, variant)?;
         let (l, role) = (self.olt_bits(), self.b.role());
         // The blocks prepared for this very weight, if the last announcement was this one.
         let prepared = match (&self.prefetch, w.values()) {
@@ -225,12 +225,17 @@ impl<'c> SecureEngine<'c> {
     }
 
     fn plan(&mut self, k: usize, m: usize, n: usize) -> Result<OltPlan, NnError> {
-        if let Some(p) = self.plans.get(&(k, m, n)) {
+        self.plan_with(k, m, n, self.variant)
+    }
+
+    /// The OLT plan of a `k × m × n` product with the packing `variant` (cached).
+    fn plan_with(&mut self, k: usize, m: usize, n: usize, variant: Variant) -> Result<OltPlan, NnError> {
+        if let Some(p) = self.plans.get(&(k, m, n, variant)) {
             return Ok(*p);
         }
         let shape = Shape::new(k, m, n).map_err(be)?;
-        let p = OltPlan::choose(shape, self.olt.degree(), self.variant, &self.cost).map_err(be)?;
-        self.plans.insert((k, m, n), p);
+        let p = OltPlan::choose(shape, self.olt.degree(), variant, &self.cost).map_err(be)?;
+        self.plans.insert((k, m, n, variant), p);
         Ok(p)
     }
 
@@ -258,8 +263,8 @@ impl LinearCx for SecureEngine<'_> {
         let (ch, mpc, _, prg) = self.b.parts();
         Session { ch, mpc, prg, state }
     }
-    fn olt_matmul_weight(&mut self, x: &[u64], shape: (usize, usize, usize), w: Option<&[u64]>, shift: u32) -> Result<Vec<u64>, LinearError> {
-        let raw = self.olt_matmul_weight(x, shape, WeightRef::from_option(w)).map_err(session)?;
+    fn olt_matmul_weight(&mut self, x: &[u64], shape: (usize, usize, usize), w: Option<&[u64]>, shift: u32, variant: Variant) -> Result<Vec<u64>, LinearError> {
+        let raw = self.olt_matmul_weight(x, shape, WeightRef::from_option(w), variant).map_err(session)?;
         self.olt_back(raw, shift).map_err(session)
     }
     fn olt_batch_matmul(&mut self, a: &[u64], b: &[u64], shape: (usize, usize, usize, usize), shift: u32) -> Result<Vec<u64>, LinearError> {
@@ -320,7 +325,7 @@ impl Engine for SecureEngine<'_> {
         out_dim: usize,
         w: WeightRef<'_>,
     ) -> Result<Vec<u64>, NnError> {
-        let raw = self.olt_matmul_weight(x, (rows, in_dim, out_dim), w)?;
+        let raw = self.olt_matmul_weight(x, (rows, in_dim, out_dim), w, self.variant)?;
         self.olt_back(raw, 0)
     }
     fn matmul_weight_trunc(
@@ -330,7 +335,7 @@ impl Engine for SecureEngine<'_> {
         w: WeightRef<'_>,
         shift: u32,
     ) -> Result<Vec<u64>, NnError> {
-        let raw = self.olt_matmul_weight(x, shape, w)?;
+        let raw = self.olt_matmul_weight(x, shape, w, self.variant)?;
         self.olt_back(raw, shift)
     }
     fn prefetch_layer_matmul(&mut self, rows: usize, in_dim: usize, out_dim: usize, w: WeightRef<'_>) -> Result<(), NnError> {

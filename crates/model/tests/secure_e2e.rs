@@ -310,3 +310,26 @@ fn tiny_models_nectar_secure_matches_twin() {
         }
     });
 }
+
+/// Generated from the registry: every layer-matmul protocol (`nectar_linear::layer::ALL`; BLB's
+/// fused blocks apart, `blb_suite.rs`) and every attention-matmul protocol
+/// (`nectar_linear::attention::ALL`) end to end on tiny BERT, secure vs the twin, the profile
+/// naming the protocol that ran.
+#[test]
+fn every_linear_protocol_secure_matches_twin() {
+    use nectar_model::suite::{Matmul, SharedMatmul};
+    let protocol_of = |table: &str, op: &str| -> String {
+        let row = table.lines().find(|l| l.trim_start().starts_with(op)).unwrap_or_else(|| panic!("{op} in {table}"));
+        row.split_whitespace().nth(1).unwrap_or_default().to_string()
+    };
+    for p in Matmul::all().filter(|p| !p.fused()) {
+        tiny_suite_matches_twin(&format!("bumblebee+matmul={}", p.name()), &["bert"], 15, 1, |table| {
+            assert_eq!(protocol_of(table, "linear.qkv"), p.name(), "{table}");
+        });
+    }
+    for p in SharedMatmul::all() {
+        tiny_suite_matches_twin(&format!("bumblebee+matmul-shared={}", p.name()), &["bert"], 16, 1, |table| {
+            assert_eq!(protocol_of(table, "matmul.qk"), p.name(), "{table}");
+        });
+    }
+}

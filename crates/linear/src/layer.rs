@@ -5,6 +5,7 @@
 pub mod blb_fused;
 pub mod ckks;
 pub mod olt;
+pub mod olt_krdy;
 
 use crate::attention::SharedMatmul;
 use crate::protocol::{LinearCx, LinearProtocol};
@@ -40,6 +41,7 @@ pub trait MatmulProtocol: LinearProtocol {
 /// Every layer-matmul protocol, in the order `nectar suites` lists them.
 pub static ALL: &[&dyn MatmulProtocol] = &[
     &olt::Olt,
+    &olt_krdy::OltKrdy,
     &ckks::Ckks,
     &blb_fused::BlbFused,
 ];

@@ -5,7 +5,6 @@
 use crate::report::BenchLine;
 use nectar_bench::linear::{bench_linear, LinearBenchSpec};
 use nectar_model::secure::secure_engine::cost_model;
-use nectar_model::suite::OltRing;
 use nectar_model::Suite;
 
 pub struct Args<'a> {
@@ -29,7 +28,7 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
     if let Some(w) = a.windows {
         spec = spec.with_windows(w).map_err(|e| e.to_string())?;
     }
-    if a.suite.olt_ring == OltRing::Narrow {
+    if a.suite.olt_ring.narrow() {
         spec = spec.with_narrow_ring();
     }
     let l_used = spec.l;

@@ -41,6 +41,8 @@ pub mod layer;
 pub mod liftdown;
 pub mod matmul;
 pub mod olt;
+pub mod olt_cost;
+pub mod olt_ring;
 pub mod parse_mat;
 pub mod prefetch;
 pub mod protocol;

@@ -4,10 +4,10 @@
 //!
 //! One field per operator kind. The kinds in the protocol registry (`nectar_math::registry`:
 //! GeLU, SiLU, exp, reciprocal, rsqrt, norm, softmax, comparison, element-wise products, COT
-//! extension, the layers' and the attention's matmuls) hold a handle into their kind's list
+//! extension, the layers' and the attention's matmuls and the OLT's prices and ring) hold a handle into their kind's list
 //! ([`Gelu`], [`Silu`], [`Exp`], [`Reciprocal`], [`Rsqrt`], [`Norm`], [`Softmax`], [`Compare`],
-//! [`Mul`], [`OtExt`], [`Matmul`], [`SharedMatmul`]); the OLT's prices and ring, the FFN block
-//! and the embedding input are still enums here (issue 46 moves them next). Every choice knows its name
+//! [`Mul`], [`OtExt`], [`Matmul`], [`SharedMatmul`], and the OLT's [`OltCost`] and [`OltRing`]);
+//! the FFN block and the embedding input are still enums here (issue 46 moves them next). Every choice knows its name
 //! (the one grammar of protocol names, used by `--suite`, `--op`, `--suite-file` and `nectar
 //! bench suites`), its source (paper section) and its AGREEMENT parameters — for a registered
 //! protocol its own serialized parameters, for an enum the documented constants of its module
@@ -41,6 +41,8 @@ pub use nectar_nn::mul::Mul;
 pub use nectar_nn::ot_ext::OtExt;
 pub use nectar_linear::attention::SharedMatmul;
 pub use nectar_linear::layer::Matmul;
+pub use nectar_linear::olt_cost::OltCost;
+pub use nectar_linear::olt_ring::OltRing;
 
 /// `act-ring`: the ring the activations run in (`nectar_nn::mixed::ActRing`).
 impl Choice for ActRing {
@@ -194,35 +196,7 @@ pub trait ChoiceParams {
 
 
 
-choice! {
-    /// The window prices the OLT planner minimises (a parameter of `matmul = olt`; AGREEMENT,
-    /// both parties must plan the same windows).
-    OltCost : "olt-cost" {
-        /// The artifact's prices: fewest bytes (the paper's).
-        Artifact => ("artifact", "BumbleBee artifact cost model", true),
-        /// Measured prices of a 2-core machine on a 1 Gbit/s LAN: faster, more bytes.
-        LanCommodity => ("lan_commodity", "nectar, docs/results/linear.md", true),
-        /// Fewest bytes first, but one more MB where it saves at least 0.1 s of computation
-        /// (`CostModel::balanced`): the default suite's.
-        Balanced => ("balanced", "nectar, CostModel::balanced", true),
-    }
-}
 
-choice! {
-    /// The ring every OLT computes its products in (the layers' `matmul = olt`, the attention
-    /// products of `matmul-shared = olt`, the heads, embeddings and LayerNorm `outer`'s `r ⊗ γ`;
-    /// AGREEMENT).
-    OltRing : "olt-ring" {
-        /// `Z_{2^64}`, the shares' ring: `t = 2^64` (`nectar_he::Params::bumblebee_olt`).
-        Full => ("full", "BumbleBee §III, t = 2^64", true),
-        /// `Z_{2^51}` under `nectar_he::Params::nectar_olt_narrow` (every prime below 2^50,
-        /// where the NTT is 2.3× faster), then one truncation with extension back to `Z_{2^64}`
-        /// (`nectar_mpc::Mpc::trunc_extend`, one truncation's cost) in place of the truncation.
-        /// Products must satisfy `|x·w| < 2^13` (raw `< 2^49` at scale `2f`), within the
-        /// domains the LayerNorm (`|x − μ| < 2^9`) and softmax (`|x| < 4096`) already impose.
-        Narrow => ("narrow", "nectar: OLT mod 2^51 with IFMA-sized primes", true),
-    }
-}
 
 
 
@@ -259,35 +233,12 @@ choice! {
 
 
 
-impl OltRing {
-    fn full() -> Self {
-        OltRing::Full
-    }
-
-    /// The OLT's HE parameter set of this ring.
-    pub fn he_params(self) -> nectar_he::Params {
-        match self {
-            OltRing::Full => nectar_he::Params::bumblebee_olt(),
-            OltRing::Narrow => nectar_he::Params::nectar_olt_narrow(),
-        }
-    }
+/// `olt-ring` of a suite written before the field existed: `full`, what it ran.
+const fn full_olt_ring() -> OltRing {
+    OltRing::new(&nectar_linear::olt_ring::full::Full)
 }
 
-impl ChoiceParams for OltCost {
-    fn params(self) -> String {
-        match self {
-            OltCost::Artifact => format!("{:?}", nectar_linear::CostModel::default()),
-            OltCost::LanCommodity => format!("{:?}", nectar_linear::CostModel::lan_commodity()),
-            OltCost::Balanced => format!("{:?}", nectar_linear::CostModel::balanced_olt()),
-        }
-    }
-}
 
-impl ChoiceParams for OltRing {
-    fn params(self) -> String {
-        format!("he={:#x}", self.he_params().fingerprint())
-    }
-}
 
 
 
@@ -323,7 +274,7 @@ pub struct Suite {
     pub matmul: Matmul,
     pub olt_cost: OltCost,
     /// Absent in suites written before it existed: `full`, what they ran.
-    #[serde(default = "OltRing::full")]
+    #[serde(default = "full_olt_ring")]
     pub olt_ring: OltRing,
     pub matmul_shared: SharedMatmul,
     pub mul: Mul,
@@ -418,8 +369,8 @@ impl Suite {
             exp: Exp::new(&nectar_nn::exp::taylor4::Taylor4),
             norm: Norm::new(&nectar_nn::norm::outer::Outer),
             softmax: Softmax::new(&nectar_nn::softmax::coarse::Coarse),
-            olt_cost: OltCost::Balanced,
-            olt_ring: OltRing::Narrow,
+            olt_cost: OltCost::new(&nectar_linear::olt_cost::balanced::Balanced),
+            olt_ring: OltRing::new(&nectar_linear::olt_ring::narrow::Narrow),
             ..Suite::bumblebee()
         }
     }
@@ -429,8 +380,8 @@ impl Suite {
         Suite {
             ot: OtExt::new(&nectar_nn::ot_ext::ferret::B13),
             matmul: Matmul::new(&nectar_linear::layer::olt::Olt),
-            olt_cost: OltCost::Artifact,
-            olt_ring: OltRing::Full,
+            olt_cost: OltCost::new(&nectar_linear::olt_cost::artifact::Artifact),
+            olt_ring: full_olt_ring(),
             matmul_shared: SharedMatmul::new(&nectar_linear::attention::olt::Olt),
             mul: Mul::new(&nectar_nn::mul::bole::Bole),
             compare: Compare::new(&nectar_nn::compare::millionaire::Millionaire),
@@ -882,14 +833,15 @@ mod tests {
         assert_eq!(b.protocol_for("linear.qkv"), "olt");
         // The OLT ring: the default's is narrow, a suite written before the field existed
         // reads as full, and the two differ in the digest (their HE parameters differ).
-        assert_eq!(Suite::nectar().olt_ring, OltRing::Narrow);
+        assert_eq!(Suite::nectar().olt_ring.name(), "narrow");
         let old = json.replace(",\"olt-ring\":\"full\"", "");
         assert!(!old.contains("olt-ring"), "{old}");
         assert_eq!(serde_json::from_str::<Suite>(&old).unwrap(), b);
         let narrow = Suite::parse("bumblebee+olt-ring=narrow").unwrap();
         assert_ne!(narrow.digest(), a.digest());
         assert_eq!(a.mismatch(&narrow).unwrap(), "olt-ring: client narrow, server full");
-        assert_ne!(OltRing::Narrow.he_params().fingerprint(), OltRing::Full.he_params().fingerprint());
+        let ring = |n: &str| OltRing::from_name(n).unwrap().he_params().fingerprint();
+        assert_ne!(ring("narrow"), ring("full"));
     }
 
     #[test]

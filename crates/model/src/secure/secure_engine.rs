@@ -29,7 +29,7 @@
 use crate::secure::engine::{Engine, EngineSession, WeightRef};
 use crate::secure::profile::Profile;
 use crate::secure::SecureError;
-use crate::suite::{Ffn, OltCost, Suite};
+use crate::suite::{Ffn, Suite};
 use nectar_linear::protocol::{LinearCx, LinearProtocol, Session, State};
 use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_weight};
 use nectar_linear::prefetch::{Prefetch, PrefetchWorker};
@@ -84,13 +84,9 @@ pub fn backend_opts(suite: &Suite) -> SecureOpts {
     suite.compare.configure(suite.mul.configure(opts))
 }
 
-/// The OLT window prices of a suite.
+/// The OLT window prices of a suite (its `olt-cost`, `nectar_linear::olt_cost`).
 pub fn cost_model(suite: &Suite) -> CostModel {
-    match suite.olt_cost {
-        OltCost::Artifact => CostModel::default(),
-        OltCost::LanCommodity => CostModel::lan_commodity(),
-        OltCost::Balanced => CostModel::balanced_olt(),
-    }
+    suite.olt_cost.cost_model()
 }
 
 impl<'c> SecureEngine<'c> {

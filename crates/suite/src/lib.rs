@@ -194,20 +194,6 @@ pub trait ChoiceParams {
     fn params(self) -> String;
 }
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 choice! {
     /// The feed-forward block.
     Ffn : "ffn" {
@@ -217,7 +203,6 @@ choice! {
         Leaf => ("leaf", "LEAF §2-3", true),
     }
 }
-
 
 choice! {
     /// How the client's token ids enter the embedding lookup.
@@ -231,33 +216,16 @@ choice! {
     }
 }
 
-
-
 /// `olt-ring` of a suite written before the field existed: `full`, what it ran.
 const fn full_olt_ring() -> OltRing {
     OltRing::new(&nectar_linear::olt_ring::full::Full)
 }
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 impl ChoiceParams for Ffn {
     fn params(self) -> String {
         String::new()
     }
 }
-
 
 impl ChoiceParams for Embed {
     fn params(self) -> String {

@@ -4,7 +4,6 @@
 
 use crate::report::BenchLine;
 use nectar_bench::linear::{bench_linear, LinearBenchSpec};
-use nectar_model::secure::secure_engine::cost_model;
 use nectar_model::Suite;
 
 pub struct Args<'a> {
@@ -23,7 +22,7 @@ pub struct Args<'a> {
 
 pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
     let mut spec = LinearBenchSpec::parse(a.op, a.shape, a.variant, a.net, a.heads, a.l)
-        .and_then(|s| s.with_cost_model(&cost_model(a.suite)))
+        .and_then(|s| s.with_cost_model(&a.suite.olt_cost.cost_model()))
         .map_err(|e| e.to_string())?;
     if let Some(w) = a.windows {
         spec = spec.with_windows(w).map_err(|e| e.to_string())?;

@@ -142,9 +142,8 @@ enum Cmd {
         /// instead of the operating system, so two runs with equal seeds are bit-for-bit equal.
         #[arg(long, value_name = "SEED")]
         insecure_test_seed: Option<u64>,
-        /// Both parties in this process over a simulated link instead of loopback TCP:
-        /// MBPS/RTT_MS (Mbit/s and round-trip ms, e.g. 100/80) or a preset: lan (1000/1),
-        /// wan (400/8), bumblebee-wan (400/4), blb-wan2 (100/4), blb-wan3 (100/80), rotl-wan (100/50).
+        /// Both parties in this process over a simulated link instead of loopback TCP (see
+        /// the benches' --net).
         #[arg(long, value_parser = parse_net)]
         net: Option<String>,
         #[command(flatten)]
@@ -369,10 +368,7 @@ enum BenchCmd {
         windows: Option<String>,
         #[arg(long, value_parser = ["krdy", "krdy_plus", "interleave"], default_value = "interleave")]
         variant: String,
-        /// The simulated link: none, MBPS/RTT_MS (Mbit/s and round-trip ms, e.g. 100/80) or a preset:
-        /// lan (1000/1), wan (400/8), bumblebee-wan (400/4), blb-wan2 (100/4), blb-wan3 (100/80),
-        /// rotl-wan (100/50).
-        #[arg(long, value_parser = parse_net, default_value = "none")]
+        #[arg(long, help = NET_HELP, value_parser = parse_net, default_value = "none")]
         net: String,
         /// Heads of batch_matmul.
         #[arg(long, default_value_t = 12)]
@@ -409,10 +405,7 @@ enum BenchCmd {
         /// Ablation: the 3-prime bOLEe key set also for rings l <= 32.
         #[arg(long)]
         wide_bole: bool,
-        /// The simulated link: none, MBPS/RTT_MS (Mbit/s and round-trip ms, e.g. 100/80) or a preset:
-        /// lan (1000/1), wan (400/8), bumblebee-wan (400/4), blb-wan2 (100/4), blb-wan3 (100/80),
-        /// rotl-wan (100/50).
-        #[arg(long, value_parser = parse_net, default_value = "none")]
+        #[arg(long, help = NET_HELP, value_parser = parse_net, default_value = "none")]
         net: String,
         /// The protocol suite (preset or PRESET+OP=PROTO...; default bumblebee, the paper's).
         #[arg(long)]
@@ -451,10 +444,7 @@ enum BenchCmd {
         /// Block size l' of the comparison from LUTs (msb).
         #[arg(long, default_value_t = nectar_mpc::lut_compare::DEFAULT_BLOCK)]
         block: u32,
-        /// The simulated link: none, MBPS/RTT_MS (Mbit/s and round-trip ms, e.g. 100/80) or a preset:
-        /// lan (1000/1), wan (400/8), bumblebee-wan (400/4), blb-wan2 (100/4), blb-wan3 (100/80),
-        /// rotl-wan (100/50).
-        #[arg(long, value_parser = parse_net, default_value = "none")]
+        #[arg(long, help = NET_HELP, value_parser = parse_net, default_value = "none")]
         net: String,
         #[arg(long)]
         json: bool,
@@ -473,10 +463,7 @@ enum BenchCmd {
         /// Deterministic random weights at the real shapes (the only mode: no download).
         #[arg(long, default_value_t = true)]
         random_weights: bool,
-        /// The simulated link: none, MBPS/RTT_MS (Mbit/s and round-trip ms, e.g. 100/80) or a preset:
-        /// lan (1000/1), wan (400/8), bumblebee-wan (400/4), blb-wan2 (100/4), blb-wan3 (100/80),
-        /// rotl-wan (100/50).
-        #[arg(long, value_parser = parse_net, default_value = "none")]
+        #[arg(long, help = NET_HELP, value_parser = parse_net, default_value = "none")]
         net: String,
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -514,10 +501,7 @@ enum BenchCmd {
         /// The input text (tokenized, then cut or repeated to --tokens).
         #[arg(long)]
         text: Option<String>,
-        /// The simulated link: none, MBPS/RTT_MS (Mbit/s and round-trip ms, e.g. 100/80) or a preset:
-        /// lan (1000/1), wan (400/8), bumblebee-wan (400/4), blb-wan2 (100/4), blb-wan3 (100/80),
-        /// rotl-wan (100/50).
-        #[arg(long, value_parser = parse_net, default_value = "lan")]
+        #[arg(long, help = NET_HELP, value_parser = parse_net, default_value = "lan")]
         net: String,
         /// Extra overrides applied to every suite (e.g. `ot=iknp`).
         #[arg(long)]
@@ -569,6 +553,10 @@ impl SuiteArgs {
         Ok(s)
     }
 }
+
+/// The help of every `--net` (`nectar_net::sim::PRESETS`; a test keeps the presets listed).
+const NET_HELP: &str = "The simulated link: none, MBPS/RTT_MS (Mbit/s and round-trip ms, e.g. 100/80) or a preset: \
+lan (1000/1), wan (400/8), bumblebee-wan (400/4), blb-wan2 (100/4), blb-wan3 (100/80), rotl-wan (100/50)";
 
 /// `--net`: a link spec `nectar_net::LinkModel::parse` accepts (checked when the arguments are
 /// parsed; the commands parse it again into the link).
@@ -903,4 +891,16 @@ fn embed_plaintext(dir: &std::path::Path, texts: &[String], json: bool) -> Resul
         outln!("  {}", row.join("  "));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// `--net`'s help names every preset with its bandwidth and round trip.
+    #[test]
+    fn net_help_lists_every_preset() {
+        for p in nectar_net::sim::PRESETS {
+            let entry = format!("{} ({}/{})", p.name, p.mbps, p.rtt_ms);
+            assert!(super::NET_HELP.contains(&entry), "{entry} missing from {}", super::NET_HELP);
+        }
+    }
 }

@@ -165,17 +165,18 @@ fn links_are_data() {
     let out = nectar()
         .args(["bench", "nn", "--op", "softmax", "--size", "64", "--cols", "16", "--suite", "bumblebee+ot=iknp", "--net", "200/10", "--json"])
         .output()
-        .unwrap();
+        .expect("the nectar binary runs");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let l: serde_json::Value = serde_json::from_str(String::from_utf8(out.stdout).unwrap().trim()).unwrap();
+    let l: serde_json::Value = serde_json::from_str(String::from_utf8(out.stdout).expect("UTF-8 output").trim()).expect("one JSON line");
     assert_eq!(l["params"]["net"], "200 Mbit/s, 10ms RTT (5ms one-way)");
     assert_eq!(l["params"]["kernel"], "softmax=bumblebee+exp=taylor+reciprocal=newton");
     // every flight waits at least the one-way latency
-    assert!(l["seconds"].as_f64().unwrap() >= 0.005 * l["rounds"].as_f64().unwrap() / 2.0, "{l}");
-    let out = nectar().args(["bench", "nn", "--op", "msb", "--net", "blb-wan3", "--size", "8"]).output().unwrap();
+    let (secs, rounds) = (l["seconds"].as_f64().expect("seconds"), l["rounds"].as_f64().expect("rounds"));
+    assert!(secs >= 0.005 * rounds / 2.0, "{l}");
+    let out = nectar().args(["bench", "nn", "--op", "msb", "--net", "blb-wan3", "--size", "8"]).output().expect("the nectar binary runs");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     for bad in ["100", "fast", "0/5"] {
-        let out = nectar().args(["bench", "nn", "--op", "msb", "--net", bad]).output().unwrap();
+        let out = nectar().args(["bench", "nn", "--op", "msb", "--net", bad]).output().expect("the nectar binary runs");
         assert!(!out.status.success(), "--net {bad} must fail");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("MBPS/RTT_MS") || err.contains("bandwidth"), "--net {bad}: {err}");

@@ -204,11 +204,11 @@ fn vit_demo_classifies_images_privately() {
         .arg("--image")
         .arg(&json_px)
         .output()
-        .unwrap();
+        .expect("the nectar binary runs");
     assert!(out.status.success(), "demo --net failed: {}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let first: serde_json::Value = serde_json::from_str(stdout.lines().next().expect("a line per image")).unwrap();
-    assert!(first["agreement"].as_f64().unwrap() > 0.99, "{first}");
+    let first: serde_json::Value = serde_json::from_str(stdout.lines().next().expect("a line per image")).expect("a JSON line");
+    assert!(first["agreement"].as_f64().expect("an agreement figure") > 0.99, "{first}");
     // A text model's demo refuses images, a ViT's refuses texts, both with one clear line.
     let out = nectar().args(["demo", "--op", "ot=iknp", "--model"]).arg(&dir).arg("some text").output().unwrap();
     assert!(!out.status.success());

@@ -24,7 +24,6 @@ pub struct Session<'a> {
 
 /// What a linear protocol runs on: one party's engine (`nectar_model::secure::SecureEngine`).
 pub trait LinearCx {
-    fn role(&self) -> Role;
     /// The shares' fixed-point format `(l, f)`.
     fn format(&self) -> (u32, u32);
     /// The channel, MPC protocols, PRG and the state kept under `key`.

@@ -240,21 +240,21 @@ mod tests {
 
     #[test]
     fn link_specs() {
-        assert_eq!(LinkModel::parse("none").unwrap(), None);
-        assert_eq!(LinkModel::parse("lan").unwrap(), Some(LinkModel::LAN));
-        assert_eq!(LinkModel::parse("wan").unwrap(), Some(LinkModel::WAN));
-        let w3 = LinkModel::parse("blb-wan3").unwrap().unwrap();
+        assert_eq!(LinkModel::parse("none").expect("none parses"), None);
+        assert_eq!(LinkModel::parse("lan").expect("lan parses"), Some(LinkModel::LAN));
+        assert_eq!(LinkModel::parse("wan").expect("wan parses"), Some(LinkModel::WAN));
+        let w3 = LinkModel::parse("blb-wan3").expect("blb-wan3 parses").expect("a link");
         assert_eq!((w3.bandwidth_bps, w3.latency, w3.rtt()), (100e6, Duration::from_millis(40), Duration::from_millis(80)));
-        let m = LinkModel::parse(" 250/12.5 ").unwrap().unwrap();
+        let m = LinkModel::parse(" 250/12.5 ").expect("a spec parses").expect("a link");
         assert_eq!((m.bandwidth_bps, m.rtt()), (250e6, Duration::from_micros(12_500)));
-        assert_eq!(LinkModel::parse(&m.spec()).unwrap(), Some(m));
+        assert_eq!(LinkModel::parse(&m.spec()).expect("spec() parses back"), Some(m));
         for bad in ["moon", "100", "100/", "/80", "0/80", "-5/10", "100/-1", "inf/3", "NaN/4", "100/1e9"] {
             let e = LinkModel::parse(bad).unwrap_err();
             assert!(e.contains(bad.trim()) || e.contains("bandwidth"), "{bad}: {e}");
         }
         // every preset parses, names are distinct
         for p in PRESETS {
-            assert!(LinkModel::parse(p.name).unwrap().is_some());
+            assert!(LinkModel::parse(p.name).expect("every preset parses").is_some());
             assert_eq!(PRESETS.iter().filter(|q| q.name == p.name).count(), 1);
         }
     }

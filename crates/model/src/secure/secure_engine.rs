@@ -84,11 +84,6 @@ pub fn backend_opts(suite: &Suite) -> SecureOpts {
     suite.compare.configure(suite.mul.configure(opts))
 }
 
-/// The OLT window prices of a suite (its `olt-cost`, `nectar_linear::olt_cost`).
-pub fn cost_model(suite: &Suite) -> CostModel {
-    suite.olt_cost.cost_model()
-}
-
 impl<'c> SecureEngine<'c> {
     /// Runs the session setup over `ch` (both parties call it with the same `suite`,
     /// AGREEMENT). `prg` must be freshly seeded for this session. A suite naming a protocol
@@ -127,7 +122,7 @@ impl<'c> SecureEngine<'c> {
             olt,
             states,
             variant: Variant::Interleave,
-            cost: cost_model(suite),
+            cost: suite.olt_cost.cost_model(),
             plans: HashMap::new(),
             profile: Profile::default(),
             prefetch: None,
@@ -247,9 +242,6 @@ impl<'c> SecureEngine<'c> {
 /// The session a linear protocol runs on (`nectar_linear::protocol`): the backend's channel, MPC
 /// protocols and PRG, the protocols' states, and the OLT every session holds.
 impl LinearCx for SecureEngine<'_> {
-    fn role(&self) -> Role {
-        self.b.role()
-    }
     fn format(&self) -> (u32, u32) {
         let fp = self.b.format();
         (fp.l(), fp.f())

@@ -489,7 +489,8 @@ pub fn bench_fused_blocks(
     use nectar_model::fusion::Part;
     use nectar_model::reference::BlockWeights;
     use nectar_model::secure::blb::{BlockExec, FusedCall};
-    use nectar_model::secure::blb_ckks::{executable_params, FusedCkks};
+    use nectar_linear::layer::blb_fused::executable_params;
+    use nectar_model::secure::blb_ckks::FusedCkks;
     let me = |e: nectar_model::ModelError| LinearError::BadParams(e.to_string());
     let se = |e: nectar_model::secure::SecureError| LinearError::BadParams(e.to_string());
     let config = nectar_model::secure::random_config(arch, Some(2));

@@ -108,7 +108,7 @@ pub fn report(suite: &Suite) -> Result<SecurityReport, crate::SuiteError> {
         // sets 2-5: up to depth 7 at N = 2^15), plus the level the executor may add
         // (`BlockExec`), at the parameters the blocks run at.
         for (n, depth) in [(1 << 14, 5), (1 << 15, 8)] {
-            he.push(ckks_report("ckks-blb", &crate::secure::blb_ckks::executable_params(n, depth).map_err(ckks_err)?));
+            he.push(ckks_report("ckks-blb", &nectar_linear::layer::blb_fused::executable_params(n, depth).map_err(ckks_err)?));
         }
     }
     if per_op || suite.matmul.fused() {

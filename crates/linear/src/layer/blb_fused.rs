@@ -9,7 +9,17 @@ use crate::attention::SharedMatmul;
 use crate::ckks_linear::params_fingerprint;
 use crate::protocol::{LinearCx, LinearProtocol};
 use crate::LinearError;
+use nectar_he::ckks::{CkksParams, CkksParamsLiteral};
 use nectar_math::registry::Protocol;
+
+/// The CKKS parameters a fused block of `depth` levels runs at with ring degree `n` (the
+/// executor's module doc: one 40-bit prime per level above a 60 + 40-bit base, `Δ = 2^40`, a 60-bit
+/// special prime; validated for 128-bit security at construction).
+pub fn executable_params(n: usize, depth: u32) -> Result<CkksParams, LinearError> {
+    let mut bits = vec![60u32, 40];
+    bits.extend(std::iter::repeat_n(40, depth as usize));
+    CkksParams::new(CkksParamsLiteral::from_bit_sizes(n, &bits, Some(60), 40)?).map_err(LinearError::from)
+}
 
 /// The protocol `matmul = blb-fused`.
 pub struct BlbFused;

@@ -175,7 +175,7 @@ pub fn fused_block_twin(fp: FixedPoint, call: &FusedCall<'_>, inputs: &[&[u64]])
     let want = layouts(call.graph, &call.ops, l, s).map_err(bad)?;
     let sim = SlotSim::new(s);
     let lin = |e: nectar_linear::LinearError| NnError::BadArgument(e.to_string());
-    let params = super::blb_ckks::executable_params(call.block.params.n, call.exec.set_depth).map_err(lin)?;
+    let params = nectar_linear::layer::blb_fused::executable_params(call.block.params.n, call.exec.set_depth).map_err(lin)?;
     let top = call.exec.start_level(params.max_level());
     // The level the secure run converts the outputs at: a block deeper than its plan fails
     // here too, not only under CKKS.

@@ -12,7 +12,7 @@
 //! keys flow one way, with no request. Keys are generated once per session and reused by every
 //! layer.
 //!
-//! Parameters ([`executable_params`]): BLB Table 6's ring degree `N` of the planned set and one
+//! Parameters ([`executable_params`], with the protocol `matmul = blb-fused`): BLB Table 6's ring degree `N` of the planned set and one
 //! 40-bit prime per level of the block's depth above a 60 + 40-bit base the CKKS → MPC
 //! conversion keeps, `Δ = 2^40`, a 60-bit special prime, validated for 128-bit security at
 //! construction. Table 6's own sets need EVA's waterline rescaling (several products per 60-bit
@@ -22,24 +22,17 @@ use crate::fusion::exec::{layouts, run_block, CtTensor, Layout};
 use crate::fusion::graph::Operand;
 use crate::fusion::Part;
 use crate::secure::blb_call::FusedCall;
-use nectar_he::ckks::{CkksParams, CkksParamsLiteral, EvalCounts};
+use nectar_he::ckks::{CkksParams, EvalCounts};
 use nectar_linear::ckks_convert::{ckks_to_shares_client, ckks_to_shares_server, conversion_level, shares_to_ckks_client_at, shares_to_ckks_server_at, ConvFormat, FieldToRing, Slots};
 use nectar_linear::ckks_linear::{conv_format, Side};
 use nectar_linear::ckks_matmul::{CkksOps, SlotOps};
 use nectar_linear::LinearError;
+use nectar_linear::layer::blb_fused::executable_params;
 use nectar_math::Prg;
 use nectar_mpc::Mpc;
 use nectar_net::{Channel, Role};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::Instant;
-
-/// The CKKS parameters a fused block of `depth` levels runs at with ring degree `n` (module
-/// doc).
-pub fn executable_params(n: usize, depth: u32) -> Result<CkksParams, LinearError> {
-    let mut bits = vec![60u32, 40];
-    bits.extend(std::iter::repeat_n(40, depth as usize));
-    CkksParams::new(CkksParamsLiteral::from_bit_sizes(n, &bits, Some(60), 40)?).map_err(LinearError::from)
-}
 
 /// Rotation keys per message: one key at `N = 2^15` with ten primes is 47 MB, and a frame
 /// must stay under the channel's 1 GiB limit; the client also holds only one chunk at a time.

@@ -4,7 +4,6 @@
 
 use crate::report::BenchLine;
 use nectar_bench::mpc::{bench_mpc, MpcOp};
-use nectar_model::secure::backend_opts;
 use nectar_bench::nn::{Fixed, Kernel};
 use nectar_model::suite::{ActRing, Suite};
 use nectar_nn::gelu::GeluForm;
@@ -133,7 +132,7 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
 /// A whole secure operator (`nectar_bench::nn::bench_secure`) by the suite's protocol.
 fn operator(a: &Args, name: &str, suite: &Suite, net: Option<LinkModel>) -> Result<Vec<BenchLine>, String> {
     let kernel = kernel(name, suite)?;
-    let mut opts = backend_opts(suite).with_reuse_queries(!a.no_query_reuse).with_bole_narrow(!a.wide_bole);
+    let mut opts = suite.backend_opts().with_reuse_queries(!a.no_query_reuse).with_bole_narrow(!a.wide_bole);
     if a.bits.is_some() || a.frac.is_some() {
         let (l, f) = (a.bits.unwrap_or(64), a.frac.unwrap_or(18));
         let fp = nectar_math::FixedPoint::new(l, f).map_err(|e| format!("--bits {l} --frac {f}: {e}"))?;

@@ -3,12 +3,11 @@
 
 use crate::report::BenchLine;
 use nectar_bench::ot::bench_producer;
-use nectar_model::secure::backend_opts;
 use nectar_model::suite::Suite;
 
 /// The COT extension of `suite` (its `ot` operator: the producer a session of that suite uses).
 pub fn run(suite: &Suite, count: usize) -> Result<BenchLine, String> {
-    let b = bench_producer(backend_opts(suite).producer, count).map_err(|e| e.to_string())?;
+    let b = bench_producer(suite.backend_opts().producer, count).map_err(|e| e.to_string())?;
     let mut l = BenchLine::new("ot", &b.kind)
         .param("count", b.count)
         .param("set", b.params.clone())

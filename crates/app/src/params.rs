@@ -1,7 +1,7 @@
 //! `nectar params`: the HE parameter sets and the statistical security per session of each
-//! suite ([`nectar_model::security`]).
+//! suite ([`nectar_model::suite::security`]).
 
-use nectar_model::security::report;
+use nectar_model::suite::security::report;
 use nectar_model::suite::PRESETS;
 use nectar_model::Suite;
 

@@ -189,6 +189,33 @@ impl LeafFfnParams {
         Self::new(Params::leaf_bfv().map_err(|e| FheError::He(e.to_string()))?, LeafFormat::wide()?)
     }
 
+    /// The rows of these sets in `nectar params`: the BFV set, the RLWE ring of the block's
+    /// conversions, and the conversions' hiding argument.
+    pub fn security(&self) -> nectar_math::registry::Security {
+        let rp = &self.fmt.rp;
+        nectar_math::registry::Security {
+            he: vec![
+                self.bfv.security_row("leaf-bfv"),
+                nectar_math::registry::HeRow {
+                    role: "leaf-rlwe",
+                    n: rp.n(),
+                    log_qp: rp.log_q(),
+                    max_log_qp_128: nectar_he::security::max_log_qp_128(rp.n()),
+                    log_t: rp.p().ilog2(),
+                    error_sigma: nectar_he::security::error_sigma(crate::rlwe::RLWE_ERROR_ETA),
+                },
+            ],
+            statistical: vec![nectar_math::registry::StatRow {
+                step: "LEAF block conversions (nectar_fhe::ffn)",
+                session_bits: None,
+                detail: "shares -> RLWE: the server sees only RLWE encryptions (seeded a); RLWE -> shares: the \
+                         server re-randomises with the client's RLWE public key and adds r uniform over all of \
+                         Z_q', so the client's decryption is uniform (distance 0, no flooding needed)"
+                    .into(),
+            }],
+        }
+    }
+
     /// Checks that the BFV plaintext modulus is `P` and that `n` divides `N`.
     pub fn new(bfv: Params, fmt: LeafFormat) -> Result<Self, FheError> {
         if bfv.plain_modulus(0) as u64 != LEAF_P || !bfv.n().is_multiple_of(fmt.rp.n()) {

@@ -5,7 +5,7 @@
 //!
 //! - [`params`]: validated parameter sets ([`ParamsLiteral`] → [`Params`]) with the HE-standard
 //!   128-bit security check and the BumbleBee presets [`Params::bumblebee_olt`] and
-//!   [`Params::bumblebee_bole`].
+//!   [`Params::bumblebee_bole`]; [`security`]: a set's row in `nectar params`.
 //! - [`keys`]: ternary [`SecretKey`], [`PublicKey`], [`GaloisKeys`] (hybrid key switching with one
 //!   special prime).
 //! - [`encoding`]: coefficient encoding over `Z_{2^l}` (`l <= 64`), SIMD batching over a prime
@@ -37,6 +37,7 @@ pub mod ops;
 pub mod params;
 pub mod poly;
 pub mod product_sum;
+pub mod security;
 pub mod serialize;
 
 pub use ciphertext::{Ciphertext, NoiseReport};

@@ -176,6 +176,12 @@ pub fn params_fingerprint() -> serde_json::Value {
     }
 }
 
+/// The per-operator CKKS protocols' rows in `nectar params` (its set, its conversions).
+pub fn security() -> Result<nectar_math::registry::Security, String> {
+    let p = ckks_linear_params().map_err(|e| format!("CKKS parameters: {e}"))?;
+    Ok(nectar_math::registry::Security { he: vec![p.security_row("ckks")], statistical: vec![crate::ckks_convert::security_row()] })
+}
+
 /// [`CkksLinear::setup`] as a linear protocol's session state (`crate::protocol::LinearProtocol`).
 pub fn setup_state(ch: &mut dyn Channel, role: Role, (l, f): (u32, u32), prg: &mut Prg) -> Result<Option<crate::protocol::State>, LinearError> {
     Ok(Some(Box::new(CkksLinear::setup(ch, role, l, f, prg)?)))

@@ -6,7 +6,7 @@
 pub mod full;
 pub mod narrow;
 
-use nectar_math::registry::Protocol;
+use nectar_math::registry::{Protocol, Security, StatRow};
 
 /// An OLT ring (DESIGN.md "Where a protocol plugs in").
 pub trait OltRingProtocol: Protocol {
@@ -32,6 +32,20 @@ nectar_math::kind!(
     dyn OltRingProtocol,
     ALL
 );
+
+/// The rows of an OLT ring with HE set `p` in `nectar params`.
+pub(crate) fn security_of(p: &nectar_he::Params) -> Security {
+    Security {
+        he: vec![p.security_row("olt")],
+        statistical: vec![StatRow {
+            step: "OLT H2A (coefficient branch)",
+            session_bits: None,
+            detail: "the masker adds r uniform over all of R_q: the decryptor's view is uniform \
+                     (statistical distance 0); the ±1 LSB error is a correctness event"
+                .into(),
+        }],
+    }
+}
 
 /// The HE set's fingerprint (what the digest hashes).
 pub(crate) fn params_of(p: &nectar_he::Params) -> serde_json::Value {

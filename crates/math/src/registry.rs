@@ -26,6 +26,64 @@ pub trait Protocol: Sync + 'static {
     /// data, serialized: both parties must run the same values, so the handshake digest hashes
     /// this serialization of every protocol that runs (never hand-written text).
     fn params(&self) -> serde_json::Value;
+    /// What its security rests on when it runs — its HE parameter sets and its statistically
+    /// hiding steps, the rows of `nectar params` (none by default: a protocol over the
+    /// session's other protocols adds nothing of its own). An error says why it cannot be
+    /// assessed (e.g. its parameters fail to build).
+    fn security(&self) -> Result<Security, String> {
+        Ok(Security::default())
+    }
+}
+
+/// One HE parameter set a protocol runs (a row of `nectar params`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct HeRow {
+    /// What it serves (`olt`, `bole`, `ckks-blb`, ...).
+    pub role: &'static str,
+    pub n: usize,
+    /// `log2(q·P)` (ciphertext primes and special prime).
+    pub log_qp: u32,
+    /// The largest `log2(q·P)` with 128-bit security at this `N` (HE standard, ternary
+    /// secret; 0: no entry).
+    pub max_log_qp_128: u32,
+    /// `log2 t` (largest CRT component); for CKKS, `log2 Δ` (the scale).
+    pub log_t: u32,
+    /// The RLWE error's σ = √(η/2).
+    pub error_sigma: f64,
+}
+
+/// One statistically hiding step of a protocol (a row of `nectar params`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct StatRow {
+    /// The step, named the same by every protocol that takes it (rows are merged by it).
+    pub step: &'static str,
+    /// Statistical security over a whole session, in bits; `None`: perfectly hiding.
+    pub session_bits: Option<u32>,
+    pub detail: String,
+}
+
+/// A protocol's security rows ([`Protocol::security`]).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Security {
+    pub he: Vec<HeRow>,
+    pub statistical: Vec<StatRow>,
+}
+
+impl Security {
+    /// Adds `other`'s rows that are not here yet: an HE set by role and ring degree, a step by
+    /// name (two protocols over one key set or one conversion state the same row).
+    pub fn merge(&mut self, other: Security) {
+        for h in other.he {
+            if !self.he.iter().any(|x| x.role == h.role && x.n == h.n && x.log_qp == h.log_qp) {
+                self.he.push(h);
+            }
+        }
+        for s in other.statistical {
+            if !self.statistical.iter().any(|x| x.step == s.step) {
+                self.statistical.push(s);
+            }
+        }
+    }
 }
 
 /// One operator kind: its key in the grammar and its list of protocols.

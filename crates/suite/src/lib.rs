@@ -22,8 +22,13 @@
 //! Grammar (one parser, [`Suite::parse`]): `PRESET[+OP=PROTO]...`, e.g. `bumblebee+gelu=p4`;
 //! overrides alone ([`Suite::apply_overrides`]): `OP=PROTO[,OP=PROTO]...` (`+` also separates);
 //! a TOML file ([`Suite::from_toml`]): `preset = "bumblebee"` and an `[ops]` table.
+//!
+//! [`security`]: the suite's HE parameter sets and statistical security per session (`nectar
+//! params`), from the rows each running protocol states.
 
-use nectar_math::registry::{Chosen, Kind, Protocol};
+pub mod security;
+
+use nectar_math::registry::{Chosen, Kind, Protocol, Security};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::fmt;
@@ -107,6 +112,10 @@ pub trait Choice: Copy + Eq + fmt::Debug + Sized + 'static {
     /// Its AGREEMENT parameters (enter the digest): the registry's serialized parameters, or
     /// the documented constants of an enum choice.
     fn params(self) -> String;
+    /// Its rows in `nectar params` (HE sets, statistically hiding steps) when it runs.
+    fn security(self) -> Result<Security, String> {
+        Ok(Security::default())
+    }
     /// The choice named `s`.
     fn from_name(s: &str) -> Result<Self, SuiteError> {
         Self::all().into_iter().find(|c| c.name() == s).ok_or_else(|| SuiteError::UnknownProtocol {
@@ -132,6 +141,9 @@ impl<K: Kind> Choice for Chosen<K> {
     }
     fn params(self) -> String {
         self.params_text()
+    }
+    fn security(self) -> Result<Security, String> {
+        self.get().security()
     }
 }
 
@@ -185,13 +197,20 @@ macro_rules! choice {
             fn params(self) -> String {
                 ChoiceParams::params(self)
             }
+            fn security(self) -> Result<Security, String> {
+                ChoiceParams::security(self)
+            }
         }
     };
 }
 
 /// Per-operator AGREEMENT parameters of an enum choice.
-pub trait ChoiceParams {
+pub trait ChoiceParams: Sized {
     fn params(self) -> String;
+    /// Its rows in `nectar params` ([`Choice::security`]).
+    fn security(self) -> Result<Security, String> {
+        Ok(Security::default())
+    }
 }
 
 choice! {
@@ -224,6 +243,13 @@ const fn full_olt_ring() -> OltRing {
 impl ChoiceParams for Ffn {
     fn params(self) -> String {
         String::new()
+    }
+    /// LEAF's block: the suite's sets ([`nectar_fhe::LeafFfnParams::wide`]).
+    fn security(self) -> Result<Security, String> {
+        match self {
+            Ffn::Mpc => Ok(Security::default()),
+            Ffn::Leaf => Ok(nectar_fhe::LeafFfnParams::wide().map_err(|e| format!("LEAF parameters: {e}"))?.security()),
+        }
     }
 }
 
@@ -292,6 +318,11 @@ fn choices<C: Choice>() -> OperatorChoices {
         operator: C::OPERATOR,
         choices: C::all().into_iter().map(|c| (c.name(), c.source(), c.implemented())).collect(),
     }
+}
+
+/// Something done once per operator of a suite ([`Suite::visit`]).
+pub trait Visit {
+    fn choice<C: Choice>(&mut self, c: C);
 }
 
 /// The named presets with one line each on what they are.
@@ -488,50 +519,60 @@ impl Suite {
         Ok(s)
     }
 
+    /// The session backend's options: format `(64, 18)`, then the suite's `ot`, `mul` and
+    /// `compare` configure the COT producer, the products and the comparisons
+    /// (`nectar_nn::ot_ext`, `nectar_nn::mul`, `nectar_nn::compare`).
+    pub fn backend_opts(&self) -> nectar_nn::secure::SecureOpts {
+        let opts = self.ot.configure(nectar_nn::secure::SecureOpts::bumblebee());
+        self.compare.configure(self.mul.configure(opts))
+    }
+
+    /// Calls `v` with every operator's choice, in listing order: the one list of the suite's
+    /// fields every listing below goes through.
+    pub fn visit(&self, v: &mut impl Visit) {
+        v.choice(self.ot);
+        v.choice(self.matmul);
+        v.choice(self.olt_cost);
+        v.choice(self.olt_ring);
+        v.choice(self.matmul_shared);
+        v.choice(self.mul);
+        v.choice(self.compare);
+        v.choice(self.gelu);
+        v.choice(self.silu);
+        v.choice(self.exp);
+        v.choice(self.reciprocal);
+        v.choice(self.rsqrt);
+        v.choice(self.norm);
+        v.choice(self.softmax);
+        v.choice(self.ffn);
+        v.choice(self.act_ring);
+        v.choice(self.embed);
+    }
+
     /// Every operator's choice, in listing order.
     pub fn entries(&self) -> Vec<Entry> {
-        vec![
-            entry(self.ot),
-            entry(self.matmul),
-            entry(self.olt_cost),
-            entry(self.olt_ring),
-            entry(self.matmul_shared),
-            entry(self.mul),
-            entry(self.compare),
-            entry(self.gelu),
-            entry(self.silu),
-            entry(self.exp),
-            entry(self.reciprocal),
-            entry(self.rsqrt),
-            entry(self.norm),
-            entry(self.softmax),
-            entry(self.ffn),
-            entry(self.act_ring),
-            entry(self.embed),
-        ]
+        struct Entries(Vec<Entry>);
+        impl Visit for Entries {
+            fn choice<C: Choice>(&mut self, c: C) {
+                self.0.push(entry(c));
+            }
+        }
+        let mut v = Entries(Vec::new());
+        self.visit(&mut v);
+        v.0
     }
 
     /// Every operator with all its choices (for `nectar suites`).
     pub fn catalogue() -> Vec<OperatorChoices> {
-        vec![
-            choices::<OtExt>(),
-            choices::<Matmul>(),
-            choices::<OltCost>(),
-            choices::<OltRing>(),
-            choices::<SharedMatmul>(),
-            choices::<Mul>(),
-            choices::<Compare>(),
-            choices::<Gelu>(),
-            choices::<Silu>(),
-            choices::<Exp>(),
-            choices::<Reciprocal>(),
-            choices::<Rsqrt>(),
-            choices::<Norm>(),
-            choices::<Softmax>(),
-            choices::<Ffn>(),
-            choices::<ActRing>(),
-            choices::<Embed>(),
-        ]
+        struct Catalogue(Vec<OperatorChoices>);
+        impl Visit for Catalogue {
+            fn choice<C: Choice>(&mut self, _: C) {
+                self.0.push(choices::<C>());
+            }
+        }
+        let mut v = Catalogue(Vec::new());
+        Suite::bumblebee().visit(&mut v);
+        v.0
     }
 
     /// Fails on the first operator whose protocol is not implemented yet (run it before any

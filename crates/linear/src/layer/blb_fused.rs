@@ -34,6 +34,16 @@ impl Protocol for BlbFused {
     fn params(&self) -> serde_json::Value {
         serde_json::json!({ "ckks": params_fingerprint() })
     }
+    /// The deepest block each Table 6 ring degree takes (set 1: depth 4 at N = 2^14; sets
+    /// 2-5: up to depth 7 at N = 2^15), plus the level the executor may add, at the parameters
+    /// the blocks run at; and the conversions around the blocks.
+    fn security(&self) -> Result<nectar_math::registry::Security, String> {
+        let mut he = Vec::new();
+        for (n, depth) in [(1 << 14, 5), (1 << 15, 8)] {
+            he.push(executable_params(n, depth).map_err(|e| format!("CKKS parameters: {e}"))?.security_row("ckks-blb"));
+        }
+        Ok(nectar_math::registry::Security { he, statistical: vec![crate::ckks_convert::security_row()] })
+    }
 }
 
 impl LinearProtocol for BlbFused {}

@@ -23,6 +23,9 @@ impl Protocol for Ckks {
     fn params(&self) -> serde_json::Value {
         serde_json::json!({ "ckks": params_fingerprint() })
     }
+    fn security(&self) -> Result<nectar_math::registry::Security, String> {
+        crate::ckks_linear::security()
+    }
 }
 
 impl LinearProtocol for Ckks {

@@ -1,7 +1,7 @@
 //! `olt-ring = full`: `Z_{2^64}`, the shares' ring: `t = 2^64` ([`nectar_he::Params::bumblebee_olt`]).
 
-use super::{params_of, OltRingProtocol};
-use nectar_math::registry::Protocol;
+use super::{params_of, security_of, OltRingProtocol};
+use nectar_math::registry::{Protocol, Security};
 
 /// The ring `olt-ring = full`.
 pub struct Full;
@@ -15,6 +15,9 @@ impl Protocol for Full {
     }
     fn params(&self) -> serde_json::Value {
         params_of(&self.he_params())
+    }
+    fn security(&self) -> Result<Security, String> {
+        Ok(security_of(&self.he_params()))
     }
 }
 

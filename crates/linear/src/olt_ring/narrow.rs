@@ -4,8 +4,8 @@
 //! truncation. Products must satisfy `|x·w| < 2^13` (raw `< 2^49` at scale `2f`), within the
 //! domains the LayerNorm (`|x − μ| < 2^9`) and softmax (`|x| < 4096`) already impose.
 
-use super::{params_of, OltRingProtocol};
-use nectar_math::registry::Protocol;
+use super::{params_of, security_of, OltRingProtocol};
+use nectar_math::registry::{Protocol, Security};
 
 /// The ring `olt-ring = narrow`.
 pub struct Narrow;
@@ -19,6 +19,9 @@ impl Protocol for Narrow {
     }
     fn params(&self) -> serde_json::Value {
         params_of(&self.he_params())
+    }
+    fn security(&self) -> Result<Security, String> {
+        Ok(security_of(&self.he_params()))
     }
 }
 

@@ -57,7 +57,7 @@ pub use llama::SecureLlama;
 pub use plain_engine::PlainEngine;
 pub use profile::{OpRecord, Profile};
 pub use random::{random_config, RandomArch, RandomWeights};
-pub use secure_engine::{backend_opts, SecureEngine};
+pub use secure_engine::SecureEngine;
 pub use vit::SecureVit;
 
 use crate::config::ModelConfig;

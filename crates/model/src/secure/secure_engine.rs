@@ -8,7 +8,7 @@
 //! and [`Engine`].
 //!
 //! The suite fixes the backend: its `ot`, `mul` and `compare` configure the COT producer, the
-//! products and the comparisons ([`backend_opts`]), its `olt-cost` the OLT window prices; the
+//! products and the comparisons ([`Suite::backend_opts`]), its `olt-cost` the OLT window prices; the
 //! layers' `matmul` and the attention's `matmul-shared` are protocols of the registry
 //! (`nectar_linear::layer`, `nectar_linear::attention`) that run on this engine as their
 //! session (`nectar_linear::protocol::LinearCx`); the block's other operators dispatch on the
@@ -36,7 +36,7 @@ use nectar_linear::prefetch::{Prefetch, PrefetchWorker};
 use nectar_linear::{CostModel, HeSession, LinearError, OltPlan, Shape, Side, Variant};
 use nectar_math::{FixedPoint, Prg};
 use nectar_net::{Channel, Role, Stats};
-use nectar_nn::secure::{SecureBackend, SecureOpts};
+use nectar_nn::secure::SecureBackend;
 use nectar_nn::{Backend, NnError};
 use std::collections::HashMap;
 
@@ -76,14 +76,6 @@ pub struct SecureEngine<'c> {
 /// operator runs. 0 disables the prefetch.
 pub const DEFAULT_PREFETCH_BUDGET: usize = 320 << 20;
 
-/// The backend options a suite fixes: format `(64, 18)`, then its `ot`, `mul` and `compare`
-/// protocols configure the COT producer, the products and the comparisons
-/// (`nectar_nn::ot_ext`, `nectar_nn::mul`, `nectar_nn::compare`).
-pub fn backend_opts(suite: &Suite) -> SecureOpts {
-    let opts = suite.ot.configure(SecureOpts::bumblebee());
-    suite.compare.configure(suite.mul.configure(opts))
-}
-
 impl<'c> SecureEngine<'c> {
     /// Runs the session setup over `ch` (both parties call it with the same `suite`,
     /// AGREEMENT). `prg` must be freshly seeded for this session. A suite naming a protocol
@@ -95,7 +87,7 @@ impl<'c> SecureEngine<'c> {
         mut prg: Prg,
     ) -> Result<Self, SecureError> {
         suite.validate()?;
-        let opts = backend_opts(suite);
+        let opts = suite.backend_opts();
         let mut b = SecureBackend::setup(role, ch, prg.fork(), opts)?;
         let olt = HeSession::setup(b.channel_mut(), role, suite.olt_ring.he_params(), true, &mut prg).map_err(be)?;
         // The linear protocols' keys (BLB's per-operator CKKS: the client's CKKS public and

@@ -18,6 +18,9 @@ impl Protocol for RotlLut {
     fn params(&self) -> serde_json::Value {
         serde_json::json!({ "block": ROTL_COMPARE_BLOCK })
     }
+    fn security(&self) -> Result<nectar_math::registry::Security, String> {
+        Ok(crate::lut::security())
+    }
 }
 
 impl CompareProtocol for RotlLut {

@@ -23,6 +23,9 @@ impl Protocol for Lut {
     fn params(&self) -> serde_json::Value {
         serde_json::json!({ "lut": EXP_LUT, "tables": EXP_LUT.tables_f64() })
     }
+    fn security(&self) -> Result<nectar_math::registry::Security, String> {
+        Ok(crate::lut::security())
+    }
 }
 
 impl ExpProtocol for Lut {

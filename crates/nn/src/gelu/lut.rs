@@ -26,6 +26,9 @@ impl Protocol for Lut {
     fn params(&self) -> serde_json::Value {
         serde_json::json!({ "erf": GELU_LUT.params(), "tanh": GELU_TANH_LUT.params(), "mixed_format": (ACT_FORMAT.l(), ACT_FORMAT.f()) })
     }
+    fn security(&self) -> Result<nectar_math::registry::Security, String> {
+        Ok(crate::lut::security())
+    }
 }
 
 impl GeluProtocol for Lut {

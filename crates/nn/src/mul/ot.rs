@@ -2,7 +2,7 @@
 
 use super::ProductProtocol;
 use crate::secure::{MulProtocol, SecureOpts};
-use nectar_math::registry::Protocol;
+use nectar_math::registry::{Protocol, Security, StatRow};
 
 /// The protocol `mul = ot`.
 pub struct Ot;
@@ -16,6 +16,16 @@ impl Protocol for Ot {
     }
     fn params(&self) -> serde_json::Value {
         serde_json::json!({})
+    }
+    fn security(&self) -> Result<Security, String> {
+        Ok(Security {
+            he: Vec::new(),
+            statistical: vec![StatRow {
+                step: "products from OT (Gilboa)",
+                session_bits: None,
+                detail: "masks are uniform ring elements carried by COTs (perfect in the OT-hybrid model)".into(),
+            }],
+        })
     }
 }
 

@@ -23,6 +23,9 @@ impl Protocol for Lut {
     fn params(&self) -> serde_json::Value {
         serde_json::json!({ "lut_bits": LUT_BITS, "delta": DETERMINE_DELTA })
     }
+    fn security(&self) -> Result<nectar_math::registry::Security, String> {
+        Ok(crate::lut::security())
+    }
 }
 
 impl ReciprocalProtocol for Lut {

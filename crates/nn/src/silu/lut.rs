@@ -22,6 +22,9 @@ impl Protocol for Lut {
     fn params(&self) -> serde_json::Value {
         serde_json::json!({ "silu": SILU_LUT.params(), "mixed_format": (ACT_FORMAT.l(), ACT_FORMAT.f()) })
     }
+    fn security(&self) -> Result<nectar_math::registry::Security, String> {
+        Ok(crate::lut::security())
+    }
 }
 
 impl SiluProtocol for Lut {

@@ -38,6 +38,9 @@ impl Protocol for Lut {
     fn params(&self) -> serde_json::Value {
         serde_json::json!({ "exp": format!("{EXP_LUT:?}"), "reciprocal": "lut", "mask": MASK_VALUE })
     }
+    fn security(&self) -> Result<nectar_math::registry::Security, String> {
+        Ok(crate::lut::security())
+    }
 }
 
 impl SoftmaxProtocol for Lut {

@@ -142,7 +142,7 @@ pub fn run_blb(a: &BlbArgs, suite: &Suite) -> Result<Vec<BenchLine>, String> {
             .collect());
     }
     if a.op == "fused" {
-        let arch = nectar_model::secure::RandomArch::parse(a.model_shape).ok_or_else(|| format!("--model-shape {}: bert-base, bert-large or gpt2", a.model_shape))?;
+        let arch = nectar_bench::fixtures::random::RandomArch::parse(a.model_shape).ok_or_else(|| format!("--model-shape {}: bert-base, bert-large or gpt2", a.model_shape))?;
         let lines = nectar_bench::blb::bench_fused_blocks(arch, a.tokens, a.fused_block, how, packing, a.net).map_err(|e| e.to_string())?;
         return Ok(lines
             .into_iter()

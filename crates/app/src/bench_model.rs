@@ -14,7 +14,7 @@ use crate::report::BenchLine;
 use nectar_bench::model::{bench_model, bench_party, combine_parties, plain_reference, BenchSpec, ModelBench, PartyBench};
 use nectar_model::cosine;
 use nectar_model::secure::Output;
-use nectar_model::secure::RandomArch;
+use nectar_bench::fixtures::random::RandomArch;
 use nectar_model::Suite;
 use nectar_net::{Channel, LinkModel, Role, Simulated, TcpChannel};
 use std::process::{Command, Stdio};

@@ -17,6 +17,7 @@ pub mod bench_ot;
 pub mod bench_suites;
 pub mod child_party;
 pub mod demo;
+pub mod fetch;
 pub mod fit;
 pub mod html_report;
 pub mod memory;

@@ -266,7 +266,7 @@ struct ModelArg {
 
 impl ModelArg {
     fn dir(&self) -> PathBuf {
-        self.model.clone().unwrap_or_else(|| nectar_model::fetch::default_home().join("minilm"))
+        self.model.clone().unwrap_or_else(|| nectar_model::home::default_home().join("minilm"))
     }
 }
 
@@ -582,8 +582,8 @@ fn run(cli: Cli) -> Result<(), String> {
             if name != "minilm" {
                 return Err(format!("unknown model '{name}' (available: minilm)"));
             }
-            let home = home.unwrap_or_else(nectar_model::fetch::default_home);
-            let dir = nectar_model::fetch::fetch_minilm(&home).map_err(|e| e.to_string())?;
+            let home = home.unwrap_or_else(nectar_model::home::default_home);
+            let dir = nectar_app::fetch::fetch_minilm(&home).map_err(|e| e.to_string())?;
             outln!("{}", dir.display());
             Ok(())
         }
@@ -708,7 +708,7 @@ fn run(cli: Cli) -> Result<(), String> {
             params::run(s.as_ref(), json)
         }
         Cmd::Plan { model, model_shape, suite, tokens, json } => {
-            let dir = model.unwrap_or_else(|| nectar_model::fetch::default_home().join("minilm"));
+            let dir = model.unwrap_or_else(|| nectar_model::home::default_home().join("minilm"));
             let source = match &model_shape {
                 Some(s) => plan::Source::Shape(s),
                 None => plan::Source::Dir(&dir),

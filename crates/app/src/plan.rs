@@ -4,7 +4,7 @@
 //! [`nectar_model::secure::blb`]).
 
 use nectar_model::fusion::FusionPlan;
-use nectar_model::secure::random::{random_config, RandomArch};
+use nectar_bench::fixtures::random::{random_config, RandomArch};
 use nectar_model::ModelConfig;
 use std::path::Path;
 
@@ -78,7 +78,7 @@ mod tests {
     fn a_model_directory() {
         let dir = std::env::temp_dir().join(format!("nectar-plan-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
-        nectar_model::tiny::write_tiny_bert(&dir, 1).unwrap_or_else(|e| panic!("{e}"));
+        nectar_bench::fixtures::tiny::write_tiny_bert(&dir, 1).unwrap_or_else(|e| panic!("{e}"));
         let plan = build(&Source::Dir(&dir), "blb", 16);
         let missing = build(&Source::Dir(&dir.join("missing")), "blb", 16);
         let _ = std::fs::remove_dir_all(&dir);

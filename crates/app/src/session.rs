@@ -568,12 +568,12 @@ mod fuzz {
             let dir = root.join(if gpt2 { "gpt2" } else { "bert" });
             std::fs::create_dir_all(&dir).unwrap();
             if gpt2 {
-                nectar_model::tiny::write_tiny_gpt2(&dir, 3).unwrap();
+                nectar_bench::fixtures::tiny::write_tiny_gpt2(&dir, 3).unwrap();
             } else {
-                nectar_model::tiny::write_tiny_bert(&dir, 3).unwrap();
+                nectar_bench::fixtures::tiny::write_tiny_bert(&dir, 3).unwrap();
             }
             let config = ModelConfig::from_file(&dir.join("config.json")).unwrap();
-            let positions = if gpt2 { nectar_model::tiny::GPT2_POSITIONS } else { nectar_model::tiny::BERT_MAX_POS };
+            let positions = if gpt2 { nectar_bench::fixtures::tiny::GPT2_POSITIONS } else { nectar_bench::fixtures::tiny::BERT_MAX_POS };
             out.push((SecureModel::new(&config, None).unwrap(), positions));
         }
         let _ = std::fs::remove_dir_all(&root);

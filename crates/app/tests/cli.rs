@@ -296,10 +296,10 @@ pub fn closed_stdout(args: &[&str]) -> std::process::Output {
 fn closed_stdout_ends_quietly() {
     let dir = std::env::temp_dir().join(format!("nectar-cli-pipe-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    nectar_model::tiny::write_tiny_bert(&dir, 2).unwrap();
+    nectar_bench::fixtures::tiny::write_tiny_bert(&dir, 2).unwrap();
     let d = dir.display().to_string();
     // `embed` needs a tokenizer: the fetched MiniLM when present.
-    let minilm = nectar_model::fetch::default_home().join("minilm");
+    let minilm = nectar_model::home::default_home().join("minilm");
     let m = minilm.display().to_string();
     let info: &[&str] = &["info", "--model", &d];
     let mut cases: Vec<&[&str]> = vec![&["suites"], &["suites", "--json"], &["bench", "net", "--mb", "1"], info];
@@ -321,7 +321,7 @@ fn closed_stdout_ends_quietly() {
 /// BumbleBee's dominant operator; bad inputs are one-line errors.
 #[test]
 fn accuracy_reports_per_operator_errors() {
-    let minilm = nectar_model::fetch::default_home().join("minilm");
+    let minilm = nectar_model::home::default_home().join("minilm");
     assert!(minilm.join("model.safetensors").exists(), "MiniLM missing: `make test` fetches it (nectar fetch-model minilm)");
     let m = minilm.display().to_string();
     let dir = tempfile::tempdir().expect("a temp dir");
@@ -354,7 +354,7 @@ fn accuracy_reports_per_operator_errors() {
     // Bad inputs: a missing file, a file without sentences, a generation model.
     std::fs::write(dir.path().join("empty.txt"), "\n  \n").expect("write the empty file");
     let gpt = dir.path().join("gpt");
-    nectar_model::tiny::write_tiny_gpt2(&gpt, 3).expect("a tiny GPT-2");
+    nectar_bench::fixtures::tiny::write_tiny_gpt2(&gpt, 3).expect("a tiny GPT-2");
     for (model, sentences, needle) in [
         (m.as_str(), dir.path().join("none.txt"), "none.txt"),
         (m.as_str(), dir.path().join("empty.txt"), "no sentences"),
@@ -371,7 +371,7 @@ fn accuracy_reports_per_operator_errors() {
 /// (issue 17's per-party memory figure), the same bytes and rounds as `--in-process`.
 #[test]
 fn bench_suites_reports_rss_per_party() {
-    let minilm = nectar_model::fetch::default_home().join("minilm");
+    let minilm = nectar_model::home::default_home().join("minilm");
     assert!(minilm.join("model.safetensors").exists(), "MiniLM missing: `make test` fetches it (nectar fetch-model minilm)");
     let m = minilm.display().to_string();
     let run = |extra: &[&str]| -> serde_json::Value {

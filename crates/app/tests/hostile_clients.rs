@@ -85,9 +85,9 @@ fn model_dir(name: &str, gpt2: bool) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("nectar-hostile-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     if gpt2 {
-        nectar_model::tiny::write_tiny_gpt2(&dir, 3).unwrap();
+        nectar_bench::fixtures::tiny::write_tiny_gpt2(&dir, 3).unwrap();
     } else {
-        nectar_model::tiny::write_tiny_bert(&dir, 3).unwrap();
+        nectar_bench::fixtures::tiny::write_tiny_bert(&dir, 3).unwrap();
     }
     dir
 }

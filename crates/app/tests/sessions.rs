@@ -67,7 +67,7 @@ fn plaintext_embedding(dir: &std::path::Path, ids: &[u32]) -> Vec<f32> {
 fn concurrent_clients_mismatches_and_disconnects() {
     let dir = std::env::temp_dir().join(format!("nectar-sessions-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    nectar_model::tiny::write_tiny_bert(&dir, 11).unwrap();
+    nectar_bench::fixtures::tiny::write_tiny_bert(&dir, 11).unwrap();
     // 4 good clients + 1 option mismatch + 1 that disconnects at once.
     let mut server = start_server(&dir, 6);
     let addr = server.addr.clone();
@@ -118,7 +118,7 @@ fn concurrent_clients_mismatches_and_disconnects() {
 fn insecure_test_seeds_reproduce_a_run_bit_for_bit() {
     let dir = std::env::temp_dir().join(format!("nectar-seeded-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temporary model directory");
-    nectar_model::tiny::write_tiny_bert(&dir, 5).expect("tiny BERT written");
+    nectar_bench::fixtures::tiny::write_tiny_bert(&dir, 5).expect("tiny BERT written");
     let run = |server_seed: &str, client_seed: &str| {
         let mut server = start_server_with(&dir, 1, &["--insecure-test-seed", server_seed]);
         let out = infer(&server.addr, &dir, "2,7,1,8,2,8", &["--insecure-test-seed", client_seed]);
@@ -150,8 +150,8 @@ fn model_shape_mismatch_ends_the_session() {
     let (a, b) = (base.join("bert"), base.join("gpt2"));
     std::fs::create_dir_all(&a).unwrap();
     std::fs::create_dir_all(&b).unwrap();
-    nectar_model::tiny::write_tiny_bert(&a, 1).unwrap();
-    nectar_model::tiny::write_tiny_gpt2(&b, 1).unwrap();
+    nectar_bench::fixtures::tiny::write_tiny_bert(&a, 1).unwrap();
+    nectar_bench::fixtures::tiny::write_tiny_gpt2(&b, 1).unwrap();
     let mut server = start_server(&a, 1);
     // The client believes it talks to the GPT-2 model.
     let out = infer(&server.addr, &b, "1,2,3", &[]);
@@ -168,8 +168,8 @@ fn model_shape_mismatch_ends_the_session() {
 fn vit_demo_classifies_images_privately() {
     let dir = std::env::temp_dir().join(format!("nectar-vit-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    nectar_model::tiny::write_tiny_vit(&dir, 5).unwrap();
-    let px = nectar_model::tiny::tiny_image(3, 8, 9);
+    nectar_bench::fixtures::tiny::write_tiny_vit(&dir, 5).unwrap();
+    let px = nectar_bench::fixtures::tiny::tiny_image(3, 8, 9);
     let json_px = dir.join("img.json");
     std::fs::write(&json_px, serde_json::to_string(&px).unwrap()).unwrap();
     let ppm = dir.join("img.ppm");

@@ -475,7 +475,7 @@ pub struct FusedRunBench {
 /// Runs every fused block of layer 0 → 1 of `arch` (random weights of the real shapes) for real;
 /// `only` restricts to one block.
 pub fn bench_fused_blocks(
-    arch: nectar_model::secure::RandomArch,
+    arch: crate::fixtures::random::RandomArch,
     tokens: usize,
     only: Option<usize>,
     how: FieldToRing,
@@ -493,7 +493,7 @@ pub fn bench_fused_blocks(
     use nectar_model::secure::blb_ckks::FusedCkks;
     let me = |e: nectar_model::ModelError| LinearError::BadParams(e.to_string());
     let se = |e: nectar_model::secure::SecureError| LinearError::BadParams(e.to_string());
-    let config = nectar_model::secure::random_config(arch, Some(2));
+    let config = crate::fixtures::random::random_config(arch, Some(2));
     let names: fn(usize) -> nectar_model::block::BlockNames = match &config {
         ModelConfig::Bert(_) => nectar_model::bert::block_names,
         ModelConfig::Gpt2(_) => nectar_model::gpt2::block_names,
@@ -503,7 +503,7 @@ pub fn bench_fused_blocks(
     if !tokens.is_power_of_two() {
         return Err(LinearError::BadShape(format!("--op fused: {tokens} tokens (a power of two: the multi-head packings have no padded keys)")));
     }
-    let rw = nectar_model::secure::RandomWeights::new(7);
+    let rw = crate::fixtures::random::RandomWeights::new(7);
     let bw = BlockWeights::load(&rw, &cfg, names, 2).map_err(me)?;
     let (n0, n1) = (names(0), names(1));
     let p = LayerParams { weights: &bw, cfg: &cfg, prev: &n0, cur: &n1 };

@@ -14,10 +14,12 @@
 //! - [`fhe`]: LEAF's BFV products and functional-bootstrapping polynomial at N = 32768
 //!   (`nectar bench fhe`);
 //! - [`nn`]: whole nonlinear operators on the secure backend (`nectar bench nn --op gelu`);
-//! - [`model`]: one secure inference at real shapes with random weights (`nectar bench model`).
+//! - [`model`]: one secure inference at real shapes with random weights (`nectar bench model`);
+//! - [`fixtures`]: tiny checkpoints and pseudo-random weights at published shapes.
 
 pub mod blb;
 pub mod fhe;
+pub mod fixtures;
 pub mod flute;
 pub mod he;
 pub mod linear;

@@ -1,5 +1,5 @@
 //! `nectar bench model`: one secure inference of an architecture at its real shapes with
-//! deterministic random weights ([`nectar_model::secure::random`]), both parties in this
+//! deterministic random weights ([`crate::fixtures::random`]), both parties in this
 //! process (two threads over an in-memory channel, optionally with a simulated LAN/WAN link),
 //! reporting the totals and each party's per-operator breakdown (Table IV style).
 //!
@@ -14,7 +14,7 @@ use nectar_math::{FixedPoint, Prg};
 use nectar_model::config::ModelConfig;
 use nectar_model::secure::engine::Engine;
 use nectar_model::secure::profile::{OpRecord, Profile};
-use nectar_model::secure::random::{random_config, RandomArch, RandomWeights};
+use crate::fixtures::random::{random_config, RandomArch, RandomWeights};
 use nectar_model::secure::{Output, PlainEngine, Query, SecureEngine, SecureError, SecureModel, Task};
 use nectar_model::suite::Suite;
 use nectar_net::{linked_pair, Channel, LinkModel, Role, Stats};
@@ -142,7 +142,7 @@ fn prepare(spec: &BenchSpec) -> Prepared {
     let (seq, pixels) = match &config {
         ModelConfig::Vit(c) => (
             nectar_model::vit::num_patches(c) + 1,
-            Some(nectar_model::tiny::tiny_image(
+            Some(crate::fixtures::tiny::tiny_image(
                 c.num_channels,
                 c.image_size,
                 spec.seed,

@@ -6,7 +6,7 @@
 //! multi-head intermediates at N = 2^15): they run in `make bench-blb`, at BERT-base.
 
 use nectar_bench::blb::{bench_fused_blocks, FieldToRing, SlotPacking};
-use nectar_model::secure::RandomArch;
+use nectar_bench::fixtures::random::RandomArch;
 
 #[test]
 fn fused_blocks_1_3_and_5_run_for_real_and_match_the_twin() {

@@ -4,7 +4,7 @@
 //! (architecture, tokens, layers; `all` for every layer). Prints the summary and one JSON line.
 
 use nectar_bench::model::{bench_model, BenchSpec};
-use nectar_model::secure::RandomArch;
+use nectar_bench::fixtures::random::RandomArch;
 use nectar_model::suite::{ActRing, Embed};
 
 #[test]

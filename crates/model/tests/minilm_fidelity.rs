@@ -13,7 +13,7 @@
 
 use nectar_math::{FixedPoint, Prg};
 use nectar_model::secure::{Output, PlainEngine, Query, SecureEngine, SecureModel, Task};
-use nectar_model::{cosine, fetch, Model, Suite, Weights};
+use nectar_model::{cosine, home, Model, Suite, Weights};
 use nectar_net::{mem::run_pair, Channel, Role};
 
 /// BumbleBee's protocols with IKNP COT (fast session setup in tests) and the `lan_commodity`
@@ -32,13 +32,13 @@ fn sentences() -> Vec<&'static str> {
 
 /// The fetched MiniLM; a missing model fails the test (`make test` fetches it first).
 fn minilm() -> (Model, Weights) {
-    let home = fetch::default_home();
+    let home = home::default_home();
     assert!(
-        fetch::minilm_present(&home),
+        home::minilm_present(&home),
         "MiniLM not found under {}: run `nectar fetch-model minilm` (`make test` fetches it first)",
         home.display()
     );
-    let dir = fetch::minilm_dir(&home);
+    let dir = home::minilm_dir(&home);
     let model = Model::load(&dir).unwrap();
     let w = Weights::open(&dir.join("model.safetensors")).unwrap();
     (model, w)

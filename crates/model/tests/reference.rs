@@ -4,7 +4,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use nectar_model::{tiny, Model, Network};
+use nectar_model::{Model, Network};
+use nectar_bench::fixtures::tiny;
 use serde_json::Value;
 
 const TOL: f64 = 1e-4;

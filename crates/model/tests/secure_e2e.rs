@@ -5,7 +5,8 @@
 
 use nectar_math::{FixedPoint, Prg};
 use nectar_model::secure::{Output, PlainEngine, Query, SecureEngine, SecureModel, Task};
-use nectar_model::{cosine, tiny, Model, Suite, Weights};
+use nectar_model::{cosine, Model, Suite, Weights};
+use nectar_bench::fixtures::tiny;
 use nectar_net::{mem::run_pair, Channel, Role};
 
 /// The suite `spec` (`PRESET[+OP=PROTO]...`) with IKNP (fast session setup in tests).

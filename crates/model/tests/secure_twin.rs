@@ -4,7 +4,8 @@
 
 use nectar_math::FixedPoint;
 use nectar_model::secure::{Output, PlainEngine, Query, SecureModel, Task};
-use nectar_model::{cosine, fetch, tiny, Model, Network, Suite, Weights};
+use nectar_model::{cosine, home, Model, Network, Suite, Weights};
+use nectar_bench::fixtures::tiny;
 
 /// The twin of a run with BumbleBee's protocols.
 fn twin() -> PlainEngine {
@@ -166,13 +167,13 @@ fn tiny_llama_generation_matches_float() {
 
 #[test]
 fn minilm_twin_embeddings_match_plaintext() {
-    let home = fetch::default_home();
+    let home = home::default_home();
     assert!(
-        fetch::minilm_present(&home),
+        home::minilm_present(&home),
         "MiniLM not found under {}: run `nectar fetch-model minilm` (`make test` fetches it first)",
         home.display()
     );
-    let dir = fetch::minilm_dir(&home);
+    let dir = home::minilm_dir(&home);
     let model = Model::load(&dir).unwrap();
     let w = weights(&dir);
     let tok = model.tokenizer().unwrap();
@@ -214,7 +215,8 @@ fn minilm_twin_embeddings_match_plaintext() {
 
 #[test]
 fn bad_queries_are_errors_not_panics() {
-    use nectar_model::secure::{random_config, RandomArch, SecureError};
+    use nectar_model::secure::SecureError;
+use nectar_bench::fixtures::random::{random_config, RandomArch};
     let dir = tempfile::tempdir().unwrap();
     tiny::write_tiny_bert(dir.path(), 3).unwrap();
     let model = Model::load(dir.path()).unwrap();
@@ -372,7 +374,7 @@ fn east_suite_twin_matches_float_on_tiny_models() {
 /// plaintext (issue 14's target for the secure run; the twin is its noiseless part).
 #[test]
 fn minilm_east_twin_embeddings_match_plaintext() {
-    let dir = fetch::minilm_dir(&fetch::default_home());
+    let dir = home::minilm_dir(&home::default_home());
     let model = Model::load(&dir).expect("MiniLM (make test fetches it: nectar fetch-model minilm)");
     let w = weights(&dir);
     let tok = model.tokenizer().unwrap();
@@ -419,7 +421,7 @@ fn minilm_rotl_twin_embeddings_match_plaintext() {
 
 /// The worst cosine between MiniLM's f32 embeddings of `texts` and the twin's under `spec`.
 fn minilm_twin_worst_cosine(spec: &str, texts: &[&str]) -> f32 {
-    let dir = fetch::minilm_dir(&fetch::default_home());
+    let dir = home::minilm_dir(&home::default_home());
     let model = Model::load(&dir).expect("MiniLM (make test fetches it: nectar fetch-model minilm)");
     let w = weights(&dir);
     let tok = model.tokenizer().unwrap();

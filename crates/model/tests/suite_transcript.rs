@@ -7,7 +7,8 @@
 
 use nectar_math::{FixedPoint, Prg};
 use nectar_model::secure::{Output, PlainEngine, Query, SecureEngine, SecureModel, Task};
-use nectar_model::{tiny, Model, Suite, Weights};
+use nectar_model::{Model, Suite, Weights};
+use nectar_bench::fixtures::tiny;
 use nectar_net::mem::run_pair;
 use nectar_net::{Channel, MemChannel, NetError, Role, Stats};
 use std::path::Path;

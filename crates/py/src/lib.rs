@@ -255,7 +255,7 @@ fn task(task: &str, cfg: &ModelConfig, max_new_tokens: usize) -> Result<Task, St
 
 /// Where texts are tokenized: `model_dir`, else the fetched MiniLM (as `nectar infer`).
 fn client_dir(model_dir: Option<&Path>) -> PathBuf {
-    model_dir.map(Path::to_path_buf).unwrap_or_else(|| nectar_model::fetch::default_home().join("minilm"))
+    model_dir.map(Path::to_path_buf).unwrap_or_else(|| nectar_model::home::default_home().join("minilm"))
 }
 
 /// The client's inputs: texts tokenized with the model directory's tokenizer, ids as given,
@@ -470,12 +470,12 @@ fn embed_plaintext(py: Python<'_>, model_dir: PathBuf, texts: Vec<String>) -> Py
 #[pyfunction]
 fn write_tiny_model(kind: &str, dir: PathBuf, seed: u64) -> PyResult<()> {
     std::fs::create_dir_all(&dir).map_err(|e| err(format!("{}: {e}", dir.display())))?;
-    let t = nectar_model::tiny::write_tiny_bert;
+    let t = nectar_bench::fixtures::tiny::write_tiny_bert;
     let w: fn(&Path, u64) -> Result<(), nectar_model::ModelError> = match kind {
         "bert" => t,
-        "gpt2" => nectar_model::tiny::write_tiny_gpt2,
-        "llama" => nectar_model::tiny::write_tiny_llama,
-        "vit" => nectar_model::tiny::write_tiny_vit,
+        "gpt2" => nectar_bench::fixtures::tiny::write_tiny_gpt2,
+        "llama" => nectar_bench::fixtures::tiny::write_tiny_llama,
+        "vit" => nectar_bench::fixtures::tiny::write_tiny_vit,
         k => return Err(err(format!("unknown tiny model '{k}' (bert, gpt2, llama, vit)"))),
     };
     w(&dir, seed).map_err(err)

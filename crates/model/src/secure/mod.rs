@@ -46,7 +46,6 @@ pub mod llama;
 pub mod operators;
 pub mod plain_engine;
 pub mod profile;
-pub mod random;
 pub mod secure_engine;
 pub mod vit;
 
@@ -56,7 +55,6 @@ pub use gpt2::SecureGpt2;
 pub use llama::SecureLlama;
 pub use plain_engine::PlainEngine;
 pub use profile::{OpRecord, Profile};
-pub use random::{random_config, RandomArch, RandomWeights};
 pub use secure_engine::SecureEngine;
 pub use vit::SecureVit;
 

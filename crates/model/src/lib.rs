@@ -19,7 +19,9 @@
 //! - [`suite`]: the typed protocol suite (which protocol per operator), its presets and grammar,
 //!   and `suite::security`: its HE parameters and statistical security per session (`nectar params`).
 //! - [`secure`]: the same architectures as two-party computations over an arithmetic engine
-//!   (fixed-point twin or the secure protocols).
+//!   (the secure protocols, [`secure::SecureEngine`], or the fixed-point twin, [`twin`]).
+//! - [`twin`]: the whole-model fixed-point twin ([`twin::PlainEngine`]): one process, both
+//!   parties' secrets, exactly what the protocols compute up to their randomised errors.
 //!
 //! [`Model`] ties these together: one loader for any supported HF directory.
 
@@ -39,6 +41,7 @@ pub mod shapes;
 /// The protocol suite, in its own crate (`nectar-suite`) between the protocol crates and this one.
 pub use nectar_suite as suite;
 pub mod tokenizer;
+pub mod twin;
 pub mod vit;
 pub mod weights;
 

@@ -7,7 +7,8 @@
 
 use nectar_math::FixedPoint;
 use nectar_model::secure::exact::EXACT_OPS;
-use nectar_model::secure::{Output, PlainEngine, Query, SecureModel, Task};
+use nectar_model::secure::{Output, Query, SecureModel, Task};
+use nectar_model::twin::PlainEngine;
 use nectar_bench::fixtures::random::{random_config, RandomArch, RandomWeights};
 use nectar_model::{cosine, Suite};
 

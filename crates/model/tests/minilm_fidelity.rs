@@ -12,7 +12,8 @@
 //!   `docs/notes/e2e-notes.md`, where the same set also ran through `nectar demo` over TCP).
 
 use nectar_math::{FixedPoint, Prg};
-use nectar_model::secure::{Output, PlainEngine, Query, SecureEngine, SecureModel, Task};
+use nectar_model::secure::{Output, Query, SecureEngine, SecureModel, Task};
+use nectar_model::twin::PlainEngine;
 use nectar_model::{cosine, home, Model, Suite, Weights};
 use nectar_net::{mem::run_pair, Channel, Role};
 

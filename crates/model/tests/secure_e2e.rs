@@ -4,7 +4,8 @@
 //! thresholds), i.e. agree to ~1e−3 after a whole model.
 
 use nectar_math::{FixedPoint, Prg};
-use nectar_model::secure::{Output, PlainEngine, Query, SecureEngine, SecureModel, Task};
+use nectar_model::secure::{Output, Query, SecureEngine, SecureModel, Task};
+use nectar_model::twin::PlainEngine;
 use nectar_model::{cosine, Model, Suite, Weights};
 use nectar_bench::fixtures::tiny;
 use nectar_net::{mem::run_pair, Channel, Role};

@@ -3,7 +3,8 @@
 //! Newton reciprocal / rsqrt) on whole models. The secure run is later checked against the twin.
 
 use nectar_math::FixedPoint;
-use nectar_model::secure::{Output, PlainEngine, Query, SecureModel, Task};
+use nectar_model::secure::{Output, Query, SecureModel, Task};
+use nectar_model::twin::PlainEngine;
 use nectar_model::{cosine, home, Model, Network, Suite, Weights};
 use nectar_bench::fixtures::tiny;
 

@@ -6,7 +6,8 @@
 //! what goes on the wire, or any output bit, changes a pinned value.
 
 use nectar_math::{FixedPoint, Prg};
-use nectar_model::secure::{Output, PlainEngine, Query, SecureEngine, SecureModel, Task};
+use nectar_model::secure::{Output, Query, SecureEngine, SecureModel, Task};
+use nectar_model::twin::PlainEngine;
 use nectar_model::{Model, Suite, Weights};
 use nectar_bench::fixtures::tiny;
 use nectar_net::mem::run_pair;

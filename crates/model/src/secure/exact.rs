@@ -3,7 +3,7 @@
 //! one evaluated exactly shows that operator's share of the end-to-end error; with all of them
 //! exact, what is left is the fixed-point format of the linear layers and the residual stream.
 //!
-//! Only [`crate::secure::PlainEngine`] can be asked for this ([`Engine::exact`]); a secure
+//! Only [`crate::twin::PlainEngine`] can be asked for this ([`Engine::exact`]); a secure
 //! engine always answers `false` (an exact operator would need the plaintext), so these
 //! functions are never reached in a two-party run.
 

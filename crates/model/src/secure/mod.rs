@@ -2,7 +2,7 @@
 //! LLaMA and ViT written once over an [`Engine`] — the fixed-point arithmetic of the protocols plus the
 //! linear operators a transformer needs — so that the same code runs
 //!
-//! - on [`PlainEngine`], the plaintext fixed-point **twin** (one process holds everything; used
+//! - on [`crate::twin::PlainEngine`], the plaintext fixed-point **twin** (one process holds everything; used
 //!   to measure the fixed-point/approximation error against the f32 reference and as the
 //!   expected output of the secure run), and
 //! - on a secure engine (additive shares, OLT matmuls of `nectar-linear`, the OT-based
@@ -44,7 +44,6 @@ pub mod layers;
 pub mod leaf;
 pub mod llama;
 pub mod operators;
-pub mod plain_engine;
 pub mod profile;
 pub mod secure_engine;
 pub mod vit;
@@ -53,7 +52,6 @@ pub use bert::SecureBert;
 pub use engine::{timed, Engine, WeightRef};
 pub use gpt2::SecureGpt2;
 pub use llama::SecureLlama;
-pub use plain_engine::PlainEngine;
 pub use profile::{OpRecord, Profile};
 pub use secure_engine::SecureEngine;
 pub use vit::SecureVit;

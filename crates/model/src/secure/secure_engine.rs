@@ -3,7 +3,7 @@
 //! protocols of `nectar-mpc` for comparison, MSB, mux, AND, B2A, truncation, ring extension, §V,
 //! App. E) plus the linear operators by OLT (`nectar-linear`, BumbleBee §III, InterLeave).
 //!
-//! This is the secure twin of [`crate::secure::PlainEngine`]: every method is one protocol call
+//! This is the secure twin of [`crate::twin::PlainEngine`]: every method is one protocol call
 //! on whole vectors (O(1) rounds), with the error models documented on [`nectar_nn::Backend`]
 //! and [`Engine`].
 //!

@@ -22,7 +22,7 @@ fn bench_from_env() {
         None => Some(1),
     };
     if parts.get(3) == Some(&"shared-ids") {
-        b.suite.embed = Embed::SharedIds;
+        b.suite.embed = Embed::new(&nectar_nn::embed::shared_ids::SharedIds);
     }
     if parts.get(3) == Some(&"mixed") || parts.get(4) == Some(&"mixed") {
         b.suite.act_ring = ActRing::Mixed;

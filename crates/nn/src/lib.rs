@@ -43,6 +43,7 @@ pub mod backend;
 pub mod compare;
 pub mod counting;
 pub mod elu;
+pub mod embed;
 pub mod exp;
 pub mod fit;
 pub mod gelu;

@@ -4,10 +4,13 @@
 //!
 //! One field per operator kind. The kinds in the protocol registry (`nectar_math::registry`:
 //! GeLU, SiLU, exp, reciprocal, rsqrt, norm, softmax, comparison, element-wise products, COT
-//! extension, the layers' and the attention's matmuls and the OLT's prices and ring) hold a handle into their kind's list
+//! extension, the layers' and the attention's matmuls, the OLT's prices and ring, the embedding
+//! input) hold a handle into their kind's list
 //! ([`Gelu`], [`Silu`], [`Exp`], [`Reciprocal`], [`Rsqrt`], [`Norm`], [`Softmax`], [`Compare`],
-//! [`Mul`], [`OtExt`], [`Matmul`], [`SharedMatmul`], and the OLT's [`OltCost`] and [`OltRing`]);
-//! the FFN block and the embedding input are still enums here (issue 46 moves them next). Every choice knows its name
+//! [`Mul`], [`OtExt`], [`Matmul`], [`SharedMatmul`], the OLT's [`OltCost`] and [`OltRing`], and
+//! the embedding input's [`Embed`]); the FFN block ([`Ffn`]) and the activation ring
+//! ([`ActRing`]) are enums here (one whole-block protocol, LEAF, whose evaluation is the
+//! model's block; a ring, not a protocol). Every choice knows its name
 //! (the one grammar of protocol names, used by `--suite`, `--op`, `--suite-file` and `nectar
 //! bench suites`), its source (paper section) and its AGREEMENT parameters — for a registered
 //! protocol its own serialized parameters, for an enum the documented constants of its module
@@ -42,6 +45,7 @@ pub use nectar_nn::rsqrt::Rsqrt;
 pub use nectar_nn::norm::Norm;
 pub use nectar_nn::softmax::Softmax;
 pub use nectar_nn::compare::Compare;
+pub use nectar_nn::embed::Embed;
 pub use nectar_nn::mul::Mul;
 pub use nectar_nn::ot_ext::OtExt;
 pub use nectar_linear::attention::SharedMatmul;
@@ -223,18 +227,6 @@ choice! {
     }
 }
 
-choice! {
-    /// How the client's token ids enter the embedding lookup.
-    Embed : "embed" {
-        /// The client inputs its one-hot rows to the OLT `one_hot × table` (no nonlinear
-        /// protocol at all).
-        ClientOneHot => ("client-onehot", "BumbleBee §VII-B", true),
-        /// The ids are secret-shared and the one-hot rows computed by `i_equal` (BumbleBee
-        /// Table IV's `i_equal` row).
-        SharedIds => ("shared-ids", "BumbleBee Table IV i_equal", true),
-    }
-}
-
 /// `olt-ring` of a suite written before the field existed: `full`, what it ran.
 const fn full_olt_ring() -> OltRing {
     OltRing::new(&nectar_linear::olt_ring::full::Full)
@@ -250,12 +242,6 @@ impl ChoiceParams for Ffn {
             Ffn::Mpc => Ok(Security::default()),
             Ffn::Leaf => Ok(nectar_fhe::LeafFfnParams::wide().map_err(|e| format!("LEAF parameters: {e}"))?.security()),
         }
-    }
-}
-
-impl ChoiceParams for Embed {
-    fn params(self) -> String {
-        String::new()
     }
 }
 
@@ -393,7 +379,7 @@ impl Suite {
             softmax: Softmax::new(&nectar_nn::softmax::bumblebee::Bumblebee),
             ffn: Ffn::Mpc,
             act_ring: ActRing::Full,
-            embed: Embed::ClientOneHot,
+            embed: Embed::new(&nectar_nn::embed::client_onehot::ClientOneHot),
         }
     }
 
@@ -715,10 +701,7 @@ impl Suite {
         match head {
             // Heads and embeddings are OLT under every `matmul` (BLB's CKKS covers the
             // transformer layers, `nectar_linear::ckks_linear`).
-            "embed" => match self.embed {
-                Embed::ClientOneHot => nectar_linear::layer::olt::Olt.name(),
-                Embed::SharedIds => "i_equal+olt",
-            },
+            "embed" => self.embed.runs(),
             "lm_head" | "classifier" => nectar_linear::layer::olt::Olt.name(),
             "linear" => self.matmul.name(),
             "matmul" => self.matmul_shared.name(),

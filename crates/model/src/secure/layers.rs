@@ -12,7 +12,6 @@ use crate::block::{AttnDims, ColScale, Layout};
 use crate::secure::engine::{timed, truncated_matmul_weight, Engine, WeightRef};
 use crate::secure::operators;
 use crate::secure::{SecureError, WeightSource};
-use crate::suite::Embed;
 use nectar_math::FixedPoint;
 use nectar_net::Role;
 use nectar_nn::backend::{enc, enc_scaled};
@@ -267,7 +266,7 @@ pub fn rope<E: Engine>(
 }
 
 /// Embedding rows of the client's tokens: `one_hot(ids) × table` (`vocab × dim`, the server's,
-/// already encoded as `in × out`) — by the suite's [`Embed`] mode. `ids` is `Some` on the client (and the
+/// already encoded as `in × out`) — by the suite's [`crate::suite::Embed`] protocol. `ids` is `Some` on the client (and the
 /// twin). One-hot entries are ring integers, so the product needs no truncation.
 pub fn embed_lookup<E: Engine>(
     e: &mut E,
@@ -288,31 +287,19 @@ pub fn one_hot_rows<E: Engine>(
     n: usize,
     vocab: usize,
 ) -> Result<E::Val, SecureError> {
-    let mode = e.suite().embed;
+    let p = e.suite().embed;
     let client_has = e.role() == Role::Client || e.is_twin();
     if client_has && ids.is_none() {
         return Err(SecureError::Role(
             "the client must provide its token ids".into(),
         ));
     }
-    let ids = if client_has { ids } else { None };
-    Ok(match mode {
-        Embed::ClientOneHot => {
-            let oh = ids.map(|ids| {
-                let mut v = vec![0u64; n * vocab];
-                for (i, &t) in ids.iter().enumerate() {
-                    v[i * vocab + t as usize] = 1;
-                }
-                v
-            });
-            e.client_input(oh.as_deref(), n * vocab)?
-        }
-        Embed::SharedIds => {
-            let raw: Option<Vec<u64>> = ids.map(|ids| ids.iter().map(|&t| t as u64).collect());
-            let shared = e.client_input(raw.as_deref(), n)?;
-            nectar_nn::onehot::one_hot(e, &shared, vocab)?
-        }
-    })
+    let input = match ids {
+        Some(ids) if client_has => Some(p.client_values(ids, vocab)?),
+        _ => None,
+    };
+    let shared = e.client_input(input.as_deref(), p.input_len(n, vocab))?;
+    Ok(p.one_hot_rows(e, &shared, n, vocab)?)
 }
 
 /// Mean of the `n` rows of `x` (`n × d`): one local sum and one truncation.

@@ -45,6 +45,7 @@ pub mod counting;
 pub mod elu;
 pub mod embed;
 pub mod exp;
+pub mod ffn;
 pub mod fit;
 pub mod gelu;
 pub mod layernorm;

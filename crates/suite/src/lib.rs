@@ -5,15 +5,15 @@
 //! One field per operator kind. The kinds in the protocol registry (`nectar_math::registry`:
 //! GeLU, SiLU, exp, reciprocal, rsqrt, norm, softmax, comparison, element-wise products, COT
 //! extension, the layers' and the attention's matmuls, the OLT's prices and ring, the embedding
-//! input) hold a handle into their kind's list
+//! input, the FFN block) hold a handle into their kind's list
 //! ([`Gelu`], [`Silu`], [`Exp`], [`Reciprocal`], [`Rsqrt`], [`Norm`], [`Softmax`], [`Compare`],
 //! [`Mul`], [`OtExt`], [`Matmul`], [`SharedMatmul`], the OLT's [`OltCost`] and [`OltRing`], and
-//! the embedding input's [`Embed`]); the FFN block ([`Ffn`]) and the activation ring
-//! ([`ActRing`]) are enums here (one whole-block protocol, LEAF, whose evaluation is the
-//! model's block; a ring, not a protocol). Every choice knows its name
+//! the embedding input's [`Embed`] and the FFN block's [`Ffn`]); the activation ring
+//! ([`ActRing`], a ring the activation protocols run in, not a protocol) is an enum. Every
+//! choice knows its name
 //! (the one grammar of protocol names, used by `--suite`, `--op`, `--suite-file` and `nectar
 //! bench suites`), its source (paper section) and its AGREEMENT parameters — for a registered
-//! protocol its own serialized parameters, for an enum the documented constants of its module
+//! protocol its own serialized parameters, for the ring its documented constants
 //! — which enter the suite's [`Suite::digest`], the session handshake's comparison.
 //!
 //! Named presets: `nectar` (the default), `bumblebee`, `rotl`, `east`, `blb`, `leaf`
@@ -46,6 +46,7 @@ pub use nectar_nn::norm::Norm;
 pub use nectar_nn::softmax::Softmax;
 pub use nectar_nn::compare::Compare;
 pub use nectar_nn::embed::Embed;
+pub use nectar_nn::ffn::Ffn;
 pub use nectar_nn::mul::Mul;
 pub use nectar_nn::ot_ext::OtExt;
 pub use nectar_linear::attention::SharedMatmul;
@@ -98,8 +99,8 @@ pub enum SuiteError {
     Unsupported(String),
 }
 
-/// One protocol choice of one operator: a registry handle ([`Chosen`], the operator kinds that
-/// moved to the registry, e.g. [`Gelu`]) or one of the per-operator enums below.
+/// One protocol choice of one operator: a registry handle ([`Chosen`], e.g. [`Gelu`]) or the
+/// activation ring ([`ActRing`]).
 pub trait Choice: Copy + Eq + fmt::Debug + Sized + 'static {
     /// The operator's key in `--op` and in JSON (`"gelu"`).
     const OPERATOR: &'static str;
@@ -114,7 +115,7 @@ pub trait Choice: Copy + Eq + fmt::Debug + Sized + 'static {
         true
     }
     /// Its AGREEMENT parameters (enter the digest): the registry's serialized parameters, or
-    /// the documented constants of an enum choice.
+    /// the ring's documented constants.
     fn params(self) -> String;
     /// Its rows in `nectar params` (HE sets, statistically hiding steps) when it runs.
     fn security(self) -> Result<Security, String> {
@@ -151,98 +152,9 @@ impl<K: Kind> Choice for Chosen<K> {
     }
 }
 
-macro_rules! choice {
-    (
-        $(#[$m:meta])*
-        $name:ident : $op:literal {
-            $( $(#[$vm:meta])* $var:ident => ($vname:literal, $src:literal, $imp:expr) ),+ $(,)?
-        }
-    ) => {
-        $(#[$m])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum $name {
-            $( $(#[$vm])* $var ),+
-        }
-        impl Serialize for $name {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(Choice::name(*self))
-            }
-        }
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = String::deserialize(d)?;
-                <$name as Choice>::from_name(&s).map_err(serde::de::Error::custom)
-            }
-        }
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(Choice::name(*self))
-            }
-        }
-        impl $name {
-            fn name_of(self) -> &'static str {
-                match self { $($name::$var => $vname),+ }
-            }
-        }
-        impl Choice for $name {
-            const OPERATOR: &'static str = $op;
-            fn all() -> Vec<Self> {
-                vec![$($name::$var),+]
-            }
-            fn name(self) -> &'static str {
-                self.name_of()
-            }
-            fn source(self) -> &'static str {
-                match self { $($name::$var => $src),+ }
-            }
-            fn implemented(self) -> bool {
-                match self { $($name::$var => $imp),+ }
-            }
-            fn params(self) -> String {
-                ChoiceParams::params(self)
-            }
-            fn security(self) -> Result<Security, String> {
-                ChoiceParams::security(self)
-            }
-        }
-    };
-}
-
-/// Per-operator AGREEMENT parameters of an enum choice.
-pub trait ChoiceParams: Sized {
-    fn params(self) -> String;
-    /// Its rows in `nectar params` ([`Choice::security`]).
-    fn security(self) -> Result<Security, String> {
-        Ok(Security::default())
-    }
-}
-
-choice! {
-    /// The feed-forward block.
-    Ffn : "ffn" {
-        /// Linear layers and the activation as two-party protocols (per the other fields).
-        Mpc => ("mpc", "BumbleBee §VII", true),
-        /// LEAF's non-interactive FHE block (coefficient PCMM + BFV functional bootstrapping).
-        Leaf => ("leaf", "LEAF §2-3", true),
-    }
-}
-
 /// `olt-ring` of a suite written before the field existed: `full`, what it ran.
 const fn full_olt_ring() -> OltRing {
     OltRing::new(&nectar_linear::olt_ring::full::Full)
-}
-
-impl ChoiceParams for Ffn {
-    fn params(self) -> String {
-        String::new()
-    }
-    /// LEAF's block: the suite's sets ([`nectar_fhe::LeafFfnParams::wide`]).
-    fn security(self) -> Result<Security, String> {
-        match self {
-            Ffn::Mpc => Ok(Security::default()),
-            Ffn::Leaf => Ok(nectar_fhe::LeafFfnParams::wide().map_err(|e| format!("LEAF parameters: {e}"))?.security()),
-        }
-    }
 }
 
 /// The protocol of every operator of a private inference (see the module docs). All fields
@@ -377,7 +289,7 @@ impl Suite {
             rsqrt: Rsqrt::new(&nectar_nn::rsqrt::newton::Newton),
             norm: Norm::new(&nectar_nn::norm::bumblebee::Bumblebee),
             softmax: Softmax::new(&nectar_nn::softmax::bumblebee::Bumblebee),
-            ffn: Ffn::Mpc,
+            ffn: Ffn::new(&nectar_nn::ffn::mpc::Mpc),
             act_ring: ActRing::Full,
             embed: Embed::new(&nectar_nn::embed::client_onehot::ClientOneHot),
         }
@@ -416,7 +328,7 @@ impl Suite {
                 gelu: Gelu::new(&nectar_nn::gelu::p4::P4),
                 ..b
             },
-            "leaf" => Suite { ffn: Ffn::Leaf, ..b },
+            "leaf" => Suite { ffn: Ffn::new(&nectar_nn::ffn::leaf::Leaf), ..b },
             other => return Err(SuiteError::UnknownPreset(other.to_string())),
         })
     }
@@ -715,7 +627,7 @@ impl Suite {
             "softmax" => self.softmax.name(),
             "layernorm" | "rmsnorm" => self.norm.name(),
             "argmax" => self.compare.name(),
-            "ffn" | "leaf" => self.ffn.name_of(),
+            "ffn" | "leaf" => self.ffn.name(),
             "rope" | "pool" => "local",
             // BLB's fused blocks (conversions + CKKS) and the MPC operators between them.
             "blb" => self.matmul.name(),

@@ -18,7 +18,6 @@ use nectar_net::Role;
 use nectar_nn::max::argmax_rows;
 use crate::secure::operators;
 use crate::secure::{SecureError, WeightSource};
-use crate::suite::Ffn;
 use nectar_math::FixedPoint;
 
 /// An engine and the server's weights (`None` on the client), as the block's arithmetic.
@@ -318,9 +317,9 @@ impl<E: Engine> BlockOps for EngineBlock<'_, E> {
         Ok(self.e.add(a, b)?)
     }
 
-    /// LEAF's FFN block (`ffn = leaf`) takes the whole FFN.
+    /// An FFN protocol that evaluates the block itself (`ffn = leaf`) takes the whole FFN.
     fn runs_whole_ffn(&self) -> bool {
-        self.e.suite().ffn == Ffn::Leaf
+        self.e.suite().ffn.whole_block()
     }
 
     fn whole_ffn(

@@ -1,35 +1,15 @@
 //! LEAF's FFN block on an engine (suite `ffn = leaf`, issue 16 item 6, [`nectar_fhe::ffn`]):
-//! the session's LEAF keys ([`setup`]: the client's BFV / RLWE keys, LEAF's `N = 32768` set,
-//! ≈ 0.3 GB once) kept as a session state, and `act(X·W1 + b1)` evaluated by the server alone
-//! between two share conversions ([`ffn1`]), or on the twin by the same integers in the clear.
+//! `act(X·W1 + b1)` evaluated by the server alone between two share conversions ([`ffn1`]),
+//! with the session's LEAF keys (the protocol's state, [`nectar_nn::ffn::leaf`]), or on the twin
+//! by the same integers in the clear.
 
 use crate::secure::engine::{Engine, EngineSession};
-use nectar_fhe::{LeafFfnClient, LeafFfnParams, LeafFfnServer, LeafFormat, LeafTable};
-use nectar_linear::protocol::State;
-use nectar_math::Prg;
-use nectar_net::{Channel, Role};
+use nectar_fhe::{LeafFormat, LeafTable};
+use nectar_nn::ffn::leaf::{LeafParty, STATE_KEY};
 use nectar_nn::NnError;
-
-/// The session state key of LEAF's keys.
-pub const STATE_KEY: &str = "leaf";
-
-/// One party's side of LEAF's FFN block.
-enum LeafParty {
-    Client(LeafFfnClient),
-    Server(Box<LeafFfnServer>),
-}
 
 fn be<E: std::error::Error + Send + Sync + 'static>(e: E) -> NnError {
     NnError::Backend(Box::new(e))
-}
-
-/// Session setup of LEAF's block: the client sends its keys (both parties call it, AGREEMENT).
-pub fn setup(ch: &mut dyn Channel, role: Role, prg: &mut Prg) -> Result<State, nectar_fhe::FheError> {
-    let p = LeafFfnParams::wide()?;
-    Ok(match role {
-        Role::Client => Box::new(LeafParty::Client(LeafFfnClient::setup(ch, p, prg)?)),
-        Role::Server => Box::new(LeafParty::Server(Box::new(LeafFfnServer::setup(ch, p)?))),
-    })
 }
 
 /// `act(X·W1 + b1)`: `x` shares mod `2^27` of `X` (`rows × in_dim`, at `LeafFormat::x_frac`

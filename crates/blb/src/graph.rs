@@ -7,12 +7,11 @@
 //! Fig. 10, whose block 1 (depth 4) is the FFN output product with the next norm's head. The
 //! values the previous layer hands over (its activation pieces, its residual, LLaMA's `up`)
 //! are the graph's [`LayerInput`]s, already in MPC; for the first layer they are the
-//! embeddings' instead. The `1/√dh` of attention is folded into `W_Q` (as in
-//! [`crate::block`]).
+//! embeddings' instead. The `1/√dh` of attention is folded into `W_Q` (as the model's
+//! block does).
 
-use super::ops::{LinearKind, NonlinearKind, OpKind};
-use crate::block::{BlockConfig, FfnKind, NormKind, Placement};
-use crate::config::Activation;
+use crate::ops::{LinearKind, NonlinearKind, OpKind};
+use crate::spec::{Activation, FfnKind, LayerSpec, NormKind, Placement};
 use serde::{Deserialize, Serialize};
 
 /// A `(L, D)` tensor shape: `rows` tokens (spatial), `cols` values per token (reduce).
@@ -64,7 +63,7 @@ pub struct Op {
     pub heads: usize,
     /// `ewadd_cc` / `sadd_cc` that subtract their second operand (`x − μ`, `x − max`, P4's
     /// `− c3·x³` on the negative side): the same cost as an addition, so the plan does not
-    /// tell them apart; the evaluator ([`super::eval`]) does.
+    /// tell them apart; the evaluator ([`crate::eval`]) does.
     pub subtract: bool,
 }
 
@@ -108,13 +107,13 @@ impl LayerGraph {
             .collect()
     }
 
-    /// The steady-state layer graph of a block configuration for `tokens` tokens.
-    pub fn build(cfg: &BlockConfig, tokens: usize) -> LayerGraph {
+    /// The steady-state layer graph of a layer's shape for `tokens` tokens.
+    pub fn build(cfg: &LayerSpec, tokens: usize) -> LayerGraph {
         LayerGraph::build_part(cfg, tokens, Part::Steady)
     }
 
     /// The graph of one [`Part`] of a model's layer stack.
-    pub fn build_part(cfg: &BlockConfig, tokens: usize, part: Part) -> LayerGraph {
+    pub fn build_part(cfg: &LayerSpec, tokens: usize, part: Part) -> LayerGraph {
         let mut b = Builder {
             cfg,
             l: tokens,
@@ -147,7 +146,7 @@ pub enum Part {
 }
 
 struct Builder<'a> {
-    cfg: &'a BlockConfig,
+    cfg: &'a LayerSpec,
     l: usize,
     g: LayerGraph,
 }
@@ -318,7 +317,7 @@ impl Builder<'_> {
         let mut q = self.dense("attn.q", x, d);
         let mut k = self.dense("attn.k", x, d);
         let v = self.dense("attn.v", x, d);
-        if self.cfg.rope_theta.is_some() {
+        if self.cfg.rope {
             q = self.rope("attn.q", x, q, d);
             k = self.rope("attn.k", x, k, d);
         }
@@ -415,16 +414,15 @@ impl Builder<'_> {
     fn activation(&mut self, x: Operand) -> Vec<Operand> {
         match self.cfg.activation {
             Activation::Silu => self.silu(x),
-            // GeLU (exact or tanh form) by BOLT's P4, as BLB App. B; ReLU is P4's outer
-            // branches only, but no supported checkpoint uses it, so it is planned as GeLU.
-            Activation::Gelu | Activation::GeluTanh | Activation::Relu => self.gelu(x),
+            // By BOLT's P4, as BLB App. B.
+            Activation::Gelu => self.gelu(x),
         }
     }
 
     fn pieces(&self) -> [&'static str; 3] {
         match self.cfg.activation {
             Activation::Silu => SILU_PIECES,
-            _ => GELU_PIECES,
+            Activation::Gelu => GELU_PIECES,
         }
     }
 

@@ -49,19 +49,15 @@ pub struct LayerParams<'a> {
 impl LayerParams<'_> {
     /// The output columns of the `matmul_cp` named `name`.
     pub fn columns(&self, name: &str) -> Result<&Columns<'_>, BlbError> {
-        self.products
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, c)| c)
-            .ok_or_else(|| BlbError::Unsupported(format!("the BLB evaluator has no weight for {name}")))
+        by_name(&self.products, name).ok_or_else(|| BlbError::Unsupported(format!("the BLB evaluator has no weight for {name}")))
     }
 
     /// The norm of the graph's prefix `ln1` / `ln2`.
     pub fn norm(&self, prefix: &str) -> Result<&NormParams<'_>, BlbError> {
-        self.norms
-            .iter()
-            .find(|(n, _)| *n == prefix)
-            .map(|(_, p)| p)
-            .ok_or_else(|| BlbError::Unsupported(format!("norm {prefix}")))
+        by_name(&self.norms, prefix).ok_or_else(|| BlbError::Unsupported(format!("norm {prefix}")))
     }
+}
+
+fn by_name<'s, T>(list: &'s [(&'static str, T)], name: &str) -> Option<&'s T> {
+    list.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
 }

@@ -2,33 +2,6 @@
 //! kinds of its norm, attention, feed-forward block and activation. The model layer fills it
 //! from its block configuration.
 
-/// The norm's kind.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NormKind {
-    /// LayerNorm (BLB App. B Alg. 3): centred, then scaled (`γ`, `β`).
-    LayerNorm,
-    /// RMSNorm: LayerNorm without the mean and `β`.
-    RmsNorm,
-}
-
-/// Where the norms sit relative to the residual branches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Placement {
-    /// After each residual addition (BERT).
-    Post,
-    /// On the input of each branch (GPT-2, ViT, LLaMA).
-    Pre,
-}
-
-/// The feed-forward block's form.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FfnKind {
-    /// `W2 · act(W1 · a)`.
-    Plain,
-    /// `W_down · (act(W_gate · a) ⊙ W_up · a)`.
-    Gated,
-}
-
 /// The activation as the graph decomposes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Activation {
@@ -47,13 +20,18 @@ pub struct LayerSpec {
     pub heads: usize,
     /// The feed-forward block's inner width.
     pub intermediate: usize,
-    pub norm: NormKind,
-    pub placement: Placement,
+    /// LayerNorm (BLB App. B Alg. 3: centred, then `γ` and `β`); RMSNorm otherwise (no mean,
+    /// no `β`).
+    pub layer_norm: bool,
+    /// Norms after each residual addition (BERT); otherwise on each branch's input (GPT-2,
+    /// ViT, LLaMA).
+    pub post_norm: bool,
     /// Causal attention (a mask on `Q·K^T`).
     pub causal: bool,
     /// Rotary positions on `Q` and `K`.
     pub rope: bool,
-    pub ffn: FfnKind,
+    /// A gated FFN, `W_down · (act(W_gate · a) ⊙ W_up · a)`; otherwise `W2 · act(W1 · a)`.
+    pub gated: bool,
     pub activation: Activation,
     /// The products carry biases.
     pub bias: bool,

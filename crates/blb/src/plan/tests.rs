@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::ops::{BLB_TABLE6, LinearKind};
-use crate::spec::{Activation, FfnKind, NormKind, Placement};
+use crate::spec::Activation;
 
 #[test]
 fn classification_of_every_linear_kind() {
@@ -212,11 +212,11 @@ fn bert_base_shape_has_the_depths_of_table6() {
         hidden: 768,
         heads: 12,
         intermediate: 3072,
-        norm: NormKind::LayerNorm,
-        placement: Placement::Post,
+        layer_norm: true,
+        post_norm: true,
         causal: false,
         rope: false,
-        ffn: FfnKind::Plain,
+        gated: false,
         activation: Activation::Gelu,
         bias: true,
     };

@@ -16,20 +16,11 @@ impl From<&BlockConfig> for LayerSpec {
             hidden: c.hidden,
             heads: c.heads,
             intermediate: c.intermediate,
-            norm: match c.norm {
-                NormKind::LayerNorm => spec::NormKind::LayerNorm,
-                NormKind::RmsNorm => spec::NormKind::RmsNorm,
-            },
-            placement: match c.placement {
-                Placement::Post => spec::Placement::Post,
-                Placement::Pre => spec::Placement::Pre,
-            },
+            layer_norm: c.norm == NormKind::LayerNorm,
+            post_norm: c.placement == Placement::Post,
             causal: c.causal,
             rope: c.rope_theta.is_some(),
-            ffn: match c.ffn {
-                FfnKind::Plain => spec::FfnKind::Plain,
-                FfnKind::Gated => spec::FfnKind::Gated,
-            },
+            gated: c.ffn == FfnKind::Gated,
             activation: match c.activation {
                 Activation::Silu => spec::Activation::Silu,
                 // GeLU (exact or tanh form) by BOLT's P4, as BLB App. B; ReLU is P4's outer

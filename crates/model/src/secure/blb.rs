@@ -57,7 +57,6 @@ use nectar_nn::poly::{less_than_in_ring, LessMode};
 use nectar_nn::NnError;
 use std::collections::HashMap;
 
-
 /// Ring width of the comparisons `x ≥ t` (GeLU's three, softmax's `t ≥ T_exp`) and of those
 /// of the row maximum's tree (ours). Every value compared comes out of a block's conversion,
 /// which bounds it by `|x| < 2^value_bits` (2^12, [`nectar_linear::ckks_linear::conv_format`]),

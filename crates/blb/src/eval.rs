@@ -120,7 +120,7 @@ fn same_shape(a: &Tensor, b: &Tensor, name: &str) -> Result<(), BlbError> {
 
 /// `x` with the `rows × groups` scalar `s` applied per group of `cols/groups` columns.
 fn per_group(x: &Tensor, s: &Tensor, f: impl Fn(f64, f64) -> f64) -> Result<Tensor, BlbError> {
-    if s.rows != x.rows || s.cols == 0 || x.cols % s.cols != 0 {
+    if s.rows != x.rows || s.cols == 0 || !x.cols.is_multiple_of(s.cols) {
         return Err(BlbError::Input(format!("scalar {}x{} over {}x{}", s.rows, s.cols, x.rows, x.cols)));
     }
     let w = x.cols / s.cols;
@@ -135,7 +135,7 @@ fn per_group(x: &Tensor, s: &Tensor, f: impl Fn(f64, f64) -> f64) -> Result<Tens
 
 /// `rows × groups`: `f` folded over each group of `cols/groups` columns.
 fn reduce(x: &Tensor, groups: usize, init: f64, f: impl Fn(f64, f64) -> f64) -> Result<Tensor, BlbError> {
-    if groups == 0 || x.cols % groups != 0 {
+    if groups == 0 || !x.cols.is_multiple_of(groups) {
         return Err(BlbError::Input(format!("{} columns in {groups} groups", x.cols)));
     }
     let w = x.cols / groups;
@@ -151,7 +151,7 @@ fn reduce(x: &Tensor, groups: usize, init: f64, f: impl Fn(f64, f64) -> f64) -> 
 /// `Q_h·K_h^T` (`a`, `b` both `L × D`: output `L × H·M`) or `P_h·V_h` (`a` `L × H·M`, `b`
 /// `M × D`: output `L × D`), head by head.
 fn matmul_heads(a: &Tensor, b: &Tensor, heads: usize) -> Result<Tensor, BlbError> {
-    if heads == 0 || b.cols % heads != 0 {
+    if heads == 0 || !b.cols.is_multiple_of(heads) {
         return Err(BlbError::Input(format!("{} columns over {heads} heads", b.cols)));
     }
     let dh = b.cols / heads;

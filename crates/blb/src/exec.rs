@@ -108,7 +108,7 @@ impl Layout {
                     Layout::MhBPre(_) => m.reduce == m.l && w <= m.l,
                     _ => w <= m.l,
                 };
-                if rows != m.l || m.l != l || m.slots != s || cols % m.heads != 0 || !fits {
+                if rows != m.l || m.l != l || m.slots != s || !cols.is_multiple_of(m.heads) || !fits {
                     Err(err(format!("{rows}x{cols} does not fit the multi-head layout {m:?} (rows must be L = the tokens)")))
                 } else {
                     Ok(())
@@ -250,6 +250,9 @@ pub fn layouts(g: &LayerGraph, block: &[usize], l: usize, s: usize) -> Result<Ha
     Ok(want)
 }
 
+/// A ciphertext-by-ciphertext step of an element-wise or scalar operator.
+type CtOp<'f, C> = dyn Fn(&C, &C) -> Result<C, nectar_linear::LinearError> + 'f;
+
 /// Runs the graph operators `block` (indices into [`LayerGraph::ops`], in graph order) under
 /// CKKS with `l`-slot blocks; `inputs` holds every operand the block reads from outside it
 /// (graph inputs or earlier operators, as converted from MPC) in the layouts of [`layouts`].
@@ -286,7 +289,7 @@ pub fn run_block<O: SlotOps>(
         let x = arg(0)?;
         let (rows, cols) = (op.output.rows, op.output.cols);
         let out_layout = want.get(&Operand::Op(i)).copied().unwrap_or(Layout::Spatial);
-        let per_ct = |f: &dyn Fn(&O::Ct, &O::Ct) -> Result<O::Ct, nectar_linear::LinearError>, b: &CtTensor<O::Ct>| -> Result<Vec<O::Ct>, BlbError> {
+        let per_ct = |f: &CtOp<'_, O::Ct>, b: &CtTensor<O::Ct>| -> Result<Vec<O::Ct>, BlbError> {
             let scalar = b.layout == Layout::Scalar && x.layout != Layout::Scalar;
             if scalar && x.layout != Layout::Spatial {
                 return Err(err(format!("{}: a per-token scalar over a {:?} tensor", op.name, x.layout)));
@@ -351,7 +354,7 @@ pub fn run_block<O: SlotOps>(
                 (cts, x.layout)
             }
             OpKind::Linear(LinearKind::EwaddCc | LinearKind::SaddCc) => {
-                let f: &dyn Fn(&O::Ct, &O::Ct) -> Result<O::Ct, nectar_linear::LinearError> =
+                let f: &CtOp<'_, O::Ct> =
                     if op.subtract { &|a: &O::Ct, b: &O::Ct| ops.sub(a, b) } else { &|a: &O::Ct, b: &O::Ct| ops.add(a, b) };
                 (per_ct(f, arg(1)?)?, x.layout)
             }

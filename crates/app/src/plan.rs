@@ -1,10 +1,11 @@
-//! `nectar plan`: the BLB FineGrainFusion plan of a model's layers ([`nectar_model::fusion`]):
+//! `nectar plan`: the BLB FineGrainFusion plan of a model's layers ([`nectar_blb::plan`]):
 //! fused CKKS blocks, their depth and BLB Table 6 parameter set, rotations and the CKKS<->MPC
 //! conversions at their boundaries, for one layer in steady state (what `--suite blb` runs,
 //! [`nectar_model::secure::blb`]).
 
-use nectar_model::fusion::FusionPlan;
 use nectar_bench::fixtures::random::{random_config, RandomArch};
+use nectar_blb::FusionPlan;
+use nectar_model::secure::blb_spec::fusion_plan;
 use nectar_model::ModelConfig;
 use std::path::Path;
 
@@ -38,7 +39,7 @@ pub fn build(source: &Source, suite: &str, tokens: usize) -> Result<FusionPlan, 
             (random_config(arch, None), arch.name().to_string())
         }
     };
-    FusionPlan::for_model(&config, &name, tokens).map_err(|e| e.to_string())
+    fusion_plan(&config, &name, tokens).map_err(|e| e.to_string())
 }
 
 /// Prints the plan as a table, or as one JSON document.

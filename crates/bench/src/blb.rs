@@ -17,7 +17,7 @@ use nectar_linear::ckks_convert::{
 };
 pub use nectar_linear::ckks_convert::{FieldToRing, SlotPacking};
 use nectar_linear::LinearError;
-use nectar_model::fusion::FusionPlan;
+use nectar_blb::FusionPlan;
 use nectar_math::Prg;
 use nectar_mpc::Mpc;
 use nectar_net::{linked_pair, Channel, LinkModel, Role};
@@ -432,8 +432,8 @@ pub fn bench_matmul(op: &str, model_shape: &str, tokens: usize, real_block: Opti
 
 /// One fused block of one layer run for real (one JSON line of `--op fused`): its MPC → CKKS
 /// inputs converted from shares of the twin's values, the block evaluated by the server under
-/// CKKS ([`nectar_model::fusion::exec`]), its CKKS → MPC outputs converted back, and the
-/// reconstructed outputs compared with the twin ([`nectar_model::fusion::eval`]).
+/// CKKS ([`nectar_blb::exec`]), its CKKS → MPC outputs converted back, and the
+/// reconstructed outputs compared with the twin ([`nectar_blb::eval`]).
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct FusedRunBench {
     pub model: String,
@@ -462,7 +462,7 @@ pub struct FusedRunBench {
     pub ct_pt_mults: u64,
     /// Distinct rotation steps (Galois keys the client sends once per parameter set).
     pub rotation_steps: usize,
-    /// Every key the client sends for the block ([`nectar_model::secure::blb_ckks`]: public,
+    /// Every key the client sends for the block ([`nectar_blb::fused_ckks`]: public,
     /// relinearisation, conjugation and rotation keys): once per parameter set in a session,
     /// not in `bytes_total`.
     pub galois_key_bytes: u64,
@@ -483,15 +483,15 @@ pub fn bench_fused_blocks(
     net: &str,
 ) -> Result<Vec<FusedRunBench>, LinearError> {
     use nectar_model::config::ModelConfig;
-    use nectar_model::fusion::eval::{eval_values, p4_pieces, LayerParams, Tensor};
-    use nectar_model::fusion::exec::layouts;
-    use nectar_model::fusion::graph::{LayerGraph, Operand};
-    use nectar_model::fusion::Part;
-    use nectar_model::reference::BlockWeights;
-    use nectar_model::secure::blb::{BlockExec, FusedCall};
+    use nectar_blb::eval::{eval_values, p4_pieces, Tensor};
+    use nectar_blb::exec::layouts;
+    use nectar_blb::{FusedCall, FusedCkks, LayerGraph, LayerSpec, Operand, Part};
     use nectar_linear::layer::blb_fused::executable_params;
-    use nectar_model::secure::blb_ckks::FusedCkks;
+    use nectar_model::reference::BlockWeights;
+    use nectar_model::secure::blb_call::simulate;
+    use nectar_model::secure::blb_spec::{block_config, layer_params};
     let me = |e: nectar_model::ModelError| LinearError::BadParams(e.to_string());
+    let be = |e: nectar_blb::BlbError| LinearError::BadParams(e.to_string());
     let se = |e: nectar_model::secure::SecureError| LinearError::BadParams(e.to_string());
     let config = crate::fixtures::random::random_config(arch, Some(2));
     let names: fn(usize) -> nectar_model::block::BlockNames = match &config {
@@ -499,25 +499,26 @@ pub fn bench_fused_blocks(
         ModelConfig::Gpt2(_) => nectar_model::gpt2::block_names,
         _ => return Err(LinearError::Unsupported(format!("--op fused: {} (bert-base, bert-large, gpt2)", arch.name()))),
     };
-    let cfg = nectar_model::fusion::block_config(&config);
+    let cfg = block_config(&config);
     if !tokens.is_power_of_two() {
         return Err(LinearError::BadShape(format!("--op fused: {tokens} tokens (a power of two: the multi-head packings have no padded keys)")));
     }
     let rw = crate::fixtures::random::RandomWeights::new(7);
     let bw = BlockWeights::load(&rw, &cfg, names, 2).map_err(me)?;
     let (n0, n1) = (names(0), names(1));
-    let p = LayerParams { weights: &bw, cfg: &cfg, prev: &n0, cur: &n1 };
-    let g = LayerGraph::build(&cfg, tokens);
-    let plan = FusionPlan::for_block(&cfg, arch.name(), 2, tokens).map_err(me)?;
+    let p = layer_params(&bw, &cfg, &n0, &n1).map_err(me)?;
+    let spec = LayerSpec::from(&cfg);
+    let g = LayerGraph::build(&spec, tokens);
+    let plan = FusionPlan::for_layer(&spec, arch.name(), 2, tokens).map_err(be)?;
     let fmt = ConvFormat { packing, ..ConvFormat::DEFAULT };
     let mut prg = Prg::from_entropy();
     // The twin: a random pre-activation (±3) as the previous activation's pieces, a random
     // residual (±1), and every operator's value.
     let mut rand = |cols: usize, r: f64| Tensor::new(tokens, cols, (0..tokens * cols).map(|_| ((prg.next_u128() % 2_000_001) as f64 / 1e6 - 1.0) * r).collect());
-    let u = rand(cfg.intermediate, 3.0).map_err(me)?;
+    let u = rand(cfg.intermediate, 3.0).map_err(be)?;
     let mut inputs: Vec<Tensor> = p4_pieces(&u).into();
-    inputs.push(rand(cfg.hidden, 1.0).map_err(me)?);
-    let vals = eval_values(&g, &p, &inputs).map_err(me)?;
+    inputs.push(rand(cfg.hidden, 1.0).map_err(be)?);
+    let vals = eval_values(&g, &p, &inputs).map_err(be)?;
     let value = |v: Operand| match v {
         Operand::Input(i) => &inputs[i],
         Operand::Op(i) => &vals[i],
@@ -528,11 +529,11 @@ pub fn bench_fused_blocks(
     for b in plan.blocks().filter(|b| only.is_none_or(|o| o == b.index)) {
         let (l, s) = (tokens, b.params.n / 2);
         // The call both parties derive from the plan (the server's with the weights).
-        let mut call_s = FusedCall::new(&g, Part::Steady, b, tokens, Some(&p)).map_err(se)?;
-        let mut call_c = FusedCall::new(&g, Part::Steady, b, tokens, None).map_err(se)?;
-        let exec = BlockExec::simulate(&cfg, &call_c).map_err(se)?;
+        let mut call_s = FusedCall::new(&g, Part::Steady, b, tokens, Some(&p)).map_err(be)?;
+        let mut call_c = FusedCall::new(&g, Part::Steady, b, tokens, None).map_err(be)?;
+        let exec = simulate(&cfg, &call_c).map_err(se)?;
         (call_s.exec, call_c.exec) = (exec.clone(), exec);
-        let want = layouts(&g, &call_s.ops, l, s).map_err(me)?;
+        let want = layouts(&g, &call_s.ops, l, s).map_err(be)?;
         // Shares of the twin's values of every input (row-major).
         let (mut srv_in, mut cli_in) = (Vec::new(), Vec::new());
         for &v in &call_s.inputs {

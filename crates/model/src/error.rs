@@ -33,6 +33,16 @@ pub enum ModelError {
     },
 }
 
+/// BLB's planner and executor report in the same words.
+impl From<nectar_blb::BlbError> for ModelError {
+    fn from(e: nectar_blb::BlbError) -> Self {
+        match e {
+            nectar_blb::BlbError::Input(m) => ModelError::Input(m),
+            nectar_blb::BlbError::Unsupported(m) => ModelError::Unsupported(m),
+        }
+    }
+}
+
 impl ModelError {
     pub fn config(file: &std::path::Path, msg: impl Into<String>) -> Self {
         ModelError::Config {

@@ -13,8 +13,6 @@
 //!   mapping (`block_config`, `block_names`, shared with its secure form), and its plaintext
 //!   f32 forward (sentence embeddings, classifier head, causal LMs with KV cache and greedy
 //!   generation, image classification).
-//! - [`fusion`]: BLB's FineGrainFusion planner (which linear operators fuse into which CKKS
-//!   block, depth, Table 6 parameters, rotations, CKKS<->MPC conversions; `nectar plan`).
 //! - [`home`]: the model cache, where `nectar fetch-model` puts the default model.
 //! - [`suite`]: the typed protocol suite (which protocol per operator), its presets and grammar,
 //!   and `suite::security`: its HE parameters and statistical security per session (`nectar params`).
@@ -30,7 +28,6 @@ pub mod bert;
 pub mod block;
 pub mod config;
 pub mod error;
-pub mod fusion;
 pub mod gpt2;
 pub mod home;
 pub mod llama;

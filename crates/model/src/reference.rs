@@ -130,13 +130,15 @@ impl BlockWeights {
             .ok_or_else(|| ModelError::Input(format!("tensor {} was not loaded", t.name)))
     }
 
-    pub(crate) fn dense(&self, name: &str) -> Result<&Dense, ModelError> {
+    /// The loaded dense layer `name`.
+    pub fn dense(&self, name: &str) -> Result<&Dense, ModelError> {
         self.dense
             .get(name)
             .ok_or_else(|| ModelError::Input(format!("block tensor {name} was not loaded")))
     }
 
-    pub(crate) fn norm(&self, name: &str) -> Result<&Norm, ModelError> {
+    /// The loaded norm `name`.
+    pub fn norm(&self, name: &str) -> Result<&Norm, ModelError> {
         self.norms
             .get(name)
             .ok_or_else(|| ModelError::Input(format!("block norm {name} was not loaded")))

@@ -509,7 +509,7 @@ impl Suite {
 
     /// BLB's FineGrainFusion blocks (`matmul = blb-fused`) evaluate the nonlinear operators'
     /// polynomial parts inside their CKKS blocks and only the comparisons, muxes, reciprocal
-    /// and rsqrt between them (BLB §4, App. B; `nectar_model::fusion::graph`): GeLU is BOLT's P4 split
+    /// and rsqrt between them (BLB §4, App. B; `nectar_blb::graph`): GeLU is BOLT's P4 split
     /// by sign (Alg. 4), SiLU BumbleBee's Seg4 segments, exp `(1 + x/64)^64` (BumbleBee's
     /// Taylor form, clipped at BLB's `T_exp`), the reciprocal BumbleBee's Newton, the
     /// norms and softmax BumbleBee's compositions, all in the rings BLB's conversions fix. A

@@ -1,8 +1,9 @@
 //! `matmul = blb-fused`: BLB §4 FineGrainFusion — chains of linear operators under CKKS between
-//! conversions, planned and run for whole layers by the model's BLB executor
-//! (`nectar_model::secure::blb`; its CKKS keys, made per parameter set at the first block, are
-//! the executor's), so there is no product at a time: [`MatmulProtocol::fused`]. The blocks do
-//! the attention products themselves, so the suite's `matmul-shared` must be `ckks`.
+//! conversions, planned and executed by `nectar_blb` and run for whole layers on the model's
+//! engines (`nectar_model::secure::blb`; its CKKS keys, made per parameter set at the first
+//! block, are the executor's, `nectar_blb::fused_ckks`), so there is no product at a time:
+//! [`MatmulProtocol::fused`]. The blocks do the attention products themselves, so the suite's
+//! `matmul-shared` must be `ckks`.
 
 use super::MatmulProtocol;
 use crate::attention::SharedMatmul;

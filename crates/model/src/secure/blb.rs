@@ -17,12 +17,12 @@
 //! - `rec`: the softmax denominator's reciprocal by [`nectar_nn::reciprocal::reciprocal`]
 //!   (domain and ring by [`rec_domain`]: the row maximum contributes `exp(0) = 1`);
 //! - `cmp`: `x ≥ t` as the negation of a less-than with the public threshold `t`
-//!   ([`crate::fusion::eval`]'s thresholds: `T_exp`, P4's `±2.7`, `0`), on the shares reduced
+//!   ([`nectar_blb::eval`]'s thresholds: `T_exp`, P4's `±2.7`, `0`), on the shares reduced
 //!   to [`cmp_bits`] and on [`CMP_LESS`]'s grid ([`TEXP_LESS`]'s for `T_exp`; ours: BLB fixes
 //!   neither); the comparisons of one value (GeLU's three) are one batched call;
 //! - `mux`: `v·b` for one comparison bit; for a segment `[lo, hi)` the bit is `lo ⊕ hi`, which
 //!   equals `lo ∧ ¬hi` because the thresholds increase (`hi ⇒ lo`) and costs no AND protocol;
-//! - products moved out of a block (`softmax.normalize`, [`crate::fusion::MpcRole::Peeled`]):
+//! - products moved out of a block (`softmax.normalize`, [`nectar_blb::MpcRole::Peeled`]):
 //!   the engine's fixed-point product (softmax's in [`PROD_BITS`] bits);
 //! - additions of values already in MPC (`x − max`, the softmax row sum, the activation's
 //!   pieces): local.
@@ -34,21 +34,20 @@
 //! reciprocal and `P`'s product run in narrower rings of their own ([`cmp_bits`],
 //! [`rec_domain`], [`PROD_BITS`]); shares are reduced locally and results extended back.
 //!
-//! Shapes BLB's executor takes (a clear error otherwise, [`crate::fusion::exec`]): the token
+//! Shapes BLB's executor takes (a clear error otherwise, [`nectar_blb::exec`]): the token
 //! count is a power of two (the multi-head packings have no padded keys) and every `L × C`
 //! tensor fills whole ciphertexts. KV-cache decoding is not planned by BLB (a clear error).
 
 use crate::block::{BlockConfig, BlockNames};
-use crate::fusion::eval::{threshold, LayerParams, Tensor};
-use crate::fusion::exec::{layouts, pack, run_block, unpack, CtTensor};
-use crate::fusion::graph::{LayerGraph, Operand};
-use crate::fusion::ops::{LinearKind, NonlinearKind, OpKind};
-use crate::fusion::{plan_graph, MpcRole, Part, PlanItem};
 use crate::reference::BlockWeights;
-use crate::secure::blb_ckks::FusedCkks;
+use crate::secure::blb_call::simulate;
+use crate::secure::blb_spec::layer_params;
 use crate::secure::engine::{timed, Engine};
 use crate::secure::SecureError;
 use crate::secure::WeightSource;
+use nectar_blb::eval::{threshold, Tensor};
+use nectar_blb::exec::{layouts, pack, run_block, unpack, CtTensor};
+use nectar_blb::{plan_graph, BlockExec, FusedCall, FusedCkks, LayerGraph, LayerParams, LayerSpec, LinearKind, MpcRole, NonlinearKind, OpKind, Operand, Part, PlanItem};
 use nectar_linear::ckks_matmul::SlotSim;
 use nectar_math::FixedPoint;
 use nectar_nn::backend::enc;
@@ -57,8 +56,6 @@ use nectar_nn::reciprocal::RecipParams;
 use nectar_nn::poly::{less_than_in_ring, LessMode};
 use nectar_nn::NnError;
 use std::collections::HashMap;
-
-pub use super::blb_call::{BlockExec, FusedCall};
 
 /// Ring width of the comparisons `x ≥ t` (GeLU's three, softmax's `t ≥ T_exp`) and of those
 /// of the row maximum's tree (ours). Every value compared comes out of a block's conversion,
@@ -168,7 +165,7 @@ fn fused_block<E: Engine>(e: &mut E, call: &FusedCall<'_>, inputs: &[(&Vec<u64>,
 /// packings and operator order, exact slot arithmetic) from the decoded inputs, outputs
 /// re-encoded. Needs the server's weights.
 pub fn fused_block_twin(fp: FixedPoint, call: &FusedCall<'_>, inputs: &[&[u64]]) -> Result<Vec<Vec<u64>>, NnError> {
-    let bad = |e: crate::ModelError| NnError::BadArgument(e.to_string());
+    let bad = |e: nectar_blb::BlbError| NnError::BadArgument(e.to_string());
     let p = call.params.ok_or_else(|| NnError::BadArgument("the fused block's twin needs the weights".into()))?;
     let s = call.block.params.n / 2;
     let l = call.tokens;
@@ -284,7 +281,7 @@ pub fn run_layers<E: Engine>(
         if part == Part::Steady && layers < 2 {
             continue;
         }
-        let g = LayerGraph::build_part(cfg, n, part);
+        let g = LayerGraph::build_part(&LayerSpec::from(cfg), n, part);
         let items = plan_graph(&g, n)?;
         let mut execs = HashMap::new();
         for b in items.iter().filter_map(|i| match i {
@@ -293,7 +290,7 @@ pub fn run_layers<E: Engine>(
         }) {
             let call = FusedCall::new(&g, part, b, n, None)?;
             call.check()?;
-            execs.insert(b.index, (b.params.n, BlockExec::simulate(cfg, &call)?));
+            execs.insert(b.index, (b.params.n, simulate(cfg, &call)?));
         }
         plans.insert(part, (g, items, execs));
     }
@@ -322,7 +319,7 @@ pub fn run_layers<E: Engine>(
         };
         let plan = &plans[&part];
         let (prev, cur) = (names(step.saturating_sub(1)), names(step.min(layers - 1)));
-        let params = weights.as_ref().map(|w| LayerParams { weights: w, cfg, prev: &prev, cur: &cur });
+        let params = weights.as_ref().map(|w| layer_params(w, cfg, &prev, &cur)).transpose()?;
         let inputs = plan
             .graph
             .inputs
@@ -656,7 +653,7 @@ mod tests {
         let mut b = PlainBackend::new(fp).unwrap();
         let gelu = vec![-4095.9, -2.8, -2.6, -0.2, 0.2, 2.6, 2.8, 4095.9];
         let texp = vec![-8191.5, -4095.9, -14.2, -13.5, -12.5, -0.2, 0.0, 0.4];
-        for (less, ts, xs) in [(CMP_LESS, vec![-2.7, 0.0, 2.7], gelu), (TEXP_LESS, vec![crate::fusion::eval::T_EXP], texp)] {
+        for (less, ts, xs) in [(CMP_LESS, vec![-2.7, 0.0, 2.7], gelu), (TEXP_LESS, vec![nectar_blb::eval::T_EXP], texp)] {
             let x: Vec<u64> = xs.iter().map(|&v| nectar_nn::backend::enc(&b, v).unwrap()).collect();
             let v = b.constant(&x).unwrap();
             let lt = less_than_in_ring(&mut b, &v, cmp_bits(fp), &ts, less).unwrap();

@@ -205,7 +205,7 @@ pub trait Engine: Backend<Val = Vec<u64>, Bit = Vec<bool>> {
     /// The two-party session under this engine — channel, MPC protocols, PRG, role and the
     /// session states of the protocols that keep keys (`nectar_linear::protocol::State`, by
     /// key) — or `None` for the plaintext twin. A protocol that runs whole blocks of its own on
-    /// shares (BLB's fused blocks, `crate::secure::blb_call`; LEAF's FFN block,
+    /// shares (BLB's fused blocks, `crate::secure::blb`; LEAF's FFN block,
     /// `crate::secure::leaf`) runs its secure side on it and its twin where there is none.
     fn session(&mut self) -> Option<EngineSession<'_>> {
         None

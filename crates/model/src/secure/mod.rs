@@ -35,7 +35,7 @@
 pub mod bert;
 pub mod blb;
 pub mod blb_call;
-pub mod blb_ckks;
+pub mod blb_spec;
 pub mod block;
 pub mod engine;
 pub mod exact;
@@ -85,6 +85,16 @@ pub enum SecureError {
 
 /// Called after each block with (block index, number of blocks).
 pub type Progress<'w> = Box<dyn Fn(usize, usize) + Send + Sync + 'w>;
+
+/// BLB's refusals read as the engine's; its bad inputs as the model's.
+impl From<nectar_blb::BlbError> for SecureError {
+    fn from(e: nectar_blb::BlbError) -> Self {
+        match e {
+            nectar_blb::BlbError::Unsupported(m) => SecureError::Unsupported(m),
+            e @ nectar_blb::BlbError::Input(_) => SecureError::Model(e.into()),
+        }
+    }
+}
 
 impl From<nectar_math::MathError> for SecureError {
     fn from(e: nectar_math::MathError) -> Self {

@@ -1,7 +1,7 @@
 //! BLB's fused blocks evaluated under CKKS (BLB §4–5): the operators of one
-//! [`super::FusedBlock`] computed by the server alone on [`SlotOps`] — real ciphertexts
+//! [`crate::plan::FusedBlock`] computed by the server alone on [`SlotOps`] — real ciphertexts
 //! ([`nectar_linear::ckks_matmul::CkksOps`]) or the slot simulator — from the block's
-//! MPC → CKKS inputs to its CKKS → MPC outputs. [`super::eval`] is its plaintext twin.
+//! MPC → CKKS inputs to its CKKS → MPC outputs. [`crate::eval`] is its plaintext twin.
 //!
 //! Packing (BLB §4.2.1, Fig. 6): every `L × C` tensor is spatial-first (column-major, rows
 //! padded with zeros to `L`, a power of two), `s/L` columns per ciphertext; a per-token scalar
@@ -31,10 +31,11 @@
 //! Not built (a clear error): per-group scalars (`L × H`, in MPC in BLB's graphs anyway) and
 //! a tensor wanted in two packings.
 
-use super::eval::{LayerParams, Tensor};
-use super::graph::{LayerGraph, Operand};
-use super::ops::{LinearKind, OpKind};
-use crate::ModelError;
+use crate::error::BlbError;
+use crate::eval::{plain, Tensor};
+use crate::graph::{LayerGraph, Operand};
+use crate::ops::{LinearKind, OpKind};
+use crate::params::LayerParams;
 use nectar_linear::ckks_matmul::{matmul_cc, matmul_cc_prerotated, matmul_cp_diag, matmul_cp_spatial, SlotOps};
 use nectar_linear::ckks_packing::{Mat, MhLayout, Packing};
 use std::collections::HashMap;
@@ -91,7 +92,7 @@ impl Layout {
     }
 
     /// Checks that a `rows × cols` tensor fits this layout with `l`-slot blocks over `s`.
-    fn check(&self, rows: usize, cols: usize, l: usize, s: usize) -> Result<(), ModelError> {
+    fn check(&self, rows: usize, cols: usize, l: usize, s: usize) -> Result<(), BlbError> {
         if !l.is_power_of_two() || l > s || rows > l || cols == 0 {
             return Err(err(format!("{rows}x{cols} in blocks of L = {l} over {s} slots")));
         }
@@ -107,7 +108,7 @@ impl Layout {
                     Layout::MhBPre(_) => m.reduce == m.l && w <= m.l,
                     _ => w <= m.l,
                 };
-                if rows != m.l || m.l != l || m.slots != s || cols % m.heads != 0 || !fits {
+                if rows != m.l || m.l != l || m.slots != s || !cols.is_multiple_of(m.heads) || !fits {
                     Err(err(format!("{rows}x{cols} does not fit the multi-head layout {m:?} (rows must be L = the tokens)")))
                 } else {
                     Ok(())
@@ -128,8 +129,8 @@ pub struct CtTensor<C> {
     pub cts: Vec<C>,
 }
 
-fn err(e: impl std::fmt::Display) -> ModelError {
-    ModelError::Unsupported(format!("fused CKKS block: {e}"))
+fn err(e: impl std::fmt::Display) -> BlbError {
+    BlbError::Unsupported(format!("fused CKKS block: {e}"))
 }
 
 impl Layout {
@@ -142,7 +143,7 @@ impl Layout {
 
     /// Every `(row, column, ct·s + slot)` a `rows × cols` tensor occupies (a scalar once per
     /// block); what an MPC → CKKS conversion scatters the shares to.
-    pub fn positions(&self, rows: usize, cols: usize, l: usize, s: usize) -> Result<Vec<(usize, usize, usize)>, ModelError> {
+    pub fn positions(&self, rows: usize, cols: usize, l: usize, s: usize) -> Result<Vec<(usize, usize, usize)>, BlbError> {
         self.check(rows, cols, l, s)?;
         let blocks = if *self == Layout::Scalar { s / l } else { 1 };
         let mut out = Vec::with_capacity(rows * cols * blocks);
@@ -157,7 +158,7 @@ impl Layout {
 }
 
 /// The slot vectors of `t` in `layout` (`l`-slot blocks over `s` slots; unused slots zero).
-pub fn pack(t: &Tensor, layout: Layout, l: usize, s: usize) -> Result<Vec<Vec<f64>>, ModelError> {
+pub fn pack(t: &Tensor, layout: Layout, l: usize, s: usize) -> Result<Vec<Vec<f64>>, BlbError> {
     let mut out = vec![vec![0.0; s]; layout.cts(t.cols, l, s)];
     for (r, c, p) in layout.positions(t.rows, t.cols, l, s)? {
         out[p / s][p % s] = t.at(r, c);
@@ -166,7 +167,7 @@ pub fn pack(t: &Tensor, layout: Layout, l: usize, s: usize) -> Result<Vec<Vec<f6
 }
 
 /// The inverse of [`pack`] (a scalar is read from block 0).
-pub fn unpack(v: &[Vec<f64>], rows: usize, cols: usize, layout: Layout, l: usize, s: usize) -> Result<Tensor, ModelError> {
+pub fn unpack(v: &[Vec<f64>], rows: usize, cols: usize, layout: Layout, l: usize, s: usize) -> Result<Tensor, BlbError> {
     layout.check(rows, cols, l, s)?;
     let mut t = Tensor::zeros(rows, cols);
     for r in 0..rows {
@@ -180,7 +181,7 @@ pub fn unpack(v: &[Vec<f64>], rows: usize, cols: usize, layout: Layout, l: usize
 
 /// The multi-head layout of the `matmul_cc` operator `i` (`Q·K^T`: reduce `d`; `P·V`:
 /// reduce `L`).
-fn cc_layout(g: &LayerGraph, i: usize, l: usize, s: usize) -> Result<MhLayout, ModelError> {
+fn cc_layout(g: &LayerGraph, i: usize, l: usize, s: usize) -> Result<MhLayout, BlbError> {
     let op = &g.ops[i];
     let (a, b) = (g.shape(op.operands[0]), g.shape(op.operands[1]));
     let reduce = if a.cols == b.cols { a.cols / op.heads.max(1) } else { l };
@@ -190,9 +191,9 @@ fn cc_layout(g: &LayerGraph, i: usize, l: usize, s: usize) -> Result<MhLayout, M
 /// The layout each value read or computed by `block` is wanted in: multi-head where a
 /// `matmul_cc` (through element-wise operators) consumes it, a scalar for `L × 1` values,
 /// spatial-first otherwise.
-pub fn layouts(g: &LayerGraph, block: &[usize], l: usize, s: usize) -> Result<HashMap<Operand, Layout>, ModelError> {
+pub fn layouts(g: &LayerGraph, block: &[usize], l: usize, s: usize) -> Result<HashMap<Operand, Layout>, BlbError> {
     let mut want: HashMap<Operand, Layout> = HashMap::new();
-    let set = |v: Operand, lay: Layout, want: &mut HashMap<Operand, Layout>| -> Result<(), ModelError> {
+    let set = |v: Operand, lay: Layout, want: &mut HashMap<Operand, Layout>| -> Result<(), BlbError> {
         match want.get(&v) {
             Some(old) if *old != lay => Err(err(format!("{} is wanted in two packings ({old:?}, {lay:?})", g.value_name(v)))),
             _ => {
@@ -249,6 +250,9 @@ pub fn layouts(g: &LayerGraph, block: &[usize], l: usize, s: usize) -> Result<Ha
     Ok(want)
 }
 
+/// A ciphertext-by-ciphertext step of an element-wise or scalar operator.
+type CtOp<'f, C> = dyn Fn(&C, &C) -> Result<C, nectar_linear::LinearError> + 'f;
+
 /// Runs the graph operators `block` (indices into [`LayerGraph::ops`], in graph order) under
 /// CKKS with `l`-slot blocks; `inputs` holds every operand the block reads from outside it
 /// (graph inputs or earlier operators, as converted from MPC) in the layouts of [`layouts`].
@@ -260,14 +264,14 @@ pub fn run_block<O: SlotOps>(
     block: &[usize],
     l: usize,
     inputs: &HashMap<Operand, CtTensor<O::Ct>>,
-) -> Result<HashMap<usize, CtTensor<O::Ct>>, ModelError> {
+) -> Result<HashMap<usize, CtTensor<O::Ct>>, BlbError> {
     let s = ops.slots();
     let want = layouts(g, block, l, s)?;
     let mut vals: HashMap<usize, CtTensor<O::Ct>> = HashMap::new();
     let lin = |e: nectar_linear::LinearError| err(e);
     for &i in block {
         let op = g.ops.get(i).ok_or_else(|| err(format!("no operator {i}")))?;
-        let arg = |k: usize| -> Result<&CtTensor<O::Ct>, ModelError> {
+        let arg = |k: usize| -> Result<&CtTensor<O::Ct>, BlbError> {
             let v = *op.operands.get(k).ok_or_else(|| err(format!("{}: operand {k} missing", op.name)))?;
             let t = match v {
                 Operand::Op(j) if vals.contains_key(&j) => &vals[&j],
@@ -285,7 +289,7 @@ pub fn run_block<O: SlotOps>(
         let x = arg(0)?;
         let (rows, cols) = (op.output.rows, op.output.cols);
         let out_layout = want.get(&Operand::Op(i)).copied().unwrap_or(Layout::Spatial);
-        let per_ct = |f: &dyn Fn(&O::Ct, &O::Ct) -> Result<O::Ct, nectar_linear::LinearError>, b: &CtTensor<O::Ct>| -> Result<Vec<O::Ct>, ModelError> {
+        let per_ct = |f: &CtOp<'_, O::Ct>, b: &CtTensor<O::Ct>| -> Result<Vec<O::Ct>, BlbError> {
             let scalar = b.layout == Layout::Scalar && x.layout != Layout::Scalar;
             if scalar && x.layout != Layout::Spatial {
                 return Err(err(format!("{}: a per-token scalar over a {:?} tensor", op.name, x.layout)));
@@ -303,7 +307,7 @@ pub fn run_block<O: SlotOps>(
         let (cts, layout) = match op.kind {
             OpKind::Linear(LinearKind::MatmulCp) => {
                 let c = p.columns(&op.name)?;
-                let (din, dw) = (c.dense.in_dim, &c.dense.w);
+                let (din, dw) = (c.weight.in_dim, c.weight.w);
                 // The kernels encode the weight at the rescale prime's scale, which keeps the
                 // input's scale; an input off Δ (after a ct-ct product: Δ²/q) is brought back
                 // by scaling the weight by Δ/Δ_in and reading the result at Δ.
@@ -337,7 +341,7 @@ pub fn run_block<O: SlotOps>(
                 (cts, layout)
             }
             OpKind::Linear(k @ (LinearKind::EwaddCp | LinearKind::EwmulCp)) => {
-                let pl = p.plain(op, rows, cols)?;
+                let pl = plain(p, op, rows, cols)?;
                 let full = if pl.rows == 1 { Tensor::new(rows, cols, (0..rows * cols).map(|i| pl.data[i % cols]).collect())? } else { pl };
                 let slots = pack(&full, x.layout, l, s)?;
                 let cts = x
@@ -350,7 +354,7 @@ pub fn run_block<O: SlotOps>(
                 (cts, x.layout)
             }
             OpKind::Linear(LinearKind::EwaddCc | LinearKind::SaddCc) => {
-                let f: &dyn Fn(&O::Ct, &O::Ct) -> Result<O::Ct, nectar_linear::LinearError> =
+                let f: &CtOp<'_, O::Ct> =
                     if op.subtract { &|a: &O::Ct, b: &O::Ct| ops.sub(a, b) } else { &|a: &O::Ct, b: &O::Ct| ops.add(a, b) };
                 (per_ct(f, arg(1)?)?, x.layout)
             }
@@ -387,199 +391,6 @@ pub fn run_block<O: SlotOps>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fusion::eval::tests::{tiny_bert, TinyBert as Tiny};
-    use crate::fusion::eval::{eval_values, p4_pieces, LayerParams};
-    use crate::fusion::FusionPlan;
-    use nectar_linear::ckks_matmul::SlotSim;
-    use nectar_math::Prg;
-
-    /// The layer's inputs (P4 pieces of a random pre-activation, a random residual) and the
-    /// twin's value of every operator.
-    fn twin(t: &Tiny, g: &LayerGraph, tokens: usize) -> (Vec<Tensor>, Vec<Tensor>) {
-        let (n0, n1) = (crate::bert::block_names(0), crate::bert::block_names(1));
-        let p = LayerParams { weights: &t.bw, cfg: &t.cfg, prev: &n0, cur: &n1 };
-        let mut prg = Prg::new([4; 16]);
-        let mut rand = |cols: usize, r: f64| Tensor::new(tokens, cols, (0..tokens * cols).map(|_| ((prg.next_u128() % 2001) as f64 / 1000.0 - 1.0) * r).collect()).unwrap();
-        let u = rand(t.cfg.intermediate, 3.0);
-        let mut inputs: Vec<Tensor> = p4_pieces(&u).into();
-        inputs.push(rand(t.cfg.hidden, 1.0));
-        let vals = eval_values(g, &p, &inputs).unwrap();
-        (inputs, vals)
-    }
-
-    fn value<'a>(g: &LayerGraph, inputs: &'a [Tensor], vals: &'a [Tensor], v: Operand) -> &'a Tensor {
-        let _ = g;
-        match v {
-            Operand::Input(i) => &inputs[i],
-            Operand::Op(i) => &vals[i],
-        }
-    }
-
-    /// Every fused block of tiny BERT's plan on the slot simulator, its inputs taken from the
-    /// twin and packed where the block wants them: each operator's value equals the twin's (up
-    /// to f64 rounding; the simulator adds no noise), at the plan's depth.
-    #[test]
-    fn fused_blocks_on_the_simulator_equal_the_twin() {
-        let t = tiny_bert();
-        let (tokens, l, s) = (8, 8, 64);
-        let g = LayerGraph::build(&t.cfg, tokens);
-        let (inputs, vals) = twin(&t, &g, tokens);
-        let (n0, n1) = (crate::bert::block_names(0), crate::bert::block_names(1));
-        let p = LayerParams { weights: &t.bw, cfg: &t.cfg, prev: &n0, cur: &n1 };
-        let plan = FusionPlan::for_block(&t.cfg, "tiny", 2, tokens).unwrap();
-        let mut ran = 0;
-        for b in plan.blocks() {
-            let idx: Vec<usize> = b.ops.iter().map(|o| g.ops.iter().position(|x| x.name == o.name).unwrap()).collect();
-            let sim = SlotSim::new(s);
-            let want = layouts(&g, &idx, l, s).unwrap();
-            let mut ins = HashMap::new();
-            for &i in &idx {
-                for &v in &g.ops[i].operands {
-                    if matches!(v, Operand::Op(j) if idx.contains(&j)) || ins.contains_key(&v) {
-                        continue;
-                    }
-                    let val = value(&g, &inputs, &vals, v);
-                    let cts = pack(val, want[&v], l, s).unwrap().into_iter().map(|c| sim.encrypt(c, 12)).collect();
-                    ins.insert(v, CtTensor { rows: val.rows, cols: val.cols, layout: want[&v], cts });
-                }
-            }
-            let out = run_block(&sim, &g, &p, &idx, l, &ins).unwrap_or_else(|e| panic!("block {}: {e}", b.index));
-            for &i in &idx {
-                let ct = &out[&i];
-                let got = unpack(&ct.cts.iter().map(|c| c.v.clone()).collect::<Vec<_>>(), ct.rows, ct.cols, ct.layout, l, s).unwrap();
-                let want = &vals[i];
-                let err = got.data.iter().zip(&want.data).fold(0f64, |m, (a, b)| m.max((a - b).abs()));
-                let mag = want.data.iter().fold(1f64, |m, v| m.max(v.abs()));
-                assert!(err <= 1e-9 * mag, "block {} op {}: error {err} (magnitude {mag})", b.index, g.ops[i].name);
-            }
-            // The levels the plan counts are the levels used.
-            let used = 12 - out.values().flat_map(|t| t.cts.iter().map(|c| c.level)).min().unwrap();
-            assert_eq!(used as u32, b.depth, "block {} depth", b.index);
-            ran += 1;
-        }
-        assert_eq!(ran, 5, "every block runs");
-    }
-
-    /// Block 1 of tiny BERT (FFN output product, bias, residual, LayerNorm head: depth 4, row
-    /// sums by rotations) on real CKKS: `N = 2^13`, `Δ = 2^30` (data primes 45 + 4·30, special
-    /// 45: 210 of 218 bits), 512 tokens so that 16 and 40 columns fill whole ciphertexts. Every
-    /// operator decrypts to the twin's value within CKKS noise (fresh and key-switch errors
-    /// about `2^-20` relative at this `Δ`), at the plan's depth; the simulator's operation counts
-    /// equal the evaluator's.
-    #[test]
-    fn fused_block_1_on_ckks_equals_the_twin() {
-        use nectar_he::ckks::{CkksEvaluator, CkksParams, CkksParamsLiteral, CkksSecretKey};
-        use nectar_linear::ckks_matmul::CkksOps;
-        let t = tiny_bert();
-        let (tokens, l) = (512, 512);
-        let params = CkksParams::new(CkksParamsLiteral::from_bit_sizes(1 << 13, &[45, 30, 30, 30, 30], Some(45), 30).unwrap()).unwrap();
-        let s = params.slots();
-        let g = LayerGraph::build(&t.cfg, tokens);
-        let (inputs, vals) = twin(&t, &g, tokens);
-        let (n0, n1) = (crate::bert::block_names(0), crate::bert::block_names(1));
-        let p = LayerParams { weights: &t.bw, cfg: &t.cfg, prev: &n0, cur: &n1 };
-        let plan = FusionPlan::for_block(&t.cfg, "tiny", 2, tokens).unwrap();
-        let b = plan.blocks().next().unwrap();
-        assert_eq!(b.depth, 4);
-        let idx: Vec<usize> = b.ops.iter().map(|o| g.ops.iter().position(|x| x.name == o.name).unwrap()).collect();
-        let top = params.max_level();
-        // The inputs, packed; first on the simulator for the rotation steps (Galois keys).
-        let mut packed = HashMap::new();
-        for &i in &idx {
-            for &v in &g.ops[i].operands {
-                if !matches!(v, Operand::Op(j) if idx.contains(&j)) {
-                    let val = value(&g, &inputs, &vals, v);
-                    packed.insert(v, (val.rows, val.cols, pack(val, Layout::Spatial, l, s).unwrap()));
-                }
-            }
-        }
-        let sim = SlotSim::new(s);
-        let sim_in = packed.iter().map(|(&v, (r, c, cts))| (v, CtTensor { rows: *r, cols: *c, layout: Layout::Spatial, cts: cts.iter().map(|x| sim.encrypt(x.clone(), top)).collect() })).collect();
-        run_block(&sim, &g, &p, &idx, l, &sim_in).unwrap();
-        let mut prg = Prg::new([6; 16]);
-        let sk = CkksSecretKey::generate(&params, &mut prg);
-        let ev = CkksEvaluator::new(&params)
-            .with_relin_key(sk.relin_key(&params, &mut prg).unwrap())
-            .with_galois_keys(sk.galois_keys(&params, &sim.rotation_steps(), false, &mut prg).unwrap());
-        let ops = CkksOps::new(&ev);
-        let enc = |x: &[f64], prg: &mut Prg| sk.encrypt(&params, &params.encode_real(x, top, params.default_scale()).unwrap(), prg).unwrap();
-        let ck_in = packed.iter().map(|(&v, (r, c, cts))| (v, CtTensor { rows: *r, cols: *c, layout: Layout::Spatial, cts: cts.iter().map(|x| enc(x, &mut prg)).collect() })).collect();
-        let before = ops.counts();
-        let out = run_block(&ops, &g, &p, &idx, l, &ck_in).unwrap();
-        let used = ops.counts() - before;
-        let sc = sim.counts();
-        assert_eq!((used.rotations, used.ct_ct_mults, used.ct_pt_mults, used.rescales), (sc.rotations, sc.ct_ct_mults, sc.ct_pt_mults, sc.rescales));
-        for &i in &idx {
-            let ct = &out[&i];
-            let dec: Vec<Vec<f64>> = ct.cts.iter().map(|c| sk.decrypt_decode(&params, c).unwrap().iter().map(|z| z.re).collect()).collect();
-            let got = unpack(&dec, ct.rows, ct.cols, ct.layout, l, s).unwrap();
-            let want = &vals[i];
-            let err = got.data.iter().zip(&want.data).fold(0f64, |m, (a, b)| m.max((a - b).abs()));
-            let mag = want.data.iter().fold(1f64, |m, v| m.max(v.abs()));
-            eprintln!("block 1 on CKKS: {:<16} max error {err:.2e} (magnitude {mag:.1}), level {}", g.ops[i].name, ct.cts[0].level());
-            assert!(err <= 1e-3 * mag, "{}: error {err}", g.ops[i].name);
-        }
-        let lowest = out.values().flat_map(|t| t.cts.iter().map(|c| c.level())).min().unwrap();
-        assert_eq!(top - lowest, 4, "the plan's depth");
-    }
-
-    /// A `matmul_cp` whose input comes off a ct-ct product (scale `Δ²/q`, as `W_O` after
-    /// `P·V` in block 4) and whose output is added to a value at `Δ`: the weight is scaled by
-    /// `Δ/Δ_in` and the result read at `Δ`, so the addition is accepted (real CKKS refuses
-    /// unequal scales) and correct.
-    #[test]
-    fn matmul_after_a_ct_ct_product_lands_on_the_scale() {
-        use crate::fusion::graph::{LayerInput, Op, Plain, Shape};
-        use nectar_he::ckks::{CkksEvaluator, CkksParams, CkksParamsLiteral, CkksSecretKey};
-        use nectar_linear::ckks_matmul::CkksOps;
-        let t = tiny_bert();
-        let (l, d, ff) = (512, t.cfg.hidden, t.cfg.intermediate);
-        let sh = |cols| Shape { rows: l, cols };
-        let op = |name: &str, kind, operands: Vec<Operand>, input, output, plain| Op { name: name.into(), kind, operands, input, output, plain, heads: 1, subtract: false };
-        let g = LayerGraph {
-            inputs: vec![LayerInput { name: "h".into(), shape: sh(ff) }, LayerInput { name: "r".into(), shape: sh(d) }],
-            ops: vec![
-                op("h2", OpKind::Linear(LinearKind::EwmulCc), vec![Operand::Input(0), Operand::Input(0)], sh(ff), sh(ff), None),
-                op("ffn.down", OpKind::Linear(LinearKind::MatmulCp), vec![Operand::Op(0)], sh(ff), sh(d), Some(Plain::Weight)),
-                op("ffn.residual", OpKind::Linear(LinearKind::EwaddCc), vec![Operand::Op(1), Operand::Input(1)], sh(d), sh(d), None),
-            ],
-            outputs: vec![("y".into(), Operand::Op(2))],
-        };
-        let (n0, n1) = (crate::bert::block_names(0), crate::bert::block_names(1));
-        let p = LayerParams { weights: &t.bw, cfg: &t.cfg, prev: &n0, cur: &n1 };
-        let mut prg = Prg::new([8; 16]);
-        let mut rand = |cols: usize| Tensor::new(l, cols, (0..l * cols).map(|_| (prg.next_u128() % 2001) as f64 / 1000.0 - 1.0).collect()).unwrap();
-        let inputs = vec![rand(ff), rand(d)];
-        let vals = eval_values(&g, &p, &inputs).unwrap();
-        let params = CkksParams::new(CkksParamsLiteral::from_bit_sizes(1 << 13, &[45, 30, 30, 30], Some(45), 30).unwrap()).unwrap();
-        let s = params.slots();
-        let idx = [0, 1, 2];
-        let sim = SlotSim::new(s);
-        let top = params.max_level();
-        let packed: Vec<Vec<Vec<f64>>> = inputs.iter().map(|t| pack(t, Layout::Spatial, l, s).unwrap()).collect();
-        let sim_in = (0..2).map(|i| (Operand::Input(i), CtTensor { rows: l, cols: inputs[i].cols, layout: Layout::Spatial, cts: packed[i].iter().map(|v| sim.encrypt(v.clone(), top)).collect() })).collect();
-        run_block(&sim, &g, &p, &idx, l, &sim_in).unwrap();
-        let sk = CkksSecretKey::generate(&params, &mut prg);
-        let ev = CkksEvaluator::new(&params)
-            .with_relin_key(sk.relin_key(&params, &mut prg).unwrap())
-            .with_galois_keys(sk.galois_keys(&params, &sim.rotation_steps(), false, &mut prg).unwrap());
-        let ops = CkksOps::new(&ev);
-        let ck_in = (0..2)
-            .map(|i| {
-                let cts = packed[i].iter().map(|v| sk.encrypt(&params, &params.encode_real(v, top, params.default_scale()).unwrap(), &mut prg).unwrap()).collect();
-                (Operand::Input(i), CtTensor { rows: l, cols: inputs[i].cols, layout: Layout::Spatial, cts })
-            })
-            .collect();
-        let out = run_block(&ops, &g, &p, &idx, l, &ck_in).unwrap();
-        let y = &out[&2];
-        assert!((y.cts[0].scale() / params.default_scale() - 1.0).abs() < 1e-12, "the matmul lands on Δ");
-        let dec: Vec<Vec<f64>> = y.cts.iter().map(|c| sk.decrypt_decode(&params, c).unwrap().iter().map(|z| z.re).collect()).collect();
-        let got = unpack(&dec, l, d, Layout::Spatial, l, s).unwrap();
-        let err = got.data.iter().zip(&vals[2].data).fold(0f64, |m, (a, b)| m.max((a - b).abs()));
-        let mag = vals[2].data.iter().fold(1f64, |m, v| m.max(v.abs()));
-        eprintln!("matmul after a ct-ct product: max error {err:.2e} (magnitude {mag:.1})");
-        assert!(err <= 1e-3 * mag, "error {err}");
-    }
 
     #[test]
     fn partial_ciphertexts_are_refused() {

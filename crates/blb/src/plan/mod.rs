@@ -1,8 +1,8 @@
-//! BLB's FineGrainFusion planner (BLB §4; DESIGN.md "model … BLB fusion planner"): which
+//! BLB's FineGrainFusion planner (BLB §4): which
 //! linear operators of a transformer layer are fused into one CKKS block, at what depth and
 //! parameter set, with how many rotations, and which tensors cross between CKKS and MPC.
 //!
-//! 1. [`graph`]: the operator graph of one layer at BLB's granularity (Table 2 operators;
+//! 1. [`crate::graph`]: the operator graph of one layer at BLB's granularity (Table 2 operators;
 //!    LayerNorm, softmax and GeLU decomposed per App. B Alg. 3–5).
 //! 2. Placement. Nonlinear operators run in MPC. A linear operator that only adds (`ewadd`,
 //!    `sadd`, `sum`) and whose operands are all already in MPC stays there: additions of
@@ -10,7 +10,7 @@
 //!    softmax row sum, the sum of the GeLU muxes, `x − max`). Every other linear operator
 //!    goes to CKKS.
 //! 3. Fusion. Two CKKS operators joined by an edge are fused when no MPC operator lies
-//!    between them (same *stage*) and Table 4 allows the pair ([`ops::fuse`]); the maximal
+//!    between them (same *stage*) and Table 4 allows the pair ([`crate::ops::fuse`]); the maximal
 //!    groups are the blocks. Table 4 is read per edge, with the category the consumer has
 //!    *for that operand*: a scalar operator is an Expansion of its `(L, 1)` operand but
 //!    element-wise on its `(L, D)` operand (the paper states categories per operator only;
@@ -23,15 +23,15 @@
 //!    evaluating a leading ct-ct product of values already in MPC with the MPC protocol
 //!    instead (BLB §5.2 takes `Softmax(·)` "already in secret-share form" into `× V_h`), else
 //!    by cutting the block where it runs out of levels (a CKKS→MPC→CKKS refresh).
-//! 5. Parameters: the smallest Table 6 set covering the depth ([`ops::choose_preset`]);
-//!    rotations per operator by the closed forms of [`cost`] at that set's `N/2` slots.
+//! 5. Parameters: the smallest Table 6 set covering the depth ([`crate::ops::choose_preset`]);
+//!    rotations per operator by the closed forms of [`crate::cost`] at that set's `N/2` slots.
 //!
-//! A model's stack of layers is planned as three [`Part`]s (first layer, steady state, last
-//! layer's tail; [`crate::secure::blb`] runs them).
+//! A model's stack of layers is planned as three [`crate::graph::Part`]s (first layer, steady state, last
+//! layer's tail; the model layer's `secure::blb` runs them).
 //!
 //! Result for BERT (and GPT-2, ViT): 5 blocks per layer of depths 4, 7, 7, 7, 6 in that
 //! order, as BLB Table 6 (the layer starts after the previous GeLU, as BLB Fig. 10's block 1
-//! is the FFN output product with the next LayerNorm's head; see [`graph`]).
+//! is the FFN output product with the next LayerNorm's head; see [`crate::graph`]).
 //! Cross-block values (a residual, `V`, the centred `x − μ`) are converted to MPC at the end
 //! of their block and back into the consuming block: blocks use different `N`, so a
 //! ciphertext cannot be carried over as is.
@@ -44,29 +44,19 @@
 //! - Constant factors (`1/D`, `2^-6`, GeLU coefficients) cost a level like any `ewmul_cp`
 //!   (BLB Alg. 3–5 list them as operators); `1/√dh` is folded into `W_Q`.
 //! - Parameter set: among the depth-7 sets BLB chose by MSE (scale); we take the tightest
-//!   depth, then the fewest modulus bits ([`ops::choose_preset`]).
-//! - Rotations: [`cost`]'s closed forms are our derivation; Table 5 prints only O(·) forms,
+//!   depth, then the fewest modulus bits ([`crate::ops::choose_preset`]).
+//! - Rotations: [`crate::cost`]'s closed forms are our derivation; Table 5 prints only O(·) forms,
 //!   and its figures (BERT-large `Q·K^T` 640, `× V` 1056; GPT-2 488) are upper bounds of ours
 //!   (448, 640; 220, 156), checked in the tests.
 //! - GeLU is BOLT's P4 (Alg. 4) whatever the suite's `gelu` choice, as in BLB §7.1; SiLU
 //!   (LLaMA, not in BLB) is BumbleBee's polynomial split the same way.
 //! - The plan covers a prompt of `L` tokens; KV-cache decoding steps are not planned.
 
-pub mod cost;
-pub mod eval;
-pub mod exec;
-pub mod graph;
-pub mod ops;
-
-pub use graph::{LayerGraph, Operand, Part, Shape};
-pub use ops::{
-    choose_preset, fuse, Category, CkksPreset, LinearKind, NonlinearKind, OpKind, BLB_TABLE6,
-    TABLE4,
-};
-
-use crate::block::BlockConfig;
-use crate::config::ModelConfig;
-use crate::ModelError;
+use crate::cost;
+use crate::error::BlbError;
+use crate::graph::{self, LayerGraph, Operand, Shape};
+use crate::ops::{self, choose_preset, fuse, Category, CkksPreset, LinearKind, OpKind};
+use crate::spec::LayerSpec;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -188,41 +178,32 @@ pub struct FusionPlan {
 }
 
 impl FusionPlan {
-    /// The plan of `config`'s layers for `tokens` tokens.
-    pub fn for_model(
-        config: &ModelConfig,
-        model: &str,
-        tokens: usize,
-    ) -> Result<FusionPlan, ModelError> {
-        let (layers, ..) = config.dims();
-        FusionPlan::for_block(&block_config(config), model, layers, tokens)
-    }
-
-    /// The plan of a block configuration for `tokens` tokens.
-    pub fn for_block(
-        cfg: &BlockConfig,
+    /// The plan of `layers` layers of shape `spec` for `tokens` tokens (`model`: a name for
+    /// the report).
+    pub fn for_layer(
+        spec: &LayerSpec,
         model: &str,
         layers: usize,
         tokens: usize,
-    ) -> Result<FusionPlan, ModelError> {
+    ) -> Result<FusionPlan, BlbError> {
         if tokens == 0 || tokens > MAX_TOKENS {
-            return Err(ModelError::Input(format!(
+            return Err(BlbError::Input(format!(
                 "fusion plan: {tokens} tokens (1..={MAX_TOKENS})"
             )));
         }
-        if cfg.heads == 0 || !cfg.hidden.is_multiple_of(cfg.heads) {
-            return Err(ModelError::Input(format!(
+        if spec.heads == 0 || !spec.hidden.is_multiple_of(spec.heads) {
+            return Err(BlbError::Input(format!(
                 "fusion plan: hidden {} is not a multiple of {} heads",
-                cfg.hidden, cfg.heads
+                spec.hidden, spec.heads
             )));
         }
-        let graph = LayerGraph::build(cfg, tokens);
+        let graph = LayerGraph::build(spec, tokens);
         Ok(FusionPlan {
             model: model.into(),
             tokens,
-            hidden: cfg.hidden,
-            heads: cfg.heads,
-            intermediate: cfg.intermediate,
+            hidden: spec.hidden,
+            heads: spec.heads,
+            intermediate: spec.intermediate,
             layers,
             items: plan_graph(&graph, tokens)?,
         })
@@ -270,16 +251,6 @@ impl FusionPlan {
     /// The plan as pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
-    }
-}
-
-/// The block configuration of any supported architecture.
-pub fn block_config(config: &ModelConfig) -> BlockConfig {
-    match config {
-        ModelConfig::Bert(c) => crate::bert::block_config(c),
-        ModelConfig::Gpt2(c) => crate::gpt2::block_config(c),
-        ModelConfig::Llama(c) => crate::llama::block_config(c),
-        ModelConfig::Vit(c) => crate::vit::block_config(c),
     }
 }
 
@@ -422,10 +393,10 @@ fn levels(g: &LayerGraph, blk: &[Option<usize>]) -> Levels {
     lv
 }
 
-/// The plan of any layer graph (the steady-state layer, or any [`Part`] of a stack): places,
+/// The plan of any layer graph (the steady-state layer, or any [`crate::graph::Part`] of a stack): places,
 /// groups and, while a block is deeper than every Table 6 set, peels or cuts (module docs,
 /// step 4); returns the fused blocks and the MPC operators between them, in execution order.
-pub fn plan_graph(g: &LayerGraph, tokens: usize) -> Result<Vec<PlanItem>, ModelError> {
+pub fn plan_graph(g: &LayerGraph, tokens: usize) -> Result<Vec<PlanItem>, BlbError> {
     let n = g.ops.len();
     let max_depth = ops::max_preset_depth();
     let (mut peeled, mut cut) = (vec![false; n], vec![false; n]);
@@ -466,7 +437,7 @@ pub fn plan_graph(g: &LayerGraph, tokens: usize) -> Result<Vec<PlanItem>, ModelE
             _ => return assemble(g, tokens, &place, &stage, &blk, &lv),
         }
     }
-    Err(ModelError::Unsupported(
+    Err(BlbError::Unsupported(
         "fusion plan: no block fits a BLB Table 6 parameter set".into(),
     ))
 }
@@ -478,7 +449,7 @@ fn assemble(
     stage: &[usize],
     blk: &[Option<usize>],
     lv: &Levels,
-) -> Result<Vec<PlanItem>, ModelError> {
+) -> Result<Vec<PlanItem>, BlbError> {
     let n = g.ops.len();
     let nblocks = blk.iter().flatten().max().map_or(0, |m| m + 1);
     // Schedule: CKKS blocks of stage k, then the MPC operators of stage k.
@@ -530,7 +501,7 @@ fn assemble(
             .unwrap_or(members[0]);
         let depth = lv[deepest].0;
         let preset = choose_preset(depth).ok_or_else(|| {
-            ModelError::Unsupported(format!(
+            BlbError::Unsupported(format!(
                 "fusion plan: depth {depth} exceeds every BLB Table 6 set"
             ))
         })?;

@@ -1,14 +1,14 @@
 //! The two-party side of BLB's fused blocks (BLB §6, Alg. 1–2; suite `matmul = blb-fused`):
 //! the client's CKKS keys per parameter set and, per block, the MPC → CKKS conversions of its
-//! inputs, the server's CKKS evaluation ([`crate::fusion::exec::run_block`]) and the
+//! inputs, the server's CKKS evaluation ([`crate::exec::run_block`]) and the
 //! CKKS → MPC conversions of its outputs.
 //!
 //! Keys. The client holds every secret key. The first block of a parameter set (one per ring
-//! degree `N`, as deep as its deepest block, [`crate::secure::blb::BlockExec::set_depth`])
+//! degree `N`, as deep as its deepest block, [`crate::call::BlockExec::set_depth`])
 //! brings its public, relinearisation and conjugation keys (one message, client → server); the
 //! first occurrence of each block (part, index) brings the Galois keys of its rotation steps
 //! that the set does not have yet, in frames of [`KEYS_PER_FRAME`]. Both parties know the steps
-//! from the slot simulator ([`crate::secure::blb::BlockExec`]: public shapes, zero weights), so
+//! from the slot simulator ([`crate::call::BlockExec`]: public shapes, zero weights), so
 //! keys flow one way, with no request. Keys are generated once per session and reused by every
 //! layer.
 //!
@@ -18,10 +18,10 @@
 //! construction. Table 6's own sets need EVA's waterline rescaling (several products per 60-bit
 //! prime), which our evaluator does not do: it rescales after every product.
 
-use crate::fusion::exec::{layouts, run_block, CtTensor, Layout};
-use crate::fusion::graph::Operand;
-use crate::fusion::Part;
-use crate::secure::blb_call::FusedCall;
+use crate::call::FusedCall;
+use crate::error::BlbError;
+use crate::exec::{layouts, run_block, CtTensor, Layout};
+use crate::graph::{Operand, Part};
 use nectar_he::ckks::{CkksParams, EvalCounts};
 use nectar_linear::ckks_convert::{ckks_to_shares_client, ckks_to_shares_server, conversion_level, shares_to_ckks_client_at, shares_to_ckks_server_at, ConvFormat, FieldToRing, Slots};
 use nectar_linear::ckks_linear::{conv_format, Side};
@@ -84,7 +84,7 @@ pub struct FusedCkks {
     keys: KeyBytes,
 }
 
-fn bad(e: crate::ModelError) -> LinearError {
+fn bad(e: BlbError) -> LinearError {
     LinearError::BadParams(e.to_string())
 }
 

@@ -1,12 +1,15 @@
-//! Planner tests: Table 2 / Table 4 as data, the BERT-base blocks of BLB Fig. 10 / Table 6,
-//! the ct-ct matmul rotations against Table 5 / 7, parameter choice and JSON.
+//! BLB's planner (`nectar-blb`) on the model configurations, through the model layer's
+//! conversion (`secure::blb_spec`): the BERT-base blocks of BLB Fig. 10 / Table 6, the
+//! conversions at their boundaries, the ct-ct matmul rotations against Table 5 / 7, every
+//! architecture's parameter sets, and JSON.
 
-use super::*;
-use crate::secure::random::{random_config, RandomArch};
+use nectar_blb::{FusionPlan, MpcRole, PlanItem, PlannedOp, MAX_TOKENS};
+use nectar_model::secure::blb_spec::fusion_plan;
+use nectar_bench::fixtures::random::{random_config, RandomArch};
 
 fn plan(arch: RandomArch, tokens: usize) -> FusionPlan {
     let cfg = random_config(arch, None);
-    match FusionPlan::for_model(&cfg, arch.name(), tokens) {
+    match fusion_plan(&cfg, arch.name(), tokens) {
         Ok(p) => p,
         Err(e) => panic!("{}: {e}", arch.name()),
     }
@@ -17,89 +20,6 @@ fn op<'a>(p: &'a FusionPlan, name: &str) -> &'a PlannedOp {
         .flat_map(|b| &b.ops)
         .find(|o| o.name == name)
         .unwrap_or_else(|| panic!("{name} is in no block"))
-}
-
-#[test]
-fn classification_of_every_linear_kind() {
-    use Category::*;
-    use LinearKind::*;
-    let want = [
-        (EwaddCc, Identity),
-        (EwaddCp, Identity),
-        (EwmulCc, Identity),
-        (EwmulCp, Identity),
-        (SaddCc, Expansion),
-        (SaddCp, Expansion),
-        (SmulCc, Expansion),
-        (SmulCp, Expansion),
-        (Sum, Reduction),
-        (MatmulCc, Transformation),
-        (MatmulCp, Transformation),
-    ];
-    assert_eq!(want.len(), LinearKind::ALL.len());
-    for (k, c) in want {
-        assert_eq!(k.category(), c, "{}", k.name());
-    }
-    // A scalar op is element-wise on its full operand and an Expansion of its scalar.
-    assert_eq!(SaddCc.operand_category(0), Identity);
-    assert_eq!(SaddCc.operand_category(1), Expansion);
-    assert_eq!(SmulCc.operand_category(0), Identity);
-    assert_eq!(SmulCp.operand_category(0), Expansion);
-    assert_eq!(MatmulCc.operand_category(1), Transformation);
-    // Only the additions are share-local.
-    let additive: Vec<_> = LinearKind::ALL
-        .iter()
-        .filter(|k| k.is_additive())
-        .map(|k| k.name())
-        .collect();
-    assert_eq!(
-        additive,
-        ["ewadd_cc", "ewadd_cp", "sadd_cc", "sadd_cp", "sum"]
-    );
-    assert_eq!(MatmulCc.mults(false), (1, 3));
-    assert_eq!(MatmulCc.mults(true), (1, 2));
-}
-
-#[test]
-fn table4_every_cell() {
-    use Category::*;
-    let cells = [
-        (Identity, Identity, Some(Identity)),
-        (Identity, Expansion, Some(Expansion)),
-        (Identity, Reduction, Some(Reduction)),
-        (Identity, Transformation, Some(Transformation)),
-        (Expansion, Identity, Some(Expansion)),
-        (Expansion, Expansion, None),
-        (Expansion, Reduction, Some(Identity)),
-        (Expansion, Transformation, Some(Expansion)),
-        (Reduction, Identity, Some(Reduction)),
-        (Reduction, Expansion, Some(Identity)),
-        (Reduction, Reduction, None),
-        (Reduction, Transformation, None),
-        (Transformation, Identity, Some(Transformation)),
-        (Transformation, Expansion, None),
-        (Transformation, Reduction, Some(Reduction)),
-        (Transformation, Transformation, Some(Transformation)),
-    ];
-    assert_eq!(cells.len(), 16);
-    for (a, b, c) in cells {
-        assert_eq!(fuse(a, b), c, "{a} then {b}");
-    }
-}
-
-#[test]
-fn table6_presets_and_choice() {
-    assert_eq!(
-        BLB_TABLE6.map(|p| p.total_bits()),
-        [300, 455, 400, 420, 452]
-    );
-    assert_eq!(BLB_TABLE6.map(|p| p.depth), [4, 7, 7, 7, 6]);
-    assert_eq!(choose_preset(0).map(|p| p.name()), Some("blb-1".to_string()));
-    assert_eq!(choose_preset(4).map(|p| p.name()), Some("blb-1".to_string()));
-    assert_eq!(choose_preset(5).map(|p| p.name()), Some("blb-5".to_string()));
-    assert_eq!(choose_preset(6).map(|p| p.name()), Some("blb-5".to_string()));
-    assert_eq!(choose_preset(7).map(|p| p.name()), Some("blb-3".to_string()));
-    assert_eq!(choose_preset(8), None);
 }
 
 /// BLB §7.1 / Table 6 / Fig. 10: five fused blocks per BERT layer, depths 4, 7, 7, 7, 6.
@@ -354,120 +274,6 @@ fn json_round_trip() {
 #[test]
 fn token_counts_are_checked() {
     let cfg = random_config(RandomArch::BertBase, None);
-    assert!(FusionPlan::for_model(&cfg, "bert-base", 0).is_err());
-    assert!(FusionPlan::for_model(&cfg, "bert-base", MAX_TOKENS + 1).is_err());
-}
-
-fn chain(ops: &[(&str, LinearKind)], cols: usize) -> LayerGraph {
-    let shape = Shape { rows: 4, cols };
-    let mut g = LayerGraph {
-        inputs: vec![graph::LayerInput {
-            name: "x".into(),
-            shape,
-        }],
-        ops: vec![],
-        outputs: vec![],
-    };
-    let mut prev = Operand::Input(0);
-    for (name, k) in ops {
-        let input = g.shape(prev);
-        let out = if *k == LinearKind::Sum {
-            Shape { rows: 4, cols: 1 }
-        } else {
-            input
-        };
-        let operands = if *k == LinearKind::EwmulCc {
-            vec![prev, prev]
-        } else {
-            vec![prev]
-        };
-        g.ops.push(graph::Op {
-            name: (*name).into(),
-            kind: OpKind::Linear(*k),
-            operands,
-            input,
-            output: out,
-            plain: None,
-            heads: 1,
-            subtract: false,
-        });
-        prev = Operand::Op(g.ops.len() - 1);
-    }
-    g.outputs.push(("y".into(), prev));
-    g
-}
-
-fn blocks_of(items: &[PlanItem]) -> Vec<(Vec<String>, u32)> {
-    items
-        .iter()
-        .filter_map(|i| match i {
-            PlanItem::Ckks(b) => Some((b.ops.iter().map(|o| o.name.clone()).collect(), b.depth)),
-            PlanItem::Mpc(_) => None,
-        })
-        .collect()
-}
-
-/// A chain deeper than every Table 6 set: its first product (of an MPC input) moves to MPC,
-/// then the rest is cut where it runs out of levels (a CKKS→MPC→CKKS refresh).
-#[test]
-fn too_deep_chains_are_peeled_then_cut() {
-    let names: Vec<String> = (0..10).map(|i| format!("sq{i}")).collect();
-    let ops: Vec<(&str, LinearKind)> = names
-        .iter()
-        .map(|n| (n.as_str(), LinearKind::EwmulCc))
-        .collect();
-    let items = plan_graph(&chain(&ops, 8), 4).unwrap_or_else(|e| panic!("{e}"));
-    let blocks = blocks_of(&items);
-    assert_eq!(blocks.iter().map(|b| b.1).collect::<Vec<_>>(), [7, 2]);
-    assert_eq!(blocks[0].0.first().map(String::as_str), Some("sq1"));
-    assert_eq!(blocks[1].0, ["sq8", "sq9"]);
-    let PlanItem::Mpc(first) = &items[0] else {
-        panic!("{items:?}")
-    };
-    assert_eq!(
-        (first[0].name.as_str(), first[0].role),
-        ("sq0", MpcRole::Peeled)
-    );
-}
-
-/// A ✗ cell of Table 4 (Reduction then Reduction) is not fused: two blocks, with the
-/// intermediate value converted out and back in.
-#[test]
-fn a_table4_red_cell_splits_the_block() {
-    let ops = [
-        ("sq", LinearKind::EwmulCc),
-        ("sum", LinearKind::Sum),
-        ("sum2", LinearKind::Sum),
-    ];
-    let items = plan_graph(&chain(&ops, 8), 4).unwrap_or_else(|e| panic!("{e}"));
-    let blocks = blocks_of(&items);
-    assert_eq!(
-        blocks.iter().map(|b| b.0.clone()).collect::<Vec<_>>(),
-        [vec!["sq", "sum"], vec!["sum2"]]
-    );
-    let b: Vec<&FusedBlock> = items
-        .iter()
-        .filter_map(|i| {
-            if let PlanItem::Ckks(b) = i {
-                Some(b)
-            } else {
-                None
-            }
-        })
-        .collect();
-    assert_eq!(
-        b[0].to_mpc
-            .iter()
-            .map(|c| c.value.as_str())
-            .collect::<Vec<_>>(),
-        ["sum"]
-    );
-    assert_eq!(
-        b[1].to_ckks
-            .iter()
-            .map(|c| c.value.as_str())
-            .collect::<Vec<_>>(),
-        ["sum"]
-    );
-    assert_eq!(b[1].to_mpc[0].peers, ["next layer"]);
+    assert!(fusion_plan(&cfg, "bert-base", 0).is_err());
+    assert!(fusion_plan(&cfg, "bert-base", MAX_TOKENS + 1).is_err());
 }

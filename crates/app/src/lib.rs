@@ -7,6 +7,7 @@
 #[macro_use]
 pub mod stdout;
 pub mod accuracy;
+pub mod admin;
 pub mod bench_he;
 pub mod bench_linear;
 pub mod bench_model;
@@ -20,7 +21,9 @@ pub mod demo;
 pub mod fetch;
 pub mod fit;
 pub mod html_report;
+pub mod logging;
 pub mod memory;
+pub mod metrics;
 pub mod params;
 pub mod plan;
 pub mod private;
@@ -30,3 +33,4 @@ pub mod report;
 pub mod session;
 pub mod suites;
 pub mod test_seed;
+pub mod watch;

@@ -70,14 +70,34 @@ enum Cmd {
         /// Stop after this many sessions in total (default: serve forever).
         #[arg(long)]
         max_sessions: Option<usize>,
-        /// Sessions running at once; a connection beyond them is refused with a one-line
-        /// reason (each session holds its own keys and activations: this bounds memory).
+        /// Sessions running at once (from a valid Hello on); a Hello beyond them is refused
+        /// with a one-line reason (each session holds its own keys and activations: this
+        /// bounds memory).
         #[arg(long, default_value_t = private::DEFAULT_MAX_CONCURRENT)]
         max_concurrent_sessions: usize,
+        /// Connections awaiting their Hello at once (they hold no session slot); more are
+        /// refused with a one-line reason.
+        #[arg(long, default_value_t = private::DEFAULT_MAX_PENDING)]
+        max_pending_connections: usize,
+        /// Connections awaiting their Hello from one client address.
+        #[arg(long, default_value_t = private::DEFAULT_MAX_PENDING_PER_PEER)]
+        max_pending_per_peer: usize,
         /// Seconds a new connection has to complete its handshake (its Hello; only frames up
         /// to 64 KiB are accepted before it).
-        #[arg(long, default_value_t = 30)]
+        #[arg(long, default_value_t = 5)]
         handshake_timeout: u64,
+        /// Serve /healthz, /readyz and /metrics (Prometheus) on this address (e.g.
+        /// 127.0.0.1:9100; off by default; never the protocol port).
+        #[arg(long, value_name = "ADDR")]
+        admin: Option<String>,
+        /// Log lines as text (each event's message) or JSON (one object per event, with its
+        /// session span).
+        #[arg(long, value_enum, default_value = "text")]
+        log_format: nectar_app::logging::LogFormat,
+        /// Seconds the running sessions have to finish after SIGTERM or SIGINT (new
+        /// connections are refused meanwhile); a second signal exits at once.
+        #[arg(long, default_value_t = 60)]
+        drain_timeout: u64,
         /// Seconds a session may go without delivering a whole message before it is closed
         /// (a client trickling bytes does not count as progress).
         #[arg(long, default_value_t = 600)]
@@ -606,22 +626,41 @@ fn run(cli: Cli) -> Result<(), String> {
             reveal_to_server,
             max_sessions,
             max_concurrent_sessions,
+            max_pending_connections,
+            max_pending_per_peer,
             handshake_timeout,
+            admin,
+            log_format,
+            drain_timeout,
             idle_timeout,
             max_frame_mib,
             memory_budget_mib,
             insecure_test_seed,
             suite,
         } => {
+            nectar_app::logging::init(log_format);
             nectar_app::test_seed::warn(insecure_test_seed);
             let secs = |name: &str, s: u64| match s {
                 0 => Err(format!("--{name} must be at least 1 second")),
                 s => Ok(std::time::Duration::from_secs(s)),
             };
+            let drain = drain_on_signals()?;
+            let admin = match &admin {
+                Some(a) => {
+                    let l = std::net::TcpListener::bind(a).map_err(|e| format!("--admin {a}: {e}"))?;
+                    Some(std::sync::Arc::new(l))
+                }
+                None => None,
+            };
             let opts = private::ServeOptions {
                 reveal_to_server,
                 max_sessions,
                 max_concurrent: max_concurrent_sessions.max(1),
+                max_pending: max_pending_connections.max(1),
+                max_pending_per_peer: max_pending_per_peer.max(1),
+                drain: Some(drain),
+                drain_timeout: std::time::Duration::from_secs(drain_timeout),
+                admin: admin.clone(),
                 limits: private::SessionLimits {
                     handshake: secs("handshake-timeout", handshake_timeout)?,
                     idle: secs("idle-timeout", idle_timeout)?,
@@ -635,13 +674,17 @@ fn run(cli: Cli) -> Result<(), String> {
             let suite = suite.suite()?;
             let m = std::sync::Arc::new(private::ServerModel::load(&model.dir())?);
             let listener = std::net::TcpListener::bind(&listen).map_err(|e| format!("listen {listen}: {e}"))?;
-            eprintln!(
-                "serving {} ({}) on {} — suite {}{}",
+            let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or(listen);
+            let admin_addr = admin.as_ref().and_then(|l| l.local_addr().ok()).map(|a| a.to_string());
+            tracing::info!(
+                addr,
+                admin = admin_addr.as_deref().unwrap_or(""),
+                "serving {} ({}) on {addr} — suite {}{}{}",
                 model.dir().display(),
                 m.config.model_type(),
-                listener.local_addr().map(|a| a.to_string()).unwrap_or(listen),
                 suite.label(),
-                if reveal_to_server { ", outputs revealed to the server too" } else { "" }
+                if reveal_to_server { ", outputs revealed to the server too" } else { "" },
+                admin_addr.as_ref().map(|a| format!("; admin on http://{a}")).unwrap_or_default()
             );
             private::serve(m, listener, &suite, &opts)
         }
@@ -893,6 +936,20 @@ fn embed_plaintext(dir: &std::path::Path, texts: &[String], json: bool) -> Resul
     Ok(())
 }
 
+/// The flag `nectar serve` drains on: set by the first SIGTERM or SIGINT; a second one ends
+/// the process at once with status 128 + its number.
+fn drain_on_signals() -> Result<std::sync::Arc<std::sync::atomic::AtomicBool>, String> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [SIGTERM, SIGINT] {
+        // The conditional exit first: it fires only once the flag is already set.
+        signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, std::sync::Arc::clone(&flag))
+            .and_then(|_| signal_hook::flag::register(sig, std::sync::Arc::clone(&flag)))
+            .map_err(|e| format!("cannot handle signal {sig}: {e}"))?;
+    }
+    Ok(flag)
+}
+
 #[cfg(test)]
 mod tests {
     /// `--net`'s help names every preset with its bandwidth and round trip.
@@ -904,3 +961,4 @@ mod tests {
         }
     }
 }
+

@@ -51,3 +51,13 @@ pub fn release_freed_memory() {
     rayon::broadcast(|_| unsafe { libmimalloc_sys::mi_collect(true) });
     unsafe { libmimalloc_sys::mi_collect(true) };
 }
+
+/// Resident memory of this process in bytes (`/proc/self/statm`; `None` where it cannot be
+/// read, e.g. off Linux).
+pub fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf only reads a system constant.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    (page > 0).then(|| pages * page as u64)
+}

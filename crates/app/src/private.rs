@@ -1,20 +1,27 @@
 //! `nectar serve`, `nectar infer` and `nectar demo`: private inference over TCP.
 
 pub use crate::session::Input;
+use crate::admin::Probe;
+use crate::metrics::Metrics;
 use crate::rate_limit::RateLimitedLog;
 pub use crate::session::SessionLimits;
-use crate::session::{serve_session, Agreement, ClientRun, ClientSession, QueryProgress, QueryReport, Served};
+use crate::session::{
+    serve_session, serve_session_with, Agreement, ClientRun, ClientSession, QueryProgress, QueryReport, Served, ServerHooks, SessionError,
+};
 use crate::test_seed;
+use crate::watch::{Cancel, Cancellable, Watcher};
 use nectar_model::config::ModelConfig;
 use nectar_model::secure::{Output, Task};
 use nectar_model::Suite;
 use nectar_model::tokenizer::TextTokenizer;
 use nectar_model::weights::Weights;
-use nectar_net::{LinkModel, Role, TcpChannel};
-use std::net::TcpListener;
+use nectar_net::{LinkModel, NetError, Role, TcpChannel};
+use std::collections::HashMap;
+use std::net::{IpAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How `nectar serve` runs (LOCAL; its flags).
@@ -22,18 +29,32 @@ use std::time::{Duration, Instant};
 pub struct ServeOptions {
     /// The server also learns each output.
     pub reveal_to_server: bool,
-    /// Stop accepting after this many sessions, then return once they end (`--max-sessions`).
+    /// Stop accepting after this many connections, then return once their sessions end
+    /// (`--max-sessions`).
     pub max_sessions: Option<usize>,
-    /// Sessions running at once; further connections are refused with a one-line reason
-    /// (`--max-concurrent-sessions`).
+    /// Sessions running at once (past their `Hello`); a valid `Hello` beyond them is refused
+    /// with a one-line reason (`--max-concurrent-sessions`).
     pub max_concurrent: usize,
+    /// Connections accepted whose `Hello` has not arrived yet; more are refused at once
+    /// (`--max-pending-connections`). They hold no session slot.
+    pub max_pending: usize,
+    /// The same, per client address (`--max-pending-per-peer`).
+    pub max_pending_per_peer: usize,
     /// Per-session limits (frame sizes, deadlines).
     pub limits: SessionLimits,
     /// No per-session log lines.
     pub quiet: bool,
-    /// When set, the server stops accepting at its next accepted connection and returns once
-    /// the running sessions end; whoever sets it wakes the accept loop with [`wake`].
+    /// When set, the server stops accepting (within [`ACCEPT_POLL`]) and returns once the
+    /// running sessions end.
     pub stop: Option<Arc<AtomicBool>>,
+    /// When set (SIGTERM / SIGINT in `nectar serve`), the server drains: `/readyz` turns 503,
+    /// new connections are refused with `server busy: draining`, and it returns once the
+    /// running sessions end or after [`ServeOptions::drain_timeout`], cutting those left.
+    pub drain: Option<Arc<AtomicBool>>,
+    /// `--drain-timeout`.
+    pub drain_timeout: Duration,
+    /// `--admin`: where `/healthz`, `/readyz` and `/metrics` are served ([`crate::admin`]).
+    pub admin: Option<Arc<TcpListener>>,
     /// `--insecure-test-seed`: session `i` draws its randomness from (seed, server, i) instead
     /// of the operating system ([`crate::test_seed`]; NO privacy, tests only).
     pub test_seed: Option<u64>,
@@ -45,9 +66,14 @@ impl Default for ServeOptions {
             reveal_to_server: false,
             max_sessions: None,
             max_concurrent: DEFAULT_MAX_CONCURRENT,
+            max_pending: DEFAULT_MAX_PENDING,
+            max_pending_per_peer: DEFAULT_MAX_PENDING_PER_PEER,
             limits: SessionLimits::default(),
             quiet: false,
             stop: None,
+            drain: None,
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+            admin: None,
             test_seed: None,
         }
     }
@@ -57,21 +83,28 @@ impl Default for ServeOptions {
 /// and activations (hundreds of MB for BERT-base), so the cap bounds the server's memory.
 pub const DEFAULT_MAX_CONCURRENT: usize = 8;
 
+/// Default of `--max-pending-connections` (LOCAL): a connection before its `Hello` costs a
+/// thread and a 64 KiB frame at most, so many can wait without starving sessions.
+pub const DEFAULT_MAX_PENDING: usize = 256;
+
+/// Default of `--max-pending-per-peer` (LOCAL): one address cannot take all pending places.
+pub const DEFAULT_MAX_PENDING_PER_PEER: usize = 32;
+
+/// Default of `--drain-timeout` (LOCAL).
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How often the accept loop looks at its stop and drain flags when no connection arrives.
+pub const ACCEPT_POLL: Duration = Duration::from_millis(100);
+
+/// The refusal a draining server sends.
+pub const DRAINING: &str = "server busy: draining";
+
 /// Repeated log lines (accept failures, refusals) are reported at most this often.
 const LOG_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Backoff after a failed `accept` (EMFILE, ENFILE, ENOMEM...): doubled per consecutive
 /// failure up to the maximum, so a server out of descriptors does not spin.
 const ACCEPT_BACKOFF: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(1));
-
-/// Decrements the running-session count when a session thread ends, however it ends.
-struct Running<'a>(&'a AtomicUsize);
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
 
 /// The public architecture and the server's open weights file of a model directory.
 ///
@@ -101,100 +134,282 @@ impl ServerModel {
     }
 }
 
-/// Serve `model` on `listener`: one thread and one session per connection, at most
-/// `opts.max_concurrent` at once. With `opts.max_sessions`, stop accepting after that many
-/// sessions and return once they end.
+/// What the accept loop, the session threads and the admin endpoint share.
+struct ServerState {
+    metrics: Metrics,
+    suite: String,
+    cap: usize,
+    /// Sessions past their `Hello`.
+    active: AtomicUsize,
+    /// Connections before their `Hello`, in all and per client address.
+    pending: AtomicUsize,
+    pending_by_peer: Mutex<HashMap<IpAddr, usize>>,
+    draining: AtomicBool,
+    refuse_log: Mutex<RateLimitedLog>,
+}
+
+impl ServerState {
+    /// Turn `stream` away with `reason`, counted under `kind`, logged at most once per interval.
+    fn refuse(&self, stream: TcpStream, peer: &str, reason: &str, kind: &str) {
+        nectar_net::tcp::refuse(stream, reason);
+        self.refused(peer, reason, kind);
+    }
+
+    fn refused(&self, peer: &str, reason: &str, kind: &str) {
+        self.metrics.refused.with_label_values(&[kind]).inc();
+        let more = lock(&self.refuse_log).event(Instant::now());
+        if let Some(more) = more {
+            tracing::warn!(peer, reason = kind, "serve: refused {peer}: {}{more}", reason.trim_start_matches("server busy: "));
+        }
+    }
+
+    /// Why a new session cannot start now, if it cannot.
+    fn busy(&self) -> Option<String> {
+        if self.draining.load(Ordering::SeqCst) {
+            return Some(DRAINING.into());
+        }
+        let cap = self.cap;
+        (self.active.load(Ordering::SeqCst) >= cap)
+            .then(|| format!("server busy: {cap} sessions running (--max-concurrent-sessions {cap}); try again later"))
+    }
+}
+
+impl Probe for ServerState {
+    fn ready(&self) -> Result<(), String> {
+        match self.busy() {
+            None => Ok(()),
+            Some(why) => Err(why.trim_start_matches("server busy: ").to_string()),
+        }
+    }
+    fn metrics(&self) -> Result<String, String> {
+        self.metrics.render()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A connection's place among those awaiting their `Hello`; released when dropped.
+struct Pending<'a> {
+    state: &'a ServerState,
+    ip: IpAddr,
+}
+
+impl<'a> Pending<'a> {
+    /// A place for a connection from `ip`, or the refusal (reason, metric label).
+    fn take(state: &'a ServerState, ip: IpAddr, max: usize, per_peer: usize) -> Result<Self, (String, &'static str)> {
+        let mut by_peer = lock(&state.pending_by_peer);
+        let total = state.pending.load(Ordering::SeqCst);
+        if total >= max {
+            return Err((format!("server busy: {total} connections awaiting their handshake; try again later"), "pending_cap"));
+        }
+        let mine = by_peer.entry(ip).or_insert(0);
+        if *mine >= per_peer {
+            return Err((format!("server busy: {mine} connections from {ip} awaiting their handshake; try again later"), "per_peer_cap"));
+        }
+        *mine += 1;
+        state.pending.fetch_add(1, Ordering::SeqCst);
+        state.metrics.connections_pending.inc();
+        Ok(Pending { state, ip })
+    }
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        let mut by_peer = lock(&self.state.pending_by_peer);
+        if let Some(n) = by_peer.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                by_peer.remove(&self.ip);
+            }
+        }
+        self.state.pending.fetch_sub(1, Ordering::SeqCst);
+        self.state.metrics.connections_pending.dec();
+    }
+}
+
+/// A session slot, held from a valid `Hello` to the end of the session.
+struct Slot<'a>(&'a ServerState);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::SeqCst);
+        self.0.metrics.sessions_active.dec();
+    }
+}
+
+/// One connection's [`ServerHooks`]: its pending place until the `Hello`, then its slot;
+/// each query observed in the metrics.
+struct Hooks<'a> {
+    state: &'a ServerState,
+    pending: Option<Pending<'a>>,
+    slot: Option<Slot<'a>>,
+    started: Option<Instant>,
+}
+
+impl ServerHooks for Hooks<'_> {
+    fn admit(&mut self) -> Result<(), String> {
+        self.pending = None;
+        let st = self.state;
+        if st.draining.load(Ordering::SeqCst) {
+            return Err(DRAINING.into());
+        }
+        let cap = st.cap;
+        if st.active.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |a| (a < cap).then_some(a + 1)).is_err() {
+            return Err(format!("server busy: {cap} sessions running (--max-concurrent-sessions {cap}); try again later"));
+        }
+        st.metrics.sessions_active.inc();
+        st.metrics.sessions_started.inc();
+        self.slot = Some(Slot(st));
+        self.started = Some(Instant::now());
+        Ok(())
+    }
+
+    fn query(&mut self, r: &QueryReport) {
+        let m = &self.state.metrics;
+        let suite = self.state.suite.as_str();
+        m.query_seconds.with_label_values(&[suite]).observe(r.seconds);
+        for op in &r.profile.ops {
+            m.operator_seconds.with_label_values(&[suite, op.op.as_str(), op.protocol.as_str()]).observe(op.seconds);
+        }
+    }
+}
+
+/// The metric label of an error that ended a session.
+fn error_kind(e: &SessionError) -> &'static str {
+    if let Some(n) = e.net_cause() {
+        return match n {
+            NetError::Closed => "peer_closed",
+            NetError::Timeout => "timeout",
+            NetError::FrameTooLarge { .. } => "over_limit",
+            NetError::Aborted(_) => "peer_aborted",
+            NetError::Truncated { .. } | NetError::Misaligned { .. } | NetError::UnexpectedLength { .. } => "bad_request",
+            NetError::Io(_) => "network",
+        };
+    }
+    match e {
+        SessionError::Malformed { .. } | SessionError::Unexpected(_) | SessionError::BadRequest(_) => "bad_request",
+        SessionError::Mismatch(_) | SessionError::Rejected(_) => "mismatch",
+        SessionError::Refused(_) => "refused",
+        _ => "internal",
+    }
+}
+
+/// Waits up to `timeout` for `listener` to have a connection to accept.
+fn wait_readable(listener: &TcpListener, timeout: Duration) -> bool {
+    let mut p = libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd on a socket this process owns.
+    unsafe { libc::poll(&mut p, 1, timeout.as_millis().min(i32::MAX as u128) as i32) > 0 }
+}
+
+/// Serve `model` on `listener`: one thread per connection; a connection holds a session slot
+/// (at most `opts.max_concurrent`) only from its valid `Hello` on, and before it counts
+/// against `opts.max_pending` and `opts.max_pending_per_peer`. With `opts.max_sessions`, stop
+/// accepting after that many connections and return once they end; with `opts.stop` or
+/// `opts.drain` set, as documented there.
 pub fn serve(model: Arc<ServerModel>, listener: TcpListener, suite: &Suite, opts: &ServeOptions) -> Result<(), String> {
+    crate::logging::init(crate::logging::LogFormat::Text);
     let agreement = Agreement::new(suite)?;
-    let running = AtomicUsize::new(0);
+    let cap = opts.max_concurrent.max(1);
+    let state = Arc::new(ServerState {
+        metrics: Metrics::new(cap)?,
+        suite: suite.label(),
+        cap,
+        active: AtomicUsize::new(0),
+        pending: AtomicUsize::new(0),
+        pending_by_peer: Mutex::new(HashMap::new()),
+        draining: AtomicBool::new(false),
+        refuse_log: Mutex::new(RateLimitedLog::new(LOG_INTERVAL)),
+    });
+    if let Some(admin) = &opts.admin {
+        crate::admin::spawn(Arc::clone(admin), Arc::clone(&state) as Arc<dyn Probe>)?;
+    }
+    let watcher = Watcher::start()?;
+    listener.set_nonblocking(true).map_err(|e| format!("listener: {e}"))?;
     let mut next = 0usize;
     let mut accept_log = RateLimitedLog::new(LOG_INTERVAL);
-    let mut refuse_log = RateLimitedLog::new(LOG_INTERVAL);
     let mut backoff = Duration::ZERO;
-    let cap = opts.max_concurrent.max(1);
+    let mut drain_since: Option<Instant> = None;
+    let state = state.as_ref();
     std::thread::scope(|scope| {
-        for conn in listener.incoming() {
+        loop {
             if opts.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst)) {
                 break;
             }
-            let stream = match conn {
+            if drain_since.is_none() && opts.drain.as_ref().is_some_and(|d| d.load(Ordering::SeqCst)) {
+                drain_since = Some(Instant::now());
+                state.draining.store(true, Ordering::SeqCst);
+                state.metrics.draining.set(1);
+                tracing::info!(
+                    "serve: draining: {} sessions running; new connections are refused; exiting when they end or after {} s",
+                    state.active.load(Ordering::SeqCst),
+                    opts.drain_timeout.as_secs_f64()
+                );
+            }
+            if let Some(t0) = drain_since {
+                if state.active.load(Ordering::SeqCst) == 0 {
+                    // Connections still before their Hello would only be refused: cut them.
+                    watcher.cancel_all();
+                    tracing::info!("serve: drained in {:.1} s", t0.elapsed().as_secs_f64());
+                    break;
+                }
+                if t0.elapsed() >= opts.drain_timeout {
+                    let n = state.active.load(Ordering::SeqCst);
+                    watcher.cancel_all();
+                    tracing::warn!("serve: drain timeout after {} s: cutting {n} sessions", opts.drain_timeout.as_secs_f64());
+                    break;
+                }
+            }
+            if !wait_readable(&listener, ACCEPT_POLL) {
+                continue;
+            }
+            let (stream, peer) = match listener.accept() {
                 Ok(s) => {
                     backoff = Duration::ZERO;
                     s
                 }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
                 Err(e) => {
                     backoff = (backoff * 2).clamp(ACCEPT_BACKOFF.0, ACCEPT_BACKOFF.1);
                     if let Some(more) = accept_log.event(Instant::now()) {
-                        eprintln!("serve: accept failed: {e}{more}; retrying with backoff");
+                        tracing::warn!("serve: accept failed: {e}{more}; retrying with backoff");
                     }
                     std::thread::sleep(backoff);
                     continue;
                 }
             };
-            if running.load(Ordering::SeqCst) >= cap {
-                let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_default();
-                nectar_net::tcp::refuse(
-                    stream,
-                    &format!("server busy: {cap} sessions running (--max-concurrent-sessions {cap}); try again later"),
-                );
-                if let Some(more) = refuse_log.event(Instant::now()) {
-                    eprintln!("serve: refused {peer}: {cap} sessions running{more}");
-                }
+            // A stopping server's wake-up connection (or any that raced it) goes unserved.
+            if opts.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst)) {
+                break;
+            }
+            let peer_text = peer.to_string();
+            if state.draining.load(Ordering::SeqCst) {
+                state.refuse(stream, &peer_text, DRAINING, "draining");
                 continue;
             }
+            let pending = match Pending::take(state, peer.ip(), opts.max_pending.max(1), opts.max_pending_per_peer.max(1)) {
+                Ok(p) => p,
+                Err((reason, kind)) => {
+                    state.refuse(stream, &peer_text, &reason, kind);
+                    continue;
+                }
+            };
             let id = next;
             next += 1;
-            running.fetch_add(1, Ordering::SeqCst);
-            let guard = Running(&running);
             let model = Arc::clone(&model);
             let agreement = agreement.clone();
+            let watcher = &watcher;
             // Builder: a failed thread creation (EAGAIN) is an error to log, not a panic.
             let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
-                let _guard = guard;
-                let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_default();
-                let ch = match TcpChannel::from_stream(stream) {
-                    Ok(c) => c,
-                    Err(e) => return eprintln!("session {id} ({peer}): {e}"),
-                };
-                let served = Served {
-                    config: model.config.clone(),
-                    config_json: model.config_json.clone(),
-                    weights: &model.weights,
-                    agreement,
-                    reveal_to_server: opts.reveal_to_server,
-                };
-                // A panic (a bug) ends this session only, never the server.
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    serve_session(Box::new(ch), &served, &opts.limits, id, test_seed::session_prg(opts.test_seed, Role::Server, id as u64))
-                }));
-                match r {
-                    Ok(Ok(reports)) => {
-                        if !opts.quiet {
-                            for r in &reports {
-                                eprintln!(
-                                    "session {id} ({peer}): {:?} of {} tokens in {:.2} s, {:.1} MB sent, {:.1} MB received{}",
-                                    r.task,
-                                    r.len,
-                                    r.seconds,
-                                    r.bytes_sent as f64 / 1e6,
-                                    r.bytes_recv as f64 / 1e6,
-                                    match &r.output {
-                                        Output::Nothing => String::new(),
-                                        o => format!(", output {o:?}"),
-                                    }
-                                );
-                            }
-                            eprintln!("session {id} ({peer}): closed after {} queries", reports.len());
-                        }
-                    }
-                    Ok(Err(e)) => eprintln!("session {id} ({peer}): ended with error: {e}"),
-                    Err(_) => eprintln!("session {id} ({peer}): ended with error: internal error (panic)"),
-                }
-                crate::memory::release_freed_memory();
+                let span = tracing::info_span!("session", id, peer = %peer);
+                let _in_span = span.enter();
+                let hooks = Hooks { state, pending: Some(pending), slot: None, started: None };
+                run_connection(stream, &peer_text, id, &model, agreement, opts, watcher, hooks);
             });
             if let Err(e) = spawned {
                 if let Some(more) = accept_log.event(Instant::now()) {
-                    eprintln!("serve: cannot start a session thread: {e}{more}");
+                    tracing::warn!("serve: cannot start a session thread: {e}{more}");
                 }
             }
             if opts.max_sessions.is_some_and(|m| next >= m) {
@@ -203,6 +418,121 @@ pub fn serve(model: Arc<ServerModel>, listener: TcpListener, suite: &Suite, opts
         }
     });
     Ok(())
+}
+
+/// One accepted connection, from its handshake to the end of its session, on its own thread.
+#[allow(clippy::too_many_arguments)]
+fn run_connection(
+    stream: TcpStream,
+    peer: &str,
+    id: usize,
+    model: &ServerModel,
+    agreement: Agreement,
+    opts: &ServeOptions,
+    watcher: &Watcher,
+    mut hooks: Hooks,
+) {
+    let state = hooks.state;
+    let failed = |kind: &str| state.metrics.handshakes_failed.with_label_values(&[kind]).inc();
+    // The listener is non-blocking; its connections must not be.
+    let watched = match stream.set_nonblocking(false).and_then(|_| watcher.register(id, &stream)) {
+        Ok(w) => w,
+        Err(e) => {
+            failed("network");
+            return tracing::warn!("session {id} ({peer}): {e}");
+        }
+    };
+    let ch = match TcpChannel::from_stream(stream) {
+        Ok(c) => c,
+        Err(e) => {
+            failed("network");
+            return tracing::warn!("session {id} ({peer}): {e}");
+        }
+    };
+    let m = &state.metrics;
+    let (sent, recv, flights) = (m.bytes_sent.clone(), m.bytes_received.clone(), m.flights.clone());
+    let ch = Cancellable::new(
+        ch,
+        Arc::clone(&watched.flag),
+        Box::new(move |d| {
+            sent.inc_by(d.bytes_sent);
+            recv.inc_by(d.bytes_recv);
+            flights.inc_by(d.rounds);
+        }),
+    );
+    let served = Served {
+        config: model.config.clone(),
+        config_json: model.config_json.clone(),
+        weights: &model.weights,
+        agreement,
+        reveal_to_server: opts.reveal_to_server,
+    };
+    // A panic (a bug) ends this session only, never the server.
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let prg = test_seed::session_prg(opts.test_seed, Role::Server, id as u64);
+        serve_session_with(Box::new(ch), &served, &opts.limits, id, prg, &mut hooks)
+    }));
+    let admitted = hooks.started;
+    if let Some(t) = admitted {
+        m.session_seconds.with_label_values(&[state.suite.as_str()]).observe(t.elapsed().as_secs_f64());
+    }
+    let cancelled = watched.flag.get();
+    drop(watched);
+    match r {
+        Ok(Ok(reports)) => {
+            m.sessions_finished.inc();
+            if !opts.quiet {
+                for r in &reports {
+                    tracing::info!(
+                        task = ?r.task,
+                        tokens = r.len,
+                        seconds = r.seconds,
+                        bytes_sent = r.bytes_sent,
+                        bytes_recv = r.bytes_recv,
+                        rounds = r.rounds,
+                        "session {id} ({peer}): {:?} of {} tokens in {:.2} s, {:.1} MB sent, {:.1} MB received{}",
+                        r.task,
+                        r.len,
+                        r.seconds,
+                        r.bytes_sent as f64 / 1e6,
+                        r.bytes_recv as f64 / 1e6,
+                        match &r.output {
+                            Output::Nothing => String::new(),
+                            o => format!(", output {o:?}"),
+                        }
+                    );
+                }
+                tracing::info!(queries = reports.len(), "session {id} ({peer}): closed after {} queries", reports.len());
+            }
+        }
+        Ok(Err(SessionError::Refused(reason))) => {
+            let kind = if reason == DRAINING { "draining" } else { "session_cap" };
+            state.refused(peer, &reason, kind);
+        }
+        Ok(Err(e)) => {
+            // A client that said why it left is counted as such.
+            let (kind, note) = match (cancelled, error_kind(&e)) {
+                (_, "peer_aborted") => ("peer_aborted", ""),
+                (Some(Cancel::PeerGone), _) => ("peer_gone", " (the client left; its session stopped)"),
+                (Some(Cancel::Cut), _) => ("drain_timeout", " (cut at the end of the drain)"),
+                (None, kind) => (kind, ""),
+            };
+            match admitted {
+                Some(_) => m.aborted.with_label_values(&[kind]).inc(),
+                None => failed(kind),
+            }
+            tracing::warn!(reason = kind, "session {id} ({peer}): ended with error: {e}{note}");
+        }
+        Err(_) => {
+            match admitted {
+                Some(_) => m.aborted.with_label_values(&["panic"]).inc(),
+                None => failed("panic"),
+            }
+            tracing::error!(reason = "panic", "session {id} ({peer}): ended with error: internal error (panic)");
+        }
+    }
+    drop(hooks);
+    crate::memory::release_freed_memory();
 }
 
 /// Wakes a server blocked in `accept` on `addr` (after its [`ServeOptions::stop`] flag was set)

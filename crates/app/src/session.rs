@@ -21,7 +21,9 @@
 //! [`SessionError::Server`] wherever it was waiting; honest transcripts never contain one.
 //!
 //! Limits ([`SessionLimits`]): before the `Hello` arrives only [`HANDSHAKE_MAX_FRAME`]-sized
-//! frames are accepted and the `Hello` must arrive within the handshake deadline; after it,
+//! frames are accepted and the `Hello` must arrive within the handshake deadline; a valid
+//! `Hello` is then admitted or turned away by the server ([`ServerHooks::admit`]: its session
+//! slots, a drain) with a one-line reason in an abort frame; after it,
 //! protocol messages up to `max_frame` and control messages up to [`CONTROL_MAX_FRAME`], each
 //! within the idle deadline. Every query's public fields are
 //! checked against the model ([`SecureModel::check_query`]) before any work or allocation.
@@ -58,7 +60,7 @@ pub struct SessionLimits {
 impl Default for SessionLimits {
     fn default() -> Self {
         SessionLimits {
-            handshake: Duration::from_secs(30),
+            handshake: Duration::from_secs(5),
             idle: Duration::from_secs(600),
             max_frame: DEFAULT_MAX_FRAME,
             memory_budget: nectar_model::secure::secure_engine::DEFAULT_PREFETCH_BUDGET,
@@ -151,11 +153,14 @@ pub enum SessionError {
     /// The server ended the session and said why (client side).
     #[error("server: {0}")]
     Server(String),
+    /// The server turned a valid `Hello` away ([`ServerHooks::admit`]: busy, draining).
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl SessionError {
     /// The transport error at the root of this one, if any.
-    fn net_cause(&self) -> Option<&NetError> {
+    pub fn net_cause(&self) -> Option<&NetError> {
         let mut e: Option<&(dyn std::error::Error + 'static)> = Some(self);
         while let Some(x) = e {
             if let Some(n) = x.downcast_ref::<NetError>() {
@@ -188,7 +193,7 @@ impl SessionError {
             };
         }
         match self {
-            SessionError::BadRequest(_) => Some(self.to_string()),
+            SessionError::BadRequest(_) | SessionError::Refused(_) => Some(self.to_string()),
             SessionError::Malformed { .. } | SessionError::Unexpected(_) => Some(format!("bad request: {self}")),
             SessionError::Rejected(_) | SessionError::Mismatch(_) | SessionError::Server(_) => None,
             _ => Some(format!("internal error (ref: session {session})")),
@@ -270,6 +275,21 @@ pub struct QueryReport {
     pub profile: Profile,
 }
 
+/// What a server does around its sessions: admission after the handshake, a record of each
+/// query. The default admits every session and records nothing.
+pub trait ServerHooks {
+    /// Called once a valid `Hello` has arrived, before the `Welcome`: `Err` turns the session
+    /// away with that one-line reason (sent to the client). Whatever the hooks take here (a
+    /// session slot) they hold until they are dropped, after the session.
+    fn admit(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Called after each query the session served.
+    fn query(&mut self, _report: &QueryReport) {}
+}
+
+impl ServerHooks for () {}
+
 /// Server side of one session (`id` names it in the log and in internal-error replies).
 /// Returns the queries it served; on an error the client is told why where it can be
 /// ([`SessionError::reason_for_client`]).
@@ -280,8 +300,20 @@ pub fn serve_session(
     id: usize,
     prg: Prg,
 ) -> Result<Vec<QueryReport>, SessionError> {
+    serve_session_with(ch, s, limits, id, prg, &mut ())
+}
+
+/// [`serve_session`] with the server's [`ServerHooks`].
+pub fn serve_session_with(
+    ch: Box<dyn Channel>,
+    s: &Served,
+    limits: &SessionLimits,
+    id: usize,
+    prg: Prg,
+    hooks: &mut dyn ServerHooks,
+) -> Result<Vec<QueryReport>, SessionError> {
     let shared = SharedChannel::new(ch);
-    let r = serve_queries(&shared, s, limits, prg);
+    let r = serve_queries(&shared, s, limits, prg, hooks);
     if let Err(e) = &r {
         if let Some(reason) = e.reason_for_client(id) {
             let _ = shared.clone().abort(&reason);
@@ -290,7 +322,13 @@ pub fn serve_session(
     r
 }
 
-fn serve_queries(shared: &SharedChannel, s: &Served, limits: &SessionLimits, prg: Prg) -> Result<Vec<QueryReport>, SessionError> {
+fn serve_queries(
+    shared: &SharedChannel,
+    s: &Served,
+    limits: &SessionLimits,
+    prg: Prg,
+    hooks: &mut dyn ServerHooks,
+) -> Result<Vec<QueryReport>, SessionError> {
     let mut ctl = shared.clone();
     ctl.set_limits(Limits { max_frame: HANDSHAKE_MAX_FRAME, frame_deadline: Some(limits.handshake) })?;
     let hello: ClientMsg = recv_json(&mut ctl, "hello")?;
@@ -301,6 +339,7 @@ fn serve_queries(shared: &SharedChannel, s: &Served, limits: &SessionLimits, prg
         send_json(&mut ctl, &ServerMsg::Reject { reason: reason.clone() })?;
         return Err(SessionError::Mismatch(reason));
     }
+    hooks.admit().map_err(SessionError::Refused)?;
     // Protocol messages may be large; control messages (Query, Output, Bye) never are.
     let protocol = Limits { max_frame: limits.max_frame, frame_deadline: Some(limits.idle) };
     let control = Limits { max_frame: CONTROL_MAX_FRAME.min(limits.max_frame), ..protocol };
@@ -332,7 +371,7 @@ fn serve_queries(shared: &SharedChannel, s: &Served, limits: &SessionLimits, prg
                     Output::Nothing
                 };
                 let d = ctl.stats() - s0;
-                reports.push(QueryReport {
+                let report = QueryReport {
                     task,
                     len,
                     seconds: t.elapsed().as_secs_f64(),
@@ -341,7 +380,9 @@ fn serve_queries(shared: &SharedChannel, s: &Served, limits: &SessionLimits, prg
                     rounds: d.rounds,
                     output,
                     profile: engine.take_profile(),
-                });
+                };
+                hooks.query(&report);
+                reports.push(report);
             }
             ClientMsg::Bye => return Ok(reports),
             other => return Err(SessionError::Unexpected(format!("{other:?}"))),

@@ -82,7 +82,7 @@ impl Server {
     /// `host:port` (port 0: any free port). Limits as the flags of `nectar serve`.
     #[new]
     #[pyo3(signature = (model_dir, suite="nectar", host="127.0.0.1", port=0, *, reveal_to_server=false,
-        max_sessions=None, max_concurrent_sessions=private::DEFAULT_MAX_CONCURRENT, handshake_timeout=30,
+        max_sessions=None, max_concurrent_sessions=private::DEFAULT_MAX_CONCURRENT, handshake_timeout=5,
         idle_timeout=600, max_frame_mib=1024, memory_budget_mib=DEFAULT_MEMORY_BUDGET_MIB, quiet=true, insecure_test_seed=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -121,6 +121,7 @@ impl Server {
             quiet,
             stop: Some(Arc::clone(&stop)),
             test_seed: insecure_test_seed,
+            ..ServeOptions::default()
         };
         let listen = format!("{host}:{port}");
         let (model, listener) = py.allow_threads(|| -> Result<_, String> {

@@ -23,8 +23,8 @@ use serde_json::Value;
 /// Logits of the tiny model reach ±50 (random K-quant weights): f32 rounding over two layers
 /// (measured 1.2e-5).
 const TINY_TOL: f64 = 5e-4;
-/// SmolLM2's logits reach ±20 over 30 layers.
-const SMOLLM2_TOL: f64 = 2e-2;
+/// SmolLM2's logits reach ±20 over 30 layers (measured 2.6e-5).
+const SMOLLM2_TOL: f64 = 1e-3;
 
 fn reference(args: &[&str]) -> Value {
     let probe = Command::new("python3").args(["-c", "import numpy, gguf"]).output();

@@ -450,7 +450,11 @@ impl Model {
             Network::Bert(_) => Err(ModelError::Unsupported(
                 "text generation needs a causal LM (gpt2, llama), this is bert".into(),
             )),
-            _ => Err(self.unsupported("generation")),
+            Network::ConfigOnly => Err(ModelError::Unsupported(format!(
+                "plaintext generation needs the weights: {} has no model.safetensors",
+                self.dir.display()
+            ))),
+            Network::Vit(_) => Err(self.unsupported("generation")),
         }
     }
 }

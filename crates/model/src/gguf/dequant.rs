@@ -152,7 +152,7 @@ pub const SUPPORTED: [GgmlType; 9] = [
 /// not one of [`SUPPORTED`].
 pub fn dequantize(ty: GgmlType, bytes: &[u8], n: usize) -> Result<Vec<f32>, String> {
     let (per, size) = ty.block();
-    if n % per != 0 || bytes.len() != (n / per).saturating_mul(size) {
+    if !n.is_multiple_of(per) || bytes.len() != (n / per).saturating_mul(size) {
         return Err(format!(
             "{} data of {} bytes does not hold {n} elements ({size} bytes per {per})",
             ty.name(),

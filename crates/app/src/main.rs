@@ -27,8 +27,9 @@ struct Cli {
 enum Cmd {
     /// Download a model into the cache ($NECTAR_HOME, default ~/.cache/nectar/models).
     FetchModel {
-        /// Which model: `minilm` (sentence-transformers/all-MiniLM-L6-v2).
-        #[arg(default_value = "minilm")]
+        /// Which model: `minilm` (sentence-transformers/all-MiniLM-L6-v2) or `smollm2`
+        /// (SmolLM2-135M-Instruct, a Q4_1 GGUF file).
+        #[arg(default_value = "minilm", value_parser = ["minilm", "smollm2"])]
         name: String,
         /// Cache directory (overrides $NECTAR_HOME).
         #[arg(long)]
@@ -47,7 +48,26 @@ enum Cmd {
         #[arg(required = true)]
         texts: Vec<String>,
     },
-    /// Architecture summary of a model directory.
+    /// Greedy continuation of a PROMPT by a causal LM (GPT-2, LLaMA; plaintext, f32, KV cache),
+    /// up to `--tokens` new tokens or a GGUF file's end-of-sequence token.
+    Generate {
+        /// Run the plaintext reference (private generation is `nectar demo --tokens N`).
+        #[arg(long)]
+        plaintext: bool,
+        #[command(flatten)]
+        model: ModelArg,
+        /// New tokens.
+        #[arg(long, default_value_t = 16)]
+        tokens: usize,
+        /// Wrap the prompt as one user message in the model's chat template (GGUF instruct models).
+        #[arg(long)]
+        chat: bool,
+        /// One JSON object: prompt, generated text and ids.
+        #[arg(long)]
+        json: bool,
+        prompt: String,
+    },
+    /// Architecture summary of a model directory or GGUF file (with its quantisation).
     Info {
         #[command(flatten)]
         model: ModelArg,
@@ -278,8 +298,8 @@ enum Cmd {
 
 #[derive(Args)]
 struct ModelArg {
-    /// A Hugging Face model directory (config.json, model.safetensors, tokenizer.json);
-    /// default: the fetched MiniLM.
+    /// A Hugging Face model directory (config.json, model.safetensors, tokenizer.json) or a
+    /// LLaMA GGUF file (or a directory holding one); default: the fetched MiniLM.
     #[arg(long)]
     model: Option<PathBuf>,
 }
@@ -599,11 +619,12 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<(), String> {
     match cli.cmd {
         Cmd::FetchModel { name, home } => {
-            if name != "minilm" {
-                return Err(format!("unknown model '{name}' (available: minilm)"));
-            }
             let home = home.unwrap_or_else(nectar_model::home::default_home);
-            let dir = nectar_app::fetch::fetch_minilm(&home).map_err(|e| e.to_string())?;
+            let dir = match name.as_str() {
+                "smollm2" => nectar_app::fetch::fetch_smollm2(&home),
+                _ => nectar_app::fetch::fetch_minilm(&home),
+            }
+            .map_err(|e| e.to_string())?;
             outln!("{}", dir.display());
             Ok(())
         }
@@ -614,6 +635,14 @@ fn run(cli: Cli) -> Result<(), String> {
                     .into());
             }
             embed_plaintext(&model.dir(), &texts, json)
+        }
+        Cmd::Generate { plaintext, model, tokens, chat, json, prompt } => {
+            if !plaintext {
+                return Err("`nectar generate` computes the plaintext reference: pass --plaintext. Private \
+                            generation: `nectar demo --tokens N`, or `nectar serve` + `nectar infer --tokens N`"
+                    .into());
+            }
+            generate_plaintext(&model.dir(), &prompt, tokens, chat, json)
         }
         Cmd::Info { model } => {
             let m = nectar_model::Model::load(&model.dir()).map_err(|e| e.to_string())?;
@@ -908,6 +937,33 @@ fn run(cli: Cli) -> Result<(), String> {
             }
         },
     }
+}
+
+/// `nectar generate --plaintext`: the prompt (through the chat template with `chat`), then the
+/// greedy continuation, up to the end-of-sequence token of a GGUF file.
+fn generate_plaintext(dir: &std::path::Path, prompt: &str, n_new: usize, chat: bool, json: bool) -> Result<(), String> {
+    let m = nectar_model::Model::load(dir).map_err(|e| e.to_string())?;
+    let text = if chat {
+        let msg = nectar_model::chat_template::Message::new("user", prompt);
+        m.apply_chat_template(&[msg]).map_err(|e| e.to_string())?
+    } else {
+        prompt.to_string()
+    };
+    let tok = m.tokenizer().ok_or_else(|| format!("{}: no tokenizer", dir.display()))?;
+    let ids = tok.encode(&text).map_err(|e| e.to_string())?.ids;
+    let mut new = m.generate_ids(&ids, n_new).map_err(|e| e.to_string())?;
+    // An instruct model ends its answer with the end-of-sequence token: the text stops there.
+    if let Some(at) = m.gguf().and_then(|g| g.eos_id).and_then(|eos| new.iter().position(|&t| t == eos)) {
+        new.truncate(at + 1);
+    }
+    let generated = tok.decode(&new).map_err(|e| e.to_string())?;
+    if json {
+        let o = serde_json::json!({ "prompt": text, "mode": "plaintext", "prompt_ids": ids, "generated": generated, "generated_ids": new });
+        outln!("{o}");
+    } else {
+        outln!("{text}{generated}");
+    }
+    Ok(())
 }
 
 /// `nectar embed --plaintext`: norms, leading values and the cosine-similarity matrix.

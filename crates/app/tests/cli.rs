@@ -64,6 +64,37 @@ fn bad_model_dirs_are_one_line_errors() {
     assert!(err.contains("config.json"), "{err}");
 }
 
+/// A GGUF file is a model wherever `--model` is taken: `info` shows its quantisation, `generate
+/// --plaintext` continues a prompt; a corrupt one is a one-line error naming it.
+#[test]
+fn gguf_files_are_models() {
+    let dir = tempfile::tempdir().unwrap();
+    nectar_bench::fixtures::tiny::write_tiny_llama(dir.path(), 4).unwrap();
+    let path = dir.path().join("tiny.gguf");
+    nectar_bench::fixtures::gguf::tiny_llama(dir.path()).unwrap().write(&path).unwrap();
+    let out = nectar().args(["info", "--model"]).arg(&path).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in ["type:          llama", "kv heads:      2", "quantisation:  F32 ×21", "format:        GGUF v3"] {
+        assert!(text.contains(want), "{want:?} missing from {text}");
+    }
+    let out = nectar().args(["generate", "--plaintext", "--tokens", "3", "--json", "--model"]).arg(&path).arg("ABC").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["prompt_ids"], serde_json::json!([0, 1, 2]));
+    assert_eq!(v["generated_ids"].as_array().unwrap().len(), 3);
+    let out = nectar().args(["generate", "--model"]).arg(&path).arg("ABC").output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("pass --plaintext"));
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.truncate(bytes.len() / 2);
+    std::fs::write(&path, &bytes).unwrap();
+    let out = nectar().args(["info", "--model"]).arg(&path).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("tiny.gguf: invalid GGUF file:") && err.contains("past the end of the file"), "{err}");
+}
+
 /// `bench model` runs the server party in its own process, with no link and through the
 /// simulated LAN (both ends of the loopback connection): each party reports its own peak RSS,
 /// the two parties' byte counts agree with each other and with the totals, and the link

@@ -1,5 +1,6 @@
 //! The model cache: where fetched models live (`nectar fetch-model` fills it; every command
-//! that defaults to MiniLM reads it).
+//! that defaults to MiniLM reads it): MiniLM (`minilm/`, an HF directory) and SmolLM2
+//! (`smollm2/`, one GGUF file).
 
 use std::path::{Path, PathBuf};
 
@@ -31,3 +32,16 @@ pub fn minilm_present(home: &Path) -> bool {
     MINILM_REQUIRED.iter().all(|f| dir.join(f).is_file())
 }
 
+
+/// The SmolLM2-135M-Instruct GGUF file's name (`nectar fetch-model smollm2`).
+pub const SMOLLM2_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+/// Where SmolLM2 lives under `home` (a directory holding [`SMOLLM2_FILE`]).
+pub fn smollm2_dir(home: &Path) -> PathBuf {
+    home.join("smollm2")
+}
+
+/// Whether `home/smollm2` holds the GGUF file.
+pub fn smollm2_present(home: &Path) -> bool {
+    smollm2_dir(home).join(SMOLLM2_FILE).is_file()
+}

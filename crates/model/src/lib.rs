@@ -3,6 +3,9 @@
 //!
 //! - [`config`]: typed `config.json` for `bert`, `gpt2`, `vit`, `llama`.
 //! - [`weights`]: `model.safetensors` read with positioned reads, shape-checked f32 access (F32/F16/BF16).
+//! - [`gguf`]: llama.cpp's GGUF files (LLaMA architecture): metadata, tensors dequantised to
+//!   f32 under their HF names, config, tokenizer; [`chat_template`]: the ChatML prompt of
+//!   instruct models.
 //! - [`tokenizer`]: `tokenizer.json` through the `tokenizers` crate.
 //! - [`block`]: the transformer block, written once and configured by data, over any
 //!   arithmetic ([`block::BlockOps`]): the f32 reference ([`reference`], kernels in [`ops`]),
@@ -21,13 +24,15 @@
 //! - [`twin`]: the whole-model fixed-point twin ([`twin::PlainEngine`]): one process, both
 //!   parties' secrets, exactly what the protocols compute up to their randomised errors.
 //!
-//! [`Model`] ties these together: one loader for any supported HF directory.
+//! [`Model`] ties these together: one loader for any supported HF directory or GGUF file.
 
 pub mod arch;
 pub mod bert;
 pub mod block;
+pub mod chat_template;
 pub mod config;
 pub mod error;
+pub mod gguf;
 pub mod gpt2;
 pub mod home;
 pub mod llama;
@@ -66,7 +71,7 @@ pub enum Network {
     ConfigOnly,
 }
 
-/// A loaded Hugging Face model directory.
+/// A loaded Hugging Face model directory or GGUF file.
 #[derive(Debug)]
 pub struct Model {
     dir: PathBuf,
@@ -75,12 +80,56 @@ pub struct Model {
     tokenizer: Option<TextTokenizer>,
     /// (parameter count, dominant dtype), when `model.safetensors` is present.
     params: Option<(usize, String)>,
+    /// What a GGUF file adds, when the model is one.
+    gguf: Option<GgufSummary>,
+}
+
+/// What `nectar info` shows of a GGUF file beyond the architecture.
+#[derive(Debug, Clone)]
+pub struct GgufSummary {
+    /// GGUF version.
+    pub version: u32,
+    /// Tensor counts per GGML type (`Q4_1 ×210, F32 ×61, Q8_0 ×1`).
+    pub quantization: String,
+    /// `tokenizer.chat_template`, if the file has one.
+    pub chat_template: Option<String>,
+    /// `tokenizer.ggml.eos_token_id`, if set.
+    pub eos_id: Option<u32>,
+}
+
+/// The GGUF file `path` names: itself when it is a file, else the one `*.gguf` file of the
+/// directory when it has no `config.json` (`None`: an HF directory).
+fn gguf_path(path: &Path) -> Result<Option<PathBuf>, ModelError> {
+    if path.is_file() {
+        return Ok(Some(path.to_path_buf()));
+    }
+    if !path.is_dir() || path.join("config.json").exists() {
+        return Ok(None);
+    }
+    let entries = std::fs::read_dir(path).map_err(|e| ModelError::io(path, e))?;
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "gguf"))
+        .collect();
+    match found.len() {
+        0 => Ok(None),
+        1 => Ok(found.pop()),
+        n => Err(ModelError::config(
+            path,
+            format!("holds {n} .gguf files and no config.json; name the one to load"),
+        )),
+    }
 }
 
 impl Model {
     /// Loads `dir/config.json`, `dir/model.safetensors` (required for BERT and GPT-2) and
-    /// `dir/tokenizer.json` (if present).
+    /// `dir/tokenizer.json` (if present); or a GGUF file (`dir` itself, or the one `*.gguf` of
+    /// a directory without `config.json`): a LLaMA, its weights dequantised to f32 and its
+    /// tokenizer built from its vocabulary.
     pub fn load(dir: &Path) -> Result<Model, ModelError> {
+        if let Some(path) = gguf_path(dir)? {
+            return Self::load_gguf(&path);
+        }
         if !dir.is_dir() {
             return Err(ModelError::Io {
                 path: dir.display().to_string(),
@@ -127,10 +176,50 @@ impl Model {
             network,
             tokenizer,
             params,
+            gguf: None,
         })
     }
 
-    /// The directory this model was loaded from.
+    /// Loads a LLaMA GGUF file (see [`gguf`]).
+    fn load_gguf(path: &Path) -> Result<Model, ModelError> {
+        let src = gguf::GgufLlama::new(gguf::GgufFile::open(path)?)?;
+        let c = src.config().clone();
+        let llama = Llama::load(&c, &src)?;
+        let f = src.file();
+        let tokenizer = gguf::vocab::tokenizer(f, c.max_position_embeddings)?;
+        let summary = GgufSummary {
+            version: f.version(),
+            quantization: src.quantization(),
+            chat_template: f.get("tokenizer.chat_template").and_then(|v| v.as_str()).map(str::to_string),
+            eos_id: gguf::vocab::eos_id(f),
+        };
+        Ok(Model {
+            dir: path.to_path_buf(),
+            config: ModelConfig::Llama(c),
+            network: Network::Llama(llama),
+            tokenizer: Some(tokenizer),
+            params: Some(src.param_stats()),
+            gguf: Some(summary),
+        })
+    }
+
+    /// What the GGUF file adds (version, quantisation, chat template), when the model is one.
+    pub fn gguf(&self) -> Option<&GgufSummary> {
+        self.gguf.as_ref()
+    }
+
+    /// `messages` as the prompt of the model's chat template (GGUF `tokenizer.chat_template`;
+    /// ChatML only, see [`chat_template`]), ending with the assistant's turn.
+    pub fn apply_chat_template(&self, messages: &[chat_template::Message]) -> Result<String, ModelError> {
+        let t = self.gguf.as_ref().and_then(|g| g.chat_template.as_deref()).ok_or_else(|| {
+            ModelError::Unsupported(format!("{} has no chat template", self.dir.display()))
+        })?;
+        let t = chat_template::ChatTemplate::parse(t)
+            .map_err(|e| ModelError::Unsupported(format!("{}: {e}", self.dir.display())))?;
+        Ok(t.render(messages, true))
+    }
+
+    /// The directory (or GGUF file) this model was loaded from.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -235,11 +324,22 @@ impl Model {
                 let _ = writeln!(s, "parameters:    unknown (no model.safetensors)");
             }
         }
+        if let Some(g) = &self.gguf {
+            let _ = writeln!(s, "format:        GGUF v{}, dequantised to f32 when loaded", g.version);
+            let _ = writeln!(s, "quantisation:  {}", g.quantization);
+            let chat = match g.chat_template.as_deref().map(chat_template::ChatTemplate::parse) {
+                None => "none".to_string(),
+                Some(Ok(_)) => "ChatML".to_string(),
+                Some(Err(_)) => "present, not supported (only ChatML is rendered)".to_string(),
+            };
+            let _ = writeln!(s, "chat template: {chat}");
+        }
+        let tok_source = if self.gguf.is_some() { "GGUF vocabulary, byte-level BPE" } else { "tokenizer.json" };
         let _ = writeln!(
             s,
             "tokenizer:     {}",
             match &self.tokenizer {
-                Some(t) => format!("tokenizer.json (max {} tokens)", t.max_len()),
+                Some(t) => format!("{tok_source} (max {} tokens)", t.max_len()),
                 None => "none".into(),
             }
         );
@@ -333,18 +433,26 @@ impl Model {
 
     /// Greedy continuation of `prompt` by `n_new` tokens (GPT-2, LLaMA); returns the new text only.
     pub fn generate(&self, prompt: &str, n_new: usize) -> Result<String, ModelError> {
-        let Network::Gpt2(gpt2) = &self.network else {
-            return Err(match self.network {
-                Network::Bert(_) => ModelError::Unsupported(
-                    "text generation needs a causal LM (gpt2), this is bert".into(),
-                ),
-                _ => self.unsupported("generation"),
-            });
-        };
         let tok = self.need_tokenizer()?;
-        let e = tok.encode(prompt)?;
-        let ids = gpt2.generate(&e.ids, n_new)?;
+        let ids = self.generate_ids(&tok.encode(prompt)?.ids, n_new)?;
         tok.decode(&ids)
+    }
+
+    /// Greedy continuation of token ids `ids` by `n_new` tokens (GPT-2, LLaMA; KV cache);
+    /// returns the new ids only.
+    pub fn generate_ids(&self, ids: &[u32], n_new: usize) -> Result<Vec<u32>, ModelError> {
+        match &self.network {
+            Network::Gpt2(m) => m.generate(ids, n_new),
+            Network::Llama(m) => m.generate(ids, n_new),
+            Network::Bert(_) => Err(ModelError::Unsupported(
+                "text generation needs a causal LM (gpt2, llama), this is bert".into(),
+            )),
+            Network::ConfigOnly => Err(ModelError::Unsupported(format!(
+                "plaintext generation needs the weights: {} has no model.safetensors",
+                self.dir.display()
+            ))),
+            Network::Vit(_) => Err(self.unsupported("generation")),
+        }
     }
 }
 

@@ -14,7 +14,7 @@ use crate::arch::{generate, last_logits, ArchOps, ArchTensors, Decl, DenseDecl, 
 use crate::block::BlockOps;
 use crate::config::LlamaConfig;
 use crate::reference::{BlockWeights, F32Block};
-use crate::weights::{WeightSource, Weights};
+use crate::weights::WeightSource;
 use crate::ModelError;
 
 /// The block of a LLaMA config: pre-norm with RMSNorm, causal, rotary positions, grouped
@@ -107,8 +107,9 @@ pub struct Llama {
 }
 
 impl Llama {
-    /// Loads the weights named as in HF `LlamaForCausalLM` (base model under `model.`).
-    pub fn load(config: &LlamaConfig, w: &Weights) -> Result<Self, ModelError> {
+    /// Loads the weights named as in HF `LlamaForCausalLM` (base model under `model.`), from
+    /// `model.safetensors` or a GGUF file ([`crate::gguf::GgufLlama`]).
+    pub fn load(config: &LlamaConfig, w: &dyn WeightSource) -> Result<Self, ModelError> {
         let c = config;
         if let Some(kind) = &c.rope_scaling {
             return Err(ModelError::Unsupported(format!(

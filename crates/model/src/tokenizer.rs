@@ -41,8 +41,18 @@ impl TextTokenizer {
             file: path.display().to_string(),
             msg,
         };
-        let mut inner =
+        let inner =
             Tokenizer::from_file(path).map_err(|e| err(format!("cannot load tokenizer: {e}")))?;
+        Self::from_tokenizer(inner, path, max_len)
+    }
+
+    /// Wraps a tokenizer built in memory (e.g. from a GGUF vocabulary, [`crate::gguf::vocab`]);
+    /// `source` names it in error messages.
+    pub fn from_tokenizer(mut inner: Tokenizer, source: &Path, max_len: usize) -> Result<Self, ModelError> {
+        let err = |msg: String| ModelError::Tokenizer {
+            file: source.display().to_string(),
+            msg,
+        };
         inner.with_padding(None);
         inner
             .with_truncation(Some(TruncationParams {
@@ -52,7 +62,7 @@ impl TextTokenizer {
             .map_err(|e| err(format!("cannot set truncation: {e}")))?;
         Ok(TextTokenizer {
             inner,
-            path: path.to_path_buf(),
+            path: source.to_path_buf(),
             max_len,
         })
     }

@@ -282,6 +282,7 @@ fn error_kind(e: &SessionError) -> &'static str {
         return match n {
             NetError::Closed => "peer_closed",
             NetError::Timeout => "timeout",
+            NetError::Cancelled => "cancelled",
             NetError::FrameTooLarge { .. } => "over_limit",
             NetError::Aborted(_) => "peer_aborted",
             NetError::Truncated { .. } | NetError::Misaligned { .. } | NetError::UnexpectedLength { .. } => "bad_request",

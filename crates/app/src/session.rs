@@ -250,6 +250,9 @@ impl Channel for SharedChannel {
     fn abort(&mut self, reason: &str) -> Result<(), NetError> {
         self.with(|c| c.abort(reason))
     }
+    fn cancel_token(&self) -> Option<nectar_net::CancelToken> {
+        self.with(|c| c.cancel_token())
+    }
 }
 
 /// What the server serves: a model's public config and its weights.

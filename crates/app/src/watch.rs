@@ -196,6 +196,12 @@ impl<C: Channel> Channel for Cancellable<C> {
     fn stats(&self) -> Stats {
         self.inner.stats()
     }
+    /// Cancelled once the peer is gone or the server cut the session (a kernel under way stops
+    /// at its next block of work).
+    fn cancel_token(&self) -> Option<nectar_net::CancelToken> {
+        let flag = Arc::clone(&self.flag);
+        Some(nectar_net::CancelToken::new(move || flag.get().is_some()))
+    }
     fn set_limits(&mut self, limits: Limits) -> Result<(), NetError> {
         self.inner.set_limits(limits)
     }

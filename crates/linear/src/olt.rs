@@ -430,6 +430,9 @@ fn evaluator<C: Channel + ?Sized>(
     let n = params.n();
     let (kb, mb, nb) = plan.windows.blocks(plan.shape);
     let batch = mats.len();
+    // The products run long between messages (seconds for an embedding table): they stop at
+    // the next group of blocks once the session is cancelled (its peer gone).
+    let cancel = ch.cancel_token();
     let peer_side = match side {
         Side::Lhs => Side::Rhs,
         Side::Rhs => Side::Lhs,
@@ -536,6 +539,7 @@ fn evaluator<C: Channel + ?Sized>(
                     Owned(usize),
                 }
                 for start in (0..mb).step_by(TERMS) {
+                    nectar_net::check_cancel(&cancel)?;
                     let betas = start..(start + TERMS).min(mb);
                     // Every product of the column uses the same plaintext block per β.
                     let mut slots = Vec::with_capacity(TERMS);

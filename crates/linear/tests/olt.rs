@@ -307,3 +307,59 @@ fn prepared_weight_blocks_change_nothing() {
         assert_eq!(mismatched, plain);
     }
 }
+
+/// A channel whose session is already cancelled (the app's watcher saw its peer go).
+struct Cancelled<'a>(&'a mut nectar_net::MemChannel);
+
+impl nectar_net::Channel for Cancelled<'_> {
+    fn send(&mut self, msg: &[u8]) -> Result<(), nectar_net::NetError> {
+        self.0.send(msg)
+    }
+    fn recv(&mut self) -> Result<Vec<u8>, nectar_net::NetError> {
+        self.0.recv()
+    }
+    fn flush(&mut self) -> Result<(), nectar_net::NetError> {
+        self.0.flush()
+    }
+    fn stats(&self) -> nectar_net::Stats {
+        self.0.stats()
+    }
+    fn cancel_token(&self) -> Option<nectar_net::CancelToken> {
+        Some(nectar_net::CancelToken::new(|| true))
+    }
+}
+
+/// The evaluator stops at its first group of block products once its session is cancelled,
+/// instead of computing the whole product first (issue 51: a vanished client's session frees
+/// its memory at once).
+#[test]
+fn evaluator_stops_when_cancelled() {
+    let n = 8192;
+    // k' > n': the client encrypts and the server (Lhs) evaluates.
+    let s = Shape::new(7, 10, 1).unwrap();
+    let w = Windows::new(2, 4, 1, n, true).unwrap();
+    let plan = OltPlan::new(s, w, n, Variant::Interleave).unwrap();
+    assert!(plan.rhs_encrypts);
+    let q: Vec<u64> = vec![3; s.k * s.m];
+    let v: Vec<u64> = vec![5; s.m * s.n];
+    let (server, client) = run_pair(
+        |ch| {
+            let mut p = Prg::new([7; 16]);
+            let sess = HeSession::setup(ch, Role::Server, Params::bumblebee_olt(), true, &mut p).unwrap();
+            let mut c = Cancelled(ch);
+            let r = olt(&mut c, &sess, &plan, Side::Lhs, &[&q[..]], &mut p).map(|_| ());
+            // The in-memory pair outlives this closure: a malformed response ends the client's
+            // wait (over TCP, the app's session would close the socket).
+            let _ = nectar_net::Channel::send(c.0, b"cancelled");
+            r
+        },
+        |ch| {
+            let mut p = Prg::new([8; 16]);
+            let sess = HeSession::setup(ch, Role::Client, Params::bumblebee_olt(), true, &mut p).unwrap();
+            olt(ch, &sess, &plan, Side::Rhs, &[&v[..]], &mut p).map(|_| ())
+        },
+    );
+    let e = server.unwrap_err().to_string();
+    assert!(e.contains("cancelled"), "{e}");
+    assert!(client.is_err(), "the client got no response");
+}

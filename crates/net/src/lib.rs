@@ -90,11 +90,46 @@ pub enum NetError {
     UnexpectedLength { what: &'static str, expected: usize, got: usize },
     #[error("timed out waiting for the peer")]
     Timeout,
+    /// The session was cancelled (its peer is gone, or the server cut it) while it computed.
+    #[error("session cancelled")]
+    Cancelled,
     /// The peer ended the session and said why ([`Channel::abort`]).
     #[error("the peer ended the session: {0}")]
     Aborted(String),
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),
+}
+
+/// A session's cancellation as its long local computations poll it between blocks of work
+/// ([`Channel::cancel_token`]): a session whose peer is gone stops computing, not only at its
+/// next send.
+#[derive(Clone)]
+pub struct CancelToken(std::sync::Arc<dyn Fn() -> bool + Send + Sync>);
+
+impl CancelToken {
+    /// A token that reads `cancelled` (cheap: it is called once per block of work).
+    pub fn new(cancelled: impl Fn() -> bool + Send + Sync + 'static) -> Self {
+        CancelToken(std::sync::Arc::new(cancelled))
+    }
+
+    /// `Err(NetError::Cancelled)` once the session is cancelled.
+    pub fn check(&self) -> Result<(), NetError> {
+        match (self.0)() {
+            true => Err(NetError::Cancelled),
+            false => Ok(()),
+        }
+    }
+}
+
+impl std::fmt::Debug for CancelToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CancelToken")
+    }
+}
+
+/// [`CancelToken::check`] on an optional token (a channel without cancellation never stops).
+pub fn check_cancel(t: &Option<CancelToken>) -> Result<(), NetError> {
+    t.as_ref().map_or(Ok(()), CancelToken::check)
 }
 
 /// One party's end of a framed, counted two-party link.
@@ -120,6 +155,12 @@ pub trait Channel: Send {
     /// Best effort: channels that cannot carry an abort frame just return.
     fn abort(&mut self, _reason: &str) -> Result<(), NetError> {
         Ok(())
+    }
+
+    /// The session's cancellation, for computations that run long between messages (`None`:
+    /// this channel is never cancelled; wrappers forward their inner channel's).
+    fn cancel_token(&self) -> Option<CancelToken> {
+        None
     }
 
     /// Send `u64` words (little-endian) in one frame.
@@ -195,6 +236,9 @@ impl<C: Channel + ?Sized> Channel for Box<C> {
     }
     fn set_limits(&mut self, limits: Limits) -> Result<(), NetError> {
         (**self).set_limits(limits)
+    }
+    fn cancel_token(&self) -> Option<CancelToken> {
+        (**self).cancel_token()
     }
     fn abort(&mut self, reason: &str) -> Result<(), NetError> {
         (**self).abort(reason)

@@ -172,6 +172,10 @@ impl<C: Channel> Channel for Simulated<C> {
         self.inner.flush()
     }
 
+    fn cancel_token(&self) -> Option<crate::CancelToken> {
+        self.inner.cancel_token()
+    }
+
     fn stats(&self) -> Stats {
         // The inner channel counted one 8-byte timestamp per message; remove them.
         let mut s = self.inner.stats();

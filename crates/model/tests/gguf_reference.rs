@@ -84,12 +84,13 @@ fn tiny_gguf_matches_the_gguf_package_and_numpy() {
 }
 
 #[test]
-fn smollm2_matches_numpy_when_fetched() {
+fn smollm2_matches_numpy() {
     let dir = home::smollm2_dir(&home::default_home());
-    if !home::smollm2_present(&home::default_home()) {
-        eprintln!("skipped: {} is not there (nectar fetch-model smollm2)", dir.display());
-        return;
-    }
+    assert!(
+        home::smollm2_present(&home::default_home()),
+        "SmolLM2 not found under {}: run `nectar fetch-model smollm2` (`make test` fetches it first)",
+        dir.display()
+    );
     let path = dir.join(home::SMOLLM2_FILE);
     let m = Model::load(&path).unwrap();
     let ids = m.tokenizer().unwrap().encode("The capital of France is").unwrap().ids;

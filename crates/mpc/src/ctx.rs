@@ -1,9 +1,23 @@
 //! [`Mpc`]: one party's context for the share-level protocols, plus the local helpers and the
 //! opening of shares shared by all protocol files.
 //!
-//! Opening costs one exchange (2 flows: P0 sends, P1 answers), `n·l` bits each way for an
-//! arithmetic vector, `n` bits each way for a boolean vector. Exchanges are ordered (P0 first)
-//! rather than simultaneous so that large frames never deadlock a blocking TCP transport.
+//! Opening costs one exchange (2 flows: the leading party sends, the other answers), `n·l` bits
+//! each way for an arithmetic vector, `n` bits each way for a boolean vector. Exchanges are
+//! ordered rather than simultaneous so that large frames never deadlock a blocking TCP
+//! transport.
+//!
+//! **The lead** (issue 48, fewer flights). Most steps here are two ordered messages: an
+//! exchange (the first mover sends its share, the second answers with its own), or an additive
+//! COT (the receiver sends its choice corrections, the sender its payload). In each, the second
+//! mover knows its output when it sends, so the next step can start with *its* message, and
+//! that message then travels in the same flight as the one it just sent (a flight is a change
+//! of direction, [`nectar_net::Stats`]). [`Mpc`] therefore keeps the party that sent the last
+//! message of the previous step, the *lead*, and every two-message step lets the lead move
+//! first and passes the lead to the other party: a chain of such steps costs one flight per
+//! step instead of two. The lead is AGREEMENT state: both parties start with P0 and update it
+//! at the same points (protocols that run on the channel outside this context set it with
+//! [`Mpc::set_lead`] when they know who sent last). Which party leads never changes a result's
+//! distribution: the COT-based steps are symmetric in their two parties.
 
 use crate::rotl_lut::{PreproCost, RotlPrepro};
 use crate::{MpcError, Result};
@@ -26,6 +40,8 @@ pub struct Mpc {
     rotl: Vec<(u32, RotlPrepro)>,
     /// Cumulative cost of preprocessing.
     prepro: PreproCost,
+    /// The party that moves first in the next two-message step (module docs).
+    lead: Role,
 }
 
 /// Which protocol computes `1{x > y}` for the comparisons (AGREEMENT: both parties must choose
@@ -41,7 +57,7 @@ pub enum Comparison {
 impl Mpc {
     /// Wrap an existing OT session. `prg` must be freshly seeded for this session.
     pub fn new(role: Role, ot: OtSession, prg: Prg) -> Self {
-        Mpc { role, ot, prg, cmp: Comparison::Millionaire, rotl: Vec::new(), prepro: PreproCost::default() }
+        Mpc { role, ot, prg, cmp: Comparison::Millionaire, rotl: Vec::new(), prepro: PreproCost::default(), lead: Role::Server }
     }
 
     /// Run the OT session setup (base OTs, both directions) with `producer` and return the
@@ -63,6 +79,52 @@ impl Mpc {
     /// True for P0 (the server).
     pub fn is_server(&self) -> bool {
         self.role == Role::Server
+    }
+
+    /// The party that moves first in the next two-message step (module docs).
+    pub fn lead(&self) -> Role {
+        self.lead
+    }
+
+    /// Sets the lead after a protocol run on the channel outside this context, to the party
+    /// that sent its last message (AGREEMENT: the peer sets the same role at the same point).
+    pub fn set_lead(&mut self, r: Role) {
+        self.lead = r;
+    }
+
+    /// Whether this party moves first in the next two-message step.
+    pub(crate) fn leads(&self) -> bool {
+        self.lead == self.role
+    }
+
+    /// After a two-message step: its second mover sent last, so it leads the next one.
+    pub(crate) fn pass_lead(&mut self) {
+        self.lead = self.lead.peer();
+    }
+
+    /// One additive COT over `Z_{2^w}` led by the lead (module docs): the lead is the receiver
+    /// with `choices`, the other party the sender with `deltas` (each party passes both; only
+    /// its side's are used). Returns this party's output: `x_i` for the sender,
+    /// `x_i + c_i·Δ_i` for the receiver; passes the lead to the sender.
+    pub(crate) fn led_acot(&mut self, ch: &mut dyn Channel, deltas: impl FnOnce() -> Vec<u64>, choices: impl FnOnce() -> Vec<bool>, w: u32) -> Result<LedAcot> {
+        let out = if self.leads() {
+            LedAcot::Received(self.ot.recv_acot(ch, &choices(), w)?)
+        } else {
+            LedAcot::Sent(self.ot.send_acot(ch, &deltas(), w)?)
+        };
+        self.pass_lead();
+        Ok(out)
+    }
+
+    /// [`Mpc::led_acot`] over `Z_{2^w}`, `w <= 128`.
+    pub(crate) fn led_acot_wide(&mut self, ch: &mut dyn Channel, deltas: impl FnOnce() -> Vec<u128>, choices: impl FnOnce() -> Vec<bool>, w: u32) -> Result<LedAcotWide> {
+        let out = if self.leads() {
+            LedAcotWide::Received(self.ot.recv_acot_wide(ch, &choices(), w)?)
+        } else {
+            LedAcotWide::Sent(self.ot.send_acot_wide(ch, &deltas(), w)?)
+        };
+        self.pass_lead();
+        Ok(out)
     }
 
     pub fn ot(&mut self) -> &mut OtSession {
@@ -108,17 +170,20 @@ impl Mpc {
         (&mut self.ot, &mut self.prg)
     }
 
-    /// Send `mine`, receive the peer's frame; P0 sends first (see module doc).
+    /// Send `mine`, receive the peer's frame; the lead sends first and passes the lead (see
+    /// module doc).
     pub(crate) fn exchange(&mut self, ch: &mut dyn Channel, mine: &[u8]) -> Result<Vec<u8>> {
-        if self.is_server() {
+        let theirs = if self.leads() {
             ch.send(mine)?;
-            Ok(ch.recv()?)
+            ch.recv()?
         } else {
             let theirs = ch.recv()?;
             ch.send(mine)?;
             ch.flush()?;
-            Ok(theirs)
-        }
+            theirs
+        };
+        self.pass_lead();
+        Ok(theirs)
     }
 
     /// Exchange bit vectors of equal length `mine.len()`.
@@ -137,18 +202,6 @@ impl Mpc {
             });
         }
         Ok(unpack_bits(&got, mine.len())?)
-    }
-
-    /// Additive COT in both directions: this party sends with `deltas` and receives with
-    /// `choices` (the peer does the converse). Returns (sender outputs, receiver outputs).
-    pub(crate) fn acot_both(
-        &mut self,
-        ch: &mut dyn Channel,
-        deltas: &[u64],
-        choices: &[bool],
-        l: u32,
-    ) -> Result<(Vec<u64>, Vec<u64>)> {
-        Ok(self.ot.acot_both(ch, deltas, choices, l)?)
     }
 
     /// `n` random OTs in both directions: (pairs sent, (choices, messages) received).
@@ -237,6 +290,20 @@ impl Mpc {
             a.to_vec()
         }
     }
+}
+
+/// This party's output of a [`Mpc::led_acot`].
+pub(crate) enum LedAcot {
+    /// Sender: `x_i`.
+    Sent(Vec<u64>),
+    /// Receiver: `x_i + c_i·Δ_i`.
+    Received(Vec<u64>),
+}
+
+/// This party's output of a [`Mpc::led_acot_wide`].
+pub(crate) enum LedAcotWide {
+    Sent(Vec<u128>),
+    Received(Vec<u128>),
 }
 
 pub(crate) type RotBoth = (Vec<(u128, u128)>, (Vec<bool>, Vec<u128>));

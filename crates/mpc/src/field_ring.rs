@@ -22,6 +22,7 @@
 //! probability `≤ (|v| + 1)/q`. The server's share is then taken as `b − q` over the integers.
 //! The ring → field direction is the mirror argument with `2^l` in place of `q` (BLB App. C.3).
 
+use crate::ctx::LedAcotWide;
 use crate::{Mpc, MpcError, Result};
 use nectar_net::{Channel, Role};
 
@@ -91,14 +92,11 @@ impl Mpc {
         if b.is_empty() {
             return Ok(Vec::new());
         }
-        if self.is_server() {
-            let d: Vec<u128> = b.iter().map(|&x| x as u128).collect();
-            let x = self.ot().send_acot_wide(ch, &d, l)?;
-            Ok(b.iter().zip(x).map(|(&bi, xi)| (bi as u128).wrapping_add(xi.wrapping_mul(2)) & m).collect())
-        } else {
-            let y = self.ot().recv_acot_wide(ch, b, l)?;
-            Ok(b.iter().zip(y).map(|(&bi, yi)| (bi as u128).wrapping_sub(yi.wrapping_mul(2)) & m).collect())
-        }
+        let deltas = || b.iter().map(|&x| x as u128).collect();
+        Ok(match self.led_acot_wide(ch, deltas, || b.to_vec(), l)? {
+            LedAcotWide::Sent(x) => b.iter().zip(x).map(|(&bi, xi)| (bi as u128).wrapping_add(xi.wrapping_mul(2)) & m).collect(),
+            LedAcotWide::Received(y) => b.iter().zip(y).map(|(&bi, yi)| (bi as u128).wrapping_sub(yi.wrapping_mul(2)) & m).collect(),
+        })
     }
 
     /// Heuristic signed extension `Z_{2^from} → Z_{2^to}` (`from <= 64 < ... to <= 128`), the wide
@@ -118,13 +116,11 @@ impl Mpc {
             .map(|&v| if server { (v as u128).wrapping_add(off) & mf } else { v as u128 & mf })
             .collect();
         let msb: Vec<bool> = xs.iter().map(|&v| v >> (from - 1) == 1).collect();
-        // OR of the share MSBs: w = m0 + m1·(1 − m0), P0 the ACOT sender with Δ = 1 − m0.
-        let w: Vec<u128> = if server {
-            let d: Vec<u128> = msb.iter().map(|&b| 1 - b as u128).collect();
-            let r = self.ot().send_acot_wide(ch, &d, to)?;
-            r.iter().zip(&msb).map(|(&ri, &b)| (b as u128).wrapping_sub(ri) & mt).collect()
-        } else {
-            self.ot().recv_acot_wide(ch, &msb, to)?
+        // OR of the share MSBs: w = m_s + m_r·(1 − m_s), the ACOT sender with Δ = 1 − m_s.
+        let deltas = || msb.iter().map(|&b| 1 - b as u128).collect();
+        let w: Vec<u128> = match self.led_acot_wide(ch, deltas, || msb.clone(), to)? {
+            LedAcotWide::Sent(r) => r.iter().zip(&msb).map(|(&ri, &b)| (b as u128).wrapping_sub(ri) & mt).collect(),
+            LedAcotWide::Received(y) => y,
         };
         Ok(xs
             .iter()
@@ -143,7 +139,7 @@ impl Mpc {
     /// party's view is its old share and `R`, so nothing about the value is revealed.
     pub fn rerandomize_wide(&mut self, ch: &mut dyn Channel, x: &mut [u128], l: u32) -> Result<()> {
         let m = mask128(l)?;
-        let seed = if self.is_server() {
+        let seed = if self.leads() {
             let seed = self.prg().gen_block();
             ch.send(&seed)?;
             seed

@@ -19,10 +19,11 @@
 //! Cost per element (`bits = 63`, `B = 1`): 15 1-of-16 OTs (4 COTs + 4 choice bits + 16·2
 //! message bits each, but 16·1 for digit 0) and one 1-of-8 OT (3 COTs + 3 bits + 8·2 bits) for
 //! the 3-bit top digit, then 23 ANDs (≈ 4 bits + 2 COTs each): ≈ 635 bits + 109 COTs
-//! (measured: 647 bits/element; before the two trims 680, SPU reports 690.5); flows: 2 per OT
-//! call (one call per shape for up to [`OT_CHUNK`] instances, i.e. 3 calls = 6 flows below
-//! `OT_CHUNK / 14` ≈ 9 362 elements at `bits = 63`) + 2 per tree level. Each call is split into chunks of at most
-//! [`OT_CHUNK`] instances (2 more flows per chunk) to bound memory.
+//! (measured: 647 bits/element; before the two trims 680, SPU reports 690.5); flows: 2 for
+//! the OT calls (one call per shape, all in one round trip, [`nectar_ot::one_of_n::send_many`],
+//! while their instances add up to at most [`OT_CHUNK`]: below `OT_CHUNK / 16` = 8 192
+//! elements at `bits = 63`; 2 more flows per further chunk, which bounds memory) + 1 per tree
+//! level (each AND is led by the party that sent last, [`crate::ctx`]).
 
 use crate::words::mask;
 use crate::{Mpc, MpcError, Result, RADIX};
@@ -51,7 +52,7 @@ impl Mpc {
     /// digit 0 carries only the low `low_width` bits of `msg` (the millionaire never uses the
     /// `eq` of the lowest digit; `out[w][0]` stays `false` for `w >= low_width`), and a top digit
     /// of `r < 4` bits uses a `(2^r choose 1)`-OT. Digits with the same `(N, k)` share one OT
-    /// call (per chunk of [`OT_CHUNK`] instances), so the trims add at most 2 calls (4 flows).
+    /// call (per chunk of [`OT_CHUNK`] instances); all calls of one digit_ot share one round trip (see the module docs).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn digit_ot(
         &mut self,
@@ -97,21 +98,43 @@ impl Mpc {
             }
         }
         let mut out = vec![vec![vec![false; n * batch]; q]; width];
-        for ((nm, wj), ds) in &classes {
-            let (nm, wj) = (*nm, *wj);
-            let k = wj * batch;
-            let km = if k == 128 {
-                u128::MAX
-            } else {
-                (1u128 << k) - 1
-            };
-            let wm = (1u128 << wj) - 1;
-            // Elements per OT call of this class.
+        // The OT calls: per class, chunks of at most OT_CHUNK instances; consecutive calls
+        // whose instances add up to at most OT_CHUNK share one round trip (issue 48; the
+        // sender's messages of one round trip stay within the chunk's memory bound).
+        let mut units: Vec<(usize, usize, usize)> = Vec::new(); // (class, start, end)
+        for (c, (_, ds)) in classes.iter().enumerate() {
             let per = (OT_CHUNK / ds.len()).max(1);
             let mut start = 0;
             while start < n {
                 let end = (start + per).min(n);
-                if self.is_server() {
+                units.push((c, start, end));
+                start = end;
+            }
+        }
+        let mut batches: Vec<Vec<(usize, usize, usize)>> = Vec::new();
+        let mut load = 0;
+        for u in units {
+            let size = (u.2 - u.1) * classes[u.0].1.len();
+            match batches.last_mut() {
+                Some(b) if load + size <= OT_CHUNK => {
+                    b.push(u);
+                    load += size;
+                }
+                _ => {
+                    batches.push(vec![u]);
+                    load = size;
+                }
+            }
+        }
+        for units in &batches {
+            if self.is_server() {
+                let mut all: Vec<(Vec<u128>, usize, usize)> = Vec::with_capacity(units.len());
+                for &(c, start, end) in units {
+                    let ((nm, wj), ds) = (&classes[c].0, &classes[c].1);
+                    let (nm, wj) = (*nm, *wj);
+                    let k = wj * batch;
+                    let km = if k == 128 { u128::MAX } else { (1u128 << k) - 1 };
+                    let wm = (1u128 << wj) - 1;
                     let mut msgs = Vec::with_capacity((end - start) * ds.len() * nm);
                     let (_, prg) = self.parts();
                     for i in start..end {
@@ -125,23 +148,33 @@ impl Mpc {
                             for v in 0..nm {
                                 let mut w = r;
                                 for b in 0..batch {
-                                    w ^= (msg(digit(input[i * batch + b] & m, j), v) & wm)
-                                        << (wj * b);
+                                    w ^= (msg(digit(input[i * batch + b] & m, j), v) & wm) << (wj * b);
                                 }
                                 msgs.push(w);
                             }
                         }
                     }
-                    self.ot().send_ot1n(ch, &msgs, nm, k)?;
-                } else {
+                    all.push((msgs, nm, k));
+                }
+                let groups: Vec<(&[u128], usize, usize)> = all.iter().map(|(v, nm, k)| (v.as_slice(), *nm, *k)).collect();
+                self.ot().send_ot1n_many(ch, &groups)?;
+            } else {
+                let mut all: Vec<(Vec<u8>, usize, usize)> = Vec::with_capacity(units.len());
+                for &(c, start, end) in units {
+                    let ((nm, wj), ds) = (&classes[c].0, &classes[c].1);
                     let mut choices = Vec::with_capacity((end - start) * ds.len());
                     for &y in &input[start..end] {
                         for &j in ds {
                             choices.push(digit(y & m, j) as u8);
                         }
                     }
-                    let got = self.ot().recv_ot1n(ch, &choices, nm, k)?;
-                    for (t, g) in got.iter().enumerate() {
+                    all.push((choices, *nm, wj * batch));
+                }
+                let groups: Vec<(&[u8], usize, usize)> = all.iter().map(|(v, nm, k)| (v.as_slice(), *nm, *k)).collect();
+                let got = self.ot().recv_ot1n_many(ch, &groups)?;
+                for (&(c, start, _), g) in units.iter().zip(&got) {
+                    let (wj, ds) = (classes[c].0 .1, &classes[c].1);
+                    for (t, g) in g.iter().enumerate() {
                         let (i, j) = (start + t / ds.len(), ds[t % ds.len()]);
                         for b in 0..batch {
                             for (w, o) in out.iter_mut().take(wj).enumerate() {
@@ -150,9 +183,11 @@ impl Mpc {
                         }
                     }
                 }
-                start = end;
             }
         }
+        // P1 chose, P0 sent last: P0 leads the steps that follow (the comparison tree's first
+        // AND level then rides on the OT payload's flight).
+        self.set_lead(nectar_net::Role::Server);
         Ok(out)
     }
 

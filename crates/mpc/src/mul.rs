@@ -5,15 +5,19 @@
 //! Cross term `x_s · y_r` (sender's `x_s`, receiver's `y_r`): for every bit `j` of `y_r` one
 //! additive COT with correlation `x_s·2^j`, receiver choice `bit_j(y_r)`; summing over `j` the
 //! sender holds `−Σ r_j` and the receiver `Σ (r_j + bit_j·x_s 2^j)`: shares of `x_s·y_r`.
-//! - [`Mpc::mul`]: `x·y = x_0 y_0 + x_1 y_1 + x_0 y_1 + x_1 y_0`, two cross terms (one per
-//!   direction): `2l` COTs + `2l(1 + l)` bits per element, 4 messages in 2 flights (both
-//!   directions at once, [`nectar_ot::acot::both`]); exact ring product.
-//!   (For `l = 64` that is ≈ 8.3 kbit per product — bOLEe is far cheaper in bulk.)
+//! - [`Mpc::mul`]: `x·y = x_0 y_0 + x_1 y_1 + x_0 y_1 + x_1 y_0`, two cross terms, both with
+//!   the lead as receiver ([`crate::ctx`]): it chooses with the bits of its `y_r` and of its
+//!   `x_r`, the other party's correlations are `x_s·2^j` and `y_s·2^j`. `2l` COTs + `2l(1 + l)`
+//!   bits per element, 2 flows (1 flight in a chain of led steps); exact ring product.
+//!   (For `l = 64` that is ≈ 8.3 kbit per product — bOLEe is far cheaper in bulk.) Until
+//!   issue 48 the two cross terms ran one per direction ([`nectar_ot::acot::both`]): the same
+//!   bits and COTs, but 2 flights of each party.
 //! - [`Mpc::square`]: `x² = x_0² + x_1² + 2 x_0 x_1`, one cross term: half the cost, 2 flows.
 //! - [`Mpc::mul_public`]: shared × public, local.
 //!
 //! Fixed-point products follow with [`Mpc::trunc`].
 
+use crate::ctx::LedAcot;
 use crate::words::{broadcast, mask, same_len};
 use crate::{Mpc, Result};
 use nectar_net::Channel;
@@ -39,38 +43,33 @@ impl Mpc {
             return Ok(Vec::new());
         }
         let lu = l as usize;
-        let (sent, got) = self.acot_both(ch, &corr_of(x, l, m), &bits_of(y, l), l)?;
-        Ok((0..x.len())
-            .map(|i| {
-                let s: u64 = sent[i * lu..(i + 1) * lu]
-                    .iter()
-                    .fold(0u64, |a, b| a.wrapping_add(*b));
-                let r: u64 = got[i * lu..(i + 1) * lu]
-                    .iter()
-                    .fold(0u64, |a, b| a.wrapping_add(*b));
-                x[i].wrapping_mul(y[i]).wrapping_sub(s).wrapping_add(r) & m
-            })
-            .collect())
+        // Per element: l choices on the bits of y, then l on the bits of x (receiver); the
+        // sender's correlations in the same order: x_s·2^j against y_r, y_s·2^j against x_r.
+        let deltas = || {
+            x.iter()
+                .zip(y)
+                .flat_map(|(&a, &b)| (0..l).map(move |j| (a << j) & m).chain((0..l).map(move |j| (b << j) & m)))
+                .collect()
+        };
+        let choices = || x.iter().zip(y).flat_map(|(&a, &b)| (0..l).map(move |j| (b >> j) & 1 == 1).chain((0..l).map(move |j| (a >> j) & 1 == 1))).collect();
+        let cross: Vec<u64> = match self.led_acot(ch, deltas, choices, l)? {
+            LedAcot::Sent(s) => s.chunks(2 * lu).map(|c| c.iter().fold(0u64, |a, b| a.wrapping_sub(*b))).collect(),
+            LedAcot::Received(r) => r.chunks(2 * lu).map(|c| c.iter().fold(0u64, |a, b| a.wrapping_add(*b))).collect(),
+        };
+        Ok(x.iter().zip(y).zip(cross).map(|((&a, &b), c)| a.wrapping_mul(b).wrapping_add(c) & m).collect())
     }
 
-    /// Exact ring square `x² mod 2^l` elementwise (P0 sends, P1 chooses).
+    /// Exact ring square `x² mod 2^l` elementwise (the lead chooses, the other party sends).
     pub fn square(&mut self, ch: &mut dyn Channel, x: &[u64], l: u32) -> Result<Vec<u64>> {
         let m = mask(l)?;
         if x.is_empty() {
             return Ok(Vec::new());
         }
         let lu = l as usize;
-        let cross = if self.is_server() {
-            let two: Vec<u64> = x.iter().map(|v| v.wrapping_mul(2)).collect();
-            let s = self.ot().send_acot(ch, &corr_of(&two, l, m), l)?;
-            s.chunks(lu)
-                .map(|c| c.iter().fold(0u64, |a, b| a.wrapping_sub(*b)))
-                .collect::<Vec<_>>()
-        } else {
-            let r = self.ot().recv_acot(ch, &bits_of(x, l), l)?;
-            r.chunks(lu)
-                .map(|c| c.iter().fold(0u64, |a, b| a.wrapping_add(*b)))
-                .collect::<Vec<_>>()
+        let deltas = || corr_of(&x.iter().map(|v| v.wrapping_mul(2)).collect::<Vec<_>>(), l, m);
+        let cross: Vec<u64> = match self.led_acot(ch, deltas, || bits_of(x, l), l)? {
+            LedAcot::Sent(s) => s.chunks(lu).map(|c| c.iter().fold(0u64, |a, b| a.wrapping_sub(*b))).collect(),
+            LedAcot::Received(r) => r.chunks(lu).map(|c| c.iter().fold(0u64, |a, b| a.wrapping_add(*b))).collect(),
         };
         Ok(x.iter()
             .zip(cross)

@@ -7,6 +7,7 @@
 //!
 //! Cost per element: 2 COTs (one per direction) + `2·(1 + l)` bits, 4 flows.
 
+use crate::ctx::LedAcot;
 use crate::words::{mask, same_len};
 use crate::{Mpc, Result};
 use nectar_net::Channel;
@@ -24,7 +25,14 @@ impl Mpc {
             .zip(b)
             .map(|(&xi, &bi)| if bi { xi.wrapping_neg() } else { xi } & m)
             .collect();
-        let (sent, got) = self.acot_both(ch, &deltas, b, l)?;
+        let mut sent = vec![0u64; x.len()];
+        let mut got = vec![0u64; x.len()];
+        for _ in 0..2 {
+            match self.led_acot(ch, || deltas.clone(), || b.to_vec(), l)? {
+                LedAcot::Sent(v) => sent = v,
+                LedAcot::Received(v) => got = v,
+            }
+        }
         Ok((0..x.len())
             .map(|i| {
                 let own = if b[i] { x[i] } else { 0 };

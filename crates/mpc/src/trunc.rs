@@ -6,7 +6,7 @@
 //!
 //! | method | wrap `w` | carry `c` | error | input bound | cost per element |
 //! |---|---|---|---|---|---|
-//! | [`Mpc::trunc`] (heuristic known MSB, SPU/OC; East §4.3) | `msb(x_0) ∨ msb(x_1)` by one ACOT | ignored | `{0, −1}` | `|x| < 2^(l−2)` | 1 COT + `1 + s` bits, 2 flows |
+//! | [`Mpc::trunc`] (heuristic known MSB, SPU/OC; East §4.3) | `msb(x_0) ∨ msb(x_1)` by one ACOT | ignored | `{0, −1}` | `|x| < 2^(l−2)` | 1 COT + `1 + s` bits, 2 flows (1 flight in a chain, [`crate::ctx`]) |
 //! | [`Mpc::trunc_known_msb`] (Cheetah; East §4.3) | OR / AND of share MSBs | ignored | `{0, −1}` | MSB public | 1 COT + `1 + s` bits |
 //! | [`Mpc::trunc_approx`] (Cheetah) | millionaire on `l` bits | ignored | `{0, −1}` | none | millionaire(`l`) + B2A(`s`) |
 //! | [`Mpc::trunc_faithful`] (SiRNN) | millionaire on `l` bits | millionaire on `s` bits | exact floor | none | 2 millionaires + B2A(`l`) |
@@ -16,6 +16,7 @@
 //! multiple of `2^(l−s)` (a catastrophic error), which is why the bound is part of each
 //! operator's documented input domain (East §4.3: pick the offset `M ≥ |x|`).
 
+use crate::ctx::LedAcot;
 use crate::words::{mask, msb_of, pow2};
 use crate::{Mpc, MpcError, Result};
 use nectar_net::Channel;
@@ -23,7 +24,8 @@ use nectar_net::Channel;
 impl Mpc {
     /// Arithmetic shares in `Z_{2^w}` of the wrap bit `1{x_0 + x_1 ≥ 2^l}` when the MSB of
     /// `x` is public: `msb_value = false` gives `msb(x_0) ∨ msb(x_1)`, `true` gives
-    /// `msb(x_0) ∧ msb(x_1)`. One additive COT (P0 sender), 2 flows, `1 + w` bits.
+    /// `msb(x_0) ∧ msb(x_1)`. One additive COT led by the lead ([`Mpc::led_acot`]: the lead
+    /// chooses with its MSB, the other party sends), 2 flows, `1 + w` bits.
     pub fn wrap_known_msb(
         &mut self,
         ch: &mut dyn Channel,
@@ -35,17 +37,16 @@ impl Mpc {
         mask(l)?;
         let mw = mask(w)?;
         let m: Vec<bool> = x.iter().map(|&v| msb_of(v, l)).collect();
-        if self.is_server() {
-            // OR: w = m0 + m1(1 − m0); AND: w = m1·m0.
-            let d: Vec<u64> = m
+        // OR: w = m_s + m_r(1 − m_s); AND: w = m_r·m_s (s the sender, r the receiver).
+        let deltas = || m.iter().map(|&b| if msb_value { b as u64 } else { 1 - b as u64 }).collect();
+        Ok(match self.led_acot(ch, deltas, || m.clone(), w)? {
+            LedAcot::Sent(r) => r
                 .iter()
-                .map(|&b| if msb_value { b as u64 } else { 1 - b as u64 })
-                .collect();
-            let r = self.ot().send_acot(ch, &d, w)?;
-            Ok(r.iter().zip(&m).map(|(&ri, &b)| if msb_value { ri.wrapping_neg() } else { (b as u64).wrapping_sub(ri) } & mw).collect())
-        } else {
-            Ok(self.ot().recv_acot(ch, &m, w)?)
-        }
+                .zip(&m)
+                .map(|(&ri, &b)| if msb_value { ri.wrapping_neg() } else { (b as u64).wrapping_sub(ri) } & mw)
+                .collect(),
+            LedAcot::Received(y) => y,
+        })
     }
 
     /// Shares of `(x_i >> s) − 2^(l−s)·w_i` from shares of `w` in `Z_{2^s}` or wider.

@@ -9,16 +9,16 @@
 //! call and ONE b2a call.
 //! Then `u = x·4^−e ∈ [1/4, 1)`, the linear initial guess `y0 = 2.132 − 1.218·u` (our minimax fit
 //! of `u^−1/2` on [1/4, 1], relative error ≤ 8.7 %), `iters` Newton steps
-//! `y ← y·(1.5 − (u/2)·y²)` (relative error `≈ 1.5·e²`: 1.6e−2, 3.8e−4, 2.2e−7), and
-//! `1/√x = y·2^−e`. (SPU instead uses a quartic in `u` and no Newton step, REFERENCE.md §3.5;
+//! `y ← y·(1.5 − (u/2)·y²)` (relative error `≈ 1.5·e²`: 1.6e−2, 3.8e−4, 2.2e−7; two product
+//! layers each, see [`rsqrt`]), and `1/√x = y·2^−e`. (SPU instead uses a quartic in `u` and no Newton step, REFERENCE.md §3.5;
 //! East determines `y0` and the count offline, §3.8.)
 //! Input domain: `x ∈ [4^lo, 4^hi)`. Cost on n elements: less_than n × (hi − lo),
-//! b2a n·(hi − lo), trunc n, square iters·n, mul (2 + 2·iters)·n.
+//! b2a n·(hi − lo), trunc (1 + iters)·n, mul (2 + 3·iters)·n in 2 + 2·iters calls.
 
 pub mod determine;
 pub mod newton;
 
-use crate::backend::{enc, Backend, DynBackend};
+use crate::backend::{enc, enc_scaled, Backend, DynBackend};
 use crate::reciprocal::pow2_factors;
 use crate::NnError;
 use nectar_math::registry::Protocol;
@@ -94,42 +94,81 @@ nectar_math::kind!(
 /// [`RsqrtProtocol::check`]).
 pub(crate) fn check_newton_format(p: &RsqrtParams, fp: FixedPoint) -> Result<(), NnError> {
     let f = fp.f() as i32;
-    if 2 * p.hi > f || -2 * p.lo > f + 2 || (2 * p.hi as i64) + 2 * f as i64 + 2 >= fp.l() as i64 {
+    // the last product: the iterate (≤ 1 at f + RSQRT_EXTRA_BITS) times 1.5^iters·2^−e (≤ 2^(2 − lo) at f)
+    let last = 2 * f as i64 + RSQRT_EXTRA_BITS as i64 + 2 - p.lo as i64 + 2;
+    if 2 * p.hi > f || -2 * p.lo > f + 2 || (2 * p.hi as i64) + 2 * f as i64 + 2 >= fp.l() as i64 || last >= fp.l() as i64 {
         return Err(NnError::FormatTooNarrow {
             op: "rsqrt",
             l: fp.l(),
             f: fp.f(),
-            why: format!("domain [4^{}, 4^{}) needs 2·hi <= f, −2·lo <= f + 2, 2·hi + 2f + 2 < l", p.lo, p.hi),
+            why: format!(
+                "domain [4^{}, 4^{}) needs 2·hi <= f, −2·lo <= f + 2, 2·hi + 2f + 2 < l and 2f + {} − lo + 4 < l",
+                p.lo, p.hi, RSQRT_EXTRA_BITS
+            ),
         });
     }
     Ok(())
 }
 
 /// `1/√x` for `x ∈ [4^lo, 4^hi)`.
+///
+/// Newton's step `y' = 1.5·y − (u/2)·y³` in two product layers (issue 48): `{y², (u/2)·y}` in
+/// one call, then their product. The `1.5·y` would need a truncation of its own (a flight), so
+/// the iterate is carried as `z_k = (2/3)^k·y_k`, for which the step reads `z' = z − v_k·z³`
+/// with `v_k = (u/2)·1.5^(2k−1)`; the `v_k` of all steps and the initial value come from one
+/// truncation, and `1.5^iters` is folded into the public weights of `2^−e`. Same map as before
+/// in exact arithmetic; in the last step `z²` and `v·z` are of similar size (≈ 0.8 and 0.4), so
+/// their roundings reach `v·z³` about equally (the twin-vs-protocol bound is
+/// [`crate::tolerance::RSQRT_TOL`]).
 pub fn rsqrt<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &RsqrtParams) -> Result<B::Val, NnError> {
     let fp = b.format();
     check_newton_format(p, fp)?;
+    let unscale = 1.5f64.powi(p.iters as i32);
     let w4 = |j: i32| 3.0 * (-2.0 * (j as f64) - 2.0).exp2();
-    let w2 = |j: i32| (-(j as f64) - 1.0).exp2();
-    let fs = pow2_factors(b, x, 2, p.lo, p.hi, &[(&w4, (-2.0 * p.hi as f64).exp2()), (&w2, (-(p.hi as f64)).exp2())])?;
+    let w2 = move |j: i32| unscale * (-(j as f64) - 1.0).exp2();
+    let fs = pow2_factors(b, x, 2, p.lo, p.hi, &[(&w4, (-2.0 * p.hi as f64).exp2()), (&w2, unscale * (-(p.hi as f64)).exp2())])?;
     let (f4, f2) = match fs.as_slice() {
         [a, c] => (a.clone(), c.clone()),
         _ => return Err(NnError::BadArgument("expected two factors".into())),
     };
     let u = b.mul(x, &f4)?;
-    let y0 = b.mul_const(&u, &[enc(b, RSQRT_Y0.1)?], fp.f())?;
-    let mut y = b.add_const(&y0, &[enc(b, RSQRT_Y0.0)?])?;
-    let uh = b.trunc(&u, 1)?;
-    let c15 = enc(b, 1.5)?;
-    for _ in 0..p.iters {
-        let y2 = b.square(&y)?;
-        let t = b.mul(&uh, &y2)?;
-        let nt = b.neg(&t)?;
-        let h = b.add_const(&nt, &[c15])?;
-        y = b.mul(&y, &h)?;
+    let n = b.len(&u);
+    // [b·u, v_0, v_1, …] in one truncation, at RSQRT_EXTRA_BITS more fractional bits
+    let fine = FixedPoint::new(fp.l(), fp.f() + RSQRT_EXTRA_BITS)?;
+    let k = 1 + p.iters as usize;
+    let copies: Vec<&B::Val> = std::iter::repeat_n(&u, k).collect();
+    let us = b.concat(&copies)?;
+    let mut cs = Vec::with_capacity(n * k);
+    cs.extend(std::iter::repeat_n(enc_scaled(b, RSQRT_Y0.1, fine.f())?, n));
+    for t in 0..p.iters as i32 {
+        cs.extend(std::iter::repeat_n(enc_scaled(b, 0.5 * 1.5f64.powi(2 * t - 1), fine.f())?, n));
     }
-    b.mul(&y, &f2)
+    let lin = b.mul_const(&us, &cs, fp.f())?;
+    b.set_format(fine);
+    let out = (|| {
+        let part = |b: &mut B, i: usize| b.gather(&lin, &(i * n..(i + 1) * n).collect::<Vec<_>>());
+        let by = part(b, 0)?;
+        let mut z = b.add_const(&by, &[enc(b, RSQRT_Y0.0)?])?;
+        for t in 0..p.iters as usize {
+            let v = part(b, 1 + t)?;
+            let lhs = b.concat(&[&z, &v])?;
+            let rhs = b.concat(&[&z, &z])?;
+            let sp = b.mul(&lhs, &rhs)?;
+            let s = b.gather(&sp, &(0..n).collect::<Vec<_>>())?;
+            let q = b.gather(&sp, &(n..2 * n).collect::<Vec<_>>())?;
+            let cube = b.mul(&q, &s)?;
+            z = b.sub(&z, &cube)?;
+        }
+        // z at the fine scale times 2^−e·1.5^iters at f, truncated by the fine f: back at f
+        b.mul(&z, &f2)
+    })();
+    b.set_format(fp);
+    out
 }
+
+/// Extra fractional bits of the Newton iterate of [`rsqrt`] (AGREEMENT): its scaled iterate
+/// `z ≤ 0.6` would otherwise lose precision against BumbleBee's `y ∈ [1, 2]`.
+pub const RSQRT_EXTRA_BITS: u32 = 6;
 
 /// Relative target error of the reciprocal square root by Determine (AGREEMENT): `2^−12`, so
 /// that a LayerNorm output `z·η` keeps 12 correct bits (its outputs are O(1) at f = 18).

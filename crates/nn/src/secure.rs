@@ -519,6 +519,9 @@ impl<'c> SecureBackend<'c> {
         if !self.opts.reuse_queries {
             self.cache.clear();
         }
+        // P1's response was the last message: P1 leads the next step (its truncation's
+        // corrections then ride on the response's flight; `nectar_mpc` module `ctx`).
+        self.mpc.set_lead(Role::Client);
         if r.len() != n {
             return Err(NnError::Length { op: "bOLEe response", a: r.len(), b: n });
         }

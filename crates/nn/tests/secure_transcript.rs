@@ -74,6 +74,9 @@ fn pinned_transcript_hashes() {
 // sized for 40 bits of statistical security per session (issue 18 item 4). Re-pinned
 // 2026-11-27: bOLEe queries and responses travel as frames of `FRAME_CTS` ciphertexts, a
 // product's two fresh queries interleaved (issue 17, streamed bOLEe); then (P0 only) both
-// directions' ACOT corrections of a product in one flight (`acot_both`).
-const PINNED_P0: u64 = 0x7c1a_f8a0_6678_5678;
-const PINNED_P1: u64 = 0xef5b_5676_117c_2d7a;
+// directions' ACOT corrections of a product in one flight (`acot_both`). Re-pinned
+// 2026-11-28 (issue 48): ACOT-based steps are led by the party that sent last (`nectar_mpc`
+// module `ctx`), OT products run both cross terms in one direction, and the Newton rsqrt takes
+// two product layers per step.
+const PINNED_P0: u64 = 0x5c7d_9ac4_be98_4396;
+const PINNED_P1: u64 = 0xf20a_0529_7926_bdd2;

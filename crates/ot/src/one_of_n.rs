@@ -47,14 +47,97 @@ fn check(big_n: usize, k: usize) -> Result<usize, OtError> {
 
 /// Sender: `msgs` holds `n·N` messages, instance `i`'s message `j` at `msgs[i·N + j]`.
 pub fn send<C: Channel + ?Sized>(pool: &mut CotPool, crh: &Crh, ch: &mut C, msgs: &[u128], big_n: usize, k: usize) -> Result<(), OtError> {
-    let beta = check(big_n, k)?;
+    send_many(pool, crh, ch, &[(msgs, big_n, k)])
+}
+
+/// Receiver with indices `choices[i] < N`: returns message `choices[i]` of each instance.
+pub fn recv<C: Channel + ?Sized>(pool: &mut CotPool, crh: &Crh, ch: &mut C, choices: &[u8], big_n: usize, k: usize) -> Result<Vec<u128>, OtError> {
+    Ok(recv_many(pool, crh, ch, &[(choices, big_n, k)])?.pop().unwrap_or_default())
+}
+
+/// Several independent 1-of-N OT calls `(msgs, N, k)` in one round trip (issue 48): the
+/// receiver's corrections of all of them travel in one flight, the sender's payloads in the
+/// next — the same frames as [`send`] called once per group, in another order. The COTs of all
+/// groups are reserved first, so no pool refill falls between the two flights.
+pub fn send_many<C: Channel + ?Sized>(pool: &mut CotPool, crh: &Crh, ch: &mut C, groups: &[(&[u128], usize, usize)]) -> Result<(), OtError> {
     let delta = need_sender(pool)?;
-    if msgs.len() % big_n != 0 {
-        return Err(OtError::BadArgument(format!("{} messages is not a multiple of N = {big_n}", msgs.len())));
+    let mut shapes = Vec::with_capacity(groups.len());
+    for &(msgs, big_n, k) in groups {
+        let beta = check(big_n, k)?;
+        if msgs.len() % big_n != 0 {
+            return Err(OtError::BadArgument(format!("{} messages is not a multiple of N = {big_n}", msgs.len())));
+        }
+        shapes.push((msgs.len() / big_n, beta));
     }
+    pool.reserve(ch, shapes.iter().map(|(n, beta)| n * beta).sum())?;
+    let mut taken = Vec::with_capacity(groups.len());
+    for &(n, beta) in &shapes {
+        taken.push(pool.take(ch, n * beta)?);
+    }
+    let mut ds = Vec::with_capacity(groups.len());
+    for &(n, beta) in &shapes {
+        ds.push(unpack_bits(&recv_bytes(ch, (n * beta).div_ceil(8), "1-of-N choice correction")?, n * beta)?);
+    }
+    for (((msgs, big_n, k), (first, q)), d) in groups.iter().zip(&taken).zip(&ds) {
+        ch.send(&payload(crh, delta, *first, q, d, msgs, *big_n, *k))?;
+    }
+    Ok(())
+}
+
+/// The receiver of [`send_many`]: `(choices, N, k)` per group; returns each group's messages.
+pub fn recv_many<C: Channel + ?Sized>(pool: &mut CotPool, crh: &Crh, ch: &mut C, groups: &[(&[u8], usize, usize)]) -> Result<Vec<Vec<u128>>, OtError> {
+    need_receiver(pool)?;
+    let mut betas = Vec::with_capacity(groups.len());
+    for &(choices, big_n, k) in groups {
+        betas.push(check(big_n, k)?);
+        if let Some(c) = choices.iter().find(|&&c| c as usize >= big_n) {
+            return Err(OtError::BadArgument(format!("choice {c} >= N = {big_n}")));
+        }
+    }
+    pool.reserve(ch, groups.iter().zip(&betas).map(|((c, _, _), beta)| c.len() * beta).sum())?;
+    let mut taken = Vec::with_capacity(groups.len());
+    for ((choices, _, _), &beta) in groups.iter().zip(&betas) {
+        taken.push(pool.take(ch, choices.len() * beta)?);
+    }
+    for (((choices, _, _), &beta), (_, t)) in groups.iter().zip(&betas).zip(&taken) {
+        let mut d = Vec::with_capacity(choices.len() * beta);
+        for (i, &c) in choices.iter().enumerate() {
+            for s in 0..beta {
+                d.push((t[i * beta + s] & 1 == 1) ^ ((c >> s) & 1 == 1));
+            }
+        }
+        ch.send(&pack_bits(&d))?;
+    }
+    let mut out = Vec::with_capacity(groups.len());
+    for (((choices, big_n, k), &beta), (first, mut t)) in groups.iter().zip(&betas).zip(taken) {
+        let n = choices.len();
+        // Hashed in parallel, BLOCK instances per task (the same hashes as in one pass).
+        t.par_chunks_mut(BLOCK * beta).enumerate().for_each(|(bi, part)| {
+            crh.tccr_with(part, |x| {
+                let (i, s) = (bi * BLOCK + x / beta, x % beta);
+                tweak(first + (i * beta) as u64, s, choices[i] as usize & ((2 << s) - 1))
+            })
+        });
+        // Only the chosen word of each instance is read from the packed message.
+        let padded = padded_words(ch.recv()?, n * big_n, *k)?;
+        let mask = mask128(*k);
+        out.push(
+            (0..n)
+                .map(|i| {
+                    let pad = t[i * beta..(i + 1) * beta].iter().fold(0u128, |a, b| a ^ b);
+                    word_at(&padded, (i * big_n + choices[i] as usize) * k, *k) ^ (pad & mask)
+                })
+                .collect(),
+        );
+    }
+    Ok(out)
+}
+
+/// The sender's packed payload of one group: message `j` of instance `i` masked by its pad.
+#[allow(clippy::too_many_arguments)]
+fn payload(crh: &Crh, delta: u128, first: u64, q: &[u128], d: &[bool], msgs: &[u128], big_n: usize, k: usize) -> Vec<u8> {
+    let beta = big_n.next_power_of_two().trailing_zeros() as usize;
     let n = msgs.len() / big_n;
-    let (first, q) = pool.take(ch, n * beta)?;
-    let d = unpack_bits(&recv_bytes(ch, (n * beta).div_ceil(8), "1-of-N choice correction")?, n * beta)?;
     // Hash inputs per instance: for s in 0..β, for v in 0..2^{s+1}: K_{s, bit_s(v)}; `layout`
     // names the (s, v) of each position. They are hashed and turned into pads BLOCK instances
     // at a time, straight into the packed message (no per-call buffers of n·per blocks).
@@ -97,40 +180,5 @@ pub fn send<C: Channel + ?Sized>(pool: &mut CotPool, crh: &Crh, ch: &mut C, msgs
             }
         },
     );
-    ch.send(&out)?;
-    Ok(())
-}
-
-/// Receiver with indices `choices[i] < N`: returns message `choices[i]` of each instance.
-pub fn recv<C: Channel + ?Sized>(pool: &mut CotPool, crh: &Crh, ch: &mut C, choices: &[u8], big_n: usize, k: usize) -> Result<Vec<u128>, OtError> {
-    let beta = check(big_n, k)?;
-    need_receiver(pool)?;
-    if let Some(c) = choices.iter().find(|&&c| c as usize >= big_n) {
-        return Err(OtError::BadArgument(format!("choice {c} >= N = {big_n}")));
-    }
-    let n = choices.len();
-    let (first, mut t) = pool.take(ch, n * beta)?;
-    let mut d = Vec::with_capacity(n * beta);
-    for (i, &c) in choices.iter().enumerate() {
-        for s in 0..beta {
-            d.push((t[i * beta + s] & 1 == 1) ^ ((c >> s) & 1 == 1));
-        }
-    }
-    ch.send(&pack_bits(&d))?;
-    // Hashed in parallel, BLOCK instances per task (the same hashes as in one pass).
-    t.par_chunks_mut(BLOCK * beta).enumerate().for_each(|(bi, part)| {
-        crh.tccr_with(part, |x| {
-            let (i, s) = (bi * BLOCK + x / beta, x % beta);
-            tweak(first + (i * beta) as u64, s, choices[i] as usize & ((2 << s) - 1))
-        })
-    });
-    // Only the chosen word of each instance is read from the packed message.
-    let padded = padded_words(ch.recv()?, n * big_n, k)?;
-    let mask = mask128(k);
-    Ok((0..n)
-        .map(|i| {
-            let pad = t[i * beta..(i + 1) * beta].iter().fold(0u128, |a, b| a ^ b);
-            word_at(&padded, (i * big_n + choices[i] as usize) * k, k) ^ (pad & mask)
-        })
-        .collect())
+    out
 }

@@ -195,6 +195,17 @@ impl OtSession {
         one_of_n::recv(&mut self.recv, &self.crh, ch, choices, n, k)
     }
 
+    /// Several 1-of-N OT calls `(msgs, N, k)` in one round trip, this party sender
+    /// ([`one_of_n::send_many`]).
+    pub fn send_ot1n_many<C: Channel + ?Sized>(&mut self, ch: &mut C, groups: &[(&[u128], usize, usize)]) -> Result<(), OtError> {
+        one_of_n::send_many(&mut self.send, &self.crh, ch, groups)
+    }
+
+    /// Several 1-of-N OT calls `(choices, N, k)` in one round trip, this party receiver.
+    pub fn recv_ot1n_many<C: Channel + ?Sized>(&mut self, ch: &mut C, groups: &[(&[u8], usize, usize)]) -> Result<Vec<Vec<u128>>, OtError> {
+        one_of_n::recv_many(&mut self.recv, &self.crh, ch, groups)
+    }
+
     /// Punctured PRF, this party sender: `trees` full GGM trees of depth `h`.
     pub fn send_pprf<C: Channel + ?Sized>(&mut self, ch: &mut C, trees: usize, h: usize) -> Result<Vec<Vec<u128>>, OtError> {
         pprf::send(&mut self.send, &self.crh, ch, trees, h, &mut self.prg)

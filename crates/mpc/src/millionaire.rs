@@ -20,10 +20,11 @@
 //! message bits each, but 16·1 for digit 0) and one 1-of-8 OT (3 COTs + 3 bits + 8·2 bits) for
 //! the 3-bit top digit, then 23 ANDs (≈ 4 bits + 2 COTs each): ≈ 635 bits + 109 COTs
 //! (measured: 647 bits/element; before the two trims 680, SPU reports 690.5); flows: 2 for
-//! the OT calls (one call per shape, all in one round trip, [`nectar_ot::one_of_n::send_many`],
-//! while their instances add up to at most [`OT_CHUNK`]: below `OT_CHUNK / 16` = 8 192
-//! elements at `bits = 63`; 2 more flows per further chunk, which bounds memory) + 1 per tree
-//! level (each AND is led by the party that sent last, [`crate::ctx`]).
+//! the OT calls (one call per shape and chunk of [`OT_CHUNK`] instances, all in one round trip,
+//! [`nectar_ot::one_of_n::send_prepare`], while their instances add up to at most
+//! [`ROUND_TRIP_INSTANCES`]: below 65 536 elements at `bits = 63`; 2 more flows per further
+//! 2^20 instances, which bounds memory) + 1 per tree level (each AND is led by the party that
+//! sent last, [`crate::ctx`]).
 
 use crate::words::mask;
 use crate::{Mpc, MpcError, Result, RADIX};
@@ -32,6 +33,10 @@ use nectar_net::Channel;
 /// Largest number of 1-of-2^r OT instances per OT call (LOCAL: bounds the sender's message
 /// buffer to `16·16·OT_CHUNK` bytes).
 pub const OT_CHUNK: usize = 1 << 17;
+
+/// Largest number of OT instances whose calls share one round trip (LOCAL: bounds the COTs
+/// both parties hold at once to `β·16·ROUND_TRIP_INSTANCES` bytes, 64 MiB for 1-of-16; issue 48).
+pub const ROUND_TRIP_INSTANCES: usize = 1 << 20;
 
 /// Number of digits of a `bits`-bit input.
 pub fn digits(bits: u32) -> usize {
@@ -99,8 +104,8 @@ impl Mpc {
         }
         let mut out = vec![vec![vec![false; n * batch]; q]; width];
         // The OT calls: per class, chunks of at most OT_CHUNK instances; consecutive calls
-        // whose instances add up to at most OT_CHUNK share one round trip (issue 48; the
-        // sender's messages of one round trip stay within the chunk's memory bound).
+        // whose instances add up to at most ROUND_TRIP_INSTANCES share one round trip (issue
+        // 48); the sender builds one call's messages at a time.
         let mut units: Vec<(usize, usize, usize)> = Vec::new(); // (class, start, end)
         for (c, (_, ds)) in classes.iter().enumerate() {
             let per = (OT_CHUNK / ds.len()).max(1);
@@ -116,7 +121,7 @@ impl Mpc {
         for u in units {
             let size = (u.2 - u.1) * classes[u.0].1.len();
             match batches.last_mut() {
-                Some(b) if load + size <= OT_CHUNK => {
+                Some(b) if load + size <= ROUND_TRIP_INSTANCES => {
                     b.push(u);
                     load += size;
                 }
@@ -128,8 +133,12 @@ impl Mpc {
         }
         for units in &batches {
             if self.is_server() {
-                let mut all: Vec<(Vec<u128>, usize, usize)> = Vec::with_capacity(units.len());
-                for &(c, start, end) in units {
+                let shapes: Vec<(usize, usize, usize)> = units
+                    .iter()
+                    .map(|&(c, start, end)| ((end - start) * classes[c].1.len(), classes[c].0 .0, classes[c].0 .1 * batch))
+                    .collect();
+                let mut prep = self.ot().send_ot1n_prepare(ch, &shapes)?;
+                for (u, &(c, start, end)) in units.iter().enumerate() {
                     let ((nm, wj), ds) = (&classes[c].0, &classes[c].1);
                     let (nm, wj) = (*nm, *wj);
                     let k = wj * batch;
@@ -154,10 +163,8 @@ impl Mpc {
                             }
                         }
                     }
-                    all.push((msgs, nm, k));
+                    self.ot().send_ot1n_payload(ch, &mut prep, u, &msgs)?;
                 }
-                let groups: Vec<(&[u128], usize, usize)> = all.iter().map(|(v, nm, k)| (v.as_slice(), *nm, *k)).collect();
-                self.ot().send_ot1n_many(ch, &groups)?;
             } else {
                 let mut all: Vec<(Vec<u8>, usize, usize)> = Vec::with_capacity(units.len());
                 for &(c, start, end) in units {

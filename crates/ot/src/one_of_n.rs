@@ -60,28 +60,70 @@ pub fn recv<C: Channel + ?Sized>(pool: &mut CotPool, crh: &Crh, ch: &mut C, choi
 /// next — the same frames as [`send`] called once per group, in another order. The COTs of all
 /// groups are reserved first, so no pool refill falls between the two flights.
 pub fn send_many<C: Channel + ?Sized>(pool: &mut CotPool, crh: &Crh, ch: &mut C, groups: &[(&[u128], usize, usize)]) -> Result<(), OtError> {
-    let delta = need_sender(pool)?;
     let mut shapes = Vec::with_capacity(groups.len());
     for &(msgs, big_n, k) in groups {
-        let beta = check(big_n, k)?;
-        if msgs.len() % big_n != 0 {
+        if big_n == 0 || msgs.len() % big_n != 0 {
             return Err(OtError::BadArgument(format!("{} messages is not a multiple of N = {big_n}", msgs.len())));
         }
-        shapes.push((msgs.len() / big_n, beta));
+        shapes.push((msgs.len() / big_n, big_n, k));
     }
-    pool.reserve(ch, shapes.iter().map(|(n, beta)| n * beta).sum())?;
-    let mut taken = Vec::with_capacity(groups.len());
-    for &(n, beta) in &shapes {
-        taken.push(pool.take(ch, n * beta)?);
-    }
-    let mut ds = Vec::with_capacity(groups.len());
-    for &(n, beta) in &shapes {
-        ds.push(unpack_bits(&recv_bytes(ch, (n * beta).div_ceil(8), "1-of-N choice correction")?, n * beta)?);
-    }
-    for (((msgs, big_n, k), (first, q)), d) in groups.iter().zip(&taken).zip(&ds) {
-        ch.send(&payload(crh, delta, *first, q, d, msgs, *big_n, *k))?;
+    let mut prep = send_prepare(pool, ch, &shapes)?;
+    for (i, &(msgs, _, _)) in groups.iter().enumerate() {
+        send_payload(&mut prep, crh, ch, i, msgs)?;
     }
     Ok(())
+}
+
+/// The sender's state between [`send_prepare`] and its [`send_payload`]s: per group its shape,
+/// its COTs and the receiver's corrections.
+pub struct SendPrepared {
+    delta: u128,
+    groups: Vec<PreparedGroup>,
+}
+
+struct PreparedGroup {
+    n: usize,
+    big_n: usize,
+    k: usize,
+    first: u64,
+    q: Vec<u128>,
+    d: Vec<bool>,
+}
+
+/// First half of [`send_many`] for groups of shape `(instances, N, k)`: reserves and takes the
+/// COTs of all groups and receives the receiver's corrections of all of them. The payloads then
+/// go out one group at a time ([`send_payload`], in order), so the caller can build each
+/// group's messages just before it is sent (memory: one group's messages at a time).
+pub fn send_prepare<C: Channel + ?Sized>(pool: &mut CotPool, ch: &mut C, shapes: &[(usize, usize, usize)]) -> Result<SendPrepared, OtError> {
+    let delta = need_sender(pool)?;
+    let mut betas = Vec::with_capacity(shapes.len());
+    for &(_, big_n, k) in shapes {
+        betas.push(check(big_n, k)?);
+    }
+    pool.reserve(ch, shapes.iter().zip(&betas).map(|((n, _, _), beta)| n * beta).sum())?;
+    let mut groups = Vec::with_capacity(shapes.len());
+    for (&(n, big_n, k), &beta) in shapes.iter().zip(&betas) {
+        let (first, q) = pool.take(ch, n * beta)?;
+        groups.push(PreparedGroup { n, big_n, k, first, q, d: Vec::new() });
+    }
+    for g in &mut groups {
+        let beta = g.q.len() / g.n.max(1);
+        g.d = unpack_bits(&recv_bytes(ch, (g.n * beta).div_ceil(8), "1-of-N choice correction")?, g.n * beta)?;
+    }
+    Ok(SendPrepared { delta, groups })
+}
+
+/// Second half of [`send_many`]: group `i`'s payload for `msgs` (`n·N` messages of its shape);
+/// frees the group's COTs.
+pub fn send_payload<C: Channel + ?Sized>(prep: &mut SendPrepared, crh: &Crh, ch: &mut C, i: usize, msgs: &[u128]) -> Result<(), OtError> {
+    let delta = prep.delta;
+    let g = prep.groups.get_mut(i).ok_or_else(|| OtError::BadArgument(format!("no prepared 1-of-N group {i}")))?;
+    if msgs.len() != g.n * g.big_n {
+        return Err(OtError::BadArgument(format!("{} messages for {} instances of N = {}", msgs.len(), g.n, g.big_n)));
+    }
+    let (q, d) = (std::mem::take(&mut g.q), std::mem::take(&mut g.d));
+    ch.send(&payload(crh, delta, g.first, &q, &d, msgs, g.big_n, g.k))
+        .map_err(OtError::from)
 }
 
 /// The receiver of [`send_many`]: `(choices, N, k)` per group; returns each group's messages.

@@ -201,6 +201,17 @@ impl OtSession {
         one_of_n::send_many(&mut self.send, &self.crh, ch, groups)
     }
 
+    /// [`one_of_n::send_prepare`]: the first half of [`OtSession::send_ot1n_many`] for groups
+    /// of shape `(instances, N, k)`, this party sender.
+    pub fn send_ot1n_prepare<C: Channel + ?Sized>(&mut self, ch: &mut C, shapes: &[(usize, usize, usize)]) -> Result<one_of_n::SendPrepared, OtError> {
+        one_of_n::send_prepare(&mut self.send, ch, shapes)
+    }
+
+    /// [`one_of_n::send_payload`]: group `i`'s payload after [`OtSession::send_ot1n_prepare`].
+    pub fn send_ot1n_payload<C: Channel + ?Sized>(&mut self, ch: &mut C, prep: &mut one_of_n::SendPrepared, i: usize, msgs: &[u128]) -> Result<(), OtError> {
+        one_of_n::send_payload(prep, &self.crh, ch, i, msgs)
+    }
+
     /// Several 1-of-N OT calls `(choices, N, k)` in one round trip, this party receiver.
     pub fn recv_ot1n_many<C: Channel + ?Sized>(&mut self, ch: &mut C, groups: &[(&[u8], usize, usize)]) -> Result<Vec<Vec<u128>>, OtError> {
         one_of_n::recv_many(&mut self.recv, &self.crh, ch, groups)

@@ -162,6 +162,7 @@ results:
 	$(PYTHON) scripts/results_leaf.py
 	$(PYTHON) scripts/results_soak.py
 	$(PYTHON) scripts/results_accuracy.py
+	$(PYTHON) scripts/results_wan.py
 
 fmt:
 	$(CARGO) fmt --all

@@ -138,11 +138,19 @@ fn top_ops(p: &Profile, k: usize) -> Vec<OpRecord> {
 }
 
 pub fn run(a: &Args, json: bool) -> Result<(), String> {
-    let link = LinkModel::parse(a.net).map_err(|e| format!("--net: {e}"))?;
-    if a.repeat == 0 {
-        return Err("--repeat must be at least 1".into());
+    let suites = parse_suites(a)?;
+    let rows = measure_rows(a, &suites, json)?;
+    let lines: Vec<BenchLine> = rows.iter().map(|r| line(a, r)).collect();
+    if json {
+        crate::report::print_lines(&lines, true);
+    } else {
+        print_table(a, &rows);
     }
-    // Resolve and validate every suite before any work.
+    Ok(())
+}
+
+/// The suites of `--suites` (with `--op` overrides), each validated, before any work.
+fn parse_suites(a: &Args) -> Result<Vec<Suite>, String> {
     let suites: Vec<Suite> = a
         .suites
         .split(',')
@@ -156,6 +164,51 @@ pub fn run(a: &Args, json: bool) -> Result<(), String> {
         .collect::<Result<_, String>>()?;
     if suites.is_empty() {
         return Err("--suites names no suite".into());
+    }
+    Ok(suites)
+}
+
+/// One suite's run as `nectar tune` reads it: the client's wall-clock seconds, flights and
+/// bytes of both parties, the agreement with plaintext, and both parties' per-operator profiles
+/// (the server's only when both parties ran in this process).
+pub struct Measured {
+    pub suite: Suite,
+    pub seconds: f64,
+    pub flights: u64,
+    pub bytes: u64,
+    pub score: Option<f64>,
+    pub client: Profile,
+    pub server: Option<Profile>,
+    /// The bench line `nectar bench suites --json` prints for this run.
+    pub line: serde_json::Value,
+}
+
+/// Runs each of `suites` as `nectar bench suites` does (`a.suites` is not read) and returns the
+/// measurements.
+pub fn measure(a: &Args, suites: &[Suite]) -> Result<Vec<Measured>, String> {
+    let rows = measure_rows(a, suites, true)?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let line = serde_json::to_value(line(a, &r)).unwrap_or_default();
+            Measured {
+                suite: r.suite,
+                seconds: r.client.seconds,
+                flights: r.client.traffic.rounds + r.server.traffic.rounds,
+                bytes: r.client.traffic.bytes_sent + r.server.traffic.bytes_sent,
+                score: r.score,
+                server: a.in_process.then(|| r.server.profile.clone()),
+                client: r.client.profile,
+                line,
+            }
+        })
+        .collect())
+}
+
+fn measure_rows(a: &Args, suites: &[Suite], json: bool) -> Result<Vec<Row>, String> {
+    let link = LinkModel::parse(a.net).map_err(|e| format!("--net: {e}"))?;
+    if a.repeat == 0 {
+        return Err("--repeat must be at least 1".into());
     }
     let server = ServerModel::load(&a.dir)?;
     let client = ClientModel::load(&a.dir)?;
@@ -177,7 +230,7 @@ pub fn run(a: &Args, json: bool) -> Result<(), String> {
         reference(reference_model.network(), &input, &kind)?
     };
     let mut rows = Vec::new();
-    for suite in &suites {
+    for suite in suites {
         let mut runs = Vec::with_capacity(a.repeat);
         for k in 0..a.repeat {
             if !json {
@@ -191,13 +244,7 @@ pub fn run(a: &Args, json: bool) -> Result<(), String> {
         let score = agreement_score(&cli.output, &plain);
         rows.push(Row { suite: *suite, client: cli, server: srv, score, runs_seconds });
     }
-    let lines: Vec<BenchLine> = rows.iter().map(|r| line(a, r)).collect();
-    if json {
-        crate::report::print_lines(&lines, true);
-    } else {
-        print_table(a, &rows);
-    }
-    Ok(())
+    Ok(rows)
 }
 
 /// One run of `suite` (a fresh session): (server party, client party).

@@ -6,7 +6,11 @@
 //! from elsewhere, nothing fetched, so it opens offline and can be attached to a report.
 //! Charts: totals per run (seconds, MB), then per operator the seconds and the MB (both
 //! directions) of every run side by side; the part spent in input-independent preprocessing
-//! (`prepro_seconds`, `prepro_bytes`, ROTL) is drawn as a lighter overlay on its bar.
+//! (`prepro_seconds`, `prepro_bytes`, ROTL) is drawn as a lighter overlay on its bar. When the
+//! runs went through more than one simulated link (`params.net`), a first chart gives the
+//! seconds of each suite on each link (issue 48, the WAN page's chart; [`links_svg`] writes it
+//! alone for `docs/results/wan.md`). Labels of any length are drawn whole: the label column is
+//! as wide as the longest label.
 
 use serde_json::Value;
 use std::fmt::Write;
@@ -17,6 +21,8 @@ use std::path::Path;
 pub struct Run {
     /// The suite (or variant) label.
     pub label: String,
+    /// The simulated link it ran through (`params.net`), if the line names one.
+    pub net: Option<String>,
     pub seconds: f64,
     pub bytes_total: u64,
     pub ops: Vec<Op>,
@@ -71,7 +77,8 @@ pub fn parse_runs(text: &str) -> Result<Vec<Run>, String> {
                 prepro_bytes: int(o, "prepro_bytes"),
             })
             .collect();
-        runs.push(Run { label, seconds: num(obj, "seconds"), bytes_total: int(obj, "bytes_total"), ops });
+        let net = v.pointer("/params/net").and_then(Value::as_str).map(str::to_string);
+        runs.push(Run { label, net, seconds: num(obj, "seconds"), bytes_total: int(obj, "bytes_total"), ops });
     }
     Ok(runs)
 }
@@ -90,18 +97,28 @@ fn esc(s: &str) -> String {
         .collect()
 }
 
-/// One bar of a chart: its value, the part of it in preprocessing, the run it belongs to.
+/// One bar of a chart: its value, the part of it in preprocessing, the run it belongs to and
+/// its colour (the run's, or its link's in the per-link chart).
 struct Bar {
     value: f64,
     prepro: f64,
     run: usize,
+    colour: usize,
+}
+
+/// Width of the label column for `labels`: about 6.5 px per character at the 11 px font, so
+/// that no label is cut (at least 170 px).
+fn label_width<'a>(labels: impl Iterator<Item = &'a str>) -> f64 {
+    let longest = labels.map(|l| l.chars().count()).max().unwrap_or(0);
+    (longest as f64 * 6.5 + 16.0).max(170.0)
 }
 
 /// A horizontal grouped bar chart: one group per label, one bar per run in the group. Every
 /// bar is a `<rect class="bar">` with `data-run`, `data-label` and `data-value` attributes (so
 /// the chart can be read back), its width proportional to the value.
 fn bar_chart(title: &str, unit: &str, groups: &[(String, Vec<Bar>)], runs: &[Run]) -> String {
-    let (label_w, plot_w, bar_h, gap) = (170.0, 560.0, 12.0, 10.0);
+    let (plot_w, bar_h, gap) = (560.0, 12.0, 10.0);
+    let label_w = label_width(groups.iter().map(|(l, _)| l.as_str()));
     let max = groups.iter().flat_map(|(_, b)| b.iter().map(|b| b.value)).fold(0.0f64, f64::max).max(f64::MIN_POSITIVE);
     let group_h = |n: usize| n as f64 * bar_h + gap;
     let height = 30.0 + groups.iter().map(|(_, b)| group_h(b.len())).sum::<f64>() + 10.0;
@@ -124,7 +141,7 @@ fn bar_chart(title: &str, unit: &str, groups: &[(String, Vec<Bar>)], runs: &[Run
                 s,
                 r#"<rect class="bar" x="{label_w:.1}" y="{y:.1}" width="{w:.2}" height="{:.1}" fill="{}" data-run="{}" data-label="{}" data-value="{}"><title>{}: {} {} {unit}</title></rect>"#,
                 bar_h - 2.0,
-                PALETTE[b.run % PALETTE.len()],
+                PALETTE[b.colour % PALETTE.len()],
                 esc(&run.label),
                 esc(label),
                 b.value,
@@ -160,6 +177,85 @@ fn fmt_num(v: f64) -> String {
     }
 }
 
+/// The links of `runs` in order of first appearance (runs without one left out).
+fn links(runs: &[Run]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for n in runs.iter().filter_map(|r| r.net.as_ref()) {
+        if !out.contains(n) {
+            out.push(n.clone());
+        }
+    }
+    out
+}
+
+/// Seconds of every suite on every link: a group per suite (in order of first appearance), a
+/// bar per link coloured by the link, with its key; `None` when the runs name fewer than two
+/// links.
+fn links_chart(runs: &[Run]) -> Option<String> {
+    let nets = links(runs);
+    if nets.len() < 2 {
+        return None;
+    }
+    let mut suites: Vec<&str> = Vec::new();
+    for r in runs {
+        if !suites.contains(&r.label.as_str()) {
+            suites.push(&r.label);
+        }
+    }
+    let groups: Vec<(String, Vec<Bar>)> = suites
+        .iter()
+        .map(|s| {
+            let bars = runs
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.label == *s)
+                .filter_map(|(run, r)| {
+                    let link = nets.iter().position(|n| Some(n) == r.net.as_ref())?;
+                    Some(Bar { value: r.seconds, prepro: 0.0, run, colour: link })
+                })
+                .collect();
+            (s.to_string(), bars)
+        })
+        .collect();
+    let mut key = String::from("<p class=\"key\">links:");
+    for (i, n) in nets.iter().enumerate() {
+        let _ = write!(key, "<span style=\"background:{}\"></span>{}", PALETTE[i % PALETTE.len()], esc(n));
+    }
+    key.push_str("</p>");
+    Some(format!("{key}{}", bar_chart("Seconds per suite, one bar per link", "s", &groups, runs)))
+}
+
+/// The per-link chart of `runs` alone as an SVG document (for a Markdown page); an error when
+/// the runs name fewer than two links. The bars are coloured by link in the order of
+/// [`links`], named in each bar's tooltip (`data-run` holds the run's suite and link).
+pub fn links_svg(runs: &[Run]) -> Result<String, String> {
+    let nets = links(runs);
+    if nets.len() < 2 {
+        return Err(format!("the runs name {} simulated link(s); a per-link chart needs two or more", nets.len()));
+    }
+    let labelled: Vec<Run> = runs
+        .iter()
+        .map(|r| Run { label: format!("{} @ {}", r.label, r.net.as_deref().unwrap_or("?")), ..r.clone() })
+        .collect();
+    let mut groups: Vec<(String, Vec<Bar>)> = Vec::new();
+    for (run, r) in runs.iter().enumerate() {
+        let Some(link) = nets.iter().position(|n| Some(n) == r.net.as_ref()) else { continue };
+        let bar = Bar { value: r.seconds, prepro: 0.0, run, colour: link };
+        match groups.iter_mut().find(|(l, _)| *l == r.label) {
+            Some((_, bars)) => bars.push(bar),
+            None => groups.push((r.label.clone(), vec![bar])),
+        }
+    }
+    let key: Vec<String> = nets.iter().enumerate().map(|(i, n)| format!("{} = {}", colour_name(i), n)).collect();
+    let title = format!("Seconds per suite and link ({})", key.join(", "));
+    Ok(bar_chart(&title, "s", &groups, &labelled))
+}
+
+/// Plain names of the [`PALETTE`] colours, for a key written as text.
+fn colour_name(i: usize) -> &'static str {
+    ["blue", "orange", "green", "red", "teal", "yellow", "purple", "brown"][i % PALETTE.len()]
+}
+
 /// The whole page for `runs` (read from `source`).
 pub fn render(runs: &[Run], source: &str) -> String {
     // Operators in order of their largest time over the runs.
@@ -181,7 +277,7 @@ pub fn render(runs: &[Run], source: &str) -> String {
                     .iter()
                     .enumerate()
                     .filter_map(|(i, r)| r.ops.iter().find(|o| &o.op == n).map(|o| (i, f(o))))
-                    .map(|(run, (value, prepro))| Bar { value, prepro, run })
+                    .map(|(run, (value, prepro))| Bar { value, prepro, run, colour: run })
                     .collect();
                 (n.clone(), bars)
             })
@@ -189,7 +285,7 @@ pub fn render(runs: &[Run], source: &str) -> String {
     };
     // One chart per unit: a group per run, of its one bar.
     let per_run = |f: &dyn Fn(&Run) -> f64| -> Vec<(String, Vec<Bar>)> {
-        runs.iter().enumerate().map(|(run, r)| (r.label.clone(), vec![Bar { value: f(r), prepro: 0.0, run }])).collect()
+        runs.iter().enumerate().map(|(run, r)| (r.label.clone(), vec![Bar { value: f(r), prepro: 0.0, run, colour: run }])).collect()
     };
     let mut h = String::new();
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>nectar report</title><style>");
@@ -206,6 +302,9 @@ pub fn render(runs: &[Run], source: &str) -> String {
         let _ = write!(h, "<span style=\"background:{}\"></span>{}", PALETTE[i % PALETTE.len()], esc(&r.label));
     }
     h.push_str("</p>\n");
+    if let Some(chart) = links_chart(runs) {
+        let _ = writeln!(h, "<h2>Seconds per suite and link</h2>{chart}");
+    }
     let _ = writeln!(h, "<h2>Totals</h2>{}", bar_chart("Seconds per run", "s", &per_run(&|r| r.seconds), runs));
     let _ = writeln!(h, "{}", bar_chart("MB per run (both directions)", "MB", &per_run(&|r| r.bytes_total as f64 / 1e6), runs));
     let secs = per_op(&|o| (o.seconds, o.prepro_seconds));
@@ -238,8 +337,11 @@ pub fn render(runs: &[Run], source: &str) -> String {
     h
 }
 
-/// `nectar report FILE --html OUT`.
-pub fn run(file: &Path, html: &Path) -> Result<(), String> {
+/// `nectar report FILE [--html OUT] [--links-svg OUT]`.
+pub fn run(file: &Path, html: Option<&Path>, links: Option<&Path>) -> Result<(), String> {
+    if html.is_none() && links.is_none() {
+        return Err("nectar report: give --html OUT.html, --links-svg OUT.svg or both".into());
+    }
     let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let runs = parse_runs(&text).map_err(|e| format!("{}: {e}", file.display()))?;
     if runs.is_empty() {
@@ -248,9 +350,16 @@ pub fn run(file: &Path, html: &Path) -> Result<(), String> {
             file.display()
         ));
     }
-    let page = render(&runs, &file.display().to_string());
-    std::fs::write(html, page).map_err(|e| format!("{}: {e}", html.display()))?;
-    eprintln!("wrote {} ({} runs)", html.display(), runs.len());
+    if let Some(html) = html {
+        let page = render(&runs, &file.display().to_string());
+        std::fs::write(html, page).map_err(|e| format!("{}: {e}", html.display()))?;
+        eprintln!("wrote {} ({} runs)", html.display(), runs.len());
+    }
+    if let Some(svg) = links {
+        let chart = links_svg(&runs).map_err(|e| format!("{}: {e}", file.display()))?;
+        std::fs::write(svg, chart).map_err(|e| format!("{}: {e}", svg.display()))?;
+        eprintln!("wrote {} ({} runs)", svg.display(), runs.len());
+    }
     Ok(())
 }
 
@@ -270,6 +379,27 @@ mod tests {
         assert_eq!(page.matches("class=\"bar\"").count(), 1 + 1 + 2 + 2);
         assert_eq!(page.matches("class=\"prepro\"").count(), 2);
         assert!(parse_runs("{not json").is_err());
+        Ok(())
+    }
+
+    /// Two links: the per-link chart groups by suite with one bar per link, and a long label
+    /// stays whole (the label column widens to hold it).
+    #[test]
+    fn per_link_chart_and_long_labels() -> Result<(), String> {
+        let long = "bumblebee+matmul=ckks+matmul-shared=ckks";
+        let line = |label: &str, net: &str, s: f64| LINE.replace("\"a<b\"", &format!("\"{label}\"")).replace("\"seconds\":2.0", &format!("\"params\":{{\"net\":\"{net}\"}},\"seconds\":{s}"));
+        let text = [line(long, "lan", 3.0), line(long, "blb-wan3", 30.0), line("nectar", "lan", 1.0), line("nectar", "blb-wan3", 9.0)].join("\n");
+        let runs = parse_runs(&text)?;
+        assert_eq!(runs[1].net.as_deref(), Some("blb-wan3"));
+        let svg = links_svg(&runs)?;
+        assert_eq!(svg.matches("class=\"bar\"").count(), 4);
+        assert!(svg.contains(&format!(">{long}</text>")));
+        // the label column holds the whole label: its right edge leaves room for every character
+        assert!(label_width([long].into_iter()) >= long.len() as f64 * 6.5);
+        assert!(svg.contains("blue = lan, orange = blb-wan3"));
+        let page = render(&runs, "x.jsonl");
+        assert!(page.contains("Seconds per suite and link"));
+        assert!(links_svg(&runs[..1]).is_err());
         Ok(())
     }
 }

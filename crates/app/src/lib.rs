@@ -33,4 +33,5 @@ pub mod report;
 pub mod session;
 pub mod suites;
 pub mod test_seed;
+pub mod tune;
 pub mod watch;

@@ -2,7 +2,7 @@
 
 use nectar_app::{
     accuracy, bench_he, bench_linear, bench_model, bench_mpc, bench_net, bench_nn, bench_ot, bench_suites, demo, fit, html_report, outln,
-    params, plan, private, progress, report, suites,
+    params, plan, private, progress, report, suites, tune,
 };
 
 use clap::{Args, Parser, Subcommand};
@@ -286,8 +286,40 @@ enum Cmd {
         /// JSON lines with a per-operator breakdown (e.g. docs/results/suites.jsonl).
         file: PathBuf,
         /// Where to write the page.
-        #[arg(long, required = true)]
-        html: PathBuf,
+        #[arg(long)]
+        html: Option<PathBuf>,
+        /// Where to write the chart of seconds per suite and simulated link alone (an SVG file,
+        /// e.g. for docs/results/wan.md); the lines must name two links or more (`params.net`).
+        #[arg(long)]
+        links_svg: Option<PathBuf>,
+    },
+    /// The suite with the lowest predicted time on a link, per operator group, from a
+    /// calibration run of each candidate on this machine (stored in tune/ of the model cache);
+    /// runs it once over the link and prints measured next to predicted. `--suite tuned:LINK`
+    /// then uses it.
+    Tune {
+        /// The link: a preset (lan, bumblebee-wan, blb-wan2, blb-wan3, rotl-wan, wan) or
+        /// MBPS/RTT_MS (Mbit/s and round-trip ms, e.g. 100/80).
+        #[arg(long)]
+        net: String,
+        /// A Hugging Face model directory (default: the fetched MiniLM).
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// Input tokens (the default sentence cut or repeated).
+        #[arg(long, default_value_t = 32)]
+        tokens: usize,
+        /// Candidate suites, comma-separated (default: nectar with the presets' choices per
+        /// operator group on nectar's session-wide fields); the first is the base.
+        #[arg(long)]
+        candidates: Option<String>,
+        /// Measure the calibration again even if a matching one is stored.
+        #[arg(long)]
+        recalibrate: bool,
+        /// Print the choice and its prediction only (no run over the link).
+        #[arg(long)]
+        no_run: bool,
+        #[arg(long)]
+        json: bool,
     },
     /// Benchmarks (JSON lines with --json; see README "Benchmarks").
     Bench {
@@ -787,7 +819,15 @@ fn run(cli: Cli) -> Result<(), String> {
             };
             plan::run(&source, &suite, tokens, json)
         }
-        Cmd::Report { file, html } => html_report::run(&file, &html),
+        Cmd::Tune { net, model, tokens, candidates, recalibrate, no_run, json } => {
+            let dir = model.unwrap_or_else(|| nectar_model::home::minilm_dir(&nectar_model::home::default_home()));
+            let candidates = match candidates {
+                Some(c) => c.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
+                None => tune::CANDIDATES.iter().map(|s| s.to_string()).collect(),
+            };
+            tune::run(&tune::Args { dir, net, tokens, candidates, recalibrate, no_run, json })
+        }
+        Cmd::Report { file, html, links_svg } => html_report::run(&file, html.as_deref(), links_svg.as_deref()),
         Cmd::Suites { json, markdown } => {
             suites::print(json, markdown);
             Ok(())

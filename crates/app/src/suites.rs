@@ -20,6 +20,10 @@ pub fn resolve(spec: Option<&str>, file: Option<&Path>, ops: &[String], default:
             let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
             Suite::from_toml(&text).map_err(|e| format!("{}: {e}", f.display()))?
         }
+        (Some(spec), None) if spec.starts_with("tuned:") => {
+            let tuned = crate::tune::tuned_suite(&spec["tuned:".len()..])?;
+            Suite::parse(&tuned).map_err(|e| format!("{spec} ({tuned}): {e}"))?
+        }
         (spec, None) => Suite::parse(spec.unwrap_or(default)).map_err(|e| e.to_string())?,
     };
     for o in ops {

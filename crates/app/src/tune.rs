@@ -1,0 +1,427 @@
+//! `nectar tune --net LINK --model DIR --tokens N` (issue 48 item 3): the suite with the lowest
+//! predicted time on a link, chosen per operator from measured costs.
+//!
+//! 1. **Calibration** (once per model, token count and candidate list; stored as JSON under
+//!    `tune/` of nectar's cache, reused until `--recalibrate`): each candidate suite runs one
+//!    inference on this machine with both parties in this process and no simulated link, so
+//!    that every operator row of the profile has its computation seconds, its bytes (both
+//!    directions) and its flights (both parties' rounds).
+//! 2. **Prediction**: on a link of bandwidth `B` and one-way latency `L`, a row costs
+//!    `seconds + flights·L + bytes·8/B` (the model of [`nectar_net::LinkModel::estimate`]). The
+//!    operators are grouped by the suite fields that decide them ([`GROUPS`]: a LayerNorm by
+//!    `norm` and `rsqrt`, a softmax by `softmax`, `exp` and `reciprocal`, …); for each group the
+//!    candidate whose rows cost least is taken, the rows no group covers (embedding, pooling)
+//!    come from the base suite. Every candidate keeps the base's session-wide fields (`ot`,
+//!    `compare`, `mul`, `act-ring`, …) so that one group's choice does not change another's
+//!    costs.
+//! 3. **Check**: the composed suite runs once over the simulated link (server party in a child
+//!    process, as `bench suites`), and its measured seconds are printed next to the prediction.
+//!    The suite string is stored for the link, and `--suite tuned:LINK` resolves to it.
+
+use crate::bench_suites::{measure, Args as SuitesArgs, Measured};
+use nectar_model::secure::Profile;
+use nectar_model::Suite;
+use nectar_net::LinkModel;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// A group of suite fields chosen together, and the profile rows they decide.
+pub struct Group {
+    pub name: &'static str,
+    pub fields: &'static [&'static str],
+    pub covers: fn(&str) -> bool,
+}
+
+/// The operator groups of the choice (AGREEMENT only in that both parties run the suite the
+/// tuner prints).
+pub const GROUPS: &[Group] = &[
+    Group { name: "norm", fields: &["norm", "rsqrt"], covers: |op| op == "layernorm" || op == "rmsnorm" },
+    Group { name: "softmax", fields: &["softmax", "exp", "reciprocal"], covers: |op| op == "softmax" },
+    Group { name: "gelu", fields: &["gelu"], covers: |op| op == "gelu" },
+    Group { name: "silu", fields: &["silu"], covers: |op| op == "silu" },
+    Group {
+        name: "linear",
+        fields: &["matmul", "matmul-shared", "olt-ring", "olt-cost"],
+        covers: |op| op.starts_with("linear") || op.starts_with("matmul"),
+    },
+];
+
+/// The base suite and the default candidates: the presets' choices for the grouped fields, on
+/// the base's session-wide fields (BumbleBee's and East's approximations, ROTL's lookup tables,
+/// P4 GeLU). BLB's CKKS matmuls are left out by default (minutes per calibration run on
+/// 2 cores); `--candidates` adds any suite.
+pub const BASE: &str = "nectar";
+pub const CANDIDATES: &[&str] = &[
+    "nectar",
+    "nectar+norm=bumblebee+softmax=bumblebee+exp=taylor+gelu=seg4+olt-ring=full+olt-cost=artifact",
+    "nectar+norm=east-eq9+rsqrt=newton-determine+softmax=bumblebee+exp=oppe+reciprocal=newton-determine+gelu=oppe+silu=oppe",
+    "nectar+softmax=lut+exp=lut+reciprocal=lut+gelu=lut+silu=lut",
+    "nectar+gelu=p4",
+];
+
+/// One profile row of a calibration run.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Row {
+    pub op: String,
+    pub protocol: String,
+    /// Computation (and in-process copying) seconds, no link.
+    pub seconds: f64,
+    /// Bytes both directions.
+    pub bytes: u64,
+    /// Flights: both parties' rounds.
+    pub flights: u64,
+}
+
+/// One candidate's calibration run.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Calibrated {
+    /// The candidate as given (what `Suite::parse` reads back).
+    pub spec: String,
+    /// Its protocols, field → protocol.
+    pub protocols: serde_json::Value,
+    pub rows: Vec<Row>,
+    pub seconds: f64,
+}
+
+/// The stored calibration.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Calibration {
+    pub version: u32,
+    /// What it was measured on: the model directory, tokens, candidates and this binary's
+    /// version (a calibration is reused only when all match).
+    pub model: String,
+    pub tokens: usize,
+    pub candidates: Vec<String>,
+    pub nectar_version: String,
+    pub nproc: usize,
+    pub runs: Vec<Calibrated>,
+}
+
+const VERSION: u32 = 1;
+
+/// Rows of one party pair: the client's profile rows with the server's rounds added by index
+/// (both parties record the same operators in the same order).
+fn rows_of(client: &Profile, server: &Profile) -> Result<Vec<Row>, String> {
+    if client.ops.len() != server.ops.len() {
+        return Err(format!("profiles of {} and {} rows", client.ops.len(), server.ops.len()));
+    }
+    client
+        .ops
+        .iter()
+        .zip(&server.ops)
+        .map(|(c, s)| {
+            if c.op != s.op {
+                return Err(format!("profile rows {} and {} differ", c.op, s.op));
+            }
+            Ok(Row { op: c.op.clone(), protocol: c.protocol.clone(), seconds: c.seconds, bytes: c.bytes_sent + c.bytes_recv, flights: c.rounds + s.rounds })
+        })
+        .collect()
+}
+
+/// Predicted seconds of `rows` on `link`.
+pub fn predict(rows: &[&Row], link: &LinkModel) -> f64 {
+    rows.iter().map(|r| r.seconds + link.estimate(r.bytes, r.flights).as_secs_f64()).sum()
+}
+
+/// The composed suite and its prediction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Choice {
+    /// The suite string (`BASE+field=protocol…`).
+    pub spec: String,
+    pub predicted: f64,
+    /// Per group: (group, the chosen settings `field=protocol …`, its predicted seconds).
+    pub picks: Vec<(&'static str, String, f64)>,
+}
+
+/// The field → protocol map of a calibrated run.
+fn field(c: &Calibrated, f: &str) -> Option<String> {
+    c.protocols.get(f).and_then(|v| v.as_str()).map(str::to_string)
+}
+
+/// Per group the setting with the lowest predicted time on `link`; candidates with the same
+/// setting of a group are one option, costed by the mean of their runs (less noise); ties go
+/// to the earlier setting, the base's first. The rows no group covers come from the base run
+/// (`runs[0]`).
+pub fn choose(cal: &Calibration, link: &LinkModel) -> Result<Choice, String> {
+    let base = cal.runs.first().ok_or("the calibration holds no run")?;
+    let mut spec = cal.candidates.first().cloned().unwrap_or_else(|| BASE.to_string());
+    let mut predicted = predict(&base.rows.iter().filter(|r| !GROUPS.iter().any(|g| (g.covers)(&r.op))).collect::<Vec<_>>(), link);
+    let mut picks = Vec::new();
+    for g in GROUPS {
+        if !base.rows.iter().any(|r| (g.covers)(&r.op)) {
+            continue;
+        }
+        let cost = |c: &Calibrated| predict(&c.rows.iter().filter(|r| (g.covers)(&r.op)).collect::<Vec<_>>(), link);
+        // settings of this group, in order of first appearance: (values, costs)
+        let mut options: Vec<(Vec<Option<String>>, Vec<f64>)> = Vec::new();
+        for c in &cal.runs {
+            let key: Vec<Option<String>> = g.fields.iter().map(|f| field(c, f)).collect();
+            match options.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, costs)) => costs.push(cost(c)),
+                None => options.push((key, vec![cost(c)])),
+            }
+        }
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let (key, secs) = options
+            .iter()
+            .map(|(k, v)| (k, mean(v)))
+            .fold((None, f64::INFINITY), |acc, (k, s)| if s < acc.1 { (Some(k), s) } else { acc });
+        let key = key.ok_or("no candidate covers a group")?;
+        predicted += secs;
+        let mut words = Vec::new();
+        for (f, want) in g.fields.iter().zip(key) {
+            let Some(want) = want else { continue };
+            words.push(format!("{f}={want}"));
+            if field(base, f).as_deref() != Some(want.as_str()) {
+                spec.push_str(&format!("+{f}={want}"));
+            }
+        }
+        picks.push((g.name, words.join(" "), secs));
+    }
+    Ok(Choice { spec, predicted, picks })
+}
+
+/// Where tune keeps its files: `tune/` in nectar's cache ([`nectar_model::home::default_home`]:
+/// `$NECTAR_HOME`, default `~/.cache/nectar/models`).
+pub fn tune_dir() -> PathBuf {
+    nectar_model::home::default_home().join("tune")
+}
+
+/// The calibration file of a model directory and token count.
+fn calibration_path(dir: &Path, tokens: usize) -> PathBuf {
+    let name: String = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect())
+        .unwrap_or_else(|| "model".into());
+    let digest = fnv64(&dir.display().to_string());
+    tune_dir().join(format!("calibration-{name}-{digest:016x}-{tokens}.json"))
+}
+
+/// A stable 64-bit FNV-1a hash of `s` (names the calibration of a model path).
+fn fnv64(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// The file of tuned suites per link (`--suite tuned:LINK`).
+fn tuned_path() -> PathBuf {
+    tune_dir().join("tuned.json")
+}
+
+/// The suite `nectar tune --net LINK` stored last, for `--suite tuned:LINK`.
+pub fn tuned_suite(link: &str) -> Result<String, String> {
+    let p = tuned_path();
+    let text = std::fs::read_to_string(&p)
+        .map_err(|_| format!("no tuned suite for link '{link}': run `nectar tune --net {link} --model DIR --tokens N` first"))?;
+    let map: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))?;
+    map.get(link)
+        .and_then(|v| v.get("suite"))
+        .and_then(|v| v.as_str())
+        .map(str::to_string)
+        .ok_or_else(|| format!("no tuned suite for link '{link}' in {}: run `nectar tune --net {link} --model DIR --tokens N` first", p.display()))
+}
+
+fn store_tuned(link: &str, suite: &str, predicted: f64, measured: Option<f64>, model: &Path, tokens: usize) -> Result<(), String> {
+    let p = tuned_path();
+    let mut map: serde_json::Map<String, serde_json::Value> =
+        std::fs::read_to_string(&p).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+    map.insert(
+        link.to_string(),
+        serde_json::json!({ "suite": suite, "predicted_seconds": predicted, "measured_seconds": measured, "model": model.display().to_string(), "tokens": tokens }),
+    );
+    write_json(&p, &serde_json::Value::Object(map))
+}
+
+fn write_json(p: &Path, v: &impl Serialize) -> Result<(), String> {
+    if let Some(d) = p.parent() {
+        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    }
+    let text = serde_json::to_string_pretty(v).map_err(|e| e.to_string())?;
+    std::fs::write(p, text + "\n").map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// Command-line arguments of `nectar tune`.
+pub struct Args {
+    pub dir: PathBuf,
+    pub net: String,
+    pub tokens: usize,
+    /// Candidate suites (default [`CANDIDATES`]); the first is the base.
+    pub candidates: Vec<String>,
+    pub recalibrate: bool,
+    /// Skip the check run over the link.
+    pub no_run: bool,
+    pub json: bool,
+}
+
+fn suites_args<'a>(a: &'a Args, net: &'a str, in_process: bool) -> SuitesArgs<'a> {
+    SuitesArgs {
+        dir: a.dir.clone(),
+        suites: "",
+        tokens: a.tokens,
+        text: None,
+        net,
+        ops: &[],
+        in_process,
+        memory_budget: nectar_model::secure::secure_engine::DEFAULT_PREFETCH_BUDGET,
+        repeat: 1,
+    }
+}
+
+/// Loads the stored calibration if it matches, else measures and stores it.
+fn calibration(a: &Args) -> Result<Calibration, String> {
+    let path = calibration_path(&a.dir, a.tokens);
+    let nproc = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    if !a.recalibrate {
+        if let Some(c) = std::fs::read_to_string(&path).ok().and_then(|t| serde_json::from_str::<Calibration>(&t).ok()) {
+            if c.version == VERSION
+                && c.model == a.dir.display().to_string()
+                && c.tokens == a.tokens
+                && c.candidates == a.candidates
+                && c.nectar_version == env!("CARGO_PKG_VERSION")
+                && c.nproc == nproc
+            {
+                eprintln!("calibration: {} (reused; --recalibrate to measure again)", path.display());
+                return Ok(c);
+            }
+        }
+    }
+    let suites: Vec<Suite> = a
+        .candidates
+        .iter()
+        .map(|spec| {
+            let s = crate::suites::resolve(Some(spec), None, &[], BASE)?;
+            s.validate().map_err(|e| format!("candidate {spec}: {e}"))?;
+            Ok(s)
+        })
+        .collect::<Result<_, String>>()?;
+    eprintln!("calibration: {} candidate suites, one inference each, no link, both parties in this process ...", suites.len());
+    let runs: Vec<Measured> = measure(&suites_args(a, "none", true), &suites)?;
+    let runs = runs
+        .iter()
+        .zip(&a.candidates)
+        .map(|(m, spec)| {
+            let server = m.server.as_ref().ok_or("calibration without the server's profile")?;
+            Ok(Calibrated { spec: spec.clone(), protocols: m.suite.json_map(), rows: rows_of(&m.client, server)?, seconds: m.seconds })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let c = Calibration {
+        version: VERSION,
+        model: a.dir.display().to_string(),
+        tokens: a.tokens,
+        candidates: a.candidates.clone(),
+        nectar_version: env!("CARGO_PKG_VERSION").to_string(),
+        nproc,
+        runs,
+    };
+    write_json(&path, &c)?;
+    eprintln!("calibration: stored in {}", path.display());
+    Ok(c)
+}
+
+/// `nectar tune`.
+pub fn run(a: &Args) -> Result<(), String> {
+    let link = LinkModel::parse(&a.net)
+        .map_err(|e| format!("--net: {e}"))?
+        .ok_or("--net none: tuning needs a link (a preset or MBPS/RTT_MS)")?;
+    if a.candidates.is_empty() {
+        return Err("--candidates names no suite".into());
+    }
+    let cal = calibration(a)?;
+    let choice = choose(&cal, &link)?;
+    let suite = crate::suites::resolve(Some(&choice.spec), None, &[], BASE)?;
+    suite.validate().map_err(|e| format!("tuned suite {}: {e}", choice.spec))?;
+    let base_pred = predict(&cal.runs[0].rows.iter().collect::<Vec<_>>(), &link);
+    let measured = if a.no_run {
+        None
+    } else {
+        eprintln!("running {} once over {} ...", choice.spec, a.net);
+        let m = measure(&suites_args(a, &a.net, false), &[suite])?;
+        m.into_iter().next()
+    };
+    store_tuned(&a.net, &choice.spec, choice.predicted, measured.as_ref().map(|m| m.seconds), &a.dir, a.tokens)?;
+    if a.json {
+        let o = serde_json::json!({
+            "bench": "tune",
+            "net": a.net,
+            "link": link.spec(),
+            "model": a.dir.display().to_string(),
+            "tokens": a.tokens,
+            "suite": choice.spec,
+            "predicted_seconds": choice.predicted,
+            "base_predicted_seconds": base_pred,
+            "picks": choice.picks.iter().map(|(g, set, s)| serde_json::json!({ "group": g, "protocols": set, "predicted_seconds": s })).collect::<Vec<_>>(),
+            "measured_seconds": measured.as_ref().map(|m| m.seconds),
+            "measured_flights": measured.as_ref().map(|m| m.flights),
+            "measured_bytes": measured.as_ref().map(|m| m.bytes),
+            "agreement_vs_plaintext": measured.as_ref().and_then(|m| m.score),
+            "line": measured.as_ref().map(|m| m.line.clone()),
+        });
+        crate::outln!("{o}");
+        return Ok(());
+    }
+    crate::outln!("link {} ({}; one-way latency {:.1} ms)", a.net, link.spec(), link.latency.as_secs_f64() * 1e3);
+    for (g, set, s) in &choice.picks {
+        crate::outln!("  {g:<8} {s:>8.2} s  {set}");
+    }
+    crate::outln!("suite      {}", choice.spec);
+    crate::outln!("predicted  {:.2} s (the base {BASE} alone: {:.2} s)", choice.predicted, base_pred);
+    if let Some(m) = &measured {
+        let err = (m.seconds - choice.predicted) / choice.predicted * 100.0;
+        crate::outln!(
+            "measured   {:.2} s ({err:+.1} % vs predicted), {} flights, {:.1} MB, agreement {}",
+            m.seconds,
+            m.flights,
+            m.bytes as f64 / 1e6,
+            m.score.map_or("-".into(), |s| format!("{s:.6}"))
+        );
+    }
+    crate::outln!("use it: --suite tuned:{}", a.net);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_of(spec: &str, protocols: serde_json::Value, rows: &[(&str, f64, u64, u64)]) -> Calibrated {
+        Calibrated {
+            spec: spec.into(),
+            protocols,
+            rows: rows.iter().map(|&(op, s, b, f)| Row { op: op.into(), protocol: String::new(), seconds: s, bytes: b, flights: f }).collect(),
+            seconds: 0.0,
+        }
+    }
+
+    /// The choice follows the link: on a fast link the cheaper computation wins, on a slow one
+    /// the fewer flights; unchanged fields are not repeated in the suite string.
+    #[test]
+    fn choice_follows_the_link() -> Result<(), String> {
+        let base = run_of(
+            "nectar",
+            serde_json::json!({ "softmax": "coarse", "exp": "taylor4", "reciprocal": "newton", "gelu": "sq8" }),
+            &[("embed", 1.0, 1_000_000, 2), ("softmax", 1.0, 10_000_000, 400), ("gelu", 2.0, 10_000_000, 100)],
+        );
+        // fewer flights, more computation and bytes
+        let lut = run_of(
+            "nectar+softmax=lut+exp=lut+reciprocal=lut",
+            serde_json::json!({ "softmax": "lut", "exp": "lut", "reciprocal": "lut", "gelu": "sq8" }),
+            &[("embed", 1.0, 1_000_000, 2), ("softmax", 3.0, 50_000_000, 100), ("gelu", 2.0, 10_000_000, 100)],
+        );
+        let cal = Calibration {
+            version: VERSION,
+            model: "m".into(),
+            tokens: 8,
+            candidates: vec![base.spec.clone(), lut.spec.clone()],
+            nectar_version: "0".into(),
+            nproc: 2,
+            runs: vec![base, lut],
+        };
+        let fast = choose(&cal, &LinkModel::new(1000.0, 0.5))?;
+        assert_eq!(fast.spec, "nectar");
+        let slow = choose(&cal, &LinkModel::from_rtt(100.0, 80.0))?;
+        assert_eq!(slow.spec, "nectar+softmax=lut+exp=lut+reciprocal=lut");
+        // predicted: embed + softmax(lut) + gelu on 100 Mbit/s, 40 ms one way
+        let want = (1.0 + 0.08 + 0.08) + (3.0 + 4.0 + 4.0) + (2.0 + 0.8 + 4.0);
+        assert!((slow.predicted - want).abs() < 1e-9, "{} vs {want}", slow.predicted);
+        Ok(())
+    }
+}

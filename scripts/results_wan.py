@@ -60,6 +60,11 @@ if suites:
     w("")
     w("![seconds per suite and link](wan.svg)")
     w("")
+    missing = [n for n in LINKS if n not in nets]
+    if missing:
+        w("Not measured yet: " + ", ".join(f"`{n}`" for n in missing) + " (`bash scripts/bench_wan.sh "
+          + " ".join(missing) + "`, about 25 minutes per WAN link on this machine).")
+        w("")
     w("`tuned` is the suite `nectar tune --net LINK` chose for that link (its string and predicted")
     w("time below); its row is the `bench suites` run of `--suite tuned:LINK`.")
     w("")
@@ -68,32 +73,48 @@ if suites:
         t = tunes.get(n)
         w(f"### `{n}`")
         w("")
-        w("| suite | seconds | flights | MB total | cosine vs plaintext |")
-        w("|---|---:|---:|---:|---:|")
+        if n in LINKS:
+            b, r, _ = LINKS[n]
+            w("Where the time of each suite goes on this link, by the link's model: flights × one-way")
+            w(f"latency ({r / 2:g} ms) and bytes at {b} Mbit/s; the rest is computation and what the two")
+            w("do not overlap.")
+            w("")
+        w("| suite | seconds | flights | MB total | latency s | transfer s | rest s | cosine vs plaintext |")
+        w("|---|---:|---:|---:|---:|---:|---:|---:|")
+        # the last line of a link is the `tuned:LINK` run (scripts/bench_wan.sh lists it last)
+        tuned = rows[-1] if t and rows and rows[-1]["variant"] == t["suite"] else None
+        presets = [l for l in rows if l is not tuned]
         for l in rows:
-            label = l["variant"]
-            if t and label == t["suite"]:
-                label = f"tuned: `{label}`"
-            else:
-                label = f"`{label}`"
+            label = f"tuned: `{l['variant']}`" if l is tuned else f"`{l['variant']}`"
             cos = l.get("agreement_vs_plaintext")
-            w(f"| {label} | {l['seconds']:.2f} | {l['rounds']} | {l['bytes_total'] / 1e6:.1f} | {cos:.7f} |" if cos is not None else
-              f"| {label} | {l['seconds']:.2f} | {l['rounds']} | {l['bytes_total'] / 1e6:.1f} | – |")
+            cos = f"{cos:.7f}" if cos is not None else "–"
+            if n in LINKS:
+                lat = l["rounds"] * LINKS[n][1] / 2 / 1e3
+                tx = l["bytes_total"] * 8 / (LINKS[n][0] * 1e6)
+                parts = f"{lat:.1f} | {tx:.1f} | {l['seconds'] - lat - tx:.1f}"
+            else:
+                parts = "– | – | –"
+            w(f"| {label} | {l['seconds']:.2f} | {l['rounds']} | {l['bytes_total'] / 1e6:.1f} | {parts} | {cos} |")
         if t:
-            best = min((l for l in rows if l["variant"] != t["suite"]), key=lambda l: l["seconds"], default=None)
+            best = min(presets, key=lambda l: l["seconds"], default=None)
             w("")
             w(f"`nectar tune --net {n}`: suite `{t['suite']}`, predicted {t['predicted_seconds']:.2f} s, "
               f"measured in its own check run {t['measured_seconds']:.2f} s "
               f"({(t['measured_seconds'] - t['predicted_seconds']) / t['predicted_seconds'] * 100:+.1f} %)"
-              + (f"; fastest preset here: `{best['variant']}` {best['seconds']:.2f} s." if best else "."))
+              + (f"; fastest preset in the table: `{best['variant']}` {best['seconds']:.2f} s." if best else "."))
             w("Per operator group, the protocols it took:")
             w("")
             for p in t["picks"]:
                 w(f"- {p['group']}: `{p['protocols']}` ({p['predicted_seconds']:.2f} s predicted)")
         w("")
 
+w("## BERT-base, 128 tokens, all 12 layers")
+w("")
+if not models:
+    w("Not measured yet (`bash scripts/bench_wan.sh model`: `nectar` and `bumblebee` on `blb-wan3` and")
+    w("`bumblebee-wan`, about an hour on this machine).")
+    w("")
 if models:
-    w("## BERT-base, 128 tokens, all 12 layers")
     w("")
     w("Random weights at the published shapes (every block runs). BLB Table 9 (64 threads; the")
     w("columns read as LAN / WAN2 / WAN3, REFERENCE.md §5): BERT-base WAN3 BumbleBee 22.1 min,")

@@ -248,7 +248,13 @@ pub fn links_svg(runs: &[Run]) -> Result<String, String> {
     }
     let key: Vec<String> = nets.iter().enumerate().map(|(i, n)| format!("{} = {}", colour_name(i), n)).collect();
     let title = format!("Seconds per suite and link ({})", key.join(", "));
-    Ok(bar_chart(&title, "s", &groups, &labelled))
+    // A standalone document: the page's font sizes, which the label column is measured for.
+    let style = "<style>text{font-size:11px;font-family:system-ui,sans-serif}.title{font-size:13px;font-weight:600}</style>";
+    let chart = bar_chart(&title, "s", &groups, &labelled);
+    Ok(match chart.find('>') {
+        Some(i) => format!("{}{style}{}", &chart[..=i], &chart[i + 1..]),
+        None => chart,
+    })
 }
 
 /// Plain names of the [`PALETTE`] colours, for a key written as text.

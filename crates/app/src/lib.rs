@@ -34,4 +34,5 @@ pub mod session;
 pub mod suites;
 pub mod test_seed;
 pub mod tune;
+pub mod tuned;
 pub mod watch;

@@ -605,7 +605,8 @@ enum BenchCmd {
 #[derive(Args, Clone)]
 struct SuiteArgs {
     /// A preset (nectar, bumblebee, rotl, east, blb, leaf; see `nectar suites`), optionally with
-    /// `+OP=PROTO` overrides (`bumblebee+gelu=p4`); default: nectar.
+    /// `+OP=PROTO` overrides (`bumblebee+gelu=p4`), or `tuned:LINK` (the suite `nectar tune
+    /// --net LINK` chose last on this machine); default: nectar.
     #[arg(long)]
     suite: Option<String>,
     /// Override operators: `OP=PROTO[,OP=PROTO...]` (e.g. `gelu=p4`, `ot=iknp`,

@@ -21,7 +21,7 @@ pub fn resolve(spec: Option<&str>, file: Option<&Path>, ops: &[String], default:
             Suite::from_toml(&text).map_err(|e| format!("{}: {e}", f.display()))?
         }
         (Some(spec), None) if spec.starts_with("tuned:") => {
-            let tuned = crate::tune::tuned_suite(&spec["tuned:".len()..])?;
+            let tuned = crate::tuned::tuned_suite(&spec["tuned:".len()..])?;
             Suite::parse(&tuned).map_err(|e| format!("{spec} ({tuned}): {e}"))?
         }
         (spec, None) => Suite::parse(spec.unwrap_or(default)).map_err(|e| e.to_string())?,

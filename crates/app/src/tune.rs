@@ -19,6 +19,7 @@
 //!    The suite string is stored for the link, and `--suite tuned:LINK` resolves to it.
 
 use crate::bench_suites::{measure, Args as SuitesArgs, Measured};
+use crate::tuned::{store_tuned, tune_dir, write_json};
 use nectar_model::secure::Profile;
 use nectar_model::Suite;
 use nectar_net::LinkModel;
@@ -181,12 +182,6 @@ pub fn choose(cal: &Calibration, link: &LinkModel) -> Result<Choice, String> {
     Ok(Choice { spec, predicted, picks })
 }
 
-/// Where tune keeps its files: `tune/` in nectar's cache ([`nectar_model::home::default_home`]:
-/// `$NECTAR_HOME`, default `~/.cache/nectar/models`).
-pub fn tune_dir() -> PathBuf {
-    nectar_model::home::default_home().join("tune")
-}
-
 /// The calibration file of a model directory and token count.
 fn calibration_path(dir: &Path, tokens: usize) -> PathBuf {
     let name: String = dir
@@ -202,42 +197,6 @@ fn fnv64(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
 }
 
-/// The file of tuned suites per link (`--suite tuned:LINK`).
-fn tuned_path() -> PathBuf {
-    tune_dir().join("tuned.json")
-}
-
-/// The suite `nectar tune --net LINK` stored last, for `--suite tuned:LINK`.
-pub fn tuned_suite(link: &str) -> Result<String, String> {
-    let p = tuned_path();
-    let text = std::fs::read_to_string(&p)
-        .map_err(|_| format!("no tuned suite for link '{link}': run `nectar tune --net {link} --model DIR --tokens N` first"))?;
-    let map: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))?;
-    map.get(link)
-        .and_then(|v| v.get("suite"))
-        .and_then(|v| v.as_str())
-        .map(str::to_string)
-        .ok_or_else(|| format!("no tuned suite for link '{link}' in {}: run `nectar tune --net {link} --model DIR --tokens N` first", p.display()))
-}
-
-fn store_tuned(link: &str, suite: &str, predicted: f64, measured: Option<f64>, model: &Path, tokens: usize) -> Result<(), String> {
-    let p = tuned_path();
-    let mut map: serde_json::Map<String, serde_json::Value> =
-        std::fs::read_to_string(&p).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
-    map.insert(
-        link.to_string(),
-        serde_json::json!({ "suite": suite, "predicted_seconds": predicted, "measured_seconds": measured, "model": model.display().to_string(), "tokens": tokens }),
-    );
-    write_json(&p, &serde_json::Value::Object(map))
-}
-
-fn write_json(p: &Path, v: &impl Serialize) -> Result<(), String> {
-    if let Some(d) = p.parent() {
-        std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
-    }
-    let text = serde_json::to_string_pretty(v).map_err(|e| e.to_string())?;
-    std::fs::write(p, text + "\n").map_err(|e| format!("{}: {e}", p.display()))
-}
 
 /// Command-line arguments of `nectar tune`.
 pub struct Args {

@@ -6,6 +6,7 @@
 #   bash scripts/bench_wan.sh                 # MiniLM on every link (about 2 hours on 2 cores)
 #   bash scripts/bench_wan.sh lan blb-wan3    # MiniLM on these links only
 #   bash scripts/bench_wan.sh model           # the BERT-base runs (about 1 hour)
+#   bash scripts/bench_wan.sh model blb-wan3:nectar   # one of them (NET:SUITE)
 #
 # Each link's lines replace that link's earlier lines in docs/results/wan.jsonl (the tuned
 # suite's `nectar tune --json` line in docs/results/tune.jsonl); the commit and command of each
@@ -52,8 +53,13 @@ PY
 }
 
 if [ "${1:-}" = "model" ]; then
-  for net in blb-wan3 bumblebee-wan; do
-    for suite in nectar bumblebee; do
+  shift
+  RUNS=("$@")
+  [ ${#RUNS[@]} -gt 0 ] || RUNS=(blb-wan3:nectar blb-wan3:bumblebee bumblebee-wan:nectar bumblebee-wan:bumblebee)
+  for r in "${RUNS[@]}"; do
+    net=${r%%:*}
+    suite=${r#*:}
+    {
       CMD="bench model --arch bert-base --seq 128 --suite $suite --net $net --json --quiet"
       NEW=$(mktemp)
       "$BIN" $CMD > "$NEW"
@@ -64,7 +70,7 @@ keep = [l for l in open(path) if l.strip() and not (json.loads(l)["params"].get(
 open(path, "w").writelines(keep + [l for l in open(new) if l.strip()])
 PY
       record "model $suite $net" "nectar $CMD"
-    done
+    }
   done
   exit 0
 fi

@@ -115,21 +115,30 @@ if not models:
     w("`bumblebee-wan`, about an hour on this machine).")
     w("")
 if models:
-    w("")
     w("Random weights at the published shapes (every block runs). BLB Table 9 (64 threads; the")
     w("columns read as LAN / WAN2 / WAN3, REFERENCE.md §5): BERT-base WAN3 BumbleBee 22.1 min,")
     w("BLB 17.2 min; WAN2 12.3 / 10.5 min; BumbleBee's own Table V (25 threads): WAN 4.86 min,")
     w("6.40 GB.")
     w("")
-    w("| suite | link | minutes | flights | GB total | paper minutes (same link) |")
-    w("|---|---|---:|---:|---:|---|")
+    w("The link's share of each run as above: latency = flights × one-way latency, transfer = bytes")
+    w("at the link's bandwidth, in minutes.")
+    w("")
+    w("| suite | link | minutes | flights | GB total | latency min | transfer min | paper minutes (same link) |")
+    w("|---|---|---:|---:|---:|---:|---:|---|")
     paper = {("bumblebee", "blb-wan3"): "BumbleBee 22.1, BLB 17.2 (BLB Table 9)",
              ("nectar", "blb-wan3"): "BumbleBee 22.1, BLB 17.2 (BLB Table 9)",
              ("bumblebee", "bumblebee-wan"): "BumbleBee 4.86 (its Table V)",
              ("nectar", "bumblebee-wan"): "BumbleBee 4.86 (its Table V)"}
+    done = {(l["params"].get("suite"), l["params"].get("net")) for l in models}
+    todo = [f"{n}:{s}" for n in ("blb-wan3", "bumblebee-wan") for s in ("nectar", "bumblebee") if (s, n) not in done]
     for l in models:
         s, n = l["params"].get("suite"), l["params"].get("net")
-        w(f"| `{s}` | `{n}` | {l['seconds'] / 60:.2f} | {l['rounds']} | {l['bytes_total'] / 1e9:.2f} | {paper.get((s, n), '–')} |")
+        lat = l["rounds"] * LINKS[n][1] / 2 / 1e3 / 60 if n in LINKS else float("nan")
+        tx = l["bytes_total"] * 8 / (LINKS[n][0] * 1e6) / 60 if n in LINKS else float("nan")
+        w(f"| `{s}` | `{n}` | {l['seconds'] / 60:.2f} | {l['rounds']} | {l['bytes_total'] / 1e9:.2f} | {lat:.2f} | {tx:.2f} | {paper.get((s, n), '–')} |")
     w("")
 
+if models and todo:
+    w("")
+    w("Not measured yet: " + ", ".join(f"`{t}`" for t in todo) + " (`bash scripts/bench_wan.sh model " + " ".join(todo) + "`).")
 (res / "wan.md").write_text("\n".join(out) + "\n")

@@ -309,7 +309,9 @@ enum Cmd {
         #[arg(long, default_value_t = 32)]
         tokens: usize,
         /// Candidate suites, comma-separated (default: nectar with the presets' choices per
-        /// operator group on nectar's session-wide fields); the first is the base.
+        /// operator group on nectar's session-wide fields); the first is the base, the others
+        /// may differ from it only in the grouped fields (norm, rsqrt, softmax, exp,
+        /// reciprocal, gelu, silu, matmul, matmul-shared, olt-ring, olt-cost).
         #[arg(long)]
         candidates: Option<String>,
         /// Measure the calibration again even if a matching one is stored.

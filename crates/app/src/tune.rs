@@ -252,6 +252,21 @@ fn calibration(a: &Args) -> Result<Calibration, String> {
             Ok(s)
         })
         .collect::<Result<_, String>>()?;
+    // Every candidate must keep the base's fields outside the groups (its session-wide ones):
+    // the choice composes groups measured under different candidates.
+    let (base_map, grouped): (serde_json::Value, Vec<&str>) = (suites[0].json_map(), GROUPS.iter().flat_map(|g| g.fields.iter().copied()).collect());
+    for (s, spec) in suites.iter().zip(&a.candidates).skip(1) {
+        let m = s.json_map();
+        if let (Some(mo), Some(bo)) = (m.as_object(), base_map.as_object()) {
+            if let Some((f, v)) = mo.iter().find(|(f, v)| !grouped.contains(&f.as_str()) && bo.get(*f) != Some(*v)) {
+                return Err(format!(
+                    "candidate {spec} changes {f} ({v} vs the base's {}): candidates may differ from the first only in {}",
+                    bo.get(f).cloned().unwrap_or_default(),
+                    grouped.join(", ")
+                ));
+            }
+        }
+    }
     eprintln!("calibration: {} candidate suites, one inference each, no link, both parties in this process ...", suites.len());
     let runs: Vec<Measured> = measure(&suites_args(a, "none", true), &suites)?;
     let runs = runs

@@ -121,6 +121,9 @@ pub fn send_payload<C: Channel + ?Sized>(prep: &mut SendPrepared, crh: &Crh, ch:
     if msgs.len() != g.n * g.big_n {
         return Err(OtError::BadArgument(format!("{} messages for {} instances of N = {}", msgs.len(), g.n, g.big_n)));
     }
+    if g.n > 0 && g.q.is_empty() {
+        return Err(OtError::BadArgument(format!("1-of-N group {i} was already sent")));
+    }
     let (q, d) = (std::mem::take(&mut g.q), std::mem::take(&mut g.d));
     ch.send(&payload(crh, delta, g.first, &q, &d, msgs, g.big_n, g.k))
         .map_err(OtError::from)

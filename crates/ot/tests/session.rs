@@ -252,6 +252,46 @@ fn one_of_n_ot() {
     }
 }
 
+/// Several 1-of-N calls of different shapes in one round trip (issue 48): the same messages
+/// as one call each, one flight of corrections and one of payloads; a group sent twice is an
+/// error, not a panic.
+#[test]
+fn one_of_n_many_in_one_round_trip() {
+    let cases = [(16usize, 2usize), (8, 3), (256, 64), (2, 1)];
+    let (msgs, (got, rounds)) = both(
+        tiny(),
+        move |s, c| {
+            s.refill(c).unwrap(); // a fresh batch of COTs: no extension inside the measured calls
+            let mut prg = Prg::new([7; 16]);
+            let all: Vec<Vec<u128>> = cases.iter().map(|&(big_n, _)| (0..100 * big_n).map(|_| prg.next_u128()).collect()).collect();
+            let shapes: Vec<(usize, usize, usize)> = cases.iter().map(|&(big_n, k)| (100, big_n, k)).collect();
+            let mut prep = s.send_ot1n_prepare(c, &shapes).unwrap();
+            for (i, m) in all.iter().enumerate() {
+                s.send_ot1n_payload(c, &mut prep, i, m).unwrap();
+            }
+            assert!(s.send_ot1n_payload(c, &mut prep, 0, &all[0]).is_err());
+            all
+        },
+        move |s, c| {
+            s.refill(c).unwrap();
+            let choices: Vec<Vec<u8>> = cases.iter().map(|&(big_n, _)| (0..100).map(|i| ((i * 13 + 5) % big_n) as u8).collect()).collect();
+            let groups: Vec<(&[u8], usize, usize)> = choices.iter().zip(cases).map(|(ch, (big_n, k))| (ch.as_slice(), big_n, k)).collect();
+            let before = c.stats().rounds;
+            let got = s.recv_ot1n_many(c, &groups).unwrap();
+            (choices.into_iter().zip(got).collect::<Vec<_>>(), c.stats().rounds - before)
+        },
+    );
+    // one flight of corrections for the four calls (0 new when it joins the flight the
+    // receiver sent last, the end of the refill); one call after another would take four
+    assert!(rounds <= 1, "the receiver sends in one flight, not {rounds}");
+    for (((big_n, k), m), (ch, got)) in cases.iter().zip(&msgs).zip(&got) {
+        let mask = if *k == 128 { u128::MAX } else { (1u128 << k) - 1 };
+        for i in 0..ch.len() {
+            assert_eq!(got[i], m[i * big_n + ch[i] as usize] & mask, "N={big_n} k={k} i={i}");
+        }
+    }
+}
+
 #[test]
 fn punctured_prf() {
     let (full, punct) = both(

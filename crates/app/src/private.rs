@@ -14,7 +14,8 @@ use nectar_model::config::ModelConfig;
 use nectar_model::secure::{Output, Task};
 use nectar_model::Suite;
 use nectar_model::tokenizer::TextTokenizer;
-use nectar_model::weights::Weights;
+use nectar_model::gguf::{GgufFile, GgufLlama};
+use nectar_model::weights::{WeightSource, Weights};
 use nectar_net::{LinkModel, NetError, Role, TcpChannel};
 use std::collections::HashMap;
 use std::net::{IpAddr, TcpListener, TcpStream};
@@ -106,19 +107,33 @@ const LOG_INTERVAL: Duration = Duration::from_secs(10);
 /// failure up to the maximum, so a server out of descriptors does not spin.
 const ACCEPT_BACKOFF: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(1));
 
-/// The public architecture and the server's open weights file of a model directory.
+/// The public architecture and the server's open weights file of a model directory (or of a
+/// LLaMA GGUF file).
 ///
 /// The weights are read per session from the open file ([`Weights`]: positioned reads, no
-/// copy of the whole file, no memory map), so a file truncated or rewritten underneath fails
-/// the sessions that read it with an error instead of killing the process (SIGBUS).
+/// copy of the whole file, no memory map; a GGUF file's tensors are dequantised as they are
+/// read), so a file truncated or rewritten underneath fails the sessions that read it with an
+/// error instead of killing the process (SIGBUS).
 pub struct ServerModel {
     pub config: ModelConfig,
+    /// What the `Welcome` carries: `config.json`, or a GGUF file's architecture in its form.
     pub config_json: String,
-    pub weights: Weights,
+    pub weights: Box<dyn WeightSource>,
 }
 
 impl ServerModel {
+    /// `dir/config.json` and `dir/model.safetensors`, or a GGUF file (`dir` itself, or the one
+    /// `*.gguf` of a directory without `config.json`).
     pub fn load(dir: &Path) -> Result<Self, String> {
+        if let Some(path) = nectar_model::gguf_path(dir).map_err(|e| e.to_string())? {
+            let src = GgufLlama::new(GgufFile::open(&path).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+            let mut config = ModelConfig::Llama(src.config().clone());
+            nectar_model::shapes::check_shapes(&config, &src).map_err(|e| e.to_string())?;
+            calibrate(&path, &mut config, &src)?;
+            let ModelConfig::Llama(c) = &config else { unreachable!("a GGUF file holds a LLaMA") };
+            let config_json = ModelConfig::llama_json(c);
+            return Ok(ServerModel { config, config_json, weights: Box::new(src) });
+        }
         if !dir.is_dir() {
             return Err(format!("{}: model directory not found", dir.display()));
         }
@@ -130,8 +145,41 @@ impl ServerModel {
         // than found missing or misshapen in a client's query.
         nectar_model::shapes::check_shapes(&config, &weights)
             .map_err(|e| format!("{} does not match the weights: {e}", cfg_path.display()))?;
-        Ok(ServerModel { config, config_json, weights })
+        let mut config = config;
+        let mut config_json = config_json;
+        if calibrate(dir, &mut config, &weights)? {
+            if let ModelConfig::Llama(c) = &config {
+                let mut v: serde_json::Value = serde_json::from_str(&config_json).map_err(|e| format!("{}: {e}", cfg_path.display()))?;
+                v["nectar_scale_shifts"] = serde_json::json!(c.scale_shifts);
+                config_json = v.to_string();
+            }
+        }
+        Ok(ServerModel { config, config_json, weights: Box::new(weights) })
     }
+}
+
+/// Largest LLaMA (parameters) the server calibrates: the calibration holds an f32 copy.
+const CALIBRATE_MAX_PARAMS: usize = 1 << 30;
+
+/// A LLaMA's RMSNorm statistics shifts from the server's own weights
+/// ([`nectar_model::calibrate`]), set in `config`; whether any was set. Other architectures,
+/// and LLaMAs too large for an f32 copy (a warning), are left as they are.
+fn calibrate(path: &Path, config: &mut ModelConfig, w: &dyn WeightSource) -> Result<bool, String> {
+    let ModelConfig::Llama(c) = config else { return Ok(false) };
+    let expected = nectar_model::shapes::expected_tensors(&ModelConfig::Llama(c.clone()), w).map_err(|e| e.to_string())?;
+    let params: usize = expected.iter().map(|(_, s)| s.iter().product::<usize>()).sum();
+    if params > CALIBRATE_MAX_PARAMS {
+        eprintln!(
+            "warning: {}: {params} parameters: not calibrated for massive activations (an f32 copy would be too large); \
+             norms whose inputs exceed the fixed-point format would give wrong outputs",
+            path.display()
+        );
+        return Ok(false);
+    }
+    let model = nectar_model::Model::load(path).map_err(|e| e.to_string())?;
+    let hi = nectar_nn::rsqrt::LAYERNORM_RANGE.newton.hi;
+    c.scale_shifts = nectar_model::calibrate::model_scale_shifts(&model, nectar_math::FixedPoint::BUMBLEBEE, hi).map_err(|e| e.to_string())?;
+    Ok(!c.scale_shifts.is_empty())
 }
 
 /// What the accept loop, the session threads and the admin endpoint share.
@@ -464,7 +512,7 @@ fn run_connection(
     let served = Served {
         config: model.config.clone(),
         config_json: model.config_json.clone(),
-        weights: &model.weights,
+        weights: model.weights.as_ref(),
         agreement,
         reveal_to_server: opts.reveal_to_server,
     };
@@ -567,7 +615,7 @@ pub fn run_local(
     let served = Served {
         config: model.config.clone(),
         config_json: model.config_json.clone(),
-        weights: &model.weights,
+        weights: model.weights.as_ref(),
         agreement: agreement.clone(),
         reveal_to_server: false,
     };
@@ -591,10 +639,15 @@ pub fn run_local(
     }
 }
 
-/// The client's view of a model: its public config and the tokenizer of a local copy.
+/// The client's view of a model: its public config and the tokenizer of a local copy (of a
+/// GGUF file also its chat template and end-of-sequence token).
 pub struct ClientModel {
     pub config: Option<ModelConfig>,
     pub tokenizer: Option<TextTokenizer>,
+    /// GGUF `tokenizer.chat_template`.
+    pub chat_template: Option<String>,
+    /// GGUF `tokenizer.ggml.eos_token_id`: generation stops after it.
+    pub eos_id: Option<u32>,
 }
 
 impl ClientModel {
@@ -602,6 +655,15 @@ impl ClientModel {
     /// truncates as the plaintext loader does: `sentence_bert_config.json`'s `max_seq_length`
     /// when present, else the model's positions.
     pub fn load(dir: &Path) -> Result<Self, String> {
+        if let Some(path) = nectar_model::gguf_path(dir).map_err(|e| e.to_string())? {
+            // A GGUF file: its metadata (architecture, vocabulary, merges); no tensor is read.
+            let src = GgufLlama::new(GgufFile::open(&path).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+            let c = src.config().clone();
+            let tokenizer = nectar_model::gguf::vocab::tokenizer(src.file(), c.max_position_embeddings).map_err(|e| e.to_string())?;
+            let chat = src.file().get("tokenizer.chat_template").and_then(|v| v.as_str()).map(str::to_string);
+            let eos = nectar_model::gguf::vocab::eos_id(src.file());
+            return Ok(ClientModel { config: Some(ModelConfig::Llama(c)), tokenizer: Some(tokenizer), chat_template: chat, eos_id: eos });
+        }
         let config = ModelConfig::from_file(&dir.join("config.json")).map_err(|e| e.to_string())?;
         let positions = match &config {
             ModelConfig::Bert(c) => c.max_position_embeddings,
@@ -621,7 +683,7 @@ impl ClientModel {
         } else {
             None
         };
-        Ok(ClientModel { config: Some(config), tokenizer })
+        Ok(ClientModel { config: Some(config), tokenizer, chat_template: None, eos_id: None })
     }
 }
 

@@ -428,7 +428,7 @@ impl ClientSession {
         };
         let config = ModelConfig::from_json_str(&config_json, std::path::Path::new("<server config.json>"))?;
         if let Some(e) = expected {
-            if e != &config {
+            if !e.same_architecture(&config) {
                 let _ = send_json(&mut ctl, &ClientMsg::Bye);
                 return Err(SessionError::Mismatch(format!(
                     "model-shape mismatch: the server serves {} {:?}, the client expects {} {:?}",

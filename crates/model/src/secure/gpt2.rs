@@ -63,6 +63,7 @@ impl<'w> SecureGpt2<'w> {
             n,
             Some(cache),
             self.stack.progress.as_ref(),
+            None,
         )?;
         EngineBlock::new(e, src).norm(&cfg, &t.ln_f.name, &x, n)
     }

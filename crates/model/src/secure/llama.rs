@@ -81,8 +81,9 @@ impl<'w> SecureLlama<'w> {
             n,
             Some(cache),
             self.stack.progress.as_ref(),
+            Some(&c.scale_shifts),
         )?;
-        EngineBlock::new(e, src).norm(&cfg, &t.norm.name, &x, n)
+        EngineBlock::new(e, src).with_scale_shifts(&c.scale_shifts).norm(&cfg, &t.norm.name, &x, n)
     }
 
     /// Logits of the last of `n` hidden rows (`lm_head`, or the tied embedding).

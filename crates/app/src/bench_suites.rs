@@ -225,7 +225,7 @@ fn measure_rows(a: &Args, suites: &[Suite], json: bool) -> Result<Vec<Row>, Stri
         let kind = match task {
             nectar_model::secure::Task::Classify => Output::Logits(Vec::new()),
             nectar_model::secure::Task::Embed => Output::Embedding(Vec::new()),
-            nectar_model::secure::Task::Generate { n_new } => Output::Tokens(vec![0; n_new]),
+            nectar_model::secure::Task::Generate { n_new } | nectar_model::secure::Task::Chat { n_new, .. } => Output::Tokens(vec![0; n_new]),
         };
         reference(reference_model.network(), &input, &kind)?
     };

@@ -6,7 +6,7 @@ use crate::metrics::Metrics;
 use crate::rate_limit::RateLimitedLog;
 pub use crate::session::SessionLimits;
 use crate::session::{
-    serve_session, serve_session_with, Agreement, ClientRun, ClientSession, QueryProgress, QueryReport, Served, ServerHooks, SessionError,
+    serve_session, serve_session_with, Agreement, ClientRun, ClientSession, QueryProgress, QueryReport, Served, ServerHooks, SessionError, TokenHook,
 };
 use crate::test_seed;
 use crate::watch::{Cancel, Cancellable, Watcher};
@@ -609,6 +609,7 @@ pub fn run_local(
     queries: &[(Task, Input)],
     progress: Option<QueryProgress>,
     seed: Option<u64>,
+    on_token: Option<TokenHook>,
 ) -> Result<(ClientRun, f64), String> {
     let agreement = Agreement::new(suite)?;
     let (c0, c1) = nectar_net::linked_pair(link);
@@ -623,9 +624,15 @@ pub fn run_local(
     let t = Instant::now();
     let (srv, cli) = std::thread::scope(|scope| {
         let h = scope.spawn(|| serve_session(c0, &served, &limits, 0, test_seed::session_prg(seed, Role::Server, 0)));
-        let cli = ClientSession::connect(c1, agreement, Some(&model.config), test_seed::session_prg(seed, Role::Client, 0)).and_then(|s| match progress {
-            Some(p) => s.with_progress(p).run(queries),
-            None => s.run(queries),
+        let cli = ClientSession::connect(c1, agreement, Some(&model.config), test_seed::session_prg(seed, Role::Client, 0)).and_then(|s| {
+            let s = match progress {
+                Some(p) => s.with_progress(p),
+                None => s,
+            };
+            match on_token.clone() {
+                Some(h) => s.with_token_hook(h).run(queries),
+                None => s.run(queries),
+            }
         });
         (h.join(), cli)
     });
@@ -699,7 +706,8 @@ pub fn default_task(cfg: &ModelConfig, tokens: usize, classify: bool) -> Task {
 
 /// Connect to `addr` and run `inputs` (token ids or images) as one session (`progress`: told
 /// after each transformer block, e.g. a [`crate::progress::QueryBar`]; `seed`:
-/// [`crate::test_seed`], NO privacy, tests only).
+/// [`crate::test_seed`], NO privacy, tests only; `on_token`: told each generated token as it
+/// is opened).
 #[allow(clippy::too_many_arguments)]
 pub fn run_client(
     addr: &str,
@@ -710,10 +718,14 @@ pub fn run_client(
     classify: bool,
     progress: Option<QueryProgress>,
     seed: Option<u64>,
+    on_token: Option<TokenHook>,
 ) -> Result<(ClientRun, ModelConfig), String> {
     let mut session = connect(addr, suite, expected, seed)?;
     if let Some(p) = progress {
         session = session.with_progress(p);
+    }
+    if let Some(h) = on_token {
+        session = session.with_token_hook(h);
     }
     if session.reveal_to_server() {
         eprintln!("note: this server also learns each output (its reveal-to-server option is on)");

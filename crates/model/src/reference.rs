@@ -381,4 +381,8 @@ impl ArchOps for F32Block<'_> {
     fn reveal_index(&mut self, x: &Vec<f32>) -> Result<Option<Vec<u64>>, ModelError> {
         Ok(Some(x.iter().map(|&v| v as u64).collect()))
     }
+
+    fn client_says(&mut self, go: Option<bool>) -> Result<bool, ModelError> {
+        go.ok_or_else(|| ModelError::Input("the reference holds the client's decisions".into()))
+    }
 }

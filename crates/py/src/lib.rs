@@ -417,7 +417,7 @@ fn local_run(
         let (inputs, local) = client_inputs(Some(&model_dir), items, images)?;
         let task = self::task(&task, &server.config, max_new_tokens)?;
         let queries: Vec<(Task, Input)> = inputs.into_iter().map(|i| (task.clone(), i)).collect();
-        let (run, seconds) = private::run_local(&server, &suite, link, &queries, hook, insecure_test_seed)?;
+        let (run, seconds) = private::run_local(&server, &suite, link, &queries, hook, insecure_test_seed, None)?;
         let metrics = run.metrics(&suite, seconds, false);
         Ok((outputs(&run, &texts, local.as_ref())?, metrics.to_string()))
     });

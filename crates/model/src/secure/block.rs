@@ -487,6 +487,16 @@ impl<E: Engine> ArchOps for EngineBlock<'_, E> {
         Ok(self.e.reveal_to(x, Role::Client)?)
     }
 
+    fn client_says(&mut self, go: Option<bool>) -> Result<bool, SecureError> {
+        let v = go.map(|g| [g as u64]);
+        let x = self.e.client_input(v.as_ref().map(|a| &a[..]), 1)?;
+        match self.e.reveal_to(&x, Role::Server)? {
+            // the server (and the twin, which holds both)
+            Some(o) => Ok(o.first() == Some(&1)),
+            None => go.ok_or_else(|| SecureError::Role("the client's decision".into())),
+        }
+    }
+
     /// Suite `blb` generates one token per prompt: BLB plans a prompt of `L` tokens, not
     /// KV-cache decoding steps.
     fn check_generation(&self, n_new: usize) -> Result<(), SecureError> {

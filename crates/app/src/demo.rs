@@ -80,6 +80,8 @@ pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, su
             if let Output::Tokens(t) = &r.output {
                 o["generated_ids"] = serde_json::json!(t);
                 o["seconds_per_token"] = serde_json::json!(r.seconds_per_token());
+                o["bytes_per_token"] = serde_json::json!(r.bytes_per_token());
+                o["seconds_to_first_token"] = serde_json::json!(r.token_seconds.first());
                 if let Some(text) = tok.and_then(|k| k.decode(t).ok()) {
                     o["generated"] = serde_json::json!(text);
                 }

@@ -6,7 +6,7 @@ use crate::metrics::Metrics;
 use crate::rate_limit::RateLimitedLog;
 pub use crate::session::SessionLimits;
 use crate::session::{
-    serve_session, serve_session_with, Agreement, ClientRun, ClientSession, QueryProgress, QueryReport, Served, ServerHooks, SessionError, TokenHook,
+    serve_session, serve_session_with, Agreement, ClientRun, ClientSession, Live, QueryProgress, QueryReport, Served, ServerHooks, SessionError, TokenHook,
 };
 use crate::test_seed;
 use crate::watch::{Cancel, Cancellable, Watcher};
@@ -611,6 +611,45 @@ pub fn run_local(
     seed: Option<u64>,
     on_token: Option<TokenHook>,
 ) -> Result<(ClientRun, f64), String> {
+    run_local_with(model, suite, link, seed, |s| {
+        let s = match progress {
+            Some(p) => s.with_progress(p),
+            None => s,
+        };
+        match on_token {
+            Some(h) => s.with_token_hook(h).run(queries),
+            None => s.run(queries),
+        }
+    })
+}
+
+/// [`run_local`] with the client's session driven by `f` one query at a time
+/// ([`ClientSession::run_live`]: a conversation).
+pub fn run_local_live<T>(
+    model: &ServerModel,
+    suite: &Suite,
+    link: Option<LinkModel>,
+    seed: Option<u64>,
+    f: impl FnOnce(&mut Live<'_, '_>) -> Result<T, SessionError>,
+) -> Result<(T, ClientRun, f64), String> {
+    let mut value = None;
+    let (run, seconds) = run_local_with(model, suite, link, seed, |s| {
+        let (v, run) = s.run_live(f)?;
+        value = Some(v);
+        Ok(run)
+    })?;
+    let value = value.ok_or("the client session ended without a value")?;
+    Ok((value, run, seconds))
+}
+
+/// Both parties of [`run_local`]; `client` runs the client's session after its handshake.
+fn run_local_with(
+    model: &ServerModel,
+    suite: &Suite,
+    link: Option<LinkModel>,
+    seed: Option<u64>,
+    client: impl FnOnce(ClientSession) -> Result<ClientRun, SessionError>,
+) -> Result<(ClientRun, f64), String> {
     let agreement = Agreement::new(suite)?;
     let (c0, c1) = nectar_net::linked_pair(link);
     let served = Served {
@@ -624,16 +663,7 @@ pub fn run_local(
     let t = Instant::now();
     let (srv, cli) = std::thread::scope(|scope| {
         let h = scope.spawn(|| serve_session(c0, &served, &limits, 0, test_seed::session_prg(seed, Role::Server, 0)));
-        let cli = ClientSession::connect(c1, agreement, Some(&model.config), test_seed::session_prg(seed, Role::Client, 0)).and_then(|s| {
-            let s = match progress {
-                Some(p) => s.with_progress(p),
-                None => s,
-            };
-            match on_token.clone() {
-                Some(h) => s.with_token_hook(h).run(queries),
-                None => s.run(queries),
-            }
-        });
+        let cli = ClientSession::connect(c1, agreement, Some(&model.config), test_seed::session_prg(seed, Role::Client, 0)).and_then(client);
         (h.join(), cli)
     });
     let seconds = t.elapsed().as_secs_f64();

@@ -277,6 +277,9 @@ pub struct QueryReport {
     /// Generations (client): seconds from the query's start to each token's opening.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub token_seconds: Vec<f64>,
+    /// Generations (client): bytes both ways from the query's start to each token's opening.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub token_bytes: Vec<u64>,
     #[serde(skip)]
     pub profile: Profile,
 }
@@ -286,6 +289,14 @@ impl QueryReport {
     pub fn seconds_per_token(&self) -> Option<f64> {
         match self.token_seconds.as_slice() {
             [first, .., last] => Some((last - first) / (self.token_seconds.len() - 1) as f64),
+            _ => None,
+        }
+    }
+
+    /// Bytes (both ways) per generated token after the first: `None` below two tokens.
+    pub fn bytes_per_token(&self) -> Option<f64> {
+        match self.token_bytes.as_slice() {
+            [first, .., last] => Some((last - first) as f64 / (self.token_bytes.len() - 1) as f64),
             _ => None,
         }
     }
@@ -402,6 +413,7 @@ fn serve_queries(
                     rounds: d.rounds,
                     output,
                     token_seconds: Vec::new(),
+                    token_bytes: Vec::new(),
                     profile: engine.take_profile(),
                 };
                 hooks.query(&report);
@@ -616,9 +628,13 @@ impl Live<'_, '_> {
         let s0 = self.ctl.stats();
         let t = Instant::now();
         let mut token_seconds = Vec::new();
+        let mut token_bytes = Vec::new();
         let mut on_token = on_token;
+        let counter = self.ctl.clone();
         let mut timed_hook = |tok: u32| {
             token_seconds.push(t.elapsed().as_secs_f64());
+            let d = counter.stats() - s0;
+            token_bytes.push(d.bytes_sent + d.bytes_recv);
             on_token.as_mut().is_none_or(|f| f(tok))
         };
         let output = match &input {
@@ -644,6 +660,7 @@ impl Live<'_, '_> {
             rounds: d.rounds,
             output,
             token_seconds,
+            token_bytes,
             profile: self.engine.take_profile(),
         };
         self.reports.push(report.clone());

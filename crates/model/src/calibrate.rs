@@ -109,20 +109,29 @@ pub fn shifts(ranges: &BTreeMap<String, Range>, fp: FixedPoint, hi: i32) -> Resu
 
 /// The shifts of a LLaMA `model` in the format `fp` with an rsqrt domain of `[·, 4^hi)`:
 /// [`CALIBRATION_TEXTS`] raw and, when the model has a chat template, each as a user turn
-/// (other architectures: none).
+/// (without a tokenizer: ids spread over the vocabulary; other architectures: none).
 pub fn model_scale_shifts(model: &crate::Model, fp: FixedPoint, hi: i32) -> Result<ScaleShifts, ModelError> {
     let crate::Network::Llama(llama) = model.network() else {
         return Ok(ScaleShifts::new());
     };
-    let tok = model
-        .tokenizer()
-        .ok_or_else(|| ModelError::Unsupported(format!("{}: a LLaMA without a tokenizer cannot be calibrated", model.dir().display())))?;
     let mut prompts = Vec::new();
-    for text in CALIBRATION_TEXTS {
-        prompts.push(tok.encode(text)?.ids);
-        if model.gguf().is_some_and(|g| g.chat_template.is_some()) {
-            let turn = [crate::chat_template::Message { role: "user".into(), content: text.into() }];
-            prompts.push(tok.encode(&model.apply_chat_template(&turn)?)?.ids);
+    match model.tokenizer() {
+        Some(tok) => {
+            for text in CALIBRATION_TEXTS {
+                prompts.push(tok.encode(text)?.ids);
+                if model.gguf().is_some_and(|g| g.chat_template.is_some()) {
+                    let turn = [crate::chat_template::Message { role: "user".into(), content: text.into() }];
+                    prompts.push(tok.encode(&model.apply_chat_template(&turn)?)?.ids);
+                }
+            }
+        }
+        None => {
+            // no tokenizer: token ids spread over the vocabulary
+            let vocab = llama.config.vocab_size.max(1) as u64;
+            let len = 32.min(llama.config.max_position_embeddings);
+            for stride in [7919u64, 104_729] {
+                prompts.push((0..len as u64).map(|i| ((i * stride + 1) % vocab) as u32).collect());
+            }
         }
     }
     shifts(&ranges(llama, &prompts)?, fp, hi)

@@ -40,7 +40,7 @@ pub fn print_hook(tok: Arc<TextTokenizer>) -> TokenHook {
 
 /// The decoded text of `ids` past its first `printed` bytes, unless it ends inside a
 /// character (a byte-level token that completes it is still to come).
-fn fresh_text(tok: &TextTokenizer, ids: &[u32], printed: usize) -> Option<String> {
+pub fn fresh_text(tok: &TextTokenizer, ids: &[u32], printed: usize) -> Option<String> {
     let text = tok.decode(ids).ok()?;
     if text.ends_with('\u{FFFD}') || text.len() <= printed || !text.is_char_boundary(printed) {
         return None;

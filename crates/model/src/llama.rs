@@ -13,7 +13,7 @@ use crate::block::{
 use crate::arch::{generate, last_logits, ArchOps, ArchTensors, Decl, DenseDecl, NormDecl};
 use crate::block::BlockOps;
 use crate::config::LlamaConfig;
-use crate::reference::{BlockWeights, F32Block, Site};
+use crate::reference::{BlockWeights, F32Block, Observer};
 use crate::weights::WeightSource;
 use crate::ModelError;
 
@@ -150,7 +150,7 @@ impl Llama {
         &self,
         ids: &[u32],
         cache: &mut KvCache<Vec<f32>>,
-        observe: Option<&dyn Fn(Site, &str, &[f32])>,
+        observe: Option<Observer<'_>>,
     ) -> Result<Vec<f32>, ModelError> {
         let c = &self.config;
         let n = ids.len();

@@ -150,8 +150,11 @@ pub struct F32Block<'a> {
     pub weights: &'a BlockWeights,
     /// Told each norm's input rows and each linear operator's output rows, with the norm's
     /// name or the operator's first weight name (e.g. [`crate::calibrate`]).
-    pub observe: Option<&'a dyn Fn(Site, &str, &[f32])>,
+    pub observe: Option<Observer<'a>>,
 }
+
+/// What [`F32Block::observe`] calls: the site, the norm's or operator's name, the values.
+pub type Observer<'a> = &'a dyn Fn(Site, &str, &[f32]);
 
 /// Where [`F32Block::observe`] looks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -125,17 +125,22 @@ def haproxy_config(port, replicas, maxconn, a):
     lines = [
         "global",
         "    maxconn 1000",
+        "    log stdout format raw local0 info",
         "defaults",
         "    mode tcp",
+        "    log global",
+        "    option tcplog",
         "    timeout connect 2s",
         # A session is one long TCP connection with pauses while either party computes.
         f"    timeout client {a.client_timeout}s",
         f"    timeout server {a.client_timeout}s",
         f"    timeout queue {a.client_timeout}s",
         "    timeout check 2s",
-        # A connection that cannot reach its replica (killed) is sent to another.
+        # A connection that cannot reach its replica (killed, and not yet seen down by the
+        # health check) marks that replica down at once (observe layer4, below) and is tried
+        # on another.
         "    retries 3",
-        "    option redispatch",
+        "    option redispatch 1",
         "frontend nectar",
         f"    bind 127.0.0.1:{port}",
         "    default_backend replicas",
@@ -148,7 +153,7 @@ def haproxy_config(port, replicas, maxconn, a):
         "    http-check send meth GET uri /readyz",
         "    http-check expect rstatus ^(200|503)$",
         "    http-check expect ! string draining",
-        f"    default-server inter {a.check_interval_ms}ms fall 2 rise 1",
+        f"    default-server inter {a.check_interval_ms}ms fall 2 rise 1 observe layer4 error-limit 1 on-error mark-down",
     ]
     for r in replicas:
         host, p = r.addr.rsplit(":", 1)
@@ -178,6 +183,7 @@ def main():
     # MiniLM sentences (issue 17, docs/results/accuracy.md): the bound sits below that.
     ap.add_argument("--min-cosine", type=float, default=0.998)
     ap.add_argument("--out", help="also append the JSON line to this file")
+    ap.add_argument("--verbose", action="store_true", help="HAProxy's last log lines in the JSON")
     a = ap.parse_args()
     if a.replicas < 3:
         raise SystemExit("--replicas: at least 3 (one drained, one killed, one left)")
@@ -368,6 +374,8 @@ def main():
         "kill": {k: v for k, v in kill.items() if k != "log_index"},
         "replicas_served": served,
         "panics": panics[:5],
+        # HAProxy's one line per connection (option tcplog): termination state, server, timers.
+        "haproxy_log_tail": hlog[-40:] if a.verbose else None,
         "checks": checks,
         "pass": all(checks.values()),
     }

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 /// First wait between attempts (LOCAL); doubled per attempt up to [`MAX_BACKOFF`]: a load
 /// balancer needs a health-check interval or two to mark a dead replica down.
-pub const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(8);
 
 /// Why one attempt failed, and whether another may succeed.

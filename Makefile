@@ -45,7 +45,8 @@ toolchain:
 # numpy: the independent reference implementation the model tests compare against, and what the
 # Python package returns; gguf: llama.cpp's own GGUF writer and dequantiser, the reference of the
 # GGUF tests (crates/model/tests/ref_gguf.py); pytest runs the Python package's tests;
-# prometheus_client parses `nectar serve --admin`'s /metrics in them.
+# prometheus_client parses `nectar serve --admin`'s /metrics in them; pyyaml reads the Kubernetes
+# manifests in the container test.
 pydeps:
 	@$(PYTHON) -c "import numpy" 2>/dev/null || { \
 		echo "installing numpy for the reference tests"; \
@@ -59,6 +60,10 @@ pydeps:
 		echo "installing prometheus_client for the metrics test (its text-format parser)"; \
 		$(PYTHON) -m pip install --quiet prometheus_client || { \
 			echo "error: could not install prometheus_client (is the package registry reachable?)"; exit 1; }; }
+	@$(PYTHON) -c "import yaml" 2>/dev/null || { \
+		echo "installing pyyaml for the container test (reads deploy/kubernetes/*.yaml)"; \
+		$(PYTHON) -m pip install --quiet pyyaml || { \
+			echo "error: could not install pyyaml (is the package registry reachable?)"; exit 1; }; }
 	@$(PYTHON) -c "import gguf" 2>/dev/null || { \
 		echo "installing gguf for the GGUF reference tests"; \
 		$(PYTHON) -m pip install --quiet gguf || { \

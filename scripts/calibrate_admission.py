@@ -103,7 +103,10 @@ def proxy_once(listener, upstream, to_server, to_client):
 
 def start_server(a):
     p = subprocess.Popen(
-        [a.nectar, "serve", "--listen", "127.0.0.1:0", "--model", a.model, "--suite", a.suite, "--memory-budget-mib", str(a.memory_budget_mib)],
+        [a.nectar, "serve", "--listen", "127.0.0.1:0", "--model", a.model, "--suite", a.suite, "--memory-budget-mib", str(a.memory_budget_mib),
+         # The former constant limit: a limit derived from an earlier calibration must not cap
+         # what this one measures.
+         "--max-frame-mib", "1024"],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,

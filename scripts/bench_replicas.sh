@@ -9,8 +9,9 @@ set -euo pipefail
 source "$(dirname "$0")/bench_lib.sh"
 bench_init replicas dev
 $BIN fetch-model minilm > /dev/null
-# Each replica may run 8 sessions, but its memory limit fits 4 of MiniLM's calibrated
-# estimate: HAProxy's maxconn per replica is read from the replicas' /metrics.
+# Each replica may run 8 sessions, but its memory limit fits 3 of MiniLM's calibrated estimate
+# (2.05 GiB, docs/results/admission.md): HAProxy's maxconn per replica is read from the
+# replicas' /metrics.
 ARGS=(--replicas 3 --clients 12 --seconds 300 --drain-at 60 --kill-at 150 --sessions-per-replica 8
       --memory-limit-gib 8 --retries 3)
 CMDS+=("python3 scripts/replicas.py ${ARGS[*]}")

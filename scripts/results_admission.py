@@ -43,6 +43,7 @@ w("One private query of exactly L token ids per run, each against a fresh `necta
 w("(`--memory-budget-mib` as listed), measured from outside the server: its resident memory")
 w("before the session (`VmRSS`) and its peak (`VmHWM`) from /proc, and the largest message each")
 w("way from a proxy that parses the frames (4-byte length, payload) between client and server.")
+w("The seconds are wall time on a machine shared with other work at the time: not a benchmark.")
 w("")
 groups = {}
 for l in lines:
@@ -74,8 +75,9 @@ for (model, suite, layers, hidden, heads, inter, positions), g in groups.items()
       f" × {PEAK_MARGIN}; plus any `--memory-budget-mib` above {budget // MIB}); `--memory-limit-gib G` admits"
       f" a session while the server's memory at start plus the running sessions' estimates stays within G;")
     w(f"- the message limit after the handshake: {limit // MIB} MiB ({FRAME_MARGIN}× the largest message"
-      f" measured, at least {MIN_FRAME // MIB} MiB), instead of the former constant 1024 MiB. The largest"
-      " message does not grow with the length: the protocols stream tensors in bounded frames.")
+      f" measured, at least {MIN_FRAME // MIB} MiB), instead of the former constant 1024 MiB. The protocols"
+      " stream most tensors in bounded frames, so the largest message grows far more slowly than the"
+      " traffic; where it grows is only seen by measuring the longest query.")
     w("")
 w("A model or suite not listed here has no derived figures: `--memory-limit-gib` then needs")
 w("`--session-memory-mib` (measure with `scripts/calibrate_admission.py --model DIR --suite S`),")

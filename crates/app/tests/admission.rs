@@ -56,8 +56,9 @@ fn start_server(dir: &Path, extra: &[&str]) -> Result<Server, String> {
             let _ = tx.send(line);
         }
     });
-    let first = rx.recv_timeout(Duration::from_secs(60)).map_err(|_| "no banner".to_string())?;
+    let first = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|_| "no banner".to_string());
     let Some(addr) = first.split(" on ").nth(1).and_then(|s| s.split_whitespace().next()) else {
+        let _ = child.kill();
         let _ = child.wait();
         return Err(first);
     };

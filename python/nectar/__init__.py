@@ -368,17 +368,45 @@ class Client:
         label = _labels(self.model_dir, len(scores))[int(np.argmax(scores))]
         return _result((label, scores), m, return_metrics)
 
-    def generate(self, prompt: Text, max_new_tokens: int = 8, *, return_metrics: bool = False, progress: Progress = False) -> Any:
-        """Greedy continuation of ``prompt`` (GPT-2, LLaMA): the generated text, or the new
-        token ids (a list of ints) when the prompt was given as ids."""
+    def generate(self, prompt: Text, max_new_tokens: int = 8, *, stream: bool = False, return_metrics: bool = False, progress: Progress = False) -> Any:
+        """Greedy continuation of ``prompt`` (GPT-2, LLaMA), as given (no chat template): the
+        generated text, or the new token ids (a list of ints) when the prompt was given as ids.
+
+        ``stream=True``: an iterator over the new tokens as the client learns them — text
+        pieces for a text prompt (empty while a character is incomplete), token ids for ids."""
         items = _items(prompt)
         if len(items) != 1:
             raise NectarError("generate() takes one prompt (or one list of token ids)")
         if max_new_tokens < 1:
             raise NectarError("max_new_tokens must be at least 1")
+        if stream:
+            if return_metrics or progress:
+                raise NectarError("stream=True takes no return_metrics or progress (see TokenStream.metrics)")
+            ids = isinstance(items[0], list)
+            s = _nectar.client_stream(self.address, self.suite, self.model_dir, items[0], None, int(max_new_tokens), self.insecure_test_seed)
+            return (t if ids else piece for t, piece in s)
         outs, m = self._run("generate", items, [], int(max_new_tokens), progress)
         _, _, tokens, text = outs[0]
         return _result(text if text is not None else list(tokens), m, return_metrics)
+
+    def chat(self, messages: Sequence[Dict[str, str]], max_new_tokens: int = 128, *, stream: bool = False) -> Any:
+        """The assistant's answer to ``messages`` (``[{"role": "user", "content": "..."}]``;
+        roles ``system``, ``user``, ``assistant``), rendered with the chat template of
+        ``model_dir`` (an instruct model's GGUF file): greedy tokens until its end-of-sequence
+        token or ``max_new_tokens``. The server learns the prompt's and the answer's lengths,
+        no token. ``stream=True``: an iterator over the answer's text pieces."""
+        if max_new_tokens < 1:
+            raise NectarError("max_new_tokens must be at least 1")
+        msgs = []
+        for m in messages:
+            if not isinstance(m, dict) or set(m) - {"role", "content"} or "role" not in m or "content" not in m:
+                raise NectarError("each message is a dict with 'role' and 'content'")
+            msgs.append((str(m["role"]), str(m["content"])))
+        if not msgs:
+            raise NectarError("chat() needs at least one message")
+        s = _nectar.client_stream(self.address, self.suite, self.model_dir, None, msgs, int(max_new_tokens), self.insecure_test_seed)
+        pieces = (piece for _, piece in s)
+        return pieces if stream else "".join(pieces)
 
     def vit(self, image: np.ndarray, *, return_metrics: bool = False, progress: Progress = False) -> np.ndarray:
         """Class logits of one image (ViT), ``(labels,)``: an 8-bit ``(H, W, 3)`` array

@@ -73,6 +73,20 @@ def test_generate_and_progress(tiny):
     assert len(local) == 1 and len(local[0]) == 3
 
 
+def test_generate_streams_the_same_tokens(tiny):
+    with nectar.Server(tiny["gpt2"], suite=FAST, insecure_test_seed=5) as server:
+        client = nectar.Client("127.0.0.1", server.port, suite=FAST, insecure_test_seed=5)
+        whole = client.generate([3, 14, 15], max_new_tokens=3)
+        stream = client.generate([3, 14, 15], max_new_tokens=3, stream=True)
+        streamed = list(stream)
+        # a model without a chat template (or tokenizer) cannot chat: one clear error
+        with pytest.raises(nectar.NectarError, match="tokenizer|chat template"):
+            client.chat([{"role": "user", "content": "hi"}])
+        with pytest.raises(nectar.NectarError, match="role"):
+            client.chat([{"text": "hi"}])
+    assert streamed == whole and len(whole) == 3
+
+
 def test_vit_from_pixels_and_bytes(tiny):
     rng = np.random.default_rng(3)
     img = rng.integers(0, 256, size=(8, 8, 3), dtype=np.uint8)

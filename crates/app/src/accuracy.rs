@@ -136,7 +136,7 @@ pub fn run(a: &Args, json_out: bool) -> Result<(), String> {
     let client = ClientModel::load(&a.dir)?;
     let reference_model = nectar_model::Model::load(&a.dir).map_err(|e| e.to_string())?;
     let task = if a.classify { Task::Classify } else { Task::Embed };
-    let w: &dyn WeightSource = &server.weights;
+    let w: &dyn WeightSource = server.weights.as_ref();
     let inputs = crate::private::tokenize(client.tokenizer.as_ref(), &sentences.iter().map(|s| s.to_string()).collect::<Vec<_>>())?;
     let queries: Vec<Query> = inputs
         .iter()

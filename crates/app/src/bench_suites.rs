@@ -225,7 +225,7 @@ fn measure_rows(a: &Args, suites: &[Suite], json: bool) -> Result<Vec<Row>, Stri
         let kind = match task {
             nectar_model::secure::Task::Classify => Output::Logits(Vec::new()),
             nectar_model::secure::Task::Embed => Output::Embedding(Vec::new()),
-            nectar_model::secure::Task::Generate { n_new } => Output::Tokens(vec![0; n_new]),
+            nectar_model::secure::Task::Generate { n_new } | nectar_model::secure::Task::Chat { n_new, .. } => Output::Tokens(vec![0; n_new]),
         };
         reference(reference_model.network(), &input, &kind)?
     };
@@ -261,7 +261,7 @@ fn run_once(
     let hook = bar.as_ref().map(|b| b.hook());
     let (srv, cli) = if a.in_process {
         let (mut c0, mut c1) = linked_pair(link);
-        let w: &dyn WeightSource = &server.weights;
+        let w: &dyn WeightSource = server.weights.as_ref();
         let (rs, rc) = std::thread::scope(|s| {
             let h = s.spawn(|| party(&mut *c1, Role::Client, suite, &server.config, None, input, task, hook, a.memory_budget));
             let rs = party(&mut *c0, Role::Server, suite, &server.config, Some(w), input, task, None, a.memory_budget);
@@ -301,7 +301,7 @@ pub fn run_server_party(a: &Args, addr: &str) -> Result<(), String> {
         None => Box::new(tcp),
     };
     reset_peak_rss();
-    let w: &dyn WeightSource = &server.weights;
+    let w: &dyn WeightSource = server.weights.as_ref();
     let p = party(&mut *ch, Role::Server, &suite, &server.config, Some(w), &server_input(a.tokens), &task, None, a.memory_budget)?;
     let stats = |s: &Stats| serde_json::json!([s.bytes_sent, s.bytes_recv, s.msgs_sent, s.msgs_recv, s.rounds]);
     let o = serde_json::json!({

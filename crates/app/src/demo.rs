@@ -5,6 +5,7 @@ use crate::private::{self, ClientModel, Input, ServerModel};
 use nectar_model::Suite;
 use crate::session::{ClientRun, QueryReport};
 use nectar_model::secure::Output;
+use nectar_model::tokenizer::TextTokenizer;
 use nectar_model::Network;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -51,7 +52,9 @@ fn output_json(o: &Output) -> serde_json::Value {
 
 /// Print a client run (shared by `demo` and `infer`); `plain` holds the references if known.
 /// Every JSON line names the suite and each operator's protocol.
-pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, suite: &Suite, json: bool) {
+/// Generations carry `generated_ids`, `seconds_per_token` (after the first) and, with the
+/// tokenizer `tok`, the text as `generated`.
+pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, suite: &Suite, json: bool, tok: Option<&TextTokenizer>) {
     let total_secs: f64 = run.reports.iter().map(|r| r.seconds).sum();
     let sent: u64 = run.reports.iter().map(|r| r.bytes_sent).sum();
     let recv: u64 = run.reports.iter().map(|r| r.bytes_recv).sum();
@@ -73,6 +76,15 @@ pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, su
             if let Some(p) = plain.and_then(|p| p.get(i)) {
                 o["plaintext"] = output_json(p);
                 o["agreement"] = serde_json::json!(agreement_score(&r.output, p));
+            }
+            if let Output::Tokens(t) = &r.output {
+                o["generated_ids"] = serde_json::json!(t);
+                o["seconds_per_token"] = serde_json::json!(r.seconds_per_token());
+                o["bytes_per_token"] = serde_json::json!(r.bytes_per_token());
+                o["seconds_to_first_token"] = serde_json::json!(r.token_seconds.first());
+                if let Some(text) = tok.and_then(|k| k.decode(t).ok()) {
+                    o["generated"] = serde_json::json!(text);
+                }
             }
             outln!("{o}");
         }
@@ -102,8 +114,14 @@ pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, su
                 let score = agreement_score(&r.output, p).unwrap_or(f64::NAN);
                 let what = if matches!(r.output, Output::Tokens(_)) { "tokens equal to plaintext" } else { "cosine to plaintext" };
                 outln!("[{i}] {what} {score:.5}  {head}  ({} tokens, {:.2} s, {:.1} MB)  {text:?}", r.len, r.seconds, (r.bytes_sent + r.bytes_recv) as f64 / 1e6);
-                if let (Output::Tokens(_), Output::Tokens(b)) = (&r.output, p) {
+                if let (Output::Tokens(a), Output::Tokens(b)) = (&r.output, p) {
                     outln!("     plaintext tokens {b:?}");
+                    if let Some(k) = tok {
+                        outln!("     private text {:?}, plaintext text {:?}", k.decode(a).unwrap_or_default(), k.decode(b).unwrap_or_default());
+                    }
+                    if let Some(spt) = r.seconds_per_token() {
+                        outln!("     {spt:.2} s per token after the first ({:.2} s to the first)", r.token_seconds.first().copied().unwrap_or(0.0));
+                    }
                 }
             }
             None => outln!("[{i}] {head}  ({} tokens, {:.2} s, {:.1} MB)  {text:?}", r.len, r.seconds, (r.bytes_sent + r.bytes_recv) as f64 / 1e6),
@@ -162,7 +180,7 @@ pub fn demo(
     link: Option<nectar_net::LinkModel>,
 ) -> Result<(), String> {
     let server = Arc::new(ServerModel::load(dir)?);
-    let client = ClientModel::load(dir)?;
+    let mut client = ClientModel::load(dir)?;
     let is_vit = matches!(client.config, Some(nectar_model::config::ModelConfig::Vit(_)));
     let (texts, inputs) = if is_vit || !images.is_empty() {
         if images.is_empty() {
@@ -175,6 +193,13 @@ pub fn demo(
         let inputs = private::tokenize(client.tokenizer.as_ref(), &texts)?;
         (texts, inputs)
     };
+    // generations stream their tokens (text output, with a tokenizer)
+    let generates = matches!(client.config.as_ref().map(|c| private::default_task(c, tokens, false)), Some(nectar_model::secure::Task::Generate { .. }));
+    let tok = client.tokenizer.take().map(Arc::new);
+    let on_token = match (&tok, generates && !json) {
+        (Some(t), true) => Some(crate::chat::print_hook(t.clone())),
+        _ => None,
+    };
     let run = match link {
         Some(l) => {
             if !json {
@@ -186,15 +211,18 @@ pub fn demo(
                 None => return Err("the model has no config.json".into()),
             };
             let queries: Vec<(nectar_model::secure::Task, Input)> = inputs.iter().map(|i| (task.clone(), i.clone())).collect();
-            let bar = (!json).then(|| crate::progress::QueryBar::new("demo"));
-            let res = private::run_local(&server, suite, Some(l), &queries, bar.as_ref().map(|b| b.hook()), seed);
+            let bar = (!json && on_token.is_none()).then(|| crate::progress::QueryBar::new("demo"));
+            let res = private::run_local(&server, suite, Some(l), &queries, bar.as_ref().map(|b| b.hook()), seed, on_token.clone());
             if let Some(b) = &bar {
                 b.finish();
             }
             res?.0
         }
-        None => demo_tcp(server, &client, suite, &texts, &inputs, tokens, json, seed, dir)?,
+        None => demo_tcp(server, &client, suite, &texts, &inputs, tokens, json, seed, dir, on_token.clone())?,
     };
+    if on_token.is_some() {
+        outln!();
+    }
     let reference_model = nectar_model::Model::load(dir).map_err(|e| e.to_string())?;
     let plain: Vec<Output> = run
         .reports
@@ -202,7 +230,7 @@ pub fn demo(
         .zip(&inputs)
         .map(|(r, input): (&QueryReport, &Input)| reference(reference_model.network(), input, &r.output))
         .collect::<Result<_, _>>()?;
-    print_run(&texts, &run, Some(&plain), suite, json);
+    print_run(&texts, &run, Some(&plain), suite, json, tok.as_deref());
     Ok(())
 }
 
@@ -223,6 +251,7 @@ fn demo_tcp(
     json: bool,
     seed: Option<u64>,
     dir: &Path,
+    on_token: Option<crate::session::TokenHook>,
 ) -> Result<ClientRun, String> {
     let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?.to_string();
@@ -232,8 +261,8 @@ fn demo_tcp(
     }
     let s2 = *suite;
     let srv = std::thread::spawn(move || private::serve(server, listener, &s2, &private::ServeOptions { max_sessions: Some(1), quiet: true, test_seed: seed, ..Default::default() }));
-    let bar = (!json).then(|| crate::progress::QueryBar::new("demo"));
-    let res = private::run_client(&addr, suite, client.config.as_ref(), inputs, tokens, false, bar.as_ref().map(|b| b.hook()), seed);
+    let bar = (!json && on_token.is_none()).then(|| crate::progress::QueryBar::new("demo"));
+    let res = private::run_client(&addr, suite, client.config.as_ref(), inputs, tokens, false, bar.as_ref().map(|b| b.hook()), seed, on_token);
     if let Some(b) = &bar {
         b.finish();
     }

@@ -17,6 +17,7 @@ pub mod bench_net;
 pub mod bench_nn;
 pub mod bench_ot;
 pub mod bench_suites;
+pub mod chat;
 pub mod child_party;
 pub mod demo;
 pub mod fetch;

@@ -160,9 +160,13 @@ enum Cmd {
         /// preprocessor_config.json, or pre-normalised pixels as .json / raw f32); repeatable.
         #[arg(long)]
         image: Vec<PathBuf>,
-        /// Tokens to generate (GPT-2, LLaMA).
-        #[arg(long, default_value_t = 8)]
+        /// Tokens to generate (GPT-2, LLaMA); the prompt is continued as given (no chat
+        /// template: `nectar chat` applies it).
+        #[arg(long, alias = "generate", default_value_t = 8)]
         tokens: usize,
+        /// Print each generated token as it is opened (with a tokenizer).
+        #[arg(long)]
+        stream: bool,
         /// BERT classifier logits instead of the sentence embedding.
         #[arg(long)]
         classify: bool,
@@ -180,12 +184,35 @@ enum Cmd {
         suite: SuiteArgs,
         texts: Vec<String>,
     },
+    /// A conversation with an instruct model (GGUF with a chat template) served by `nectar
+    /// serve`: each line read is a user turn, the answer streamed as its tokens are opened; the
+    /// session keeps the KV cache across turns. `/reset` starts a new conversation, end of
+    /// input (Ctrl-D) ends. The server learns each turn's and each answer's length, no token.
+    Chat {
+        #[arg(long, default_value = "127.0.0.1:7878")]
+        connect: String,
+        /// The client's local copy of the model (a GGUF file: its tokenizer and template).
+        #[command(flatten)]
+        model: ModelArg,
+        /// Most tokens per answer (it ends earlier at the model's end-of-sequence token).
+        #[arg(long, default_value_t = 128)]
+        max_new_tokens: usize,
+        /// A system message opening the conversation (default: the template's).
+        #[arg(long)]
+        system: Option<String>,
+        /// TESTS ONLY, NO PRIVACY: as for `infer`.
+        #[arg(long, value_name = "SEED")]
+        insecure_test_seed: Option<u64>,
+        #[command(flatten)]
+        suite: SuiteArgs,
+    },
     /// Server and client on loopback: private outputs next to the plaintext reference.
     Demo {
         #[command(flatten)]
         model: ModelArg,
-        /// Tokens to generate (GPT-2, LLaMA).
-        #[arg(long, default_value_t = 8)]
+        /// Tokens to generate (GPT-2, LLaMA; streamed as they are opened); the prompt is
+        /// continued as given.
+        #[arg(long, alias = "generate", default_value_t = 8)]
         tokens: usize,
         /// ViT: an image to classify (as for `infer --image`); repeatable.
         #[arg(long)]
@@ -782,7 +809,12 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             private::serve(m, listener, &suite, &opts)
         }
-        Cmd::Infer { connect, model, ids, image, tokens, classify, json, retries, insecure_test_seed, suite, texts } => {
+        Cmd::Chat { connect, model, max_new_tokens, system, insecure_test_seed, suite } => {
+            nectar_app::test_seed::warn(insecure_test_seed);
+            let cm = private::ClientModel::load(&model.dir())?;
+            nectar_app::chat::chat(&connect, &suite.suite()?, &cm, max_new_tokens, system.as_deref(), insecure_test_seed)
+        }
+        Cmd::Infer { connect, model, ids, image, tokens, stream, classify, json, retries, insecure_test_seed, suite, texts } => {
             nectar_app::test_seed::warn(insecure_test_seed);
             let suite = suite.suite()?;
             let (inputs, labels, expected) = if !image.is_empty() {
@@ -803,7 +835,17 @@ fn run(cli: Cli) -> Result<(), String> {
                 let cm = private::ClientModel::load(&model.dir())?;
                 (private::tokenize(cm.tokenizer.as_ref(), &texts)?, texts.clone(), cm.config)
             };
-            let bar = (!json).then(|| progress::QueryBar::new("infer"));
+            // the tokenizer decodes generated tokens (streaming, `generated` in the JSON)
+            let tok = match model.model.as_ref().or(image.is_empty().then_some(&model.dir())) {
+                Some(d) => private::ClientModel::load(d).ok().and_then(|m| m.tokenizer).map(std::sync::Arc::new),
+                None => None,
+            };
+            let on_token = match (&tok, stream && !json) {
+                (Some(t), true) => Some(nectar_app::chat::print_hook(t.clone())),
+                (None, true) => return Err("--stream needs the model's tokenizer (--model)".into()),
+                _ => None,
+            };
+            let bar = (!json && on_token.is_none()).then(|| progress::QueryBar::new("infer"));
             let res = nectar_app::retry::run_client(
                 &connect,
                 &suite,
@@ -813,13 +855,17 @@ fn run(cli: Cli) -> Result<(), String> {
                 classify,
                 bar.as_ref().map(|b| b.hook()),
                 insecure_test_seed,
+                on_token.clone(),
                 retries,
             );
             if let Some(b) = &bar {
                 b.finish();
             }
             let (run, _) = res?;
-            demo::print_run(&labels, &run, None, &suite, json);
+            if on_token.is_some() {
+                outln!();
+            }
+            demo::print_run(&labels, &run, None, &suite, json, tok.as_deref());
             Ok(())
         }
         Cmd::Demo { model, tokens, image, json, insecure_test_seed, net, suite, texts } => {

@@ -7,7 +7,7 @@ use crate::metrics::Metrics;
 use crate::rate_limit::RateLimitedLog;
 pub use crate::session::SessionLimits;
 use crate::session::{
-    serve_session, serve_session_with, Agreement, ClientRun, ClientSession, QueryProgress, QueryReport, Served, ServerHooks, SessionError,
+    serve_session, serve_session_with, Agreement, ClientRun, ClientSession, Live, QueryProgress, QueryReport, Served, ServerHooks, SessionError, TokenHook,
 };
 use crate::test_seed;
 use crate::watch::{Cancel, Cancellable, Watcher};
@@ -15,7 +15,8 @@ use nectar_model::config::ModelConfig;
 use nectar_model::secure::{Output, Task};
 use nectar_model::Suite;
 use nectar_model::tokenizer::TextTokenizer;
-use nectar_model::weights::Weights;
+use nectar_model::gguf::{GgufFile, GgufLlama};
+use nectar_model::weights::{WeightSource, Weights};
 use nectar_net::{LinkModel, NetError, Role, TcpChannel};
 use std::collections::HashMap;
 use std::net::{IpAddr, TcpListener, TcpStream};
@@ -111,19 +112,33 @@ const LOG_INTERVAL: Duration = Duration::from_secs(10);
 /// failure up to the maximum, so a server out of descriptors does not spin.
 const ACCEPT_BACKOFF: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(1));
 
-/// The public architecture and the server's open weights file of a model directory.
+/// The public architecture and the server's open weights file of a model directory (or of a
+/// LLaMA GGUF file).
 ///
 /// The weights are read per session from the open file ([`Weights`]: positioned reads, no
-/// copy of the whole file, no memory map), so a file truncated or rewritten underneath fails
-/// the sessions that read it with an error instead of killing the process (SIGBUS).
+/// copy of the whole file, no memory map; a GGUF file's tensors are dequantised as they are
+/// read), so a file truncated or rewritten underneath fails the sessions that read it with an
+/// error instead of killing the process (SIGBUS).
 pub struct ServerModel {
     pub config: ModelConfig,
+    /// What the `Welcome` carries: `config.json`, or a GGUF file's architecture in its form.
     pub config_json: String,
-    pub weights: Weights,
+    pub weights: Box<dyn WeightSource>,
 }
 
 impl ServerModel {
+    /// `dir/config.json` and `dir/model.safetensors`, or a GGUF file (`dir` itself, or the one
+    /// `*.gguf` of a directory without `config.json`).
     pub fn load(dir: &Path) -> Result<Self, String> {
+        if let Some(path) = nectar_model::gguf_path(dir).map_err(|e| e.to_string())? {
+            let src = GgufLlama::new(GgufFile::open(&path).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+            let mut config = ModelConfig::Llama(src.config().clone());
+            nectar_model::shapes::check_shapes(&config, &src).map_err(|e| e.to_string())?;
+            calibrate(&path, &mut config, &src)?;
+            let ModelConfig::Llama(c) = &config else { unreachable!("a GGUF file holds a LLaMA") };
+            let config_json = ModelConfig::llama_json(c);
+            return Ok(ServerModel { config, config_json, weights: Box::new(src) });
+        }
         if !dir.is_dir() {
             return Err(format!("{}: model directory not found", dir.display()));
         }
@@ -135,8 +150,41 @@ impl ServerModel {
         // than found missing or misshapen in a client's query.
         nectar_model::shapes::check_shapes(&config, &weights)
             .map_err(|e| format!("{} does not match the weights: {e}", cfg_path.display()))?;
-        Ok(ServerModel { config, config_json, weights })
+        let mut config = config;
+        let mut config_json = config_json;
+        if calibrate(dir, &mut config, &weights)? {
+            if let ModelConfig::Llama(c) = &config {
+                let mut v: serde_json::Value = serde_json::from_str(&config_json).map_err(|e| format!("{}: {e}", cfg_path.display()))?;
+                v["nectar_scale_shifts"] = serde_json::json!(c.scale_shifts);
+                config_json = v.to_string();
+            }
+        }
+        Ok(ServerModel { config, config_json, weights: Box::new(weights) })
     }
+}
+
+/// Largest LLaMA (parameters) the server calibrates: the calibration holds an f32 copy.
+const CALIBRATE_MAX_PARAMS: usize = 1 << 30;
+
+/// A LLaMA's RMSNorm statistics shifts from the server's own weights
+/// ([`nectar_model::calibrate`]), set in `config`; whether any was set. Other architectures,
+/// and LLaMAs too large for an f32 copy (a warning), are left as they are.
+fn calibrate(path: &Path, config: &mut ModelConfig, w: &dyn WeightSource) -> Result<bool, String> {
+    let ModelConfig::Llama(c) = config else { return Ok(false) };
+    let expected = nectar_model::shapes::expected_tensors(&ModelConfig::Llama(c.clone()), w).map_err(|e| e.to_string())?;
+    let params: usize = expected.iter().map(|(_, s)| s.iter().product::<usize>()).sum();
+    if params > CALIBRATE_MAX_PARAMS {
+        eprintln!(
+            "warning: {}: {params} parameters: not calibrated for massive activations (an f32 copy would be too large); \
+             norms whose inputs exceed the fixed-point format would give wrong outputs",
+            path.display()
+        );
+        return Ok(false);
+    }
+    let model = nectar_model::Model::load(path).map_err(|e| e.to_string())?;
+    let hi = nectar_nn::rsqrt::LAYERNORM_RANGE.newton.hi;
+    c.scale_shifts = nectar_model::calibrate::model_scale_shifts(&model, nectar_math::FixedPoint::BUMBLEBEE, hi).map_err(|e| e.to_string())?;
+    Ok(!c.scale_shifts.is_empty())
 }
 
 /// What the accept loop, the session threads and the admin endpoint share.
@@ -481,7 +529,7 @@ fn run_connection(
     let served = Served {
         config: model.config.clone(),
         config_json: model.config_json.clone(),
-        weights: &model.weights,
+        weights: model.weights.as_ref(),
         agreement,
         reveal_to_server: opts.reveal_to_server,
     };
@@ -582,13 +630,53 @@ pub fn run_local(
     queries: &[(Task, Input)],
     progress: Option<QueryProgress>,
     seed: Option<u64>,
+    on_token: Option<TokenHook>,
+) -> Result<(ClientRun, f64), String> {
+    run_local_with(model, suite, link, seed, |s| {
+        let s = match progress {
+            Some(p) => s.with_progress(p),
+            None => s,
+        };
+        match on_token {
+            Some(h) => s.with_token_hook(h).run(queries),
+            None => s.run(queries),
+        }
+    })
+}
+
+/// [`run_local`] with the client's session driven by `f` one query at a time
+/// ([`ClientSession::run_live`]: a conversation).
+pub fn run_local_live<T>(
+    model: &ServerModel,
+    suite: &Suite,
+    link: Option<LinkModel>,
+    seed: Option<u64>,
+    f: impl FnOnce(&mut Live<'_, '_>) -> Result<T, SessionError>,
+) -> Result<(T, ClientRun, f64), String> {
+    let mut value = None;
+    let (run, seconds) = run_local_with(model, suite, link, seed, |s| {
+        let (v, run) = s.run_live(f)?;
+        value = Some(v);
+        Ok(run)
+    })?;
+    let value = value.ok_or("the client session ended without a value")?;
+    Ok((value, run, seconds))
+}
+
+/// Both parties of [`run_local`]; `client` runs the client's session after its handshake.
+fn run_local_with(
+    model: &ServerModel,
+    suite: &Suite,
+    link: Option<LinkModel>,
+    seed: Option<u64>,
+    client: impl FnOnce(ClientSession) -> Result<ClientRun, SessionError>,
 ) -> Result<(ClientRun, f64), String> {
     let agreement = Agreement::new(suite)?;
     let (c0, c1) = nectar_net::linked_pair(link);
     let served = Served {
         config: model.config.clone(),
         config_json: model.config_json.clone(),
-        weights: &model.weights,
+        weights: model.weights.as_ref(),
         agreement: agreement.clone(),
         reveal_to_server: false,
     };
@@ -596,10 +684,7 @@ pub fn run_local(
     let t = Instant::now();
     let (srv, cli) = std::thread::scope(|scope| {
         let h = scope.spawn(|| serve_session(c0, &served, &limits, 0, test_seed::session_prg(seed, Role::Server, 0)));
-        let cli = ClientSession::connect(c1, agreement, Some(&model.config), test_seed::session_prg(seed, Role::Client, 0)).and_then(|s| match progress {
-            Some(p) => s.with_progress(p).run(queries),
-            None => s.run(queries),
-        });
+        let cli = ClientSession::connect(c1, agreement, Some(&model.config), test_seed::session_prg(seed, Role::Client, 0)).and_then(client);
         (h.join(), cli)
     });
     let seconds = t.elapsed().as_secs_f64();
@@ -612,10 +697,15 @@ pub fn run_local(
     }
 }
 
-/// The client's view of a model: its public config and the tokenizer of a local copy.
+/// The client's view of a model: its public config and the tokenizer of a local copy (of a
+/// GGUF file also its chat template and end-of-sequence token).
 pub struct ClientModel {
     pub config: Option<ModelConfig>,
     pub tokenizer: Option<TextTokenizer>,
+    /// GGUF `tokenizer.chat_template`.
+    pub chat_template: Option<String>,
+    /// GGUF `tokenizer.ggml.eos_token_id`: generation stops after it.
+    pub eos_id: Option<u32>,
 }
 
 impl ClientModel {
@@ -623,6 +713,15 @@ impl ClientModel {
     /// truncates as the plaintext loader does: `sentence_bert_config.json`'s `max_seq_length`
     /// when present, else the model's positions.
     pub fn load(dir: &Path) -> Result<Self, String> {
+        if let Some(path) = nectar_model::gguf_path(dir).map_err(|e| e.to_string())? {
+            // A GGUF file: its metadata (architecture, vocabulary, merges); no tensor is read.
+            let src = GgufLlama::new(GgufFile::open(&path).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+            let c = src.config().clone();
+            let tokenizer = nectar_model::gguf::vocab::tokenizer(src.file(), c.max_position_embeddings).map_err(|e| e.to_string())?;
+            let chat = src.file().get("tokenizer.chat_template").and_then(|v| v.as_str()).map(str::to_string);
+            let eos = nectar_model::gguf::vocab::eos_id(src.file());
+            return Ok(ClientModel { config: Some(ModelConfig::Llama(c)), tokenizer: Some(tokenizer), chat_template: chat, eos_id: eos });
+        }
         let config = ModelConfig::from_file(&dir.join("config.json")).map_err(|e| e.to_string())?;
         let positions = match &config {
             ModelConfig::Bert(c) => c.max_position_embeddings,
@@ -642,7 +741,7 @@ impl ClientModel {
         } else {
             None
         };
-        Ok(ClientModel { config: Some(config), tokenizer })
+        Ok(ClientModel { config: Some(config), tokenizer, chat_template: None, eos_id: None })
     }
 }
 
@@ -658,7 +757,8 @@ pub fn default_task(cfg: &ModelConfig, tokens: usize, classify: bool) -> Task {
 
 /// Connect to `addr` and run `inputs` (token ids or images) as one session (`progress`: told
 /// after each transformer block, e.g. a [`crate::progress::QueryBar`]; `seed`:
-/// [`crate::test_seed`], NO privacy, tests only).
+/// [`crate::test_seed`], NO privacy, tests only; `on_token`: told each generated token as it
+/// is opened).
 #[allow(clippy::too_many_arguments)]
 pub fn run_client(
     addr: &str,
@@ -669,10 +769,14 @@ pub fn run_client(
     classify: bool,
     progress: Option<QueryProgress>,
     seed: Option<u64>,
+    on_token: Option<TokenHook>,
 ) -> Result<(ClientRun, ModelConfig), String> {
     let mut session = connect(addr, suite, expected, seed)?;
     if let Some(p) = progress {
         session = session.with_progress(p);
+    }
+    if let Some(h) = on_token {
+        session = session.with_token_hook(h);
     }
     if session.reveal_to_server() {
         eprintln!("note: this server also learns each output (its reveal-to-server option is on)");

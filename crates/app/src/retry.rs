@@ -5,7 +5,7 @@
 //! would only repeat (a suite or model mismatch, a query the model cannot answer) end at once.
 
 use crate::private::{default_task, Input};
-use crate::session::{Agreement, ClientRun, ClientSession, QueryProgress, SessionError};
+use crate::session::{Agreement, ClientRun, ClientSession, QueryProgress, SessionError, TokenHook};
 use crate::test_seed;
 use nectar_model::config::ModelConfig;
 use nectar_model::Suite;
@@ -54,6 +54,7 @@ fn attempt(
     classify: bool,
     progress: Option<QueryProgress>,
     seed: Option<u64>,
+    on_token: Option<TokenHook>,
 ) -> Result<(ClientRun, ModelConfig), Failure> {
     let agreement = Agreement::new(suite).map_err(|message| Failure { message, retryable: false })?;
     // A connection that cannot be made (refused, unreachable, timed out) may be made later.
@@ -62,6 +63,9 @@ fn attempt(
     let mut session = ClientSession::connect(Box::new(ch), agreement, expected, test_seed::session_prg(seed, Role::Client, 0)).map_err(fail)?;
     if let Some(p) = progress {
         session = session.with_progress(p);
+    }
+    if let Some(h) = on_token {
+        session = session.with_token_hook(h);
     }
     if session.reveal_to_server() {
         eprintln!("note: this server also learns each output (its reveal-to-server option is on)");
@@ -75,7 +79,8 @@ fn attempt(
 
 /// [`crate::private::run_client`] with up to `retries` more attempts after a retryable
 /// failure, each on a new connection after a growing pause; each retry is told on stderr
-/// (`infer: attempt 1 failed: ...; retrying in 0.5 s`). The last failure is the error.
+/// (`infer: attempt 1 failed: ...; retrying in 1.0 s`). The last failure is the error. A
+/// retried generation streams its tokens (`on_token`) again from its first.
 #[allow(clippy::too_many_arguments)]
 pub fn run_client(
     addr: &str,
@@ -86,11 +91,12 @@ pub fn run_client(
     classify: bool,
     progress: Option<QueryProgress>,
     seed: Option<u64>,
+    on_token: Option<TokenHook>,
     retries: usize,
 ) -> Result<(ClientRun, ModelConfig), String> {
     let mut wait = FIRST_BACKOFF;
     for n in 0.. {
-        match attempt(addr, suite, expected, inputs, tokens, classify, progress.clone(), seed) {
+        match attempt(addr, suite, expected, inputs, tokens, classify, progress.clone(), seed, on_token.clone()) {
             Ok(r) => return Ok(r),
             Err(f) if f.retryable && n < retries => {
                 eprintln!(
@@ -151,7 +157,7 @@ mod tests {
         let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
         let suite = Suite::parse("nectar").unwrap();
         let t = std::time::Instant::now();
-        let e = match run_client(&addr, &suite, None, &[Input::Ids(vec![101, 102])], 1, false, None, None, 1) {
+        let e = match run_client(&addr, &suite, None, &[Input::Ids(vec![101, 102])], 1, false, None, None, None, 1) {
             Ok(_) => panic!("nothing listens on {addr}"),
             Err(e) => e,
         };

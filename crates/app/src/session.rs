@@ -274,9 +274,37 @@ pub struct QueryReport {
     pub bytes_recv: u64,
     pub rounds: u64,
     pub output: Output,
+    /// Generations (client): seconds from the query's start to each token's opening.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub token_seconds: Vec<f64>,
+    /// Generations (client): bytes both ways from the query's start to each token's opening.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub token_bytes: Vec<u64>,
     #[serde(skip)]
     pub profile: Profile,
 }
+
+impl QueryReport {
+    /// Seconds per generated token after the first (the prompt's): `None` below two tokens.
+    pub fn seconds_per_token(&self) -> Option<f64> {
+        match self.token_seconds.as_slice() {
+            [first, .., last] => Some((last - first) / (self.token_seconds.len() - 1) as f64),
+            _ => None,
+        }
+    }
+
+    /// Bytes (both ways) per generated token after the first: `None` below two tokens.
+    pub fn bytes_per_token(&self) -> Option<f64> {
+        match self.token_bytes.as_slice() {
+            [first, .., last] => Some((last - first) as f64 / (self.token_bytes.len() - 1) as f64),
+            _ => None,
+        }
+    }
+}
+
+/// Called on the client with (query index, token) as each generated token is opened
+/// (streaming output). It must not block for long: the session waits for it.
+pub type TokenHook = Arc<dyn Fn(usize, u32) + Send + Sync>;
 
 /// What a server does around its sessions: admission after the handshake, a record of each
 /// query. The default admits every session and records nothing.
@@ -353,17 +381,19 @@ fn serve_queries(
     let mut engine = SecureEngine::setup(&mut engine_ch, Role::Server, &s.agreement.suite, prg)?;
     engine.set_prefetch_budget(limits.memory_budget);
     let mut reports = Vec::new();
+    // A conversation's KV cache shares, kept across `Chat` turns.
+    let mut cache = model.new_cache();
     loop {
         ctl.set_limits(control)?;
         match recv_json::<ClientMsg>(&mut ctl, "query")? {
             ClientMsg::Query { task, len } => {
                 let q = Query { task: task.clone(), ids: None, len };
                 // Every field came from the network: check it before any work.
-                model.check_query(&q).map_err(|e| SessionError::BadRequest(e.to_string()))?;
+                model.check_turn(&q, cache.len()).map_err(|e| SessionError::BadRequest(e.to_string()))?;
                 ctl.set_limits(protocol)?;
                 let s0 = ctl.stats();
                 let t = Instant::now();
-                let _ = model.run(&mut engine, &q)?;
+                let _ = model.run_turn(&mut engine, &q, &mut cache, None)?;
                 let output = if s.reveal_to_server {
                     ctl.set_limits(control)?;
                     match recv_json::<ClientMsg>(&mut ctl, "output")? {
@@ -382,6 +412,8 @@ fn serve_queries(
                     bytes_recv: d.bytes_recv,
                     rounds: d.rounds,
                     output,
+                    token_seconds: Vec::new(),
+                    token_bytes: Vec::new(),
                     profile: engine.take_profile(),
                 };
                 hooks.query(&report);
@@ -409,6 +441,7 @@ pub struct ClientSession {
     setup_seconds: f64,
     prg: Option<Prg>,
     progress: Option<QueryProgress>,
+    on_token: Option<TokenHook>,
 }
 
 impl ClientSession {
@@ -428,7 +461,7 @@ impl ClientSession {
         };
         let config = ModelConfig::from_json_str(&config_json, std::path::Path::new("<server config.json>"))?;
         if let Some(e) = expected {
-            if e != &config {
+            if !e.same_architecture(&config) {
                 let _ = send_json(&mut ctl, &ClientMsg::Bye);
                 return Err(SessionError::Mismatch(format!(
                     "model-shape mismatch: the server serves {} {:?}, the client expects {} {:?}",
@@ -449,6 +482,7 @@ impl ClientSession {
             setup_seconds: t.elapsed().as_secs_f64(),
             prg: Some(prg),
             progress: None,
+            on_token: None,
         })
     }
 
@@ -459,6 +493,12 @@ impl ClientSession {
     /// Whether the server will also learn each output.
     pub fn reveal_to_server(&self) -> bool {
         self.reveal_to_server
+    }
+
+    /// Tell `h` each generated token as it is opened (streaming output).
+    pub fn with_token_hook(mut self, h: TokenHook) -> Self {
+        self.on_token = Some(h);
+        self
     }
 
     /// Report each query's progress to `p` (after each transformer block).
@@ -473,16 +513,44 @@ impl ClientSession {
         self.run_queries(queries).map_err(SessionError::with_server_reason)
     }
 
-    fn run_queries(mut self, queries: &[(Task, Input)]) -> Result<ClientRun, SessionError> {
+    fn run_queries(self, queries: &[(Task, Input)]) -> Result<ClientRun, SessionError> {
+        let n = queries.len();
+        let config = self.config.clone();
+        let check = SecureModel::new(&config, None)?;
+        for (task, input) in queries {
+            let len = input.len(&config);
+            check.check_query(&Query { task: task.clone(), ids: None, len })?;
+        }
+        let hook = self.on_token.clone();
+        let ((), run) = self.live(|live| {
+            for (i, (task, input)) in queries.iter().enumerate() {
+                live.set_progress_index(i, n);
+                match &hook {
+                    Some(h) => live.query(task.clone(), input, Some(&mut |t| {
+                        h(i, t);
+                        true
+                    }))?,
+                    None => live.query(task.clone(), input, None)?,
+                };
+            }
+            Ok(())
+        })?;
+        Ok(run)
+    }
+
+    /// Runs the session setup, then `f` with a [`Live`] session to send queries one at a time
+    /// (an interactive chat), then `Bye`; returns `f`'s value and what the session measured.
+    pub fn run_live<T>(self, f: impl FnOnce(&mut Live<'_, '_>) -> Result<T, SessionError>) -> Result<(T, ClientRun), SessionError> {
+        self.live(f).map_err(SessionError::with_server_reason)
+    }
+
+    fn live<T>(mut self, f: impl FnOnce(&mut Live<'_, '_>) -> Result<T, SessionError>) -> Result<(T, ClientRun), SessionError> {
         let current = Arc::new(AtomicUsize::new(0));
+        let total = Arc::new(AtomicUsize::new(1));
         let mut model = SecureModel::new(&self.config, None)?;
         if let Some(p) = self.progress.clone() {
-            let (current, n) = (Arc::clone(&current), queries.len());
-            model = model.with_progress(Box::new(move |done, blocks| p(current.load(Ordering::Relaxed), n, done, blocks)));
-        }
-        for (task, input) in queries {
-            let len = input.len(&self.config);
-            model.check_query(&Query { task: task.clone(), ids: None, len })?;
+            let (current, total) = (Arc::clone(&current), Arc::clone(&total));
+            model = model.with_progress(Box::new(move |done, blocks| p(current.load(Ordering::Relaxed), total.load(Ordering::Relaxed), done, blocks)));
         }
         let mut ctl = self.shared.clone();
         let t = Instant::now();
@@ -490,34 +558,113 @@ impl ClientSession {
         let mut engine = SecureEngine::setup(self.engine_ch.as_mut(), Role::Client, &self.agreement.suite, prg)?;
         self.setup_seconds += t.elapsed().as_secs_f64();
         self.setup_stats = ctl.stats();
-        let mut reports = Vec::new();
-        for (i, (task, input)) in queries.iter().enumerate() {
-            current.store(i, Ordering::Relaxed);
-            let len = input.len(&self.config);
-            send_json(&mut ctl, &ClientMsg::Query { task: task.clone(), len })?;
-            let s0 = ctl.stats();
-            let t = Instant::now();
-            let output = match input {
-                Input::Ids(ids) => model.run(&mut engine, &Query { task: task.clone(), ids: Some(ids.clone()), len })?,
-                Input::Pixels(px) => model.run_image(&mut engine, Some(px))?,
-            };
-            if self.reveal_to_server {
-                send_json(&mut ctl, &ClientMsg::Output { output: output.clone() })?;
-            }
-            let d = ctl.stats() - s0;
-            reports.push(QueryReport {
-                task: task.clone(),
-                len,
-                seconds: t.elapsed().as_secs_f64(),
-                bytes_sent: d.bytes_sent,
-                bytes_recv: d.bytes_recv,
-                rounds: d.rounds,
-                output,
-                profile: engine.take_profile(),
-            });
-        }
+        let cache = model.new_cache();
+        let mut live = Live {
+            engine: &mut engine,
+            model: &model,
+            ctl: &mut ctl,
+            config: &self.config,
+            reveal_to_server: self.reveal_to_server,
+            cache,
+            pending: None,
+            current,
+            total,
+            reports: Vec::new(),
+        };
+        let value = f(&mut live)?;
+        let reports = std::mem::take(&mut live.reports);
+        drop(live);
         send_json(&mut ctl, &ClientMsg::Bye)?;
-        Ok(ClientRun { reports, setup_seconds: self.setup_seconds, setup_stats: self.setup_stats, total_stats: ctl.stats() })
+        Ok((value, ClientRun { reports, setup_seconds: self.setup_seconds, setup_stats: self.setup_stats, total_stats: ctl.stats() }))
+    }
+}
+
+/// A client session past its setup, sending queries one at a time ([`ClientSession::run_live`]).
+pub struct Live<'s, 'c> {
+    engine: &'s mut SecureEngine<'c>,
+    model: &'s SecureModel<'static>,
+    ctl: &'s mut SharedChannel,
+    config: &'s ModelConfig,
+    reveal_to_server: bool,
+    /// The conversation's KV cache shares ([`Task::Chat`]).
+    cache: nectar_model::KvCache<Vec<u64>>,
+    /// The conversation's last opened token, not in the cache yet: the next turn starts with it.
+    pending: Option<u32>,
+    current: Arc<AtomicUsize>,
+    total: Arc<AtomicUsize>,
+    reports: Vec<QueryReport>,
+}
+
+impl Live<'_, '_> {
+    /// The model's public architecture.
+    pub fn config(&self) -> &ModelConfig {
+        self.config
+    }
+
+    /// Positions the conversation holds (its earlier turns, the last token included).
+    pub fn conversation_len(&self) -> usize {
+        self.cache.len() + usize::from(self.pending.is_some())
+    }
+
+    /// The progress hook's query numbering.
+    fn set_progress_index(&self, i: usize, n: usize) {
+        self.current.store(i, Ordering::Relaxed);
+        self.total.store(n, Ordering::Relaxed);
+    }
+
+    /// Runs one query; `on_token` is told each generated token as it is opened (streaming),
+    /// and for [`Task::Chat`] answers whether to go on (the server learns where a turn
+    /// stopped). A chat turn's input is the new text's ids: the previous turn's last token
+    /// goes first (it was opened, not yet run), unless `reset`.
+    pub fn query(&mut self, task: Task, input: &Input, on_token: Option<&mut dyn FnMut(u32) -> bool>) -> Result<QueryReport, SessionError> {
+        let input = match (&task, input, self.pending) {
+            (Task::Chat { reset: false, .. }, Input::Ids(ids), Some(p)) => Input::Ids(std::iter::once(p).chain(ids.iter().copied()).collect()),
+            _ => input.clone(),
+        };
+        let len = input.len(self.config);
+        let cached = if matches!(task, Task::Chat { reset: true, .. }) { 0 } else { self.cache.len() };
+        self.model.check_turn(&Query { task: task.clone(), ids: None, len }, cached)?;
+        send_json(self.ctl, &ClientMsg::Query { task: task.clone(), len })?;
+        let s0 = self.ctl.stats();
+        let t = Instant::now();
+        let mut token_seconds = Vec::new();
+        let mut token_bytes = Vec::new();
+        let mut on_token = on_token;
+        let counter = self.ctl.clone();
+        let mut timed_hook = |tok: u32| {
+            token_seconds.push(t.elapsed().as_secs_f64());
+            let d = counter.stats() - s0;
+            token_bytes.push(d.bytes_sent + d.bytes_recv);
+            on_token.as_mut().is_none_or(|f| f(tok))
+        };
+        let output = match &input {
+            Input::Ids(ids) => self.model.run_turn(self.engine, &Query { task: task.clone(), ids: Some(ids.clone()), len }, &mut self.cache, Some(&mut timed_hook))?,
+            Input::Pixels(px) => self.model.run_image(self.engine, Some(px))?,
+        };
+        if let Task::Chat { .. } = task {
+            self.pending = match &output {
+                Output::Tokens(t) => t.last().copied(),
+                _ => None,
+            };
+        }
+        if self.reveal_to_server {
+            send_json(self.ctl, &ClientMsg::Output { output: output.clone() })?;
+        }
+        let d = self.ctl.stats() - s0;
+        let report = QueryReport {
+            task,
+            len,
+            seconds: t.elapsed().as_secs_f64(),
+            bytes_sent: d.bytes_sent,
+            bytes_recv: d.bytes_recv,
+            rounds: d.rounds,
+            output,
+            token_seconds,
+            token_bytes,
+            profile: self.engine.take_profile(),
+        };
+        self.reports.push(report.clone());
+        Ok(report)
     }
 }
 

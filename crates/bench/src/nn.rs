@@ -304,6 +304,7 @@ fn run_op(b: &mut DynBackend<'_>, k: Kernel, x: &Vec<u64>, rows: usize, cols: us
                 gamma: &g,
                 gamma_server: Some(&ones),
                 beta: layer.then_some(&be),
+                stats_shift: 0,
             };
             p.eval(b, x, &call, rsqrt)?
         }

@@ -220,6 +220,11 @@ pub trait ArchOps: BlockOps<Error: From<ModelError>> {
     /// Opens integer values (indices) to the client.
     fn reveal_index(&mut self, x: &Self::Val) -> Result<Option<Vec<u64>>, Self::Error>;
 
+    /// The client's public decision `go` (`Some` on the client and the twin; `None` on the
+    /// server, which receives it): one message from the client. Used to stop a generation
+    /// early (the client saw an end-of-sequence token), which the server then learns.
+    fn client_says(&mut self, go: Option<bool>) -> Result<bool, Self::Error>;
+
     /// Fails unless this arithmetic can generate `n_new` tokens (checked before the prompt
     /// runs). Default: it can.
     fn check_generation(&self, _n_new: usize) -> Result<(), Self::Error> {
@@ -266,7 +271,40 @@ pub fn generate<O, F>(
     n_new: usize,
     vocab: usize,
     cache: &mut KvCache<O::Val>,
+    step: F,
+) -> Result<Option<Vec<u32>>, O::Error>
+where
+    O: ArchOps,
+    F: FnMut(&mut O, Option<&[u32]>, usize, &mut KvCache<O::Val>) -> Result<O::Val, O::Error>,
+{
+    generate_with(o, ids, len, n_new, vocab, cache, step, &mut Decode::default())
+}
+
+/// How a generation reports its tokens and may stop ([`generate_with`]).
+#[derive(Default)]
+pub struct Decode<'a> {
+    /// Called on the client with each token as it is opened (streaming output); its answer
+    /// is whether to go on.
+    pub on_token: Option<&'a mut dyn FnMut(u32) -> bool>,
+    /// Public (both parties agree): after each token but the last the client tells the server
+    /// whether to go on ([`ArchOps::client_says`], one message per token), so an answer that
+    /// ended (end-of-sequence) stops both; the server learns where it stopped. Without it,
+    /// `n_new` tokens are always generated and `on_token`'s answer is ignored.
+    pub stoppable: bool,
+}
+
+/// [`generate`] with the options of `d`. The last token opened is not in `cache` (a
+/// conversation's next turn starts with it).
+#[allow(clippy::too_many_arguments)]
+pub fn generate_with<O, F>(
+    o: &mut O,
+    ids: Option<&[u32]>,
+    len: usize,
+    n_new: usize,
+    vocab: usize,
+    cache: &mut KvCache<O::Val>,
     mut step: F,
+    d: &mut Decode<'_>,
 ) -> Result<Option<Vec<u32>>, O::Error>
 where
     O: ArchOps,
@@ -282,11 +320,21 @@ where
     let mut logits = step(o, ids, len, cache)?;
     for t in 0..n_new {
         let tok = next_token(o, &logits, vocab)?;
+        let mut go = true;
         match tok {
-            Some(x) => tokens.push(x),
+            Some(x) => {
+                tokens.push(x);
+                if let Some(f) = d.on_token.as_mut() {
+                    go = f(x);
+                }
+            }
             None => learned = false,
         }
         if t + 1 == n_new {
+            break;
+        }
+        // the client's answer; the server (tok == None) learns it
+        if d.stoppable && !o.client_says(tok.map(|_| go))? {
             break;
         }
         let next = tok.map(|x| [x]);

@@ -223,7 +223,7 @@ impl Bert {
         self.check_ids(ids, type_ids, mask)?;
         let c = &self.config;
         let n = ids.len();
-        let mut ops = F32Block { weights: &self.weights };
+        let mut ops = F32Block::new(&self.weights);
         let cfg = block_config(c);
         let types: Vec<usize> = type_ids.iter().map(|&t| t as usize).collect();
         let x = embeddings(&mut ops, &cfg, &self.tensors, Some(ids), &types, n)?;
@@ -251,7 +251,7 @@ impl Bert {
     ) -> Result<Vec<f32>, ModelError> {
         let hidden = self.forward(ids, type_ids, mask)?;
         let key_mask: Vec<bool> = mask.iter().map(|&m| m != 0).collect();
-        let mut ops = F32Block { weights: &self.weights };
+        let mut ops = F32Block::new(&self.weights);
         let pooled = mean_pool(&mut ops, &hidden, (ids.len(), self.config.hidden_size), Some(&key_mask))?;
         pooled.ok_or_else(|| ModelError::Input("the embedding was not opened".into()))
     }
@@ -271,7 +271,7 @@ impl Bert {
             ));
         };
         let hidden = self.forward_ids(ids)?;
-        let mut ops = F32Block { weights: &self.weights };
+        let mut ops = F32Block::new(&self.weights);
         classify(&mut ops, (pooler, cls), &hidden)?
             .ok_or_else(|| ModelError::Input("the logits were not opened".into()))
     }

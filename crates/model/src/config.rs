@@ -112,7 +112,17 @@ pub struct LlamaConfig {
     pub rope_scaling: Option<String>,
     /// Whether the attention projections carry biases (`attention_bias`).
     pub attention_bias: bool,
+    /// nectar's calibration, not the architecture (`nectar_scale_shifts`, set by the server from
+    /// its weights; [`crate::calibrate`]), for activations beyond the fixed-point format's
+    /// domains: per RMSNorm prefix, the `k` whose `x·2^−k` its secure statistics are taken of;
+    /// per linear operator (its first weight name), the `k` its product is computed at
+    /// `W·2^−k` with, then multiplied by `2^k`. Empty: none.
+    pub scale_shifts: ScaleShifts,
 }
+
+/// Per RMSNorm prefix (`layers.12.input_layernorm`) or linear operator
+/// (`layers.11.mlp.down_proj`), its shift ([`LlamaConfig::scale_shifts`]).
+pub type ScaleShifts = std::collections::BTreeMap<String, u32>;
 
 /// A parsed `config.json`.
 #[derive(Debug, Clone, PartialEq)]
@@ -132,6 +142,26 @@ struct Fields<'a> {
 impl Fields<'_> {
     fn err(&self, msg: String) -> ModelError {
         ModelError::config(self.file, msg)
+    }
+
+    /// `nectar_scale_shifts`: an object of small shifts (absent: none).
+    fn scale_shifts(&self) -> Result<ScaleShifts, ModelError> {
+        let mut out = ScaleShifts::new();
+        match self.obj.get("nectar_scale_shifts") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(m)) => {
+                for (k, v) in m {
+                    match v.as_u64() {
+                        Some(s) if s < 32 => {
+                            out.insert(k.clone(), s as u32);
+                        }
+                        _ => return Err(self.err(format!("field \"nectar_scale_shifts\": {k:?} must be a shift below 32, got {v}"))),
+                    }
+                }
+            }
+            Some(v) => return Err(self.err(format!("field \"nectar_scale_shifts\" must be an object, got {v}"))),
+        }
+        Ok(out)
     }
 
     fn usize_opt(&self, name: &str) -> Result<Option<usize>, ModelError> {
@@ -317,6 +347,7 @@ impl ModelConfig {
                         Some(v) => return Err(f.err(format!("field \"rope_scaling\" must be an object, got {v}"))),
                     },
                     attention_bias: f.bool_or("attention_bias", false)?,
+                    scale_shifts: f.scale_shifts()?,
                 };
                 f.divisible(("hidden_size", c.hidden_size), ("num_attention_heads", heads))?;
                 f.divisible(("num_attention_heads", heads), ("num_key_value_heads", c.num_key_value_heads))?;
@@ -325,6 +356,41 @@ impl ModelConfig {
             other => Err(f.err(format!(
                 "field \"model_type\": unsupported model type \"{other}\" (supported: bert, gpt2, vit, llama)"
             ))),
+        }
+    }
+
+    /// A GGUF checkpoint's architecture as the `config.json` a server sends in its `Welcome`
+    /// (HF `LlamaForCausalLM` fields; [`ModelConfig::from_json_str`] reads it back equal).
+    pub fn llama_json(c: &LlamaConfig) -> String {
+        serde_json::json!({
+            "model_type": "llama",
+            "architectures": ["LlamaForCausalLM"],
+            "vocab_size": c.vocab_size,
+            "hidden_size": c.hidden_size,
+            "num_hidden_layers": c.num_hidden_layers,
+            "num_attention_heads": c.num_attention_heads,
+            "num_key_value_heads": c.num_key_value_heads,
+            "intermediate_size": c.intermediate_size,
+            "max_position_embeddings": c.max_position_embeddings,
+            "rms_norm_eps": c.rms_norm_eps,
+            "rope_theta": c.rope_theta,
+            "tie_word_embeddings": c.tie_word_embeddings,
+            "hidden_act": c.hidden_act.name(),
+            "rope_scaling": c.rope_scaling.as_ref().map(|k| serde_json::json!({ "rope_type": k })),
+            "attention_bias": c.attention_bias,
+            "nectar_scale_shifts": c.scale_shifts,
+        })
+        .to_string()
+    }
+
+    /// Equal architectures, whatever the calibration ([`LlamaConfig::scale_shifts`]): what a
+    /// client compares its own copy of the model with (it cannot calibrate without weights).
+    pub fn same_architecture(&self, other: &ModelConfig) -> bool {
+        match (self, other) {
+            (ModelConfig::Llama(a), ModelConfig::Llama(b)) => {
+                LlamaConfig { scale_shifts: ScaleShifts::new(), ..a.clone() } == LlamaConfig { scale_shifts: ScaleShifts::new(), ..b.clone() }
+            }
+            _ => self == other,
         }
     }
 
@@ -373,6 +439,30 @@ mod tests {
 
     fn parse(s: &str) -> Result<ModelConfig, ModelError> {
         ModelConfig::from_json_str(s, Path::new("dir/config.json"))
+    }
+
+    #[test]
+    fn llama_json_reads_back_equal() {
+        let mut c = LlamaConfig {
+            vocab_size: 49152,
+            hidden_size: 576,
+            num_hidden_layers: 30,
+            num_attention_heads: 9,
+            num_key_value_heads: 3,
+            intermediate_size: 1536,
+            max_position_embeddings: 8192,
+            rms_norm_eps: 1e-5,
+            rope_theta: 100000.0,
+            tie_word_embeddings: true,
+            hidden_act: Activation::Silu,
+            rope_scaling: None,
+            attention_bias: false,
+            scale_shifts: [("model.layers.12.input_layernorm".to_string(), 3)].into(),
+        };
+        for scaling in [None, Some("llama3".to_string())] {
+            c.rope_scaling = scaling;
+            assert_eq!(parse(&ModelConfig::llama_json(&c)).unwrap(), ModelConfig::Llama(c.clone()));
+        }
     }
 
     #[test]

@@ -138,7 +138,7 @@ impl Gpt2 {
                 c.vocab_size
             )));
         }
-        let mut ops = F32Block { weights: &self.weights };
+        let mut ops = F32Block::new(&self.weights);
         let x = embeddings(&mut ops, &self.tensors, Some(ids), n, start)?;
         let rows = Rows { n, key_mask: None };
         let cfg = block_config(c);
@@ -148,7 +148,7 @@ impl Gpt2 {
 
     /// Logits `[vocab]` of a hidden row (tied LM head).
     pub fn logits(&self, hidden_row: &[f32]) -> Result<Vec<f32>, ModelError> {
-        last_logits(&mut F32Block { weights: &self.weights }, &self.tensors.wte, &hidden_row.to_vec(), 1)
+        last_logits(&mut F32Block::new(&self.weights), &self.tensors.wte, &hidden_row.to_vec(), 1)
     }
 
     /// Logits of the token following `ids` (no cache kept).
@@ -161,7 +161,7 @@ impl Gpt2 {
     /// Greedy generation of `n_new` tokens after `ids`; returns only the new tokens.
     pub fn generate(&self, ids: &[u32], n_new: usize) -> Result<Vec<u32>, ModelError> {
         let mut cache = self.new_cache();
-        let mut ops = F32Block { weights: &self.weights };
+        let mut ops = F32Block::new(&self.weights);
         let tokens = generate(&mut ops, Some(ids), ids.len(), n_new, self.config.vocab_size, &mut cache, |o, ids, n, cache| {
             let h = self.forward_step(ids.unwrap_or_default(), cache)?;
             last_logits(o, &self.tensors.wte, &h, n)

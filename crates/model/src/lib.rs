@@ -29,6 +29,7 @@
 pub mod arch;
 pub mod bert;
 pub mod block;
+pub mod calibrate;
 pub mod chat_template;
 pub mod config;
 pub mod error;
@@ -99,7 +100,7 @@ pub struct GgufSummary {
 
 /// The GGUF file `path` names: itself when it is a file, else the one `*.gguf` file of the
 /// directory when it has no `config.json` (`None`: an HF directory).
-fn gguf_path(path: &Path) -> Result<Option<PathBuf>, ModelError> {
+pub fn gguf_path(path: &Path) -> Result<Option<PathBuf>, ModelError> {
     if path.is_file() {
         return Ok(Some(path.to_path_buf()));
     }

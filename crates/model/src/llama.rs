@@ -13,7 +13,7 @@ use crate::block::{
 use crate::arch::{generate, last_logits, ArchOps, ArchTensors, Decl, DenseDecl, NormDecl};
 use crate::block::BlockOps;
 use crate::config::LlamaConfig;
-use crate::reference::{BlockWeights, F32Block};
+use crate::reference::{BlockWeights, F32Block, Observer};
 use crate::weights::WeightSource;
 use crate::ModelError;
 
@@ -141,6 +141,17 @@ impl Llama {
     /// Runs `ids` after the positions in `cache`, appending to it; returns the final-norm
     /// hidden states of the new positions, `[ids.len(), hidden]`.
     pub fn forward_step(&self, ids: &[u32], cache: &mut KvCache<Vec<f32>>) -> Result<Vec<f32>, ModelError> {
+        self.forward_observed(ids, cache, None)
+    }
+
+    /// [`Llama::forward_step`], telling `observe` each norm's input and each linear operator's
+    /// output ([`F32Block::observe`]).
+    pub fn forward_observed(
+        &self,
+        ids: &[u32],
+        cache: &mut KvCache<Vec<f32>>,
+        observe: Option<Observer<'_>>,
+    ) -> Result<Vec<f32>, ModelError> {
         let c = &self.config;
         let n = ids.len();
         if n == 0 {
@@ -160,7 +171,7 @@ impl Llama {
                 c.vocab_size
             )));
         }
-        let mut ops = F32Block { weights: &self.weights };
+        let mut ops = F32Block { observe, ..F32Block::new(&self.weights) };
         let x = embeddings(&mut ops, &self.tensors, Some(ids), n)?;
         let rows = Rows { n, key_mask: None };
         let cfg = block_config(c);
@@ -171,7 +182,7 @@ impl Llama {
 
     /// Logits `[vocab]` of a hidden row.
     pub fn logits(&self, hidden_row: &[f32]) -> Result<Vec<f32>, ModelError> {
-        last_logits(&mut F32Block { weights: &self.weights }, self.tensors.head(), &hidden_row.to_vec(), 1)
+        last_logits(&mut F32Block::new(&self.weights), self.tensors.head(), &hidden_row.to_vec(), 1)
     }
 
     /// Logits of the token following `ids` (no cache kept).
@@ -184,7 +195,7 @@ impl Llama {
     /// Greedy generation of `n_new` tokens after `ids`; returns only the new tokens.
     pub fn generate(&self, ids: &[u32], n_new: usize) -> Result<Vec<u32>, ModelError> {
         let mut cache = self.new_cache();
-        let mut ops = F32Block { weights: &self.weights };
+        let mut ops = F32Block::new(&self.weights);
         let tokens = generate(&mut ops, Some(ids), ids.len(), n_new, self.config.vocab_size, &mut cache, |o, ids, n, cache| {
             let h = self.forward_step(ids.unwrap_or_default(), cache)?;
             last_logits(o, self.tensors.head(), &h, n)

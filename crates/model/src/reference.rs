@@ -148,6 +148,26 @@ impl BlockWeights {
 /// The block's steps in f32 over loaded [`BlockWeights`].
 pub struct F32Block<'a> {
     pub weights: &'a BlockWeights,
+    /// Told each norm's input rows and each linear operator's output rows, with the norm's
+    /// name or the operator's first weight name (e.g. [`crate::calibrate`]).
+    pub observe: Option<Observer<'a>>,
+}
+
+/// What [`F32Block::observe`] calls: the site, the norm's or operator's name, the values.
+pub type Observer<'a> = &'a dyn Fn(Site, &str, &[f32]);
+
+/// Where [`F32Block::observe`] looks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Site {
+    NormInput,
+    LinearOutput,
+}
+
+impl<'a> F32Block<'a> {
+    /// The steps over `weights`, observing nothing.
+    pub fn new(weights: &'a BlockWeights) -> Self {
+        F32Block { weights, observe: None }
+    }
 }
 
 impl BlockOps for F32Block<'_> {
@@ -159,6 +179,9 @@ impl BlockOps for F32Block<'_> {
     }
 
     fn norm(&mut self, cfg: &BlockConfig, name: &str, x: &Vec<f32>, _rows: usize) -> Result<Vec<f32>, ModelError> {
+        if let Some(f) = self.observe {
+            f(Site::NormInput, name, x);
+        }
         let norm = self.weights.norm(name)?;
         let mut y = x.clone();
         norm.apply(&mut y, cfg.eps);
@@ -198,6 +221,9 @@ impl BlockOps for F32Block<'_> {
                     *v = (*v as f64 * scale.by) as f32;
                 }
             }
+        }
+        if let (Some(f), Some(first)) = (self.observe, names.first()) {
+            f(Site::LinearOutput, first, &y);
         }
         Ok(y)
     }
@@ -357,5 +383,9 @@ impl ArchOps for F32Block<'_> {
 
     fn reveal_index(&mut self, x: &Vec<f32>) -> Result<Option<Vec<u64>>, ModelError> {
         Ok(Some(x.iter().map(|&v| v as u64).collect()))
+    }
+
+    fn client_says(&mut self, go: Option<bool>) -> Result<bool, ModelError> {
+        go.ok_or_else(|| ModelError::Input("the reference holds the client's decisions".into()))
     }
 }

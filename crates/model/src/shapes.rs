@@ -9,7 +9,7 @@
 use crate::arch::{block_decls, ArchTensors, Decl};
 use crate::block::{BlockConfig, BlockNames};
 use crate::config::ModelConfig;
-use crate::weights::Weights;
+use crate::weights::WeightSource;
 use crate::ModelError;
 
 pub use crate::arch::Expected;
@@ -20,7 +20,7 @@ pub fn block_tensors(cfg: &BlockConfig, names: impl Fn(usize) -> BlockNames, lay
 }
 
 /// Every tensor `config` implies in `w` (optional heads included when `w` holds them).
-pub fn expected_tensors(config: &ModelConfig, w: &Weights) -> Result<Vec<Expected>, ModelError> {
+pub fn expected_tensors(config: &ModelConfig, w: &dyn WeightSource) -> Result<Vec<Expected>, ModelError> {
     let (mut out, arch): (Vec<Expected>, Vec<Decl>) = match config {
         ModelConfig::Bert(c) => (
             block_tensors(&crate::bert::block_config(c), crate::bert::block_names, c.num_hidden_layers)?,
@@ -45,7 +45,7 @@ pub fn expected_tensors(config: &ModelConfig, w: &Weights) -> Result<Vec<Expecte
 
 /// Checks every tensor `config` implies against `w` (presence, shape, float dtype) without
 /// reading tensor data; returns how many were checked, or the first mismatch.
-pub fn check_shapes(config: &ModelConfig, w: &Weights) -> Result<usize, ModelError> {
+pub fn check_shapes(config: &ModelConfig, w: &dyn WeightSource) -> Result<usize, ModelError> {
     let expected = expected_tensors(config, w)?;
     for (name, shape) in &expected {
         w.check(name, shape)?;

@@ -232,7 +232,7 @@ impl Vit {
 
     /// Final-LayerNorm hidden states `[P + 1, hidden]` (row 0 is `[CLS]`) of one image.
     pub fn forward(&self, pixels: &[f32]) -> Result<Vec<f32>, ModelError> {
-        let mut ops = F32Block { weights: &self.weights };
+        let mut ops = F32Block::new(&self.weights);
         let x = self.encode(&mut ops, pixels)?;
         ops.norm(&block_config(&self.config), &self.tensors.norm.name, &x, num_patches(&self.config) + 1)
     }
@@ -245,7 +245,7 @@ impl Vit {
                 "this ViT checkpoint has no classifier weights".into(),
             ));
         };
-        let mut ops = F32Block { weights: &self.weights };
+        let mut ops = F32Block::new(&self.weights);
         let x = self.encode(&mut ops, pixels)?;
         let cls = cls_features(&mut ops, &block_config(&self.config), &self.tensors, &x)?;
         classify(&mut ops, head, &cls)?.ok_or_else(|| ModelError::Input("the logits were not opened".into()))

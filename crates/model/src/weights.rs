@@ -268,6 +268,16 @@ pub trait WeightSource: Send + Sync {
     fn contains(&self, name: &str) -> bool;
     /// Its shape, if present.
     fn shape(&self, name: &str) -> Option<Vec<usize>>;
+    /// Whether tensor `name` is present at `shape`, without reading its data.
+    fn check(&self, name: &str, shape: &[usize]) -> Result<(), ModelError> {
+        match self.shape(name) {
+            None => Err(ModelError::Input(format!("missing tensor \"{name}\""))),
+            Some(s) if s != shape => Err(ModelError::Input(format!(
+                "tensor \"{name}\" has shape {s:?}, expected {shape:?}"
+            ))),
+            Some(_) => Ok(()),
+        }
+    }
 }
 
 impl WeightSource for Weights {
@@ -279,6 +289,9 @@ impl WeightSource for Weights {
     }
     fn shape(&self, name: &str) -> Option<Vec<usize>> {
         Weights::shape(self, name).map(|s| s.to_vec())
+    }
+    fn check(&self, name: &str, shape: &[usize]) -> Result<(), ModelError> {
+        Weights::check(self, name, shape)
     }
 }
 

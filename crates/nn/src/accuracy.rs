@@ -115,7 +115,7 @@ pub fn measure_layernorm(
     let g = b.constant(&g_raw)?;
     let be = b.encode(&vec![0.0; cols])?;
     let eps = crate::layernorm::LAYERNORM_DEFAULT.eps;
-    let call = crate::norm::NormCall { rows, cols, eps, gamma: &g, gamma_server: Some(&g_raw), beta: Some(&be) };
+    let call = crate::norm::NormCall { rows, cols, eps, gamma: &g, gamma_server: Some(&g_raw), beta: Some(&be), stats_shift: 0 };
     let y = p.eval(&mut b, &x, &call, rsqrt)?;
     let got = b.decode(&y);
     let want = crate::layernorm::layernorm_f64(&b.decode(&x), cols, &vec![1.0; cols], &vec![0.0; cols], eps);

@@ -28,6 +28,10 @@ pub struct NormCall<'a> {
     pub gamma_server: Option<&'a [u64]>,
     /// `β` as shares: LayerNorm; `None`: RMSNorm.
     pub beta: Option<&'a Vec<u64>>,
+    /// RMSNorm only: the statistics are of `x·2^−k` (`γ` and `eps` are given already scaled,
+    /// by `2^−k` and `4^−k`), for inputs beyond the format's square and rsqrt domain
+    /// ([`crate::rmsnorm`]); 0: none.
+    pub stats_shift: u32,
 }
 
 /// A LayerNorm / RMSNorm formulation (DESIGN.md "Where a protocol plugs in").

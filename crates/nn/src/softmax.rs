@@ -243,9 +243,10 @@ pub const NARROW_L: u32 = crate::secure::NARROW_MAX_L;
 /// `[2^lo, 2^hi)` with `hi = ⌊log2 cols⌋ + 1` (at most `base.hi`): the MSB normalisation then
 /// compares against `hi − lo` thresholds instead of `base`'s (8 instead of 13 for rows of 128).
 /// The factors and Newton steps are those of `base` for every `s` in the range (same output).
-/// A function of the public row length (AGREEMENT).
+/// A function of the public row length (AGREEMENT). Rows of one key (a decoder's first
+/// position) are served as rows of two (the sums' stated range is `[lo, max(cols, 2)]`).
 pub fn recip_for_rows(cols: usize, base: RecipParams) -> RecipParams {
-    let bits = (usize::BITS - cols.max(1).leading_zeros()) as i32;
+    let bits = (usize::BITS - cols.max(2).leading_zeros()) as i32;
     RecipParams { hi: bits.min(base.hi).max(base.lo + 1), ..base }
 }
 

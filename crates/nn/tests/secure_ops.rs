@@ -655,7 +655,7 @@ fn norm_items() -> Vec<Item> {
                 let g_raw = FP.encode_vec::<u64>(&vec![1.0; cols])?;
                 let g = b.constant(&g_raw)?;
                 let be = b.constant(&vec![0; cols])?;
-                let call = nectar_nn::norm::NormCall { rows, cols, eps, gamma: &g, gamma_server: Some(&g_raw), beta: layer.then_some(&be) };
+                let call = nectar_nn::norm::NormCall { rows, cols, eps, gamma: &g, gamma_server: Some(&g_raw), beta: layer.then_some(&be), stats_shift: 0 };
                 p.eval(b, x, &call, r)
             };
             let name = format!("{}={p}+rsqrt={r}", if layer { "layernorm" } else { "rmsnorm" });

@@ -417,7 +417,7 @@ fn local_run(
         let (inputs, local) = client_inputs(Some(&model_dir), items, images)?;
         let task = self::task(&task, &server.config, max_new_tokens)?;
         let queries: Vec<(Task, Input)> = inputs.into_iter().map(|i| (task.clone(), i)).collect();
-        let (run, seconds) = private::run_local(&server, &suite, link, &queries, hook, insecure_test_seed)?;
+        let (run, seconds) = private::run_local(&server, &suite, link, &queries, hook, insecure_test_seed, None)?;
         let metrics = run.metrics(&suite, seconds, false);
         Ok((outputs(&run, &texts, local.as_ref())?, metrics.to_string()))
     });
@@ -488,12 +488,136 @@ fn default_model_dir() -> String {
     client_dir(None).display().to_string()
 }
 
+/// What a [`TokenStream`]'s session thread sends: a token with its new text, the end (the
+/// metrics as JSON), or the error that ended the session.
+enum StreamMsg {
+    Token(u32, String),
+    Done(String),
+    Failed(String),
+}
+
+/// The tokens of one private generation as they are opened: an iterator of `(id, text)` (the
+/// text the token adds, decoded with the client's tokenizer; empty while a character is
+/// incomplete). The session runs on its own thread; `metrics` is set once it ended.
+#[pyclass]
+struct TokenStream {
+    rx: Mutex<std::sync::mpsc::Receiver<StreamMsg>>,
+    metrics: Mutex<Option<String>>,
+}
+
+#[pymethods]
+impl TokenStream {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<(u32, String)>> {
+        let msg = py.allow_threads(|| lock(&self.rx).recv());
+        match msg {
+            Ok(StreamMsg::Token(t, s)) => Ok(Some((t, s))),
+            Ok(StreamMsg::Done(m)) => {
+                *lock(&self.metrics) = Some(m);
+                Ok(None)
+            }
+            Ok(StreamMsg::Failed(e)) => Err(err(e)),
+            // the thread ended after its last message
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// The session's metrics (JSON) once the stream ended, else `None`.
+    #[getter]
+    fn metrics(&self) -> Option<String> {
+        lock(&self.metrics).clone()
+    }
+}
+
+/// Private generation against `address`, streamed ([`TokenStream`]): `prompt` continued as
+/// given (`chat = None`: `max_new_tokens` greedy tokens), or `chat` messages `(role, content)`
+/// rendered with the model's chat template and answered until its end-of-sequence token (at
+/// most `max_new_tokens`; the server learns where the answer ended).
+#[pyfunction]
+#[pyo3(signature = (address, suite, model_dir, prompt, chat=None, max_new_tokens=8, insecure_test_seed=None))]
+#[allow(clippy::too_many_arguments)]
+fn client_stream(
+    address: String,
+    suite: &str,
+    model_dir: Option<PathBuf>,
+    prompt: Option<Item>,
+    chat: Option<Vec<(String, String)>>,
+    max_new_tokens: usize,
+    insecure_test_seed: Option<u64>,
+) -> PyResult<TokenStream> {
+    let suite = self::suite(suite)?;
+    test_seed::warn(insecure_test_seed);
+    if max_new_tokens < 1 {
+        return Err(err("max_new_tokens must be at least 1"));
+    }
+    // the local copy: the tokenizer (texts, decoding) and template; ids alone need none
+    let needs_local = chat.is_some() || matches!(prompt, Some(Item::Text(_)));
+    let local = match &model_dir {
+        Some(d) => Some(ClientModel::load(d).map_err(err)?),
+        None if needs_local => Some(ClientModel::load(&client_dir(None)).map_err(err)?),
+        None => None,
+    };
+    let tok = || local.as_ref().and_then(|m| m.tokenizer.as_ref()).ok_or_else(|| err("the model has no tokenizer"));
+    let (ids, task, eos) = match (prompt, chat) {
+        (Some(Item::Ids(ids)), None) => (ids, Task::Generate { n_new: max_new_tokens }, None),
+        (Some(Item::Text(t)), None) => (tok()?.encode(&t).map_err(err)?.ids, Task::Generate { n_new: max_new_tokens }, None),
+        (None, Some(messages)) => {
+            let local = local.as_ref().ok_or_else(|| err("chat needs the model's local copy"))?;
+            let template = local.chat_template.as_deref().ok_or_else(|| err("the model has no chat template"))?;
+            let template = nectar_model::chat_template::ChatTemplate::parse(template).map_err(err)?;
+            let msgs: Vec<nectar_model::chat_template::Message> =
+                messages.iter().map(|(r, c)| nectar_model::chat_template::Message::new(r, c)).collect();
+            let text = template.render(&msgs, true);
+            let eos = local.eos_id.ok_or_else(|| err("the model names no end-of-sequence token"))?;
+            (tok()?.encode(&text).map_err(err)?.ids, Task::Chat { n_new: max_new_tokens, reset: true }, Some(eos))
+        }
+        _ => return Err(err("give a prompt or chat messages, not both")),
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let t = Instant::now();
+        let run = || -> Result<String, String> {
+            let tok = local.as_ref().and_then(|m| m.tokenizer.as_ref());
+            let session = private::connect(&address, &suite, local.as_ref().and_then(|m| m.config.as_ref()), insecure_test_seed)?;
+            let reveal = session.reveal_to_server();
+            let (mut got, mut printed) = (Vec::new(), 0);
+            let ((), run) = session
+                .run_live(|live| {
+                    let mut on_token = |id: u32| {
+                        if Some(id) == eos {
+                            return false;
+                        }
+                        got.push(id);
+                        let piece = tok.and_then(|k| nectar_app::chat::fresh_text(k, &got, printed)).unwrap_or_default();
+                        printed += piece.len();
+                        // a closed stream (the Python side dropped it) stops the answer
+                        tx.send(StreamMsg::Token(id, piece)).is_ok()
+                    };
+                    live.query(task, &Input::Ids(ids), Some(&mut on_token))?;
+                    Ok(())
+                })
+                .map_err(|e| e.to_string())?;
+            Ok(run.metrics(&suite, t.elapsed().as_secs_f64(), reveal).to_string())
+        };
+        let _ = tx.send(match run() {
+            Ok(m) => StreamMsg::Done(m),
+            Err(e) => StreamMsg::Failed(e),
+        });
+    });
+    Ok(TokenStream { rx: Mutex::new(rx), metrics: Mutex::new(None) })
+}
+
 /// The native module.
 #[pymodule]
 fn _nectar(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NectarError", m.py().get_type::<NectarError>())?;
     m.add_class::<Server>()?;
+    m.add_class::<TokenStream>()?;
     m.add_function(wrap_pyfunction!(client_run, m)?)?;
+    m.add_function(wrap_pyfunction!(client_stream, m)?)?;
     m.add_function(wrap_pyfunction!(local_run, m)?)?;
     m.add_function(wrap_pyfunction!(image_pixels, m)?)?;
     m.add_function(wrap_pyfunction!(embed_plaintext, m)?)?;

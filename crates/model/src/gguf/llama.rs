@@ -200,6 +200,7 @@ pub fn llama_config(f: &GgufFile) -> Result<LlamaConfig, ModelError> {
         hidden_act: Activation::Silu,
         rope_scaling,
         attention_bias: f.tensor_info("blk.0.attn_q.bias").is_some(),
+        scale_shifts: Default::default(),
     })
 }
 
@@ -247,5 +248,16 @@ impl WeightSource for GgufLlama {
 
     fn shape(&self, name: &str) -> Option<Vec<usize>> {
         self.resolve(name).map(|(_, s)| s)
+    }
+
+    fn check(&self, name: &str, shape: &[usize]) -> Result<(), ModelError> {
+        match self.resolve(name) {
+            None => Err(ModelError::weights(self.file.path(), format!("missing tensor \"{name}\""))),
+            Some((g, got)) if got != shape => Err(ModelError::weights(
+                self.file.path(),
+                format!("tensor \"{g}\" (\"{name}\") has shape {got:?}, expected {shape:?}"),
+            )),
+            Some(_) => Ok(()),
+        }
     }
 }

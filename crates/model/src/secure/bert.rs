@@ -57,6 +57,7 @@ impl<'w> SecureBert<'w> {
             n,
             None,
             self.stack.progress.as_ref(),
+            None,
         )
     }
 

@@ -13,6 +13,7 @@ use crate::secure::layers::{
     attention, embed_lookup, encode, layer_linear, linear, load_decl, load_dense, load_vec, mean_rows, rope, take_rows,
     EncDense,
 };
+use crate::config::ScaleShifts;
 use crate::ModelError;
 use nectar_net::Role;
 use nectar_nn::max::argmax_rows;
@@ -27,13 +28,54 @@ pub struct EngineBlock<'a, E> {
     /// The announced next weight operator (label, names) and its weights, loaded and encoded
     /// at the announcement ([`BlockOps::announce_linear`]).
     pub announced: Option<(&'static str, Vec<String>, Option<EncDense>)>,
+    /// The RMSNorms whose statistics are taken of `x·2^−k` and the linear operators computed at
+    /// `W·2^−k` (public, from the model's config: [`crate::config::LlamaConfig::scale_shifts`]).
+    pub scale_shifts: Option<&'a ScaleShifts>,
 }
 
 impl<'a, E: Engine> EngineBlock<'a, E> {
     /// The engine and the server's weights, nothing announced.
     pub fn new(e: &'a mut E, src: Option<&'a dyn WeightSource>) -> Self {
-        EngineBlock { e, src, announced: None }
+        EngineBlock { e, src, announced: None, scale_shifts: None }
     }
+
+    /// With the model's scale shifts.
+    pub fn with_scale_shifts(mut self, shifts: &'a ScaleShifts) -> Self {
+        self.scale_shifts = Some(shifts);
+        self
+    }
+}
+
+impl<E> EngineBlock<'_, E> {
+    /// The scale shift of the linear operator whose first weight is `names[0]`.
+    fn linear_shift(&self, names: &[String]) -> Result<u32, SecureError> {
+        let k = names.first().and_then(|n| self.scale_shifts.and_then(|m| m.get(n))).copied().unwrap_or(0);
+        if k >= 24 {
+            return Err(SecureError::Unsupported(format!("a linear operator's scale shift of {k} bits")));
+        }
+        Ok(k)
+    }
+}
+
+/// [`load_fused`] at `W·2^−shift` and `b·2^−shift` (rounded; the caller multiplies the product
+/// by `2^shift`, [`crate::config::LlamaConfig::scale_shifts`]).
+#[allow(clippy::too_many_arguments)]
+fn load_shifted(
+    fp: FixedPoint,
+    src: Option<&dyn WeightSource>,
+    names: &[String],
+    in_dim: usize,
+    outs: &[usize],
+    cfg: &BlockConfig,
+    scale: ColScale,
+    shift: u32,
+) -> Result<Option<EncDense>, SecureError> {
+    let w = load_fused(fp, src, names, in_dim, outs, cfg, scale)?;
+    if shift == 0 {
+        return Ok(w);
+    }
+    let down = |v: u64| (((v as i64) + (1i64 << shift >> 1)) >> shift) as u64;
+    Ok(w.map(|d| EncDense { w: d.w.into_iter().map(down).collect(), b: d.b.map(|b| b.into_iter().map(down).collect()) }))
 }
 
 /// Concatenates dense layers along the output dimension (`in × Σout`).
@@ -93,7 +135,7 @@ fn load_fused(
 }
 
 /// The checkpoint's norm `{prefix}` (`.weight`, and `.bias` for LayerNorm) on `x`, recorded as
-/// one `layernorm` / `rmsnorm` operator.
+/// one `layernorm` / `rmsnorm` operator (an RMSNorm's statistics of `x·2^−shift`).
 #[allow(clippy::too_many_arguments)]
 pub fn named_norm<E: Engine>(
     e: &mut E,
@@ -104,6 +146,7 @@ pub fn named_norm<E: Engine>(
     rows: usize,
     cols: usize,
     eps: f64,
+    shift: u32,
 ) -> Result<E::Val, SecureError> {
     let label = match kind {
         NormKind::LayerNorm => "layernorm",
@@ -119,7 +162,7 @@ pub fn named_norm<E: Engine>(
                 let bv = e.server_input(b.as_deref(), cols)?;
                 operators::layernorm(e, x, rows, cols, gw, &bv, eps)
             }
-            NormKind::RmsNorm => operators::rmsnorm(e, x, rows, cols, gw, eps),
+            NormKind::RmsNorm => operators::rmsnorm(e, x, rows, cols, gw, eps, shift),
         }
     })
 }
@@ -215,7 +258,8 @@ impl<E: Engine> BlockOps for EngineBlock<'_, E> {
     }
 
     fn norm(&mut self, cfg: &BlockConfig, name: &str, x: &E::Val, rows: usize) -> Result<E::Val, SecureError> {
-        named_norm(self.e, self.src, cfg.norm, name, x, rows, cfg.hidden, cfg.eps)
+        let shift = self.scale_shifts.and_then(|m| m.get(name)).copied().unwrap_or(0);
+        named_norm(self.e, self.src, cfg.norm, name, x, rows, cfg.hidden, cfg.eps, shift)
     }
 
     fn linear(
@@ -235,12 +279,17 @@ impl<E: Engine> BlockOps for EngineBlock<'_, E> {
             Some((l, ns, w)) if l == label && ns == names => Some(w),
             _ => None,
         };
+        let shift = self.linear_shift(names)?;
         timed(self.e, label, |e| {
             let w = match announced {
                 Some(w) => w,
-                None => load_fused(e.format(), src, names, in_dim, outs, cfg, scale)?,
+                None => load_shifted(e.format(), src, names, in_dim, outs, cfg, scale, shift)?,
             };
-            layer_linear(e, x, n, in_dim, total, w.as_ref(), cfg.bias)
+            let y = layer_linear(e, x, n, in_dim, total, w.as_ref(), cfg.bias)?;
+            if shift == 0 {
+                return Ok(y);
+            }
+            Ok(e.mul_const(&y, &[1u64 << shift], 0)?)
         })
     }
 
@@ -255,7 +304,8 @@ impl<E: Engine> BlockOps for EngineBlock<'_, E> {
         scale: ColScale,
     ) -> Result<(), SecureError> {
         let total: usize = outs.iter().sum();
-        let w = load_fused(self.e.format(), self.src, names, in_dim, outs, cfg, scale)?;
+        let shift = self.linear_shift(names)?;
+        let w = load_shifted(self.e.format(), self.src, names, in_dim, outs, cfg, scale, shift)?;
         self.e.prefetch_layer_matmul(n, in_dim, total, WeightRef::from_option(w.as_ref().map(|d| d.w.as_slice())))?;
         self.announced = Some((label, names.to_vec(), w));
         Ok(())
@@ -437,6 +487,16 @@ impl<E: Engine> ArchOps for EngineBlock<'_, E> {
         Ok(self.e.reveal_to(x, Role::Client)?)
     }
 
+    fn client_says(&mut self, go: Option<bool>) -> Result<bool, SecureError> {
+        let v = go.map(|g| [g as u64]);
+        let x = self.e.client_input(v.as_ref().map(|a| &a[..]), 1)?;
+        match self.e.reveal_to(&x, Role::Server)? {
+            // the server (and the twin, which holds both)
+            Some(o) => Ok(o.first() == Some(&1)),
+            None => go.ok_or_else(|| SecureError::Role("the client's decision".into())),
+        }
+    }
+
     /// Suite `blb` generates one token per prompt: BLB plans a prompt of `L` tokens, not
     /// KV-cache decoding steps.
     fn check_generation(&self, n_new: usize) -> Result<(), SecureError> {
@@ -462,8 +522,12 @@ pub fn run_blocks<E: Engine>(
     n: usize,
     cache: Option<&mut KvCache<E::Val>>,
     progress: Option<&super::Progress<'_>>,
+    scale_shifts: Option<&ScaleShifts>,
 ) -> Result<E::Val, SecureError> {
     if e.suite().matmul.fused() {
+        if scale_shifts.is_some_and(|m| m.values().any(|&k| k > 0)) {
+            return Err(SecureError::Unsupported("suite blb: RMSNorm statistics shifts (a model with massive activations)".into()));
+        }
         // A prompt runs without filling the cache (generation under blb stops after the
         // prompt's token, `EngineBlock::check_generation`); a decoding step is refused.
         if cache.as_ref().is_some_and(|c| !c.is_empty()) {
@@ -471,7 +535,7 @@ pub fn run_blocks<E: Engine>(
         }
         return super::blb::run_layers(e, src, cfg, names, layers, x, n, progress);
     }
-    let mut ops = EngineBlock::new(e, src);
+    let mut ops = EngineBlock { scale_shifts, ..EngineBlock::new(e, src) };
     let report = progress.map(|p| move |done: usize, all: usize| p(done, all));
     let rows = Rows { n, key_mask: None };
     block::run_blocks(

@@ -10,7 +10,7 @@
 //! the client feeds it back as its next one-hot input. The server learns nothing but the public
 //! length of the generation.
 
-use crate::arch::{generate, last_logits, ArchTensors};
+use crate::arch::{generate_with, last_logits, ArchTensors, Decode};
 use crate::block::{BlockOps, KvCache};
 use crate::config::Gpt2Config;
 use crate::gpt2::{embeddings, Tensors};
@@ -63,6 +63,7 @@ impl<'w> SecureGpt2<'w> {
             n,
             Some(cache),
             self.stack.progress.as_ref(),
+            None,
         )?;
         EngineBlock::new(e, src).norm(&cfg, &t.ln_f.name, &x, n)
     }
@@ -87,11 +88,24 @@ impl<'w> SecureGpt2<'w> {
         len: usize,
         n_new: usize,
     ) -> Result<Option<Vec<u32>>, SecureError> {
-        let mut cache = self.new_cache();
+        self.generate_in(e, &mut self.new_cache(), ids, len, n_new, &mut Decode::default())
+    }
+
+    /// [`Self::generate`] after the positions in `cache` (a conversation's earlier turns),
+    /// which it extends, with the options of `d` ([`crate::arch::generate_with`]).
+    pub fn generate_in<E: Engine>(
+        &self,
+        e: &mut E,
+        cache: &mut KvCache<E::Val>,
+        ids: Option<&[u32]>,
+        len: usize,
+        n_new: usize,
+        d: &mut Decode<'_>,
+    ) -> Result<Option<Vec<u32>>, SecureError> {
         let vocab = self.config.vocab_size;
-        generate(&mut EngineBlock::new(e, self.stack.weights), ids, len, n_new, vocab, &mut cache, |o, ids, n, cache| {
+        generate_with(&mut EngineBlock::new(e, self.stack.weights), ids, len, n_new, vocab, cache, |o, ids, n, cache| {
             let h = self.forward_step(o.e, ids, n, cache)?;
             self.last_logits(o.e, &h, n)
-        })
+        }, d)
     }
 }

@@ -7,7 +7,7 @@
 //! [`crate::secure::block`]. Greedy
 //! generation with the shared KV cache as for GPT-2 (argmax revealed to the client only).
 
-use crate::arch::{generate, last_logits, ArchTensors};
+use crate::arch::{generate_with, last_logits, ArchTensors, Decode};
 use crate::block::{BlockOps, KvCache};
 use crate::config::LlamaConfig;
 use crate::llama::{embeddings, Tensors};
@@ -81,8 +81,9 @@ impl<'w> SecureLlama<'w> {
             n,
             Some(cache),
             self.stack.progress.as_ref(),
+            Some(&c.scale_shifts),
         )?;
-        EngineBlock::new(e, src).norm(&cfg, &t.norm.name, &x, n)
+        EngineBlock::new(e, src).with_scale_shifts(&c.scale_shifts).norm(&cfg, &t.norm.name, &x, n)
     }
 
     /// Logits of the last of `n` hidden rows (`lm_head`, or the tied embedding).
@@ -104,11 +105,24 @@ impl<'w> SecureLlama<'w> {
         len: usize,
         n_new: usize,
     ) -> Result<Option<Vec<u32>>, SecureError> {
-        let mut cache = self.new_cache();
+        self.generate_in(e, &mut self.new_cache(), ids, len, n_new, &mut Decode::default())
+    }
+
+    /// [`Self::generate`] after the positions in `cache` (a conversation's earlier turns),
+    /// which it extends, with the options of `d` ([`crate::arch::generate_with`]).
+    pub fn generate_in<E: Engine>(
+        &self,
+        e: &mut E,
+        cache: &mut KvCache<E::Val>,
+        ids: Option<&[u32]>,
+        len: usize,
+        n_new: usize,
+        d: &mut Decode<'_>,
+    ) -> Result<Option<Vec<u32>>, SecureError> {
         let vocab = self.config.vocab_size;
-        generate(&mut EngineBlock::new(e, self.stack.weights), ids, len, n_new, vocab, &mut cache, |o, ids, n, cache| {
+        generate_with(&mut EngineBlock::new(e, self.stack.weights), ids, len, n_new, vocab, cache, |o, ids, n, cache| {
             let h = self.forward_step(o.e, ids, n, cache)?;
             self.last_logits(o.e, &h, n)
-        })
+        }, d)
     }
 }

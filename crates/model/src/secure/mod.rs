@@ -56,6 +56,7 @@ pub use profile::{OpRecord, Profile};
 pub use secure_engine::SecureEngine;
 pub use vit::SecureVit;
 
+use crate::block::KvCache;
 use crate::config::ModelConfig;
 use crate::suite::SuiteError;
 pub use crate::weights::WeightSource;
@@ -112,6 +113,11 @@ pub enum Task {
     Classify,
     /// Greedy generation of `n_new` tokens (GPT-2, LLaMA).
     Generate { n_new: usize },
+    /// A turn of a conversation (GPT-2, LLaMA; [`SecureModel::run_turn`]): the `len` new
+    /// tokens after the positions the session's KV cache kept from earlier turns (cleared
+    /// first when `reset`), then up to `n_new` greedy tokens; the client may stop after any
+    /// token (an end-of-sequence token), and the server learns where. The cache is kept.
+    Chat { n_new: usize, reset: bool },
 }
 
 /// One query as each party sees it: the client holds the ids, the server only their number.
@@ -198,8 +204,8 @@ impl<'w> SecureModel<'w> {
             (SecureModel::Bert(m), Task::Embed | Task::Classify) => {
                 (m.config.max_position_embeddings, 0)
             }
-            (SecureModel::Gpt2(m), Task::Generate { n_new }) => (m.config.n_positions, *n_new),
-            (SecureModel::Llama(m), Task::Generate { n_new }) => {
+            (SecureModel::Gpt2(m), Task::Generate { n_new } | Task::Chat { n_new, .. }) => (m.config.n_positions, *n_new),
+            (SecureModel::Llama(m), Task::Generate { n_new } | Task::Chat { n_new, .. }) => {
                 (m.config.max_position_embeddings, *n_new)
             }
             (SecureModel::Vit(m), Task::Classify) => {
@@ -262,6 +268,82 @@ impl<'w> SecureModel<'w> {
                 "task {t:?} for this architecture"
             ))),
         }
+    }
+}
+
+impl SecureModel<'_> {
+    /// An empty KV cache for this model's conversations ([`Task::Chat`]).
+    pub fn new_cache<V>(&self) -> KvCache<V> {
+        match self {
+            SecureModel::Gpt2(m) => m.new_cache(),
+            SecureModel::Llama(m) => m.new_cache(),
+            SecureModel::Bert(_) | SecureModel::Vit(_) => KvCache::new(0),
+        }
+    }
+
+    /// Checks a conversation turn against the positions `cached` from earlier turns (the
+    /// whole context window bounds them; a clear error past it), then as
+    /// [`SecureModel::check_query`].
+    pub fn check_turn(&self, q: &Query, cached: usize) -> Result<(), SecureError> {
+        self.check_query(q)?;
+        let Task::Chat { n_new, reset } = q.task else { return Ok(()) };
+        if n_new == 0 {
+            return Err(ModelError::Input("a conversation turn generates at least one token".into()).into());
+        }
+        let positions = match self {
+            SecureModel::Gpt2(m) => m.config.n_positions,
+            SecureModel::Llama(m) => m.config.max_position_embeddings,
+            _ => return Ok(()),
+        };
+        let before = if reset { 0 } else { cached };
+        if before + q.len + n_new > positions {
+            return Err(ModelError::Input(format!(
+                "the conversation would reach {} positions ({before} kept, {} new, {n_new} to generate), past the context window of {positions}: start a new one (reset)",
+                before + q.len + n_new,
+                q.len
+            ))
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Runs `q` as [`SecureModel::run`] does, and generations with `on_token` told each token
+    /// as the client learns it (streaming; the server passes `None`); [`Task::Chat`] continues
+    /// the conversation in `cache` (kept across turns).
+    pub fn run_turn<E: Engine>(
+        &self,
+        e: &mut E,
+        q: &Query,
+        cache: &mut KvCache<E::Val>,
+        on_token: Option<&mut dyn FnMut(u32) -> bool>,
+    ) -> Result<Output, SecureError> {
+        let (n_new, stoppable) = match q.task {
+            Task::Generate { n_new } => (n_new, false),
+            Task::Chat { n_new, reset } => {
+                self.check_turn(q, cache.len())?;
+                if reset {
+                    *cache = self.new_cache();
+                }
+                (n_new, true)
+            }
+            _ => return self.run(e, q),
+        };
+        self.check_query(q)?;
+        let mut d = crate::arch::Decode { on_token, stoppable };
+        let mut fresh;
+        let cache = if stoppable {
+            cache
+        } else {
+            fresh = self.new_cache();
+            &mut fresh
+        };
+        let ids = q.ids.as_deref();
+        let out = match self {
+            SecureModel::Gpt2(m) => m.generate_in(e, cache, ids, q.len, n_new, &mut d)?,
+            SecureModel::Llama(m) => m.generate_in(e, cache, ids, q.len, n_new, &mut d)?,
+            _ => return Err(SecureError::Unsupported(format!("task {:?} for this architecture", q.task))),
+        };
+        Ok(out.map_or(Output::Nothing, Output::Tokens))
     }
 }
 

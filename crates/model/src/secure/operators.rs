@@ -135,10 +135,13 @@ pub fn layernorm<E: Engine>(
     beta: &E::Val,
     eps: f64,
 ) -> Result<E::Val, SecureError> {
-    norm(e, "layernorm", x, rows, cols, gamma, Some(beta), eps)
+    norm(e, "layernorm", x, rows, cols, gamma, Some(beta), eps, 0)
 }
 
-/// RMSNorm of `rows × cols` with the server's `γ`, by the suite's formulation.
+/// RMSNorm of `rows × cols` with the server's `γ`, by the suite's formulation; its statistics
+/// of `x·2^−shift` (public per call site, [`nectar_nn::rmsnorm`]: inputs beyond the format's
+/// square and rsqrt domain).
+#[allow(clippy::too_many_arguments)]
 pub fn rmsnorm<E: Engine>(
     e: &mut E,
     x: &E::Val,
@@ -146,8 +149,9 @@ pub fn rmsnorm<E: Engine>(
     cols: usize,
     gamma: WeightRef<'_>,
     eps: f64,
+    shift: u32,
 ) -> Result<E::Val, SecureError> {
-    norm(e, "rmsnorm", x, rows, cols, gamma, None, eps)
+    norm(e, "rmsnorm", x, rows, cols, gamma, None, eps, shift)
 }
 
 /// [`layernorm`] (`beta` given) or [`rmsnorm`], recorded as the profile row `op`. `γ` enters
@@ -163,15 +167,26 @@ fn norm<E: Engine>(
     gamma: WeightRef<'_>,
     beta: Option<&E::Val>,
     eps: f64,
+    shift: u32,
 ) -> Result<E::Val, SecureError> {
     let s = *e.suite();
     if e.exact(op) {
         let gv = e.server_input(gamma.values(), cols)?;
         return timed(e, op, |e| exact::norm(e, x, cols, &gv, beta, eps));
     }
+    if shift >= 32 {
+        return Err(SecureError::Unsupported(format!("a norm's statistics shift of {shift} bits")));
+    }
+    // γ·2^−shift (rounded) and ε·4^−shift go with the statistics of x·2^−shift.
+    let scaled: Option<Vec<u64>> = gamma
+        .values()
+        .filter(|_| shift > 0)
+        .map(|g| g.iter().map(|&v| (((v as i64) + (1i64 << shift >> 1)) >> shift) as u64).collect());
+    let gamma_server = if shift > 0 { scaled.as_deref() } else { gamma.values() };
+    let eps = eps * (-2.0 * shift as f64).exp2();
     timed(e, op, |e| {
-        let gv = e.server_input(gamma.values(), cols)?;
-        let call = NormCall { rows, cols, eps, gamma: &gv, gamma_server: gamma.values(), beta };
+        let gv = e.server_input(gamma_server, cols)?;
+        let call = NormCall { rows, cols, eps, gamma: &gv, gamma_server, beta, stats_shift: shift };
         Ok(s.norm.eval(e, x, &call, s.rsqrt)?)
     })
 }

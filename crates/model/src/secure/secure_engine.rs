@@ -46,6 +46,10 @@ fn be<E: std::error::Error + Send + Sync + 'static>(e: E) -> NnError {
 
 
 
+/// Largest block-diagonal operand (entries) of a decoding step's batched head products
+/// ([`SecureEngine`]'s `olt_batch_matmul`; 128 MiB of `u64`): longer caches run per head.
+const DECODE_BLOCK_DIAGONAL_MAX: usize = 1 << 24;
+
 /// One party's secure engine over a channel (see module docs).
 pub struct SecureEngine<'c> {
     b: SecureBackend<'c>,
@@ -201,6 +205,26 @@ impl<'c> SecureEngine<'c> {
     fn olt_batch_matmul(&mut self, a: &[u64], b: &[u64], (heads, k, m, n): (usize, usize, usize, usize)) -> Result<Vec<u64>, NnError> {
         Self::same("batch_matmul A", a.len(), heads * k * m)?;
         Self::same("batch_matmul B", b.len(), heads * m * n)?;
+        let (hm, hn) = (heads * m, heads * n);
+        if k == 1 && heads > 1 && hm.saturating_mul(hn) <= DECODE_BLOCK_DIAGONAL_MAX {
+            // One query row per head (a decoding step with the KV cache): the heads as one
+            // product `(1 × H·m)·blockdiag(Y_h)` of `H·m × H·n`, whose output row is the heads'
+            // outputs in order. Each cross term's OLT then sends one query ciphertext and the
+            // few response ciphertexts of `H·n` values, instead of at least one of each per head
+            // (the zero blocks cost plaintext products only). Same ring values; both parties
+            // choose it from the public shape.
+            let mut bd = vec![0u64; hm * hn];
+            for (h, yh) in b.chunks(m * n).enumerate() {
+                for (i, row) in yh.chunks(n).enumerate() {
+                    let at = (h * m + i) * hn + h * n;
+                    bd[at..at + n].copy_from_slice(row);
+                }
+            }
+            let plan = self.plan(1, hm, hn)?;
+            let (l, role) = (self.olt_bits(), self.b.role());
+            let (ch, _, _, prg) = self.b.parts();
+            return batch_matmul_shared_shared(ch, &self.olt, role, &plan, &[a], &[&bd], l, prg).map_err(be);
+        }
         let plan = self.plan(k, m, n)?;
         let xs: Vec<&[u64]> = a.chunks(k * m).collect();
         let ys: Vec<&[u64]> = b.chunks(m * n).collect();

@@ -73,6 +73,7 @@ impl<'w> SecureVit<'w> {
             self.seq_len(),
             None,
             self.stack.progress.as_ref(),
+            None,
         )
     }
 

@@ -33,8 +33,9 @@ impl NormProtocol for Bumblebee {
         rsqrt.check(&r, b.format())?;
         let inv = |b: &mut DynBackend<'_>, v: &Vec<u64>| rsqrt.eval(b, v, &r);
         match c.beta {
+            Some(_) if c.stats_shift > 0 => Err(NnError::BadArgument("a LayerNorm has no statistics shift".into())),
             Some(beta) => layernorm_with(b, x, c.rows, c.cols, c.gamma, beta, r.lo, inv),
-            None => rmsnorm_with(b, x, c.rows, c.cols, c.gamma, r.lo, inv),
+            None => rmsnorm_with(b, x, c.rows, c.cols, c.gamma, r.lo, c.stats_shift, inv),
         }
     }
     fn check(&self, rsqrt: Rsqrt, _cols: usize, eps: f64, fp: FixedPoint) -> Result<(), NnError> {

@@ -43,6 +43,11 @@ impl NormProtocol for EastEq9 {
     fn eval(&self, b: &mut DynBackend<'_>, x: &Vec<u64>, c: &NormCall<'_>, rsqrt: Rsqrt) -> Result<Vec<u64>, NnError> {
         let p = EastNormParams { eps: c.eps, ..EAST_NORM_DEFAULT };
         self.check(rsqrt, c.cols, c.eps, b.format())?;
+        if c.stats_shift > 0 {
+            return Err(NnError::BadArgument(
+                "norm east-eq9 has no statistics shift (a model with massive activations needs norm = outer or bumblebee)".into(),
+            ));
+        }
         let inv = |b: &mut DynBackend<'_>, s: &Vec<u64>, lo: f64, hi: f64| {
             rsqrt.eval(b, s, &RsqrtRange { lo, hi, newton: newton_domain(lo, hi) })
         };

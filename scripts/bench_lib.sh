@@ -4,10 +4,19 @@
 # RUN_ENV (optional): an environment assignment for every run, e.g. RAYON_NUM_THREADS=1 (or for
 # one: `RUN_ENV=... run ARGS`); it is recorded in front of the command in the meta file.
 
+# `bench_init NAME dev`: the dev profile (opt-level 2, dependencies 3; what `cargo test` builds)
+# instead of the release profile.
 bench_init() {
   cd "$(dirname "${BASH_SOURCE[0]}")/.."
-  cargo build --quiet --release -p nectar-app
-  BIN=target/release/nectar
+  if [ "${2:-}" = dev ]; then
+    cargo build --quiet -p nectar-app
+    BIN=${CARGO_TARGET_DIR:-target}/debug/nectar
+    BUILD="dev profile (\`cargo build\`, opt-level 2, dependencies opt-level 3)"
+  else
+    cargo build --quiet --release -p nectar-app
+    BIN=${CARGO_TARGET_DIR:-target}/release/nectar
+    BUILD="release profile (\`cargo build --release\`, opt-level 3)"
+  fi
   OUT=docs/results/$1.jsonl
   META=docs/results/$1.meta.json
   COMMIT=$(git rev-parse --short HEAD)
@@ -21,12 +30,12 @@ run() {
 }
 
 bench_meta() {
-  python3 - "$META" "$COMMIT" "$1" "${CMDS[@]}" <<'PY'
+  python3 - "$META" "$COMMIT" "$1" "$BUILD" "${CMDS[@]}" <<'PY'
 import json, sys
-meta, commit, machine, cmds = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+meta, commit, machine, build, cmds = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 json.dump({
     "commands": [{"command": c, "commit": commit} for c in cmds],
-    "build": "release profile (`cargo build --release`, opt-level 3)",
+    "build": build,
     "machine": machine,
 }, open(meta, "w"), indent=2)
 open(meta, "a").write("\n")

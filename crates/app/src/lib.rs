@@ -8,6 +8,7 @@
 pub mod stdout;
 pub mod accuracy;
 pub mod admin;
+pub mod admission;
 pub mod bench_he;
 pub mod bench_linear;
 pub mod bench_model;
@@ -31,6 +32,7 @@ pub mod private;
 pub mod progress;
 pub mod rate_limit;
 pub mod report;
+pub mod retry;
 pub mod session;
 pub mod suites;
 pub mod test_seed;

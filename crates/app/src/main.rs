@@ -122,9 +122,19 @@ enum Cmd {
         /// (a client trickling bytes does not count as progress).
         #[arg(long, default_value_t = 600)]
         idle_timeout: u64,
-        /// Largest message after the handshake, in MiB (a larger one ends that session).
-        #[arg(long, default_value_t = 1024)]
-        max_frame_mib: usize,
+        /// Largest message after the handshake, in MiB (a larger one ends that session;
+        /// default: derived from the model and suite where calibrated, else 1024; see
+        /// docs/results/admission.md).
+        #[arg(long)]
+        max_frame_mib: Option<usize>,
+        /// Admit a session only while the server's memory at start plus each running session's
+        /// estimated peak fits in this many GiB (/readyz is not ready when the next would not).
+        #[arg(long, value_name = "GIB")]
+        memory_limit_gib: Option<f64>,
+        /// One session's peak in MiB for --memory-limit-gib, instead of the calibrated estimate
+        /// (needed for a model or suite without one).
+        #[arg(long, value_name = "MIB")]
+        session_memory_mib: Option<u64>,
         /// MiB of weight blocks each session prepares ahead of their operator on an idle core
         /// (0: none; each session's memory grows by up to this much).
         #[arg(long, default_value_t = nectar_model::secure::secure_engine::DEFAULT_PREFETCH_BUDGET >> 20)]
@@ -162,6 +172,10 @@ enum Cmd {
         classify: bool,
         #[arg(long)]
         json: bool,
+        /// After a failure another attempt may cure (no connection, server busy or draining,
+        /// connection broken), run the queries again on a new connection, up to N more times.
+        #[arg(long, default_value_t = 0, value_name = "N")]
+        retries: usize,
         /// TESTS ONLY, NO PRIVACY: derive this party's randomness from this public seed
         /// instead of the operating system, so two runs with equal seeds are bit-for-bit equal.
         #[arg(long, value_name = "SEED")]
@@ -725,6 +739,8 @@ fn run(cli: Cli) -> Result<(), String> {
             drain_timeout,
             idle_timeout,
             max_frame_mib,
+            memory_limit_gib,
+            session_memory_mib,
             memory_budget_mib,
             insecure_test_seed,
             suite,
@@ -743,7 +759,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 }
                 None => None,
             };
-            let opts = private::ServeOptions {
+            let mut opts = private::ServeOptions {
                 reveal_to_server,
                 max_sessions,
                 max_concurrent: max_concurrent_sessions.max(1),
@@ -755,15 +771,26 @@ fn run(cli: Cli) -> Result<(), String> {
                 limits: private::SessionLimits {
                     handshake: secs("handshake-timeout", handshake_timeout)?,
                     idle: secs("idle-timeout", idle_timeout)?,
-                    max_frame: max_frame_mib.clamp(1, 4095) << 20,
+                    max_frame: nectar_net::DEFAULT_MAX_FRAME,
                     memory_budget: memory_budget_mib << 20,
                 },
                 quiet: false,
                 stop: None,
                 test_seed: insecure_test_seed,
+                memory: None,
             };
             let suite = suite.suite()?;
             let m = std::sync::Arc::new(private::ServerModel::load(&model.dir())?);
+            let plan = nectar_app::admission::plan(
+                &m.config,
+                &suite,
+                (memory_budget_mib << 20) as u64,
+                max_frame_mib,
+                memory_limit_gib,
+                session_memory_mib,
+            )?;
+            opts.limits.max_frame = plan.max_frame;
+            opts.memory = plan.memory.map(std::sync::Arc::new);
             let listener = std::net::TcpListener::bind(&listen).map_err(|e| format!("listen {listen}: {e}"))?;
             let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or(listen);
             let admin_addr = admin.as_ref().and_then(|l| l.local_addr().ok()).map(|a| a.to_string());
@@ -777,6 +804,9 @@ fn run(cli: Cli) -> Result<(), String> {
                 if reveal_to_server { ", outputs revealed to the server too" } else { "" },
                 admin_addr.as_ref().map(|a| format!("; admin on http://{a}")).unwrap_or_default()
             );
+            for note in &plan.notes {
+                tracing::info!("serve: {note}");
+            }
             private::serve(m, listener, &suite, &opts)
         }
         Cmd::Chat { connect, model, max_new_tokens, system, insecure_test_seed, suite } => {
@@ -784,7 +814,7 @@ fn run(cli: Cli) -> Result<(), String> {
             let cm = private::ClientModel::load(&model.dir())?;
             nectar_app::chat::chat(&connect, &suite.suite()?, &cm, max_new_tokens, system.as_deref(), insecure_test_seed)
         }
-        Cmd::Infer { connect, model, ids, image, tokens, stream, classify, json, insecure_test_seed, suite, texts } => {
+        Cmd::Infer { connect, model, ids, image, tokens, stream, classify, json, retries, insecure_test_seed, suite, texts } => {
             nectar_app::test_seed::warn(insecure_test_seed);
             let suite = suite.suite()?;
             let (inputs, labels, expected) = if !image.is_empty() {
@@ -816,7 +846,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 _ => None,
             };
             let bar = (!json && on_token.is_none()).then(|| progress::QueryBar::new("infer"));
-            let res = private::run_client(
+            let res = nectar_app::retry::run_client(
                 &connect,
                 &suite,
                 expected.as_ref(),
@@ -826,6 +856,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 bar.as_ref().map(|b| b.hook()),
                 insecure_test_seed,
                 on_token.clone(),
+                retries,
             );
             if let Some(b) = &bar {
                 b.finish();

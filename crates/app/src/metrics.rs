@@ -37,6 +37,16 @@ pub struct Metrics {
     pub draining: IntGauge,
     /// `--max-concurrent-sessions`.
     pub session_cap: IntGauge,
+    /// One session's estimated peak memory ([`crate::admission`]; 0 without
+    /// `--memory-limit-gib`).
+    pub session_memory_estimate: IntGauge,
+    /// `--memory-limit-gib` in bytes (0: none).
+    pub memory_limit: IntGauge,
+    /// The server's resident memory at start plus every admitted session's estimate (the
+    /// figure compared with the limit; 0 without `--memory-limit-gib`).
+    pub memory_admitted: IntGauge,
+    /// Largest message accepted after the handshake, bytes.
+    pub max_message: IntGauge,
 }
 
 /// Buckets doubling from `start`, `n` of them.
@@ -80,6 +90,16 @@ impl Metrics {
             resident_memory: reg!(IntGauge::new("nectar_resident_memory_bytes", "Resident memory of the server process")),
             draining: reg!(IntGauge::new("nectar_draining", "1 while the server drains (after SIGTERM or SIGINT)")),
             session_cap: reg!(IntGauge::new("nectar_session_cap", "Sessions allowed at once (--max-concurrent-sessions)")),
+            session_memory_estimate: reg!(IntGauge::new(
+                "nectar_session_memory_estimate_bytes",
+                "Estimated peak memory of one session (0 without --memory-limit-gib)"
+            )),
+            memory_limit: reg!(IntGauge::new("nectar_memory_limit_bytes", "--memory-limit-gib in bytes (0: none)")),
+            memory_admitted: reg!(IntGauge::new(
+                "nectar_memory_admitted_bytes",
+                "Server memory at start plus the estimates of the admitted sessions (0 without --memory-limit-gib)"
+            )),
+            max_message: reg!(IntGauge::new("nectar_max_message_bytes", "Largest message accepted after the handshake")),
             registry,
         };
         m.session_cap.set(session_cap as i64);

@@ -2,6 +2,7 @@
 
 pub use crate::session::Input;
 use crate::admin::Probe;
+use crate::admission::{MemoryBudget, Reservation};
 use crate::metrics::Metrics;
 use crate::rate_limit::RateLimitedLog;
 pub use crate::session::SessionLimits;
@@ -59,6 +60,9 @@ pub struct ServeOptions {
     /// `--insecure-test-seed`: session `i` draws its randomness from (seed, server, i) instead
     /// of the operating system ([`crate::test_seed`]; NO privacy, tests only).
     pub test_seed: Option<u64>,
+    /// `--memory-limit-gib`: sessions are admitted only while their estimated peaks fit
+    /// ([`crate::admission`]).
+    pub memory: Option<Arc<MemoryBudget>>,
 }
 
 impl Default for ServeOptions {
@@ -76,6 +80,7 @@ impl Default for ServeOptions {
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
             admin: None,
             test_seed: None,
+            memory: None,
         }
     }
 }
@@ -194,6 +199,7 @@ struct ServerState {
     pending_by_peer: Mutex<HashMap<IpAddr, usize>>,
     draining: AtomicBool,
     refuse_log: Mutex<RateLimitedLog>,
+    memory: Option<Arc<MemoryBudget>>,
 }
 
 impl ServerState {
@@ -217,8 +223,10 @@ impl ServerState {
             return Some(DRAINING.into());
         }
         let cap = self.cap;
-        (self.active.load(Ordering::SeqCst) >= cap)
-            .then(|| format!("server busy: {cap} sessions running (--max-concurrent-sessions {cap}); try again later"))
+        if self.active.load(Ordering::SeqCst) >= cap {
+            return Some(format!("server busy: {cap} sessions running (--max-concurrent-sessions {cap}); try again later"));
+        }
+        self.memory.as_ref().and_then(|m| m.busy())
     }
 }
 
@@ -287,12 +295,13 @@ impl Drop for Slot<'_> {
     }
 }
 
-/// One connection's [`ServerHooks`]: its pending place until the `Hello`, then its slot;
-/// each query observed in the metrics.
+/// One connection's [`ServerHooks`]: its pending place until the `Hello`, then its slot and
+/// its share of the memory budget; each query observed in the metrics.
 struct Hooks<'a> {
     state: &'a ServerState,
     pending: Option<Pending<'a>>,
     slot: Option<Slot<'a>>,
+    memory: Option<Reservation<'a>>,
     started: Option<Instant>,
 }
 
@@ -303,6 +312,8 @@ impl ServerHooks for Hooks<'_> {
         if st.draining.load(Ordering::SeqCst) {
             return Err(DRAINING.into());
         }
+        // The memory first: a session refused for its slot gives its share back on return.
+        let memory = st.memory.as_deref().map(|m| m.reserve(&st.metrics)).transpose()?;
         let cap = st.cap;
         if st.active.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |a| (a < cap).then_some(a + 1)).is_err() {
             return Err(format!("server busy: {cap} sessions running (--max-concurrent-sessions {cap}); try again later"));
@@ -310,6 +321,7 @@ impl ServerHooks for Hooks<'_> {
         st.metrics.sessions_active.inc();
         st.metrics.sessions_started.inc();
         self.slot = Some(Slot(st));
+        self.memory = memory;
         self.started = Some(Instant::now());
         Ok(())
     }
@@ -370,7 +382,12 @@ pub fn serve(model: Arc<ServerModel>, listener: TcpListener, suite: &Suite, opts
         pending_by_peer: Mutex::new(HashMap::new()),
         draining: AtomicBool::new(false),
         refuse_log: Mutex::new(RateLimitedLog::new(LOG_INTERVAL)),
+        memory: opts.memory.clone(),
     });
+    state.metrics.max_message.set(opts.limits.max_frame as i64);
+    if let Some(m) = &opts.memory {
+        m.publish(&state.metrics);
+    }
     if let Some(admin) = &opts.admin {
         crate::admin::spawn(Arc::clone(admin), Arc::clone(&state) as Arc<dyn Probe>)?;
     }
@@ -453,7 +470,7 @@ pub fn serve(model: Arc<ServerModel>, listener: TcpListener, suite: &Suite, opts
             let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
                 let span = tracing::info_span!("session", id, peer = %peer);
                 let _in_span = span.enter();
-                let hooks = Hooks { state, pending: Some(pending), slot: None, started: None };
+                let hooks = Hooks { state, pending: Some(pending), slot: None, memory: None, started: None };
                 run_connection(stream, &peer_text, id, &model, agreement, opts, watcher, hooks);
             });
             if let Err(e) = spawned {
@@ -555,7 +572,11 @@ fn run_connection(
             }
         }
         Ok(Err(SessionError::Refused(reason))) => {
-            let kind = if reason == DRAINING { "draining" } else { "session_cap" };
+            let kind = match reason.as_str() {
+                DRAINING => "draining",
+                r if r.starts_with(crate::admission::MEMORY_BUSY) => "memory",
+                _ => "session_cap",
+            };
             state.refused(peer, &reason, kind);
         }
         Ok(Err(e)) => {

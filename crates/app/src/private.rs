@@ -135,8 +135,10 @@ impl ServerModel {
             let mut config = ModelConfig::Llama(src.config().clone());
             nectar_model::shapes::check_shapes(&config, &src).map_err(|e| e.to_string())?;
             calibrate(&path, &mut config, &src)?;
-            let ModelConfig::Llama(c) = &config else { unreachable!("a GGUF file holds a LLaMA") };
-            let config_json = ModelConfig::llama_json(c);
+            let config_json = match &config {
+                ModelConfig::Llama(c) => ModelConfig::llama_json(c),
+                other => return Err(format!("{}: a GGUF file of a {} model", path.display(), other.model_type())),
+            };
             return Ok(ServerModel { config, config_json, weights: Box::new(src) });
         }
         if !dir.is_dir() {

@@ -71,8 +71,10 @@ impl Default for SessionLimits {
 /// Version of this wire protocol (AGREEMENT). 2: the typed suite and its digest. 3: HE
 /// ciphertexts streamed in frames (`nectar_linear::FRAME_CTS`), both directions' additive COTs
 /// of a product in two flights, `sq8`'s one three-threshold comparison (issue 17): transcripts
-/// a version-2 peer cannot follow under the same suite digest.
-pub const PROTOCOL_VERSION: u32 = 3;
+/// a version-2 peer cannot follow under the same suite digest. 4: `Task::Chat` turns (the
+/// client's go-on message after each token) and a decoding step's heads in one block-diagonal
+/// OLT (issue 49).
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Everything both parties must agree on, compared in the handshake.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

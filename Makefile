@@ -189,6 +189,7 @@ results:
 	$(PYTHON) scripts/results_replicas.py
 	$(PYTHON) scripts/results_accuracy.py
 	$(PYTHON) scripts/results_wan.py
+	$(PYTHON) scripts/results_llm.py
 
 fmt:
 	$(CARGO) fmt --all

@@ -36,12 +36,13 @@ run demo --json --suite bumblebee --model "$M" --generate 4 --net lan "${PROMPTS
 # each party's peak RSS: the server process under GNU time, the client's from its own report
 PORT=7991
 TIMEF=$(mktemp)
-/usr/bin/time -f '%M' -o "$TIMEF" "$BIN" serve --suite "$LLM_SUITE" --model "$M" --listen 127.0.0.1:$PORT --max-sessions 1 >/dev/null 2>&1 &
+/usr/bin/time -f '%M' -o "$TIMEF" "$BIN" serve --suite "$LLM_SUITE" --model "$M" --listen 127.0.0.1:$PORT --max-sessions 2 >/dev/null 2>&1 &
 SRV=$!
+# the readiness probe is a connection too: --max-sessions 2
 for _ in $(seq 120); do (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 1; done
 CLIENT=$("$BIN" infer --json --suite "$LLM_SUITE" --connect 127.0.0.1:$PORT --model "$M" --generate 4 "${PROMPTS[0]}" | tail -1)
 wait $SRV
-CMDS+=("nectar serve --suite $LLM_SUITE --model $M --listen 127.0.0.1:$PORT --max-sessions 1 (under /usr/bin/time -f %M) + nectar infer --json --suite $LLM_SUITE --connect 127.0.0.1:$PORT --model $M --generate 4 \"${PROMPTS[0]}\"")
+CMDS+=("nectar serve --suite $LLM_SUITE --model $M --listen 127.0.0.1:$PORT --max-sessions 2 (under /usr/bin/time -f %M) + nectar infer --json --suite $LLM_SUITE --connect 127.0.0.1:$PORT --model $M --generate 4 \"${PROMPTS[0]}\"")
 python3 - "$OUT" "$TIMEF" "$CLIENT" <<'PY'
 import json, sys
 out, timef, client = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])

@@ -262,7 +262,7 @@ fn demo_tcp(
     let s2 = *suite;
     let srv = std::thread::spawn(move || private::serve(server, listener, &s2, &private::ServeOptions { max_sessions: Some(1), quiet: true, test_seed: seed, ..Default::default() }));
     let bar = (!json && on_token.is_none()).then(|| crate::progress::QueryBar::new("demo"));
-    let res = private::run_client(&addr, suite, client.config.as_ref(), inputs, tokens, false, bar.as_ref().map(|b| b.hook()), seed, on_token);
+    let res = crate::retry::run_client(&addr, suite, client.config.as_ref(), inputs, tokens, false, bar.as_ref().map(|b| b.hook()), seed, on_token, 0);
     if let Some(b) = &bar {
         b.finish();
     }

@@ -757,39 +757,6 @@ pub fn default_task(cfg: &ModelConfig, tokens: usize, classify: bool) -> Task {
     }
 }
 
-/// Connect to `addr` and run `inputs` (token ids or images) as one session (`progress`: told
-/// after each transformer block, e.g. a [`crate::progress::QueryBar`]; `seed`:
-/// [`crate::test_seed`], NO privacy, tests only; `on_token`: told each generated token as it
-/// is opened).
-#[allow(clippy::too_many_arguments)]
-pub fn run_client(
-    addr: &str,
-    suite: &Suite,
-    expected: Option<&ModelConfig>,
-    inputs: &[Input],
-    tokens: usize,
-    classify: bool,
-    progress: Option<QueryProgress>,
-    seed: Option<u64>,
-    on_token: Option<TokenHook>,
-) -> Result<(ClientRun, ModelConfig), String> {
-    let mut session = connect(addr, suite, expected, seed)?;
-    if let Some(p) = progress {
-        session = session.with_progress(p);
-    }
-    if let Some(h) = on_token {
-        session = session.with_token_hook(h);
-    }
-    if session.reveal_to_server() {
-        eprintln!("note: this server also learns each output (its reveal-to-server option is on)");
-    }
-    let cfg = session.config().clone();
-    let task = default_task(&cfg, tokens, classify);
-    let queries: Vec<(Task, Input)> = inputs.iter().map(|i| (task.clone(), i.clone())).collect();
-    let run = session.run(&queries).map_err(|e| e.to_string())?;
-    Ok((run, cfg))
-}
-
 /// Connect to `addr` and complete the handshake (`expected`: the client's own copy of the
 /// architecture, compared with the server's; `seed`: [`crate::test_seed`], NO privacy, tests
 /// only).

@@ -77,8 +77,9 @@ fn attempt(
     Ok((run, cfg))
 }
 
-/// [`crate::private::run_client`] with up to `retries` more attempts after a retryable
-/// failure, each on a new connection after a growing pause; each retry is told on stderr
+/// Connect to `addr` and run `inputs` as one session (`progress`: told after each transformer
+/// block; `seed`: [`crate::test_seed`], tests only; `on_token`: told each generated token as it
+/// is opened), with up to `retries` more attempts after a retryable failure, each on a new connection after a growing pause; each retry is told on stderr
 /// (`infer: attempt 1 failed: ...; retrying in 1.0 s`). The last failure is the error. A
 /// retried generation streams its tokens (`on_token`) again from its first.
 #[allow(clippy::too_many_arguments)]

@@ -208,6 +208,13 @@ pub trait ArchOps: BlockOps<Error: From<ModelError>> {
     fn mean_rows(&mut self, x: &Self::Val, n: usize, width: usize, mask: Option<&[bool]>)
         -> Result<Self::Val, Self::Error>;
 
+    /// Rows at public indices `rows` of a row-major value of width `width`.
+    fn pick_rows(&mut self, x: &Self::Val, rows: &[usize], width: usize) -> Result<Self::Val, Self::Error>;
+
+    /// Means of the rows of each input of a batch (issue 52): `x` holds `lens[0]` rows of the
+    /// first input, then `lens[1]` of the second, ...; `[lens.len(), width]`.
+    fn mean_segments(&mut self, x: &Self::Val, lens: &[usize], width: usize) -> Result<Self::Val, Self::Error>;
+
     /// Element-wise tanh.
     fn tanh(&mut self, x: &Self::Val) -> Result<Self::Val, Self::Error>;
 

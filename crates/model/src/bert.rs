@@ -103,8 +103,9 @@ impl ArchTensors for Tensors {
     }
 }
 
-/// BERT's embeddings (`[n, hidden]`): word (the client's ids against the server's table) +
-/// absolute position + token type (`type_ids`, public: the engines run single-segment
+/// BERT's embeddings (`[n, hidden]`, `n = positions.len()`): word (the client's ids against
+/// the server's table) + absolute position (`positions`, public: `0..n`, or each input's
+/// `0..n_s` in a batch) + token type (`type_ids`, public: the engines run single-segment
 /// queries, type 0), then LayerNorm.
 pub fn embeddings<O: ArchOps>(
     o: &mut O,
@@ -112,12 +113,12 @@ pub fn embeddings<O: ArchOps>(
     t: &Tensors,
     ids: Option<&[u32]>,
     type_ids: &[usize],
-    n: usize,
+    positions: &[usize],
 ) -> Result<O::Val, O::Error> {
+    let n = positions.len();
     let x = o.step("embed", |o| {
         let words = o.lookup(&t.word, ids, n)?;
-        let positions: Vec<usize> = (0..n).collect();
-        let pos = o.server_rows(&[(&t.position, &positions)])?;
+        let pos = o.server_rows(&[(&t.position, positions)])?;
         let x = o.add(&words, &pos)?;
         let typ = o.server_rows(&[(&t.token_type, type_ids)])?;
         o.add(&x, &typ)
@@ -136,27 +137,61 @@ pub fn mean_pool<O: ArchOps>(
 ) -> Result<Option<Vec<f32>>, O::Error> {
     let pooled = o.step("pool", |o| o.mean_rows(hidden, n, width, mask))?;
     let opened = o.step("output", |o| o.reveal(&pooled))?;
-    Ok(opened.map(|m| {
-        let norm = m.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-12);
-        m.iter().map(|v| (v / norm) as f32).collect()
-    }))
+    Ok(opened.map(|m| l2_normalised(&m)))
+}
+
+fn l2_normalised(m: &[f64]) -> Vec<f32> {
+    let norm = m.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-12);
+    m.iter().map(|v| (v / norm) as f32).collect()
+}
+
+/// [`mean_pool`] of each input of a batch (issue 52; `hidden` holds `lens[0]` rows of the
+/// first input, then the next's): one pooling and one opening for all.
+pub fn mean_pool_batch<O: ArchOps>(
+    o: &mut O,
+    hidden: &O::Val,
+    lens: &[usize],
+    width: usize,
+) -> Result<Option<Vec<Vec<f32>>>, O::Error> {
+    let pooled = o.step("pool", |o| o.mean_segments(hidden, lens, width))?;
+    let opened = o.step("output", |o| o.reveal(&pooled))?;
+    Ok(opened.map(|m| m.chunks(width.max(1)).map(l2_normalised).collect()))
 }
 
 /// Classifier logits (`BertForSequenceClassification`: pooler `tanh(W h_CLS + b)` on the
 /// `[CLS]` row, then the classifier), revealed to the client.
 pub fn classify<O: ArchOps>(
     o: &mut O,
-    (pooler, classifier): (&DenseDecl, &DenseDecl),
+    heads: (&DenseDecl, &DenseDecl),
     hidden: &O::Val,
 ) -> Result<Option<Vec<f32>>, O::Error> {
-    let logits = o.step("classifier", |o| {
-        let cls = o.take_rows(hidden, 0..1, pooler.in_dim)?;
-        let p = o.dense(pooler, &cls, 1)?;
-        let t = o.tanh(&p)?;
-        o.dense(classifier, &t, 1)
-    })?;
-    output(o, &logits)
+    Ok(classify_rows(o, heads, hidden, &[0])?.and_then(|mut v| v.pop()))
 }
+
+/// [`classify`] of each input of a batch, whose `[CLS]` rows are `cls_rows`: one pooler, one
+/// classifier and one opening for all.
+pub fn classify_rows<O: ArchOps>(
+    o: &mut O,
+    (pooler, classifier): (&DenseDecl, &DenseDecl),
+    hidden: &O::Val,
+    cls_rows: &[usize],
+) -> Result<Option<Vec<Vec<f32>>>, O::Error> {
+    let b = cls_rows.len();
+    let logits = o.step("classifier", |o| {
+        let cls = o.pick_rows(hidden, cls_rows, pooler.in_dim)?;
+        let p = o.dense(pooler, &cls, b)?;
+        let t = o.tanh(&p)?;
+        o.dense(classifier, &t, b)
+    })?;
+    let k = classifier.out_dim.max(1);
+    Ok(output(o, &logits)?.map(|v| v.chunks(k).map(|c| c.to_vec()).collect()))
+}
+
+/// The positions of a batch's rows: each input's `0..n_s`, one after another.
+pub fn batch_positions(lens: &[usize]) -> Vec<usize> {
+    lens.iter().flat_map(|&l| 0..l).collect()
+}
+
 
 /// BERT encoder with its weights in memory (f32).
 #[derive(Debug, Clone)]
@@ -226,11 +261,13 @@ impl Bert {
         let mut ops = F32Block::new(&self.weights);
         let cfg = block_config(c);
         let types: Vec<usize> = type_ids.iter().map(|&t| t as usize).collect();
-        let x = embeddings(&mut ops, &cfg, &self.tensors, Some(ids), &types, n)?;
+        let positions: Vec<usize> = (0..n).collect();
+        let x = embeddings(&mut ops, &cfg, &self.tensors, Some(ids), &types, &positions)?;
         let key_mask: Vec<bool> = mask.iter().map(|&m| m != 0).collect();
         let rows = Rows {
             n,
             key_mask: Some(&key_mask),
+            segments: None,
         };
         run_blocks(&mut ops, &cfg, block_names, c.num_hidden_layers, x, rows, None, None)
     }

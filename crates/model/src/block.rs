@@ -186,6 +186,32 @@ pub struct Rows<'a> {
     pub n: usize,
     /// Public padding mask over all keys (`false`: key hidden); `None`: every key visible.
     pub key_mask: Option<&'a [bool]>,
+    /// A batch (issue 52): the rows are these inputs' rows one after another (lengths, public,
+    /// summing to `n`), and attention runs per input — no input sees another's keys. `None`:
+    /// one input. A batch has no KV cache.
+    pub segments: Option<&'a [usize]>,
+}
+
+impl<'a> Rows<'a> {
+    /// `n` rows of one input, every key visible.
+    pub fn new(n: usize) -> Self {
+        Rows { n, key_mask: None, segments: None }
+    }
+
+    /// The rows of a batch of inputs of lengths `lens` (one input: as [`Rows::new`]).
+    pub fn batch(lens: &'a [usize]) -> Self {
+        Rows { n: lens.iter().sum(), key_mask: None, segments: (lens.len() > 1).then_some(lens) }
+    }
+}
+
+/// The first row of each input of a batch of inputs of lengths `lens` (rows one after another).
+pub fn segment_starts(lens: &[usize]) -> Vec<usize> {
+    lens.iter()
+        .scan(0, |o, &l| {
+            *o += l;
+            Some(*o - l)
+        })
+        .collect()
 }
 
 /// The steps of a block on one arithmetic. Each method is one named operator of the block;
@@ -257,7 +283,10 @@ pub trait BlockOps {
     fn concat_rows(&mut self, old: &Self::Val, new: &Self::Val) -> Result<Self::Val, Self::Error>;
 
     /// Multi-head attention; `q` already scaled by `1/√dh`. `causal`: query `i` sees keys
-    /// `j ≤ m − n + i`; `key_mask[j] = false` hides key `j`. Returns `[n, heads·dh]`.
+    /// `j ≤ m − n + i`; `key_mask[j] = false` hides key `j`. `segments`: a batch of inputs
+    /// of these lengths (`n = m = Σ`), each attending only to its own keys. Returns
+    /// `[n, heads·dh]`.
+    #[allow(clippy::too_many_arguments)]
     fn attention(
         &mut self,
         q: &Self::Val,
@@ -266,6 +295,7 @@ pub trait BlockOps {
         dims: AttnDims,
         key_mask: Option<&[bool]>,
         causal: bool,
+        segments: Option<&[usize]>,
     ) -> Result<Self::Val, Self::Error>;
 
     /// The FFN's activation, element-wise.
@@ -401,8 +431,13 @@ fn attention_branch<O: BlockOps>(
     if rows.key_mask.is_some_and(|km| km.len() != m) {
         return Err(O::shape_error(format!("a key mask over {m} positions is needed")));
     }
+    if let Some(segs) = rows.segments {
+        if m != n || segs.iter().sum::<usize>() != n || segs.contains(&0) {
+            return Err(O::shape_error(format!("a batch of {segs:?} rows over {n} new rows and {m} keys (a batch has no KV cache)")));
+        }
+    }
     let dims = AttnDims { n, m, heads: cfg.heads, kv_heads: cfg.kv_heads, dh: cfg.head_dim() };
-    let ctx = o.attention(&q, &k, &v, dims, rows.key_mask, cfg.causal)?;
+    let ctx = o.attention(&q, &k, &v, dims, rows.key_mask, cfg.causal, rows.segments)?;
     o.linear("linear.o", cfg, std::slice::from_ref(&names.o), &ctx, n, h, &[h], NO_SCALE)
 }
 

@@ -140,7 +140,7 @@ impl Gpt2 {
         }
         let mut ops = F32Block::new(&self.weights);
         let x = embeddings(&mut ops, &self.tensors, Some(ids), n, start)?;
-        let rows = Rows { n, key_mask: None };
+        let rows = Rows::new(n);
         let cfg = block_config(c);
         let x = run_blocks(&mut ops, &cfg, block_names, c.n_layer, x, rows, Some(cache), None)?;
         ops.norm(&cfg, &self.tensors.ln_f.name, &x, n)

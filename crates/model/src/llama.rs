@@ -173,7 +173,7 @@ impl Llama {
         }
         let mut ops = F32Block { observe, ..F32Block::new(&self.weights) };
         let x = embeddings(&mut ops, &self.tensors, Some(ids), n)?;
-        let rows = Rows { n, key_mask: None };
+        let rows = Rows::new(n);
         let cfg = block_config(c);
         let layers = c.num_hidden_layers;
         let x = run_blocks(&mut ops, &cfg, block_names, layers, x, rows, Some(cache), None)?;

@@ -264,6 +264,7 @@ impl BlockOps for F32Block<'_> {
         d: AttnDims,
         key_mask: Option<&[bool]>,
         causal: bool,
+        segments: Option<&[usize]>,
     ) -> Result<Vec<f32>, ModelError> {
         if d.kv_heads == 0 || d.heads % d.kv_heads != 0 {
             return Err(ModelError::Unsupported(format!(
@@ -271,8 +272,22 @@ impl BlockOps for F32Block<'_> {
                 d.heads, d.kv_heads
             )));
         }
-        let shape = AttnShape { n: d.n, m: d.m, heads: d.heads, kv_heads: d.kv_heads, dh: d.dh };
-        Ok(attention(q, k, v, shape, key_mask, causal))
+        let Some(segs) = segments else {
+            let shape = AttnShape { n: d.n, m: d.m, heads: d.heads, kv_heads: d.kv_heads, dh: d.dh };
+            return Ok(attention(q, k, v, shape, key_mask, causal));
+        };
+        // A batch: each input's rows attend to its own keys only.
+        let (dq, dkv) = (d.heads * d.dh, d.kv_heads * d.dh);
+        let mut out = Vec::with_capacity(q.len());
+        let mut off = 0;
+        for &len in segs {
+            let shape = AttnShape { n: len, m: len, heads: d.heads, kv_heads: d.kv_heads, dh: d.dh };
+            let mask = key_mask.map(|km| &km[off..off + len]);
+            let rows = |x: &[f32], w: usize| x[off * w..(off + len) * w].to_vec();
+            out.extend(attention(&rows(q, dq), &rows(k, dkv), &rows(v, dkv), shape, mask, causal));
+            off += len;
+        }
+        Ok(out)
     }
 
     fn activation(&mut self, act: Activation, x: &Vec<f32>) -> Result<Vec<f32>, ModelError> {
@@ -367,6 +382,25 @@ impl ArchOps for F32Block<'_> {
         }
         let count = count.max(1e-9);
         Ok(sum.iter().map(|s| (s / count) as f32).collect())
+    }
+
+    fn pick_rows(&mut self, x: &Vec<f32>, rows: &[usize], width: usize) -> Result<Vec<f32>, ModelError> {
+        let mut y = Vec::with_capacity(rows.len() * width);
+        for &r in rows {
+            y.extend_from_slice(&self.take_rows(x, r..r + 1, width)?);
+        }
+        Ok(y)
+    }
+
+    fn mean_segments(&mut self, x: &Vec<f32>, lens: &[usize], width: usize) -> Result<Vec<f32>, ModelError> {
+        let mut y = Vec::with_capacity(lens.len() * width);
+        let mut off = 0;
+        for &len in lens {
+            let rows = self.take_rows(x, off..off + len, width)?;
+            y.extend(self.mean_rows(&rows, len, width, None)?);
+            off += len;
+        }
+        Ok(y)
     }
 
     fn tanh(&mut self, x: &Vec<f32>) -> Result<Vec<f32>, ModelError> {

@@ -226,7 +226,7 @@ impl Vit {
     fn encode(&self, ops: &mut F32Block<'_>, pixels: &[f32]) -> Result<Vec<f32>, ModelError> {
         let c = &self.config;
         let x = embeddings(ops, c, &self.tensors, Some(pixels))?;
-        let rows = Rows { n: num_patches(c) + 1, key_mask: None };
+        let rows = Rows::new(num_patches(c) + 1);
         run_blocks(ops, &block_config(c), block_names, c.num_hidden_layers, x, rows, None, None)
     }
 

@@ -14,7 +14,8 @@
 //! logits.
 
 use crate::arch::ArchTensors;
-use crate::bert::{classify, embeddings, mean_pool, Tensors};
+use crate::bert::{batch_positions, classify_rows, embeddings, mean_pool, mean_pool_batch, Tensors};
+use crate::block::segment_starts;
 use crate::config::BertConfig;
 use crate::secure::block::{run_blocks, EngineBlock};
 use crate::secure::engine::Engine;
@@ -40,12 +41,35 @@ impl<'w> SecureBert<'w> {
         ids: Option<&[u32]>,
         n: usize,
     ) -> Result<E::Val, SecureError> {
+        self.forward_batch(e, ids, &[n])
+    }
+
+    /// Last hidden states of a batch of inputs of lengths `lens` (public; issue 52): their
+    /// rows one after another (`ids` concatenated likewise), each input at positions
+    /// `0..n_s`, attention per input ([`crate::block::Rows::batch`]). `[Σ n_s, hidden]`.
+    pub fn forward_batch<E: Engine>(
+        &self,
+        e: &mut E,
+        ids: Option<&[u32]>,
+        lens: &[usize],
+    ) -> Result<E::Val, SecureError> {
         let c = &self.config;
-        check_ids(ids, n, c.vocab_size, c.max_position_embeddings)?;
+        if lens.is_empty() {
+            return Err(crate::ModelError::Input("an empty batch".into()).into());
+        }
+        for (i, &len) in lens.iter().enumerate() {
+            let off: usize = lens[..i].iter().sum();
+            check_ids(ids.map(|all| all.get(off..off + len).unwrap_or(&[])), len, c.vocab_size, c.max_position_embeddings)?;
+        }
+        let n: usize = lens.iter().sum();
+        if ids.is_some_and(|all| all.len() != n) {
+            return Err(SecureError::Role(format!("{} ids for a batch of {n} tokens", ids.map_or(0, |a| a.len()))));
+        }
         let src = self.stack.weights;
         let cfg = crate::bert::block_config(c);
         let tensors = Tensors::new(c, src)?;
-        let x = embeddings(&mut EngineBlock::new(e, src), &cfg, &tensors, ids, &vec![0; n], n)?;
+        let positions = batch_positions(lens);
+        let x = embeddings(&mut EngineBlock::new(e, src), &cfg, &tensors, ids, &vec![0; n], &positions)?;
         let layers = self.stack.layers(c.num_hidden_layers);
         run_blocks(
             e,
@@ -54,7 +78,7 @@ impl<'w> SecureBert<'w> {
             crate::bert::block_names,
             layers,
             x,
-            n,
+            lens,
             None,
             self.stack.progress.as_ref(),
             None,
@@ -73,6 +97,17 @@ impl<'w> SecureBert<'w> {
         mean_pool(&mut EngineBlock::new(e, self.stack.weights), &x, (n, self.config.hidden_size), None)
     }
 
+    /// [`SecureBert::embed`] of each input of a batch: one pass, one pooling, one opening.
+    pub fn embed_batch<E: Engine>(
+        &self,
+        e: &mut E,
+        ids: Option<&[u32]>,
+        lens: &[usize],
+    ) -> Result<Option<Vec<Vec<f32>>>, SecureError> {
+        let x = self.forward_batch(e, ids, lens)?;
+        mean_pool_batch(&mut EngineBlock::new(e, self.stack.weights), &x, lens, self.config.hidden_size)
+    }
+
     /// Classifier logits (pooler on `[CLS]`, tanh, classifier), revealed to the client.
     pub fn classify<E: Engine>(
         &self,
@@ -80,11 +115,22 @@ impl<'w> SecureBert<'w> {
         ids: Option<&[u32]>,
         n: usize,
     ) -> Result<Option<Vec<f32>>, SecureError> {
+        Ok(self.classify_batch(e, ids, &[n])?.and_then(|mut v| v.pop()))
+    }
+
+    /// [`SecureBert::classify`] of each input of a batch: one pass, the `[CLS]` rows through
+    /// one pooler and one classifier, one opening.
+    pub fn classify_batch<E: Engine>(
+        &self,
+        e: &mut E,
+        ids: Option<&[u32]>,
+        lens: &[usize],
+    ) -> Result<Option<Vec<Vec<f32>>>, SecureError> {
         let src = self.stack.weights;
         let Some((pooler, cls)) = Tensors::new(&self.config, src)?.head else {
             return Err(SecureError::Unsupported("this model has no classifier head".into()));
         };
-        let x = self.forward(e, ids, n)?;
-        classify(&mut EngineBlock::new(e, src), (&pooler, &cls), &x)
+        let x = self.forward_batch(e, ids, lens)?;
+        classify_rows(&mut EngineBlock::new(e, src), (&pooler, &cls), &x, &segment_starts(lens))
     }
 }

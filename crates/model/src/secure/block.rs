@@ -346,8 +346,9 @@ impl<E: Engine> BlockOps for EngineBlock<'_, E> {
         dims: AttnDims,
         key_mask: Option<&[bool]>,
         causal: bool,
+        segments: Option<&[usize]>,
     ) -> Result<E::Val, SecureError> {
-        attention(self.e, q, k, v, dims, key_mask, causal)
+        attention(self.e, q, k, v, dims, key_mask, causal, segments)
     }
 
     fn activation(&mut self, act: Activation, x: &E::Val) -> Result<E::Val, SecureError> {
@@ -470,6 +471,40 @@ impl<E: Engine> ArchOps for EngineBlock<'_, E> {
         mean_rows(self.e, x, n, width)
     }
 
+    fn pick_rows(&mut self, x: &E::Val, rows: &[usize], width: usize) -> Result<E::Val, SecureError> {
+        let idx: Vec<usize> = rows.iter().flat_map(|&r| r * width..(r + 1) * width).collect();
+        Ok(self.e.gather(x, &idx)?)
+    }
+
+    /// One input: [`mean_rows`]. A batch: each input's rows summed (padded with zeros to the
+    /// longest, local), then one product by the public `1/n_s` per input and one truncation.
+    fn mean_segments(&mut self, x: &E::Val, lens: &[usize], width: usize) -> Result<E::Val, SecureError> {
+        let n: usize = lens.iter().sum();
+        if let [one] = lens {
+            return mean_rows(self.e, x, *one, width);
+        }
+        let longest = lens.iter().copied().max().unwrap_or(0);
+        let zero = self.e.constant(&[0])?;
+        let xz = self.e.concat(&[x, &zero])?;
+        let mut idx = Vec::with_capacity(lens.len() * width * longest);
+        let mut off = 0;
+        for &len in lens {
+            for c in 0..width {
+                idx.extend((0..longest).map(|i| if i < len { (off + i) * width + c } else { n * width }));
+            }
+            off += len;
+        }
+        let xt = self.e.gather(&xz, &idx)?;
+        let sums = self.e.sum_groups(&xt, longest.max(1))?;
+        let sh = self.e.format().f() + 8;
+        let mut cs = Vec::with_capacity(lens.len() * width);
+        for &len in lens {
+            let c = nectar_nn::backend::enc_scaled(self.e, 1.0 / len.max(1) as f64, sh)?;
+            cs.extend(std::iter::repeat_n(c, width));
+        }
+        Ok(self.e.mul_const(&sums, &cs, sh)?)
+    }
+
     fn tanh(&mut self, x: &E::Val) -> Result<E::Val, SecureError> {
         operators::tanh(self.e, x)
     }
@@ -509,8 +544,9 @@ impl<E: Engine> ArchOps for EngineBlock<'_, E> {
     }
 }
 
-/// Runs `layers` blocks of [`crate::block`] on `n` new rows on the engine, with the KV cache
-/// when given (decoders), reporting progress after each block.
+/// Runs `layers` blocks of [`crate::block`] on the new rows of inputs of lengths `lens` (one
+/// input, or a batch: [`Rows::batch`]) on the engine, with the KV cache when given (decoders),
+/// reporting progress after each block.
 #[allow(clippy::too_many_arguments)]
 pub fn run_blocks<E: Engine>(
     e: &mut E,
@@ -519,11 +555,14 @@ pub fn run_blocks<E: Engine>(
     names: impl Fn(usize) -> BlockNames,
     layers: usize,
     x: E::Val,
-    n: usize,
+    lens: &[usize],
     cache: Option<&mut KvCache<E::Val>>,
     progress: Option<&super::Progress<'_>>,
     scale_shifts: Option<&ScaleShifts>,
 ) -> Result<E::Val, SecureError> {
+    if lens.len() > 1 && cache.is_some() {
+        return Err(SecureError::Unsupported("a batch of inputs with a KV cache".into()));
+    }
     if e.suite().matmul.fused() {
         if scale_shifts.is_some_and(|m| m.values().any(|&k| k > 0)) {
             return Err(SecureError::Unsupported("suite blb: RMSNorm statistics shifts (a model with massive activations)".into()));
@@ -533,11 +572,24 @@ pub fn run_blocks<E: Engine>(
         if cache.as_ref().is_some_and(|c| !c.is_empty()) {
             return Err(SecureError::Unsupported("suite blb: KV-cache decoding (BLB plans a prompt of L tokens)".into()));
         }
-        return super::blb::run_layers(e, src, cfg, names, layers, x, n, progress);
+        if let [one] = lens {
+            return super::blb::run_layers(e, src, cfg, names, layers, x, *one, progress);
+        }
+        // BLB's layer plans one sequence per packing (its multi-head packings put a sequence's
+        // tokens in a ciphertext's slots): the inputs of a batch run one by one, and the
+        // profile says so in its row `batch.blb-per-input`.
+        let mut outs = Vec::with_capacity(lens.len());
+        for (&off, &len) in block::segment_starts(lens).iter().zip(lens) {
+            let xi = take_rows(e, &x, off..off + len, cfg.hidden)?;
+            outs.push(super::blb::run_layers(e, src, cfg, &names, layers, xi, len, progress)?);
+        }
+        e.profile_mut().record("batch.blb-per-input", "blb: one input at a time", 0.0, Default::default());
+        let parts: Vec<&E::Val> = outs.iter().collect();
+        return Ok(e.concat(&parts)?);
     }
     let mut ops = EngineBlock { scale_shifts, ..EngineBlock::new(e, src) };
     let report = progress.map(|p| move |done: usize, all: usize| p(done, all));
-    let rows = Rows { n, key_mask: None };
+    let rows = Rows::batch(lens);
     block::run_blocks(
         &mut ops,
         cfg,

@@ -60,7 +60,7 @@ impl<'w> SecureGpt2<'w> {
             crate::gpt2::block_names,
             layers,
             x,
-            n,
+            &[n],
             Some(cache),
             self.stack.progress.as_ref(),
             None,

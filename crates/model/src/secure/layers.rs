@@ -159,6 +159,13 @@ fn bias<E: Engine>(
 /// `j ≤ m − n + i`; `key_mask[j] = false` hides key `j` (padding). Both masks are public.
 /// Returns `[n, heads·dh]`. Operators recorded by the caller's profile: `matmul.qk`,
 /// `softmax`, `matmul.pv`.
+///
+/// A batch (`segments`, issue 52; `n = m`): input `s` of `n_s` rows attends to its own `n_s`
+/// keys. Every (input, head) pair is one "head" of the batched products, each padded to the
+/// longest input `L` with zero rows (public positions, local), so that one `Q·K^T`, one
+/// softmax and one `P·V` serve the whole batch; the padded keys are masked and the padded
+/// query rows dropped, so no input's output depends on another's values.
+#[allow(clippy::too_many_arguments)]
 pub fn attention<E: Engine>(
     e: &mut E,
     q: &E::Val,
@@ -167,6 +174,7 @@ pub fn attention<E: Engine>(
     a: AttnDims,
     key_mask: Option<&[bool]>,
     causal: bool,
+    segments: Option<&[usize]>,
 ) -> Result<E::Val, SecureError> {
     let AttnDims {
         n,
@@ -180,50 +188,68 @@ pub fn attention<E: Engine>(
             "{heads} heads over {kv_heads} key/value heads"
         )));
     }
+    // Per input: (first query row, first key row, queries, keys).
+    let segs: Vec<(usize, usize, usize, usize)> = match segments {
+        None => vec![(0, 0, n, m)],
+        Some(lens) => {
+            if m != n || lens.iter().sum::<usize>() != n {
+                return Err(SecureError::Role(format!("a batch of {lens:?} rows over {n} queries and {m} keys")));
+            }
+            crate::block::segment_starts(lens).into_iter().zip(lens).map(|(o, &l)| (o, o, l, l)).collect()
+        }
+    };
+    let (np, mp) = segs.iter().fold((0, 0), |(a, b), s| (a.max(s.2), b.max(s.3)));
+    let g = segs.len() * heads;
     let (d, dkv, group) = (heads * dh, kv_heads * dh, heads / kv_heads);
-    // Q as [H, n, dh]; K^T as [H, dh, m]; V as [H, m, dh] (query head h reads kv head h/group).
-    let qi: Vec<usize> = (0..heads * n * dh)
+    // Padding reads a zero appended after the last element (no padding: nothing appended).
+    let padded = segs.iter().any(|s| s.2 != np || s.3 != mp);
+    let (q, k, v) = if padded {
+        let z = e.constant(&[0])?;
+        (e.concat(&[q, &z])?, e.concat(&[k, &z])?, e.concat(&[v, &z])?)
+    } else {
+        (q.clone(), k.clone(), v.clone())
+    };
+    let (zq, zk) = (n * d, m * dkv);
+    // Q as [G, np, dh]; K^T as [G, dh, mp]; V as [G, mp, dh] (G = inputs × heads; query head
+    // h reads kv head h/group).
+    let qi: Vec<usize> = (0..g * np * dh)
         .map(|p| {
-            let (h, i, t) = (p / (n * dh), (p / dh) % n, p % dh);
-            i * d + h * dh + t
+            let (gh, i, t) = (p / (np * dh), (p / dh) % np, p % dh);
+            let ((q0, _, ns, _), h) = (segs[gh / heads], gh % heads);
+            if i < ns { (q0 + i) * d + h * dh + t } else { zq }
         })
         .collect();
-    let kti: Vec<usize> = (0..heads * dh * m)
-        .map(|p| {
-            let (h, t, j) = (p / (dh * m), (p / m) % dh, p % m);
-            j * dkv + (h / group) * dh + t
-        })
-        .collect();
-    let vi: Vec<usize> = (0..heads * m * dh)
-        .map(|p| {
-            let (h, j, t) = (p / (m * dh), (p / dh) % m, p % dh);
-            j * dkv + (h / group) * dh + t
-        })
-        .collect();
-    let qh = e.gather(q, &qi)?;
-    let kt = e.gather(k, &kti)?;
-    let vh = e.gather(v, &vi)?;
+    let key = |gh: usize, j: usize, t: usize| {
+        let ((_, k0, _, ms), h) = (segs[gh / heads], gh % heads);
+        if j < ms { (k0 + j) * dkv + (h / group) * dh + t } else { zk }
+    };
+    let kti: Vec<usize> = (0..g * dh * mp).map(|p| key(p / (dh * mp), p % mp, (p / mp) % dh)).collect();
+    let vi: Vec<usize> = (0..g * mp * dh).map(|p| key(p / (mp * dh), (p / dh) % mp, p % dh)).collect();
+    let qh = e.gather(&q, &qi)?;
+    let kt = e.gather(&k, &kti)?;
+    let vh = e.gather(&v, &vi)?;
     let scores = timed(e, "matmul.qk", |e| {
-        Ok(e.attention_matmul(&qh, &kt, heads, n, dh, m)?)
+        Ok(e.attention_matmul(&qh, &kt, g, np, dh, mp)?)
     })?;
-    let hide: Vec<bool> = (0..heads * n * m)
+    let hide: Vec<bool> = (0..g * np * mp)
         .map(|p| {
-            let (i, j) = ((p / m) % n, p % m);
-            (causal && j > m - n + i) || key_mask.is_some_and(|km| !km[j])
+            let (gh, i, j) = (p / (np * mp), (p / mp) % np, p % mp);
+            let (_, k0, ns, ms) = segs[gh / heads];
+            j >= ms || (causal && j + ns > ms + i) || key_mask.is_some_and(|km| !km[k0 + j])
         })
         .collect();
     let any = hide.iter().any(|&h| h);
-    let probs = operators::softmax(e, &scores, heads * n, m, any.then_some(&hide[..]))?;
+    let probs = operators::softmax(e, &scores, g * np, mp, any.then_some(&hide[..]))?;
     let ctx = timed(e, "matmul.pv", |e| {
-        Ok(e.attention_matmul(&probs, &vh, heads, n, m, dh)?)
+        Ok(e.attention_matmul(&probs, &vh, g, np, mp, dh)?)
     })?;
-    // [H, n, dh] -> [n, H·dh]
-    let back: Vec<usize> = (0..n * d)
-        .map(|p| {
-            let (i, h, t) = (p / d, (p % d) / dh, p % dh);
-            h * n * dh + i * dh + t
-        })
-        .collect();
+    // [G, np, dh] -> [n, H·dh], the padded query rows dropped.
+    let mut back = Vec::with_capacity(n * d);
+    for (s, &(_, _, ns, _)) in segs.iter().enumerate() {
+        for i in 0..ns {
+            back.extend((0..d).map(|c| ((s * heads + c / dh) * np + i) * dh + c % dh));
+        }
+    }
     Ok(e.gather(&ctx, &back)?)
 }
 

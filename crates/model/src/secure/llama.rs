@@ -78,7 +78,7 @@ impl<'w> SecureLlama<'w> {
             crate::llama::block_names,
             layers,
             x,
-            n,
+            &[n],
             Some(cache),
             self.stack.progress.as_ref(),
             Some(&c.scale_shifts),

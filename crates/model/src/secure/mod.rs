@@ -118,7 +118,16 @@ pub enum Task {
     /// first when `reset`), then up to `n_new` greedy tokens; the client may stop after any
     /// token (an end-of-sequence token), and the server learns where. The cache is kept.
     Chat { n_new: usize, reset: bool },
+    /// A batch of inputs in one pass (issue 52; BERT): `each` (`Embed` or `Classify`) of every
+    /// input, whose lengths `lens` are public; the ids are the inputs' one after another and
+    /// the query's `len` is their sum. Attention runs per input; the output is one
+    /// [`Output::Batch`] entry per input, in order.
+    Batch { each: Box<Task>, lens: Vec<usize> },
 }
+
+/// The most inputs one batch may hold ([`Task::Batch`]; a server bounds the batch's tokens by
+/// its memory budget as well).
+pub const MAX_BATCH_INPUTS: usize = 256;
 
 /// One query as each party sees it: the client holds the ids, the server only their number.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -141,6 +150,8 @@ pub enum Output {
     Tokens(Vec<u32>),
     /// This party learns nothing (the server, by default).
     Nothing,
+    /// The outputs of a [`Task::Batch`], one per input in order.
+    Batch(Vec<Output>),
 }
 
 /// Any supported architecture, ready to run over an [`Engine`].
@@ -200,6 +211,9 @@ impl<'w> SecureModel<'w> {
     /// The server calls this on every query it receives (the fields come from the network).
     pub fn check_query(&self, q: &Query) -> Result<(), SecureError> {
         let bad = |m: String| Err(ModelError::Input(m).into());
+        if let Task::Batch { each, lens } = &q.task {
+            return self.check_batch(each, lens, q.len);
+        }
         let (positions, n_new) = match (self, &q.task) {
             (SecureModel::Bert(m), Task::Embed | Task::Classify) => {
                 (m.config.max_position_embeddings, 0)
@@ -242,6 +256,30 @@ impl<'w> SecureModel<'w> {
         Ok(())
     }
 
+    /// [`SecureModel::check_query`] of a [`Task::Batch`]: a BERT model, `each` an embedding or
+    /// a classification, `1..=`[`MAX_BATCH_INPUTS`] inputs of `1..=positions` tokens, summing
+    /// to `len`.
+    fn check_batch(&self, each: &Task, lens: &[usize], len: usize) -> Result<(), SecureError> {
+        let bad = |m: String| Err(ModelError::Input(m).into());
+        let SecureModel::Bert(m) = self else {
+            return Err(SecureError::Unsupported("a batch of inputs needs an encoder (BERT); decoders and ViT run one input per query".into()));
+        };
+        if !matches!(each, Task::Embed | Task::Classify) {
+            return Err(SecureError::Unsupported(format!("a batch of {each:?} (batches embed or classify)")));
+        }
+        if lens.is_empty() || lens.len() > MAX_BATCH_INPUTS {
+            return bad(format!("a batch of {} inputs (1 to {MAX_BATCH_INPUTS})", lens.len()));
+        }
+        let positions = m.config.max_position_embeddings;
+        if let Some(l) = lens.iter().find(|&&l| l == 0 || l > positions) {
+            return bad(format!("a batch input of {l} tokens (1 to the model's {positions} positions)"));
+        }
+        if lens.iter().sum::<usize>() != len {
+            return bad(format!("a batch of {} tokens announced as {len}", lens.iter().sum::<usize>()));
+        }
+        Ok(())
+    }
+
     /// Runs `q` (checked first by [`SecureModel::check_query`]); returns what this party learns.
     ///
     /// ViT: `Task::Classify` runs the image classifier; the server may call this (its query
@@ -264,6 +302,14 @@ impl<'w> SecureModel<'w> {
                 .generate(e, q.ids.as_deref(), q.len, *n_new)?
                 .map_or(Output::Nothing, Output::Tokens)),
             (SecureModel::Vit(_), Task::Classify) => self.run_image(e, None),
+            (SecureModel::Bert(m), Task::Batch { each, lens }) => {
+                let ids = q.ids.as_deref();
+                let outs = match **each {
+                    Task::Embed => m.embed_batch(e, ids, lens)?.map(|v| v.into_iter().map(Output::Embedding).collect()),
+                    _ => m.classify_batch(e, ids, lens)?.map(|v| v.into_iter().map(Output::Logits).collect()),
+                };
+                Ok(outs.map_or(Output::Nothing, Output::Batch))
+            }
             (_, t) => Err(SecureError::Unsupported(format!(
                 "task {t:?} for this architecture"
             ))),

@@ -70,7 +70,7 @@ impl<'w> SecureVit<'w> {
             crate::vit::block_names,
             layers,
             x,
-            self.seq_len(),
+            &[self.seq_len()],
             None,
             self.stack.progress.as_ref(),
             None,

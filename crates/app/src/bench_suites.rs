@@ -45,6 +45,9 @@ pub struct Args<'a> {
     pub memory_budget: usize,
     /// Runs of each suite (each a fresh session, >= 1); the run of median time is reported.
     pub repeat: usize,
+    /// Inputs per query (issue 52): `batch` different inputs of `tokens` tokens each in one
+    /// [`nectar_model::secure::Task::Batch`] (1: one plain query).
+    pub batch: usize,
 }
 
 /// The default input text (cut or repeated to `--tokens`).
@@ -99,6 +102,34 @@ fn party(
     let seconds = t1.elapsed().as_secs_f64();
     let traffic = nectar_model::secure::Engine::net_stats(&e) - s1;
     Ok(Party { output, setup_seconds, setup, seconds, traffic, profile: e.take_profile(), peak_rss: None })
+}
+
+/// `batch` different inputs of `n` tokens from `ids` ([`fit_ids`]; input `b` starts its inner
+/// tokens `3b` further on, so that no two inputs of a batch are equal).
+fn batch_inputs(ids: &[u32], n: usize, batch: usize) -> Result<Vec<Input>, String> {
+    if batch == 0 {
+        return Err("--batch must be at least 1".into());
+    }
+    (0..batch)
+        .map(|b| {
+            let mut v = ids.to_vec();
+            if v.len() > 2 {
+                let inner = v.len() - 2;
+                v[1..1 + inner].rotate_left((3 * b) % inner);
+            }
+            Ok(Input::Ids(fit_ids(&v, n)?))
+        })
+        .collect()
+}
+
+/// The query of the bench's inputs: the model's task on one input, or a batch of them.
+fn bench_query(config: &nectar_model::ModelConfig, inputs: &[Input]) -> Result<(nectar_model::secure::Task, Input), String> {
+    let task = default_task(config, 1, false);
+    let mut q = crate::batch::queries(&task, inputs, inputs.len())?;
+    match (q.pop(), q.is_empty()) {
+        (Some(one), true) => Ok(one),
+        _ => Err("the bench's inputs make one query".into()),
+    }
 }
 
 /// The input ids cut or repeated to `n` tokens (first and last token kept: `[CLS]`, `[SEP]`).
@@ -216,18 +247,22 @@ fn measure_rows(a: &Args, suites: &[Suite], json: bool) -> Result<Vec<Row>, Stri
     let Some(Input::Ids(ids)) = crate::private::tokenize(client.tokenizer.as_ref(), &[text.to_string()])?.pop() else {
         return Err("tokenizing the input failed".into());
     };
-    let input = Input::Ids(fit_ids(&ids, a.tokens)?);
-    let task = default_task(&server.config, 1, false);
+    let inputs = batch_inputs(&ids, a.tokens, a.batch)?;
+    let (task, input) = bench_query(&server.config, &inputs)?;
     // The plaintext reference of every output kind this task gives, computed before the runs
     // (and its model dropped), so that it is not in the client party's peak RSS.
     let plain = {
         let reference_model = nectar_model::Model::load(&a.dir).map_err(|e| e.to_string())?;
-        let kind = match task {
+        let kind = match default_task(&server.config, 1, false) {
             nectar_model::secure::Task::Classify => Output::Logits(Vec::new()),
-            nectar_model::secure::Task::Embed => Output::Embedding(Vec::new()),
             nectar_model::secure::Task::Generate { n_new } | nectar_model::secure::Task::Chat { n_new, .. } => Output::Tokens(vec![0; n_new]),
+            _ => Output::Embedding(Vec::new()),
         };
-        reference(reference_model.network(), &input, &kind)?
+        let refs: Vec<Output> = inputs.iter().map(|i| reference(reference_model.network(), i, &kind)).collect::<Result<_, _>>()?;
+        match <[Output; 1]>::try_from(refs) {
+            Ok([one]) => one,
+            Err(all) => Output::Batch(all),
+        }
     };
     let mut rows = Vec::new();
     for suite in suites {
@@ -293,7 +328,7 @@ pub fn run_server_party(a: &Args, addr: &str) -> Result<(), String> {
     let suite = crate::suites::resolve(Some(a.suites), None, a.ops, crate::suites::DEFAULT_SUITE)?;
     suite.validate().map_err(|e| e.to_string())?;
     let server = ServerModel::load(&a.dir)?;
-    let task = default_task(&server.config, 1, false);
+    let (task, input) = bench_query(&server.config, &vec![server_input(a.tokens); a.batch.max(1)])?;
     let mut tcp = TcpChannel::connect(addr).map_err(|e| format!("server party: connect {addr}: {e}"))?;
     tcp.set_timeout(None).map_err(|e| e.to_string())?;
     let mut ch: Box<dyn Channel> = match link {
@@ -302,7 +337,7 @@ pub fn run_server_party(a: &Args, addr: &str) -> Result<(), String> {
     };
     reset_peak_rss();
     let w: &dyn WeightSource = server.weights.as_ref();
-    let p = party(&mut *ch, Role::Server, &suite, &server.config, Some(w), &server_input(a.tokens), &task, None, a.memory_budget)?;
+    let p = party(&mut *ch, Role::Server, &suite, &server.config, Some(w), &input, &task, None, a.memory_budget)?;
     let stats = |s: &Stats| serde_json::json!([s.bytes_sent, s.bytes_recv, s.msgs_sent, s.msgs_recv, s.rounds]);
     let o = serde_json::json!({
         "learned_nothing": p.output == Output::Nothing,
@@ -333,7 +368,8 @@ fn two_processes(
     let mut child = Command::new(exe)
         .args(["bench", "suites", "--model"])
         .arg(&a.dir)
-        .args(["--suites", &suite.label(), "--tokens", &input.len(config).to_string(), "--net", a.net])
+        .args(["--suites", &suite.label(), "--net", a.net])
+        .args(["--tokens", &(input.len(config) / a.batch.max(1)).to_string(), "--batch", &a.batch.max(1).to_string()])
         .args(["--memory-budget-mib", &(a.memory_budget >> 20).to_string()])
         .args(["--server-party", &addr])
         .stdout(Stdio::piped())
@@ -384,7 +420,9 @@ fn line(a: &Args, r: &Row) -> BenchLine {
         .param("tokens", a.tokens)
         .param("net", a.net)
         .param("repeat", a.repeat)
+        .param("batch", a.batch)
         .seconds(r.client.seconds);
+    let per = a.batch.max(1) as f64;
     l.bytes_sent = r.client.traffic.bytes_sent;
     l.bytes_recv = r.client.traffic.bytes_recv;
     l.bytes_total = r.client.traffic.bytes_sent + r.server.traffic.bytes_sent;
@@ -402,6 +440,11 @@ fn line(a: &Args, r: &Row) -> BenchLine {
         .extra("setup_seconds", r.client.setup_seconds.max(r.server.setup_seconds))
         .extra("setup_bytes", r.client.setup.bytes_sent + r.server.setup.bytes_sent)
         .extra("runs_seconds", r.runs_seconds.clone())
+        .extra("inputs", a.batch.max(1))
+        .extra("seconds_per_input", r.client.seconds / per)
+        .extra("bytes_per_input", (r.client.traffic.bytes_sent + r.server.traffic.bytes_sent) as f64 / per)
+        .extra("flights_per_input", (r.client.traffic.rounds + r.server.traffic.rounds) as f64 / per)
+        .extra("inputs_per_minute", 60.0 * per / r.client.seconds.max(1e-9))
         .extra("agreement_vs_plaintext", r.score)
         .extra("rss_per_party", r.client.peak_rss.is_some())
         .extra("server_peak_rss_bytes", r.server.peak_rss)
@@ -412,9 +455,10 @@ fn line(a: &Args, r: &Row) -> BenchLine {
 
 fn print_table(a: &Args, rows: &[Row]) {
     outln!(
-        "nectar bench suites — {} , {} tokens, net {} ({}; client's view of the profile)",
+        "nectar bench suites — {} , {} tokens{}, net {} ({}; client's view of the profile)",
         a.dir.display(),
         a.tokens,
+        if a.batch > 1 { format!(" × a batch of {}", a.batch) } else { String::new() },
         a.net,
         if a.in_process { "both parties in-process" } else { "server party in a child process, loopback TCP" }
     );
@@ -438,6 +482,12 @@ fn print_table(a: &Args, rows: &[Row]) {
             let hi = r.runs_seconds.iter().copied().fold(0.0, f64::max);
             format!("{lo:.2} - {hi:.2}")
         });
+    }
+    if a.batch > 1 {
+        let per = a.batch as f64;
+        row("s per input", &|r| format!("{:.2}", r.client.seconds / per));
+        row("MB per input", &|r| format!("{:.1}", (r.client.traffic.bytes_sent + r.server.traffic.bytes_sent) as f64 / 1e6 / per));
+        row("inputs per minute", &|r| format!("{:.1}", 60.0 * per / r.client.seconds.max(1e-9)));
     }
     row("MB client->server", &|r| format!("{:.1}", r.client.traffic.bytes_sent as f64 / 1e6));
     row("MB server->client", &|r| format!("{:.1}", r.server.traffic.bytes_sent as f64 / 1e6));

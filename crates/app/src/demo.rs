@@ -3,7 +3,7 @@
 
 use crate::private::{self, ClientModel, Input, ServerModel};
 use nectar_model::Suite;
-use crate::session::{ClientRun, QueryReport};
+use crate::session::ClientRun;
 use nectar_model::secure::Output;
 use nectar_model::tokenizer::TextTokenizer;
 use nectar_model::Network;
@@ -42,6 +42,10 @@ pub fn agreement_score(private: &Output, plain: &Output) -> Option<f64> {
         (Output::Tokens(a), Output::Tokens(b)) => {
             Some(a.iter().zip(b).filter(|(x, y)| x == y).count() as f64 / a.len().max(1) as f64)
         }
+        // A batch: its worst input.
+        (Output::Batch(a), Output::Batch(b)) if a.len() == b.len() => {
+            a.iter().zip(b).map(|(x, y)| agreement_score(x, y)).try_fold(f64::INFINITY, |m, s| s.map(|s| m.min(s)))
+        }
         _ => None,
     }
 }
@@ -50,34 +54,42 @@ fn output_json(o: &Output) -> serde_json::Value {
     serde_json::to_value(o).unwrap_or(serde_json::Value::Null)
 }
 
-/// Print a client run (shared by `demo` and `infer`); `plain` holds the references if known.
-/// Every JSON line names the suite and each operator's protocol.
-/// Generations carry `generated_ids`, `seconds_per_token` (after the first) and, with the
-/// tokenizer `tok`, the text as `generated`.
+/// Print a client run (shared by `demo` and `infer`); `plain` holds the references if known,
+/// one per input. Every JSON line names the suite and each operator's protocol; one line per
+/// input (a batch's inputs each get their own, with the batch's figures and their share,
+/// issue 52). Generations carry `generated_ids`, `seconds_per_token` (after the first) and,
+/// with the tokenizer `tok`, the text as `generated`.
 pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, suite: &Suite, json: bool, tok: Option<&TextTokenizer>) {
     let total_secs: f64 = run.reports.iter().map(|r| r.seconds).sum();
     let sent: u64 = run.reports.iter().map(|r| r.bytes_sent).sum();
     let recv: u64 = run.reports.iter().map(|r| r.bytes_recv).sum();
     let profile = private::total_profile(&run.reports);
+    let items = crate::batch::per_input(&run.reports);
+    let inputs = items.len().max(1);
     if json {
-        for (i, r) in run.reports.iter().enumerate() {
+        for (i, it) in items.iter().enumerate() {
+            let r = it.report;
             let mut o = serde_json::json!({
                 "text": texts.get(i),
                 "task": r.task,
-                "tokens": r.len,
-                "private": output_json(&r.output),
+                "tokens": it.tokens,
+                "private": output_json(it.output),
                 "seconds": r.seconds,
                 "bytes_sent": r.bytes_sent,
                 "bytes_recv": r.bytes_recv,
                 "rounds": r.rounds,
+                "batch": it.batch,
+                "seconds_per_input": it.seconds(),
+                "bytes_per_input": it.bytes(),
+                "rounds_per_input": r.rounds as f64 / it.batch as f64,
                 "suite": suite.label(),
                 "protocols": suite.json_map(),
             });
             if let Some(p) = plain.and_then(|p| p.get(i)) {
                 o["plaintext"] = output_json(p);
-                o["agreement"] = serde_json::json!(agreement_score(&r.output, p));
+                o["agreement"] = serde_json::json!(agreement_score(it.output, p));
             }
-            if let Output::Tokens(t) = &r.output {
+            if let Output::Tokens(t) = it.output {
                 o["generated_ids"] = serde_json::json!(t);
                 o["seconds_per_token"] = serde_json::json!(r.seconds_per_token());
                 o["bytes_per_token"] = serde_json::json!(r.bytes_per_token());
@@ -93,12 +105,16 @@ pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, su
                 "suite": suite.label(),
                 "protocols": suite.json_map(),
                 "queries": run.reports.len(),
+                "inputs": items.len(),
                 "seconds": total_secs,
+                "seconds_per_input": total_secs / inputs as f64,
+                "inputs_per_minute": if total_secs > 0.0 { 60.0 * items.len() as f64 / total_secs } else { 0.0 },
                 "setup_seconds": run.setup_seconds,
                 "setup_bytes_total": run.setup_stats.bytes_sent + run.setup_stats.bytes_recv,
                 "bytes_sent": sent,
                 "bytes_recv": recv,
                 "bytes_total": sent + recv,
+                "bytes_per_input": (sent + recv) as f64 / inputs as f64,
                 "peak_rss_bytes": crate::report::peak_rss_bytes(),
                 "breakdown": profile.to_json(),
             }
@@ -106,15 +122,21 @@ pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, su
         outln!("{t}");
         return;
     }
-    for (i, r) in run.reports.iter().enumerate() {
+    for (i, it) in items.iter().enumerate() {
+        let r = it.report;
         let text = texts.get(i).map(String::as_str).unwrap_or("");
-        let head = describe(&r.output);
+        let head = describe(it.output);
+        let cost = if it.batch > 1 {
+            format!("{} tokens; batch of {}: {:.2} s, {:.1} MB, {:.2} s and {:.1} MB per input", it.tokens, it.batch, r.seconds, (r.bytes_sent + r.bytes_recv) as f64 / 1e6, it.seconds(), it.bytes() / 1e6)
+        } else {
+            format!("{} tokens, {:.2} s, {:.1} MB", it.tokens, r.seconds, (r.bytes_sent + r.bytes_recv) as f64 / 1e6)
+        };
         match plain.and_then(|p| p.get(i)) {
             Some(p) => {
-                let score = agreement_score(&r.output, p).unwrap_or(f64::NAN);
-                let what = if matches!(r.output, Output::Tokens(_)) { "tokens equal to plaintext" } else { "cosine to plaintext" };
-                outln!("[{i}] {what} {score:.5}  {head}  ({} tokens, {:.2} s, {:.1} MB)  {text:?}", r.len, r.seconds, (r.bytes_sent + r.bytes_recv) as f64 / 1e6);
-                if let (Output::Tokens(a), Output::Tokens(b)) = (&r.output, p) {
+                let score = agreement_score(it.output, p).unwrap_or(f64::NAN);
+                let what = if matches!(it.output, Output::Tokens(_)) { "tokens equal to plaintext" } else { "cosine to plaintext" };
+                outln!("[{i}] {what} {score:.5}  {head}  ({cost})  {text:?}");
+                if let (Output::Tokens(a), Output::Tokens(b)) = (it.output, p) {
                     outln!("     plaintext tokens {b:?}");
                     if let Some(k) = tok {
                         outln!("     private text {:?}, plaintext text {:?}", k.decode(a).unwrap_or_default(), k.decode(b).unwrap_or_default());
@@ -124,10 +146,10 @@ pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, su
                     }
                 }
             }
-            None => outln!("[{i}] {head}  ({} tokens, {:.2} s, {:.1} MB)  {text:?}", r.len, r.seconds, (r.bytes_sent + r.bytes_recv) as f64 / 1e6),
+            None => outln!("[{i}] {head}  ({cost})  {text:?}"),
         }
     }
-    let embs: Vec<&Vec<f32>> = run.reports.iter().filter_map(|r| match &r.output {
+    let embs: Vec<&Vec<f32>> = items.iter().filter_map(|it| match it.output {
         Output::Embedding(e) => Some(e),
         _ => None,
     }).collect();
@@ -146,6 +168,16 @@ pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, su
         sent as f64 / 1e6,
         recv as f64 / 1e6
     );
+    if items.len() > run.reports.len() {
+        outln!(
+            "{} inputs in {} queries: {:.2} s and {:.1} MB per input, {:.1} inputs per minute",
+            items.len(),
+            run.reports.len(),
+            total_secs / inputs as f64,
+            (sent + recv) as f64 / 1e6 / inputs as f64,
+            60.0 * items.len() as f64 / total_secs.max(1e-9)
+        );
+    }
     outln!("per-operator breakdown (client view, all queries):\n{}", profile.table());
 }
 
@@ -162,6 +194,7 @@ fn describe(o: &Output) -> String {
         }
         Output::Tokens(t) => format!("tokens {t:?}"),
         Output::Nothing => "(nothing)".into(),
+        Output::Batch(outs) => format!("a batch of {} outputs", outs.len()),
     }
 }
 
@@ -175,6 +208,7 @@ pub fn demo(
     texts: &[String],
     images: &[PathBuf],
     tokens: usize,
+    batch: usize,
     json: bool,
     seed: Option<u64>,
     link: Option<nectar_net::LinkModel>,
@@ -210,7 +244,7 @@ pub fn demo(
                 Some(cfg) => private::default_task(cfg, tokens, false),
                 None => return Err("the model has no config.json".into()),
             };
-            let queries: Vec<(nectar_model::secure::Task, Input)> = inputs.iter().map(|i| (task.clone(), i.clone())).collect();
+            let queries = crate::batch::queries(&task, &inputs, batch)?;
             let bar = (!json && on_token.is_none()).then(|| crate::progress::QueryBar::new("demo"));
             let res = private::run_local(&server, suite, Some(l), &queries, bar.as_ref().map(|b| b.hook()), seed, on_token.clone());
             if let Some(b) = &bar {
@@ -218,17 +252,16 @@ pub fn demo(
             }
             res?.0
         }
-        None => demo_tcp(server, &client, suite, &texts, &inputs, tokens, json, seed, dir, on_token.clone())?,
+        None => demo_tcp(server, &client, suite, &texts, &inputs, (tokens, batch), json, seed, dir, on_token.clone())?,
     };
     if on_token.is_some() {
         outln!();
     }
     let reference_model = nectar_model::Model::load(dir).map_err(|e| e.to_string())?;
-    let plain: Vec<Output> = run
-        .reports
+    let plain: Vec<Output> = crate::batch::per_input(&run.reports)
         .iter()
         .zip(&inputs)
-        .map(|(r, input): (&QueryReport, &Input)| reference(reference_model.network(), input, &r.output))
+        .map(|(r, input)| reference(reference_model.network(), input, r.output))
         .collect::<Result<_, _>>()?;
     print_run(&texts, &run, Some(&plain), suite, json, tok.as_deref());
     Ok(())
@@ -247,7 +280,7 @@ fn demo_tcp(
     suite: &Suite,
     texts: &[String],
     inputs: &[Input],
-    tokens: usize,
+    (tokens, batch): (usize, usize),
     json: bool,
     seed: Option<u64>,
     dir: &Path,
@@ -262,7 +295,7 @@ fn demo_tcp(
     let s2 = *suite;
     let srv = std::thread::spawn(move || private::serve(server, listener, &s2, &private::ServeOptions { max_sessions: Some(1), quiet: true, test_seed: seed, ..Default::default() }));
     let bar = (!json && on_token.is_none()).then(|| crate::progress::QueryBar::new("demo"));
-    let res = crate::retry::run_client(&addr, suite, client.config.as_ref(), inputs, tokens, false, bar.as_ref().map(|b| b.hook()), seed, on_token, 0);
+    let res = crate::retry::run_client(&addr, suite, client.config.as_ref(), inputs, tokens, false, batch, bar.as_ref().map(|b| b.hook()), seed, on_token, 0);
     if let Some(b) = &bar {
         b.finish();
     }

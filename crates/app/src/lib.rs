@@ -9,6 +9,7 @@ pub mod stdout;
 pub mod accuracy;
 pub mod admin;
 pub mod admission;
+pub mod batch;
 pub mod bench_he;
 pub mod bench_linear;
 pub mod bench_model;

@@ -139,6 +139,12 @@ enum Cmd {
         /// (0: none; each session's memory grows by up to this much).
         #[arg(long, default_value_t = nectar_model::secure::secure_engine::DEFAULT_PREFETCH_BUDGET >> 20)]
         memory_budget_mib: usize,
+        /// Most tokens (all inputs together) of one batched query; a larger batch is refused
+        /// in one line. Default: the model's positions, the longest query a session's memory
+        /// estimate (--memory-limit-gib) is calibrated for; raise it together with
+        /// --session-memory-mib.
+        #[arg(long, value_name = "TOKENS")]
+        max_batch_tokens: Option<usize>,
         /// TESTS ONLY, NO PRIVACY: derive this party's randomness from this public seed
         /// instead of the operating system, so two runs with equal seeds are bit-for-bit equal.
         #[arg(long, value_name = "SEED")]
@@ -170,6 +176,10 @@ enum Cmd {
         /// BERT classifier logits instead of the sentence embedding.
         #[arg(long)]
         classify: bool,
+        /// Run the inputs in batches of N (BERT): one forward pass per batch, so a batch pays
+        /// the protocol's flights once; 1 runs one query per input.
+        #[arg(long, default_value_t = 1, value_name = "N")]
+        batch: usize,
         #[arg(long)]
         json: bool,
         /// After a failure another attempt may cure (no connection, server busy or draining,
@@ -217,6 +227,9 @@ enum Cmd {
         /// ViT: an image to classify (as for `infer --image`); repeatable.
         #[arg(long)]
         image: Vec<PathBuf>,
+        /// Run the inputs in batches of N (BERT; as for `infer --batch`).
+        #[arg(long, default_value_t = 1, value_name = "N")]
+        batch: usize,
         #[arg(long)]
         json: bool,
         /// TESTS ONLY, NO PRIVACY: derive both parties' randomness from this public seed
@@ -634,6 +647,10 @@ enum BenchCmd {
         /// median.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=25))]
         repeat: u32,
+        /// N different inputs of --tokens tokens in one batched query (BERT): per-batch and
+        /// per-input figures (seconds, bytes, flights, inputs per minute).
+        #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+        batch: u32,
         /// Internal: run only the server party of the one suite in --suites, connected to this
         /// address (the child process).
         #[arg(long, hide = true)]
@@ -742,6 +759,7 @@ fn run(cli: Cli) -> Result<(), String> {
             memory_limit_gib,
             session_memory_mib,
             memory_budget_mib,
+            max_batch_tokens,
             insecure_test_seed,
             suite,
         } => {
@@ -773,6 +791,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     idle: secs("idle-timeout", idle_timeout)?,
                     max_frame: nectar_net::DEFAULT_MAX_FRAME,
                     memory_budget: memory_budget_mib << 20,
+                    max_batch_tokens,
                 },
                 quiet: false,
                 stop: None,
@@ -814,7 +833,7 @@ fn run(cli: Cli) -> Result<(), String> {
             let cm = private::ClientModel::load(&model.dir())?;
             nectar_app::chat::chat(&connect, &suite.suite()?, &cm, max_new_tokens, system.as_deref(), insecure_test_seed)
         }
-        Cmd::Infer { connect, model, ids, image, tokens, stream, classify, json, retries, insecure_test_seed, suite, texts } => {
+        Cmd::Infer { connect, model, ids, image, tokens, stream, classify, batch, json, retries, insecure_test_seed, suite, texts } => {
             nectar_app::test_seed::warn(insecure_test_seed);
             let suite = suite.suite()?;
             let (inputs, labels, expected) = if !image.is_empty() {
@@ -853,6 +872,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 &inputs,
                 tokens,
                 classify,
+                batch,
                 bar.as_ref().map(|b| b.hook()),
                 insecure_test_seed,
                 on_token.clone(),
@@ -868,13 +888,13 @@ fn run(cli: Cli) -> Result<(), String> {
             demo::print_run(&labels, &run, None, &suite, json, tok.as_deref());
             Ok(())
         }
-        Cmd::Demo { model, tokens, image, json, insecure_test_seed, net, suite, texts } => {
+        Cmd::Demo { model, tokens, image, batch, json, insecure_test_seed, net, suite, texts } => {
             nectar_app::test_seed::warn(insecure_test_seed);
             let link = match net.as_deref() {
                 Some(n) => nectar_net::LinkModel::parse(n)?,
                 None => None,
             };
-            demo::demo(&model.dir(), &suite.suite()?, &texts, &image, tokens, json, insecure_test_seed, link)
+            demo::demo(&model.dir(), &suite.suite()?, &texts, &image, tokens, batch, json, insecure_test_seed, link)
         }
         Cmd::Accuracy { model, sentences, secure, classify, json, suite } => {
             let a = accuracy::Args { dir: model.dir(), sentences, suite: suite.suite()?, secure, classify };
@@ -1038,7 +1058,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     }
                 }
             }
-            BenchCmd::Suites { model, suites, tokens, text, net, op, in_process, memory_budget_mib, repeat, server_party, json } => {
+            BenchCmd::Suites { model, suites, tokens, text, net, op, in_process, memory_budget_mib, repeat, batch, server_party, json } => {
                 let args = bench_suites::Args {
                     dir: model.dir(),
                     suites: &suites,
@@ -1049,6 +1069,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     in_process,
                     memory_budget: memory_budget_mib << 20,
                     repeat: repeat as usize,
+                    batch: batch as usize,
                 };
                 match server_party {
                     Some(addr) => bench_suites::run_server_party(&args, &addr),

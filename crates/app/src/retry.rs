@@ -52,6 +52,7 @@ fn attempt(
     inputs: &[Input],
     tokens: usize,
     classify: bool,
+    batch: usize,
     progress: Option<QueryProgress>,
     seed: Option<u64>,
     on_token: Option<TokenHook>,
@@ -72,15 +73,17 @@ fn attempt(
     }
     let cfg = session.config().clone();
     let task = default_task(&cfg, tokens, classify);
-    let queries: Vec<_> = inputs.iter().map(|i| (task.clone(), i.clone())).collect();
+    let queries = crate::batch::queries(&task, inputs, batch).map_err(|message| Failure { message, retryable: false })?;
     let run = session.run(&queries).map_err(fail)?;
     Ok((run, cfg))
 }
 
-/// Connect to `addr` and run `inputs` as one session (`progress`: told after each transformer
-/// block; `seed`: [`crate::test_seed`], tests only; `on_token`: told each generated token as it
-/// is opened), with up to `retries` more attempts after a retryable failure, each on a new connection after a growing pause; each retry is told on stderr
-/// (`infer: attempt 1 failed: ...; retrying in 1.0 s`). The last failure is the error. A
+/// Connect to `addr` and run `inputs` as one session, in queries of `batch` inputs
+/// ([`crate::batch::queries`]; `progress`: told after each transformer block; `seed`:
+/// [`crate::test_seed`], tests only; `on_token`: told each generated token as it is opened),
+/// with up to `retries` more attempts after a retryable failure, each on a new connection
+/// after a growing pause; each retry is told on stderr (`infer: attempt 1 failed: ...;
+/// retrying in 1.0 s`). The last failure is the error. A
 /// retried generation streams its tokens (`on_token`) again from its first.
 #[allow(clippy::too_many_arguments)]
 pub fn run_client(
@@ -90,6 +93,7 @@ pub fn run_client(
     inputs: &[Input],
     tokens: usize,
     classify: bool,
+    batch: usize,
     progress: Option<QueryProgress>,
     seed: Option<u64>,
     on_token: Option<TokenHook>,
@@ -97,7 +101,7 @@ pub fn run_client(
 ) -> Result<(ClientRun, ModelConfig), String> {
     let mut wait = FIRST_BACKOFF;
     for n in 0.. {
-        match attempt(addr, suite, expected, inputs, tokens, classify, progress.clone(), seed, on_token.clone()) {
+        match attempt(addr, suite, expected, inputs, tokens, classify, batch, progress.clone(), seed, on_token.clone()) {
             Ok(r) => return Ok(r),
             Err(f) if f.retryable && n < retries => {
                 eprintln!(
@@ -158,7 +162,7 @@ mod tests {
         let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
         let suite = Suite::parse("nectar").unwrap();
         let t = std::time::Instant::now();
-        let e = match run_client(&addr, &suite, None, &[Input::Ids(vec![101, 102])], 1, false, None, None, None, 1) {
+        let e = match run_client(&addr, &suite, None, &[Input::Ids(vec![101, 102])], 1, false, 1, None, None, None, 1) {
             Ok(_) => panic!("nothing listens on {addr}"),
             Err(e) => e,
         };

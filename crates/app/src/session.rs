@@ -55,6 +55,10 @@ pub struct SessionLimits {
     /// Bytes of weight blocks the session prepares ahead of their operator
     /// (`--memory-budget-mib`, [`SecureEngine::set_prefetch_budget`]).
     pub memory_budget: usize,
+    /// Most tokens of one batched query ([`Task::Batch`], `--max-batch-tokens`); `None`: the
+    /// model's longest query, the length a session's memory reservation is calibrated at
+    /// ([`crate::admission`]).
+    pub max_batch_tokens: Option<usize>,
 }
 
 impl Default for SessionLimits {
@@ -64,8 +68,23 @@ impl Default for SessionLimits {
             idle: Duration::from_secs(600),
             max_frame: DEFAULT_MAX_FRAME,
             memory_budget: nectar_model::secure::secure_engine::DEFAULT_PREFETCH_BUDGET,
+            max_batch_tokens: None,
         }
     }
+}
+
+/// Refuses a batch above the server's bound on a batch's tokens ([`SessionLimits::max_batch_tokens`]).
+fn check_batch_tokens(q: &Query, config: &ModelConfig, limits: &SessionLimits) -> Result<(), SessionError> {
+    let Task::Batch { lens, .. } = &q.task else { return Ok(()) };
+    let bound = limits.max_batch_tokens.unwrap_or_else(|| crate::admission::longest_query(config));
+    if q.len > bound {
+        return Err(SessionError::BadRequest(format!(
+            "a batch of {} inputs and {} tokens exceeds this server's {bound} tokens per batch (its memory budget per session; --max-batch-tokens): send smaller batches",
+            lens.len(),
+            q.len
+        )));
+    }
+    Ok(())
 }
 
 /// Version of this wire protocol (AGREEMENT). 2: the typed suite and its digest. 3: HE
@@ -73,8 +92,8 @@ impl Default for SessionLimits {
 /// of a product in two flights, `sq8`'s one three-threshold comparison (issue 17): transcripts
 /// a version-2 peer cannot follow under the same suite digest. 4: `Task::Chat` turns (the
 /// client's go-on message after each token) and a decoding step's heads in one block-diagonal
-/// OLT (issue 49).
-pub const PROTOCOL_VERSION: u32 = 4;
+/// OLT (issue 49). 5: `Task::Batch` queries (issue 52).
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// Everything both parties must agree on, compared in the handshake.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -392,6 +411,7 @@ fn serve_queries(
                 let q = Query { task: task.clone(), ids: None, len };
                 // Every field came from the network: check it before any work.
                 model.check_turn(&q, cache.len()).map_err(|e| SessionError::BadRequest(e.to_string()))?;
+                check_batch_tokens(&q, &s.config, limits)?;
                 ctl.set_limits(protocol)?;
                 let s0 = ctl.stats();
                 let t = Instant::now();

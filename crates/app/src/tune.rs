@@ -222,6 +222,7 @@ fn suites_args<'a>(a: &'a Args, net: &'a str, in_process: bool) -> SuitesArgs<'a
         in_process,
         memory_budget: nectar_model::secure::secure_engine::DEFAULT_PREFETCH_BUDGET,
         repeat: 1,
+        batch: 1,
     }
 }
 

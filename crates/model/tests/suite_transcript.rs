@@ -59,6 +59,11 @@ fn output_hash(o: &Output) -> u64 {
             }
         }
         Output::Nothing => fnv(&mut h, b"nothing"),
+        Output::Batch(outs) => {
+            for o in outs {
+                fnv(&mut h, &output_hash(o).to_le_bytes());
+            }
+        }
     }
     h
 }
@@ -171,6 +176,22 @@ fn bert_embed_transcript() {
     );
 }
 
+/// A batch of three inputs (issue 52): attention per input, padded into one product.
+#[test]
+fn bert_embed_batch_transcript() {
+    check(
+        Case {
+            name: "bert embed batch",
+            write: tiny::write_tiny_bert,
+            seed: 11,
+            task: Task::Batch { each: Box::new(Task::Embed), lens: vec![6, 3, 4] },
+            input: In::Ids(vec![1, 7, 3, 9, 2, 14, 4, 11, 6, 2, 5, 8, 13]),
+            suite: "nectar",
+        },
+        PIN_BERT_EMBED_BATCH,
+    );
+}
+
 #[test]
 fn bert_classify_shared_ids_mixed_transcript() {
     check(
@@ -264,6 +285,7 @@ fn vit_classify_transcript() {
 /// transcripts of generations only): a decoding step's per-head attention products run as one
 /// block-diagonal OLT.
 const PIN_BERT_EMBED: Pins = (0xa3b60fbb6c731bd6, 0x50ff3589518af797, 0x3f04c7509fff0522, 0xdc488cdaf95bb4f9);
+const PIN_BERT_EMBED_BATCH: Pins = (0xd0fa554e1e19a712, 0x6d0e04d09a7c5be1, 0x07ec468644b3bc47, 0xa078d3a1b02e3613);
 const PIN_BERT_CLASSIFY: Pins = (0x6a1356194d360f88, 0x55e9025c1822420c, 0xc835b8f341b17d2e, 0xd879d948488979b7);
 const PIN_GPT2: Pins = (0xba4ec4c9743f0454, 0x92dbf19c586d8bfb, 0x0682f5d74db5bd9d, 0x0682f5d74db5bd9d);
 const PIN_GPT2_OT_MIXED: Pins = (0xd90211ab592a12ea, 0x103deeb79962dd62, 0x391b611203cbca15, 0x391b611203cbca15);

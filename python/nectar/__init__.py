@@ -210,13 +210,13 @@ class _Bar:
 
 
 def _call(
-    fn: Callable[..., Tuple[list, str]], progress: Progress, label: str, *args: Any, seed: Optional[int] = None
+    fn: Callable[..., Tuple[list, str]], progress: Progress, label: str, *args: Any, seed: Optional[int] = None, **kw: Any
 ) -> Tuple[list, Dict[str, Any]]:
     """Run a native call with the progress choice; outputs and the metrics as a dict."""
     bar = _Bar(label) if progress is True else None
     cb = bar if bar is not None else (progress if callable(progress) else None)
     try:
-        outs, metrics = fn(*args, cb, insecure_test_seed=seed)
+        outs, metrics = fn(*args, cb, insecure_test_seed=seed, **kw)
     finally:
         if bar is not None:
             bar.close()
@@ -284,6 +284,13 @@ def _softmax(x: np.ndarray) -> np.ndarray:
     return e / e.sum()
 
 
+def _batch_size(batch_size: int) -> int:
+    """A batch size as the native calls take it (an error below 1)."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise NectarError(f"batch_size must be a positive integer, not {batch_size!r}")
+    return batch_size
+
+
 def _check_normalize(normalize: bool) -> None:
     if not normalize:
         raise NectarError(
@@ -329,7 +336,7 @@ class Client:
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
-    def _run(self, task: str, items: list, images: list, max_new_tokens: int, progress: Progress) -> Tuple[list, Dict[str, Any]]:
+    def _run(self, task: str, items: list, images: list, max_new_tokens: int, progress: Progress, batch_size: int = 1) -> Tuple[list, Dict[str, Any]]:
         return _call(
             _nectar.client_run,
             progress,
@@ -342,14 +349,27 @@ class Client:
             images,
             max_new_tokens,
             seed=self.insecure_test_seed,
+            batch_size=_batch_size(batch_size),
         )
 
-    def embed(self, texts: Union[Text, Sequence[Text]], normalize: bool = True, *, return_metrics: bool = False, progress: Progress = False) -> Any:
+    def embed(
+        self,
+        texts: Union[Text, Sequence[Text]],
+        normalize: bool = True,
+        *,
+        batch_size: int = 1,
+        return_metrics: bool = False,
+        progress: Progress = False,
+    ) -> Any:
         """Sentence embeddings, ``(n, dim)`` float32: mean pooling over the tokens and L2
         normalisation, as sentence-transformers (BERT-family models). Texts longer than the
-        model's ``max_seq_length`` are truncated, as sentence-transformers does."""
+        model's ``max_seq_length`` are truncated, as sentence-transformers does.
+
+        ``batch_size``: texts per query — a batch is one private forward pass (attention per
+        text), so it pays the protocol's round trips once; 1 sends one query per text. The
+        server bounds a batch's total tokens (``nectar serve --max-batch-tokens``)."""
         _check_normalize(normalize)
-        outs, m = self._run("embed", _items(texts), [], 0, progress)
+        outs, m = self._run("embed", _items(texts), [], 0, progress, batch_size)
         return _result(np.asarray([o[1] for o in outs], dtype=np.float32), m, return_metrics)
 
     def logits(self, text: Text, *, return_metrics: bool = False, progress: Progress = False) -> Any:
@@ -434,6 +454,7 @@ def run_local(
     return_metrics: bool = False,
     progress: Progress = False,
     insecure_test_seed: Optional[int] = None,
+    batch_size: int = 1,
 ) -> Any:
     """Both parties in this process over the simulated link ``net`` (``none``, ``MBPS/RTT_MS``
     with the round trip in ms such as ``100/80``, or a preset: ``lan``, ``wan``,
@@ -445,7 +466,8 @@ def run_local(
     ``embed``, ``classify`` or ``generate``. Returns ``(n, dim)`` embeddings, ``(n, labels)``
     logits, or a list of generated texts (token-id lists for id prompts).
     ``insecure_test_seed`` (tests only, NO privacy): both parties seeded from it, so equal seeds
-    give equal outputs bit for bit.
+    give equal outputs bit for bit. ``batch_size`` (embed, classify): inputs per query, each
+    batch one forward pass (as ``Client.embed``).
     """
     _check_normalize(normalize)
     model_dir = os.fspath(model_dir)
@@ -464,6 +486,7 @@ def run_local(
         images,
         int(max_new_tokens),
         seed=insecure_test_seed,
+        batch_size=_batch_size(batch_size),
     )
     kind = outs[0][0]
     if kind in ("embedding", "logits"):

@@ -163,3 +163,25 @@ def test_errors_are_nectar_errors(tiny, tmp_path):
             nectar.Client("127.0.0.1", server.port, suite=FAST + "+gelu=p4").embed(IDS)
         # The server keeps serving after both.
         assert nectar.Client("127.0.0.1", server.port, suite=FAST).embed(IDS).shape == (1, 16)
+
+
+def test_embed_in_batches(tiny):
+    """Batches (issue 52): one forward pass per batch, the same embeddings as one query per
+    input within the protocols' error, fewer flights; a batch above the server's bound on its
+    tokens is refused in one line."""
+    inputs = [IDS, IDS[:3], [4, 8, 2, 6], [9, 3, 1, 5, 7]]
+    one, m1 = nectar.run_local(tiny["bert"], inputs, suite=FAST, net="lan", task="embed", return_metrics=True)
+    two, m2 = nectar.run_local(tiny["bert"], inputs, suite=FAST, net="lan", task="embed", return_metrics=True, batch_size=2)
+    assert two.shape == one.shape == (4, 16)
+    assert float(np.min(np.sum(one * two, axis=1))) > 0.999
+    assert len(m1["queries"]) == 4 and len(m2["queries"]) == 2
+    assert m2["queries"][0]["task"] == {"Batch": {"each": "Embed", "lens": [5, 3]}}
+    assert m2["rounds"] < m1["rounds"]
+    with nectar.Server(tiny["bert"], suite=FAST) as server:
+        client = nectar.Client("127.0.0.1", server.port, suite=FAST)
+        got = client.embed(inputs, batch_size=4)
+        assert float(np.min(np.sum(one * got, axis=1))) > 0.999
+        with pytest.raises(nectar.NectarError, match="tokens per batch"):
+            client.embed([list(range(1, 11))] * 4, batch_size=4)
+    with pytest.raises(nectar.NectarError, match="batch_size must be a positive integer"):
+        nectar.run_local(tiny["bert"], inputs, suite=FAST, net="none", batch_size=0)

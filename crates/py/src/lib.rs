@@ -294,12 +294,13 @@ fn client_inputs(model_dir: Option<&Path>, items: Vec<Item>, images: Vec<Vec<f32
     Ok((inputs, local))
 }
 
-/// Plain values of each output; generated ids of a text prompt decoded with the tokenizer.
+/// Plain values of each input's output (a batch's one by one); generated ids of a text prompt
+/// decoded with the tokenizer.
 fn outputs(run: &ClientRun, prompts_were_text: &[bool], local: Option<&ClientModel>) -> Result<Vec<PyOutput>, String> {
-    run.reports
+    nectar_app::batch::per_input(&run.reports)
         .iter()
         .enumerate()
-        .map(|(i, r)| match &r.output {
+        .map(|(i, r)| match r.output {
             Output::Embedding(v) => Ok(("embedding", v.clone(), Vec::new(), None)),
             Output::Logits(v) => Ok(("logits", v.clone(), Vec::new(), None)),
             Output::Tokens(t) => {
@@ -307,7 +308,7 @@ fn outputs(run: &ClientRun, prompts_were_text: &[bool], local: Option<&ClientMod
                 let text = tok.map(|k| k.decode(t).map_err(|e| e.to_string())).transpose()?;
                 Ok(("tokens", Vec::new(), t.clone(), text))
             }
-            Output::Nothing => Err("the session returned no output to the client".into()),
+            Output::Nothing | Output::Batch(_) => Err("the session returned no output to the client".into()),
         })
         .collect()
 }
@@ -346,9 +347,10 @@ fn callback(progress: Option<Py<PyAny>>) -> Option<Callback> {
 }
 
 /// Client side against `address` (`host:port`): one session (handshake, setup, every input
-/// as one query of `task`, `Bye`). Returns the outputs and the metrics as JSON.
+/// as one query of `task`, or in batches of `batch_size` inputs, `Bye`). Returns the outputs
+/// (one per input) and the metrics as JSON.
 #[pyfunction]
-#[pyo3(signature = (address, suite, model_dir, task, items, images, max_new_tokens=8, progress=None, insecure_test_seed=None))]
+#[pyo3(signature = (address, suite, model_dir, task, items, images, max_new_tokens=8, progress=None, insecure_test_seed=None, batch_size=1))]
 #[allow(clippy::too_many_arguments)]
 fn client_run(
     py: Python<'_>,
@@ -361,6 +363,7 @@ fn client_run(
     max_new_tokens: usize,
     progress: Option<Py<PyAny>>,
     insecure_test_seed: Option<u64>,
+    batch_size: usize,
 ) -> PyResult<(Vec<PyOutput>, String)> {
     let suite = self::suite(suite)?;
     test_seed::warn(insecure_test_seed);
@@ -374,7 +377,7 @@ fn client_run(
         let session = private::connect(&address, &suite, expected, insecure_test_seed)?;
         let reveal = session.reveal_to_server();
         let task = self::task(&task, session.config(), max_new_tokens)?;
-        let queries: Vec<(Task, Input)> = inputs.into_iter().map(|i| (task.clone(), i)).collect();
+        let queries = nectar_app::batch::queries(&task, &inputs, batch_size)?;
         let session = match hook {
             Some(h) => session.with_progress(h),
             None => session,
@@ -390,9 +393,10 @@ fn client_run(
 }
 
 /// Both parties in this process over the simulated link `net`: the server with the weights
-/// of `model_dir`, the client with its tokenizer; every input one query of `task`.
+/// of `model_dir`, the client with its tokenizer; every input one query of `task` (or in
+/// batches of `batch_size` inputs).
 #[pyfunction]
-#[pyo3(signature = (model_dir, suite, net, task, items, images, max_new_tokens=8, progress=None, insecure_test_seed=None))]
+#[pyo3(signature = (model_dir, suite, net, task, items, images, max_new_tokens=8, progress=None, insecure_test_seed=None, batch_size=1))]
 #[allow(clippy::too_many_arguments)]
 fn local_run(
     py: Python<'_>,
@@ -405,6 +409,7 @@ fn local_run(
     max_new_tokens: usize,
     progress: Option<Py<PyAny>>,
     insecure_test_seed: Option<u64>,
+    batch_size: usize,
 ) -> PyResult<(Vec<PyOutput>, String)> {
     let suite = self::suite(suite)?;
     test_seed::warn(insecure_test_seed);
@@ -416,7 +421,7 @@ fn local_run(
         let server = ServerModel::load(&model_dir)?;
         let (inputs, local) = client_inputs(Some(&model_dir), items, images)?;
         let task = self::task(&task, &server.config, max_new_tokens)?;
-        let queries: Vec<(Task, Input)> = inputs.into_iter().map(|i| (task.clone(), i)).collect();
+        let queries = nectar_app::batch::queries(&task, &inputs, batch_size)?;
         let (run, seconds) = private::run_local(&server, &suite, link, &queries, hook, insecure_test_seed, None)?;
         let metrics = run.metrics(&suite, seconds, false);
         Ok((outputs(&run, &texts, local.as_ref())?, metrics.to_string()))

@@ -225,12 +225,75 @@ impl<'c> SecureEngine<'c> {
             let (ch, _, _, prg) = self.b.parts();
             return batch_matmul_shared_shared(ch, &self.olt, role, &plan, &[a], &[&bd], l, prg).map_err(be);
         }
+        let g = self.head_group(heads, k, m, n)?;
+        if g > 1 {
+            return self.grouped_batch_matmul(a, b, (heads, k, m, n), g);
+        }
         let plan = self.plan(k, m, n)?;
         let xs: Vec<&[u64]> = a.chunks(k * m).collect();
         let ys: Vec<&[u64]> = b.chunks(m * n).collect();
         let (l, role) = (self.olt_bits(), self.b.role());
         let (ch, _, _, prg) = self.b.parts();
         batch_matmul_shared_shared(ch, &self.olt, role, &plan, &xs, &ys, l, prg).map_err(be)
+    }
+
+    /// Heads per block-diagonal product of a batched `k × m × n` product with `k > 1`
+    /// (attention prefill; a batch of inputs makes inputs × heads of them, issue 52): the group
+    /// size `g` (a power of two, `g·m × g·n` within [`DECODE_BLOCK_DIAGONAL_MAX`]) of least
+    /// predicted OLT cost, `⌈H/g⌉ · cost(k, g·m, g·n)` against `H · cost(k, m, n)`; 1 runs
+    /// each head alone. Small heads fill few ciphertext slots each, so grouping them sends
+    /// far fewer query and response ciphertexts; the zero blocks cost plaintext products
+    /// only. Both parties choose from the public shape.
+    fn head_group(&mut self, heads: usize, k: usize, m: usize, n: usize) -> Result<usize, NnError> {
+        if k <= 1 || heads <= 1 {
+            return Ok(1);
+        }
+        let cost = self.cost;
+        let one = heads as f64 * self.plan(k, m, n)?.cost(&cost);
+        let (mut best, mut best_cost) = (1, one);
+        let mut g = 2;
+        while g <= heads.next_power_of_two() && (g * m).saturating_mul(g * n) <= DECODE_BLOCK_DIAGONAL_MAX {
+            let c = heads.div_ceil(g) as f64 * self.plan(k, g * m, g * n)?.cost(&cost);
+            if c < best_cost {
+                (best, best_cost) = (g, c);
+            }
+            g *= 2;
+        }
+        Ok(best)
+    }
+
+    /// [`Engine::batch_matmul_shared`] with the heads in groups of `g`, each group one product
+    /// `(k × g·m)·blockdiag(Y_h)` whose output row `i` is the group's heads' rows `i` side by
+    /// side (the last group padded with zero heads); all groups in one batched OLT.
+    fn grouped_batch_matmul(&mut self, a: &[u64], b: &[u64], (heads, k, m, n): (usize, usize, usize, usize), g: usize) -> Result<Vec<u64>, NnError> {
+        let groups = heads.div_ceil(g);
+        let (gm, gn) = (g * m, g * n);
+        let mut xs = vec![vec![0u64; k * gm]; groups];
+        let mut ys = vec![vec![0u64; gm * gn]; groups];
+        for h in 0..heads {
+            let (q, j) = (h / g, h % g);
+            for i in 0..k {
+                xs[q][i * gm + j * m..i * gm + (j + 1) * m].copy_from_slice(&a[(h * k + i) * m..(h * k + i + 1) * m]);
+            }
+            for r in 0..m {
+                ys[q][(j * m + r) * gn + j * n..(j * m + r) * gn + (j + 1) * n].copy_from_slice(&b[(h * m + r) * n..(h * m + r + 1) * n]);
+            }
+        }
+        let plan = self.plan(k, gm, gn)?;
+        let xr: Vec<&[u64]> = xs.iter().map(Vec::as_slice).collect();
+        let yr: Vec<&[u64]> = ys.iter().map(Vec::as_slice).collect();
+        let (l, role) = (self.olt_bits(), self.b.role());
+        let (ch, _, _, prg) = self.b.parts();
+        let out = batch_matmul_shared_shared(ch, &self.olt, role, &plan, &xr, &yr, l, prg).map_err(be)?;
+        let mut c = Vec::with_capacity(heads * k * n);
+        for h in 0..heads {
+            let (q, j) = (h / g, h % g);
+            for i in 0..k {
+                let at = q * k * gn + i * gn + j * n;
+                c.extend_from_slice(&out[at..at + n]);
+            }
+        }
+        Ok(c)
     }
 
     fn plan(&mut self, k: usize, m: usize, n: usize) -> Result<OltPlan, NnError> {

@@ -58,6 +58,7 @@ SERVER_LIMITS = (
     "idle_timeout",
     "max_frame_mib",
     "memory_budget_mib",
+    "max_batch_tokens",
     "quiet",
 )
 
@@ -92,7 +93,8 @@ class Server:
     it from :attr:`port`). ``limits`` are the flags of ``nectar serve``: ``reveal_to_server``,
     ``max_sessions``, ``max_concurrent_sessions``, ``handshake_timeout``, ``idle_timeout``
     (seconds), ``max_frame_mib``, ``memory_budget_mib`` (weight blocks a session prepares
-    ahead of their operator; 0: none), and ``quiet`` (default True: no per-session log lines
+    ahead of their operator; 0: none), ``max_batch_tokens`` (most tokens of one batched query;
+    default: the model's positions), and ``quiet`` (default True: no per-session log lines
     on stderr). Use :meth:`serve_forever`, or :meth:`start` / :meth:`stop` (also as a ``with``
     block).
 

@@ -31,6 +31,8 @@ pub struct Args<'a> {
     pub in_process: bool,
     /// Compare the client's output with the plaintext model's (`--check-plain`).
     pub check_plain: bool,
+    /// BERT: inputs of `seq` tokens in one batched query (`--batch`).
+    pub batch: usize,
 }
 
 
@@ -44,6 +46,10 @@ fn spec(a: &Args) -> Result<(RandomArch, BenchSpec), String> {
     spec.suite = a.suite;
     spec.seed = a.seed;
     spec.progress = !a.quiet;
+    spec.batch = a.batch.max(1);
+    if spec.batch > 1 && !matches!(arch, RandomArch::BertTiny | RandomArch::BertBase | RandomArch::BertLarge) {
+        return Err(format!("--batch: batches embed with an encoder (BERT); {} runs one input per query", arch.name()));
+    }
     Ok((arch, spec))
 }
 
@@ -56,6 +62,7 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
     };
     let mut l = BenchLine::new("model", arch.name())
         .param("seq", b.seq)
+        .param("batch", a.batch.max(1))
         .param("layers", b.layers)
         .param("net", a.net)
         .param("suite", b.suite.label())
@@ -79,16 +86,32 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
     }
     if a.check_plain {
         let plain = plain_reference(&spec).map_err(|e| format!("plaintext reference: {e}"))?;
-        l = match (&b.client.output, &plain) {
-            (Output::Tokens(got), Output::Tokens(want)) => l.extra("tokens_match_plain", got == want),
-            (Output::Embedding(got) | Output::Logits(got), Output::Embedding(want) | Output::Logits(want)) => {
-                let err = got.iter().zip(want).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
-                l.extra("cosine_vs_plain", cosine(got, want) as f64).extra("max_abs_error_vs_plain", err as f64)
-            }
-            (got, want) => return Err(format!("outputs of different kinds: {got:?} and {want:?}")),
+        // A batch: each input against its own reference; the worst input is reported.
+        let pairs: Vec<(&Output, &Output)> = match (&b.client.output, &plain) {
+            (Output::Batch(g), Output::Batch(w)) if g.len() == w.len() => g.iter().zip(w).collect(),
+            (g, w) => vec![(g, w)],
         };
+        let (mut worst_cos, mut worst_err) = (f64::INFINITY, 0f64);
+        for (got, want) in pairs {
+            match (got, want) {
+                (Output::Tokens(got), Output::Tokens(want)) => l = l.extra("tokens_match_plain", got == want),
+                (Output::Embedding(got) | Output::Logits(got), Output::Embedding(want) | Output::Logits(want)) => {
+                    let err = got.iter().zip(want).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
+                    worst_cos = worst_cos.min(cosine(got, want) as f64);
+                    worst_err = worst_err.max(err as f64);
+                }
+                (got, want) => return Err(format!("outputs of different kinds: {got:?} and {want:?}")),
+            }
+        }
+        if worst_cos.is_finite() {
+            l = l.extra("cosine_vs_plain", worst_cos).extra("max_abs_error_vs_plain", worst_err);
+        }
     }
+    let per = a.batch.max(1) as f64;
     let l = l
+        .extra("seconds_per_input", b.seconds / per)
+        .extra("bytes_per_input", b.bytes_total as f64 / per)
+        .extra("flights_per_input", b.rounds as f64 / per)
         .extra("protocols", a.suite.json_map())
         .extra("rss_per_party", b.rss_per_party)
         .extra("setup_seconds", b.server.setup_seconds.max(b.client.setup_seconds))
@@ -130,7 +153,7 @@ fn two_processes(a: &Args, spec: &BenchSpec) -> Result<ModelBench, String> {
     let exe = std::env::current_exe().map_err(|e| format!("locating this binary: {e}"))?;
     let mut cmd = Command::new(exe);
     cmd.args(["bench", "model", "--arch", a.arch, "--net", a.net, "--quiet"])
-        .args(["--seq", &a.seq.to_string(), "--seed", &a.seed.to_string()])
+        .args(["--seq", &a.seq.to_string(), "--seed", &a.seed.to_string(), "--batch", &a.batch.max(1).to_string()])
         .args(["--suite", &a.suite.label()])
         .args(["--server-party", &addr]);
     if let Some(l) = a.layers {

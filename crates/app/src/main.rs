@@ -609,6 +609,10 @@ enum BenchCmd {
         /// client's output against it (`cosine_vs_plain`, or `tokens_match_plain`).
         #[arg(long)]
         check_plain: bool,
+        /// BERT: N different inputs of --seq tokens in one batched query (per-input figures
+        /// beside the batch's).
+        #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+        batch: u32,
         /// Internal: run only the server party, connected to this address (the child process).
         #[arg(long, hide = true)]
         server_party: Option<String>,
@@ -1036,6 +1040,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 suite,
                 in_process,
                 check_plain,
+                batch,
                 server_party,
                 json,
             } => {
@@ -1049,6 +1054,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     quiet,
                     in_process,
                     check_plain,
+                    batch: batch as usize,
                 };
                 match server_party {
                     Some(addr) => bench_model::run_server_party(&args, &addr),

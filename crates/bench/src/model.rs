@@ -38,6 +38,8 @@ pub struct BenchSpec {
     pub seed: u64,
     /// Print a line per block on stderr.
     pub progress: bool,
+    /// BERT: this many different inputs of `seq` tokens in one batched query (issue 52).
+    pub batch: usize,
 }
 
 impl BenchSpec {
@@ -51,6 +53,7 @@ impl BenchSpec {
             suite: Suite::bumblebee(),
             seed: 1,
             progress: true,
+            batch: 1,
         }
     }
 }
@@ -135,7 +138,9 @@ fn prepare(spec: &BenchSpec) -> Prepared {
         ModelConfig::Llama(c) => (c.num_hidden_layers, c.vocab_size),
         ModelConfig::Vit(c) => (c.num_hidden_layers, 0),
     };
+    let batch = spec.batch.max(1);
     let task = match config {
+        ModelConfig::Bert(_) if batch > 1 => Task::Batch { each: Box::new(Task::Embed), lens: vec![spec.seq; batch] },
         ModelConfig::Bert(_) => Task::Embed,
         ModelConfig::Vit(_) => Task::Classify,
         _ => Task::Generate { n_new: 1 },
@@ -149,7 +154,7 @@ fn prepare(spec: &BenchSpec) -> Prepared {
                 spec.seed,
             )),
         ),
-        _ => (spec.seq, None),
+        _ => (spec.seq * batch, None),
     };
     let mut prg = Prg::new({
         let mut k = [0u8; 16];
@@ -235,7 +240,7 @@ impl Prepared {
     ) -> ModelBench {
         ModelBench {
             arch: spec.arch.name().into(),
-            seq: self.seq,
+            seq: self.seq / spec.batch.max(1),
             layers: self.layers,
             suite: spec.suite,
             seconds: client.seconds,

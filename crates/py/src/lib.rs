@@ -83,7 +83,7 @@ impl Server {
     #[new]
     #[pyo3(signature = (model_dir, suite="nectar", host="127.0.0.1", port=0, *, reveal_to_server=false,
         max_sessions=None, max_concurrent_sessions=private::DEFAULT_MAX_CONCURRENT, handshake_timeout=5,
-        idle_timeout=600, max_frame_mib=1024, memory_budget_mib=DEFAULT_MEMORY_BUDGET_MIB, quiet=true, insecure_test_seed=None))]
+        idle_timeout=600, max_frame_mib=1024, memory_budget_mib=DEFAULT_MEMORY_BUDGET_MIB, max_batch_tokens=None, quiet=true, insecure_test_seed=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -98,6 +98,7 @@ impl Server {
         idle_timeout: u64,
         max_frame_mib: usize,
         memory_budget_mib: usize,
+        max_batch_tokens: Option<usize>,
         quiet: bool,
         insecure_test_seed: Option<u64>,
     ) -> PyResult<Self> {
@@ -117,6 +118,7 @@ impl Server {
                 idle: secs("idle_timeout", idle_timeout)?,
                 max_frame: max_frame_mib.clamp(1, 4095) << 20,
                 memory_budget: memory_budget_mib.min(1 << 20) << 20,
+                max_batch_tokens,
             },
             quiet,
             stop: Some(Arc::clone(&stop)),

@@ -3,10 +3,10 @@
 The client holds a few private documents and a query; the server holds all-MiniLM-L6-v2
 (fetched by `nectar fetch-model minilm` / `make model`). The server never sees the texts, the
 client never sees the weights; the client ranks its documents by cosine similarity locally.
+The corpus is embedded as one batch: one private forward pass for all documents (attention
+per document), so the protocol's round trips are paid once.
 
     python examples/private_corpus_search.py "where can I watch a match?"
-
-About 20 s per text on 2 cores (BumbleBee suite, both parties on this machine).
 """
 
 import sys
@@ -26,7 +26,7 @@ def main() -> None:
     query = sys.argv[1] if len(sys.argv) > 1 else "Where can I watch a football game?"
     with nectar.Server(nectar.default_model_dir()) as server:
         client = nectar.Client("127.0.0.1", server.port)
-        docs, metrics = client.embed(CORPUS, return_metrics=True, progress=True)
+        docs, metrics = client.embed(CORPUS, batch_size=len(CORPUS), return_metrics=True, progress=True)
         q = client.embed([query])[0]
     scores = docs @ q  # unit vectors: dot product = cosine
     print(f"query: {query!r}")

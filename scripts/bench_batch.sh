@@ -18,6 +18,7 @@ M="$HOME/.cache/nectar/models/minilm"
 mapfile -t S < <(head -32 crates/model/tests/data/sentences50.txt)
 for b in 1 8 32; do
   run demo --json --model "$M" --net lan --batch "$b" "${S[@]}"
+  CMDS[-1]="nectar demo --json --model $M --net lan --batch $b (the first 32 sentences of crates/model/tests/data/sentences50.txt)"
 done
 for b in 1 32; do
   run bench suites --json --model "$M" --suites nectar --tokens 16 --batch "$b" --net lan --repeat 3

@@ -196,7 +196,18 @@ impl SessionError {
     fn with_server_reason(self) -> Self {
         match self.net_cause() {
             Some(NetError::Aborted(r)) => SessionError::Server(r.clone()),
-            _ => self,
+            Some(_) => self,
+            // Operators wrap their channel's error in layers whose `source` skips it
+            // (`#[error(transparent)]`, as `crate::retry` reads them): the server's reason is
+            // what follows the channel's words at the end of the message.
+            None => {
+                let text = self.to_string();
+                let marker = NetError::Aborted(String::new()).to_string();
+                match text.find(&marker) {
+                    Some(i) => SessionError::Server(text[i + marker.len()..].to_string()),
+                    None => self,
+                }
+            }
         }
     }
 

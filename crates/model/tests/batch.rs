@@ -139,3 +139,32 @@ fn batch_queries_are_checked() {
     assert!(bad(nested, 2).contains("batches embed or classify"));
     m.check_query(&Query { task: b(vec![3, 4]), ids: None, len: 7 }).unwrap();
 }
+
+/// MiniLM's twin on a batch of far-apart lengths: the attention is cut into length groups (two
+/// calls per layer instead of one padded to 100 tokens), and each output still equals its
+/// one-by-one twin within the reciprocal's domain effect (see above).
+#[test]
+fn minilm_twin_batch_of_mixed_lengths_is_cut_into_groups() {
+    use nectar_model::home;
+    let dir = home::minilm_dir(&home::default_home());
+    let model = Model::load(&dir).expect("MiniLM (make test fetches it: nectar fetch-model minilm)");
+    let w = Weights::open(&dir.join("model.safetensors")).unwrap();
+    let s = suite("nectar");
+    let mut inputs: Vec<Vec<u32>> = (0..6).map(|i| vec![101, 2000 + i, 2100 + i, 2200 + i, 102]).collect();
+    inputs.push((0..100).map(|t| 1000 + 7 * t).collect());
+    inputs.push((0..96).map(|t| 1500 + 5 * t).collect());
+    let m = SecureModel::new(model.config(), Some(&w)).unwrap();
+    let mut e = PlainEngine::new(FixedPoint::BUMBLEBEE, &s).unwrap();
+    let got = outputs(m.run(&mut e, &batch(Task::Embed, &inputs)).unwrap());
+    let layers = match model.config() {
+        nectar_model::ModelConfig::Bert(c) => c.num_hidden_layers as u64,
+        _ => panic!("MiniLM is a BERT"),
+    };
+    let softmax = e.profile().ops.iter().find(|r| r.op == "softmax").map(|r| r.calls);
+    assert_eq!(softmax, Some(2 * layers), "one attention call per length group and layer");
+    for (i, ids) in inputs.iter().enumerate() {
+        let want = one(twin(&model, &w, &Query { task: Task::Embed, ids: Some(ids.clone()), len: ids.len() }, &s));
+        let err = got[i].iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        assert!(err < 1e-4, "input {i} batched vs alone differ by {err}");
+    }
+}

@@ -161,10 +161,11 @@ fn bias<E: Engine>(
 /// `softmax`, `matmul.pv`.
 ///
 /// A batch (`segments`, issue 52; `n = m`): input `s` of `n_s` rows attends to its own `n_s`
-/// keys. Every (input, head) pair is one "head" of the batched products, each padded to the
-/// longest input `L` with zero rows (public positions, local), so that one `Q·K^T`, one
-/// softmax and one `P·V` serve the whole batch; the padded keys are masked and the padded
-/// query rows dropped, so no input's output depends on another's values.
+/// keys. The inputs are sorted by length and cut into groups ([`length_groups`]); in a group
+/// every (input, head) pair is one "head" of the batched products, each padded to the group's
+/// longest input with zero rows (public positions, local), so that one `Q·K^T`, one softmax
+/// and one `P·V` serve the group; the padded keys are masked and the padded query rows
+/// dropped, so no input's output depends on another's values.
 #[allow(clippy::too_many_arguments)]
 pub fn attention<E: Engine>(
     e: &mut E,
@@ -189,7 +190,7 @@ pub fn attention<E: Engine>(
         )));
     }
     // Per input: (first query row, first key row, queries, keys).
-    let segs: Vec<(usize, usize, usize, usize)> = match segments {
+    let segs: Vec<Seg> = match segments {
         None => vec![(0, 0, n, m)],
         Some(lens) => {
             if m != n || lens.iter().sum::<usize>() != n {
@@ -198,6 +199,86 @@ pub fn attention<E: Engine>(
             crate::block::segment_starts(lens).into_iter().zip(lens).map(|(o, &l)| (o, o, l, l)).collect()
         }
     };
+    let groups = length_groups(&segs, heads);
+    if let [_] = groups.as_slice() {
+        return padded_attention(e, q, k, v, a, key_mask, causal, &segs);
+    }
+    let mut outs = Vec::with_capacity(groups.len());
+    for grp in &groups {
+        let sub: Vec<Seg> = grp.iter().map(|&i| segs[i]).collect();
+        outs.push(padded_attention(e, q, k, v, a, key_mask, causal, &sub)?);
+    }
+    // The groups' rows one after another; back to the inputs' order.
+    let d = heads * dh;
+    let mut first = vec![0; segs.len()];
+    let mut row = 0;
+    for &i in groups.iter().flatten() {
+        first[i] = row;
+        row += segs[i].2;
+    }
+    let idx: Vec<usize> = segs.iter().enumerate().flat_map(|(i, s)| first[i] * d..(first[i] + s.2) * d).collect();
+    let parts: Vec<&E::Val> = outs.iter().collect();
+    let all = e.concat(&parts)?;
+    Ok(e.gather(&all, &idx)?)
+}
+
+/// One input's rows of an attention call: (first query row, first key row, queries, keys).
+type Seg = (usize, usize, usize, usize);
+
+/// Score entries (`Q·K^T`, softmax and `P·V` together) one more attention call is worth
+/// (LOCAL): a call costs about 45 flights (MiniLM profile: the coarse softmax's ~40, the two
+/// products'), 22 MB of transfer time at BLB's WAN3 (100 Mbit/s, 40 ms one way), and a padded
+/// score entry about 1.3 kB over the three operators (MiniLM, 32 inputs padded to 25 tokens).
+pub const ATTENTION_CALL_ENTRIES: usize = 16384;
+
+/// The inputs of a batch sorted by length (stable) and cut into contiguous groups, each run as
+/// one padded attention call: the cut of least `Σ_groups (ATTENTION_CALL_ENTRIES + heads ·
+/// count · n_max · m_max)` (dynamic programming over the sorted lengths; public). One group
+/// (every input, in the given order) when no cut pays for its call.
+fn length_groups(segs: &[Seg], heads: usize) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..segs.len()).collect();
+    order.sort_by_key(|&i| (segs[i].2, segs[i].3));
+    let b = order.len();
+    // best[j]: least cost of the first j sorted inputs; cut[j]: where its last group starts.
+    let mut best = vec![0usize; b + 1];
+    let mut cut = vec![0usize; b + 1];
+    for j in 1..=b {
+        best[j] = usize::MAX;
+        for i in 0..j {
+            let (nmax, mmax) = order[i..j].iter().fold((0, 0), |(x, y), &t| (x.max(segs[t].2), y.max(segs[t].3)));
+            let c = best[i].saturating_add(ATTENTION_CALL_ENTRIES + heads * (j - i) * nmax * mmax);
+            if c < best[j] {
+                (best[j], cut[j]) = (c, i);
+            }
+        }
+    }
+    let mut groups = Vec::new();
+    let mut j = b;
+    while j > 0 {
+        groups.push(order[cut[j]..j].to_vec());
+        j = cut[j];
+    }
+    groups.reverse();
+    if groups.len() <= 1 {
+        return vec![(0..segs.len()).collect()];
+    }
+    groups
+}
+
+/// [`attention`] of the inputs `segs` as one call, each padded to the longest. Returns their
+/// rows `[Σ n_s, heads·dh]` in the order of `segs`.
+#[allow(clippy::too_many_arguments)]
+fn padded_attention<E: Engine>(
+    e: &mut E,
+    q: &E::Val,
+    k: &E::Val,
+    v: &E::Val,
+    a: AttnDims,
+    key_mask: Option<&[bool]>,
+    causal: bool,
+    segs: &[Seg],
+) -> Result<E::Val, SecureError> {
+    let AttnDims { n, m, heads, kv_heads, dh } = a;
     let (np, mp) = segs.iter().fold((0, 0), |(a, b), s| (a.max(s.2), b.max(s.3)));
     let g = segs.len() * heads;
     let (d, dkv, group) = (heads * dh, kv_heads * dh, heads / kv_heads);
@@ -244,7 +325,7 @@ pub fn attention<E: Engine>(
         Ok(e.attention_matmul(&probs, &vh, g, np, mp, dh)?)
     })?;
     // [G, np, dh] -> [n, H·dh], the padded query rows dropped.
-    let mut back = Vec::with_capacity(n * d);
+    let mut back = Vec::with_capacity(segs.iter().map(|s| s.2).sum::<usize>() * d);
     for (s, &(_, _, ns, _)) in segs.iter().enumerate() {
         for i in 0..ns {
             back.extend((0..d).map(|c| ((s * heads + c / dh) * np + i) * dh + c % dh));
@@ -356,4 +437,28 @@ pub fn take_rows<E: Engine>(
 /// Decodes a revealed vector (signed, current format).
 pub fn decode<E: Engine>(e: &E, v: &[u64]) -> Vec<f64> {
     e.format().decode_vec(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn segs(lens: &[usize]) -> Vec<Seg> {
+        crate::block::segment_starts(lens).into_iter().zip(lens).map(|(o, &l)| (o, o, l, l)).collect()
+    }
+
+    /// Inputs of one length, or of lengths too close for a cut to pay for its call, stay one
+    /// group in the given order; far-apart lengths are cut, each group sorted by length.
+    #[test]
+    fn batches_are_cut_by_length_where_padding_costs_more_than_a_call() {
+        assert_eq!(length_groups(&segs(&[16; 32]), 12), vec![(0..32).collect::<Vec<_>>()]);
+        assert_eq!(length_groups(&segs(&[9, 8, 10]), 12), vec![vec![0, 1, 2]]);
+        let lens = [25, 8, 24, 9, 8, 25, 9, 8, 24, 8, 9, 25];
+        let g = length_groups(&segs(&lens), 12);
+        assert_eq!(g, vec![vec![1, 4, 7, 9, 3, 6, 10], vec![2, 8, 0, 5, 11]]);
+        // Every input in exactly one group.
+        let mut all: Vec<usize> = g.concat();
+        all.sort();
+        assert_eq!(all, (0..lens.len()).collect::<Vec<_>>());
+    }
 }

@@ -190,6 +190,7 @@ results:
 	$(PYTHON) scripts/results_accuracy.py
 	$(PYTHON) scripts/results_wan.py
 	$(PYTHON) scripts/results_llm.py
+	$(PYTHON) scripts/results_batch.py
 
 fmt:
 	$(CARGO) fmt --all

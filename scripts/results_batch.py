@@ -1,5 +1,6 @@
 """docs/results/batch.md from batch.jsonl (`nectar demo --json` and `nectar bench suites --json`
 lines and one refusal line, written by scripts/bench_batch.sh) and batch.meta.json (issue 52)."""
+import json
 import math
 
 from results_common import load, meta, provenance, res
@@ -154,6 +155,33 @@ if suites:
         w("low-degree GeLU and exp, issue 47; fewer comparison bits).")
         w("")
 
+model_lines = []
+if (res / "batch-model.jsonl").exists():
+    model_lines = [json.loads(l) for l in (res / "batch-model.jsonl").read_text().splitlines() if l.strip()]
+if model_lines:
+    mm = meta("batch-model.meta.json")
+    w("## BERT-base, 128 tokens per input (LAN, `nectar`), next to BLB's Table 12")
+    w("")
+    w("`nectar bench model` on pseudo-random weights at BERT-base's shapes (`scripts/bench_batch_model.sh`):")
+    w("")
+    provenance(w, mm)
+    w("")
+    w("| inputs | seconds | min per input | GB per input | flights per input | peak RSS GiB srv / cli |")
+    w("|---:|---:|---:|---:|---:|---|")
+    for l in model_lines:
+        b = l["params"].get("batch", 1)
+        w(f"| {b} | {l['seconds']:.1f} | {l['seconds_per_input'] / 60:.2f} | {l['bytes_per_input'] / 1e9:.2f} | "
+          f"{l['flights_per_input']:.0f} | {l['server']['peak_rss_bytes'] / 2**30:.2f} / {l['client']['peak_rss_bytes'] / 2**30:.2f} |")
+    one = [l for l in model_lines if l["params"].get("batch", 1) == 1]
+    many = [l for l in model_lines if l["params"].get("batch", 1) > 1]
+    if one and many:
+        r = one[0]["seconds_per_input"] / many[0]["seconds_per_input"]
+        w("")
+        w(f"Amortised per input: {one[0]['seconds_per_input'] / 60:.2f} → {many[0]['seconds_per_input'] / 60:.2f} min "
+          f"(**{r:.2f}×**, batch {many[0]['params']['batch']}) on 2 cores; BLB's Table 12 on 64 threads: LAN "
+          f"{BLB_T12['LAN'][0]} → {BLB_T12['LAN'][1]} min ({BLB_T12['LAN'][0] / BLB_T12['LAN'][1]:.1f}×, batch 32).")
+    w("")
+
 w("## Acceptance (issue 52)")
 w("")
 if demo_runs:
@@ -172,11 +200,11 @@ if big:
     rss = max(max(l.get("server_peak_rss_bytes") or 0, l.get("client_peak_rss_bytes") or 0) for l in big)
     w(f"- Memory: largest per-party peak RSS over the `nectar` batches of 32 × 16 tokens **{rss / 2**30:.2f} GiB** "
       f"(target ≤ {TARGET_RSS / 2**30:g} GiB).")
-w("- BERT-base, 32 inputs of 128 tokens: **not run**. One BERT-base/128 query takes 4.9 min on the LAN")
-w("  here (`e2e.md`, before this issue's changes), and a batch's element-wise operators do not get")
-w("  cheaper per input, so a batch of 32 would take two hours or more (an estimate, not a")
-w("  measurement); not attempted in this session. `nectar bench model --arch bert-base --seq 128")
-w("  --batch 32` runs it.")
+big_model = [l for l in model_lines if l["params"].get("batch", 1) >= 32]
+if not big_model:
+    w("- BERT-base, 32 inputs of 128 tokens: **not run** in one batch of 32 (about an hour of one sitting")
+    w("  on this VM by the per-input time above: an estimate, not a measurement); measured with the")
+    w("  batch above instead. `BATCH_BERT=32 scripts/bench_batch_model.sh` runs it.")
 if refusal:
     msg = " ".join(refusal["stderr"]) or "(no message)"
     w(f"- A batch above the server's bound (`nectar serve --max-batch-tokens {refusal['max_batch_tokens']}`, "

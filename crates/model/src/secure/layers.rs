@@ -228,7 +228,9 @@ type Seg = (usize, usize, usize, usize);
 /// Score entries (`Q·K^T`, softmax and `P·V` together) one more attention call is worth
 /// (LOCAL): a call costs about 45 flights (MiniLM profile: the coarse softmax's ~40, the two
 /// products'), 22 MB of transfer time at BLB's WAN3 (100 Mbit/s, 40 ms one way), and a padded
-/// score entry about 1.3 kB over the three operators (MiniLM, 32 inputs padded to 25 tokens).
+/// score entry about 1.3 kB over the three operators (MiniLM, 32 inputs padded to 25 tokens,
+/// measured before the heads ran in block-diagonal groups, which make an entry cheaper: the
+/// cut is on the eager side).
 pub const ATTENTION_CALL_ENTRIES: usize = 16384;
 
 /// The inputs of a batch sorted by length (stable) and cut into contiguous groups, each run as

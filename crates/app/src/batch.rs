@@ -81,12 +81,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn inputs_group_into_batches_in_order() {
+    fn inputs_group_into_batches_in_order() -> Result<(), String> {
         let inputs: Vec<Input> = [vec![1, 2, 3], vec![4, 5], vec![6], vec![7, 8, 9, 10], vec![11, 12]]
             .into_iter()
             .map(Input::Ids)
             .collect();
-        let q = queries(&Task::Embed, &inputs, 2).unwrap();
+        let q = queries(&Task::Embed, &inputs, 2)?;
         assert_eq!(q.len(), 3);
         let Input::Ids(ids) = &q[0].1 else { panic!() };
         assert_eq!(ids, &[1, 2, 3, 4, 5]);
@@ -94,9 +94,10 @@ mod tests {
         assert_eq!(q[1].0, Task::Batch { each: Box::new(Task::Embed), lens: vec![1, 4] });
         // A group of one input is a plain query.
         assert_eq!(q[2].0, Task::Embed);
-        assert_eq!(queries(&Task::Embed, &inputs, 1).unwrap().len(), 5);
+        assert_eq!(queries(&Task::Embed, &inputs, 1)?.len(), 5);
         assert!(queries(&Task::Generate { n_new: 2 }, &inputs, 2).unwrap_err().contains("encoder"));
         assert!(queries(&Task::Embed, &inputs, MAX_BATCH_INPUTS + 1).is_err());
+        Ok(())
     }
 
     #[test]

@@ -57,8 +57,7 @@ impl<'w> SecureBert<'w> {
         if lens.is_empty() {
             return Err(crate::ModelError::Input("an empty batch".into()).into());
         }
-        for (i, &len) in lens.iter().enumerate() {
-            let off: usize = lens[..i].iter().sum();
+        for (off, &len) in segment_starts(lens).into_iter().zip(lens) {
             check_ids(ids.map(|all| all.get(off..off + len).unwrap_or(&[])), len, c.vocab_size, c.max_position_embeddings)?;
         }
         let n: usize = lens.iter().sum();

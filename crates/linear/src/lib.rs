@@ -30,6 +30,7 @@
 
 pub mod attention;
 pub mod bole;
+pub mod cop;
 pub mod ckks_convert;
 pub mod ckks_linear;
 pub mod ckks_matmul;

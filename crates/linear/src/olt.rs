@@ -383,12 +383,25 @@ fn encryptor<C: Channel + ?Sized>(
     layout: &ResultLayout,
     prg: &mut Prg,
 ) -> Result<Vec<u64>, LinearError> {
+    send_blocks(ch, sess, plan, side, mats, prg)?;
+    open_response(ch, sess, layout)
+}
+
+/// The encryptor's query: its blocks of `mats` (`side`), encrypted under its own key, seeded,
+/// in frames (`wire::FRAME_CTS`), each sent as soon as it is encrypted. One flight.
+pub(crate) fn send_blocks<C: Channel + ?Sized>(
+    ch: &mut C,
+    sess: &HeSession,
+    plan: &OltPlan,
+    side: Side,
+    mats: &[&[u64]],
+    prg: &mut Prg,
+) -> Result<(), LinearError> {
     let params = &sess.params;
     let tmask = plain_mask(params)?;
     let per = block_count(plan, side);
     let total = per * mats.len();
     let mut prgs: Vec<Prg> = (0..total).map(|_| prg.fork()).collect();
-    // The query in frames (`wire::FRAME_CTS`): each sent as soon as it is encrypted.
     for range in wire::frames(total) {
         let cts: Vec<Ciphertext> = prgs[range.clone()]
             .par_iter_mut()
@@ -403,7 +416,13 @@ fn encryptor<C: Channel + ?Sized>(
         ch.send(&wire::cts_to_bytes(params, &cts)?)?;
         ch.flush()?; // on its way now, not when a buffer fills
     }
-    // The response, one frame per output ciphertext, each opened as it arrives.
+    Ok(())
+}
+
+/// The encryptor's end: the response, one frame per output ciphertext, each opened as it
+/// arrives, parsed into this party's shares of the products.
+pub(crate) fn open_response<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, layout: &ResultLayout) -> Result<Vec<u64>, LinearError> {
+    let params = &sess.params;
     let positions = layout.positions();
     let mut polys: Vec<Vec<u64>> = Vec::with_capacity(positions.len());
     for pos in positions.chunks(1) {
@@ -413,6 +432,22 @@ fn encryptor<C: Channel + ?Sized>(
         }
     }
     layout.parse(&polys)
+}
+
+/// The evaluator's copy of the peer's query: `count` ciphertexts received in frames, each
+/// switched to `level` and put in NTT form as it arrives.
+pub(crate) fn recv_blocks<C: Channel + ?Sized>(ch: &mut C, params: &Params, count: usize, level: usize) -> Result<Vec<Ciphertext>, LinearError> {
+    let mut cts: Vec<Ciphertext> = Vec::with_capacity(count);
+    for range in wire::frames(count) {
+        let mut part = wire::cts_from_bytes(params, &ch.recv()?, range.len())?;
+        part.par_iter_mut().try_for_each(|c| -> Result<(), LinearError> {
+            c.mod_switch_to(params, level)?;
+            c.to_ntt(params);
+            Ok(())
+        })?;
+        cts.extend(part);
+    }
+    Ok(cts)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -427,6 +462,34 @@ fn evaluator<C: Channel + ?Sized>(
     prepared: Option<PreparedBlocks>,
 ) -> Result<Vec<u64>, LinearError> {
     let params = &sess.params;
+    let peer_side = match side {
+        Side::Lhs => Side::Rhs,
+        Side::Rhs => Side::Lhs,
+    };
+    let peer_per = block_count(plan, peer_side);
+    let level = product_level(params, plan, side, mats, h2a::olt_response_level(params));
+    // The peer's query in frames, each switched to the product level as it arrives.
+    let cts = recv_blocks(ch, params, peer_per * mats.len(), level)?;
+    evaluate(ch, sess, plan, side, mats, layout, prg, prepared, &cts, level)
+}
+
+/// The evaluator's products of its plaintext blocks of `mats` (`side`) with the peer's
+/// ciphertexts `cts` (at `level`, NTT form: [`recv_blocks`]), compressed, masked (H2A) and sent
+/// in frames; returns this party's shares. One flight.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn evaluate<C: Channel + ?Sized>(
+    ch: &mut C,
+    sess: &HeSession,
+    plan: &OltPlan,
+    side: Side,
+    mats: &[&[u64]],
+    layout: &ResultLayout,
+    prg: &mut Prg,
+    prepared: Option<PreparedBlocks>,
+    cts: &[Ciphertext],
+    level: usize,
+) -> Result<Vec<u64>, LinearError> {
+    let params = &sess.params;
     let n = params.n();
     let (kb, mb, nb) = plan.windows.blocks(plan.shape);
     let batch = mats.len();
@@ -438,19 +501,10 @@ fn evaluator<C: Channel + ?Sized>(
         Side::Rhs => Side::Lhs,
     };
     let peer_per = block_count(plan, peer_side);
-    let resp_level = h2a::olt_response_level(params);
-    let level = product_level(params, plan, side, mats, resp_level);
-    // The peer's query in frames, each switched to the product level as it arrives.
-    let mut cts: Vec<Ciphertext> = Vec::with_capacity(peer_per * batch);
-    for range in wire::frames(peer_per * batch) {
-        let mut part = wire::cts_from_bytes(params, &ch.recv()?, range.len())?;
-        part.par_iter_mut().try_for_each(|c| -> Result<(), LinearError> {
-            c.mod_switch_to(params, level)?;
-            c.to_ntt(params);
-            Ok(())
-        })?;
-        cts.extend(part);
+    if cts.len() != peer_per * batch {
+        return Err(LinearError::BadShape(format!("{} peer ciphertexts for {} blocks", cts.len(), peer_per * batch)));
     }
+    let resp_level = h2a::olt_response_level(params);
 
     // Own plaintext blocks, indexed h·per + block.
     let tmask = plain_mask(params)?;

@@ -47,23 +47,35 @@ use nectar_net::Channel;
 /// Largest ratio of a plan's weight ciphertexts to the fewest any window gives for the shape
 /// (AGREEMENT: both parties choose the plan): [`cop_plan`] trades at most this much setup for a
 /// cheaper online phase.
-pub const SETUP_FACTOR: usize = 4;
+pub const SETUP_FACTOR: usize = 2;
 
-/// The COP plan of `shape` (`k×m` times `m×n`) at ring degree `degree`: the OLT windows whose
-/// **online** cost under `c` (the returned ciphertexts, the client's automorphisms, products and
-/// encodings) is lowest among those whose weight ciphertexts `m'·n'` stay within
-/// [`SETUP_FACTOR`] of the fewest, with the server as the encrypting party. AGREEMENT.
-pub fn cop_plan(shape: Shape, degree: usize, c: &CostModel) -> Result<OltPlan, LinearError> {
+/// The windows a weight is encrypted with (AGREEMENT: both parties choose them, at the
+/// weight's first use, from that query's shape): the OLT windows whose **online** cost under `c`
+/// for `shape` (the returned ciphertexts, the client's automorphisms, products and encodings)
+/// is lowest among those whose weight ciphertexts `m'·n'` stay within [`SETUP_FACTOR`] of the
+/// fewest, with the server as the encrypting party. Later queries of any row count reuse the
+/// weight's ciphertexts with the same windows ([`cop_plan`]).
+pub fn cop_windows(shape: Shape, degree: usize, c: &CostModel) -> Result<Windows, LinearError> {
+    windows_up_to(shape, degree, c, degree)
+}
+
+/// [`cop_windows`] for a one-hot lookup ([`cop_lookup_client`]): `k_w = 1`, so that every
+/// output row sums exactly one nonzero block of the client's rows.
+pub fn cop_lookup_windows(shape: Shape, degree: usize, c: &CostModel) -> Result<Windows, LinearError> {
+    windows_up_to(shape, degree, c, 1)
+}
+
+fn windows_up_to(shape: Shape, degree: usize, c: &CostModel, max_kw: usize) -> Result<Windows, LinearError> {
     if !degree.is_power_of_two() {
         return Err(LinearError::BadParams(format!("ring degree {degree} is not a power of two")));
     }
     let mut plans = Vec::new();
-    for kw in (0..=degree.trailing_zeros()).map(|e| 1usize << e).filter(|&kw| kw <= shape.k.next_power_of_two()) {
+    for kw in (0..=degree.trailing_zeros()).map(|e| 1usize << e).filter(|&kw| kw <= shape.k.next_power_of_two() && kw <= max_kw) {
         let mut mw = 1;
         while kw * mw <= degree && mw <= shape.m.next_power_of_two() {
             let nw = shape.n.min(degree / (kw * mw));
             if nw >= 1 {
-                let p = as_cop(OltPlan::new(shape, Windows { kw, mw, nw }, degree, Variant::Interleave)?);
+                let p = cop_plan(shape, Windows { kw, mw, nw }, degree)?;
                 if p.held_products() <= MAX_HELD_PRODUCTS {
                     plans.push(p);
                 }
@@ -77,17 +89,19 @@ pub fn cop_plan(shape: Shape, degree: usize, c: &CostModel) -> Result<OltPlan, L
         .filter(|p| p.sent_cts <= SETUP_FACTOR * fewest)
         .map(|p| (online_cost(&p, c), p))
         .min_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, p)| p)
+        .map(|(_, p)| p.windows)
         .ok_or_else(|| LinearError::BadShape(format!("{shape:?}: no COP plan")))
 }
 
-/// `plan` with the server (the weight, `rhs`) as the encrypting party: its `m'·n'` blocks are
+/// The COP plan of `shape` (`k×m` times `m×n`) with `windows` at ring degree `degree`: the OLT
+/// plan with the server (the weight, `rhs`) as the encrypting party, whose `m'·n'` blocks are
 /// the setup's ciphertexts.
-fn as_cop(mut plan: OltPlan) -> OltPlan {
-    let (_, mb, nb) = plan.windows.blocks(plan.shape);
+pub fn cop_plan(shape: Shape, windows: Windows, degree: usize) -> Result<OltPlan, LinearError> {
+    let mut plan = OltPlan::new(shape, windows, degree, Variant::Interleave)?;
+    let (_, mb, nb) = windows.blocks(shape);
     plan.rhs_encrypts = true;
     plan.sent_cts = mb * nb;
-    plan
+    Ok(plan)
 }
 
 /// The online cost of a COP plan under `c`: [`OltPlan::cost`] without the setup's ciphertexts.
@@ -145,15 +159,17 @@ pub fn cop_send_weights<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, plan:
 /// The client's copy of one weight's encryption ([`cop_recv_weights`]): the plan and its
 /// `m'·n'` ciphertexts under the server's key, in NTT form at the top level.
 pub struct CopWeights {
-    plan: OltPlan,
+    windows: Windows,
+    /// `(m, n)` of the weight.
+    dims: (usize, usize),
     level: usize,
     cts: Vec<Ciphertext>,
 }
 
 impl CopWeights {
-    /// The plan the weight was encrypted for.
-    pub fn plan(&self) -> &OltPlan {
-        &self.plan
+    /// The windows the weight was encrypted with.
+    pub fn windows(&self) -> Windows {
+        self.windows
     }
     /// Ciphertexts held.
     pub fn len(&self) -> usize {
@@ -176,19 +192,39 @@ pub fn cop_recv_weights<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, plan:
     check_plan(plan, sess)?;
     let level = sess.params.max_level();
     let cts = recv_blocks(ch, &sess.params, plan.sent_cts, level)?;
-    Ok(CopWeights { plan: *plan, level, cts })
+    Ok(CopWeights { windows: plan.windows, dims: (plan.shape.m, plan.shape.n), level, cts })
 }
 
-/// Client, online: its share `x` (`k×m`) times the stored weight, masked and sent (one
-/// flight). Returns the client's `k×n` share mod `2^l`.
-pub fn cop_client<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, w: &CopWeights, x: &[u64], l: u32, prg: &mut Prg) -> Result<Vec<u64>, LinearError> {
-    check_plan(&w.plan, sess)?;
+/// Client, online: its share `x` (`k×m`) times the stored weight under `plan` (the weight's
+/// windows, any `k`), masked and sent (one flight). Returns the client's `k×n` share mod `2^l`.
+pub fn cop_client<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, w: &CopWeights, plan: &OltPlan, x: &[u64], l: u32, prg: &mut Prg) -> Result<Vec<u64>, LinearError> {
+    client(ch, sess, w, plan, x, l, prg, false)
+}
+
+/// [`cop_client`] for one-hot rows `x` (a token-embedding lookup, the client's one-hot as its
+/// share): the products of all-zero blocks are left out, so the client computes `k·n'` block
+/// products instead of `k·m'·n'`. Needs `k_w = 1` ([`cop_lookup_windows`]): every row then has
+/// exactly one nonzero block and the work, hence the response's timing, is the same for every
+/// input of one length.
+pub fn cop_lookup_client<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, w: &CopWeights, plan: &OltPlan, x: &[u64], l: u32, prg: &mut Prg) -> Result<Vec<u64>, LinearError> {
+    if plan.windows.kw != 1 {
+        return Err(LinearError::BadParams(format!("a COP lookup needs k_w = 1, not {:?}", plan.windows)));
+    }
+    client(ch, sess, w, plan, x, l, prg, true)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn client<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, w: &CopWeights, plan: &OltPlan, x: &[u64], l: u32, prg: &mut Prg, skip_zero: bool) -> Result<Vec<u64>, LinearError> {
+    check_plan(plan, sess)?;
     check_ring(sess, l)?;
-    let s = w.plan.shape;
+    let s = plan.shape;
+    if plan.windows != w.windows || (s.m, s.n) != w.dims || plan.sent_cts != w.cts.len() {
+        return Err(LinearError::BadShape(format!("a {s:?} plan with windows {:?} for a weight of {:?} encrypted with {:?}", plan.windows, w.dims, w.windows)));
+    }
     if x.len() != s.k * s.m {
         return Err(LinearError::BadShape(format!("X share: {} entries, expected {}", x.len(), s.k * s.m)));
     }
-    let out = evaluate(ch, sess, &w.plan, Side::Lhs, &[x], &layout(&w.plan), prg, None, &w.cts, w.level)?;
+    let out = evaluate(ch, sess, plan, Side::Lhs, &[x], &layout(plan), prg, None, &w.cts, w.level, skip_zero)?;
     Ok(out.into_iter().map(|v| v & mask(l)).collect())
 }
 
@@ -225,7 +261,11 @@ mod tests {
 
     fn run(k: usize, m: usize, n: usize, params: Params, l: u32) {
         let shape = Shape::new(k, m, n).unwrap();
-        let plan = cop_plan(shape, params.n(), &CostModel::balanced_olt()).unwrap();
+        let windows = cop_windows(shape, params.n(), &CostModel::balanced_olt()).unwrap();
+        let plan = cop_plan(shape, windows, params.n()).unwrap();
+        // A later query of other rows on the same encryption.
+        let k2 = k + 3;
+        let plan2 = cop_plan(Shape::new(k2, m, n).unwrap(), windows, params.n()).unwrap();
         assert!(plan.rhs_encrypts);
         let mut prg = Prg::new([7; 16]);
         let m_l = mask(l);
@@ -233,32 +273,37 @@ mod tests {
         let (x, w) = (rand(&mut prg, k * m), rand(&mut prg, m * n));
         let xs = rand(&mut prg, k * m);
         let xc: Vec<u64> = x.iter().zip(&xs).map(|(a, b)| a.wrapping_sub(*b) & m_l).collect();
+        let (x2, xs2) = (rand(&mut prg, k2 * m), rand(&mut prg, k2 * m));
+        let xc2: Vec<u64> = x2.iter().zip(&xs2).map(|(a, b)| a.wrapping_sub(*b) & m_l).collect();
         let (mut c0, mut c1) = MemChannel::pair();
         let p1 = params.clone();
         let (s0, s1) = std::thread::scope(|sc| {
             let h = sc.spawn(move || {
                 let mut prg = Prg::new([2; 16]);
-                let sess = HeSession::setup(&mut c1, Role::Client, p1, true, &mut prg).unwrap();
+                let sess = HeSession::setup_server_key(&mut c1, Role::Client, p1, &mut prg).unwrap();
                 let wts = cop_recv_weights(&mut c1, &sess, &plan).unwrap();
                 assert_eq!(wts.len(), plan.sent_cts);
-                // Two queries on one encryption of the weight.
-                let a = cop_client(&mut c1, &sess, &wts, &xc, l, &mut prg).unwrap();
-                let b = cop_client(&mut c1, &sess, &wts, &xc, l, &mut prg).unwrap();
-                (a, b)
+                // Three queries on one encryption of the weight.
+                let a = cop_client(&mut c1, &sess, &wts, &plan, &xc, l, &mut prg).unwrap();
+                let b = cop_client(&mut c1, &sess, &wts, &plan, &xc, l, &mut prg).unwrap();
+                let c = cop_client(&mut c1, &sess, &wts, &plan2, &xc2, l, &mut prg).unwrap();
+                (a, b, c)
             });
             let mut prg = Prg::new([3; 16]);
-            let sess = HeSession::setup(&mut c0, Role::Server, params, true, &mut prg).unwrap();
+            let sess = HeSession::setup_server_key(&mut c0, Role::Server, params, &mut prg).unwrap();
             cop_send_weights(&mut c0, &sess, &plan, &w, &mut prg).unwrap();
             let a = cop_server(&mut c0, &sess, &plan, &xs, &w, l).unwrap();
             let b = cop_server(&mut c0, &sess, &plan, &xs, &w, l).unwrap();
-            ((a, b), h.join().unwrap())
+            let c = cop_server(&mut c0, &sess, &plan2, &xs2, &w, l).unwrap();
+            ((a, b, c), h.join().unwrap())
         });
         let want: Vec<u64> = matmul_u64(&x, &w, shape).into_iter().map(|v| v & m_l).collect();
-        for (srv, cli) in [(&s0.0, &s1.0), (&s0.1, &s1.1)] {
+        let want2: Vec<u64> = matmul_u64(&x2, &w, plan2.shape).into_iter().map(|v| v & m_l).collect();
+        for (srv, cli, want) in [(&s0.0, &s1.0, &want), (&s0.1, &s1.1, &want), (&s0.2, &s1.2, &want2)] {
             let off = srv
                 .iter()
                 .zip(cli)
-                .zip(&want)
+                .zip(want.iter())
                 .filter(|((a, b), c)| {
                     let d = a.wrapping_add(**b).wrapping_sub(**c) & m_l;
                     d != 0 && d != 1 && d != m_l
@@ -277,6 +322,12 @@ mod tests {
     }
 
     #[test]
+    fn cop_noise_holds_at_a_wide_inner_dimension() {
+        run(2, 3072, 24, Params::nectar_olt_narrow(), 51);
+        run(2, 3072, 24, Params::bumblebee_olt(), 64);
+    }
+
+    #[test]
     fn cop_in_the_narrow_olt_ring() {
         let p = Params::nectar_olt_narrow();
         let b = crate::h2a::plain_bits(&p, 0);
@@ -284,11 +335,50 @@ mod tests {
     }
 
     #[test]
+    fn cop_lookup_of_one_hot_rows() {
+        let params = Params::nectar_olt_narrow();
+        let (k, m, n) = (5, 300, 24);
+        let shape = Shape::new(k, m, n).unwrap();
+        let windows = cop_lookup_windows(shape, params.n(), &CostModel::balanced_olt()).unwrap();
+        assert_eq!(windows.kw, 1);
+        let plan = cop_plan(shape, windows, params.n()).unwrap();
+        let mut prg = Prg::new([9; 16]);
+        let w: Vec<u64> = (0..m * n).map(|_| prg.next_u64() & mask(51)).collect();
+        let ids = [7usize, 299, 7, 0, 150];
+        let mut x = vec![0u64; k * m];
+        for (i, &t) in ids.iter().enumerate() {
+            x[i * m + t] = 1;
+        }
+        let (mut c0, mut c1) = MemChannel::pair();
+        let p1 = params.clone();
+        let xc = x.clone();
+        let (srv, cli) = std::thread::scope(|sc| {
+            let h = sc.spawn(move || {
+                let mut prg = Prg::new([4; 16]);
+                let sess = HeSession::setup_server_key(&mut c1, Role::Client, p1, &mut prg).unwrap();
+                let wts = cop_recv_weights(&mut c1, &sess, &plan).unwrap();
+                cop_lookup_client(&mut c1, &sess, &wts, &plan, &xc, 51, &mut prg).unwrap()
+            });
+            let mut prg = Prg::new([5; 16]);
+            let sess = HeSession::setup_server_key(&mut c0, Role::Server, params, &mut prg).unwrap();
+            cop_send_weights(&mut c0, &sess, &plan, &w, &mut prg).unwrap();
+            (cop_server(&mut c0, &sess, &plan, &vec![0; k * m], &w, 51).unwrap(), h.join().unwrap())
+        });
+        for (i, &t) in ids.iter().enumerate() {
+            for j in 0..n {
+                let got = srv[i * n + j].wrapping_add(cli[i * n + j]) & mask(51);
+                let d = got.wrapping_sub(w[t * n + j]) & mask(51);
+                assert!(d == 0 || d == 1 || d == mask(51), "row {i} col {j}");
+            }
+        }
+    }
+
+    #[test]
     fn the_plan_keeps_the_setup_bounded() {
         let c = CostModel::balanced_olt();
         for &(k, m, n) in &[(128, 768, 768), (128, 768, 3072), (128, 3072, 768), (32, 384, 1536), (1, 7, 3)] {
             let s = Shape::new(k, m, n).unwrap();
-            let p = cop_plan(s, 8192, &c).unwrap();
+            let p = cop_plan(s, cop_windows(s, 8192, &c).unwrap(), 8192).unwrap();
             assert!(p.rhs_encrypts);
             let w = p.windows;
             assert!(w.kw * w.mw * w.nw <= 8192);

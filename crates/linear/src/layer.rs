@@ -4,6 +4,7 @@
 
 pub mod blb_fused;
 pub mod ckks;
+pub mod nimbus_cop;
 pub mod olt;
 pub mod olt_krdy;
 
@@ -15,8 +16,24 @@ use crate::LinearError;
 /// protocol plugs in").
 pub trait MatmulProtocol: LinearProtocol {
     /// `x·W` for shared `x` (`rows × in_dim`) and the server's `W` (`in_dim × out_dim`; `None`
-    /// on the client), truncated by the format's `f`.
-    fn layer_matmul(&self, cx: &mut dyn LinearCx, x: &[u64], shape: (usize, usize, usize), w: Option<&[u64]>) -> Result<Vec<u64>, LinearError>;
+    /// on the client), truncated by the format's `f`. `key` names the weight, the same on both
+    /// parties and for every query of the session (its tensor names): a protocol that keeps
+    /// something per weight across queries (`nimbus-cop`'s encrypted weights) keys it by this.
+    fn layer_matmul(&self, cx: &mut dyn LinearCx, x: &[u64], shape: (usize, usize, usize), w: Option<&[u64]>, key: &str) -> Result<Vec<u64>, LinearError>;
+
+    /// Whether the token-embedding lookup `one_hot × table` runs on it too
+    /// ([`MatmulProtocol::lookup`]); otherwise the lookup is an OLT under every `matmul`.
+    fn embeds(&self) -> bool {
+        false
+    }
+
+    /// The lookup `one_hot × table` (`x`: shared one-hot rows, ring integers; `w`: the server's
+    /// table) without truncation, for a protocol that [`MatmulProtocol::embeds`]; `key` as in
+    /// [`MatmulProtocol::layer_matmul`].
+    fn lookup(&self, cx: &mut dyn LinearCx, x: &[u64], shape: (usize, usize, usize), w: Option<&[u64]>, key: &str) -> Result<Vec<u64>, LinearError> {
+        let _ = (cx, x, shape, w, key);
+        Err(LinearError::Unsupported(format!("matmul = {} does not run the embedding lookup", self.name())))
+    }
 
     /// Whether the layers run as BLB's fused blocks instead (the model's BLB executor;
     /// [`MatmulProtocol::layer_matmul`] is then not called and the attention products are the
@@ -44,6 +61,7 @@ pub static ALL: &[&dyn MatmulProtocol] = &[
     &olt_krdy::OltKrdy,
     &ckks::Ckks,
     &blb_fused::BlbFused,
+    &nimbus_cop::NimbusCop,
 ];
 
 nectar_math::kind!(

@@ -334,6 +334,18 @@ fn block_count(plan: &OltPlan, side: Side) -> usize {
     }
 }
 
+/// Whether block `idx` of `mat` (`side`, the indexing of [`block_count`]) holds an entry that
+/// is nonzero mod `t` (`tmask = t − 1`).
+fn block_nonzero(plan: &OltPlan, side: Side, mat: &[u64], idx: usize, tmask: u64) -> bool {
+    let (s, w) = (plan.shape, plan.windows);
+    let (_, mb, nb) = w.blocks(s);
+    let (rows, cols, width) = match side {
+        Side::Lhs => ((idx / mb) * w.kw..((idx / mb + 1) * w.kw).min(s.k), (idx % mb) * w.mw..((idx % mb + 1) * w.mw).min(s.m), s.m),
+        Side::Rhs => ((idx / nb) * w.mw..((idx / nb + 1) * w.mw).min(s.m), (idx % nb) * w.nw..((idx % nb + 1) * w.nw).min(s.n), s.n),
+    };
+    rows.into_iter().any(|r| mat[r * width + cols.start..r * width + cols.end].iter().any(|&v| v & tmask != 0))
+}
+
 fn encode_block(plan: &OltPlan, side: Side, mat: &[u64], idx: usize, tmask: u64) -> Vec<u64> {
     let mut out = vec![0u64; plan.degree];
     encode_block_into(plan, side, mat, idx, tmask, &mut out);
@@ -470,12 +482,14 @@ fn evaluator<C: Channel + ?Sized>(
     let level = product_level(params, plan, side, mats, h2a::olt_response_level(params));
     // The peer's query in frames, each switched to the product level as it arrives.
     let cts = recv_blocks(ch, params, peer_per * mats.len(), level)?;
-    evaluate(ch, sess, plan, side, mats, layout, prg, prepared, &cts, level)
+    evaluate(ch, sess, plan, side, mats, layout, prg, prepared, &cts, level, false)
 }
 
 /// The evaluator's products of its plaintext blocks of `mats` (`side`) with the peer's
 /// ciphertexts `cts` (at `level`, NTT form: [`recv_blocks`]), compressed, masked (H2A) and sent
-/// in frames; returns this party's shares. One flight.
+/// in frames; returns this party's shares. One flight. `skip_zero`: leave out the products of
+/// all-zero plaintext blocks (a one-hot lookup's; the caller makes sure that how many are
+/// left out reveals nothing, e.g. one nonzero block per row with `k_w = 1`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn evaluate<C: Channel + ?Sized>(
     ch: &mut C,
@@ -488,6 +502,7 @@ pub(crate) fn evaluate<C: Channel + ?Sized>(
     prepared: Option<PreparedBlocks>,
     cts: &[Ciphertext],
     level: usize,
+    skip_zero: bool,
 ) -> Result<Vec<u64>, LinearError> {
     let params = &sess.params;
     let n = params.n();
@@ -592,12 +607,24 @@ pub(crate) fn evaluate<C: Channel + ?Sized>(
                     Taken(PlainNtt),
                     Owned(usize),
                 }
-                for start in (0..mb).step_by(TERMS) {
+                // The inner blocks β this column sums: all of them, or (with `skip_zero`) those
+                // whose plaintext block of this party holds a nonzero entry (at least one).
+                let all_betas: Vec<usize> = if skip_zero {
+                    let (h0, _, _) = idx(bs[0], 0);
+                    let nz: Vec<usize> = (0..mb).filter(|&beta| block_nonzero(plan, side, mats[h0], idx(bs[0], beta).2, tmask)).collect();
+                    if nz.is_empty() {
+                        vec![0]
+                    } else {
+                        nz
+                    }
+                } else {
+                    (0..mb).collect()
+                };
+                for betas in all_betas.chunks(TERMS) {
                     nectar_net::check_cancel(&cancel)?;
-                    let betas = start..(start + TERMS).min(mb);
                     // Every product of the column uses the same plaintext block per β.
                     let mut slots = Vec::with_capacity(TERMS);
-                    for beta in betas.clone() {
+                    for &beta in betas {
                         let (h0, _, pt0) = idx(bs[0], beta);
                         let i0 = h0 * per + pt0;
                         let slot = if cache.is_some() {
@@ -627,7 +654,8 @@ pub(crate) fn evaluate<C: Channel + ?Sized>(
                     accs.par_iter_mut().zip(bs.par_iter()).try_for_each(
                         |(acc, &b)| -> Result<(), LinearError> {
                             let terms: Vec<(&Ciphertext, &PlainNtt)> = betas
-                                .clone()
+                                .iter()
+                                .copied()
                                 .zip(&pts)
                                 .map(|(beta, &pt)| {
                                     let (h, ct_idx, _) = idx(b, beta);

@@ -66,6 +66,31 @@ impl HeSession {
         })
     }
 
+    /// One-way key exchange for protocols where only the server's key encrypts (COP,
+    /// [`crate::cop`]): the server generates its key pair and Galois keys and sends the public
+    /// and Galois keys (one flight); the client keeps them and holds a secret key of its own
+    /// that nothing uses and that never leaves it. The server's `peer_pk` is its own public key
+    /// (it masks nothing under the client's key), and it holds no peer Galois keys.
+    pub fn setup_server_key<C: Channel + ?Sized>(ch: &mut C, role: Role, params: Params, prg: &mut Prg) -> Result<Self, LinearError> {
+        let sk = SecretKey::generate(&params, prg);
+        match role {
+            Role::Server => {
+                let pk = sk.public_key(&params, prg);
+                let gk = sk.galois_keys(&params, &interleave_galois_elements(params.n()), prg)?;
+                ch.send(&wire::keys_to_bytes(&params, &pk, Some(&gk))?)?;
+                ch.flush()?;
+                Ok(HeSession { params, sk, peer_pk: pk, peer_gk: None, flooded: Default::default() })
+            }
+            Role::Client => {
+                let (peer_pk, peer_gk) = wire::keys_from_bytes(&params, &ch.recv()?)?;
+                if peer_gk.is_none() {
+                    return Err(LinearError::Malformed("the server sent no Galois keys".into()));
+                }
+                Ok(HeSession { params, sk, peer_pk, peer_gk, flooded: Default::default() })
+            }
+        }
+    }
+
     /// A session from key material exchanged elsewhere (e.g. by the application's handshake).
     pub fn from_keys(
         params: Params,

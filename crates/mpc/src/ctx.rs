@@ -155,7 +155,10 @@ impl Mpc {
         self.prepro
     }
 
-    pub(crate) fn note_prepro(&mut self, d: nectar_net::Stats, seconds: f64) {
+    /// Adds a stretch of input-independent preprocessing (its traffic `d` and `seconds`) to
+    /// [`Mpc::prepro_cost`]: ROTL's rotations here, and steps outside this crate that run once
+    /// per session rather than per query (COP's weight transfer, `nectar_linear::cop`).
+    pub fn note_prepro(&mut self, d: nectar_net::Stats, seconds: f64) {
         self.prepro.bytes_sent += d.bytes_sent;
         self.prepro.bytes_recv += d.bytes_recv;
         self.prepro.rounds += d.rounds;

@@ -50,7 +50,7 @@ impl Protocol for BlbFused {
 impl LinearProtocol for BlbFused {}
 
 impl MatmulProtocol for BlbFused {
-    fn layer_matmul(&self, _cx: &mut dyn LinearCx, _x: &[u64], _shape: (usize, usize, usize), _w: Option<&[u64]>) -> Result<Vec<u64>, LinearError> {
+    fn layer_matmul(&self, _cx: &mut dyn LinearCx, _x: &[u64], _shape: (usize, usize, usize), _w: Option<&[u64]>, _key: &str) -> Result<Vec<u64>, LinearError> {
         Err(LinearError::Unsupported("matmul = blb-fused runs whole layers as fused blocks (the model's BLB executor), not one product".into()))
     }
     fn fused(&self) -> bool {

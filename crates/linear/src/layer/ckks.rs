@@ -38,7 +38,7 @@ impl LinearProtocol for Ckks {
 }
 
 impl MatmulProtocol for Ckks {
-    fn layer_matmul(&self, cx: &mut dyn LinearCx, x: &[u64], shape: (usize, usize, usize), w: Option<&[u64]>) -> Result<Vec<u64>, LinearError> {
+    fn layer_matmul(&self, cx: &mut dyn LinearCx, x: &[u64], shape: (usize, usize, usize), w: Option<&[u64]>, _key: &str) -> Result<Vec<u64>, LinearError> {
         let (l, f) = cx.format();
         let s = cx.session(Some(STATE_KEY));
         let lin = CkksLinear::of(s.state)?;

@@ -26,7 +26,7 @@ impl Protocol for Olt {
 impl LinearProtocol for Olt {}
 
 impl MatmulProtocol for Olt {
-    fn layer_matmul(&self, cx: &mut dyn LinearCx, x: &[u64], shape: (usize, usize, usize), w: Option<&[u64]>) -> Result<Vec<u64>, LinearError> {
+    fn layer_matmul(&self, cx: &mut dyn LinearCx, x: &[u64], shape: (usize, usize, usize), w: Option<&[u64]>, _key: &str) -> Result<Vec<u64>, LinearError> {
         let f = cx.format().1;
         cx.olt_matmul_weight(x, shape, w, f, Variant::Interleave)
     }

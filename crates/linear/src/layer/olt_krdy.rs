@@ -25,7 +25,7 @@ impl Protocol for OltKrdy {
 impl LinearProtocol for OltKrdy {}
 
 impl MatmulProtocol for OltKrdy {
-    fn layer_matmul(&self, cx: &mut dyn LinearCx, x: &[u64], shape: (usize, usize, usize), w: Option<&[u64]>) -> Result<Vec<u64>, LinearError> {
+    fn layer_matmul(&self, cx: &mut dyn LinearCx, x: &[u64], shape: (usize, usize, usize), w: Option<&[u64]>, _key: &str) -> Result<Vec<u64>, LinearError> {
         let f = cx.format().1;
         cx.olt_matmul_weight(x, shape, w, f, Variant::Krdy)
     }

@@ -285,7 +285,7 @@ impl<E: Engine> BlockOps for EngineBlock<'_, E> {
                 Some(w) => w,
                 None => load_shifted(e.format(), src, names, in_dim, outs, cfg, scale, shift)?,
             };
-            let y = layer_linear(e, x, n, in_dim, total, w.as_ref(), cfg.bias)?;
+            let y = layer_linear(e, x, n, in_dim, total, w.as_ref(), cfg.bias, &names.join("+"))?;
             if shift == 0 {
                 return Ok(y);
             }

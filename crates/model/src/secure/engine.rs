@@ -140,7 +140,8 @@ pub trait Engine: Backend<Val = Vec<u64>, Bit = Vec<bool>> {
 
     /// `X · W` truncated once by `f`, for a transformer layer's linear operators (the suite's
     /// `matmul`; heads, patch and token embeddings use [`Engine::matmul_weight`]). Default:
-    /// the raw product, then the backend's truncation.
+    /// the raw product, then the backend's truncation. `key` names the weight for both parties
+    /// (its tensor names; `nectar_linear::layer::MatmulProtocol::layer_matmul`).
     fn layer_matmul(
         &mut self,
         x: &Self::Val,
@@ -148,8 +149,19 @@ pub trait Engine: Backend<Val = Vec<u64>, Bit = Vec<bool>> {
         in_dim: usize,
         out_dim: usize,
         w: WeightRef<'_>,
+        key: &str,
     ) -> Result<Self::Val, NnError> {
+        let _ = key;
         truncated_matmul_weight(self, x, rows, in_dim, out_dim, w)
+    }
+
+    /// The token-embedding lookup `one_hot × table` (`x`: `rows × vocab` one-hot rows as ring
+    /// integers; `w`: the server's `vocab × dim` table), not truncated. `key` names the table
+    /// for both parties. Default: [`Engine::matmul_weight`] (an OLT under every `matmul` but one
+    /// that [`nectar_linear::layer::MatmulProtocol::embeds`]).
+    fn embed_matmul(&mut self, x: &Self::Val, rows: usize, vocab: usize, dim: usize, w: WeightRef<'_>, key: &str) -> Result<Self::Val, NnError> {
+        let _ = key;
+        self.matmul_weight(x, rows, vocab, dim, w)
     }
 
     /// Announces the next [`Engine::layer_matmul`] of the server's `w` (`in_dim × out_dim`, on

@@ -124,7 +124,8 @@ pub fn linear<E: Engine>(
 }
 
 /// [`linear`] for a transformer layer's operators: the suite's `matmul`
-/// ([`Engine::layer_matmul`]).
+/// ([`Engine::layer_matmul`]; `key` names the weight for both parties).
+#[allow(clippy::too_many_arguments)]
 pub fn layer_linear<E: Engine>(
     e: &mut E,
     x: &E::Val,
@@ -133,8 +134,9 @@ pub fn layer_linear<E: Engine>(
     out_dim: usize,
     w: Option<&EncDense>,
     has_bias: bool,
+    key: &str,
 ) -> Result<E::Val, SecureError> {
-    let y = e.layer_matmul(x, rows, in_dim, out_dim, WeightRef::from_option(w.map(|d| d.w.as_slice())))?;
+    let y = e.layer_matmul(x, rows, in_dim, out_dim, WeightRef::from_option(w.map(|d| d.w.as_slice())), key)?;
     bias(e, y, rows, out_dim, w, has_bias)
 }
 
@@ -374,6 +376,9 @@ pub fn rope<E: Engine>(
     Ok(e.trunc(&s, f)?)
 }
 
+/// The name both parties give the token-embedding table ([`Engine::embed_matmul`]'s `key`).
+pub const EMBED_KEY: &str = "embed.tokens";
+
 /// Embedding rows of the client's tokens: `one_hot(ids) × table` (`vocab × dim`, the server's,
 /// already encoded as `in × out`) — by the suite's [`crate::suite::Embed`] protocol. `ids` is `Some` on the client (and the
 /// twin). One-hot entries are ring integers, so the product needs no truncation.
@@ -386,7 +391,7 @@ pub fn embed_lookup<E: Engine>(
     table: Option<&[u64]>,
 ) -> Result<E::Val, SecureError> {
     let oh = one_hot_rows(e, ids, n, vocab)?;
-    Ok(e.matmul_weight(&oh, n, vocab, dim, WeightRef::from_option(table))?)
+    Ok(e.embed_matmul(&oh, n, vocab, dim, WeightRef::from_option(table), EMBED_KEY)?)
 }
 
 /// One-hot rows `n × vocab` of the client's ids (as shares).

@@ -458,9 +458,17 @@ impl Engine for SecureEngine<'_> {
         in_dim: usize,
         out_dim: usize,
         w: WeightRef<'_>,
+        key: &str,
     ) -> Result<Vec<u64>, NnError> {
         let p = self.suite.matmul;
-        p.layer_matmul(self, x, (rows, in_dim, out_dim), w.values()).map_err(be)
+        p.layer_matmul(self, x, (rows, in_dim, out_dim), w.values(), key).map_err(be)
+    }
+    fn embed_matmul(&mut self, x: &Vec<u64>, rows: usize, vocab: usize, dim: usize, w: WeightRef<'_>, key: &str) -> Result<Vec<u64>, NnError> {
+        let p = self.suite.matmul;
+        if p.embeds() {
+            return p.lookup(self, x, (rows, vocab, dim), w.values(), key).map_err(be);
+        }
+        self.matmul_weight(x, rows, vocab, dim, w)
     }
     fn attention_matmul(
         &mut self,

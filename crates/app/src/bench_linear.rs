@@ -59,6 +59,9 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
             if let Some(m) = r.mismatches {
                 l = l.extra("mismatches", m);
             }
+            if let Some(s) = r.setup {
+                l = l.extra("setup_seconds", s.seconds).extra("setup_bytes", s.bytes).extra("setup_cts", s.ciphertexts);
+            }
             l
         })
         .collect())

@@ -108,6 +108,9 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
         }
     }
     let per = a.batch.max(1) as f64;
+    // Input-independent work inside the run (ROTL's rotations, COP's weight transfer), as the
+    // client's profile recorded it; the rest is the online phase.
+    let pre = nectar_model::secure::profile::Profile::from_ops(b.client.profile.clone()).total();
     let l = l
         .extra("seconds_per_input", b.seconds / per)
         .extra("bytes_per_input", b.bytes_total as f64 / per)
@@ -116,6 +119,10 @@ pub fn run(a: &Args) -> Result<Vec<BenchLine>, String> {
         .extra("rss_per_party", b.rss_per_party)
         .extra("setup_seconds", b.server.setup_seconds.max(b.client.setup_seconds))
         .extra("setup_bytes", b.setup_bytes)
+        .extra("prepro_seconds", pre.prepro_seconds)
+        .extra("prepro_bytes", pre.prepro_bytes)
+        .extra("online_seconds", (b.seconds - pre.prepro_seconds).max(0.0))
+        .extra("online_bytes", b.bytes_total.saturating_sub(pre.prepro_bytes))
         .extra("server", serde_json::to_value(&b.server).unwrap_or_default())
         .extra("client", serde_json::to_value(&b.client).unwrap_or_default());
     if !a.quiet {

@@ -423,9 +423,13 @@ fn line(a: &Args, r: &Row) -> BenchLine {
         .param("batch", a.batch)
         .seconds(r.client.seconds);
     let per = a.batch.max(1) as f64;
+    // Input-independent work inside the query (ROTL's rotations, COP's weight transfer at first
+    // use), as the client's profile recorded it; the rest is the online phase.
+    let pre = r.client.profile.total();
     l.bytes_sent = r.client.traffic.bytes_sent;
     l.bytes_recv = r.client.traffic.bytes_recv;
-    l.bytes_total = r.client.traffic.bytes_sent + r.server.traffic.bytes_sent;
+    let total = r.client.traffic.bytes_sent + r.server.traffic.bytes_sent;
+    l.bytes_total = total;
     l.rounds = r.client.traffic.rounds + r.server.traffic.rounds;
     // With the parties in two processes, the line's peak is the larger of this run's two
     // per-party peaks; the process's own high-water mark when this line is printed would be
@@ -439,6 +443,10 @@ fn line(a: &Args, r: &Row) -> BenchLine {
         .extra("bytes_server_to_client", r.server.traffic.bytes_sent)
         .extra("setup_seconds", r.client.setup_seconds.max(r.server.setup_seconds))
         .extra("setup_bytes", r.client.setup.bytes_sent + r.server.setup.bytes_sent)
+        .extra("prepro_seconds", pre.prepro_seconds)
+        .extra("prepro_bytes", pre.prepro_bytes)
+        .extra("online_seconds", (r.client.seconds - pre.prepro_seconds).max(0.0))
+        .extra("online_bytes", total.saturating_sub(pre.prepro_bytes))
         .extra("runs_seconds", r.runs_seconds.clone())
         .extra("inputs", a.batch.max(1))
         .extra("seconds_per_input", r.client.seconds / per)

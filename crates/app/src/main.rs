@@ -455,7 +455,7 @@ enum BenchCmd {
         /// The fused matmuls of BLB §5 (`--suite blb`): `qk`, `sv`, `attn_out`, `ffn1`, `ffn2`,
         /// counted on the slot simulator (whose counts equal the CKKS evaluator's, tested);
         /// `--real` also runs them on CKKS at `--block`'s parameters.
-        #[arg(long, value_parser = ["olt", "matmul", "batch_matmul", "bole", "mul", "square", "convert", "blocks", "fused", "qk", "sv", "attn_out", "ffn1", "ffn2"], default_value = "olt")]
+        #[arg(long, value_parser = ["olt", "matmul", "batch_matmul", "bole", "mul", "square", "cop", "convert", "blocks", "fused", "qk", "sv", "attn_out", "ffn1", "ffn2"], default_value = "olt")]
         op: String,
         /// With a fused matmul op: run it on real CKKS too (keys, encryption, timing).
         #[arg(long)]

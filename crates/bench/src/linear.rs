@@ -15,7 +15,8 @@ use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_weight};
 use nectar_linear::olt::{olt, CtRing, Side};
 use nectar_linear::parse_mat::ResultLayout;
 use nectar_linear::session::HeSession;
-use nectar_linear::window::{Compression, CostModel, OltPlan, Variant};
+use nectar_linear::cop::{cop_client, cop_plan, cop_recv_weights, cop_send_weights, cop_server, cop_windows, CopWeights};
+use nectar_linear::window::{Compression, CostModel, CtBytes, OltPlan, Variant};
 use nectar_linear::LinearError;
 use nectar_math::Prg;
 use nectar_net::{linked_pair, Channel, LinkModel, Role, Stats};
@@ -31,6 +32,9 @@ pub enum Op {
     Bole,
     Mul,
     Square,
+    /// Nimbus's COP (`nectar_linear::cop`): the weight's encryption (setup, reported apart) and
+    /// one online product `[X]·W`.
+    Cop,
 }
 
 impl Op {
@@ -42,6 +46,7 @@ impl Op {
             "bole" => Op::Bole,
             "mul" => Op::Mul,
             "square" => Op::Square,
+            "cop" => Op::Cop,
             _ => return None,
         })
     }
@@ -53,6 +58,7 @@ impl Op {
             Op::Bole => "bole",
             Op::Mul => "mul",
             Op::Square => "square",
+            Op::Cop => "cop",
         }
     }
 }
@@ -100,7 +106,7 @@ impl LinearBenchSpec {
             .collect::<Result<_, _>>()
             .map_err(|e| LinearError::BadShape(format!("{shape:?}: {e}")))?;
         let want = match op {
-            Op::Olt | Op::Matmul | Op::BatchMatmul => 3,
+            Op::Olt | Op::Matmul | Op::BatchMatmul | Op::Cop => 3,
             _ => 1,
         };
         if shape.len() != want || shape.contains(&0) {
@@ -151,7 +157,7 @@ impl LinearBenchSpec {
     /// Fixes the windows to `kw,mw,nw` (a matrix op only; checked against `N` and, unless the
     /// variant is plain KRDY, `m_w` a power of two).
     pub fn with_windows(mut self, w: &str) -> Result<Self, LinearError> {
-        if !matches!(self.op, Op::Olt | Op::Matmul | Op::BatchMatmul) {
+        if !matches!(self.op, Op::Olt | Op::Matmul | Op::BatchMatmul | Op::Cop) {
             return Err(LinearError::BadParams(format!("--windows needs a matrix op, not {}", self.op.name())));
         }
         let v: Vec<usize> = w
@@ -221,6 +227,17 @@ pub struct LinearBenchLine {
     /// With `verify`: entries whose reconstruction is off by more than the protocol's bound
     /// (0 for the matrix ops, 1 for bOLEe / mul / square).
     pub mismatches: Option<usize>,
+    /// COP: the weight's encryption and transfer, apart from the online figures above
+    /// (`seconds`, bytes and `rounds` are then the online product's alone).
+    pub setup: Option<SetupCost>,
+}
+
+/// A one-time setup's cost (COP's weight transfer).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SetupCost {
+    pub seconds: f64,
+    pub bytes: u64,
+    pub ciphertexts: usize,
 }
 
 /// A party's output, seconds and traffic.
@@ -274,6 +291,53 @@ fn two_party<A: Send, B: Send>(
             .join()
             .map_err(|_| LinearError::BadParams("client thread panicked".into()))?;
         Ok((r0?, r1?))
+    })
+}
+
+/// A setup step's result on one party: what it keeps, when it started, the counters then.
+type SetupRun = (Option<CopWeights>, Instant, Stats);
+
+/// The shares, setup cost `(seconds, bytes, client share, client online seconds, client online
+/// traffic)` and the server's online seconds and traffic, of [`two_party_setup`].
+type SetupBench = ((Vec<u64>, (f64, u64, Vec<u64>, f64, Stats)), f64, Stats);
+
+/// Like [`two_party`], with a one-time setup step (`s0`, `s1`: COP's weight transfer) measured
+/// apart: `(server share, (setup seconds, setup bytes, client share, client online seconds,
+/// client online traffic)), server online seconds, server online traffic`. Session keys: the
+/// server's only ([`HeSession::setup_server_key`]).
+#[allow(clippy::type_complexity)]
+fn two_party_setup(
+    params: Params,
+    net: Option<LinkModel>,
+    s0: impl FnOnce(&mut dyn Channel, &HeSession, &mut Prg) -> Result<SetupRun, LinearError> + Send,
+    s1: impl FnOnce(&mut dyn Channel, &HeSession, &mut Prg) -> Result<SetupRun, LinearError> + Send,
+    f0: impl FnOnce(&mut dyn Channel, &HeSession, &mut Prg, Option<CopWeights>) -> Result<Vec<u64>, LinearError> + Send,
+    f1: impl FnOnce(&mut dyn Channel, &HeSession, &mut Prg, Option<CopWeights>) -> Result<Vec<u64>, LinearError> + Send,
+) -> Result<SetupBench, LinearError> {
+    let (mut c0, mut c1) = linked_pair(net);
+    let p1 = params.clone();
+    type Party = (Vec<u64>, f64, u64, f64, Stats);
+    let run = |ch: &mut dyn Channel, role: Role, params: Params, setup: Box<dyn FnOnce(&mut dyn Channel, &HeSession, &mut Prg) -> Result<SetupRun, LinearError> + Send + '_>, online: Box<dyn FnOnce(&mut dyn Channel, &HeSession, &mut Prg, Option<CopWeights>) -> Result<Vec<u64>, LinearError> + Send + '_>| -> Result<Party, LinearError> {
+        let mut prg = Prg::from_entropy();
+        let sess = HeSession::setup_server_key(ch, role, params, &mut prg)?;
+        let (held, t, before) = setup(ch, &sess, &mut prg)?;
+        let (setup_s, mid) = (t.elapsed().as_secs_f64(), ch.stats());
+        let setup_bytes = (mid - before).bytes_total();
+        let t = Instant::now();
+        let mut fl = Flights { inner: ch, sending: false, flights: 0 };
+        let out = online(&mut fl, &sess, &mut prg, held)?;
+        let flights = fl.flights;
+        let mut st = ch.stats() - mid;
+        st.rounds = flights;
+        Ok((out, setup_s, setup_bytes, t.elapsed().as_secs_f64(), st))
+    };
+    std::thread::scope(|sc| {
+        let h = sc.spawn(move || run(&mut *c1, Role::Client, p1, Box::new(s1), Box::new(f1)));
+        let r0 = run(&mut *c0, Role::Server, params, Box::new(s0), Box::new(f0));
+        let r1 = h.join().map_err(|_| LinearError::BadParams("client thread panicked".into()))?;
+        let ((o0, su0, sb0, t0, st0), (o1, su1, sb1, t1, st1)) = (r0?, r1?);
+        let _ = sb1;
+        Ok(((o0, (su0.max(su1), sb0, o1, t1, st1)), t0, st0))
     })
 }
 
@@ -383,6 +447,51 @@ pub fn bench_linear(spec: &LinearBenchSpec) -> Result<Vec<LinearBenchLine>, Line
                     }
                 },
             )?
+        }
+        Op::Cop => {
+            let [k, m, n] = spec.shape[..] else {
+                return Err(LinearError::BadShape("cop needs --shape k,m,n".into()));
+            };
+            let shape = Shape::new(k, m, n)?;
+            let params = if spec.narrow { Params::nectar_olt_narrow() } else { Params::bumblebee_olt() };
+            let windows = match spec.windows {
+                Some(w) => w,
+                None => cop_windows(shape, params.n(), &CostModel::balanced(CtBytes::olt(&params)))?,
+            };
+            let plan = cop_plan(shape, windows, params.n())?;
+            line.windows = Some((windows.kw, windows.mw, windows.nw));
+            line.compression = format!("{:?}", plan.compression);
+            line.cts_sent = plan.sent_cts;
+            line.cts_returned = plan.returned_cts;
+            line.automorphisms = plan.autos;
+            // Both parties feed the same share q: X = 2q.
+            let q = random_vec(&mut prg, k * m, l);
+            let w = random_vec(&mut prg, m * n, l);
+            if spec.verify {
+                expected = matmul_u64(&q, &w, shape).into_iter().map(|v| v.wrapping_mul(2)).collect();
+            }
+            let (q, w, plan) = (&q, &w, &plan);
+            let ((r0, setup), t0, s0) = two_party_setup(
+                params,
+                spec.net,
+                move |ch, s, p| {
+                    let (t, before) = (Instant::now(), ch.stats());
+                    cop_send_weights(ch, s, plan, w, p)?;
+                    Ok((None, t, before))
+                },
+                move |ch, s, _| {
+                    let (t, before) = (Instant::now(), ch.stats());
+                    let held = cop_recv_weights(ch, s, plan)?;
+                    Ok((Some(held), t, before))
+                },
+                move |ch, s, _, _| cop_server(ch, s, plan, q, w, l),
+                move |ch, s, p, held| {
+                    let held = held.ok_or_else(|| LinearError::BadShape("no weights held".into()))?;
+                    cop_client(ch, s, &held, plan, q, l, p)
+                },
+            )?;
+            line.setup = Some(SetupCost { seconds: setup.0, bytes: setup.1, ciphertexts: plan.sent_cts });
+            ((r0, t0, s0), (setup.2, setup.3, setup.4))
         }
         Op::Bole | Op::Mul | Op::Square => {
             let size = *spec

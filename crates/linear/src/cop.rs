@@ -47,7 +47,7 @@ use nectar_net::Channel;
 /// Largest ratio of a plan's weight ciphertexts to the fewest any window gives for the shape
 /// (AGREEMENT: both parties choose the plan): [`cop_plan`] trades at most this much setup for a
 /// cheaper online phase.
-pub const SETUP_FACTOR: usize = 2;
+pub const SETUP_FACTOR: usize = 1;
 
 /// The windows a weight is encrypted with (AGREEMENT: both parties choose them, at the
 /// weight's first use, from that query's shape): the OLT windows whose **online** cost under `c`

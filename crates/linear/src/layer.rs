@@ -21,14 +21,9 @@ pub trait MatmulProtocol: LinearProtocol {
     /// something per weight across queries (`nimbus-cop`'s encrypted weights) keys it by this.
     fn layer_matmul(&self, cx: &mut dyn LinearCx, x: &[u64], shape: (usize, usize, usize), w: Option<&[u64]>, key: &str) -> Result<Vec<u64>, LinearError>;
 
-    /// Whether the token-embedding lookup `one_hot × table` runs on it too
-    /// ([`MatmulProtocol::lookup`]); otherwise the lookup is an OLT under every `matmul`.
-    fn embeds(&self) -> bool {
-        false
-    }
-
     /// The lookup `one_hot × table` (`x`: shared one-hot rows, ring integers; `w`: the server's
-    /// table) without truncation, for a protocol that [`MatmulProtocol::embeds`]; `key` as in
+    /// table) without truncation, for an `embed` protocol that names this one as its lookup
+    /// (`nectar_nn::embed::EmbedProtocol::lookup`); `key` as in
     /// [`MatmulProtocol::layer_matmul`].
     fn lookup(&self, cx: &mut dyn LinearCx, x: &[u64], shape: (usize, usize, usize), w: Option<&[u64]>, key: &str) -> Result<Vec<u64>, LinearError> {
         let _ = (cx, x, shape, w, key);

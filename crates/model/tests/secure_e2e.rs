@@ -334,4 +334,20 @@ fn every_linear_protocol_secure_matches_twin() {
             assert_eq!(protocol_of(table, "matmul.qk"), p.name(), "{table}");
         });
     }
+    // Embedding lookups on a linear protocol of their own (`embed = nimbus-cop`).
+    for p in nectar_model::suite::Embed::all().filter(|p| p.lookup().is_some()) {
+        tiny_suite_matches_twin(&format!("bumblebee+embed={}", p.name()), &["bert"], 17, 1, |table| {
+            assert_eq!(protocol_of(table, "embed"), p.runs(), "{table}");
+        });
+    }
+}
+
+/// Nimbus's COP (`matmul = nimbus-cop`, `embed = nimbus-cop`) on tiny GPT-2 with the KV cache:
+/// every weight is sent once (at the prompt) and reused by the decoding steps, whose row
+/// count differs; the greedy tokens equal the twin's.
+#[test]
+fn tiny_gpt2_cop_reuses_the_weights_across_steps() {
+    tiny_suite_matches_twin("bumblebee+matmul=nimbus-cop+embed=nimbus-cop", &["gpt2"], 18, 3, |table| {
+        assert!(table.contains("nimbus-cop"), "{table}");
+    });
 }

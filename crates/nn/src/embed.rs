@@ -4,6 +4,7 @@
 //! becomes the `n × vocab` one-hot rows.
 
 pub mod client_onehot;
+pub mod nimbus_cop;
 pub mod shared_ids;
 
 use crate::backend::DynBackend;
@@ -24,6 +25,13 @@ pub trait EmbedProtocol: Protocol {
 
     /// What its profile row ran, e.g. `i_equal+olt` (the lookup itself is an OLT).
     fn runs(&self) -> &'static str;
+
+    /// The linear protocol that runs the lookup `one_hot × table`
+    /// ([`nectar_linear::layer::MatmulProtocol::lookup`], its session keys set up with the
+    /// suite's); `None`: the session's OLT.
+    fn lookup(&self) -> Option<&'static dyn nectar_linear::layer::MatmulProtocol> {
+        None
+    }
 }
 
 /// `ids`, checked to lie in the vocabulary.
@@ -38,6 +46,7 @@ fn in_vocab(ids: &[u32], vocab: usize) -> Result<&[u32], NnError> {
 pub static ALL: &[&dyn EmbedProtocol] = &[
     &client_onehot::ClientOneHot,
     &shared_ids::SharedIds,
+    &nimbus_cop::NimbusCopEmbed,
 ];
 
 nectar_math::kind!(

@@ -613,7 +613,6 @@ impl Suite {
         match head {
             // Heads and embeddings are OLT under every `matmul` (BLB's CKKS covers the
             // transformer layers, `nectar_linear::ckks_linear`).
-            "embed" if self.matmul.embeds() => self.matmul.name(),
             "embed" => self.embed.runs(),
             "lm_head" | "classifier" => nectar_linear::layer::olt::Olt.name(),
             "linear" => self.matmul.name(),

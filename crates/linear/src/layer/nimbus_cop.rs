@@ -117,9 +117,6 @@ impl MatmulProtocol for NimbusCop {
         let f = cx.format().1;
         product(cx, x, shape, w, key, f, false)
     }
-    fn embeds(&self) -> bool {
-        true
-    }
     fn lookup(&self, cx: &mut dyn LinearCx, x: &[u64], shape: (usize, usize, usize), w: Option<&[u64]>, key: &str) -> Result<Vec<u64>, LinearError> {
         product(cx, x, shape, w, key, 0, true)
     }

@@ -157,8 +157,8 @@ pub trait Engine: Backend<Val = Vec<u64>, Bit = Vec<bool>> {
 
     /// The token-embedding lookup `one_hot × table` (`x`: `rows × vocab` one-hot rows as ring
     /// integers; `w`: the server's `vocab × dim` table), not truncated. `key` names the table
-    /// for both parties. Default: [`Engine::matmul_weight`] (an OLT under every `matmul` but one
-    /// that [`nectar_linear::layer::MatmulProtocol::embeds`]).
+    /// for both parties. Default: [`Engine::matmul_weight`] (an OLT, unless the suite's `embed`
+    /// names a lookup protocol, `nectar_nn::embed::EmbedProtocol::lookup`).
     fn embed_matmul(&mut self, x: &Self::Val, rows: usize, vocab: usize, dim: usize, w: WeightRef<'_>, key: &str) -> Result<Self::Val, NnError> {
         let _ = key;
         self.matmul_weight(x, rows, vocab, dim, w)

@@ -100,7 +100,8 @@ impl<'c> SecureEngine<'c> {
         let mut states = HashMap::new();
         let fp = b.format();
         let shared = (!suite.matmul.fused()).then_some(suite.matmul_shared.get() as &dyn LinearProtocol);
-        for p in [Some(suite.matmul.get() as &dyn LinearProtocol), shared].into_iter().flatten() {
+        let lookup = suite.embed.lookup().map(|p| p as &dyn LinearProtocol);
+        for p in [Some(suite.matmul.get() as &dyn LinearProtocol), shared, lookup].into_iter().flatten() {
             let Some(key) = p.state_key() else { continue };
             if !states.contains_key(key) {
                 if let Some(st) = p.setup(b.channel_mut(), role, (fp.l(), fp.f()), &mut prg)? {
@@ -464,11 +465,10 @@ impl Engine for SecureEngine<'_> {
         p.layer_matmul(self, x, (rows, in_dim, out_dim), w.values(), key).map_err(be)
     }
     fn embed_matmul(&mut self, x: &Vec<u64>, rows: usize, vocab: usize, dim: usize, w: WeightRef<'_>, key: &str) -> Result<Vec<u64>, NnError> {
-        let p = self.suite.matmul;
-        if p.embeds() {
-            return p.lookup(self, x, (rows, vocab, dim), w.values(), key).map_err(be);
+        match self.suite.embed.lookup() {
+            Some(p) => p.lookup(self, x, (rows, vocab, dim), w.values(), key).map_err(be),
+            None => self.matmul_weight(x, rows, vocab, dim, w),
         }
-        self.matmul_weight(x, rows, vocab, dim, w)
     }
     fn attention_matmul(
         &mut self,

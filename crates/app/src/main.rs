@@ -190,6 +190,11 @@ enum Cmd {
         /// instead of the operating system, so two runs with equal seeds are bit-for-bit equal.
         #[arg(long, value_name = "SEED")]
         insecure_test_seed: Option<u64>,
+        /// Do not keep the server's encrypted weights on disk (`matmul = nimbus-cop`,
+        /// `embed = nimbus-cop`): by default they are cached in `cop/` of nectar's cache, so that
+        /// a returning client skips their transfer while the server keeps its key.
+        #[arg(long)]
+        no_weight_cache: bool,
         #[command(flatten)]
         suite: SuiteArgs,
         texts: Vec<String>,
@@ -213,6 +218,9 @@ enum Cmd {
         /// TESTS ONLY, NO PRIVACY: as for `infer`.
         #[arg(long, value_name = "SEED")]
         insecure_test_seed: Option<u64>,
+        /// As for `infer`.
+        #[arg(long)]
+        no_weight_cache: bool,
         #[command(flatten)]
         suite: SuiteArgs,
     },
@@ -832,13 +840,15 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             private::serve(m, listener, &suite, &opts)
         }
-        Cmd::Chat { connect, model, max_new_tokens, system, insecure_test_seed, suite } => {
+        Cmd::Chat { connect, model, max_new_tokens, system, insecure_test_seed, no_weight_cache, suite } => {
             nectar_app::test_seed::warn(insecure_test_seed);
+            weight_cache(no_weight_cache);
             let cm = private::ClientModel::load(&model.dir())?;
             nectar_app::chat::chat(&connect, &suite.suite()?, &cm, max_new_tokens, system.as_deref(), insecure_test_seed)
         }
-        Cmd::Infer { connect, model, ids, image, tokens, stream, classify, batch, json, retries, insecure_test_seed, suite, texts } => {
+        Cmd::Infer { connect, model, ids, image, tokens, stream, classify, batch, json, retries, insecure_test_seed, no_weight_cache, suite, texts } => {
             nectar_app::test_seed::warn(insecure_test_seed);
+            weight_cache(no_weight_cache);
             let suite = suite.suite()?;
             let (inputs, labels, expected) = if !image.is_empty() {
                 let cm = private::ClientModel::load(&model.dir())?;
@@ -1165,3 +1175,9 @@ mod tests {
     }
 }
 
+/// The client's cache of a server's encrypted weights (`nectar_linear::cop_cache`): `cop/` in
+/// nectar's cache unless `off`.
+fn weight_cache(off: bool) {
+    let dir = (!off).then(|| nectar_model::home::default_home().join("cop"));
+    nectar_linear::cop_cache::set_client_cache_dir(dir);
+}

@@ -456,7 +456,7 @@ pub fn bench_linear(spec: &LinearBenchSpec) -> Result<Vec<LinearBenchLine>, Line
             let params = if spec.narrow { Params::nectar_olt_narrow() } else { Params::bumblebee_olt() };
             let windows = match spec.windows {
                 Some(w) => w,
-                None => cop_windows(shape, params.n(), &CostModel::balanced(CtBytes::olt(&params)))?,
+                None => cop_windows(m, n, params.n(), &CostModel::balanced(CtBytes::olt(&params)))?,
             };
             let plan = cop_plan(shape, windows, params.n())?;
             line.windows = Some((windows.kw, windows.mw, windows.nw));

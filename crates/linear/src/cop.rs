@@ -35,7 +35,7 @@
 //! the session's plaintext modulus `t = 2^b`.
 
 use crate::krdy::{matmul_u64, Shape, Windows};
-use crate::olt::{evaluate, open_response, recv_blocks, send_blocks, Side};
+use crate::olt::{blocks_from_frames, evaluate, open_response, recv_blocks, recv_frames, send_blocks, Side};
 use crate::parse_mat::ResultLayout;
 use crate::session::HeSession;
 use crate::window::{Compression, CostModel, OltPlan, Variant, MAX_HELD_PRODUCTS};
@@ -49,39 +49,31 @@ use nectar_net::Channel;
 /// cheaper online phase.
 pub const SETUP_FACTOR: usize = 1;
 
-/// The windows a weight is encrypted with (AGREEMENT: both parties choose them, at the
-/// weight's first use, from that query's shape): the OLT windows whose **online** cost under `c`
-/// for `shape` (the returned ciphertexts, the client's automorphisms, products and encodings)
-/// is lowest among those whose weight ciphertexts `m'·n'` stay within [`SETUP_FACTOR`] of the
-/// fewest, with the server as the encrypting party. Later queries of any row count reuse the
-/// weight's ciphertexts with the same windows ([`cop_plan`]).
-pub fn cop_windows(shape: Shape, degree: usize, c: &CostModel) -> Result<Windows, LinearError> {
-    windows_up_to(shape, degree, c, degree)
-}
+/// Rows the windows of a weight are priced at ([`cop_windows`]; AGREEMENT). With `k_w = 1` the
+/// products and automorphisms of every window scale alike with the rows, so the choice hardly
+/// depends on it.
+pub const REF_ROWS: usize = 64;
 
-/// [`cop_windows`] for a one-hot lookup ([`cop_lookup_client`]): `k_w = 1`, so that every
-/// output row sums exactly one nonzero block of the client's rows.
-pub fn cop_lookup_windows(shape: Shape, degree: usize, c: &CostModel) -> Result<Windows, LinearError> {
-    windows_up_to(shape, degree, c, 1)
-}
-
-fn windows_up_to(shape: Shape, degree: usize, c: &CostModel, max_kw: usize) -> Result<Windows, LinearError> {
+/// The windows a weight `m×n` is encrypted with (AGREEMENT): `k_w = 1` — the weight's
+/// ciphertexts then serve queries of any row count (and a client's cache serves any later
+/// session), and a one-hot lookup has exactly one nonzero block per row
+/// ([`cop_lookup_client`]) — and `(m_w, n_w)` with the lowest **online** cost under `c` at
+/// [`REF_ROWS`] rows (the returned ciphertexts, the client's automorphisms, products and
+/// encodings) among those with the fewest weight ciphertexts `m'·n'` (up to [`SETUP_FACTOR`]×).
+pub fn cop_windows(m: usize, n: usize, degree: usize, c: &CostModel) -> Result<Windows, LinearError> {
     if !degree.is_power_of_two() {
         return Err(LinearError::BadParams(format!("ring degree {degree} is not a power of two")));
     }
+    let shape = Shape::new(REF_ROWS, m, n)?;
     let mut plans = Vec::new();
-    for kw in (0..=degree.trailing_zeros()).map(|e| 1usize << e).filter(|&kw| kw <= shape.k.next_power_of_two() && kw <= max_kw) {
-        let mut mw = 1;
-        while kw * mw <= degree && mw <= shape.m.next_power_of_two() {
-            let nw = shape.n.min(degree / (kw * mw));
-            if nw >= 1 {
-                let p = cop_plan(shape, Windows { kw, mw, nw }, degree)?;
-                if p.held_products() <= MAX_HELD_PRODUCTS {
-                    plans.push(p);
-                }
-            }
-            mw *= 2;
+    let mut mw = 1;
+    while mw <= degree && mw <= shape.m.next_power_of_two() {
+        let nw = shape.n.min(degree / mw);
+        let p = cop_plan(shape, Windows { kw: 1, mw, nw }, degree)?;
+        if p.held_products() <= MAX_HELD_PRODUCTS {
+            plans.push(p);
         }
+        mw *= 2;
     }
     let fewest = plans.iter().map(|p| p.sent_cts).min().ok_or_else(|| LinearError::BadShape(format!("{shape:?}: no window fits N = {degree}")))?;
     plans
@@ -195,6 +187,23 @@ pub fn cop_recv_weights<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, plan:
     Ok(CopWeights { windows: plan.windows, dims: (plan.shape.m, plan.shape.n), level, cts })
 }
 
+/// Client, setup: [`cop_recv_weights`], also returning the frames as received (to cache them,
+/// [`crate::cop_cache::ClientCache::store`]).
+pub fn cop_recv_weights_raw<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, plan: &OltPlan) -> Result<(CopWeights, Vec<Vec<u8>>), LinearError> {
+    check_plan(plan, sess)?;
+    let frames = recv_frames(ch, plan.sent_cts)?;
+    let w = cop_weights_from_frames(sess, plan, &frames)?;
+    Ok((w, frames))
+}
+
+/// Client: the weight of `plan` from frames as the server sent them (e.g. cached).
+pub fn cop_weights_from_frames(sess: &HeSession, plan: &OltPlan, frames: &[Vec<u8>]) -> Result<CopWeights, LinearError> {
+    check_plan(plan, sess)?;
+    let level = sess.params.max_level();
+    let cts = blocks_from_frames(&sess.params, frames, plan.sent_cts, level)?;
+    Ok(CopWeights { windows: plan.windows, dims: (plan.shape.m, plan.shape.n), level, cts })
+}
+
 /// Client, online: its share `x` (`k×m`) times the stored weight under `plan` (the weight's
 /// windows, any `k`), masked and sent (one flight). Returns the client's `k×n` share mod `2^l`.
 pub fn cop_client<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, w: &CopWeights, plan: &OltPlan, x: &[u64], l: u32, prg: &mut Prg) -> Result<Vec<u64>, LinearError> {
@@ -203,7 +212,7 @@ pub fn cop_client<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, w: &CopWeig
 
 /// [`cop_client`] for one-hot rows `x` (a token-embedding lookup, the client's one-hot as its
 /// share): the products of all-zero blocks are left out, so the client computes `k·n'` block
-/// products instead of `k·m'·n'`. Needs `k_w = 1` ([`cop_lookup_windows`]): every row then has
+/// products instead of `k·m'·n'`. Needs `k_w = 1` (as [`cop_windows`] gives): every row then has
 /// exactly one nonzero block and the work, hence the response's timing, is the same for every
 /// input of one length.
 pub fn cop_lookup_client<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, w: &CopWeights, plan: &OltPlan, x: &[u64], l: u32, prg: &mut Prg) -> Result<Vec<u64>, LinearError> {
@@ -261,7 +270,7 @@ mod tests {
 
     fn run(k: usize, m: usize, n: usize, params: Params, l: u32) {
         let shape = Shape::new(k, m, n).unwrap();
-        let windows = cop_windows(shape, params.n(), &CostModel::balanced_olt()).unwrap();
+        let windows = cop_windows(m, n, params.n(), &CostModel::balanced_olt()).unwrap();
         let plan = cop_plan(shape, windows, params.n()).unwrap();
         // A later query of other rows on the same encryption.
         let k2 = k + 3;
@@ -339,7 +348,7 @@ mod tests {
         let params = Params::nectar_olt_narrow();
         let (k, m, n) = (5, 300, 24);
         let shape = Shape::new(k, m, n).unwrap();
-        let windows = cop_lookup_windows(shape, params.n(), &CostModel::balanced_olt()).unwrap();
+        let windows = cop_windows(m, n, params.n(), &CostModel::balanced_olt()).unwrap();
         assert_eq!(windows.kw, 1);
         let plan = cop_plan(shape, windows, params.n()).unwrap();
         let mut prg = Prg::new([9; 16]);
@@ -378,9 +387,10 @@ mod tests {
         let c = CostModel::balanced_olt();
         for &(k, m, n) in &[(128, 768, 768), (128, 768, 3072), (128, 3072, 768), (32, 384, 1536), (1, 7, 3)] {
             let s = Shape::new(k, m, n).unwrap();
-            let p = cop_plan(s, cop_windows(s, 8192, &c).unwrap(), 8192).unwrap();
+            let p = cop_plan(s, cop_windows(m, n, 8192, &c).unwrap(), 8192).unwrap();
             assert!(p.rhs_encrypts);
             let w = p.windows;
+            assert_eq!(w.kw, 1);
             assert!(w.kw * w.mw * w.nw <= 8192);
             let (_, mb, nb) = w.blocks(s);
             assert_eq!(p.sent_cts, mb * nb);

@@ -31,6 +31,7 @@
 pub mod attention;
 pub mod bole;
 pub mod cop;
+pub mod cop_cache;
 pub mod ckks_convert;
 pub mod ckks_linear;
 pub mod ckks_matmul;

@@ -446,6 +446,31 @@ pub(crate) fn open_response<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, l
     layout.parse(&polys)
 }
 
+/// `count` ciphertexts from frames as [`send_blocks`] sent them (e.g. stored by the receiver),
+/// each switched to `level` and put in NTT form.
+pub(crate) fn blocks_from_frames(params: &Params, frames: &[Vec<u8>], count: usize, level: usize) -> Result<Vec<Ciphertext>, LinearError> {
+    let ranges: Vec<_> = wire::frames(count).collect();
+    if ranges.len() != frames.len() {
+        return Err(LinearError::Malformed(format!("{} frames for {count} ciphertexts", frames.len())));
+    }
+    let mut cts: Vec<Ciphertext> = Vec::with_capacity(count);
+    for (range, f) in ranges.into_iter().zip(frames) {
+        let mut part = wire::cts_from_bytes(params, f, range.len())?;
+        part.par_iter_mut().try_for_each(|c| -> Result<(), LinearError> {
+            c.mod_switch_to(params, level)?;
+            c.to_ntt(params);
+            Ok(())
+        })?;
+        cts.extend(part);
+    }
+    Ok(cts)
+}
+
+/// The frames of `count` ciphertexts as [`send_blocks`] sends them, unparsed.
+pub(crate) fn recv_frames<C: Channel + ?Sized>(ch: &mut C, count: usize) -> Result<Vec<Vec<u8>>, LinearError> {
+    wire::frames(count).map(|_| Ok(ch.recv()?)).collect()
+}
+
 /// The evaluator's copy of the peer's query: `count` ciphertexts received in frames, each
 /// switched to `level` and put in NTT form as it arrives.
 pub(crate) fn recv_blocks<C: Channel + ?Sized>(ch: &mut C, params: &Params, count: usize, level: usize) -> Result<Vec<Ciphertext>, LinearError> {

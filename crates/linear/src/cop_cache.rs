@@ -1,0 +1,417 @@
+//! COP's key lifetime and the client's cache of encrypted weights (Nimbus §3.2, App. F.3:
+//! the weights' encryption amortised over queries; issue 47 item 1).
+//!
+//! - **The server's key** ([`server_key`]): one per server process, made by the first COP
+//!   session and shared by the later ones, replaced by a fresh key once it is
+//!   [`KEY_MAX_AGE`] old or has served [`KEY_MAX_SESSIONS`] sessions (a session keeps the key it
+//!   started with). Nothing is flooded under it (every COP response is masked uniformly over
+//!   `R_q`), so no statistical budget bounds it; the age and session bounds are policy, and
+//!   they bound how long a client's cached encryptions can be used.
+//! - **The client's cache** ([`ClientCache`]): one directory per server key (named by the key's
+//!   digest) under the directory set by [`set_client_cache_dir`] (the app: `cop/` in nectar's
+//!   cache; unset, nothing is cached). An entry holds one weight's ciphertexts as received,
+//!   with the digest the server computed over the key, the weight's name, shape, windows and
+//!   values ([`weight_digest`]) and the file's size and SHA-256. At session setup the client
+//!   checks every entry's file size, drops (and deletes) the ones that fail — a truncated file —
+//!   with a one-line warning each, and sends the server the rest ([`Entry`] list); the server
+//!   sends a weight again unless the client listed it with the digest the server computes now.
+//!   A file whose SHA-256 no longer matches as it is loaded (changed in place, or since the
+//!   setup) fails that query with a one-line error and is deleted, so the next session
+//!   transfers it again: never a wrong answer.
+
+use crate::krdy::Windows;
+use crate::LinearError;
+use nectar_he::{GaloisKeys, Params, PublicKey, SecretKey};
+use nectar_math::Prg;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Longest a server's COP key serves new sessions (POLICY).
+pub const KEY_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
+/// Most sessions a server's COP key serves (POLICY).
+pub const KEY_MAX_SESSIONS: u64 = 1 << 20;
+/// Most entries a client may list at setup (bounds the server's parsing; AGREEMENT).
+pub const MAX_INVENTORY: usize = 1 << 14;
+/// Key directories a client keeps (the oldest beyond are deleted as a new one is made; LOCAL).
+pub const MAX_KEY_DIRS: usize = 4;
+
+/// A 32-byte SHA-256 digest.
+pub type Hash = [u8; 32];
+
+/// The server's COP key pair and Galois keys for this process.
+pub struct ServerKey {
+    pub(crate) params: Params,
+    pub(crate) sk: SecretKey,
+    pub(crate) pk: PublicKey,
+    pub(crate) gk: GaloisKeys,
+    /// [`key_digest`] of `pk` under `params`.
+    pub digest: Hash,
+    born: Instant,
+    sessions: AtomicU64,
+}
+
+static SERVER_KEY: Mutex<Option<Arc<ServerKey>>> = Mutex::new(None);
+
+/// The digest naming a server key: SHA-256 over the parameters' fingerprint and the public
+/// key's wire bytes.
+pub fn key_digest(params: &Params, pk: &PublicKey) -> Result<Hash, LinearError> {
+    let mut h = Sha256::new();
+    h.update(b"nectar cop key v1");
+    h.update(params.fingerprint().to_le_bytes());
+    h.update(crate::wire::keys_to_bytes(params, pk, None)?);
+    Ok(h.finalize().into())
+}
+
+/// The server's key for a new COP session (see the module docs): this process's current key,
+/// or a fresh one (from `prg`) when there is none, it is too old or too used, or it was made
+/// for other parameters.
+pub fn server_key(params: &Params, prg: &mut Prg) -> Result<Arc<ServerKey>, LinearError> {
+    let mut slot = SERVER_KEY.lock().map_err(|_| LinearError::BadParams("COP server key lock poisoned".into()))?;
+    let fresh = match slot.as_ref() {
+        Some(k) => k.params.fingerprint() != params.fingerprint() || k.born.elapsed() >= KEY_MAX_AGE || k.sessions.load(Ordering::Relaxed) >= KEY_MAX_SESSIONS,
+        None => true,
+    };
+    if fresh {
+        let sk = SecretKey::generate(params, prg);
+        let pk = sk.public_key(params, prg);
+        let gk = sk.galois_keys(params, &nectar_he::keys::interleave_galois_elements(params.n()), prg)?;
+        let digest = key_digest(params, &pk)?;
+        *slot = Some(Arc::new(ServerKey { params: params.clone(), sk, pk, gk, digest, born: Instant::now(), sessions: AtomicU64::new(0) }));
+    }
+    let k = slot.clone().ok_or_else(|| LinearError::BadParams("no COP server key".into()))?;
+    k.sessions.fetch_add(1, Ordering::Relaxed);
+    Ok(k)
+}
+
+/// The digest a server computes for one weight under its key: SHA-256 over the key digest, the
+/// weight's name, shape, windows and values (ring elements, little-endian). A cached entry is
+/// used only under the same digest.
+pub fn weight_digest(key: &Hash, name: &str, (m, n): (usize, usize), w: Windows, values: &[u64]) -> Hash {
+    let mut h = Sha256::new();
+    h.update(b"nectar cop weight v1");
+    h.update(key);
+    h.update((name.len() as u64).to_le_bytes());
+    h.update(name.as_bytes());
+    for v in [m, n, w.kw, w.mw, w.nw] {
+        h.update((v as u64).to_le_bytes());
+    }
+    for chunk in values.chunks(1 << 16) {
+        let bytes: Vec<u8> = chunk.iter().flat_map(|v| v.to_le_bytes()).collect();
+        h.update(&bytes);
+    }
+    h.finalize().into()
+}
+
+/// One cached weight as the client lists it at setup.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub name: String,
+    pub m: usize,
+    pub n: usize,
+    pub windows: Windows,
+    pub digest: Hash,
+}
+
+fn hex(h: &Hash) -> String {
+    h.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Hash> {
+    if s.len() != 64 {
+        return None;
+    }
+    let mut h = [0u8; 32];
+    for (i, b) in h.iter_mut().enumerate() {
+        *b = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(h)
+}
+
+fn entry_json(e: &Entry) -> serde_json::Value {
+    serde_json::json!({ "name": e.name, "m": e.m, "n": e.n, "windows": [e.windows.kw, e.windows.mw, e.windows.nw], "digest": hex(&e.digest) })
+}
+
+fn entry_from_json(v: &serde_json::Value) -> Option<Entry> {
+    let w: Vec<usize> = v.get("windows")?.as_array()?.iter().map(|x| x.as_u64().map(|x| x as usize)).collect::<Option<_>>()?;
+    let [kw, mw, nw] = w[..] else { return None };
+    Some(Entry {
+        name: v.get("name")?.as_str()?.to_string(),
+        m: v.get("m")?.as_u64()? as usize,
+        n: v.get("n")?.as_u64()? as usize,
+        windows: Windows { kw, mw, nw },
+        digest: unhex(v.get("digest")?.as_str()?)?,
+    })
+}
+
+/// The client's list of cached entries, as sent at setup (JSON).
+pub fn inventory_to_bytes(entries: &[Entry]) -> Vec<u8> {
+    serde_json::Value::Array(entries.iter().map(entry_json).collect()).to_string().into_bytes()
+}
+
+/// The server's parse of a client's list (at most [`MAX_INVENTORY`] entries; anything
+/// malformed is an error).
+pub fn inventory_from_bytes(b: &[u8]) -> Result<Vec<Entry>, LinearError> {
+    let v: serde_json::Value = serde_json::from_slice(b).map_err(|e| LinearError::Malformed(format!("COP inventory: {e}")))?;
+    let a = v.as_array().ok_or_else(|| LinearError::Malformed("COP inventory: not a list".into()))?;
+    if a.len() > MAX_INVENTORY {
+        return Err(LinearError::Malformed(format!("COP inventory of {} entries (at most {MAX_INVENTORY})", a.len())));
+    }
+    a.iter().map(|e| entry_from_json(e).ok_or_else(|| LinearError::Malformed("COP inventory: a malformed entry".into()))).collect()
+}
+
+static CLIENT_CACHE_DIR: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// Where clients of this process cache encrypted weights (`None`: nowhere, the default).
+pub fn set_client_cache_dir(dir: Option<PathBuf>) {
+    if let Ok(mut d) = CLIENT_CACHE_DIR.lock() {
+        *d = dir;
+    }
+}
+
+/// The directory set by [`set_client_cache_dir`].
+pub fn client_cache_dir() -> Option<PathBuf> {
+    CLIENT_CACHE_DIR.lock().ok().and_then(|d| d.clone())
+}
+
+/// One server key's directory of cached weights on the client (see the module docs).
+pub struct ClientCache {
+    dir: PathBuf,
+    /// Entries whose files had their recorded size at setup, with the file's hash and size.
+    entries: Vec<(Entry, Hash, u64)>,
+    /// One line per entry dropped at setup.
+    pub problems: Vec<String>,
+}
+
+fn file_hash(bytes: &[u8]) -> Hash {
+    Sha256::digest(bytes).into()
+}
+
+/// Frames (as received) in one file: `count`, then each frame's length and bytes (u64 LE).
+fn frames_to_bytes(frames: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + frames.iter().map(|f| f.len() + 8).sum::<usize>());
+    out.extend((frames.len() as u64).to_le_bytes());
+    for f in frames {
+        out.extend((f.len() as u64).to_le_bytes());
+        out.extend_from_slice(f);
+    }
+    out
+}
+
+fn frames_from_bytes(b: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let word = |at: usize| -> Option<usize> { Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?) as usize) };
+    let count = word(0)?;
+    let mut at = 8;
+    let mut out = Vec::with_capacity(count.min(1 << 16));
+    for _ in 0..count {
+        let len = word(at)?;
+        at += 8;
+        out.push(b.get(at..at.checked_add(len)?)?.to_vec());
+        at += len;
+    }
+    (at == b.len()).then_some(out)
+}
+
+impl ClientCache {
+    /// Opens (or makes) the directory of server key `key` under `root` and checks every entry's
+    /// file against the size it was written with (a truncated file is dropped here; its SHA-256
+    /// is checked as it is loaded, [`ClientCache::load`]). Never fails: what cannot be read is
+    /// dropped and named in [`ClientCache::problems`].
+    pub fn open(root: &Path, key: &Hash) -> ClientCache {
+        let dir = root.join(hex(key));
+        let mut problems = Vec::new();
+        if !dir.is_dir() {
+            if let Err(e) = std::fs::create_dir_all(&dir) {
+                problems.push(format!("cannot make {}: {e}", dir.display()));
+            }
+            prune_key_dirs(root, &dir);
+        }
+        let mut entries = Vec::new();
+        let index = dir.join("index.json");
+        if let Ok(text) = std::fs::read(&index) {
+            match serde_json::from_slice::<serde_json::Value>(&text) {
+                Ok(serde_json::Value::Array(a)) => {
+                    for v in &a {
+                        let fh = v.get("file").and_then(|f| f.as_str()).and_then(unhex);
+                        let size = v.get("size").and_then(|s| s.as_u64());
+                        let (Some(e), Some(fh), Some(size)) = (entry_from_json(v), fh, size) else {
+                            problems.push(format!("{}: a malformed entry, dropped", index.display()));
+                            continue;
+                        };
+                        let path = dir.join(format!("{}.cts", hex(&e.digest)));
+                        match std::fs::metadata(&path) {
+                            Ok(md) if md.len() == size => entries.push((e, fh, size)),
+                            Ok(_) => {
+                                problems.push(format!("{}: not the size it was written with (truncated or changed), deleted; the weight `{}` will be sent again", path.display(), e.name));
+                                let _ = std::fs::remove_file(&path);
+                            }
+                            Err(err) => problems.push(format!("{}: {err}; the weight `{}` will be sent again", path.display(), e.name)),
+                        }
+                    }
+                }
+                _ => problems.push(format!("{}: not a list of entries, ignored; every weight will be sent again", index.display())),
+            }
+        }
+        let mut c = ClientCache { dir, entries, problems };
+        c.write_index();
+        c
+    }
+
+    /// The entries to list at setup.
+    pub fn inventory(&self) -> Vec<Entry> {
+        self.entries.iter().map(|(e, _, _)| e.clone()).collect()
+    }
+
+    /// The frames of the entry with `digest`, checked against the file's hash again; a missing
+    /// or changed file is deleted from the cache and is an error (the query fails, the next
+    /// session transfers the weight again).
+    pub fn load(&mut self, digest: &Hash) -> Result<Vec<Vec<u8>>, LinearError> {
+        let i = self.entries.iter().position(|(e, _, _)| e.digest == *digest).ok_or_else(|| {
+            LinearError::Malformed(format!("the server named cached weight {} that this client did not list", hex(digest)))
+        })?;
+        let path = self.dir.join(format!("{}.cts", hex(digest)));
+        let frames = std::fs::read(&path).ok().filter(|b| file_hash(b) == self.entries[i].1).and_then(|b| frames_from_bytes(&b));
+        match frames {
+            Some(f) => Ok(f),
+            None => {
+                let (e, _, _) = self.entries.remove(i);
+                let _ = std::fs::remove_file(&path);
+                self.write_index();
+                Err(LinearError::Unsupported(format!(
+                    "COP cache: {} of weight `{}` went missing or changed since setup; deleted, reconnect for a fresh transfer",
+                    path.display(),
+                    e.name
+                )))
+            }
+        }
+    }
+
+    /// Stores a weight's frames as received (replacing an entry of the same name and shape).
+    pub fn store(&mut self, e: Entry, frames: &[Vec<u8>]) -> Result<(), LinearError> {
+        let bytes = frames_to_bytes(frames);
+        let fh = file_hash(&bytes);
+        let path = self.dir.join(format!("{}.cts", hex(&e.digest)));
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, &bytes).and_then(|_| std::fs::rename(&tmp, &path)).map_err(|err| LinearError::Unsupported(format!("COP cache: cannot write {}: {err}", path.display())))?;
+        for (old, _, _) in self.entries.iter().filter(|(o, _, _)| o.name == e.name && (o.m, o.n) == (e.m, e.n) && o.digest != e.digest) {
+            let _ = std::fs::remove_file(self.dir.join(format!("{}.cts", hex(&old.digest))));
+        }
+        self.entries.retain(|(o, _, _)| !(o.name == e.name && (o.m, o.n) == (e.m, e.n)));
+        self.entries.push((e, fh, bytes.len() as u64));
+        self.write_index();
+        Ok(())
+    }
+
+    fn write_index(&mut self) {
+        let a: Vec<serde_json::Value> = self
+            .entries
+            .iter()
+            .map(|(e, fh, size)| {
+                let mut v = entry_json(e);
+                v["file"] = serde_json::Value::String(hex(fh));
+                v["size"] = serde_json::Value::from(*size);
+                v
+            })
+            .collect();
+        let index = self.dir.join("index.json");
+        let tmp = index.with_extension("tmp");
+        let ok = std::fs::write(&tmp, serde_json::Value::Array(a).to_string()).and_then(|_| std::fs::rename(&tmp, &index));
+        if let Err(e) = ok {
+            self.problems.push(format!("cannot write {}: {e}", index.display()));
+        }
+    }
+}
+
+/// Keeps the newest [`MAX_KEY_DIRS`] key directories under `root` (besides `keep`).
+fn prune_key_dirs(root: &Path, keep: &Path) {
+    let Ok(rd) = std::fs::read_dir(root) else { return };
+    let mut dirs: Vec<(std::time::SystemTime, PathBuf)> = rd
+        .flatten()
+        .filter(|d| d.path() != keep && d.path().is_dir() && d.file_name().to_str().is_some_and(|n| n.len() == 64 && unhex(n).is_some()))
+        .filter_map(|d| Some((d.metadata().ok()?.modified().ok()?, d.path())))
+        .collect();
+    dirs.sort();
+    let excess = (dirs.len() + 1).saturating_sub(MAX_KEY_DIRS);
+    for (_, d) in dirs.into_iter().take(excess) {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &str, d: u8) -> Entry {
+        Entry { name: name.into(), m: 4, n: 3, windows: Windows { kw: 1, mw: 2, nw: 3 }, digest: [d; 32] }
+    }
+
+    #[test]
+    fn inventory_round_trips_and_bounds() {
+        let e = vec![entry("a", 1), entry("b+c", 2)];
+        assert_eq!(inventory_from_bytes(&inventory_to_bytes(&e)).unwrap(), e);
+        assert!(inventory_from_bytes(b"{").is_err());
+        assert!(inventory_from_bytes(br#"[{"name":"a"}]"#).is_err());
+        assert!(inventory_from_bytes(b"[]").unwrap().is_empty());
+    }
+
+    #[test]
+    fn frames_round_trip_and_reject_truncation() {
+        let f = vec![vec![1u8, 2, 3], vec![], vec![9; 100]];
+        let b = frames_to_bytes(&f);
+        assert_eq!(frames_from_bytes(&b).unwrap(), f);
+        assert!(frames_from_bytes(&b[..b.len() - 1]).is_none());
+        assert!(frames_from_bytes(&[0xff; 8]).is_none());
+    }
+
+    #[test]
+    fn cache_keeps_good_entries_and_drops_bad_ones() {
+        let root = std::env::temp_dir().join(format!("nectar-cop-cache-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let key = [7u8; 32];
+        let mut c = ClientCache::open(&root, &key);
+        assert!(c.inventory().is_empty() && c.problems.is_empty(), "{:?}", c.problems);
+        c.store(entry("w1", 1), &[vec![1, 2, 3]]).unwrap();
+        c.store(entry("w2", 2), &[vec![4; 10], vec![5]]).unwrap();
+        // Reopened: both entries, their frames as stored.
+        let mut c = ClientCache::open(&root, &key);
+        assert_eq!(c.inventory().len(), 2);
+        assert_eq!(c.load(&[2; 32]).unwrap(), vec![vec![4; 10], vec![5]]);
+        // Truncate one file: dropped at the next open, with a one-line problem.
+        let p = root.join(hex(&key)).join(format!("{}.cts", hex(&[1; 32])));
+        let b = std::fs::read(&p).unwrap();
+        std::fs::write(&p, &b[..b.len() - 1]).unwrap();
+        let mut c = ClientCache::open(&root, &key);
+        assert_eq!(c.inventory(), vec![entry("w2", 2)]);
+        assert_eq!(c.problems.len(), 1, "{:?}", c.problems);
+        assert!(!c.problems[0].contains('\n'));
+        // A file changed in place (same size) fails its load, and the entry goes.
+        let p2 = root.join(hex(&key)).join(format!("{}.cts", hex(&[2; 32])));
+        let mut b2 = std::fs::read(&p2).unwrap();
+        b2[20] ^= 1;
+        std::fs::write(&p2, &b2).unwrap();
+        let e = c.load(&[2; 32]).unwrap_err().to_string();
+        assert!(!e.contains('\n'), "{e}");
+        assert!(c.inventory().is_empty());
+        // A name the client never listed is an error, not a panic.
+        assert!(c.load(&[3; 32]).is_err());
+        // A garbled index: everything is sent again.
+        std::fs::write(root.join(hex(&key)).join("index.json"), b"{oops").unwrap();
+        let c = ClientCache::open(&root, &key);
+        assert!(c.inventory().is_empty() && c.problems.len() == 1);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn the_server_key_is_shared_then_renewed_for_other_parameters() {
+        let mut prg = Prg::new([1; 16]);
+        let p = Params::nectar_olt_narrow();
+        let a = server_key(&p, &mut prg).unwrap();
+        let b = server_key(&p, &mut prg).unwrap();
+        assert_eq!(a.digest, b.digest);
+        assert_eq!(a.digest, key_digest(&p, &a.pk).unwrap());
+        let c = server_key(&Params::bumblebee_olt(), &mut prg).unwrap();
+        assert_ne!(a.digest, c.digest);
+    }
+}

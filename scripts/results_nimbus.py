@@ -14,6 +14,7 @@ TARGET_MINILM_ONLINE, TARGET_COS = 8.0, 0.9999
 linear = [l for l in lines if l.get("bench") == "linear"]
 suites = [l for l in lines if l.get("bench") == "suites"]
 model = [l for l in lines if l.get("bench") == "model"]
+infer = [l for l in lines if l.get("bench") == "infer"]
 
 out = []
 w = out.append
@@ -119,6 +120,21 @@ if model:
           f"{l['server']['peak_rss_bytes'] / 2**30:.2f} / {l['client']['peak_rss_bytes'] / 2**30:.2f} |")
     w("")
 
+if infer:
+    w("## A returning client (real TCP, `nectar serve` + `nectar infer`)")
+    w("")
+    w("MiniLM, one sentence (sentence 3 of `sentences50.txt`), three `nectar infer` runs against one")
+    w("`nectar serve` per suite, the client's weight cache in a fresh directory: `cold` is the first")
+    w("contact (the weights travel and are cached), `warm` the later ones (the server's key is the")
+    w("same, the client reads its cache). Seconds and bytes of the query (session setup apart: the")
+    w("COP keys, the client's list of cached weights and the loading of the cache are setup).")
+    w("")
+    w("| suite | cache | tokens | seconds | MB | flights |")
+    w("|---|---|---:|---:|---:|---:|")
+    for l in infer:
+        w(f"| `{l['suite']}` | {l['cache']} | {l['tokens']} | {l['seconds']:.2f} | {l['bytes_per_input'] / 1e6:.1f} | {l['rounds']} |")
+    w("")
+
 w("## Acceptance (issue 47), as far as measured here")
 w("")
 if linear:
@@ -129,7 +145,7 @@ if lan:
     w(f"- MiniLM/32 on the LAN with COP: **{l['online_seconds']:.2f} s online** (target ≤ {TARGET_MINILM_ONLINE:g} s for the "
       f"default after this issue), cosine {l['agreement_vs_plaintext']:.7f} (≥ {TARGET_COS}); setup {l['prepro_seconds']:.2f} s, "
       f"{l['prepro_bytes'] / 1e6:.0f} MB. The default suite does not take COP yet (see the README and the issue note).")
-cop_m = [l for l in model if "nimbus-cop" in l["params"]["suite"]]
+cop_m = [l for l in model if "matmul=nimbus-cop" in l["params"]["suite"]]
 bb_m = [l for l in model if l["params"]["suite"] == "bumblebee"]
 if cop_m and bb_m:
     r = bb_m[0]["seconds"] / cop_m[0]["online_seconds"]

@@ -191,6 +191,7 @@ results:
 	$(PYTHON) scripts/results_wan.py
 	$(PYTHON) scripts/results_llm.py
 	$(PYTHON) scripts/results_batch.py
+	$(PYTHON) scripts/results_nimbus.py
 
 fmt:
 	$(CARGO) fmt --all

@@ -14,7 +14,8 @@ TARGET_MINILM_ONLINE, TARGET_COS = 8.0, 0.9999
 linear = [l for l in lines if l.get("bench") == "linear"]
 suites = [l for l in lines if l.get("bench") == "suites"]
 model = [l for l in lines if l.get("bench") == "model"]
-infer = [l for l in lines if l.get("bench") == "infer"]
+infer = [l for l in lines if l.get("bench") == "infer" and "suite" in l]
+infer_totals = [l for l in lines if l.get("bench") == "infer" and "totals" in l]
 
 out = []
 w = out.append
@@ -92,7 +93,7 @@ if suites:
           f"{l['online_bytes'] / 1e6:.1f} | {l['prepro_seconds']:.2f} | {l['prepro_bytes'] / 1e6:.1f} | {l['rounds']} | "
           f"{(l.get('client_peak_rss_bytes') or 0) / 2**30:.2f} | {l['agreement_vs_plaintext']:.7f} |")
     w("")
-    cop = [l for l in suites if "nimbus-cop" in l["variant"]]
+    cop = [l for l in suites if "matmul=nimbus-cop" in l["variant"] and l["params"]["net"] == "lan"]
     if cop:
         ops = cop[0]["breakdown"]["ops"]
         w(f"Where the COP run's time goes (`{cop[0]['params']['net']}`, per operator: online seconds and MB, then setup):")
@@ -130,10 +131,20 @@ if infer:
     w("COP keys and the client's list of cached weights are setup; reading a cached weight from disk")
     w("happens at its first use, inside the query).")
     w("")
-    w("| suite | cache | tokens | seconds | MB | flights |")
-    w("|---|---|---:|---:|---:|---:|")
-    for l in infer:
-        w(f"| `{l['suite']}` | {l['cache']} | {l['tokens']} | {l['seconds']:.2f} | {l['bytes_per_input'] / 1e6:.1f} | {l['rounds']} |")
+    w("| suite | cache | tokens | seconds | MB | flights | client peak RSS GiB | embed s | embed MB |")
+    w("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for l, t in zip(infer, infer_totals):
+        tt = t["totals"]
+        ops = tt["breakdown"]["ops"] if isinstance(tt.get("breakdown"), dict) else []
+        e = next((r for r in ops if r["op"] == "embed"), None)
+        es = f"{e['seconds']:.2f} | {(e['bytes_sent'] + e['bytes_recv']) / 1e6:.1f}" if e else "- | -"
+        w(f"| `{l['suite']}` | {l['cache']} | {l['tokens']} | {l['seconds']:.2f} | {l['bytes_per_input'] / 1e6:.1f} | {l['rounds']} | "
+          f"{tt['peak_rss_bytes'] / 2**30:.2f} | {es} |")
+    w("")
+    w("A warm client still reads the cached weights from disk and turns them into NTT form at each")
+    w("weight's first use in a session (the `embed` column: the whole table, though a lookup needs")
+    w("only the blocks of its tokens), so on a short sentence the cached lookup is not yet faster")
+    w("than the OLT's; loading only the blocks a query touches is the next step.")
     w("")
 
 w("## Acceptance (issue 47), as far as measured here")
@@ -146,12 +157,11 @@ if lan:
     w(f"- MiniLM/32 on the LAN with COP: **{l['online_seconds']:.2f} s online** (target ≤ {TARGET_MINILM_ONLINE:g} s for the "
       f"default after this issue), cosine {l['agreement_vs_plaintext']:.7f} (≥ {TARGET_COS}); setup {l['prepro_seconds']:.2f} s, "
       f"{l['prepro_bytes'] / 1e6:.0f} MB. The default suite does not take COP yet (see the README and the issue note).")
-cop_m = [l for l in model if "matmul=nimbus-cop" in l["params"]["suite"]]
 bb_m = [l for l in model if l["params"]["suite"] == "bumblebee"]
-if cop_m and bb_m:
-    r = bb_m[0]["seconds"] / cop_m[0]["online_seconds"]
-    w(f"- BERT-base/128: COP suite online **{cop_m[0]['online_seconds']:.1f} s** vs `bumblebee` {bb_m[0]['seconds']:.1f} s: "
-      f"**{r:.2f}×** (target ≥ {NIMBUS_E2E[0]}×, Nimbus's lower headline).")
+for c in [l for l in model if "nimbus-cop" in l["params"]["suite"]] if bb_m else []:
+    r = bb_m[0]["seconds"] / c["online_seconds"]
+    w(f"- BERT-base/128: `{c['params']['suite']}` online **{c['online_seconds']:.1f} s** vs `bumblebee` {bb_m[0]['seconds']:.1f} s "
+      f"in the same sitting: **{r:.2f}×** (target ≥ {NIMBUS_E2E[0]}×, Nimbus's lower headline: **{'met' if r >= NIMBUS_E2E[0] else 'not met'}**).")
 w("")
 
 (res / "nimbus.md").write_text("\n".join(out) + "\n")

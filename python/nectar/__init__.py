@@ -317,6 +317,10 @@ class Client:
     ``insecure_test_seed`` (tests only, NO privacy): every session derives the client's
     randomness from this public seed, as ``nectar infer --insecure-test-seed``; with the same
     seed on a freshly seeded server the outputs equal the CLI's bit for bit.
+
+    ``weight_cache`` (suites with Nimbus's COP, ``matmul=nimbus-cop`` / ``embed=nimbus-cop``):
+    keep the server's encrypted weights in ``cop/`` of nectar's cache, so that a later session
+    with the same server skips their transfer (``False``: as ``nectar infer --no-weight-cache``).
     """
 
     def __init__(
@@ -327,12 +331,14 @@ class Client:
         model_dir: Optional[Union[str, os.PathLike]] = None,
         *,
         insecure_test_seed: Optional[int] = None,
+        weight_cache: bool = True,
     ) -> None:
         self.host = host
         self.port = int(port)
         self.suite = suite
         self.model_dir = os.fspath(model_dir) if model_dir is not None else None
         self.insecure_test_seed = insecure_test_seed
+        self.weight_cache = bool(weight_cache)
 
     @property
     def address(self) -> str:
@@ -352,6 +358,7 @@ class Client:
             max_new_tokens,
             seed=self.insecure_test_seed,
             batch_size=_batch_size(batch_size),
+            weight_cache=self.weight_cache,
         )
 
     def embed(

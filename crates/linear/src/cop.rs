@@ -188,18 +188,33 @@ pub fn cop_recv_weights<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, plan:
 }
 
 /// Client, setup: [`cop_recv_weights`], also returning the frames as received (to cache them,
-/// [`crate::cop_cache::ClientCache::store`]).
-pub fn cop_recv_weights_raw<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, plan: &OltPlan) -> Result<(CopWeights, Vec<Vec<u8>>), LinearError> {
+/// [`crate::cop_cache::ClientCache::store`]); the ciphertexts are kept at `level`
+/// ([`weight_level`]).
+pub fn cop_recv_weights_raw<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, plan: &OltPlan, level: usize) -> Result<(CopWeights, Vec<Vec<u8>>), LinearError> {
     check_plan(plan, sess)?;
     let frames = recv_frames(ch, plan.sent_cts)?;
-    let w = cop_weights_from_frames(sess, plan, &frames)?;
+    let w = cop_weights_from_frames(sess, plan, &frames, level)?;
     Ok((w, frames))
 }
 
-/// Client: the weight of `plan` from frames as the server sent them (e.g. cached).
-pub fn cop_weights_from_frames(sess: &HeSession, plan: &OltPlan, frames: &[Vec<u8>]) -> Result<CopWeights, LinearError> {
+/// The level the client keeps a weight's ciphertexts and computes its products at (LOCAL: the
+/// server sees only the responses, at the response level): the top level for uniform shares
+/// (their products need its noise room, `crate::olt::product_level`), the response level for a
+/// one-hot lookup ([`cop_lookup_client`]): each product then holds one ciphertext shifted by a
+/// monomial, whose noise is the switched fresh noise (`σ ≈ 21`, against `2^−22·q_L/t = 2^27`
+/// allowed at `Params::nectar_olt_narrow`'s response level): a third less memory and work.
+pub fn weight_level(sess: &HeSession, lookup: bool) -> usize {
+    if lookup {
+        crate::h2a::olt_response_level(&sess.params)
+    } else {
+        sess.params.max_level()
+    }
+}
+
+/// Client: the weight of `plan` from frames as the server sent them (e.g. cached), kept at
+/// `level` ([`weight_level`]).
+pub fn cop_weights_from_frames(sess: &HeSession, plan: &OltPlan, frames: &[Vec<u8>], level: usize) -> Result<CopWeights, LinearError> {
     check_plan(plan, sess)?;
-    let level = sess.params.max_level();
     let cts = blocks_from_frames(&sess.params, frames, plan.sent_cts, level)?;
     Ok(CopWeights { windows: plan.windows, dims: (plan.shape.m, plan.shape.n), level, cts })
 }

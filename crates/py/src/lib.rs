@@ -352,7 +352,7 @@ fn callback(progress: Option<Py<PyAny>>) -> Option<Callback> {
 /// as one query of `task`, or in batches of `batch_size` inputs, `Bye`). Returns the outputs
 /// (one per input) and the metrics as JSON.
 #[pyfunction]
-#[pyo3(signature = (address, suite, model_dir, task, items, images, max_new_tokens=8, progress=None, insecure_test_seed=None, batch_size=1))]
+#[pyo3(signature = (address, suite, model_dir, task, items, images, max_new_tokens=8, progress=None, insecure_test_seed=None, batch_size=1, weight_cache=true))]
 #[allow(clippy::too_many_arguments)]
 fn client_run(
     py: Python<'_>,
@@ -366,9 +366,12 @@ fn client_run(
     progress: Option<Py<PyAny>>,
     insecure_test_seed: Option<u64>,
     batch_size: usize,
+    weight_cache: bool,
 ) -> PyResult<(Vec<PyOutput>, String)> {
     let suite = self::suite(suite)?;
     test_seed::warn(insecure_test_seed);
+    // The client's cache of a COP server's encrypted weights (`nectar infer`'s default).
+    nectar_linear::cop_cache::set_client_cache_dir(weight_cache.then(|| nectar_model::home::default_home().join("cop")));
     let cb = callback(progress);
     let hook = cb.as_ref().map(Callback::hook);
     let texts: Vec<bool> = items.iter().map(|i| matches!(i, Item::Text(_))).collect();

@@ -24,7 +24,7 @@
 //! `R_q` ([`crate::cop`], security row below).
 
 use super::MatmulProtocol;
-use crate::cop::{cop_client, cop_lookup_client, cop_plan, cop_recv_weights_raw, cop_send_weights, cop_server, cop_weights_from_frames, cop_windows, CopWeights};
+use crate::cop::{cop_client, cop_lookup_client, cop_plan, cop_recv_weights_raw, cop_send_weights, cop_server, cop_weights_from_frames, cop_windows, weight_level, CopWeights};
 use crate::cop_cache::{client_cache_dir, inventory_from_bytes, inventory_to_bytes, key_digest, server_key, weight_digest, ClientCache, Entry, Hash};
 use crate::krdy::{Shape, Windows};
 use crate::protocol::{LinearCx, LinearProtocol, State};
@@ -171,7 +171,7 @@ const FRESH: u8 = 1;
 
 /// The weight named `name` (`m×n`) held for this session: at its first use the server's
 /// digest and flag, then (unless the client's cached copy is current) the ciphertexts.
-fn first_use(st: &mut CopState, ch: &mut dyn Channel, prg: &mut Prg, name: &str, (m, n): (usize, usize), w: Option<&[u64]>) -> Result<Held, LinearError> {
+fn first_use(st: &mut CopState, ch: &mut dyn Channel, prg: &mut Prg, name: &str, (m, n): (usize, usize), w: Option<&[u64]>, lookup: bool) -> Result<Held, LinearError> {
     let degree = st.sess.degree();
     let windows = cop_windows(m, n, degree, &cost_model())?;
     // The plan of the weight's ciphertexts: they do not depend on the rows (k_w = 1).
@@ -193,11 +193,12 @@ fn first_use(st: &mut CopState, ch: &mut dyn Channel, prg: &mut Prg, name: &str,
             let msg = ch.recv()?;
             let (&flag, d) = msg.split_first().ok_or_else(|| LinearError::Malformed("COP: empty weight header".into()))?;
             let d: Hash = d.try_into().map_err(|_| LinearError::Malformed("COP: weight header of the wrong size".into()))?;
+            let level = weight_level(&st.sess, lookup);
             let held = match (flag, st.cache.as_mut()) {
-                (CACHED, Some(c)) => cop_weights_from_frames(&st.sess, &plan, &c.load(&d)?)?,
+                (CACHED, Some(c)) => cop_weights_from_frames(&st.sess, &plan, &c.load(&d)?, level)?,
                 (CACHED, None) => return Err(LinearError::Malformed("COP: the server named a cached weight, but this client caches nothing".into())),
                 (FRESH, cache) => {
-                    let (held, frames) = cop_recv_weights_raw(ch, &st.sess, &plan)?;
+                    let (held, frames) = cop_recv_weights_raw(ch, &st.sess, &plan, level)?;
                     if let Some(c) = cache {
                         let e = Entry { name: name.to_string(), m, n, windows, digest: d };
                         if let Err(err) = c.store(e, &frames) {
@@ -233,7 +234,7 @@ fn product(cx: &mut dyn LinearCx, x: &[u64], (k, m, n): (usize, usize, usize), w
     let id = (key.to_string(), m, n);
     if !st.weights.contains_key(&id) {
         let (before, t0) = (s.ch.stats(), Instant::now());
-        let held = first_use(st, s.ch, s.prg, key, (m, n), w)?;
+        let held = first_use(st, s.ch, s.prg, key, (m, n), w, lookup)?;
         s.mpc.note_prepro(s.ch.stats() - before, t0.elapsed().as_secs_f64());
         st.weights.insert(id.clone(), held);
     }

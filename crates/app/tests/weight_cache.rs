@@ -76,6 +76,19 @@ fn cache_files(home: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// The cached file of a layer weight (not the embedding table), from the index.
+fn layer_file(home: &Path) -> PathBuf {
+    for d in std::fs::read_dir(home.join("cop")).unwrap().flatten() {
+        let index: serde_json::Value = serde_json::from_slice(&std::fs::read(d.path().join("index.json")).unwrap()).unwrap();
+        for e in index.as_array().unwrap() {
+            if e["name"].as_str().is_some_and(|n| n.contains("layer")) {
+                return d.path().join(format!("{}.cts", e["digest"].as_str().unwrap()));
+            }
+        }
+    }
+    panic!("no layer weight cached under {}", home.display())
+}
+
 fn warnings(stderr: &str) -> Vec<&str> {
     stderr.lines().filter(|l| l.contains("COP weight cache")).collect()
 }
@@ -109,13 +122,14 @@ fn a_returning_client_skips_the_transfer_and_bad_files_are_sent_again() {
     assert!(bytes > warm_bytes + 1e5, "the truncated weight travels again: {bytes} vs {warm_bytes}");
     assert!(cosine(&cold, &again) > 0.999);
 
-    // A file changed in place (same size): that query fails in one line, the next one gets a
-    // fresh transfer.
-    let files = cache_files(&home);
-    let mut b = std::fs::read(&files[1]).unwrap();
+    // A layer weight's file changed in place (same size): that query fails in one line, the
+    // next one gets a fresh transfer. (A lookup table is read only where the query's rows need
+    // it; every part read is checked.)
+    let layer = layer_file(&home);
+    let mut b = std::fs::read(&layer).unwrap();
     let mid = b.len() / 2;
     b[mid] ^= 0x40;
-    std::fs::write(&files[1], &b).unwrap();
+    std::fs::write(&layer, &b).unwrap();
     let e = infer(&server, &model, &home).unwrap_err();
     let last = e.lines().filter(|l| !l.trim().is_empty()).last().unwrap_or("");
     assert!(last.contains("reconnect for a fresh transfer"), "{e}");

@@ -35,7 +35,9 @@
 //! the session's plaintext modulus `t = 2^b`.
 
 use crate::krdy::{matmul_u64, Shape, Windows};
-use crate::olt::{blocks_from_frames, evaluate, open_response, recv_blocks, recv_frames, send_blocks, Side};
+use crate::olt::{evaluate, lookup_blocks, open_response, plain_mask, recv_blocks, recv_frames, send_blocks, CtSet, Side};
+use rayon::prelude::*;
+use std::collections::HashMap;
 use crate::parse_mat::ResultLayout;
 use crate::session::HeSession;
 use crate::window::{Compression, CostModel, OltPlan, Variant, MAX_HELD_PRODUCTS};
@@ -187,14 +189,17 @@ pub fn cop_recv_weights<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, plan:
     Ok(CopWeights { windows: plan.windows, dims: (plan.shape.m, plan.shape.n), level, cts })
 }
 
-/// Client, setup: [`cop_recv_weights`], also returning the frames as received (to cache them,
-/// [`crate::cop_cache::ClientCache::store`]); the ciphertexts are kept at `level`
-/// ([`weight_level`]).
-pub fn cop_recv_weights_raw<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, plan: &OltPlan, level: usize) -> Result<(CopWeights, Vec<Vec<u8>>), LinearError> {
+/// Client, setup: the weight's ciphertexts as received, one serialized ciphertext per entry,
+/// not yet decoded (to cache them, [`crate::cop_cache::ClientCache::store`], and to decode all
+/// with [`cop_weights_from_parts`] or, for a lookup, some with [`cop_lookup_cts`]).
+pub fn cop_recv_parts<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, plan: &OltPlan) -> Result<Vec<Vec<u8>>, LinearError> {
     check_plan(plan, sess)?;
     let frames = recv_frames(ch, plan.sent_cts)?;
-    let w = cop_weights_from_frames(sess, plan, &frames, level)?;
-    Ok((w, frames))
+    let mut parts = Vec::with_capacity(plan.sent_cts);
+    for (range, f) in crate::wire::frames(plan.sent_cts).zip(&frames) {
+        parts.extend(crate::wire::parts_of_frame(f, range.len())?);
+    }
+    Ok(parts)
 }
 
 /// The level the client keeps a weight's ciphertexts and computes its products at (LOCAL: the
@@ -202,7 +207,7 @@ pub fn cop_recv_weights_raw<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, p
 /// (their products need its noise room, `crate::olt::product_level`), the response level for a
 /// one-hot lookup ([`cop_lookup_client`]): each product then holds one ciphertext shifted by a
 /// monomial, whose noise is the switched fresh noise (`σ ≈ 21`, against `2^−22·q_L/t = 2^27`
-/// allowed at `Params::nectar_olt_narrow`'s response level): a third less memory and work.
+/// allowed at `Params::nectar_olt_narrow`'s response level).
 pub fn weight_level(sess: &HeSession, lookup: bool) -> usize {
     if lookup {
         crate::h2a::olt_response_level(&sess.params)
@@ -211,34 +216,52 @@ pub fn weight_level(sess: &HeSession, lookup: bool) -> usize {
     }
 }
 
-/// Client: the weight of `plan` from frames as the server sent them (e.g. cached), kept at
-/// `level` ([`weight_level`]).
-pub fn cop_weights_from_frames(sess: &HeSession, plan: &OltPlan, frames: &[Vec<u8>], level: usize) -> Result<CopWeights, LinearError> {
+fn decode(sess: &HeSession, part: &[u8], level: usize) -> Result<Ciphertext, LinearError> {
+    let mut c = crate::wire::ct_from_part(&sess.params, part)?;
+    c.mod_switch_to(&sess.params, level)?;
+    c.to_ntt(&sess.params);
+    Ok(c)
+}
+
+/// Client: the weight of `plan` from its serialized ciphertexts ([`cop_recv_parts`], or cached),
+/// all decoded, at the top level.
+pub fn cop_weights_from_parts(sess: &HeSession, plan: &OltPlan, parts: &[Vec<u8>]) -> Result<CopWeights, LinearError> {
     check_plan(plan, sess)?;
-    let cts = blocks_from_frames(&sess.params, frames, plan.sent_cts, level)?;
+    if parts.len() != plan.sent_cts {
+        return Err(LinearError::Malformed(format!("{} weight ciphertexts for a plan of {}", parts.len(), plan.sent_cts)));
+    }
+    let level = weight_level(sess, false);
+    let cts = parts.par_iter().map(|p| decode(sess, p, level)).collect::<Result<_, _>>()?;
     Ok(CopWeights { windows: plan.windows, dims: (plan.shape.m, plan.shape.n), level, cts })
+}
+
+/// Client, a lookup: which of the weight's ciphertexts the one-hot rows `x` use (per row and
+/// output block, repeated where rows share a block: their count is `k·n'` whatever the ids),
+/// for [`cop_lookup_cts`].
+pub fn cop_lookup_blocks(sess: &HeSession, plan: &OltPlan, x: &[u64]) -> Result<Vec<usize>, LinearError> {
+    check_plan(plan, sess)?;
+    let s = plan.shape;
+    if plan.windows.kw != 1 || x.len() != s.k * s.m {
+        return Err(LinearError::BadShape(format!("a COP lookup of {} entries with windows {:?} for {s:?}", x.len(), plan.windows)));
+    }
+    Ok(lookup_blocks(plan, Side::Lhs, x, plain_mask(&sess.params)?))
+}
+
+/// Client, a lookup: the ciphertexts `idx` ([`cop_lookup_blocks`]) decoded from `parts[i]` (the
+/// serialized ciphertext of `idx[i]`) at the response level ([`weight_level`]); every part is
+/// decoded, repeats too, so the work is the same for every input of one length.
+pub fn cop_lookup_cts(sess: &HeSession, idx: &[usize], parts: &[Vec<u8>]) -> Result<HashMap<usize, Ciphertext>, LinearError> {
+    if idx.len() != parts.len() {
+        return Err(LinearError::BadShape(format!("{} ciphertexts for {} indices", parts.len(), idx.len())));
+    }
+    let level = weight_level(sess, true);
+    let cts: Vec<Ciphertext> = parts.par_iter().map(|p| decode(sess, p, level)).collect::<Result<_, _>>()?;
+    Ok(idx.iter().copied().zip(cts).collect())
 }
 
 /// Client, online: its share `x` (`k×m`) times the stored weight under `plan` (the weight's
 /// windows, any `k`), masked and sent (one flight). Returns the client's `k×n` share mod `2^l`.
 pub fn cop_client<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, w: &CopWeights, plan: &OltPlan, x: &[u64], l: u32, prg: &mut Prg) -> Result<Vec<u64>, LinearError> {
-    client(ch, sess, w, plan, x, l, prg, false)
-}
-
-/// [`cop_client`] for one-hot rows `x` (a token-embedding lookup, the client's one-hot as its
-/// share): the products of all-zero blocks are left out, so the client computes `k·n'` block
-/// products instead of `k·m'·n'`. Needs `k_w = 1` (as [`cop_windows`] gives): every row then has
-/// exactly one nonzero block and the work, hence the response's timing, is the same for every
-/// input of one length.
-pub fn cop_lookup_client<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, w: &CopWeights, plan: &OltPlan, x: &[u64], l: u32, prg: &mut Prg) -> Result<Vec<u64>, LinearError> {
-    if plan.windows.kw != 1 {
-        return Err(LinearError::BadParams(format!("a COP lookup needs k_w = 1, not {:?}", plan.windows)));
-    }
-    client(ch, sess, w, plan, x, l, prg, true)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn client<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, w: &CopWeights, plan: &OltPlan, x: &[u64], l: u32, prg: &mut Prg, skip_zero: bool) -> Result<Vec<u64>, LinearError> {
     check_plan(plan, sess)?;
     check_ring(sess, l)?;
     let s = plan.shape;
@@ -248,7 +271,34 @@ fn client<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, w: &CopWeights, pla
     if x.len() != s.k * s.m {
         return Err(LinearError::BadShape(format!("X share: {} entries, expected {}", x.len(), s.k * s.m)));
     }
-    let out = evaluate(ch, sess, plan, Side::Lhs, &[x], &layout(plan), prg, None, &w.cts, w.level, skip_zero)?;
+    let out = evaluate(ch, sess, plan, Side::Lhs, &[x], &layout(plan), prg, None, CtSet::All(&w.cts), w.level, false)?;
+    Ok(out.into_iter().map(|v| v & mask(l)).collect())
+}
+
+/// [`cop_client`] for one-hot rows `x` (a token-embedding lookup, the client's one-hot as its
+/// share): only the products of the nonzero blocks, with the weight ciphertexts `cts` of
+/// [`cop_lookup_cts`] (`dims` = the weight's `(m, n)`, `windows` as it was encrypted with). The
+/// client computes `k·n'` block products instead of `k·m'·n'`; with `k_w = 1` every row has
+/// exactly one nonzero block, so the work, hence the response's timing, is the same for every
+/// input of one length.
+#[allow(clippy::too_many_arguments)]
+pub fn cop_lookup_client<C: Channel + ?Sized>(
+    ch: &mut C,
+    sess: &HeSession,
+    plan: &OltPlan,
+    cts: &HashMap<usize, Ciphertext>,
+    x: &[u64],
+    l: u32,
+    prg: &mut Prg,
+) -> Result<Vec<u64>, LinearError> {
+    check_plan(plan, sess)?;
+    check_ring(sess, l)?;
+    let s = plan.shape;
+    if plan.windows.kw != 1 || x.len() != s.k * s.m {
+        return Err(LinearError::BadShape(format!("a COP lookup of {} entries with windows {:?} for {s:?}", x.len(), plan.windows)));
+    }
+    let set = CtSet::Some { cts, len: plan.sent_cts };
+    let out = evaluate(ch, sess, plan, Side::Lhs, &[x], &layout(plan), prg, None, set, weight_level(sess, true), true)?;
     Ok(out.into_iter().map(|v| v & mask(l)).collect())
 }
 
@@ -380,8 +430,14 @@ mod tests {
             let h = sc.spawn(move || {
                 let mut prg = Prg::new([4; 16]);
                 let sess = HeSession::setup_server_key(&mut c1, Role::Client, p1, &mut prg).unwrap();
-                let wts = cop_recv_weights(&mut c1, &sess, &plan).unwrap();
-                cop_lookup_client(&mut c1, &sess, &wts, &plan, &xc, 51, &mut prg).unwrap()
+                let parts = cop_recv_parts(&mut c1, &sess, &plan).unwrap();
+                assert_eq!(parts.len(), plan.sent_cts);
+                let idx = cop_lookup_blocks(&sess, &plan, &xc).unwrap();
+                // One block per row and output block, repeats included.
+                assert_eq!(idx.len(), k * plan.windows.blocks(plan.shape).2);
+                let some: Vec<Vec<u8>> = idx.iter().map(|&i| parts[i].clone()).collect();
+                let cts = cop_lookup_cts(&sess, &idx, &some).unwrap();
+                cop_lookup_client(&mut c1, &sess, &plan, &cts, &xc, 51, &mut prg).unwrap()
             });
             let mut prg = Prg::new([5; 16]);
             let sess = HeSession::setup_server_key(&mut c0, Role::Server, params, &mut prg).unwrap();

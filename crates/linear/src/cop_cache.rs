@@ -179,8 +179,8 @@ pub fn client_cache_dir() -> Option<PathBuf> {
 /// One server key's directory of cached weights on the client (see the module docs).
 pub struct ClientCache {
     dir: PathBuf,
-    /// Entries whose files had their recorded size at setup, with the file's hash and size.
-    entries: Vec<(Entry, Hash, u64)>,
+    /// Entries whose files had their recorded size at setup.
+    entries: Vec<(Entry, Parts)>,
     /// One line per entry dropped at setup.
     pub problems: Vec<String>,
 }
@@ -189,36 +189,33 @@ fn file_hash(bytes: &[u8]) -> Hash {
     Sha256::digest(bytes).into()
 }
 
-/// Frames (as received) in one file: `count`, then each frame's length and bytes (u64 LE).
-fn frames_to_bytes(frames: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(8 + frames.iter().map(|f| f.len() + 8).sum::<usize>());
-    out.extend((frames.len() as u64).to_le_bytes());
-    for f in frames {
-        out.extend((f.len() as u64).to_le_bytes());
-        out.extend_from_slice(f);
-    }
-    out
+/// Where an entry's ciphertexts lie in its file: each one's length and SHA-256, in order.
+#[derive(Clone, Debug)]
+struct Parts {
+    lens: Vec<u64>,
+    hashes: Vec<Hash>,
 }
 
-fn frames_from_bytes(b: &[u8]) -> Option<Vec<Vec<u8>>> {
-    let word = |at: usize| -> Option<usize> { Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?) as usize) };
-    let count = word(0)?;
-    let mut at = 8;
-    let mut out = Vec::with_capacity(count.min(1 << 16));
-    for _ in 0..count {
-        let len = word(at)?;
-        at += 8;
-        out.push(b.get(at..at.checked_add(len)?)?.to_vec());
-        at += len;
+impl Parts {
+    fn size(&self) -> u64 {
+        self.lens.iter().sum()
     }
-    (at == b.len()).then_some(out)
+    fn offset(&self, i: usize) -> u64 {
+        self.lens[..i].iter().sum()
+    }
+}
+
+fn parts_from_json(v: &serde_json::Value) -> Option<Parts> {
+    let lens: Vec<u64> = v.get("lens")?.as_array()?.iter().map(|x| x.as_u64()).collect::<Option<_>>()?;
+    let hashes: Vec<Hash> = v.get("hashes")?.as_array()?.iter().map(|x| x.as_str().and_then(unhex)).collect::<Option<_>>()?;
+    (lens.len() == hashes.len()).then_some(Parts { lens, hashes })
 }
 
 impl ClientCache {
     /// Opens (or makes) the directory of server key `key` under `root` and checks every entry's
-    /// file against the size it was written with (a truncated file is dropped here; its SHA-256
-    /// is checked as it is loaded, [`ClientCache::load`]). Never fails: what cannot be read is
-    /// dropped and named in [`ClientCache::problems`].
+    /// file against the size it was written with (a truncated file is dropped here; each
+    /// ciphertext's SHA-256 is checked as it is read, [`ClientCache::load`]). Never fails: what
+    /// cannot be read is dropped and named in [`ClientCache::problems`].
     pub fn open(root: &Path, key: &Hash) -> ClientCache {
         let dir = root.join(hex(key));
         let mut problems = Vec::new();
@@ -234,17 +231,19 @@ impl ClientCache {
             match serde_json::from_slice::<serde_json::Value>(&text) {
                 Ok(serde_json::Value::Array(a)) => {
                     for v in &a {
-                        let fh = v.get("file").and_then(|f| f.as_str()).and_then(unhex);
-                        let size = v.get("size").and_then(|s| s.as_u64());
-                        let (Some(e), Some(fh), Some(size)) = (entry_from_json(v), fh, size) else {
+                        let (Some(e), Some(parts)) = (entry_from_json(v), parts_from_json(v)) else {
                             problems.push(format!("{}: a malformed entry, dropped", index.display()));
                             continue;
                         };
                         let path = dir.join(format!("{}.cts", hex(&e.digest)));
                         match std::fs::metadata(&path) {
-                            Ok(md) if md.len() == size => entries.push((e, fh, size)),
+                            Ok(md) if md.len() == parts.size() => entries.push((e, parts)),
                             Ok(_) => {
-                                problems.push(format!("{}: not the size it was written with (truncated or changed), deleted; the weight `{}` will be sent again", path.display(), e.name));
+                                problems.push(format!(
+                                    "{}: not the size it was written with (truncated or changed), deleted; the weight `{}` will be sent again",
+                                    path.display(),
+                                    e.name
+                                ));
                                 let _ = std::fs::remove_file(&path);
                             }
                             Err(err) => problems.push(format!("{}: {err}; the weight `{}` will be sent again", path.display(), e.name)),
@@ -261,22 +260,40 @@ impl ClientCache {
 
     /// The entries to list at setup.
     pub fn inventory(&self) -> Vec<Entry> {
-        self.entries.iter().map(|(e, _, _)| e.clone()).collect()
+        self.entries.iter().map(|(e, _)| e.clone()).collect()
     }
 
-    /// The frames of the entry with `digest`, checked against the file's hash again; a missing
-    /// or changed file is deleted from the cache and is an error (the query fails, the next
-    /// session transfers the weight again).
-    pub fn load(&mut self, digest: &Hash) -> Result<Vec<Vec<u8>>, LinearError> {
-        let i = self.entries.iter().position(|(e, _, _)| e.digest == *digest).ok_or_else(|| {
+    /// The serialized ciphertexts `idx` (every one for `None`) of the entry with `digest`, each
+    /// checked against its SHA-256; a missing, short or changed file is deleted from the cache
+    /// and is an error (the query fails, the next session transfers the weight again).
+    pub fn load(&mut self, digest: &Hash, idx: Option<&[usize]>) -> Result<Vec<Vec<u8>>, LinearError> {
+        use std::io::{Read, Seek, SeekFrom};
+        let i = self.entries.iter().position(|(e, _)| e.digest == *digest).ok_or_else(|| {
             LinearError::Malformed(format!("the server named cached weight {} that this client did not list", hex(digest)))
         })?;
         let path = self.dir.join(format!("{}.cts", hex(digest)));
-        let frames = std::fs::read(&path).ok().filter(|b| file_hash(b) == self.entries[i].1).and_then(|b| frames_from_bytes(&b));
-        match frames {
-            Some(f) => Ok(f),
+        let parts = &self.entries[i].1;
+        let all: Vec<usize> = (0..parts.lens.len()).collect();
+        let idx = idx.unwrap_or(&all);
+        let read = || -> Option<Vec<Vec<u8>>> {
+            let mut f = std::fs::File::open(&path).ok()?;
+            let mut out = Vec::with_capacity(idx.len());
+            for &j in idx {
+                let len = usize::try_from(*parts.lens.get(j)?).ok()?;
+                f.seek(SeekFrom::Start(parts.offset(j))).ok()?;
+                let mut b = vec![0u8; len];
+                f.read_exact(&mut b).ok()?;
+                if file_hash(&b) != parts.hashes[j] {
+                    return None;
+                }
+                out.push(b);
+            }
+            Some(out)
+        };
+        match read() {
+            Some(p) => Ok(p),
             None => {
-                let (e, _, _) = self.entries.remove(i);
+                let (e, _) = self.entries.remove(i);
                 let _ = std::fs::remove_file(&path);
                 self.write_index();
                 Err(LinearError::Unsupported(format!(
@@ -288,18 +305,19 @@ impl ClientCache {
         }
     }
 
-    /// Stores a weight's frames as received (replacing an entry of the same name and shape).
-    pub fn store(&mut self, e: Entry, frames: &[Vec<u8>]) -> Result<(), LinearError> {
-        let bytes = frames_to_bytes(frames);
-        let fh = file_hash(&bytes);
+    /// Stores a weight's serialized ciphertexts (replacing an entry of the same name and shape).
+    pub fn store(&mut self, e: Entry, parts: &[Vec<u8>]) -> Result<(), LinearError> {
+        let p = Parts { lens: parts.iter().map(|b| b.len() as u64).collect(), hashes: parts.iter().map(|b| file_hash(b)).collect() };
         let path = self.dir.join(format!("{}.cts", hex(&e.digest)));
         let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, &bytes).and_then(|_| std::fs::rename(&tmp, &path)).map_err(|err| LinearError::Unsupported(format!("COP cache: cannot write {}: {err}", path.display())))?;
-        for (old, _, _) in self.entries.iter().filter(|(o, _, _)| o.name == e.name && (o.m, o.n) == (e.m, e.n) && o.digest != e.digest) {
+        std::fs::write(&tmp, parts.concat())
+            .and_then(|_| std::fs::rename(&tmp, &path))
+            .map_err(|err| LinearError::Unsupported(format!("COP cache: cannot write {}: {err}", path.display())))?;
+        for (old, _) in self.entries.iter().filter(|(o, _)| o.name == e.name && (o.m, o.n) == (e.m, e.n) && o.digest != e.digest) {
             let _ = std::fs::remove_file(self.dir.join(format!("{}.cts", hex(&old.digest))));
         }
-        self.entries.retain(|(o, _, _)| !(o.name == e.name && (o.m, o.n) == (e.m, e.n)));
-        self.entries.push((e, fh, bytes.len() as u64));
+        self.entries.retain(|(o, _)| !(o.name == e.name && (o.m, o.n) == (e.m, e.n)));
+        self.entries.push((e, p));
         self.write_index();
         Ok(())
     }
@@ -308,10 +326,10 @@ impl ClientCache {
         let a: Vec<serde_json::Value> = self
             .entries
             .iter()
-            .map(|(e, fh, size)| {
+            .map(|(e, p)| {
                 let mut v = entry_json(e);
-                v["file"] = serde_json::Value::String(hex(fh));
-                v["size"] = serde_json::Value::from(*size);
+                v["lens"] = serde_json::json!(p.lens);
+                v["hashes"] = serde_json::Value::Array(p.hashes.iter().map(|h| serde_json::Value::String(hex(h))).collect());
                 v
             })
             .collect();
@@ -357,15 +375,6 @@ mod tests {
     }
 
     #[test]
-    fn frames_round_trip_and_reject_truncation() {
-        let f = vec![vec![1u8, 2, 3], vec![], vec![9; 100]];
-        let b = frames_to_bytes(&f);
-        assert_eq!(frames_from_bytes(&b).unwrap(), f);
-        assert!(frames_from_bytes(&b[..b.len() - 1]).is_none());
-        assert!(frames_from_bytes(&[0xff; 8]).is_none());
-    }
-
-    #[test]
     fn cache_keeps_good_entries_and_drops_bad_ones() {
         let root = std::env::temp_dir().join(format!("nectar-cop-cache-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
@@ -373,11 +382,12 @@ mod tests {
         let mut c = ClientCache::open(&root, &key);
         assert!(c.inventory().is_empty() && c.problems.is_empty(), "{:?}", c.problems);
         c.store(entry("w1", 1), &[vec![1, 2, 3]]).unwrap();
-        c.store(entry("w2", 2), &[vec![4; 10], vec![5]]).unwrap();
-        // Reopened: both entries, their frames as stored.
+        c.store(entry("w2", 2), &[vec![4; 10], vec![5], vec![6, 7]]).unwrap();
+        // Reopened: both entries, their parts as stored, all or some.
         let mut c = ClientCache::open(&root, &key);
         assert_eq!(c.inventory().len(), 2);
-        assert_eq!(c.load(&[2; 32]).unwrap(), vec![vec![4; 10], vec![5]]);
+        assert_eq!(c.load(&[2; 32], None).unwrap(), vec![vec![4; 10], vec![5], vec![6, 7]]);
+        assert_eq!(c.load(&[2; 32], Some(&[2, 0, 2])).unwrap(), vec![vec![6, 7], vec![4; 10], vec![6, 7]]);
         // Truncate one file: dropped at the next open, with a one-line problem.
         let p = root.join(hex(&key)).join(format!("{}.cts", hex(&[1; 32])));
         let b = std::fs::read(&p).unwrap();
@@ -389,13 +399,15 @@ mod tests {
         // A file changed in place (same size) fails its load, and the entry goes.
         let p2 = root.join(hex(&key)).join(format!("{}.cts", hex(&[2; 32])));
         let mut b2 = std::fs::read(&p2).unwrap();
-        b2[20] ^= 1;
+        b2[10] ^= 1; // the second part, `[5]`
         std::fs::write(&p2, &b2).unwrap();
-        let e = c.load(&[2; 32]).unwrap_err().to_string();
+        let e = c.load(&[2; 32], Some(&[1])).unwrap_err().to_string();
         assert!(!e.contains('\n'), "{e}");
         assert!(c.inventory().is_empty());
-        // A name the client never listed is an error, not a panic.
-        assert!(c.load(&[3; 32]).is_err());
+        // A name the client never listed, or a part it does not have, is an error, not a panic.
+        assert!(c.load(&[3; 32], None).is_err());
+        c.store(entry("w3", 3), &[vec![1]]).unwrap();
+        assert!(c.load(&[3; 32], Some(&[5])).is_err());
         // A garbled index: everything is sent again.
         std::fs::write(root.join(hex(&key)).join("index.json"), b"{oops").unwrap();
         let c = ClientCache::open(&root, &key);

@@ -354,7 +354,7 @@ fn encode_block(plan: &OltPlan, side: Side, mat: &[u64], idx: usize, tmask: u64)
 
 /// `t − 1` for the power-of-two plaintext modulus `t` of an OLT's `params`: entries (mod
 /// `2^64`) are reduced into `Z_t` with it as they are encoded.
-fn plain_mask(params: &Params) -> Result<u64, LinearError> {
+pub(crate) fn plain_mask(params: &Params) -> Result<u64, LinearError> {
     let t = params.plain_modulus(0);
     if !t.is_power_of_two() || t > 1u128 << 64 {
         return Err(LinearError::BadParams(format!("an OLT needs a power-of-two t <= 2^64, got {t}")));
@@ -446,26 +446,6 @@ pub(crate) fn open_response<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, l
     layout.parse(&polys)
 }
 
-/// `count` ciphertexts from frames as [`send_blocks`] sent them (e.g. stored by the receiver),
-/// each switched to `level` and put in NTT form.
-pub(crate) fn blocks_from_frames(params: &Params, frames: &[Vec<u8>], count: usize, level: usize) -> Result<Vec<Ciphertext>, LinearError> {
-    let ranges: Vec<_> = wire::frames(count).collect();
-    if ranges.len() != frames.len() {
-        return Err(LinearError::Malformed(format!("{} frames for {count} ciphertexts", frames.len())));
-    }
-    let mut cts: Vec<Ciphertext> = Vec::with_capacity(count);
-    for (range, f) in ranges.into_iter().zip(frames) {
-        let mut part = wire::cts_from_bytes(params, f, range.len())?;
-        part.par_iter_mut().try_for_each(|c| -> Result<(), LinearError> {
-            c.mod_switch_to(params, level)?;
-            c.to_ntt(params);
-            Ok(())
-        })?;
-        cts.extend(part);
-    }
-    Ok(cts)
-}
-
 /// The frames of `count` ciphertexts as [`send_blocks`] sends them, unparsed.
 pub(crate) fn recv_frames<C: Channel + ?Sized>(ch: &mut C, count: usize) -> Result<Vec<Vec<u8>>, LinearError> {
     wire::frames(count).map(|_| Ok(ch.recv()?)).collect()
@@ -507,7 +487,60 @@ fn evaluator<C: Channel + ?Sized>(
     let level = product_level(params, plan, side, mats, h2a::olt_response_level(params));
     // The peer's query in frames, each switched to the product level as it arrives.
     let cts = recv_blocks(ch, params, peer_per * mats.len(), level)?;
-    evaluate(ch, sess, plan, side, mats, layout, prg, prepared, &cts, level, false)
+    evaluate(ch, sess, plan, side, mats, layout, prg, prepared, CtSet::All(&cts), level, false)
+}
+
+/// The peer's ciphertexts an evaluator multiplies: all of them, or (a one-hot lookup that
+/// skips zero blocks) those of the blocks it uses, by index ([`lookup_blocks`]).
+#[derive(Clone, Copy)]
+pub(crate) enum CtSet<'a> {
+    All(&'a [Ciphertext]),
+    Some { cts: &'a std::collections::HashMap<usize, Ciphertext>, len: usize },
+}
+
+impl CtSet<'_> {
+    fn len(&self) -> usize {
+        match self {
+            CtSet::All(c) => c.len(),
+            CtSet::Some { len, .. } => *len,
+        }
+    }
+    fn get(&self, i: usize) -> Result<&Ciphertext, LinearError> {
+        match self {
+            CtSet::All(c) => c.get(i),
+            CtSet::Some { cts, .. } => cts.get(&i),
+        }
+        .ok_or_else(|| LinearError::BadShape(format!("peer ciphertext {i} not held")))
+    }
+}
+
+/// For each column key of an evaluator holding `mat` (`side`) that skips zero blocks, the
+/// indices of the peer's ciphertexts its products use, in order, repeated where two keys use
+/// the same one (so that their count is a function of the shape alone when every key has one
+/// nonzero block, e.g. one-hot rows with `k_w = 1`): what [`evaluate`] with `skip_zero` reads
+/// for a single matrix (`H = 1`).
+pub(crate) fn lookup_blocks(plan: &OltPlan, side: Side, mat: &[u64], tmask: u64) -> Vec<usize> {
+    let (kb, mb, nb) = plan.windows.blocks(plan.shape);
+    let mut out = Vec::new();
+    match side {
+        Side::Lhs => {
+            for alpha in 0..kb {
+                let nz: Vec<usize> = (0..mb).filter(|&beta| block_nonzero(plan, side, mat, alpha * mb + beta, tmask)).collect();
+                for beta in if nz.is_empty() { vec![0] } else { nz } {
+                    out.extend((0..nb).map(|gamma| beta * nb + gamma));
+                }
+            }
+        }
+        Side::Rhs => {
+            for gamma in 0..nb {
+                let nz: Vec<usize> = (0..mb).filter(|&beta| block_nonzero(plan, side, mat, beta * nb + gamma, tmask)).collect();
+                for beta in if nz.is_empty() { vec![0] } else { nz } {
+                    out.extend((0..kb).map(|alpha| alpha * mb + beta));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The evaluator's products of its plaintext blocks of `mats` (`side`) with the peer's
@@ -525,7 +558,7 @@ pub(crate) fn evaluate<C: Channel + ?Sized>(
     layout: &ResultLayout,
     prg: &mut Prg,
     prepared: Option<PreparedBlocks>,
-    cts: &[Ciphertext],
+    cts: CtSet<'_>,
     level: usize,
     skip_zero: bool,
 ) -> Result<Vec<u64>, LinearError> {
@@ -684,9 +717,9 @@ pub(crate) fn evaluate<C: Channel + ?Sized>(
                                 .zip(&pts)
                                 .map(|(beta, &pt)| {
                                     let (h, ct_idx, _) = idx(b, beta);
-                                    (&cts[h * peer_per + ct_idx], pt)
+                                    Ok((cts.get(h * peer_per + ct_idx)?, pt))
                                 })
-                                .collect();
+                                .collect::<Result<_, LinearError>>()?;
                             acc.add_many(params, &terms)?;
                             Ok(())
                         },

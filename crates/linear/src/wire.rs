@@ -56,6 +56,17 @@ fn unframe(bytes: &[u8], expected: usize) -> Result<Vec<&[u8]>, LinearError> {
     Ok(out)
 }
 
+/// The serialized ciphertexts of a frame of `expected`, each as its own bytes (to keep or
+/// store them, and deserialize some later with [`ct_from_part`]).
+pub(crate) fn parts_of_frame(bytes: &[u8], expected: usize) -> Result<Vec<Vec<u8>>, LinearError> {
+    Ok(unframe(bytes, expected)?.into_iter().map(|b| b.to_vec()).collect())
+}
+
+/// One ciphertext from its serialized bytes (a part of [`parts_of_frame`]).
+pub(crate) fn ct_from_part(params: &Params, b: &[u8]) -> Result<Ciphertext, LinearError> {
+    ct_from_bytes(params, b)
+}
+
 pub(crate) fn cts_from_bytes(
     params: &Params,
     bytes: &[u8],

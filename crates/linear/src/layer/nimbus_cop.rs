@@ -10,7 +10,10 @@
 //! ([`crate::layer::MatmulProtocol::layer_matmul`]'s `key`) — at its first use in the session the
 //! server computes the weight's digest and sends it with a flag: the client's cached copy is
 //! current, or the ciphertexts follow (then the client caches them). Every later query of the
-//! session reuses them, whatever its row count. The transfer is recorded as preprocessing
+//! session reuses them, whatever its row count. A layer weight is decoded once (every product
+//! uses all of it); the embedding table of a lookup stays serialized — in the client's cache, or
+//! in memory without one — and each query reads and decodes the blocks of its rows only (`k·n'`
+//! ciphertexts, repeats included, whatever the ids). The transfer is recorded as preprocessing
 //! (`prepro_bytes` / `prepro_seconds` of the profile rows), the rest of the call as online.
 //!
 //! Ring: products in `Z_{2^51}` under [`Params::nectar_olt_narrow`] (as `olt-ring = narrow`),
@@ -24,7 +27,7 @@
 //! `R_q` ([`crate::cop`], security row below).
 
 use super::MatmulProtocol;
-use crate::cop::{cop_client, cop_lookup_client, cop_plan, cop_recv_weights_raw, cop_send_weights, cop_server, cop_weights_from_frames, cop_windows, weight_level, CopWeights};
+use crate::cop::{cop_client, cop_lookup_blocks, cop_lookup_client, cop_lookup_cts, cop_plan, cop_recv_parts, cop_send_weights, cop_server, cop_weights_from_parts, cop_windows, CopWeights};
 use crate::cop_cache::{client_cache_dir, inventory_from_bytes, inventory_to_bytes, key_digest, server_key, weight_digest, ClientCache, Entry, Hash};
 use crate::krdy::{Shape, Windows};
 use crate::protocol::{LinearCx, LinearProtocol, State};
@@ -85,10 +88,20 @@ impl Protocol for NimbusCop {
     }
 }
 
-/// One weight as the session knows it: its windows and, on the client, its ciphertexts.
+/// One weight as the session knows it: its windows and, on the client, its copy.
 struct Held {
     windows: Windows,
-    cts: Option<CopWeights>,
+    copy: Option<Copy>,
+}
+
+/// The client's copy of a weight.
+enum Copy {
+    /// A layer weight: every ciphertext decoded (the products use them all).
+    Decoded(CopWeights),
+    /// A lookup table held as received (serialized; the rows a query needs are decoded then).
+    Parts(Vec<Vec<u8>>),
+    /// A lookup table in the client's cache (the rows a query needs are read then).
+    Cached(Hash),
 }
 
 /// One party's COP session (module docs).
@@ -170,7 +183,9 @@ const CACHED: u8 = 0;
 const FRESH: u8 = 1;
 
 /// The weight named `name` (`m×n`) held for this session: at its first use the server's
-/// digest and flag, then (unless the client's cached copy is current) the ciphertexts.
+/// digest and flag, then (unless the client's cached copy is current) the ciphertexts. A
+/// lookup table (`lookup`) is not decoded here: each query decodes the blocks its rows use.
+#[allow(clippy::too_many_arguments)]
 fn first_use(st: &mut CopState, ch: &mut dyn Channel, prg: &mut Prg, name: &str, (m, n): (usize, usize), w: Option<&[u64]>, lookup: bool) -> Result<Held, LinearError> {
     let degree = st.sess.degree();
     let windows = cop_windows(m, n, degree, &cost_model())?;
@@ -187,29 +202,41 @@ fn first_use(st: &mut CopState, ch: &mut dyn Channel, prg: &mut Prg, name: &str,
                 cop_send_weights(ch, &st.sess, &plan, w, prg)?;
             }
             ch.flush()?;
-            Ok(Held { windows, cts: None })
+            Ok(Held { windows, copy: None })
         }
         (Role::Client, None) => {
             let msg = ch.recv()?;
             let (&flag, d) = msg.split_first().ok_or_else(|| LinearError::Malformed("COP: empty weight header".into()))?;
             let d: Hash = d.try_into().map_err(|_| LinearError::Malformed("COP: weight header of the wrong size".into()))?;
-            let level = weight_level(&st.sess, lookup);
-            let held = match (flag, st.cache.as_mut()) {
-                (CACHED, Some(c)) => cop_weights_from_frames(&st.sess, &plan, &c.load(&d)?, level)?,
-                (CACHED, None) => return Err(LinearError::Malformed("COP: the server named a cached weight, but this client caches nothing".into())),
-                (FRESH, cache) => {
-                    let (held, frames) = cop_recv_weights_raw(ch, &st.sess, &plan, level)?;
-                    if let Some(c) = cache {
-                        let e = Entry { name: name.to_string(), m, n, windows, digest: d };
-                        if let Err(err) = c.store(e, &frames) {
-                            eprintln!("nectar: COP weight cache: {err}");
-                        }
+            let copy = match (flag, st.cache.as_mut(), lookup) {
+                (CACHED, Some(_), true) => Copy::Cached(d),
+                (CACHED, Some(c), false) => Copy::Decoded(cop_weights_from_parts(&st.sess, &plan, &c.load(&d, None)?)?),
+                (CACHED, None, _) => return Err(LinearError::Malformed("COP: the server named a cached weight, but this client caches nothing".into())),
+                (FRESH, cache, _) => {
+                    let parts = cop_recv_parts(ch, &st.sess, &plan)?;
+                    let stored = match cache {
+                        Some(c) => match c.store(Entry { name: name.to_string(), m, n, windows, digest: d }, &parts) {
+                            Ok(()) => true,
+                            Err(err) => {
+                                eprintln!("nectar: COP weight cache: {err}");
+                                false
+                            }
+                        },
+                        None => false,
+                    };
+                    match (lookup, stored) {
+                        (true, true) => Copy::Cached(d),
+                        (true, false) => Copy::Parts(parts),
+                        (false, _) => Copy::Decoded(cop_weights_from_parts(&st.sess, &plan, &parts)?),
                     }
-                    held
                 }
-                (f, _) => return Err(LinearError::Malformed(format!("COP: weight header flag {f}"))),
+                (f, _, _) => return Err(LinearError::Malformed(format!("COP: weight header flag {f}"))),
             };
-            let bytes = held.memory_bytes(&st.sess);
+            let bytes = match &copy {
+                Copy::Decoded(c) => c.memory_bytes(&st.sess),
+                Copy::Parts(p) => p.iter().map(Vec::len).sum(),
+                Copy::Cached(_) => 0,
+            };
             if st.client_bytes + bytes > MAX_CLIENT_WEIGHT_BYTES {
                 return Err(LinearError::Unsupported(format!(
                     "matmul = nimbus-cop: the client would hold {} MiB of encrypted weights (at most {} MiB per session)",
@@ -218,7 +245,7 @@ fn first_use(st: &mut CopState, ch: &mut dyn Channel, prg: &mut Prg, name: &str,
                 )));
             }
             st.client_bytes += bytes;
-            Ok(Held { windows, cts: Some(held) })
+            Ok(Held { windows, copy: Some(copy) })
         }
         _ => Err(LinearError::BadParams("the weight belongs to the server".into())),
     }
@@ -240,11 +267,24 @@ fn product(cx: &mut dyn LinearCx, x: &[u64], (k, m, n): (usize, usize, usize), w
     }
     let held = st.weights.get(&id).ok_or_else(|| LinearError::BadShape("COP weight not held".into()))?;
     let plan = cop_plan(Shape::new(k, m, n)?, held.windows, st.sess.degree())?;
-    let raw = match (st.role, w, &held.cts) {
+    let raw = match (st.role, w, &held.copy) {
         (Role::Server, Some(w), _) => cop_server(s.ch, &st.sess, &plan, x, w, bits)?,
-        (Role::Client, None, Some(c)) if lookup => cop_lookup_client(s.ch, &st.sess, c, &plan, x, bits, s.prg)?,
-        (Role::Client, None, Some(c)) => cop_client(s.ch, &st.sess, c, &plan, x, bits, s.prg)?,
-        _ => return Err(LinearError::BadParams("the weight belongs to the server".into())),
+        (Role::Client, None, Some(Copy::Decoded(c))) if !lookup => cop_client(s.ch, &st.sess, c, &plan, x, bits, s.prg)?,
+        (Role::Client, None, Some(copy)) if lookup => {
+            // The blocks the rows use, read or taken from the held copy, decoded now.
+            let idx = cop_lookup_blocks(&st.sess, &plan, x)?;
+            let parts = match copy {
+                Copy::Parts(p) => idx.iter().map(|&i| p.get(i).cloned().ok_or_else(|| LinearError::BadShape(format!("weight ciphertext {i} not held")))).collect::<Result<Vec<_>, _>>()?,
+                Copy::Cached(d) => {
+                    let d = *d;
+                    st.cache.as_mut().ok_or_else(|| LinearError::BadParams("COP: no cache".into()))?.load(&d, Some(&idx))?
+                }
+                Copy::Decoded(_) => return Err(LinearError::BadParams(format!("COP: `{key}` was not received as a lookup table"))),
+            };
+            let cts = cop_lookup_cts(&st.sess, &idx, &parts)?;
+            cop_lookup_client(s.ch, &st.sess, &plan, &cts, x, bits, s.prg)?
+        }
+        _ => return Err(LinearError::BadParams("COP: the weight belongs to the server, and a lookup table is no layer weight".into())),
     };
     // The client sent last (both parties set it here, AGREEMENT): the truncation's first
     // message rides on its flight.

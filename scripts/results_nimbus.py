@@ -141,10 +141,10 @@ if infer:
         w(f"| `{l['suite']}` | {l['cache']} | {l['tokens']} | {l['seconds']:.2f} | {l['bytes_per_input'] / 1e6:.1f} | {l['rounds']} | "
           f"{tt['peak_rss_bytes'] / 2**30:.2f} | {es} |")
     w("")
-    w("A warm client still reads the cached weights from disk and turns them into NTT form at each")
-    w("weight's first use in a session (the `embed` column: the whole table, though a lookup needs")
-    w("only the blocks of its tokens), so on a short sentence the cached lookup is not yet faster")
-    w("than the OLT's; loading only the blocks a query touches is the next step.")
+    w("A warm client reads a layer weight from its cache whole at the weight's first use in the")
+    w("session, but of the embedding table only the blocks its tokens' rows use (the table stays")
+    w("serialized on disk, each block checked against its SHA-256 as it is read): the `embed` column")
+    w("is then mostly the first use's flag round trip and the server's digest of its table.")
     w("")
 
 w("## Acceptance (issue 47), as far as measured here")

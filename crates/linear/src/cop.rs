@@ -5,11 +5,12 @@
 //! `X_C` on every query and the server multiply by its plaintext weight. COP turns the roles
 //! around, because the weight does not change between queries:
 //!
-//! 1. **Setup, once per weight** ([`cop_send_weights`] / [`cop_recv_weights`]): the server
-//!    encodes `W`'s blocks (`π_rhs`, the window encoding of Cheetah/BumbleBee §III) and sends
-//!    them encrypted under **its own** key (seeded); the client keeps them in NTT form at the top
-//!    level. The client holds only RLWE ciphertexts under the server's key: `W` stays hidden by
-//!    RLWE, with no flooding.
+//! 1. **Setup, once per weight** ([`cop_send_weights`] / [`cop_recv_weights`] or
+//!    [`cop_recv_parts`]): the server encodes `W`'s blocks (`π_rhs`, the window encoding of
+//!    Cheetah/BumbleBee §III) and sends them encrypted under **its own** key (seeded); the client
+//!    keeps them, decoded in NTT form at the top level ([`weight_level`]) or, for a one-hot
+//!    lookup, serialized until a query needs some of them ([`cop_lookup_cts`]). The client holds
+//!    only RLWE ciphertexts under the server's key: `W` stays hidden by RLWE, with no flooding.
 //! 2. **Online, one flight** ([`cop_client`] / [`cop_server`]): the client multiplies the stored
 //!    ciphertexts by its plaintext blocks of `X_C`, compresses the block products with the
 //!    server's Galois keys (InterLeave or PackLWEs, the OLT's own), re-randomises each result
@@ -29,26 +30,26 @@
 //! body and the authors' COP kernel are not available, notes §2.1). We keep the OLT's window
 //! encoding and compression, which gives the same message pattern (weights once, compact
 //! outputs, one online flight) and lets the windows be chosen by the cost model of the online
-//! phase ([`cop_plan`]).
+//! phase ([`cop_windows`]).
 //!
 //! Output: shares of `X·W` mod `2^l` up to H2A-Coeff's rare LSB error, for `l` up to the bits of
 //! the session's plaintext modulus `t = 2^b`.
 
 use crate::krdy::{matmul_u64, Shape, Windows};
 use crate::olt::{evaluate, lookup_blocks, open_response, plain_mask, recv_blocks, recv_frames, send_blocks, CtSet, Side};
-use rayon::prelude::*;
-use std::collections::HashMap;
 use crate::parse_mat::ResultLayout;
 use crate::session::HeSession;
-use crate::window::{Compression, CostModel, OltPlan, Variant, MAX_HELD_PRODUCTS};
+use crate::window::{CostModel, OltPlan, Variant, MAX_HELD_PRODUCTS};
 use crate::LinearError;
 use nectar_he::Ciphertext;
 use nectar_math::Prg;
 use nectar_net::Channel;
+use rayon::prelude::*;
+use std::collections::HashMap;
 
 /// Largest ratio of a plan's weight ciphertexts to the fewest any window gives for the shape
-/// (AGREEMENT: both parties choose the plan): [`cop_plan`] trades at most this much setup for a
-/// cheaper online phase.
+/// (AGREEMENT: both parties choose the windows): [`cop_windows`] trades at most this much setup
+/// (and client memory) for a cheaper online phase; 1: the densest packing only.
 pub const SETUP_FACTOR: usize = 1;
 
 /// Rows the windows of a weight are priced at ([`cop_windows`]; AGREEMENT). With `k_w = 1` the
@@ -315,15 +316,6 @@ pub fn cop_server<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, plan: &OltP
     let r = open_response(ch, sess, &layout(plan))?;
     let local = matmul_u64(x, w, s);
     Ok(r.iter().zip(local).map(|(a, b)| a.wrapping_add(b) & mask(l)).collect())
-}
-
-/// Whether a plan returns its products compressed (for reports).
-pub fn compression_name(p: &OltPlan) -> &'static str {
-    match p.compression {
-        Compression::None => "none",
-        Compression::Interleave => "interleave",
-        Compression::PackLwes => "packlwes",
-    }
 }
 
 #[cfg(test)]

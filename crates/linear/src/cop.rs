@@ -36,6 +36,7 @@
 //! the session's plaintext modulus `t = 2^b`.
 
 use crate::krdy::{matmul_u64, Shape, Windows};
+use crate::matmul::{check_ring, mask};
 use crate::olt::{evaluate, lookup_blocks, open_response, plain_mask, recv_blocks, recv_frames, send_blocks, CtSet, Side};
 use crate::parse_mat::ResultLayout;
 use crate::session::HeSession;
@@ -121,23 +122,6 @@ fn check_plan(plan: &OltPlan, sess: &HeSession) -> Result<(), LinearError> {
 
 fn layout(plan: &OltPlan) -> ResultLayout {
     ResultLayout { shape: plan.shape, windows: plan.windows, degree: plan.degree, compression: plan.compression, batch: 1 }
-}
-
-fn mask(l: u32) -> u64 {
-    if l >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << l) - 1
-    }
-}
-
-/// Shares of `Z_{2^l}` need a session whose plaintext modulus is `t = 2^b`, `b ≥ l`.
-fn check_ring(sess: &HeSession, l: u32) -> Result<(), LinearError> {
-    let tb = crate::h2a::plain_bits(&sess.params, 0);
-    if l > tb || !sess.params.plain_modulus(0).is_power_of_two() {
-        return Err(LinearError::BadParams(format!("shares of Z_2^{l} need t = 2^b with b >= {l}; this session's t has {tb} bits")));
-    }
-    Ok(())
 }
 
 /// Server, setup: `W` (`m×n`, row-major, ring elements) encrypted under the server's key and

@@ -21,7 +21,7 @@ use crate::LinearError;
 use nectar_math::Prg;
 use nectar_net::{Channel, Role};
 
-fn mask(l: u32) -> u64 {
+pub(crate) fn mask(l: u32) -> u64 {
     if l >= 64 {
         u64::MAX
     } else {
@@ -30,7 +30,7 @@ fn mask(l: u32) -> u64 {
 }
 
 /// Shares of `Z_{2^l}` need an OLT whose plaintext modulus `t = 2^b` has `b ≥ l`.
-fn check_ring(sess: &HeSession, l: u32) -> Result<(), LinearError> {
+pub(crate) fn check_ring(sess: &HeSession, l: u32) -> Result<(), LinearError> {
     let tb = crate::h2a::plain_bits(&sess.params, 0);
     if l > tb || !sess.params.plain_modulus(0).is_power_of_two() {
         return Err(LinearError::BadParams(format!("shares of Z_2^{l} need t = 2^b with b >= {l}; this session's t has {tb} bits")));

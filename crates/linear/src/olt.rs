@@ -47,6 +47,16 @@ pub enum Side {
     Rhs,
 }
 
+impl Side {
+    /// The other party's side.
+    pub fn peer(self) -> Side {
+        match self {
+            Side::Lhs => Side::Rhs,
+            Side::Rhs => Side::Lhs,
+        }
+    }
+}
+
 /// Plaintext blocks are all prepared up front when they fit in this many bytes (LOCAL).
 pub const PT_CACHE_BYTES: usize = 512 << 20;
 
@@ -479,10 +489,7 @@ fn evaluator<C: Channel + ?Sized>(
     prepared: Option<PreparedBlocks>,
 ) -> Result<Vec<u64>, LinearError> {
     let params = &sess.params;
-    let peer_side = match side {
-        Side::Lhs => Side::Rhs,
-        Side::Rhs => Side::Lhs,
-    };
+    let peer_side = side.peer();
     let peer_per = block_count(plan, peer_side);
     let level = product_level(params, plan, side, mats, h2a::olt_response_level(params));
     // The peer's query in frames, each switched to the product level as it arrives.
@@ -569,10 +576,7 @@ pub(crate) fn evaluate<C: Channel + ?Sized>(
     // The products run long between messages (seconds for an embedding table): they stop at
     // the next group of blocks once the session is cancelled (its peer gone).
     let cancel = ch.cancel_token();
-    let peer_side = match side {
-        Side::Lhs => Side::Rhs,
-        Side::Rhs => Side::Lhs,
-    };
+    let peer_side = side.peer();
     let peer_per = block_count(plan, peer_side);
     if cts.len() != peer_per * batch {
         return Err(LinearError::BadShape(format!("{} peer ciphertexts for {} blocks", cts.len(), peer_per * batch)));

@@ -69,6 +69,9 @@ pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, su
     if json {
         for (i, it) in items.iter().enumerate() {
             let r = it.report;
+            // Input-independent work inside the query (COP's weight transfer at first use,
+            // ROTL's rotations), as its profile recorded it; the rest is online.
+            let pre = r.profile.total();
             let mut o = serde_json::json!({
                 "text": texts.get(i),
                 "task": r.task,
@@ -82,6 +85,10 @@ pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, su
                 "seconds_per_input": it.seconds(),
                 "bytes_per_input": it.bytes(),
                 "rounds_per_input": r.rounds as f64 / it.batch as f64,
+                "prepro_seconds": pre.prepro_seconds,
+                "prepro_bytes": pre.prepro_bytes,
+                "online_seconds": (r.seconds - pre.prepro_seconds).max(0.0),
+                "online_bytes": (r.bytes_sent + r.bytes_recv).saturating_sub(pre.prepro_bytes),
                 "suite": suite.label(),
                 "protocols": suite.json_map(),
             });
@@ -115,6 +122,8 @@ pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, su
                 "bytes_recv": recv,
                 "bytes_total": sent + recv,
                 "bytes_per_input": (sent + recv) as f64 / inputs as f64,
+                "prepro_seconds": profile.total().prepro_seconds,
+                "prepro_bytes": profile.total().prepro_bytes,
                 "peak_rss_bytes": crate::report::peak_rss_bytes(),
                 "breakdown": profile.to_json(),
             }

@@ -1163,6 +1163,13 @@ fn drain_on_signals() -> Result<std::sync::Arc<std::sync::atomic::AtomicBool>, S
     Ok(flag)
 }
 
+/// The client's cache of a server's encrypted weights (`nectar_linear::cop_cache`): `cop/` in
+/// nectar's cache unless `off`.
+fn weight_cache(off: bool) {
+    let dir = (!off).then(|| nectar_model::home::default_home().join("cop"));
+    nectar_linear::cop_cache::set_client_cache_dir(dir);
+}
+
 #[cfg(test)]
 mod tests {
     /// `--net`'s help names every preset with its bandwidth and round trip.
@@ -1173,11 +1180,4 @@ mod tests {
             assert!(super::NET_HELP.contains(&entry), "{entry} missing from {}", super::NET_HELP);
         }
     }
-}
-
-/// The client's cache of a server's encrypted weights (`nectar_linear::cop_cache`): `cop/` in
-/// nectar's cache unless `off`.
-fn weight_cache(off: bool) {
-    let dir = (!off).then(|| nectar_model::home::default_home().join("cop"));
-    nectar_linear::cop_cache::set_client_cache_dir(dir);
 }

@@ -20,42 +20,62 @@ impl Drop for Server {
     }
 }
 
-fn start_server(model: &Path) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_nectar"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--suite", SUITE, "--model"])
-        .arg(model)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
+/// A test step's failure, as a message.
+type R<T> = Result<T, String>;
+
+/// A successful `nectar infer`: its embedding, bytes per input and stderr.
+type Run = (Vec<f64>, f64, String);
+
+fn io<T>(what: &str, r: std::io::Result<T>) -> R<T> {
+    r.map_err(|e| format!("{what}: {e}"))
+}
+
+fn start_server(model: &Path) -> R<Server> {
+    let mut child = io(
+        "spawn nectar serve",
+        Command::new(env!("CARGO_BIN_EXE_nectar"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--suite", SUITE, "--model"])
+            .arg(model)
+            .stderr(Stdio::piped())
+            .spawn(),
+    )?;
+    let stderr = child.stderr.take().ok_or("no server stderr")?;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             let _ = tx.send(line);
         }
     });
-    let first = rx.recv_timeout(Duration::from_secs(60)).expect("server banner");
-    let addr = first.split(" on ").nth(1).and_then(|s| s.split_whitespace().next()).expect("address in banner").to_string();
-    Server(child, addr)
+    let first = rx.recv_timeout(Duration::from_secs(60)).map_err(|e| format!("server banner: {e}"))?;
+    let addr = first.split(" on ").nth(1).and_then(|s| s.split_whitespace().next()).ok_or(format!("no address in {first:?}"))?.to_string();
+    Ok(Server(child, addr))
 }
 
-/// One `nectar infer` with its cache under `home`: (embedding, bytes, stderr), or the failure's
-/// stderr.
-fn infer(server: &Server, model: &Path, home: &Path) -> Result<(Vec<f64>, f64, String), String> {
-    let out = Command::new(env!("CARGO_BIN_EXE_nectar"))
-        .env("NECTAR_HOME", home)
-        .args(["infer", "--connect", &server.1, "--json", "--suite", SUITE, "--ids", IDS, "--model"])
-        .arg(model)
-        .output()
-        .unwrap();
+/// One `nectar infer` with its cache under `home`: `Ok((embedding, bytes, stderr))`, or
+/// `Ok(Err(stderr))` when it failed (the outer error: the test could not run it or read it).
+fn infer(server: &Server, model: &Path, home: &Path) -> R<Result<Run, String>> {
+    let out = io(
+        "run nectar infer",
+        Command::new(env!("CARGO_BIN_EXE_nectar"))
+            .env("NECTAR_HOME", home)
+            .args(["infer", "--connect", &server.1, "--json", "--suite", SUITE, "--ids", IDS, "--model"])
+            .arg(model)
+            .output(),
+    )?;
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     if !out.status.success() {
-        return Err(err);
+        return Ok(Err(err));
     }
     let line = String::from_utf8_lossy(&out.stdout);
-    let v: serde_json::Value = serde_json::from_str(line.lines().next().unwrap_or("")).unwrap_or_else(|e| panic!("{e}: {line}"));
-    let emb = v["private"]["Embedding"].as_array().unwrap_or_else(|| panic!("no embedding in {v}")).iter().map(|x| x.as_f64().unwrap()).collect();
-    Ok((emb, v["bytes_per_input"].as_f64().unwrap(), err))
+    let v: serde_json::Value = serde_json::from_str(line.lines().next().unwrap_or("")).map_err(|e| format!("{e}: {line}"))?;
+    let emb = v["private"]["Embedding"].as_array().ok_or(format!("no embedding in {v}"))?.iter().map(|x| x.as_f64().ok_or("a non-number")).collect::<Result<_, _>>()?;
+    let bytes = v["bytes_per_input"].as_f64().ok_or(format!("no bytes_per_input in {v}"))?;
+    Ok(Ok((emb, bytes, err)))
+}
+
+/// [`infer`] that must succeed.
+fn infer_ok(server: &Server, model: &Path, home: &Path) -> R<Run> {
+    infer(server, model, home)?.map_err(|e| format!("nectar infer failed: {e}"))
 }
 
 fn cosine(a: &[f64], b: &[f64]) -> f64 {
@@ -77,16 +97,17 @@ fn cache_files(home: &Path) -> Vec<PathBuf> {
 }
 
 /// The cached file of a layer weight (not the embedding table), from the index.
-fn layer_file(home: &Path) -> PathBuf {
-    for d in std::fs::read_dir(home.join("cop")).unwrap().flatten() {
-        let index: serde_json::Value = serde_json::from_slice(&std::fs::read(d.path().join("index.json")).unwrap()).unwrap();
-        for e in index.as_array().unwrap() {
-            if e["name"].as_str().is_some_and(|n| n.contains("layer")) {
-                return d.path().join(format!("{}.cts", e["digest"].as_str().unwrap()));
+fn layer_file(home: &Path) -> R<PathBuf> {
+    for d in io("read the cache", std::fs::read_dir(home.join("cop")))?.flatten() {
+        let text = io("read index.json", std::fs::read(d.path().join("index.json")))?;
+        let index: serde_json::Value = serde_json::from_slice(&text).map_err(|e| format!("index.json: {e}"))?;
+        for e in index.as_array().ok_or("index.json: not a list")? {
+            if let (Some(true), Some(digest)) = (e["name"].as_str().map(|n| n.contains("layer")), e["digest"].as_str()) {
+                return Ok(d.path().join(format!("{digest}.cts")));
             }
         }
     }
-    panic!("no layer weight cached under {}", home.display())
+    Err(format!("no layer weight cached under {}", home.display()))
 }
 
 fn warnings(stderr: &str) -> Vec<&str> {
@@ -94,30 +115,30 @@ fn warnings(stderr: &str) -> Vec<&str> {
 }
 
 #[test]
-fn a_returning_client_skips_the_transfer_and_bad_files_are_sent_again() {
+fn a_returning_client_skips_the_transfer_and_bad_files_are_sent_again() -> R<()> {
     let root = std::env::temp_dir().join(format!("nectar-weight-cache-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let (model, home) = (root.join("model"), root.join("home"));
-    std::fs::create_dir_all(&model).unwrap();
-    nectar_bench::fixtures::tiny::write_tiny_bert(&model, 3).unwrap();
-    let server = start_server(&model);
+    io("make the model directory", std::fs::create_dir_all(&model))?;
+    nectar_bench::fixtures::tiny::write_tiny_bert(&model, 3).map_err(|e| format!("tiny BERT: {e}"))?;
+    let server = start_server(&model)?;
 
     // Cold: the weights travel and are cached.
-    let (cold, cold_bytes, err) = infer(&server, &model, &home).unwrap();
+    let (cold, cold_bytes, err) = infer_ok(&server, &model, &home)?;
     assert!(warnings(&err).is_empty(), "{err}");
     let files = cache_files(&home);
     assert!(files.len() >= 5, "the embedding and the layer weights are cached: {files:?}");
     // Warm: none travels again; the same result up to the protocols' error.
-    let (warm, warm_bytes, err) = infer(&server, &model, &home).unwrap();
+    let (warm, warm_bytes, err) = infer_ok(&server, &model, &home)?;
     assert!(warnings(&err).is_empty(), "{err}");
     // Tiny BERT: the weights are a handful of ciphertexts (about 150 kB each), the rest the same.
     assert!(warm_bytes + 1e6 < cold_bytes, "warm {warm_bytes} B vs cold {cold_bytes} B");
     assert!(cosine(&cold, &warm) > 0.999, "cosine {}", cosine(&cold, &warm));
 
     // A truncated file: dropped at setup with one line, that weight sent again.
-    let b = std::fs::read(&files[0]).unwrap();
-    std::fs::write(&files[0], &b[..b.len() / 2]).unwrap();
-    let (again, bytes, err) = infer(&server, &model, &home).unwrap();
+    let b = io("read a cached file", std::fs::read(&files[0]))?;
+    io("truncate it", std::fs::write(&files[0], &b[..b.len() / 2]))?;
+    let (again, bytes, err) = infer_ok(&server, &model, &home)?;
     assert_eq!(warnings(&err).len(), 1, "{err}");
     assert!(bytes > warm_bytes + 1e5, "the truncated weight travels again: {bytes} vs {warm_bytes}");
     assert!(cosine(&cold, &again) > 0.999);
@@ -125,27 +146,30 @@ fn a_returning_client_skips_the_transfer_and_bad_files_are_sent_again() {
     // A layer weight's file changed in place (same size): that query fails in one line, the
     // next one gets a fresh transfer. (A lookup table is read only where the query's rows need
     // it; every part read is checked.)
-    let layer = layer_file(&home);
-    let mut b = std::fs::read(&layer).unwrap();
+    let layer = layer_file(&home)?;
+    let mut b = io("read a layer weight's file", std::fs::read(&layer))?;
     let mid = b.len() / 2;
     b[mid] ^= 0x40;
-    std::fs::write(&layer, &b).unwrap();
-    let e = infer(&server, &model, &home).unwrap_err();
-    let last = e.lines().filter(|l| !l.trim().is_empty()).last().unwrap_or("");
+    io("change it", std::fs::write(&layer, &b))?;
+    let Err(e) = infer(&server, &model, &home)? else {
+        return Err("a changed cached file was used".into());
+    };
+    let last = e.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
     assert!(last.contains("reconnect for a fresh transfer"), "{e}");
-    let (again, bytes, err) = infer(&server, &model, &home).unwrap();
+    let (again, bytes, err) = infer_ok(&server, &model, &home)?;
     assert!(warnings(&err).is_empty(), "{err}");
     assert!(bytes > warm_bytes + 1e5, "{bytes} vs {warm_bytes}");
     assert!(cosine(&cold, &again) > 0.999);
 
     // A new server (a new key): every weight travels again, under a directory of its own.
     drop(server);
-    let server = start_server(&model);
-    let (again, bytes, _) = infer(&server, &model, &home).unwrap();
+    let server = start_server(&model)?;
+    let (again, bytes, _) = infer_ok(&server, &model, &home)?;
     assert!(bytes + 1e5 > cold_bytes, "{bytes} vs cold {cold_bytes}");
     assert!(cosine(&cold, &again) > 0.999);
-    let dirs = std::fs::read_dir(home.join("cop")).unwrap().count();
+    let dirs = io("read the cache", std::fs::read_dir(home.join("cop")))?.count();
     assert_eq!(dirs, 2, "one directory per server key");
     drop(server);
     let _ = std::fs::remove_dir_all(&root);
+    Ok(())
 }

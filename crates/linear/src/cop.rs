@@ -146,10 +146,6 @@ pub struct CopWeights {
 }
 
 impl CopWeights {
-    /// The windows the weight was encrypted with.
-    pub fn windows(&self) -> Windows {
-        self.windows
-    }
     /// Ciphertexts held.
     pub fn len(&self) -> usize {
         self.cts.len()

@@ -189,26 +189,33 @@ fn file_hash(bytes: &[u8]) -> Hash {
     Sha256::digest(bytes).into()
 }
 
-/// Where an entry's ciphertexts lie in its file: each one's length and SHA-256, in order.
+/// Where an entry's ciphertexts lie in its file: each one's length and SHA-256, in order, and
+/// the offsets they start at (`offsets[i]`; the last entry is the file's size).
 #[derive(Clone, Debug)]
 struct Parts {
     lens: Vec<u64>,
     hashes: Vec<Hash>,
+    offsets: Vec<u64>,
 }
 
 impl Parts {
-    fn size(&self) -> u64 {
-        self.lens.iter().sum()
+    fn new(lens: Vec<u64>, hashes: Vec<Hash>) -> Option<Parts> {
+        let offsets = std::iter::once(0).chain(lens.iter().scan(0u64, |at, &l| {
+            *at = at.checked_add(l)?;
+            Some(*at)
+        }));
+        let offsets: Vec<u64> = offsets.collect();
+        (lens.len() == hashes.len() && offsets.len() == lens.len() + 1).then_some(Parts { lens, hashes, offsets })
     }
-    fn offset(&self, i: usize) -> u64 {
-        self.lens[..i].iter().sum()
+    fn size(&self) -> u64 {
+        self.offsets.last().copied().unwrap_or(0)
     }
 }
 
 fn parts_from_json(v: &serde_json::Value) -> Option<Parts> {
     let lens: Vec<u64> = v.get("lens")?.as_array()?.iter().map(|x| x.as_u64()).collect::<Option<_>>()?;
     let hashes: Vec<Hash> = v.get("hashes")?.as_array()?.iter().map(|x| x.as_str().and_then(unhex)).collect::<Option<_>>()?;
-    (lens.len() == hashes.len()).then_some(Parts { lens, hashes })
+    Parts::new(lens, hashes)
 }
 
 impl ClientCache {
@@ -280,7 +287,7 @@ impl ClientCache {
             let mut out = Vec::with_capacity(idx.len());
             for &j in idx {
                 let len = usize::try_from(*parts.lens.get(j)?).ok()?;
-                f.seek(SeekFrom::Start(parts.offset(j))).ok()?;
+                f.seek(SeekFrom::Start(parts.offsets[j])).ok()?;
                 let mut b = vec![0u8; len];
                 f.read_exact(&mut b).ok()?;
                 if file_hash(&b) != parts.hashes[j] {
@@ -307,7 +314,8 @@ impl ClientCache {
 
     /// Stores a weight's serialized ciphertexts (replacing an entry of the same name and shape).
     pub fn store(&mut self, e: Entry, parts: &[Vec<u8>]) -> Result<(), LinearError> {
-        let p = Parts { lens: parts.iter().map(|b| b.len() as u64).collect(), hashes: parts.iter().map(|b| file_hash(b)).collect() };
+        let p = Parts::new(parts.iter().map(|b| b.len() as u64).collect(), parts.iter().map(|b| file_hash(b)).collect())
+            .ok_or_else(|| LinearError::BadShape("COP cache: parts too large".into()))?;
         let path = self.dir.join(format!("{}.cts", hex(&e.digest)));
         let tmp = path.with_extension("tmp");
         std::fs::write(&tmp, parts.concat())

@@ -281,32 +281,55 @@ enum Cmd {
         #[arg(long)]
         markdown: bool,
     },
-    /// Fit an OPPE table (East §4.1): breakpoints and coefficients of `m` degree-`d` pieces,
-    /// with the max / mean error in f64 and in the fixed-point twin.
+    /// Fit an approximation: an OPPE table (East §4.1; `--lo`, `--hi`, `--m`, `--d`) with the
+    /// max / mean error in f64 and in the fixed-point twin, or with `--model` Nimbus's
+    /// distribution-aware quartic (§4) fitted to the inputs the model feeds the function on
+    /// calibration texts, with its error over those inputs and over the worst case.
     Fit {
-        /// gelu, exp, tanh or silu.
+        /// gelu, gelu_tanh, exp, tanh or silu.
         #[arg(long)]
         func: String,
-        /// The fitted interval [lo, hi] (0 left of lo; the function's tail right of hi).
-        #[arg(long, allow_hyphen_values = true)]
-        lo: f64,
-        #[arg(long, allow_hyphen_values = true)]
-        hi: f64,
-        /// Pieces, tails included.
+        /// OPPE: the fitted interval [lo, hi] (0 left of lo; the function's tail right of hi).
+        #[arg(long, allow_hyphen_values = true, required_unless_present = "model")]
+        lo: Option<f64>,
+        #[arg(long, allow_hyphen_values = true, required_unless_present = "model")]
+        hi: Option<f64>,
+        /// OPPE: pieces, tails included.
         #[arg(long, default_value_t = 8)]
         m: usize,
-        /// Polynomial degree.
+        /// OPPE: polynomial degree.
         #[arg(long, default_value_t = 3)]
         d: usize,
-        /// The range the error is reported on, `LO,HI` (default: [lo, hi]).
+        /// The range the error is reported on, `LO,HI` (default: OPPE [lo, hi]; with --model
+        /// [-8, 8] for an activation, [-16, 0] for exp).
         #[arg(long, allow_hyphen_values = true)]
         domain: Option<String>,
         /// Exact comparisons instead of BumbleBee's approximate less-than.
         #[arg(long)]
         exact_compare: bool,
-        /// Evenly spaced points of the domain for the error figures.
+        /// OPPE: evenly spaced points of the domain for the error figures.
         #[arg(long, default_value_t = 20001)]
         samples: usize,
+        /// Distribution-aware fit (Nimbus §4) to this model's activation inputs (a Hugging Face
+        /// directory or GGUF file with a tokenizer).
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// With --model: texts to run, one per line (default: the built-in calibration texts).
+        #[arg(long, requires = "model")]
+        texts: Option<PathBuf>,
+        /// With --model, gelu / silu: the threshold r of the |x| form (ReLU beyond).
+        #[arg(long, default_value_t = 3.0, requires = "model")]
+        range: f64,
+        /// With --model, exp: the clip T (e^x := 0 below).
+        #[arg(long, allow_hyphen_values = true, default_value_t = -8.0, requires = "model")]
+        clip: f64,
+        /// With --model, exp: squarings after the quartic base.
+        #[arg(long, default_value_t = 1, requires = "model")]
+        squarings: u32,
+        /// With --model: weight of the uniform floor over the fitted range, relative to the
+        /// samples' (bounds the worst case where the texts put few inputs).
+        #[arg(long, default_value_t = 0.02, requires = "model")]
+        floor: f64,
         /// Write the table as JSON to this file.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -914,10 +937,19 @@ fn run(cli: Cli) -> Result<(), String> {
             let a = accuracy::Args { dir: model.dir(), sentences, suite: suite.suite()?, secure, classify };
             accuracy::run(&a, json)
         }
-        Cmd::Fit { func, lo, hi, m, d, domain, exact_compare, samples, out, json } => {
-            let a = fit::Args { func: &func, lo, hi, m, d, domain: domain.as_deref(), exact_compare, samples };
-            fit::run(&a, out.as_deref(), json)
-        }
+        Cmd::Fit { func, lo, hi, m, d, domain, exact_compare, samples, model, texts, range, clip, squarings, floor, out, json } => match model {
+            Some(model) => {
+                let a = fit::DistArgs { func: &func, model: &model, texts: texts.as_deref(), range, clip, squarings, floor, domain: domain.as_deref(), exact_compare };
+                fit::run_dist(&a, out.as_deref(), json)
+            }
+            None => {
+                let (Some(lo), Some(hi)) = (lo, hi) else {
+                    return Err("nectar fit: an OPPE table needs --lo and --hi (or --model for a distribution fit)".into());
+                };
+                let a = fit::Args { func: &func, lo, hi, m, d, domain: domain.as_deref(), exact_compare, samples };
+                fit::run(&a, out.as_deref(), json)
+            }
+        },
         Cmd::Params { suite, json } => {
             let s = match suite {
                 Some(spec) => Some(suites::resolve(Some(&spec), None, &[], suites::DEFAULT_SUITE)?),

@@ -12,7 +12,7 @@ use crate::block::{
     run_blocks, BlockConfig, BlockNames, FfnKind, Layout, NormKind, Placement, Rows,
 };
 use crate::config::BertConfig;
-use crate::reference::{BlockWeights, F32Block};
+use crate::reference::{BlockWeights, F32Block, Observer};
 use crate::weights::WeightSource;
 use crate::weights::Weights;
 use crate::ModelError;
@@ -255,10 +255,21 @@ impl Bert {
         type_ids: &[u32],
         mask: &[u32],
     ) -> Result<Vec<f32>, ModelError> {
+        self.forward_observed(ids, type_ids, mask, None)
+    }
+
+    /// [`Bert::forward`], telling `observe` what [`F32Block::observe`] sees.
+    pub fn forward_observed(
+        &self,
+        ids: &[u32],
+        type_ids: &[u32],
+        mask: &[u32],
+        observe: Option<Observer<'_>>,
+    ) -> Result<Vec<f32>, ModelError> {
         self.check_ids(ids, type_ids, mask)?;
         let c = &self.config;
         let n = ids.len();
-        let mut ops = F32Block::new(&self.weights);
+        let mut ops = F32Block { observe, ..F32Block::new(&self.weights) };
         let cfg = block_config(c);
         let types: Vec<usize> = type_ids.iter().map(|&t| t as usize).collect();
         let positions: Vec<usize> = (0..n).collect();

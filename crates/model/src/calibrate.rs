@@ -58,6 +58,9 @@ pub fn ranges(llama: &Llama, prompts: &[Vec<u32>]) -> Result<BTreeMap<String, Ra
     let seen: RefCell<BTreeMap<String, Range>> = RefCell::new(BTreeMap::new());
     let hidden = llama.config.hidden_size;
     let observe = |site: Site, name: &str, x: &[f32]| {
+        if !matches!(site, Site::NormInput | Site::LinearOutput) {
+            return;
+        }
         let mut seen = seen.borrow_mut();
         // norm inputs are rows of `hidden`; a product's rows are only needed for |y|
         let width = if site == Site::NormInput { hidden } else { x.len().max(1) };
@@ -92,6 +95,7 @@ pub fn shifts(ranges: &BTreeMap<String, Range>, fp: FixedPoint, hi: i32) -> Resu
             match r.site {
                 Site::NormInput => r.max_ms * down * down <= ms_cap && r.max_abs * down <= abs_cap,
                 Site::LinearOutput => r.max_abs * down <= LINEAR_CAP,
+                Site::ActivationInput | Site::SoftmaxInput => true, // not recorded by `ranges`
             }
         };
         let k = (0..24u32).find(|&k| fits(k)).ok_or_else(|| {
@@ -135,6 +139,42 @@ pub fn model_scale_shifts(model: &crate::Model, fp: FixedPoint, hi: i32) -> Resu
         }
     }
     shifts(&ranges(llama, &prompts)?, fp, hi)
+}
+
+/// The inputs of every activation (keyed by its name: `gelu`, `gelu_tanh`, `silu`, `relu`) and
+/// of the softmax exponentials (`softmax`: `score − row max` of the visible keys) when `model`
+/// (f32) runs on each of `texts` (tokenized with the model's tokenizer): the distributions a
+/// distribution-aware approximation is fitted to (Nimbus §4, `nectar fit --model`).
+pub fn activation_samples(model: &crate::Model, texts: &[String]) -> Result<BTreeMap<String, Vec<f32>>, ModelError> {
+    let tok = model
+        .tokenizer()
+        .ok_or_else(|| ModelError::Unsupported("activation samples need the model's tokenizer".into()))?;
+    let seen: RefCell<BTreeMap<String, Vec<f32>>> = RefCell::new(BTreeMap::new());
+    let observe = |site: Site, name: &str, x: &[f32]| {
+        if matches!(site, Site::ActivationInput | Site::SoftmaxInput) {
+            seen.borrow_mut().entry(name.to_string()).or_default().extend_from_slice(x);
+        }
+    };
+    for text in texts {
+        let e = tok.encode(text)?;
+        match model.network() {
+            crate::Network::Bert(bert) => {
+                bert.forward_observed(&e.ids, &e.type_ids, &e.attention_mask, Some(&observe))?;
+            }
+            crate::Network::Gpt2(gpt2) => {
+                gpt2.forward_observed(&e.ids, &mut gpt2.new_cache(), Some(&observe))?;
+            }
+            crate::Network::Llama(llama) => {
+                llama.forward_observed(&e.ids, &mut llama.new_cache(), Some(&observe))?;
+            }
+            crate::Network::Vit(_) | crate::Network::ConfigOnly => {
+                return Err(ModelError::Unsupported(
+                    "activation samples are taken from text models with weights (BERT, GPT-2, LLaMA)".into(),
+                ))
+            }
+        }
+    }
+    Ok(seen.into_inner())
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use crate::block::{
 use crate::arch::{generate, last_logits, ArchOps, ArchTensors, Decl, DenseDecl, NormDecl, TableDecl};
 use crate::block::BlockOps;
 use crate::config::Gpt2Config;
-use crate::reference::{BlockWeights, F32Block};
+use crate::reference::{BlockWeights, F32Block, Observer};
 use crate::weights::Weights;
 use crate::ModelError;
 
@@ -119,6 +119,16 @@ impl Gpt2 {
     /// Runs `ids` as the positions following those in `cache` and appends them to it.
     /// Returns the final-LayerNorm hidden states of the new positions, `[ids.len(), n_embd]`.
     pub fn forward_step(&self, ids: &[u32], cache: &mut KvCache<Vec<f32>>) -> Result<Vec<f32>, ModelError> {
+        self.forward_observed(ids, cache, None)
+    }
+
+    /// [`Gpt2::forward_step`], telling `observe` what [`F32Block::observe`] sees.
+    pub fn forward_observed(
+        &self,
+        ids: &[u32],
+        cache: &mut KvCache<Vec<f32>>,
+        observe: Option<Observer<'_>>,
+    ) -> Result<Vec<f32>, ModelError> {
         let c = &self.config;
         let n = ids.len();
         if n == 0 {
@@ -138,7 +148,7 @@ impl Gpt2 {
                 c.vocab_size
             )));
         }
-        let mut ops = F32Block::new(&self.weights);
+        let mut ops = F32Block { observe, ..F32Block::new(&self.weights) };
         let x = embeddings(&mut ops, &self.tensors, Some(ids), n, start)?;
         let rows = Rows::new(n);
         let cfg = block_config(c);

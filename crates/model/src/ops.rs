@@ -147,6 +147,38 @@ pub struct AttnShape {
     pub dh: usize,
 }
 
+/// Scores of query `i` of head `h` against every key into `p` (`−∞` for keys it may not see,
+/// as in [`attention`]); returns their max.
+#[allow(clippy::too_many_arguments)] // one row of `attention`'s loop
+fn row_scores(q: &[f32], k: &[f32], shape: AttnShape, key_mask: Option<&[bool]>, causal: bool, h: usize, i: usize, p: &mut [f32]) -> f32 {
+    let AttnShape { n, m, heads, kv_heads, dh } = shape;
+    let (d, dkv) = (heads * dh, kv_heads * dh);
+    let g = h / (heads / kv_heads.max(1));
+    let qi = &q[i * d + h * dh..i * d + (h + 1) * dh];
+    let last = if causal { m - n + i } else { m - 1 };
+    let mut max = f32::NEG_INFINITY;
+    for j in 0..m {
+        let visible = j <= last && key_mask.is_none_or(|mk| mk[j]);
+        p[j] = if visible { dot(qi, &k[j * dkv + g * dh..j * dkv + (g + 1) * dh]) } else { f32::NEG_INFINITY };
+        max = max.max(p[j]);
+    }
+    max
+}
+
+/// The inputs of [`attention`]'s exponentials: `score − row max` of every visible key, row by
+/// row and head by head (what a distribution-aware exp is fitted to, [`crate::calibrate`]).
+pub fn softmax_inputs(q: &[f32], k: &[f32], shape: AttnShape, key_mask: Option<&[bool]>, causal: bool) -> Vec<f32> {
+    let mut p = vec![0f32; shape.m];
+    let mut out = Vec::new();
+    for h in 0..shape.heads {
+        for i in 0..shape.n {
+            let max = row_scores(q, k, shape, key_mask, causal, h, i, &mut p);
+            out.extend(p.iter().filter(|v| v.is_finite()).map(|v| v - max));
+        }
+    }
+    out
+}
+
 /// Multi-head dot-product attention; `q` is already scaled by `1/sqrt(dh)` (the block scales
 /// the query columns of its QKV product).
 ///
@@ -177,22 +209,11 @@ pub fn attention(
             let mut out = vec![0f32; n * dh];
             let mut p = vec![0f32; m];
             for i in 0..n {
-                let qi = &q[i * d + h * dh..i * d + (h + 1) * dh];
-                let g = h / group;
-                let last = if causal { m - n + i } else { m - 1 };
-                let mut max = f32::NEG_INFINITY;
-                for j in 0..m {
-                    let visible = j <= last && key_mask.is_none_or(|mk| mk[j]);
-                    p[j] = if visible {
-                        dot(qi, &k[j * dkv + g * dh..j * dkv + (g + 1) * dh])
-                    } else {
-                        f32::NEG_INFINITY
-                    };
-                    max = max.max(p[j]);
-                }
+                let max = row_scores(q, k, shape, key_mask, causal, h, i, &mut p);
                 if max == f32::NEG_INFINITY {
                     continue; // no visible key: output zero
                 }
+                let g = h / group;
                 let mut sum = 0f32;
                 for pj in p.iter_mut() {
                     *pj = (*pj - max).exp();

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use crate::arch::{block_decls, ArchOps, Decl, DenseDecl, TableDecl};
 use crate::block::{Activation, AttnDims, BlockConfig, BlockNames, BlockOps, ColScale, Layout, NormKind};
-use crate::ops::{activate, add_assign, argmax, attention, layer_norm, linear, rms_norm, rope, AttnShape};
+use crate::ops::{activate, add_assign, argmax, attention, layer_norm, linear, rms_norm, rope, softmax_inputs, AttnShape};
 use crate::weights::WeightSource;
 use crate::ModelError;
 
@@ -161,6 +161,10 @@ pub type Observer<'a> = &'a dyn Fn(Site, &str, &[f32]);
 pub enum Site {
     NormInput,
     LinearOutput,
+    /// An activation's inputs, named by the activation (`gelu`, `gelu_tanh`, `silu`, `relu`).
+    ActivationInput,
+    /// The softmax exponentials' inputs `score − row max` of the visible keys, named `softmax`.
+    SoftmaxInput,
 }
 
 impl<'a> F32Block<'a> {
@@ -274,6 +278,9 @@ impl BlockOps for F32Block<'_> {
         }
         let Some(segs) = segments else {
             let shape = AttnShape { n: d.n, m: d.m, heads: d.heads, kv_heads: d.kv_heads, dh: d.dh };
+            if let Some(f) = self.observe {
+                f(Site::SoftmaxInput, "softmax", &softmax_inputs(q, k, shape, key_mask, causal));
+            }
             return Ok(attention(q, k, v, shape, key_mask, causal));
         };
         // A batch: each input's rows attend to its own keys only.
@@ -291,6 +298,9 @@ impl BlockOps for F32Block<'_> {
     }
 
     fn activation(&mut self, act: Activation, x: &Vec<f32>) -> Result<Vec<f32>, ModelError> {
+        if let Some(f) = self.observe {
+            f(Site::ActivationInput, act.name(), x);
+        }
         let mut y = x.clone();
         activate(&mut y, act);
         Ok(y)

@@ -1,10 +1,11 @@
 //! Exponential of non-positive inputs (softmax, and the BERT pooler's tanh): the operator kind
 //! ([`ExpProtocol`]), its list ([`ALL`]) and what the clipped Taylor forms share
 //! ([`ExpParams`], the clip). One file per protocol: [`taylor`] (BumbleBee §V-B), [`taylor2`]
-//! and [`taylor4`] (nectar), [`oppe`] (East §4.1), [`lut`] (ROTL §II-E). Adding one: its file
+//! and [`taylor4`] (nectar), [`nimbus`] (Nimbus §4), [`oppe`] (East §4.1), [`lut`] (ROTL §II-E). Adding one: its file
 //! and one line in [`ALL`] (`CONTRIBUTING.md`).
 
 pub mod lut;
+pub mod nimbus;
 pub mod oppe;
 pub mod taylor;
 pub mod taylor2;
@@ -72,6 +73,7 @@ pub static ALL: &[&dyn ExpProtocol] = &[
     &taylor::Taylor,
     &taylor2::Taylor2,
     &taylor4::Taylor4,
+    &nimbus::Nimbus,
     &oppe::Oppe,
     &lut::Lut,
 ];

@@ -176,7 +176,7 @@ fn horner(c: &[f64], x: f64) -> f64 {
 }
 
 /// Gaussian elimination with partial pivoting on a small dense system.
-fn solve(a: &mut [f64], y: &mut [f64], k: usize) -> Vec<f64> {
+pub(crate) fn solve(a: &mut [f64], y: &mut [f64], k: usize) -> Vec<f64> {
     for col in 0..k {
         let piv = (col..k)
             .max_by(|&r, &s| a[r * k + col].abs().total_cmp(&a[s * k + col].abs()))

@@ -47,6 +47,7 @@ pub mod embed;
 pub mod exp;
 pub mod ffn;
 pub mod fit;
+pub mod fit_dist;
 pub mod gelu;
 pub mod layernorm;
 pub mod lut;

@@ -16,7 +16,7 @@
 //! protocol its own serialized parameters, for the ring its documented constants
 //! — which enter the suite's [`Suite::digest`], the session handshake's comparison.
 //!
-//! Named presets: `nectar` (the default), `bumblebee`, `rotl`, `east`, `blb`, `leaf`
+//! Named presets: `nectar` (the default), `bumblebee`, `rotl`, `east`, `blb`, `leaf`, `nimbus`
 //! ([`PRESETS`]). [`Suite::validate`] refuses, before any key is generated and in one line
 //! naming it, a protocol that is not implemented yet and a combination that cannot run (an
 //! activation protocol outside its ring, a softmax composition refusing its exponential or
@@ -84,7 +84,7 @@ impl Choice for ActRing {
 /// A suite that cannot be built or run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SuiteError {
-    #[error("unknown suite preset '{0}' (presets: nectar, bumblebee, rotl, east, blb, leaf)")]
+    #[error("unknown suite preset '{0}' (presets: nectar, bumblebee, rotl, east, blb, leaf, nimbus)")]
     UnknownPreset(String),
     #[error("unknown operator '{0}' (operators: {1})")]
     UnknownOperator(String, String),
@@ -224,7 +224,7 @@ pub trait Visit {
 }
 
 /// The named presets with one line each on what they are.
-pub const PRESETS: [(&str, &str); 6] = [
+pub const PRESETS: [(&str, &str); 7] = [
     (
         "nectar",
         "the default: BumbleBee's protocols with nectar's GeLU (sq8), exp (taylor4), LayerNorm (outer), softmax (coarse) and OLTs mod 2^51",
@@ -234,6 +234,7 @@ pub const PRESETS: [(&str, &str); 6] = [
     ("east", "BumbleBee linear layers + East OPPE GeLU/exp/SiLU/tanh, the Determine reciprocal and rsqrt, LayerNorm by Eq. (9)"),
     ("blb", "BLB: CKKS-fused linear operators with BOLT's P4 GeLU and BumbleBee's other nonlinear protocols between them"),
     ("leaf", "BumbleBee + LEAF's non-interactive FHE feed-forward block"),
+    ("nimbus", "Nimbus (NeurIPS'24): COP matmuls and embedding on weights encrypted once, distribution-fitted GeLU / SiLU / exp, over the nectar default"),
 ];
 
 impl Default for Suite {
@@ -329,6 +330,16 @@ impl Suite {
                 ..b
             },
             "leaf" => Suite { ffn: Ffn::new(&nectar_nn::ffn::leaf::Leaf), ..b },
+            // Nimbus §3.2 (COP, `docs/notes/nimbus.md` §8) and §4 (the fitted approximations)
+            // over the default's other choices (Nimbus runs on BumbleBee's backend).
+            "nimbus" => Suite {
+                matmul: Matmul::new(&nectar_linear::layer::nimbus_cop::NimbusCop),
+                embed: Embed::new(&nectar_nn::embed::nimbus_cop::NimbusCopEmbed),
+                gelu: Gelu::new(&nectar_nn::gelu::nimbus::Nimbus),
+                silu: Silu::new(&nectar_nn::silu::nimbus::Nimbus),
+                exp: Exp::new(&nectar_nn::exp::nimbus::Nimbus),
+                ..Suite::nectar()
+            },
             other => return Err(SuiteError::UnknownPreset(other.to_string())),
         })
     }
@@ -390,7 +401,7 @@ impl Suite {
         if preset.contains('=') {
             return Err(SuiteError::Syntax(
                 spec.to_string(),
-                "it must start with a preset name (bumblebee, rotl, east, blb, leaf)".into(),
+                "it must start with a preset name (nectar, bumblebee, rotl, east, blb, leaf, nimbus)".into(),
             ));
         }
         let mut s = Suite::preset(preset.trim())?;

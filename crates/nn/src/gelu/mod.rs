@@ -7,6 +7,7 @@
 //! | [`p4`] | `p4` | BOLT's P4 (BumbleBee App. D; BLB App. B Alg. 4) |
 //! | [`p7`] | `p7` | nectar: `ReLU(x) − Q(|x|)`, degree 7 |
 //! | [`sq8`] | `sq8` | nectar: `ReLU(x) − Q(|x|)`, degree 8 by three squarings |
+//! | [`nimbus`] | `nimbus` | Nimbus §4: `ReLU(x) − Q(|x|)`, a quartic fitted to the model's inputs |
 //! | [`oppe`] | `oppe` | East §4.1 |
 //! | [`lut`] | `lut` | ROTL §II-E |
 //!
@@ -16,6 +17,7 @@
 
 pub mod abs_form;
 pub mod lut;
+pub mod nimbus;
 pub mod oppe;
 pub mod p4;
 pub mod p4_spu;
@@ -78,6 +80,7 @@ pub static ALL: &[&dyn GeluProtocol] = &[
     &p4_spu::P4Spu,
     &p7::P7,
     &sq8::Sq8,
+    &nimbus::Nimbus,
     &oppe::Oppe,
     &lut::Lut,
 ];

@@ -1,15 +1,14 @@
 //! `gelu = sq8` (the default suite's): `ReLU(x) − Q(|x|)` with `Q` of degree 8 from three
 //! squarings, fitted to the checkpoint's GeLU form, in `Z_{2^45}` (nectar, issue 17).
 
-use super::abs_form::{abs_form_shift, centred_w, P7_G, P7_POLY_BITS};
+use super::abs_form::{abs_form_eval, abs_form_shift, chain_affine, P7_G, P7_POLY_BITS};
 use super::p7::NO_MIXED;
 use super::{by_form, GeluForm, GeluProtocol};
-use crate::backend::{enc_scaled, Backend, DynBackend};
+use crate::backend::{Backend, DynBackend};
 use crate::mixed::ActRing;
 use crate::poly::{LessMode, BUMBLEBEE_LESS};
 use crate::NnError;
 use nectar_math::registry::Protocol;
-use nectar_math::FixedPoint;
 
 /// Ring width of [`sq8_gelu`]'s three-threshold comparison (shares reduced locally,
 /// [`crate::poly::less_than_in_ring`]): 34 − 1 − (f − 4) = 19 millionaire bits (5 digits)
@@ -85,10 +84,6 @@ pub const SQ8_TANH: ChainParams = ChainParams {
     less: BUMBLEBEE_LESS,
 };
 
-/// Scale the affine combinations of [`sq8_gelu`] are summed at before their one truncation
-/// (`|u2|, |u3| ≤ 0.68`, `|Q| < 0.2`: below `2^43`).
-const SQ8_S: u32 = 43;
-
 /// [`ChainParams`]'s chain evaluated in f64 (the approximation alone, no fixed point): `Q(w)`.
 pub fn sq8_q_f64(p: &ChainParams, w: f64) -> f64 {
     let [a1, b1, c1, a2, b2, c2, d2, k3, k2, k1, kw, k0] = p.c;
@@ -112,22 +107,6 @@ pub fn sq8_f64(p: &ChainParams, x: f64) -> f64 {
     }
 }
 
-/// `Σ c_k · v_k + c0` for values `v_k` at scale [`P7_G`] in `Z_2^45`: summed at [`SQ8_S`]
-/// (local products by public constants), then one truncation to `out` (≤ 1 LSB).
-fn sq8_affine<B: Backend + ?Sized>(b: &mut B, terms: &[(&B::Val, f64)], c0: f64, out: u32) -> Result<B::Val, NnError> {
-    let mut acc: Option<B::Val> = None;
-    for &(v, c) in terms {
-        let term = b.mul_const(v, &[enc_scaled(b, c, SQ8_S - P7_G)?], 0)?;
-        acc = Some(match acc {
-            Some(a) => b.add(&a, &term)?,
-            None => term,
-        });
-    }
-    let acc = acc.ok_or_else(|| NnError::BadArgument("sq8: empty combination".into()))?;
-    let acc = b.add_const(&acc, &[enc_scaled(b, c0, SQ8_S)?])?;
-    b.trunc(&acc, SQ8_S - out)
-}
-
 /// The `sq8` GeLU in the current format ([`ChainParams`]). Branch selection by one
 /// three-threshold comparison of `x` in `Z_{2^34}` ([`SQ8_CMP_BITS`]; `p7`'s is in `Z_{2^40}`):
 /// `1{x < −r}`, the sign `s = 1{x < 0}` (then `t = |x|` and `ReLU(x)` from one mux) and
@@ -142,41 +121,16 @@ fn sq8_affine<B: Backend + ?Sized>(b: &mut B, terms: &[(&B::Val, f64)], c0: f64,
 /// Cost: one three-threshold less_than on n, mux n (full ring), three squares on n (3 queries,
 /// 3 responses), six truncations of n, mux n and extension n in `Z_{2^45}`.
 pub fn sq8_gelu<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &ChainParams) -> Result<B::Val, NnError> {
-    let fp = b.format();
-    let f = fp.f();
-    let shift = abs_form_shift("sq8_gelu", fp, p.range)?;
-    let n = b.len(x);
-    // Three thresholds on x in one call in Z_2^34 (shares reduced locally; the bits are
-    // ring-free): 1{x < −r}, the sign 1{x < 0} and 1{x < r}. The bits are monotone, so
-    // 1{−r ≤ x < r} is the XOR of the outer two (local, no AND).
-    let bits = crate::poly::less_than_in_ring(b, x, SQ8_CMP_BITS, &[-p.range, 0.0, p.range], p.less)?;
-    let (below, s, inside_hi) = match bits.as_slice() {
-        [a, c, d] if [a, c, d].iter().all(|v| b.bit_len(v) == n) => (a, c, d),
-        _ => return Err(NnError::BadArgument("expected three comparison bit vectors".into())),
-    };
-    let z = b.xor(inside_hi, below)?; // |x| < r (at x = −r: inside, Q(r) is in the fit's range)
-    let neg = b.mux(s, x)?; // x where x < 0
-    let relu = b.sub(x, &neg)?;
-    let t = b.sub(&relu, &neg)?; // |x|
-    let tn = b.reduce(&t, P7_POLY_BITS)?;
+    let shift = abs_form_shift("sq8_gelu", b.format(), p.range)?;
     let [a1, b1, c1, a2, b2, c2, d2, k3, k2, k1, kw, k0] = p.c;
-    let at = |s: u32| FixedPoint::new(P7_POLY_BITS, s);
-    let run = |b: &mut B| -> Result<B::Val, NnError> {
-        b.set_format(at(P7_G)?);
-        let w = centred_w(b, &tn, shift)?;
-        let p1 = b.square(&w)?;
-        let u2 = sq8_affine(b, &[(&p1, a1), (&w, b1)], c1, P7_G)?;
+    abs_form_eval(b, x, SQ8_CMP_BITS, p.range, shift, p.less, |b, w, f| {
+        let p1 = b.square(w)?;
+        let u2 = chain_affine(b, &[(&p1, a1), (w, b1)], c1, P7_G)?;
         let p2 = b.square(&u2)?;
-        let u3 = sq8_affine(b, &[(&p2, a2), (&p1, b2), (&w, c2)], d2, P7_G)?;
+        let u3 = chain_affine(b, &[(&p2, a2), (&p1, b2), (w, c2)], d2, P7_G)?;
         let p3 = b.square(&u3)?;
-        let q = sq8_affine(b, &[(&p3, k3), (&p2, k2), (&p1, k1), (&w, kw)], k0, f)?;
-        b.set_format(at(f)?);
-        let qz = b.mux(&z, &q)?;
-        crate::mixed::leave(b, &qz, fp)
-    };
-    let qz = run(b);
-    b.set_format(fp);
-    b.sub(&relu, &qz?)
+        chain_affine(b, &[(&p3, k3), (&p2, k2), (&p1, k1), (w, kw)], k0, f)
+    })
 }
 
 /// SQ8 (`gelu=sq8`, chain of squares in `Z_2^45`) at f = 18, in LSB_22 (each square: product

@@ -1,9 +1,10 @@
 //! SiLU (LLaMA's gated FFN): the operator kind ([`SiluProtocol`]), its list ([`ALL`]) and the
 //! exact function (`nectar_math::real::silu`). One file per protocol: [`seg4`] (BumbleBee
-//! App. D), [`oppe`] (East §4.1), [`lut`] (ROTL §II-E). Adding one: its file and one line in
+//! App. D), [`nimbus`] (Nimbus §4), [`oppe`] (East §4.1), [`lut`] (ROTL §II-E). Adding one: its file and one line in
 //! [`ALL`] (`CONTRIBUTING.md`).
 
 pub mod lut;
+pub mod nimbus;
 pub mod oppe;
 pub mod seg4;
 
@@ -47,6 +48,7 @@ pub trait SiluProtocol: Protocol {
 /// Every SiLU protocol, in the order `nectar suites` lists them.
 pub static ALL: &[&dyn SiluProtocol] = &[
     &seg4::Seg4,
+    &nimbus::Nimbus,
     &oppe::Oppe,
     &lut::Lut,
 ];

@@ -699,7 +699,7 @@ enum BenchCmd {
 /// compares its digest and names the first differing operator).
 #[derive(Args, Clone)]
 struct SuiteArgs {
-    /// A preset (nectar, bumblebee, rotl, east, blb, leaf; see `nectar suites`), optionally with
+    /// A preset (nectar, bumblebee, rotl, east, blb, leaf, nimbus; see `nectar suites`), optionally with
     /// `+OP=PROTO` overrides (`bumblebee+gelu=p4`), or `tuned:LINK` (the suite `nectar tune
     /// --net LINK` chose last on this machine); default: nectar.
     #[arg(long)]

@@ -163,6 +163,9 @@ pub struct DistError {
     pub format: [u32; 2],
 }
 
+/// A protocol run on the twin (`x` encoded in the backend's format).
+pub type TwinFn<'a> = &'a dyn Fn(&mut PlainBackend, &Vec<u64>) -> Result<Vec<u64>, NnError>;
+
 /// Errors of `approx` (f64) and `twin` (the protocol on [`PlainBackend`]) against `exact` over
 /// `samples` and over `domain`. The twin runs on at most 10^6 of the samples (evenly strided).
 pub fn dist_error(
@@ -170,7 +173,7 @@ pub fn dist_error(
     domain: [f64; 2],
     exact: &dyn Fn(f64) -> f64,
     approx: &dyn Fn(f64) -> f64,
-    twin: &dyn Fn(&mut PlainBackend, &Vec<u64>) -> Result<Vec<u64>, NnError>,
+    twin: TwinFn<'_>,
     fp: FixedPoint,
 ) -> Result<DistError, NnError> {
     let xs: Vec<f64> = samples.iter().map(|&x| x as f64).collect();

@@ -127,7 +127,7 @@ fn bench_model_reports_each_partys_peak_rss() {
     assert_eq!(totals[0], totals[1], "the simulated link changes no byte or round");
 }
 
-/// `nectar suites` lists the six presets and every operator's choices, implemented or not.
+/// `nectar suites` lists the seven presets and every operator's choices, implemented or not.
 #[test]
 fn suites_lists_presets_and_choices() {
     let out = nectar().args(["suites", "--json"]).output().unwrap();
@@ -135,9 +135,9 @@ fn suites_lists_presets_and_choices() {
     let lines: Vec<serde_json::Value> =
         String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let presets: Vec<&str> = lines.iter().filter_map(|l| l["preset"].as_str()).collect();
-    assert_eq!(presets, ["nectar", "bumblebee", "rotl", "east", "blb", "leaf"]);
+    assert_eq!(presets, ["nectar", "bumblebee", "rotl", "east", "blb", "leaf", "nimbus"]);
     let runs: Vec<bool> = lines.iter().filter(|l| l["preset"].is_string()).map(|l| l["runs"].as_bool().unwrap()).collect();
-    assert_eq!(runs, [true; 6], "every preset runs today");
+    assert_eq!(runs, [true; 7], "every preset runs today");
     let gelu = lines.iter().find(|l| l["operator"] == "gelu").expect("gelu row");
     let choices: Vec<(String, bool)> = gelu["choices"]
         .as_array()
@@ -284,7 +284,7 @@ fn fit_prints_a_table_and_refuses_bad_arguments() {
     }
 }
 
-/// `nectar params` prints the statistical security per session of every preset (all six run):
+/// `nectar params` prints the statistical security per session of every preset (all seven run):
 /// ≥ 40 bits each, every HE set within the 128-bit bound.
 #[test]
 fn params_reports_40_bits_per_session() {
@@ -292,10 +292,10 @@ fn params_reports_40_bits_per_session() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let lines: Vec<serde_json::Value> =
         String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(lines.len(), 6);
+    assert_eq!(lines.len(), 7);
     for l in &lines {
         match l["suite"].as_str().unwrap() {
-            "nectar" | "bumblebee" | "east" | "rotl" | "blb" | "leaf" => {
+            "nectar" | "bumblebee" | "east" | "rotl" | "blb" | "leaf" | "nimbus" => {
                 assert!(l["session_bits"].as_u64().unwrap() >= 40, "{l}");
                 for h in l["he"].as_array().unwrap() {
                     assert!(h["log_qp"].as_u64() <= h["max_log_qp_128"].as_u64(), "{h}");

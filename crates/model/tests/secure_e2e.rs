@@ -313,6 +313,22 @@ fn tiny_models_nectar_secure_matches_twin() {
     });
 }
 
+/// The `nimbus` preset (COP matmuls and lookup; the fitted `|x|`-form GeLU / SiLU and the
+/// clipped quartic-base exp) end to end on tiny BERT, GPT-2 and LLaMA: secure vs the nimbus
+/// twin, with the bumblebee test's bound (each fitted protocol's stated twin gap is a few LSB).
+#[test]
+fn tiny_models_nimbus_secure_matches_twin() {
+    tiny_suite_matches_twin("nimbus", &["bert", "gpt2", "llama"], 16, 2, |table| {
+        let row = |op: &str| table.lines().find(|l| l.trim_start().starts_with(op)).map(str::to_string);
+        assert!(row("linear.qkv").is_some_and(|r| r.contains("nimbus-cop")), "COP matmuls: {table}");
+        for op in ["gelu", "silu"] {
+            if let Some(r) = row(op) {
+                assert!(r.split_whitespace().nth(1) == Some("nimbus"), "{op} by nimbus: {r}");
+            }
+        }
+    });
+}
+
 /// Generated from the registry: every layer-matmul protocol (`nectar_linear::layer::ALL`; BLB's
 /// fused blocks apart, `blb_suite.rs`) and every attention-matmul protocol
 /// (`nectar_linear::attention::ALL`) end to end on tiny BERT, secure vs the twin, the profile

@@ -489,6 +489,24 @@ fn minilm_nectar_twin_embeddings_match_plaintext() {
     assert!(worst >= 0.9999, "nectar worst cosine {worst}");
 }
 
+/// The `nimbus` preset's twin on MiniLM (issue 47: `demo --suite nimbus` at cosine ≥ 0.9999): its
+/// GeLU and exp tables were fitted to MiniLM's inputs on the calibration texts, none of which is
+/// among these sentences.
+#[test]
+fn minilm_nimbus_twin_embeddings_match_plaintext() {
+    let worst = minilm_twin_worst_cosine(
+        "nimbus",
+        &[
+            "OK.",
+            "Why?!",
+            "Numbers: 3.14159, 2.71828 and 1,000,000 — what do they have in common?",
+            "Der schnelle braune Fuchs springt über den faulen Hund.",
+            "I bought 12 eggs, 3 loaves of bread, and a bottle of olive oil at the market yesterday afternoon.",
+        ],
+    );
+    assert!(worst >= 0.9999, "nimbus worst cosine {worst}");
+}
+
 /// MiniLM under the `leaf` suite's twin (LEAF's block for `X·W1 → GELU`: the pre-activation
 /// on a `1/16` grid over `[−32, 32)`, the table's output at 20 bits; issue 16): the demo's
 /// sentences within cosine 0.999 of plaintext (issue 16's target for `demo --suite leaf`), and

@@ -287,8 +287,11 @@ fn vit_classify_transcript() {
 /// Re-pinned 2026-11-28 (issue 52; transcripts and the secure outputs of encoders only; every
 /// twin hash and every generated token unchanged): a prompt's attention products run the heads
 /// in block-diagonal groups chosen by the OLT cost model (`SecureEngine::head_group`).
+/// Re-pinned 2026-11-29 (issue 47; the `nectar` cases' transcripts and the secure outputs of
+/// encoders only; every twin hash and every generated token unchanged): the default suite's
+/// embedding lookup runs on Nimbus's COP (`embed = nimbus-cop`).
 const PIN_BERT_EMBED: Pins = (0x7acd5e7b7ccc3408, 0x2b8e0aa2e47afa4a, 0x761855eb0bca651b, 0xdc488cdaf95bb4f9);
-const PIN_BERT_EMBED_BATCH: Pins = (0x807a641874dbc751, 0x126b1095917a1642, 0x4e967b169aa8ef04, 0xa078d3a1b02e3613);
+const PIN_BERT_EMBED_BATCH: Pins = (0x82a3b00716551b2c, 0xe8cfea5e3a7372ce, 0x98804a9140349c93, 0xa078d3a1b02e3613);
 const PIN_BERT_CLASSIFY: Pins = (0x418bbdbad6fee710, 0x5a69f1aa3ad729c5, 0x21fd16382896c826, 0xd879d948488979b7);
 const PIN_GPT2: Pins = (0xda1bdd9226f92987, 0x90da9fe6be76076c, 0x0682f5d74db5bd9d, 0x0682f5d74db5bd9d);
 const PIN_GPT2_OT_MIXED: Pins = (0x031bd3118b7e913a, 0xeb7486f476fa1233, 0x391b611203cbca15, 0x391b611203cbca15);
@@ -307,6 +310,7 @@ fn bert_embed_preset_transcripts() {
         ("east", 32, 5, PIN_BERT_EAST),
         ("rotl", 33, 5, PIN_BERT_ROTL),
         ("bumblebee+matmul=ckks+matmul-shared=ckks", 36, 4, PIN_BERT_CKKS),
+        ("nimbus", 37, 5, PIN_BERT_NIMBUS),
     ] {
         check(
             Case {
@@ -322,10 +326,10 @@ fn bert_embed_preset_transcripts() {
     }
 }
 
-/// RMSNorm and SiLU under the default suite and East's.
+/// RMSNorm and SiLU under the default suite, East's and Nimbus's.
 #[test]
 fn llama_generate_preset_transcripts() {
-    for (suite, seed, want) in [("nectar", 34, PIN_LLAMA_NECTAR), ("east", 35, PIN_LLAMA_EAST)] {
+    for (suite, seed, want) in [("nectar", 34, PIN_LLAMA_NECTAR), ("east", 35, PIN_LLAMA_EAST), ("nimbus", 38, PIN_LLAMA_NIMBUS)] {
         check(
             Case {
                 name: suite,
@@ -341,11 +345,16 @@ fn llama_generate_preset_transcripts() {
 }
 /// Pinned 2026-11-28 at 18474ca, before the rsqrt, norm and softmax kinds moved into the
 /// registry (issue 46); re-pinned the same day for issue 48 (see above).
-const PIN_BERT_NECTAR: Pins = (0x55e09c681e4d041e, 0x54647e03b54c2c5f, 0x27ebaac82cd17300, 0x4b6871d9d3076a3f);
+const PIN_BERT_NECTAR: Pins = (0xa185a0788fe9808b, 0x06c2a3d92e1d30f3, 0x7fa777d1f4b538bd, 0x4b6871d9d3076a3f);
 const PIN_BERT_EAST: Pins = (0xcbecbc96e0ad5675, 0x78cdcb40cf5d6863, 0x81b5a3f91d9bf63a, 0x78fcaa65e35febcc);
 const PIN_BERT_ROTL: Pins = (0xb68e1efd37ec7a49, 0x16ba87651cc3a6e0, 0x0fe077e3d4e961d7, 0xeb16351625208a38);
-const PIN_LLAMA_NECTAR: Pins = (0x5c54796da1992d7e, 0x0c9a1e0f162802ac, 0xb604bb7352ea6eda, 0xb604bb7352ea6eda);
+const PIN_LLAMA_NECTAR: Pins = (0xffd1d254c2fc32d2, 0xb3087da4e03250ab, 0xb604bb7352ea6eda, 0xb604bb7352ea6eda);
 const PIN_LLAMA_EAST: Pins = (0xb33a4c70c375c479, 0x8ba153f57ae4a67f, 0x9ec906393759c165, 0x9ec906393759c165);
+
+/// Pinned 2026-11-29 (issue 47): the `nimbus` preset (COP matmuls and lookup, the fitted GeLU,
+/// SiLU and exp).
+const PIN_BERT_NIMBUS: Pins = (0x5fe50212d8b2cef7, 0x856a659acb9bdd74, 0xe4d39cda80841c29, 0xb2ddb2523b083468);
+const PIN_LLAMA_NIMBUS: Pins = (0xa8de5888b4fdd27a, 0x742b6d4f15b6590d, 0x8f8aaba7d8bde3a1, 0x8f8aaba7d8bde3a1);
 
 /// Pinned 2026-11-28 before the matmul kinds moved into the registry (issue 46).
 const PIN_BERT_CKKS: Pins = (0xdc980ea2dc0eef61, 0x069f5d45e98c4a0f, 0xc2c9519bb6521423, 0x0c2ad28cfa485650);

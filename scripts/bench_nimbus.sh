@@ -10,7 +10,8 @@
 #   3. the nonlinear operators at BERT-base's sizes (GeLU 128 × 3072, softmax 12 × 128 rows of 128,
 #      `bench nn`, no simulated link): the default's protocol against Nimbus's;
 #   4. accuracy over 50 sentences (`nectar accuracy`, twin) and the demo sentences end to end
-#      (`nectar demo`, both parties, LAN), `nimbus`;
+#      (`nectar demo`, both parties, LAN), `nimbus`; SmolLM2 generating 16 tokens under
+#      `nectar+silu=nimbus` (the greedy tokens against plaintext);
 #   5. MiniLM, 32 tokens, `nectar` (COP lookup), `nectar+embed=client-onehot` (the lookup before),
 #      `nectar+gelu=nimbus+exp=nimbus` and `nimbus` (`bench suites`, server in a child process: a
 #      fresh server key per run, so the weights always travel), --repeat 3 on the LAN and once on
@@ -22,7 +23,7 @@
 #      sentence): the first query (cold: the weights travel and are cached) and two more
 #      (warm: read from the client's cache), for `nectar+embed=client-onehot`, `nectar` and
 #      `nimbus` (each line tagged `"cache": "cold"|"warm"`).
-# About 45 minutes on the 2-core VM.
+# About 55 minutes on the 2-core VM.
 set -euo pipefail
 source "$(dirname "$0")/bench_lib.sh"
 bench_init nimbus
@@ -48,6 +49,9 @@ run bench nn --json --suite nectar --op silu --size 393216
 run bench nn --json --suite nimbus --op silu --size 393216
 run accuracy --json --suite nimbus --sentences crates/model/tests/data/sentences50.txt
 run demo --json --suite nimbus --net lan
+# SiLU on a real LLaMA-family model: the prompt on which `nectar` (Seg4 SiLU) left the plaintext
+# greedy continuation after 5 of 16 tokens (docs/results/llm.md)
+run demo --json --suite nectar+silu=nimbus --model "$SMOL" --generate 16 --net lan 'Once upon a time, in a small village by the sea,'
 SUITES=nectar,nectar+embed=client-onehot,nectar+gelu=nimbus+exp=nimbus,nimbus
 run bench suites --json --model "$M" --tokens 32 --suites $SUITES --net lan --repeat 3
 run bench suites --json --model "$M" --tokens 32 --suites $SUITES --net blb-wan3

@@ -15,7 +15,8 @@ TARGET_MINILM_ONLINE, TARGET_COS = 8.0, 0.9999
 fits = [l for l in lines if "form" in l and "error" in l]
 nn = [l for l in lines if l.get("bench") == "nn"]
 acc = [l for l in lines if l.get("bench") == "accuracy-summary"]
-demo = [l for l in lines if "agreement" in l and "plaintext" in l and "bench" not in l]
+demo = [l for l in lines if "agreement" in l and "plaintext" in l and "bench" not in l and "generated_ids" not in l]
+gen = [l for l in lines if "generated_ids" in l and "agreement" in l]
 linear = [l for l in lines if l.get("bench") == "linear"]
 suites = [l for l in lines if l.get("bench") == "suites"]
 model = [l for l in lines if l.get("bench") == "model"]
@@ -99,7 +100,7 @@ if nn:
     w("take three and five squares where Seg4 and BumbleBee's exp take more.")
     w("")
 
-if acc or demo:
+if acc or demo or gen:
     w("## Accuracy of `nimbus`")
     w("")
     for l in acc:
@@ -113,6 +114,10 @@ if acc or demo:
         cos = [l["agreement"] for l in demo]
         w(f"- `nectar demo --suite nimbus` (both parties, simulated LAN), the demo's {len(demo)} sentences end to end:")
         w(f"  cosine to plaintext {', '.join(f'{c:.7f}' for c in cos)} (min **{min(cos):.7f}**, target ≥ {TARGET_COS}).")
+    for g in gen:
+        w(f"- `nectar demo --suite {g['suite']} --model SmolLM2 --generate {len(g['generated_ids'])}` on {g['text']!r}: "
+          f"{g['agreement']:.2f} of the private greedy tokens equal the plaintext's ({g.get('generated', '')!r}; "
+          f"`nectar` with Seg4's SiLU: 0.31 on this prompt, `docs/results/llm.md`); {g.get('seconds_per_token') or float('nan'):.1f} s per token.")
     w("")
 
 if linear:

@@ -102,8 +102,8 @@ fn layer_file(home: &Path) -> R<PathBuf> {
         let text = io("read index.json", std::fs::read(d.path().join("index.json")))?;
         let index: serde_json::Value = serde_json::from_slice(&text).map_err(|e| format!("index.json: {e}"))?;
         for e in index.as_array().ok_or("index.json: not a list")? {
-            if let (Some(true), Some(digest)) = (e["name"].as_str().map(|n| n.contains("layer")), e["digest"].as_str()) {
-                return Ok(d.path().join(format!("{digest}.cts")));
+            if let (Some(true), Some(file)) = (e["name"].as_str().map(|n| n.contains("layer")), e["file"].as_str()) {
+                return Ok(d.path().join(file));
             }
         }
     }

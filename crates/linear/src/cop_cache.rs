@@ -15,9 +15,11 @@
 //!   checks every entry's file size, drops (and deletes) the ones that fail — a truncated file —
 //!   with a one-line warning each, and sends the server the rest ([`Entry`] list); the server
 //!   sends a weight again unless the client listed it with the digest the server computes now.
-//!   A file whose SHA-256 no longer matches as it is loaded (changed in place, or since the
-//!   setup) fails that query with a one-line error and is deleted, so the next session
-//!   transfers it again: never a wrong answer.
+//!   A file whose SHA-256 no longer matches as it is loaded (changed in place) fails that query
+//!   with a one-line error and is deleted, so the next session transfers it again: never a wrong
+//!   answer. Clients sharing a cache (concurrent runs) do not disturb each other: files are
+//!   named by their content and renamed into place, and each client reads the files it opened
+//!   at setup ([`ClientCache`]'s `Cached`).
 
 use crate::krdy::Windows;
 use crate::LinearError;
@@ -179,14 +181,56 @@ pub fn client_cache_dir() -> Option<PathBuf> {
 /// One server key's directory of cached weights on the client (see the module docs).
 pub struct ClientCache {
     dir: PathBuf,
-    /// Entries whose files had their recorded size at setup.
-    entries: Vec<(Entry, Parts)>,
+    /// Entries whose files had their recorded size at setup, each with its file open.
+    entries: Vec<Cached>,
     /// One line per entry dropped at setup.
     pub problems: Vec<String>,
 }
 
+/// One cached weight: its entry, where its ciphertexts lie, its file's name and the file, open
+/// since setup.
+///
+/// Several clients may share one cache (concurrent `nectar infer` runs): a file is written
+/// under a unique temporary name and renamed into place, and is named by its content (the
+/// weight's digest and a digest of its parts' hashes), so one client's transfer never replaces
+/// the file another client listed; and each client reads through the handle it opened at
+/// setup, so a file another client deletes (a newer copy of the same weight) stays readable to
+/// it until its session ends.
+struct Cached {
+    e: Entry,
+    parts: Parts,
+    file: String,
+    handle: std::fs::File,
+}
+
 fn file_hash(bytes: &[u8]) -> Hash {
     Sha256::digest(bytes).into()
+}
+
+/// The file name of an entry with `digest` and part hashes `hashes`.
+fn file_name(digest: &Hash, hashes: &[Hash]) -> String {
+    let content = hex(&Sha256::digest(hashes.concat()).into());
+    format!("{}-{}.cts", hex(digest), &content[..16])
+}
+
+/// A name no other writer uses for a temporary next to `path`.
+fn temp_path(path: &Path) -> PathBuf {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(format!(".{}.{}.{nanos}.tmp", std::process::id(), SEQ.fetch_add(1, Ordering::Relaxed)));
+    path.with_file_name(name)
+}
+
+/// `bytes` written to `path` through a unique temporary and a rename (readers see the old file
+/// or the whole new one).
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = temp_path(path);
+    let r = std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, path));
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r
 }
 
 /// Where an entry's ciphertexts lie in its file: each one's length and SHA-256, in order, and
@@ -218,11 +262,34 @@ fn parts_from_json(v: &serde_json::Value) -> Option<Parts> {
     Parts::new(lens, hashes)
 }
 
+/// An index entry's file name: the one it records (a plain name of this directory), else the
+/// content name.
+fn file_from_json(v: &serde_json::Value, e: &Entry, parts: &Parts) -> Option<String> {
+    match v.get("file") {
+        Some(f) => {
+            let f = f.as_str()?;
+            let plain = !f.is_empty() && f.ends_with(".cts") && f.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.') && !f.starts_with('.');
+            plain.then(|| f.to_string())
+        }
+        None => Some(file_name(&e.digest, &parts.hashes)),
+    }
+}
+
+/// The JSON index line of a cached entry.
+fn cached_json(e: &Entry, p: &Parts, file: &str) -> serde_json::Value {
+    let mut v = entry_json(e);
+    v["lens"] = serde_json::json!(p.lens);
+    v["hashes"] = serde_json::Value::Array(p.hashes.iter().map(|h| serde_json::Value::String(hex(h))).collect());
+    v["file"] = serde_json::Value::String(file.to_string());
+    v
+}
+
 impl ClientCache {
     /// Opens (or makes) the directory of server key `key` under `root` and checks every entry's
     /// file against the size it was written with (a truncated file is dropped here; each
-    /// ciphertext's SHA-256 is checked as it is read, [`ClientCache::load`]). Never fails: what
-    /// cannot be read is dropped and named in [`ClientCache::problems`].
+    /// ciphertext's SHA-256 is checked as it is read, [`ClientCache::load`]), keeping each file
+    /// open for the session. Never fails: what cannot be read is dropped and named in
+    /// [`ClientCache::problems`].
     pub fn open(root: &Path, key: &Hash) -> ClientCache {
         let dir = root.join(hex(key));
         let mut problems = Vec::new();
@@ -238,13 +305,14 @@ impl ClientCache {
             match serde_json::from_slice::<serde_json::Value>(&text) {
                 Ok(serde_json::Value::Array(a)) => {
                     for v in &a {
-                        let (Some(e), Some(parts)) = (entry_from_json(v), parts_from_json(v)) else {
+                        let parsed = entry_from_json(v).zip(parts_from_json(v));
+                        let Some((e, parts, file)) = parsed.and_then(|(e, p)| file_from_json(v, &e, &p).map(|f| (e, p, f))) else {
                             problems.push(format!("{}: a malformed entry, dropped", index.display()));
                             continue;
                         };
-                        let path = dir.join(format!("{}.cts", hex(&e.digest)));
-                        match std::fs::metadata(&path) {
-                            Ok(md) if md.len() == parts.size() => entries.push((e, parts)),
+                        let path = dir.join(&file);
+                        match std::fs::File::open(&path).and_then(|h| h.metadata().map(|md| (h, md.len()))) {
+                            Ok((handle, len)) if len == parts.size() => entries.push(Cached { e, parts, file, handle }),
                             Ok(_) => {
                                 problems.push(format!(
                                     "{}: not the size it was written with (truncated or changed), deleted; the weight `{}` will be sent again",
@@ -261,36 +329,36 @@ impl ClientCache {
             }
         }
         let mut c = ClientCache { dir, entries, problems };
-        c.write_index();
+        c.write_index(&[]);
         c
     }
 
     /// The entries to list at setup.
     pub fn inventory(&self) -> Vec<Entry> {
-        self.entries.iter().map(|(e, _)| e.clone()).collect()
+        self.entries.iter().map(|c| c.e.clone()).collect()
     }
 
     /// The serialized ciphertexts `idx` (every one for `None`) of the entry with `digest`, each
-    /// checked against its SHA-256; a missing, short or changed file is deleted from the cache
-    /// and is an error (the query fails, the next session transfers the weight again).
+    /// checked against its SHA-256, read through the file opened at setup; a short or changed
+    /// file is deleted from the cache and is an error (the query fails, the next session
+    /// transfers the weight again).
     pub fn load(&mut self, digest: &Hash, idx: Option<&[usize]>) -> Result<Vec<Vec<u8>>, LinearError> {
         use std::io::{Read, Seek, SeekFrom};
-        let i = self.entries.iter().position(|(e, _)| e.digest == *digest).ok_or_else(|| {
+        let i = self.entries.iter().position(|c| c.e.digest == *digest).ok_or_else(|| {
             LinearError::Malformed(format!("the server named cached weight {} that this client did not list", hex(digest)))
         })?;
-        let path = self.dir.join(format!("{}.cts", hex(digest)));
-        let parts = &self.entries[i].1;
-        let all: Vec<usize> = (0..parts.lens.len()).collect();
+        let c = &self.entries[i];
+        let all: Vec<usize> = (0..c.parts.lens.len()).collect();
         let idx = idx.unwrap_or(&all);
         let read = || -> Option<Vec<Vec<u8>>> {
-            let mut f = std::fs::File::open(&path).ok()?;
+            let mut f = &c.handle;
             let mut out = Vec::with_capacity(idx.len());
             for &j in idx {
-                let len = usize::try_from(*parts.lens.get(j)?).ok()?;
-                f.seek(SeekFrom::Start(parts.offsets[j])).ok()?;
+                let len = usize::try_from(*c.parts.lens.get(j)?).ok()?;
+                f.seek(SeekFrom::Start(c.parts.offsets[j])).ok()?;
                 let mut b = vec![0u8; len];
                 f.read_exact(&mut b).ok()?;
-                if file_hash(&b) != parts.hashes[j] {
+                if file_hash(&b) != c.parts.hashes[j] {
                     return None;
                 }
                 out.push(b);
@@ -300,51 +368,63 @@ impl ClientCache {
         match read() {
             Some(p) => Ok(p),
             None => {
-                let (e, _) = self.entries.remove(i);
+                let c = self.entries.remove(i);
+                let path = self.dir.join(&c.file);
                 let _ = std::fs::remove_file(&path);
-                self.write_index();
+                self.write_index(std::slice::from_ref(&c.file));
                 Err(LinearError::Unsupported(format!(
-                    "COP cache: {} of weight `{}` went missing or changed since setup; deleted, reconnect for a fresh transfer",
+                    "COP cache: {} of weight `{}` changed since setup; deleted, reconnect for a fresh transfer",
                     path.display(),
-                    e.name
+                    c.e.name
                 )))
             }
         }
     }
 
-    /// Stores a weight's serialized ciphertexts (replacing an entry of the same name and shape).
+    /// Stores a weight's serialized ciphertexts (replacing an entry of the same name and
+    /// shape, this client's or another's).
     pub fn store(&mut self, e: Entry, parts: &[Vec<u8>]) -> Result<(), LinearError> {
         let p = Parts::new(parts.iter().map(|b| b.len() as u64).collect(), parts.iter().map(|b| file_hash(b)).collect())
             .ok_or_else(|| LinearError::BadShape("COP cache: parts too large".into()))?;
-        let path = self.dir.join(format!("{}.cts", hex(&e.digest)));
-        let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, parts.concat())
-            .and_then(|_| std::fs::rename(&tmp, &path))
-            .map_err(|err| LinearError::Unsupported(format!("COP cache: cannot write {}: {err}", path.display())))?;
-        for (old, _) in self.entries.iter().filter(|(o, _)| o.name == e.name && (o.m, o.n) == (e.m, e.n) && o.digest != e.digest) {
-            let _ = std::fs::remove_file(self.dir.join(format!("{}.cts", hex(&old.digest))));
+        let file = file_name(&e.digest, &p.hashes);
+        let path = self.dir.join(&file);
+        let err = |err: std::io::Error| LinearError::Unsupported(format!("COP cache: cannot write {}: {err}", path.display()));
+        write_atomic(&path, &parts.concat()).map_err(err)?;
+        let handle = std::fs::File::open(&path).map_err(err)?;
+        let same = |o: &Entry| o.name == e.name && (o.m, o.n) == (e.m, e.n);
+        let mut gone: Vec<String> = Vec::new();
+        for old in self.entries.iter().filter(|c| same(&c.e) && c.file != file) {
+            let _ = std::fs::remove_file(self.dir.join(&old.file));
+            gone.push(old.file.clone());
         }
-        self.entries.retain(|(o, _)| !(o.name == e.name && (o.m, o.n) == (e.m, e.n)));
-        self.entries.push((e, p));
-        self.write_index();
+        self.entries.retain(|c| !same(&c.e));
+        self.entries.push(Cached { e, parts: p, file, handle });
+        self.write_index(&gone);
         Ok(())
     }
 
-    fn write_index(&mut self) {
-        let a: Vec<serde_json::Value> = self
-            .entries
-            .iter()
-            .map(|(e, p)| {
-                let mut v = entry_json(e);
-                v["lens"] = serde_json::json!(p.lens);
-                v["hashes"] = serde_json::Value::Array(p.hashes.iter().map(|h| serde_json::Value::String(hex(h))).collect());
-                v
-            })
-            .collect();
+    /// Writes the index: this client's entries whose files are still there, and those other
+    /// clients added since (read back from the index on disk, kept while their files exist and
+    /// no listed entry of this client has their name and shape), except the files in `gone`. Another client's index written
+    /// between our read and our rename is lost (its weights travel again next time), never
+    /// wrong: every entry names its own file.
+    fn write_index(&mut self, gone: &[String]) {
         let index = self.dir.join("index.json");
-        let tmp = index.with_extension("tmp");
-        let ok = std::fs::write(&tmp, serde_json::Value::Array(a).to_string()).and_then(|_| std::fs::rename(&tmp, &index));
-        if let Err(e) = ok {
+        // ours whose file is still there (another client may have replaced it by a newer copy)
+        let listed: Vec<&Cached> = self.entries.iter().filter(|c| self.dir.join(&c.file).is_file()).collect();
+        let mut a: Vec<serde_json::Value> = listed.iter().map(|c| cached_json(&c.e, &c.parts, &c.file)).collect();
+        if let Ok(serde_json::Value::Array(disk)) = std::fs::read(&index).map_err(|_| ()).and_then(|t| serde_json::from_slice(&t).map_err(|_| ())) {
+            for v in disk {
+                let Some((e, p)) = entry_from_json(&v).zip(parts_from_json(&v)) else { continue };
+                let Some(file) = file_from_json(&v, &e, &p) else { continue };
+                let ours = listed.iter().any(|c| c.e.name == e.name && (c.e.m, c.e.n) == (e.m, e.n));
+                if ours || gone.contains(&file) || !self.dir.join(&file).is_file() {
+                    continue;
+                }
+                a.push(cached_json(&e, &p, &file));
+            }
+        }
+        if let Err(e) = write_atomic(&index, serde_json::Value::Array(a).to_string().as_bytes()) {
             self.problems.push(format!("cannot write {}: {e}", index.display()));
         }
     }
@@ -397,7 +477,7 @@ mod tests {
         assert_eq!(c.load(&[2; 32], None).unwrap(), vec![vec![4; 10], vec![5], vec![6, 7]]);
         assert_eq!(c.load(&[2; 32], Some(&[2, 0, 2])).unwrap(), vec![vec![6, 7], vec![4; 10], vec![6, 7]]);
         // Truncate one file: dropped at the next open, with a one-line problem.
-        let p = root.join(hex(&key)).join(format!("{}.cts", hex(&[1; 32])));
+        let p = root.join(hex(&key)).join(file_name(&[1; 32], &[file_hash(&[1, 2, 3])]));
         let b = std::fs::read(&p).unwrap();
         std::fs::write(&p, &b[..b.len() - 1]).unwrap();
         let mut c = ClientCache::open(&root, &key);
@@ -405,7 +485,7 @@ mod tests {
         assert_eq!(c.problems.len(), 1, "{:?}", c.problems);
         assert!(!c.problems[0].contains('\n'));
         // A file changed in place (same size) fails its load, and the entry goes.
-        let p2 = root.join(hex(&key)).join(format!("{}.cts", hex(&[2; 32])));
+        let p2 = root.join(hex(&key)).join(file_name(&[2; 32], &[file_hash(&[4; 10]), file_hash(&[5]), file_hash(&[6, 7])]));
         let mut b2 = std::fs::read(&p2).unwrap();
         b2[10] ^= 1; // the second part, `[5]`
         std::fs::write(&p2, &b2).unwrap();
@@ -420,6 +500,36 @@ mod tests {
         std::fs::write(root.join(hex(&key)).join("index.json"), b"{oops").unwrap();
         let c = ClientCache::open(&root, &key);
         assert!(c.inventory().is_empty() && c.problems.len() == 1);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    /// Clients sharing one cache: a second client's transfer of the same weight (other
+    /// ciphertexts) never breaks a first client that listed the earlier copy, and entries that
+    /// clients add concurrently all stay in the index.
+    #[test]
+    fn clients_sharing_a_cache_do_not_disturb_each_other() {
+        let root = std::env::temp_dir().join(format!("nectar-cop-cache-shared-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let key = [9u8; 32];
+        let (mut a, mut b) = (ClientCache::open(&root, &key), ClientCache::open(&root, &key));
+        a.store(entry("w", 1), &[vec![1; 8], vec![2; 8]]).unwrap();
+        let mut c = ClientCache::open(&root, &key);
+        assert_eq!(c.inventory(), vec![entry("w", 1)]);
+        // b received the same weight in its own session: other ciphertexts, a file of its own;
+        // it replaces a's entry (and deletes a's file), but c reads the copy it opened
+        b.store(entry("w", 1), &[vec![3; 8], vec![4; 8]]).unwrap();
+        assert_eq!(c.load(&[1; 32], Some(&[1])).unwrap(), vec![vec![2; 8]]);
+        let mut d = ClientCache::open(&root, &key);
+        assert_eq!(d.load(&[1; 32], None).unwrap(), vec![vec![3; 8], vec![4; 8]]);
+        // two clients each add a weight: the index keeps both
+        a.store(entry("x", 2), &[vec![5]]).unwrap();
+        d.store(entry("y", 3), &[vec![6]]).unwrap();
+        let e = ClientCache::open(&root, &key);
+        let names: Vec<String> = e.inventory().into_iter().map(|e| e.name).collect();
+        for n in ["w", "x", "y"] {
+            assert!(names.iter().any(|m| m == n), "{n} in {names:?}");
+        }
+        assert!(e.problems.is_empty(), "a wrote last but does not list its deleted copy of w: {:?}", e.problems);
         let _ = std::fs::remove_dir_all(&root);
     }
 

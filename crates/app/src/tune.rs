@@ -49,8 +49,8 @@ pub const GROUPS: &[Group] = &[
 
 /// The base suite and the default candidates: the presets' choices for the grouped fields, on
 /// the base's session-wide fields (BumbleBee's and East's approximations, ROTL's lookup tables,
-/// P4 GeLU). BLB's CKKS matmuls are left out by default (minutes per calibration run on
-/// 2 cores); `--candidates` adds any suite.
+/// P4 GeLU, Nimbus's fitted GeLU and exp). BLB's CKKS matmuls are left out by default (minutes
+/// per calibration run on 2 cores); `--candidates` adds any suite.
 pub const BASE: &str = "nectar";
 pub const CANDIDATES: &[&str] = &[
     "nectar",
@@ -58,6 +58,7 @@ pub const CANDIDATES: &[&str] = &[
     "nectar+norm=east-eq9+rsqrt=newton-determine+softmax=bumblebee+exp=oppe+reciprocal=newton-determine+gelu=oppe+silu=oppe",
     "nectar+softmax=lut+exp=lut+reciprocal=lut+gelu=lut+silu=lut",
     "nectar+gelu=p4",
+    "nectar+gelu=nimbus+exp=nimbus",
 ];
 
 /// One profile row of a calibration run.

@@ -265,6 +265,19 @@ pub fn argmax(x: &[f32]) -> usize {
 mod tests {
     use super::*;
 
+    /// The exponentials' inputs are the visible scores minus their row max: a causal query sees
+    /// only its prefix, a masked key is left out.
+    #[test]
+    fn softmax_inputs_are_the_visible_shifted_scores() {
+        let shape = AttnShape { n: 2, m: 3, heads: 1, kv_heads: 1, dh: 1 };
+        let (q, k) = ([1.0f32, 2.0], [0.5f32, -1.0, 3.0]);
+        // query 0 sees key 0 (causal: m − n + 0 = 1 → keys 0, 1; key 1 masked), query 1 keys 0, 2
+        let z = softmax_inputs(&q, &k, shape, Some(&[true, false, true]), true);
+        assert_eq!(z, vec![0.0, 1.0 - 6.0, 0.0]);
+        let all = softmax_inputs(&q, &k, shape, None, false);
+        assert_eq!(all, vec![0.5 - 3.0, -1.0 - 3.0, 0.0, 1.0 - 6.0, -2.0 - 6.0, 0.0]);
+    }
+
     #[test]
     fn linear_matches_naive() {
         let (n, i, o) = (3, 5, 37);

@@ -507,6 +507,23 @@ fn minilm_nimbus_twin_embeddings_match_plaintext() {
     assert!(worst >= 0.9999, "nimbus worst cosine {worst}");
 }
 
+/// What `nectar fit --model` fits to (`calibrate::activation_samples`): every GeLU input of every
+/// layer and every softmax input `score − row max` (each row has its max at 0), on MiniLM.
+#[test]
+fn minilm_activation_samples_cover_every_layer() {
+    let dir = home::minilm_dir(&home::default_home());
+    let model = Model::load(&dir).expect("MiniLM (make test fetches it: nectar fetch-model minilm)");
+    let text = "The quick brown fox jumps over the lazy dog.".to_string();
+    let n = model.tokenizer().unwrap().encode(&text).unwrap().ids.len();
+    let s = nectar_model::calibrate::activation_samples(&model, std::slice::from_ref(&text)).unwrap();
+    let (layers, heads, ffn) = (6, 12, 1536);
+    assert_eq!(s["gelu"].len(), layers * n * ffn);
+    let sm = &s["softmax"];
+    assert_eq!(sm.len(), layers * heads * n * n);
+    assert!(sm.iter().all(|&z| z <= 0.0));
+    assert!(sm.chunks(n).all(|row| row.contains(&0.0)), "every row's max is its 0");
+}
+
 /// MiniLM under the `leaf` suite's twin (LEAF's block for `X·W1 → GELU`: the pre-activation
 /// on a `1/16` grid over `[−32, 32)`, the table's output at 20 bits; issue 16): the demo's
 /// sentences within cosine 0.999 of plaintext (issue 16's target for `demo --suite leaf`), and

@@ -219,7 +219,8 @@ if model:
 if wan:
     w("## BERT-base over BLB's WAN3 with Nimbus's GeLU and exp (issue 48's target)")
     w("")
-    w("Generated from `nimbus-wan.jsonl` (`scripts/bench_nimbus_wan.sh`):")
+    w("Generated from `nimbus-wan.jsonl` (`scripts/bench_nimbus_wan.sh`). The suite")
+    w("`nectar+gelu=nimbus+exp=nimbus` is labelled by its closest preset, `nimbus+matmul=olt`:")
     w("")
     provenance(w, wan_m)
     w("")

@@ -324,7 +324,7 @@ enum Cmd {
         #[arg(long, allow_hyphen_values = true, default_value_t = -8.0, requires = "model")]
         clip: f64,
         /// With --model, exp: squarings after the quartic base.
-        #[arg(long, default_value_t = 1, requires = "model")]
+        #[arg(long, default_value_t = 2, requires = "model")]
         squarings: u32,
         /// With --model: weight of the uniform floor over the fitted range, relative to the
         /// samples' (bounds the worst case where the texts put few inputs).

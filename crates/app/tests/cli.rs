@@ -256,6 +256,39 @@ fn bench_linear_runs_with_a_suite() {
     assert!(text.contains("bumblebee+ot=iknp"), "{text}");
 }
 
+/// `nectar fit --model` re-derives the committed Nimbus tables from MiniLM's activation inputs
+/// (the fit is deterministic), reports its error over those inputs, and refuses what it cannot
+/// fit in one line.
+#[test]
+fn fit_model_rederives_the_committed_nimbus_tables() {
+    let minilm = nectar_model::home::minilm_dir(&nectar_model::home::default_home());
+    assert!(minilm.join("model.safetensors").is_file(), "MiniLM missing: `make test` fetches it");
+    let fit = |args: &[&str]| -> serde_json::Value {
+        let out = nectar().args(["fit", "--json", "--model"]).arg(&minilm).args(args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_str(String::from_utf8(out.stdout).unwrap().trim()).unwrap()
+    };
+    let same = |got: &serde_json::Value, want: &[f64]| {
+        let got: Vec<f64> = got.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() <= 1e-9 * w.abs().max(1.0), "{got:?} vs {want:?}");
+        }
+    };
+    let g = fit(&["--func", "gelu", "--range", "3"]);
+    same(&g["table"]["c"], &nectar_nn::gelu::nimbus::NIMBUS_ERF.c);
+    assert!(g["error"]["rms"].as_f64().unwrap() < 1.2e-3 && g["error"]["worst_abs"].as_f64().unwrap() < 4.1e-3, "{g}");
+    let e = fit(&["--func", "exp", "--clip", "-8"]);
+    assert_eq!(e["table"]["n"], 2, "the default squarings are the committed table's");
+    same(&e["table"]["c"], &nectar_nn::exp::nimbus::NIMBUS_EXP.c);
+    for bad in [vec!["--func", "tanh"], vec!["--func", "gelu", "--floor", "11"], vec!["--func", "exp", "--clip", "1"]] {
+        let out = nectar().args(["fit", "--model"]).arg(&minilm).args(&bad).output().unwrap();
+        assert!(!out.status.success(), "{bad:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.trim().lines().count(), 1, "{bad:?}: {err}");
+    }
+}
+
 /// `nectar fit` fits an OPPE table and refuses bad arguments in one line.
 #[test]
 fn fit_prints_a_table_and_refuses_bad_arguments() {

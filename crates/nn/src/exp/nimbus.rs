@@ -11,7 +11,7 @@
 
 use super::{keep_bit, ExpParams, ExpProtocol};
 use crate::backend::{enc, Backend, DynBackend};
-use crate::gelu::abs_form::{chain_affine, P7_G};
+use crate::gelu::abs_form::{chain_eval, chain_f64, chain_tol, chain_u_max, P7_G};
 use crate::poly::{LessMode, BUMBLEBEE_LESS};
 use crate::NnError;
 use nectar_math::registry::Protocol;
@@ -42,10 +42,7 @@ const BASE_SCALE: u32 = 21;
 impl ExpChain {
     /// `B(w)` in f64.
     pub fn base_f64(&self, w: f64) -> f64 {
-        let [a1, b1, c1, k2, k1, kw, k0] = self.c;
-        let p1 = w * w;
-        let u = a1 * p1 + b1 * w + c1;
-        k2 * u * u + k1 * p1 + kw * w + k0
+        chain_f64(&self.c, w)
     }
 
     /// The approximation in f64 (exact clip).
@@ -75,27 +72,16 @@ impl ExpChain {
 
     /// Largest `|u|` over the fitted range.
     fn u_max(&self) -> f64 {
-        let [a1, b1, c1, ..] = self.c;
-        let lo = self.t_exp / ((self.n as f64).exp2() * self.scale) + 0.5;
-        (0..=4096)
-            .map(|i| {
-                let w = lo + (0.5 - lo) * i as f64 / 4096.0;
-                (a1 * w * w + b1 * w + c1).abs()
-            })
-            .fold(0.0, f64::max)
+        chain_u_max(&self.c, self.t_exp / ((self.n as f64).exp2() * self.scale) + 0.5, 0.5)
     }
 
-    /// Twin-vs-protocol bound in LSB of format `fp`'s output: `p1` 2 LSB_22, `u` `|a1|·2 + 1`,
-    /// `u²` `2|u|·e_u + 2`, the base at scale h = 21 `(|k2|·e_u² + 2|k1|)/2 + 1`; each squaring
-    /// at scale h doubles it and adds 2 (`y ≤ 1.01`), the last one lands at f:
-    /// `2·1.01·e/2^(h − f) + 2`; + 1 for the coefficients' encoding.
+    /// Twin-vs-protocol bound in LSB of format `fp`'s output: the base's at scale h = 21
+    /// ([`chain_tol`]); each squaring at scale h doubles it and adds 2 (`y ≤ 1.01`), the last
+    /// one lands at f: `2·1.01·e/2^(h − f) + 2`; + 1 for the coefficients' encoding.
     pub fn tolerance(&self, fp: FixedPoint) -> Result<i64, NnError> {
         self.shift(fp)?;
-        let [a1, _, _, k2, k1, ..] = self.c;
-        let e_u = a1.abs() * 2.0 + 1.0;
-        let e_p2 = 2.0 * self.u_max() * e_u + 2.0;
         let out = if self.n == 0 { fp.f() } else { BASE_SCALE };
-        let mut e = (k2.abs() * e_p2 + k1.abs() * 2.0) / (P7_G as f64 - out as f64).exp2() + 1.0;
+        let mut e = chain_tol(&self.c, self.u_max(), out);
         for i in 0..self.n {
             let last = i + 1 == self.n;
             let down = if last { (BASE_SCALE as f64 - fp.f() as f64).exp2() } else { 1.0 };
@@ -113,17 +99,13 @@ pub fn exp_chain<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &ExpChain, clip_
     let fp = b.format();
     let shift = p.shift(fp)?;
     let keep = keep_bit(b, x, &ExpParams { t_exp: p.t_exp, n: p.n, less: p.less, clip_l })?;
-    let [a1, b1, c1, k2, k1, kw, k0] = p.c;
     let at = |s: u32| FixedPoint::new(fp.l(), s);
     let run = |b: &mut B| -> Result<B::Val, NnError> {
         b.set_format(at(P7_G)?);
         let w = b.mul_const(x, &[1u64 << shift], 0)?;
         let w = b.add_const(&w, &[enc(b, 0.5)?])?;
-        let p1 = b.square(&w)?;
-        let u = chain_affine(b, &[(&p1, a1), (&w, b1)], c1, P7_G)?;
-        let p2 = b.square(&u)?;
         let out = if p.n == 0 { fp.f() } else { BASE_SCALE };
-        let mut y = chain_affine(b, &[(&p2, k2), (&p1, k1), (&w, kw)], k0, out)?;
+        let mut y = chain_eval(b, &w, &p.c, out)?;
         if p.n > 0 {
             b.set_format(at(BASE_SCALE)?);
             for _ in 1..p.n {

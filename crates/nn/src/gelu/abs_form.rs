@@ -99,6 +99,48 @@ pub(crate) fn chain_affine<B: Backend + ?Sized>(b: &mut B, terms: &[(&B::Val, f6
     b.trunc(&acc, CHAIN_S - out)
 }
 
+/// The two-squaring chain `c = [a1, b1, c1, k2, k1, kw, k0]` at `w` in f64:
+/// `p1 = w², u = a1·p1 + b1·w + c1, k2·u² + k1·p1 + kw·w + k0` (any quartic in `w`,
+/// [`crate::fit_dist::chain_of_quartic`]).
+pub fn chain_f64(c: &[f64; 7], w: f64) -> f64 {
+    let [a1, b1, c1, k2, k1, kw, k0] = *c;
+    let p1 = w * w;
+    let u = a1 * p1 + b1 * w + c1;
+    k2 * u * u + k1 * p1 + kw * w + k0
+}
+
+/// Largest `|u|` of the chain `c` on `w ∈ [lo, hi]` (4097 points).
+pub fn chain_u_max(c: &[f64; 7], lo: f64, hi: f64) -> f64 {
+    let [a1, b1, c1, ..] = *c;
+    (0..=4096)
+        .map(|i| {
+            let w = lo + (hi - lo) * i as f64 / 4096.0;
+            (a1 * w * w + b1 * w + c1).abs()
+        })
+        .fold(0.0, f64::max)
+}
+
+/// Twin-vs-protocol bound of the chain's output at scale `out`, in its LSB, as for `sq8`: each
+/// square is within 2 LSB_22 (its product's {0, ±1} and its truncation's 1), each affine sum
+/// adds one truncation: `p1` 2, `u` `|a1|·2 + 1`, `u²` `2|u|·e_u + 2`, then the output
+/// `(|k2|·e_u² + |k1|·2)/2^(22 − out) + 1` (`w` itself is exact).
+pub fn chain_tol(c: &[f64; 7], u_max: f64, out: u32) -> f64 {
+    let [a1, _, _, k2, k1, ..] = *c;
+    let e_u = a1.abs() * 2.0 + 1.0;
+    let e_p2 = 2.0 * u_max * e_u + 2.0;
+    (k2.abs() * e_p2 + k1.abs() * 2.0) / (P7_G as f64 - out as f64).exp2() + 1.0
+}
+
+/// The chain `c` on shares: `w` at scale [`P7_G`] in the current ring (at least 45 bits), two
+/// squares and two truncated affine sums, the result at scale `out`.
+pub(crate) fn chain_eval<B: Backend + ?Sized>(b: &mut B, w: &B::Val, c: &[f64; 7], out: u32) -> Result<B::Val, NnError> {
+    let [a1, b1, c1, k2, k1, kw, k0] = *c;
+    let p1 = b.square(w)?;
+    let u = chain_affine(b, &[(&p1, a1), (w, b1)], c1, P7_G)?;
+    let p2 = b.square(&u)?;
+    chain_affine(b, &[(&p2, k2), (&p1, k1), (w, kw)], k0, out)
+}
+
 /// A quartic `|x|`-form from two squarings, its coefficients fitted to an activation's input
 /// distribution (Nimbus §4; `nectar fit --model`, [`crate::fit_dist`]; AGREEMENT):
 ///
@@ -123,10 +165,7 @@ pub struct AbsChain {
 impl AbsChain {
     /// `Q(w)` in f64 (the approximation alone).
     pub fn q_f64(&self, w: f64) -> f64 {
-        let [a1, b1, c1, k2, k1, kw, k0] = self.c;
-        let p1 = w * w;
-        let u = a1 * p1 + b1 * w + c1;
-        k2 * u * u + k1 * p1 + kw * w + k0
+        chain_f64(&self.c, w)
     }
 
     /// `f(x)` in f64 as the protocol computes it (exact comparisons).
@@ -139,29 +178,15 @@ impl AbsChain {
         }
     }
 
-    /// Largest `|u|` on `w ∈ [−1/2, r/R − 1/2]` (4097 points).
+    /// Largest `|u|` on `w ∈ [−1/2, r/R − 1/2]`.
     pub fn u_max(&self) -> f64 {
-        let [a1, b1, c1, ..] = self.c;
-        let hi = self.range / self.scale - 0.5;
-        (0..=4096)
-            .map(|i| {
-                let w = -0.5 + (hi + 0.5) * i as f64 / 4096.0;
-                (a1 * w * w + b1 * w + c1).abs()
-            })
-            .fold(0.0, f64::max)
+        chain_u_max(&self.c, -0.5, self.range / self.scale - 0.5)
     }
 
-    /// Twin-vs-protocol bound in LSB of the output at `f` fractional bits, as for `sq8`: each
-    /// square is within 2 LSB_22 (its product's {0, ±1} and its truncation's 1), each affine
-    /// sum adds one truncation: `p1` 2, `u` `|a1|·2 + 1`, `u²` `2|u|·e_u + 2`, then `Q` at
-    /// scale f `(|k2|·e_u² + |k1|·2)/2^(22 − f) + 1`; rounded up, + 1 for the coefficients'
-    /// encoding (the mux and the extension are exact).
+    /// Twin-vs-protocol bound in LSB of the output at `f` fractional bits: [`chain_tol`]
+    /// rounded up, + 1 for the coefficients' encoding (the mux and the extension are exact).
     pub fn tolerance(&self, f: u32) -> i64 {
-        let [a1, _, _, k2, k1, ..] = self.c;
-        let e_u = a1.abs() * 2.0 + 1.0;
-        let e_p2 = 2.0 * self.u_max() * e_u + 2.0;
-        let q = (k2.abs() * e_p2 + k1.abs() * 2.0) / (P7_G as f64 - f as f64).exp2() + 1.0;
-        q.ceil() as i64 + 1
+        chain_tol(&self.c, self.u_max(), f).ceil() as i64 + 1
     }
 }
 
@@ -171,11 +196,5 @@ impl AbsChain {
 /// extension — one square and one truncation fewer than `sq8`.
 pub fn abs_chain<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &AbsChain, cmp_bits: u32, op: &'static str) -> Result<B::Val, NnError> {
     let shift = abs_form_shift(op, b.format(), p.scale)?;
-    let [a1, b1, c1, k2, k1, kw, k0] = p.c;
-    abs_form_eval(b, x, cmp_bits, p.range, shift, p.less, |b, w, f| {
-        let p1 = b.square(w)?;
-        let u = chain_affine(b, &[(&p1, a1), (w, b1)], c1, P7_G)?;
-        let p2 = b.square(&u)?;
-        chain_affine(b, &[(&p2, k2), (&p1, k1), (w, kw)], k0, f)
-    })
+    abs_form_eval(b, x, cmp_bits, p.range, shift, p.less, |b, w, f| chain_eval(b, w, &p.c, f))
 }

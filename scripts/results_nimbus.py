@@ -9,6 +9,8 @@ wan_path = res / "nimbus-wan.jsonl"
 wan = load("nimbus-wan.jsonl") if wan_path.exists() else []
 wan_m = meta("nimbus-wan.meta.json") if wan else None
 TARGET_WAN3_MIN, TARGET_WAN3_GB = 8.0, 5.0
+llm = load("nimbus-llm.jsonl") if (res / "nimbus-llm.jsonl").exists() else []
+llm_m = meta("nimbus-llm.meta.json") if llm else None
 
 # Nimbus's headline figures (arXiv 2411.15707 abstract; docs/notes/nimbus.md §5) and the issue's
 # targets.
@@ -214,6 +216,24 @@ if model:
     w("1.04× at BERT-base's sizes) and its fewer bytes, and loses COP's client-side work; the")
     w("`bumblebee` suite it is measured against is our implementation with its streaming and")
     w("flight savings, not the paper's artifact.")
+    w("")
+
+llm_gen = [l for l in llm if "generated_ids" in l and "agreement" in l]
+if llm_gen:
+    w("## SmolLM2 under the default's fitted SiLU")
+    w("")
+    w("Generated from `nimbus-llm.jsonl` (`scripts/bench_nimbus_llm.sh`): the default suite since it")
+    w("took `silu = nimbus`, 16 new tokens on the other four prompts of `docs/results/llm.md` (both")
+    w("parties in one process, simulated LAN). `equal`: the fraction of private greedy tokens equal")
+    w("to the plaintext f32 model's.")
+    w("")
+    provenance(w, llm_m)
+    w("")
+    w("| suite | prompt | prompt tokens | new tokens | equal | first token s | s/token | text |")
+    w("|---|---|---:|---:|---:|---:|---:|---|")
+    for g in gen + llm_gen:
+        w(f"| `{g['suite']}` | {g['text']!r} | {g['tokens']} | {len(g['generated_ids'])} | {g['agreement']:.2f} | "
+          f"{g.get('seconds_to_first_token') or float('nan'):.1f} | {g.get('seconds_per_token') or float('nan'):.2f} | {g.get('generated', '')!r} |")
     w("")
 
 if wan:

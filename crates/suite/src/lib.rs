@@ -267,8 +267,9 @@ impl Suite {
     /// contact of 220 MB / 2.0 s (MiniLM) or 531 MB / 4.8 s (SmolLM2), reported as
     /// preprocessing. SiLU (LLaMA) is Nimbus's distribution-fitted `|x|` quartic (`silu =
     /// nimbus`, issue 47): 3× faster and 2.4× fewer bytes than Seg4 at 393 216 inputs, worst
-    /// case 3.4e−2 against Seg4's 7.5e−2, and SmolLM2's private greedy tokens equal the
-    /// plaintext's where Seg4's left them after 5 of 16 (`docs/results/nimbus.md`).
+    /// case 3.4e−2 against Seg4's 7.5e−2; SmolLM2's private greedy tokens equal the plaintext's
+    /// on 4 of 5 prompts × 16 tokens (Seg4: 3), at 11.9–13.3 s per token against 17.8–20.3
+    /// (`docs/results/nimbus.md`).
     pub const fn nectar() -> Self {
         Suite {
             embed: Embed::new(&nectar_nn::embed::nimbus_cop::NimbusCopEmbed),

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # The soak of issue 18 (`make soak`): one `nectar serve` with MiniLM, 12 honest clients querying
 # back to back and 4 hostile ones cycling through attacks for 10 minutes (scripts/soak.py), one
-# JSON line into docs/results/soak.jsonl, the command and commit into soak.meta.json; then
-# `make results` renders soak.md. About 17 minutes on 2 cores (queries running at the deadline
-# finish); fails if any check fails.
+# JSON line per suite into docs/results/soak.jsonl, the commands and commit into soak.meta.json;
+# then `make results` renders soak.md. About 25 minutes on 2 cores (queries running at the
+# deadline finish); fails if any check fails. SOAK_SUITES picks the suites.
 set -euo pipefail
 source "$(dirname "$0")/bench_lib.sh"
 bench_init soak
 $BIN fetch-model minilm > /dev/null
-ARGS=(--honest 12 --hostile 4 --seconds 600 --budget-mib 12288)
-CMDS+=("python3 scripts/soak.py ${ARGS[*]}")
+# The default suite, then BumbleBee's (the suite of the first soaks: slower queries, so more
+# sessions at once).
 status=0
-python3 scripts/soak.py --nectar "$BIN" "${ARGS[@]}" >> "$OUT" || status=$?
+for suite in ${SOAK_SUITES:-nectar bumblebee}; do
+  ARGS=(--honest 12 --hostile 4 --seconds 600 --suite "$suite" --budget-mib 8192)
+  CMDS+=("python3 scripts/soak.py ${ARGS[*]}")
+  python3 scripts/soak.py --nectar "$BIN" "${ARGS[@]}" >> "$OUT" || status=$?
+done
 bench_meta "2-core VM (nproc = 2), 24 GiB RAM; server and the 16 client processes on the same machine, loopback TCP"
 exit $status

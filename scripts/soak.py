@@ -214,7 +214,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nectar", default="target/release/nectar", help="the nectar binary")
     ap.add_argument("--model", default=os.path.expanduser("~/.cache/nectar/models/minilm"))
-    ap.add_argument("--suite", default="bumblebee")
+    ap.add_argument("--suite", default="nectar")
     ap.add_argument("--honest", type=int, default=12)
     ap.add_argument("--hostile", type=int, default=4)
     ap.add_argument("--seconds", type=float, default=600)

@@ -23,7 +23,7 @@ pub const T_EXP: f64 = -13.0;
 const P4_C: [f64; 5] = nectar_nn::gelu::P4_BOLT.c;
 const P4_R: f64 = nectar_nn::gelu::P4_BOLT.range;
 
-/// The causal mask's value above the diagonal: below [`T_EXP`] after the row maximum is
+/// The causal mask's value above the diagonal (and the padded keys' mask's): below [`T_EXP`] after the row maximum is
 /// subtracted, so the comparison zeroes the entry, and no lower than `−64`: exp's
 /// `(1 + t/64)^64` runs under CKKS on every entry *before* that comparison, and for `t < −128`
 /// it grows past the ciphertext modulus and corrupts every slot of its ciphertext (a mask of
@@ -59,8 +59,9 @@ impl Tensor {
 }
 
 /// The plaintext operand of the `*_cp` operator `op` over a `rows × cols` tensor: one value
-/// per column (weights) or per entry (the causal mask).
-pub(crate) fn plain(p: &LayerParams<'_>, op: &Op, rows: usize, cols: usize) -> Result<Tensor, BlbError> {
+/// per column (weights) or per entry (the causal and padded-key masks; `keys`: the real
+/// tokens, [`LayerGraph::keys`]).
+pub(crate) fn plain(p: &LayerParams<'_>, op: &Op, rows: usize, cols: usize, keys: usize) -> Result<Tensor, BlbError> {
     let per_col = |v: Vec<f64>| Tensor::new(1, v.len(), v);
     let constant = |c: f64| per_col(vec![c; cols]);
     let name = op.name.as_str();
@@ -92,6 +93,18 @@ pub(crate) fn plain(p: &LayerParams<'_>, op: &Op, rows: usize, cols: usize) -> R
             for i in 0..rows {
                 for c in 0..cols {
                     if c % rows > i {
+                        t.data[i * cols + c] = CAUSAL_MASK;
+                    }
+                }
+            }
+            Ok(t)
+        }
+        ("attn", "key_mask") => {
+            // Per head block of `rows` key columns: the padded keys `keys..rows` are masked.
+            let mut t = Tensor::zeros(rows, cols);
+            for i in 0..rows {
+                for c in 0..cols {
+                    if c % rows >= keys {
                         t.data[i * cols + c] = CAUSAL_MASK;
                     }
                 }
@@ -248,7 +261,7 @@ pub fn eval_values(g: &LayerGraph, p: &LayerParams<'_>, inputs: &[Tensor]) -> Re
                 out
             }
             OpKind::Linear(k @ (LinearKind::EwaddCp | LinearKind::EwmulCp)) => {
-                let pl = plain(p, op, x.rows, x.cols)?;
+                let pl = plain(p, op, x.rows, x.cols, g.keys)?;
                 let mut out = x.clone();
                 for r in 0..x.rows {
                     for c in 0..x.cols {

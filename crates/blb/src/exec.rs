@@ -341,7 +341,7 @@ pub fn run_block<O: SlotOps>(
                 (cts, layout)
             }
             OpKind::Linear(k @ (LinearKind::EwaddCp | LinearKind::EwmulCp)) => {
-                let pl = plain(p, op, rows, cols)?;
+                let pl = plain(p, op, rows, cols, g.keys)?;
                 let full = if pl.rows == 1 { Tensor::new(rows, cols, (0..rows * cols).map(|i| pl.data[i % cols]).collect())? } else { pl };
                 let slots = pack(&full, x.layout, l, s)?;
                 let cts = x

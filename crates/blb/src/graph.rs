@@ -81,6 +81,9 @@ pub struct LayerGraph {
     pub ops: Vec<Op>,
     /// Values handed to the next layer (name, producer).
     pub outputs: Vec<(String, Operand)>,
+    /// Real tokens of the `L` rows: rows `keys..L` are padding (copies of a real row, their
+    /// outputs dropped), their keys masked out of every softmax ([`Self::build_padded`]).
+    pub keys: usize,
 }
 
 impl LayerGraph {
@@ -114,6 +117,15 @@ impl LayerGraph {
 
     /// The graph of one [`Part`] of a model's layer stack.
     pub fn build_part(cfg: &LayerSpec, tokens: usize, part: Part) -> LayerGraph {
+        LayerGraph::build_padded(cfg, tokens, tokens, part)
+    }
+
+    /// The graph of one [`Part`] for `keys` real tokens padded to `tokens` rows (ours: BLB
+    /// packs `L` = a power of two filling whole ciphertexts, and pads nothing). Without a
+    /// causal mask, the padded keys get their own mask `attn.key_mask` on `Q·K^T` (the causal
+    /// mask's value, [`crate::eval::CAUSAL_MASK`], on key columns `keys..L`), so no real query
+    /// attends to them; under a causal mask they come after every real query already.
+    pub fn build_padded(cfg: &LayerSpec, tokens: usize, keys: usize, part: Part) -> LayerGraph {
         let mut b = Builder {
             cfg,
             l: tokens,
@@ -121,6 +133,7 @@ impl LayerGraph {
                 inputs: vec![],
                 ops: vec![],
                 outputs: vec![],
+                keys: keys.min(tokens),
             },
         };
         b.layer(part);
@@ -328,6 +341,8 @@ impl Builder<'_> {
         );
         if self.cfg.causal {
             s = self.add_const("attn.causal_mask", s);
+        } else if self.g.keys < l {
+            s = self.add_const("attn.key_mask", s);
         }
         let max = self.nl("softmax.max", NonlinearKind::Max, &[s], h);
         let t = self.sub("softmax.sub_max", LinearKind::SaddCc, s, max);

@@ -389,6 +389,7 @@ fn matmul_after_a_ct_ct_product_lands_on_the_scale() {
             op("ffn.residual", OpKind::Linear(LinearKind::EwaddCc), vec![Operand::Op(1), Operand::Input(1)], sh(d), sh(d), None),
         ],
         outputs: vec![("y".into(), Operand::Op(2))],
+        keys: l,
     };
     let (n0, n1) = (nectar_model::bert::block_names(0), nectar_model::bert::block_names(1));
     let p = layer_params(&t.bw, &t.cfg, &n0, &n1).unwrap();

@@ -99,6 +99,7 @@ fn chain(ops: &[(&str, LinearKind)], cols: usize) -> LayerGraph {
         }],
         ops: vec![],
         outputs: vec![],
+        keys: 4,
     };
     let mut prev = Operand::Input(0);
     for (name, k) in ops {

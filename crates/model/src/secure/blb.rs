@@ -34,9 +34,11 @@
 //! reciprocal and `P`'s product run in narrower rings of their own ([`cmp_bits`],
 //! [`rec_domain`], [`PROD_BITS`]); shares are reduced locally and results extended back.
 //!
-//! Shapes BLB's executor takes (a clear error otherwise, [`nectar_blb::exec`]): the token
-//! count is a power of two (the multi-head packings have no padded keys) and every `L × C`
-//! tensor fills whole ciphertexts. KV-cache decoding is not planned by BLB (a clear error).
+//! Shapes BLB's executor takes ([`nectar_blb::exec`]): `L` a power of two (the multi-head
+//! packings) and every `L × C` tensor filling whole ciphertexts. Any other token count is
+//! padded (ours; [`padded_plans`]): to the shortest such `L`, the padded keys masked out of
+//! softmax, the padded rows dropped at the end. KV-cache decoding is not planned by BLB (a
+//! clear error).
 
 use crate::block::{BlockConfig, BlockNames};
 use crate::reference::BlockWeights;
@@ -263,11 +265,6 @@ pub fn run_layers<E: Engine>(
     if layers == 0 {
         return Ok(x);
     }
-    if !n.is_power_of_two() {
-        return Err(SecureError::Unsupported(format!(
-            "suite blb: {n} tokens; BLB's multi-head packings need a power of two (no padded keys)"
-        )));
-    }
     if e.format().l() != 64 {
         return Err(SecureError::Unsupported(format!("suite blb: shares of {} bits (the conversions take 64)", e.format().l())));
     }
@@ -275,40 +272,17 @@ pub fn run_layers<E: Engine>(
         Some(w) => Some(BlockWeights::load(w, cfg, &names, layers)?),
         None => None,
     };
-    // Every part's plan, checked and simulated before anything is sent (both parties).
-    let mut plans = HashMap::new();
-    for part in [Part::First, Part::Steady, Part::Last] {
-        if part == Part::Steady && layers < 2 {
-            continue;
-        }
-        let g = LayerGraph::build_part(&LayerSpec::from(cfg), n, part);
-        let items = plan_graph(&g, n)?;
-        let mut execs = HashMap::new();
-        for b in items.iter().filter_map(|i| match i {
-            PlanItem::Ckks(b) => Some(b),
-            PlanItem::Mpc(_) => None,
-        }) {
-            let call = FusedCall::new(&g, part, b, n, None)?;
-            call.check()?;
-            execs.insert(b.index, (b.params.n, simulate(cfg, &call)?));
-        }
-        plans.insert(part, (g, items, execs));
-    }
-    // One parameter set per ring degree: the deepest of its blocks.
-    let mut deepest: HashMap<usize, u32> = HashMap::new();
-    for (_, _, execs) in plans.values() {
-        for (n, x) in execs.values() {
-            let d = deepest.entry(*n).or_insert(0);
-            *d = (*d).max(x.depth);
-        }
-    }
-    let plans = plans
-        .into_iter()
-        .map(|(part, (g, items, execs))| {
-            let execs = execs.into_iter().map(|(i, (n, x))| (i, BlockExec { set_depth: deepest[&n], ..x })).collect();
-            Ok((part, PartPlan::new(g, items, execs)?))
-        })
-        .collect::<Result<HashMap<Part, PartPlan>, SecureError>>()?;
+    // `n` real tokens run as `rows` (padded_plans); rows `n..rows` are copies of row 0 (local:
+    // the positions are public), so every per-token operator sees values of a real token's
+    // size (a zero row's variance would leave rsqrt's domain); their outputs are dropped.
+    let (keys, (n, plans)) = (n, padded_plans(cfg, n, layers)?);
+    let d = cfg.hidden;
+    let x = if n > keys {
+        let idx: Vec<usize> = (0..n).flat_map(|r| if r < keys { r * d..(r + 1) * d } else { 0..d }).collect();
+        e.gather(&x, &idx)?
+    } else {
+        x
+    };
     let l = e.format().l();
     let mut carry: HashMap<String, Value<E::Val, E::Bit>> = HashMap::from([("x".to_string(), Value::Val(x, l))]);
     for step in 0..=layers {
@@ -331,10 +305,78 @@ pub fn run_layers<E: Engine>(
             p(step.min(layers), layers);
         }
     }
-    match carry.remove("x") {
-        Some(Value::Val(x, bits)) => widen(e, &x, bits),
-        _ => Err(SecureError::Unsupported("BLB: the last part has no output x".into())),
+    let y = match carry.remove("x") {
+        Some(Value::Val(x, bits)) => widen(e, &x, bits)?,
+        _ => return Err(SecureError::Unsupported("BLB: the last part has no output x".into())),
+    };
+    if keys < n {
+        return Ok(e.gather(&y, &(0..keys * d).collect::<Vec<_>>())?);
     }
+    Ok(y)
+}
+
+/// The part plans of `layers` layers for `keys` real tokens, and the rows they run at (ours;
+/// BLB pads nothing): the shortest power of two `L ≥ keys` whose every block the executor
+/// takes (each `L × C` tensor fills whole ciphertexts of its block's ring), trying up to
+/// [`MAX_PAD`]× the next power of two and BLB's [`nectar_blb::MAX_TOKENS`]. Padded keys are
+/// masked ([`LayerGraph::build_padded`]). Both parties derive the same from the public shapes.
+fn padded_plans(cfg: &BlockConfig, keys: usize, layers: usize) -> Result<(usize, HashMap<Part, PartPlan>), SecureError> {
+    if keys == 0 {
+        return Err(SecureError::Unsupported("suite blb: an input of no tokens".into()));
+    }
+    let first = keys.next_power_of_two();
+    let mut refusal = None;
+    let mut l = first;
+    while l <= first * MAX_PAD && l <= nectar_blb::MAX_TOKENS {
+        match part_plans(cfg, l, keys, layers) {
+            Ok(plans) => return Ok((l, plans)),
+            Err(e) => refusal = refusal.or(Some(e)),
+        }
+        l *= 2;
+    }
+    Err(refusal.unwrap_or_else(|| SecureError::Unsupported(format!("suite blb: {keys} tokens exceed the {} a plan packs", nectar_blb::MAX_TOKENS))))
+}
+
+/// How far [`padded_plans`] pads: at most this many times the next power of two (MiniLM's
+/// 384 columns fill a ciphertext of `N = 32768` from 128 rows on, so 1 token runs at 128).
+pub const MAX_PAD: usize = 128;
+
+/// Every part's plan at `l` rows of which `keys` are real, checked and simulated before
+/// anything is sent (both parties).
+fn part_plans(cfg: &BlockConfig, l: usize, keys: usize, layers: usize) -> Result<HashMap<Part, PartPlan>, SecureError> {
+    let mut plans = HashMap::new();
+    for part in [Part::First, Part::Steady, Part::Last] {
+        if part == Part::Steady && layers < 2 {
+            continue;
+        }
+        let g = LayerGraph::build_padded(&LayerSpec::from(cfg), l, keys, part);
+        let items = plan_graph(&g, l)?;
+        let mut execs = HashMap::new();
+        for b in items.iter().filter_map(|i| match i {
+            PlanItem::Ckks(b) => Some(b),
+            PlanItem::Mpc(_) => None,
+        }) {
+            let call = FusedCall::new(&g, part, b, l, None)?;
+            call.check()?;
+            execs.insert(b.index, (b.params.n, simulate(cfg, &call)?));
+        }
+        plans.insert(part, (g, items, execs));
+    }
+    // One parameter set per ring degree: the deepest of its blocks.
+    let mut deepest: HashMap<usize, u32> = HashMap::new();
+    for (_, _, execs) in plans.values() {
+        for (n, x) in execs.values() {
+            let d = deepest.entry(*n).or_insert(0);
+            *d = (*d).max(x.depth);
+        }
+    }
+    plans
+        .into_iter()
+        .map(|(part, (g, items, execs))| {
+            let execs = execs.into_iter().map(|(i, (n, x))| (i, BlockExec { set_depth: deepest[&n], ..x })).collect();
+            Ok((part, PartPlan::new(g, items, execs)?))
+        })
+        .collect()
 }
 
 /// One part's plan as [`run_part`] runs it: the planner's items, each block's simulated

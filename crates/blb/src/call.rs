@@ -100,16 +100,18 @@ impl<'a> FusedCall<'a> {
         Ok(FusedCall { graph, part, block, ops, inputs, outputs, tokens, params, exec })
     }
 
-    /// Checks that every tensor the block reads or writes fits the packing it is wanted in
-    /// (both parties, before anything is sent).
+    /// Checks that every tensor the block reads, computes or writes fits the packing it is
+    /// wanted in (both parties, before anything is sent): what depends on `L` alone, so a
+    /// block that passes runs at this `L`.
     pub fn check(&self) -> Result<(), BlbError> {
         let bad = |e: BlbError| BlbError::Unsupported(format!("suite blb at {} tokens: {e}", self.tokens));
         let s = self.block.params.n / 2;
         let want = layouts(self.graph, &self.ops, self.tokens, s).map_err(bad)?;
-        for v in self.inputs.iter().copied().chain(self.outputs.iter().map(|&i| Operand::Op(i))) {
+        let computed = self.ops.iter().map(|&i| Operand::Op(i));
+        for v in self.inputs.iter().copied().chain(computed) {
             let (rows, cols) = self.shape(v);
             let lay = want.get(&v).copied().unwrap_or(Layout::Spatial);
-            lay.positions(rows, cols, self.tokens, s).map_err(bad)?;
+            lay.check(rows, cols, self.tokens, s).map_err(|e| bad(BlbError::Unsupported(format!("{}: {e}", self.graph.value_name(v)))))?;
         }
         Ok(())
     }

@@ -9,7 +9,8 @@
 //! The server's values come bound to the operators by name ([`LayerParams`], filled by the
 //! model layer: `1/√dh` folded into `attn.q`'s weight and bias, grouped key/value heads
 //! expanded into `attn.k` / `attn.v`'s columns, as the graph assumes).
-//! Not bound yet (a clear error): RoPE's `cos` / `sin` and SiLU's coefficients (LLaMA).
+//! LLaMA's: RoPE's `cos` / `sin` per position and column ([`crate::params::RopeParams`]) and
+//! BumbleBee's SiLU segments.
 
 use crate::error::BlbError;
 use crate::graph::{LayerGraph, Op, Operand};
@@ -22,6 +23,9 @@ pub const T_EXP: f64 = -13.0;
 /// BOLT's P4 GeLU (BLB App. B Alg. 4; [`nectar_nn::gelu::P4_BOLT`]): `c0..c4` and the range.
 const P4_C: [f64; 5] = nectar_nn::gelu::P4_BOLT.c;
 const P4_R: f64 = nectar_nn::gelu::P4_BOLT.range;
+
+/// BumbleBee's SiLU segments (App. D; the graph's SiLU; [`nectar_nn::silu::seg4`]).
+const SILU: nectar_nn::silu::seg4::SiluParams = nectar_nn::silu::seg4::SILU_BUMBLEBEE;
 
 /// The causal mask's value above the diagonal (and the padded keys' mask's): below [`T_EXP`] after the row maximum is
 /// subtracted, so the comparison zeroes the entry, and no lower than `−64`: exp's
@@ -99,6 +103,26 @@ pub(crate) fn plain(p: &LayerParams<'_>, op: &Op, rows: usize, cols: usize, keys
             }
             Ok(t)
         }
+        ("attn", "q.cos" | "k.cos" | "q.sin" | "k.sin") => {
+            let rope = p.rope.ok_or_else(|| BlbError::Unsupported(format!("{name}: the layer has no rotary positions")))?;
+            let sin = what.ends_with("sin");
+            let mut t = Tensor::zeros(rows, cols);
+            for r in 0..rows {
+                for c in 0..cols {
+                    let (cs, sn) = rope.at(r, c);
+                    t.data[r * cols + c] = if sin { sn } else { cs };
+                }
+            }
+            Ok(t)
+        }
+        ("silu", "a2x2") => constant(SILU.a[2]),
+        ("silu", "a1x") => constant(SILU.a[1]),
+        ("silu", "pa") => constant(SILU.a[0]),
+        ("silu", "b6x6") => constant(SILU.b[4]),
+        ("silu", "b4x4") => constant(SILU.b[3]),
+        ("silu", "b2x2") => constant(SILU.b[2]),
+        ("silu", "b1x") => constant(SILU.b[1]),
+        ("silu", "pb") => constant(SILU.b[0]),
         ("attn", "key_mask") => {
             // Per head block of `rows` key columns: the padded keys `keys..rows` are masked.
             let mut t = Tensor::zeros(rows, cols);
@@ -202,6 +226,9 @@ pub fn threshold(name: &str) -> Result<f64, BlbError> {
         "gelu.cmp_m2.7" => -P4_R,
         "gelu.cmp_0" => 0.0,
         "gelu.cmp_2.7" => P4_R,
+        "silu.cmp_m8" => SILU.t[0],
+        "silu.cmp_m4" => SILU.t[1],
+        "silu.cmp_4" => SILU.t[2],
         _ => return Err(BlbError::Unsupported(format!("the BLB evaluator has no threshold for {name}"))),
     })
 }

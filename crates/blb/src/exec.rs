@@ -92,7 +92,7 @@ impl Layout {
     }
 
     /// Checks that a `rows × cols` tensor fits this layout with `l`-slot blocks over `s`.
-    fn check(&self, rows: usize, cols: usize, l: usize, s: usize) -> Result<(), BlbError> {
+    pub fn check(&self, rows: usize, cols: usize, l: usize, s: usize) -> Result<(), BlbError> {
         if !l.is_power_of_two() || l > s || rows > l || cols == 0 {
             return Err(err(format!("{rows}x{cols} in blocks of L = {l} over {s} slots")));
         }

@@ -44,6 +44,34 @@ pub struct LayerParams<'a> {
     pub products: Vec<(&'static str, Columns<'a>)>,
     /// The norms by graph prefix (`ln1`, `ln2`).
     pub norms: Vec<(&'static str, NormParams<'a>)>,
+    /// Rotary positions (LLaMA): the `cos` / `sin` constants of `attn.q` and `attn.k`.
+    pub rope: Option<RopeParams>,
+}
+
+/// Rotary positions as HF's "rotate half" (dimension `t` of a head paired with `t + dh/2`,
+/// frequency `theta^(−2t/dh)`), row `r` at position `r` (a prompt from position 0).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RopeParams {
+    pub theta: f64,
+    pub head_dim: usize,
+}
+
+impl RopeParams {
+    /// `(cos, sin)` of column `c` at position `r`, the sign of the rotate-half folded into
+    /// `sin` (`−` on a head's first half: `(x·W R)` takes the partner column unsigned).
+    pub fn at(&self, r: usize, c: usize) -> (f64, f64) {
+        let (dh, half) = (self.head_dim, self.head_dim / 2);
+        let t = c % dh % half.max(1);
+        let freq = self.theta.powf(-2.0 * t as f64 / dh as f64);
+        let (sin, cos) = (r as f64 * freq).sin_cos();
+        (cos, if c % dh < half { -sin } else { sin })
+    }
+
+    /// The column of the same head a rotate-half column `c` reads (`t ↔ t + dh/2`).
+    pub fn partner(&self, c: usize) -> usize {
+        let (dh, half) = (self.head_dim, self.head_dim / 2);
+        c - c % dh + (c % dh + half) % dh
+    }
 }
 
 impl LayerParams<'_> {

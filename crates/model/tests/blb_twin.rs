@@ -229,13 +229,13 @@ fn wrong_inputs_and_unbound_values_are_errors() {
     assert!(eval_layer(&g, &params, &[]).is_err());
     let bad: Vec<Tensor> = g.inputs.iter().map(|i| Tensor::zeros(i.shape.rows + 1, i.shape.cols)).collect();
     assert!(eval_layer(&g, &params, &bad).is_err());
-    // RoPE / SiLU values are not bound yet: LLaMA's graph is refused by name.
+    // A rotary graph over a layer's values without its rotated products is refused by name.
     let mut llama = LayerSpec::from(&cfg);
-    llama.activation = nectar_blb::spec::Activation::Silu;
+    (llama.activation, llama.rope) = (nectar_blb::spec::Activation::Silu, true);
     let gl = LayerGraph::build(&llama, 4);
     let zeros: Vec<Tensor> = gl.inputs.iter().map(|i| Tensor::zeros(i.shape.rows, i.shape.cols)).collect();
     let e = eval_layer(&gl, &params, &zeros).unwrap_err();
-    assert!(e.to_string().contains("silu"), "{e}");
+    assert!(e.to_string().contains("attn.q.rot"), "{e}");
 }
 
 /// The layer's inputs (P4 pieces of a random pre-activation, a random residual) and the

@@ -400,6 +400,13 @@ pub fn plan_graph(g: &LayerGraph, tokens: usize) -> Result<Vec<PlanItem>, BlbErr
     let n = g.ops.len();
     let max_depth = ops::max_preset_depth();
     let (mut peeled, mut cut) = (vec![false; n], vec![false; n]);
+    // A product by a per-group scalar (`L × H`, H > 1: softmax's `1/Σ` per head) is peeled
+    // from the start: the executor packs per-token scalars only (`crate::exec` module doc).
+    // BERT's and GPT-2's blocks peel it anyway for depth; LLaMA's would keep it.
+    for (i, op) in g.ops.iter().enumerate() {
+        let per_group = op.operands.get(1).is_some_and(|&v| g.shape(v).cols > 1);
+        peeled[i] = op.kind == OpKind::Linear(LinearKind::SmulCc) && per_group;
+    }
     for _ in 0..=n {
         let (place, stage) = place(g, &peeled, &cut);
         let blk = group(g, &place, &stage);

@@ -316,10 +316,11 @@ pub fn run_layers<E: Engine>(
 }
 
 /// The part plans of `layers` layers for `keys` real tokens, and the rows they run at (ours;
-/// BLB pads nothing): the shortest power of two `L ≥ keys` whose every block the executor
-/// takes (each `L × C` tensor fills whole ciphertexts of its block's ring), trying up to
-/// [`MAX_PAD`]× the next power of two and BLB's [`nectar_blb::MAX_TOKENS`]. Padded keys are
-/// masked ([`LayerGraph::build_padded`]). Both parties derive the same from the public shapes.
+/// BLB pads nothing): the shortest power of two `L ≥ keys` at which every block's tensors fit
+/// their packings ([`FusedCall::check`]: each `L × C` tensor fills whole ciphertexts of its
+/// block's ring), trying up to [`MAX_PAD`]× the next power of two and BLB's
+/// [`nectar_blb::MAX_TOKENS`]. Padded keys are masked ([`LayerGraph::build_padded`]). Both
+/// parties derive the same from the public shapes.
 fn padded_plans(cfg: &BlockConfig, keys: usize, layers: usize) -> Result<(usize, HashMap<Part, PartPlan>), SecureError> {
     if keys == 0 {
         return Err(SecureError::Unsupported("suite blb: an input of no tokens".into()));
@@ -328,43 +329,66 @@ fn padded_plans(cfg: &BlockConfig, keys: usize, layers: usize) -> Result<(usize,
     let mut refusal = None;
     let mut l = first;
     while l <= first * MAX_PAD && l <= nectar_blb::MAX_TOKENS {
-        match part_plans(cfg, l, keys, layers) {
-            Ok(plans) => return Ok((l, plans)),
+        match packed_parts(cfg, l, keys, layers)? {
+            Ok(parts) => return Ok((l, simulate_parts(cfg, l, parts)?)),
             Err(e) => refusal = refusal.or(Some(e)),
         }
         l *= 2;
     }
-    Err(refusal.unwrap_or_else(|| SecureError::Unsupported(format!("suite blb: {keys} tokens exceed the {} a plan packs", nectar_blb::MAX_TOKENS))))
+    Err(match refusal {
+        Some(e) => SecureError::Unsupported(format!("{e} (and at every padded length up to {})", (l / 2).max(first))),
+        None => SecureError::Unsupported(format!("suite blb: {keys} tokens exceed the {} a plan packs", nectar_blb::MAX_TOKENS)),
+    })
 }
 
-/// How far [`padded_plans`] pads: at most this many times the next power of two (MiniLM's
-/// 384 columns fill a ciphertext of `N = 32768` from 128 rows on, so 1 token runs at 128).
+/// How far [`padded_plans`] pads: at most this many times the next power of two (a layer of
+/// 384 columns fills a ciphertext of `N = 32768` from 128 rows on, so MiniLM runs one token
+/// at 128; the tiny test models' 16 columns need 1024).
 pub const MAX_PAD: usize = 128;
 
-/// Every part's plan at `l` rows of which `keys` are real, checked and simulated before
-/// anything is sent (both parties).
-fn part_plans(cfg: &BlockConfig, l: usize, keys: usize, layers: usize) -> Result<HashMap<Part, PartPlan>, SecureError> {
-    let mut plans = HashMap::new();
+/// A part's graph and plan.
+type PartItems = (Part, LayerGraph, Vec<PlanItem>);
+
+/// Every part's graph and plan at `l` rows of which `keys` are real; `Ok(Err(_))` when a
+/// block's tensors do not fit their packings at this `l`.
+fn packed_parts(cfg: &BlockConfig, l: usize, keys: usize, layers: usize) -> Result<Result<Vec<PartItems>, nectar_blb::BlbError>, SecureError> {
+    let mut parts = Vec::new();
     for part in [Part::First, Part::Steady, Part::Last] {
         if part == Part::Steady && layers < 2 {
             continue;
         }
         let g = LayerGraph::build_padded(&LayerSpec::from(cfg), l, keys, part);
         let items = plan_graph(&g, l)?;
+        for b in items.iter().filter_map(|i| match i {
+            PlanItem::Ckks(b) => Some(b),
+            PlanItem::Mpc(_) => None,
+        }) {
+            if let Err(e) = FusedCall::new(&g, part, b, l, None)?.check() {
+                return Ok(Err(e));
+            }
+        }
+        parts.push((part, g, items));
+    }
+    Ok(Ok(parts))
+}
+
+/// The parts' plans with every block simulated ([`simulate`]: levels and rotation steps) and
+/// one parameter set per ring degree (the deepest of its blocks).
+fn simulate_parts(cfg: &BlockConfig, l: usize, parts: Vec<PartItems>) -> Result<HashMap<Part, PartPlan>, SecureError> {
+    let mut plans = Vec::new();
+    for (part, g, items) in parts {
         let mut execs = HashMap::new();
         for b in items.iter().filter_map(|i| match i {
             PlanItem::Ckks(b) => Some(b),
             PlanItem::Mpc(_) => None,
         }) {
             let call = FusedCall::new(&g, part, b, l, None)?;
-            call.check()?;
             execs.insert(b.index, (b.params.n, simulate(cfg, &call)?));
         }
-        plans.insert(part, (g, items, execs));
+        plans.push((part, g, items, execs));
     }
-    // One parameter set per ring degree: the deepest of its blocks.
     let mut deepest: HashMap<usize, u32> = HashMap::new();
-    for (_, _, execs) in plans.values() {
+    for (.., execs) in &plans {
         for (n, x) in execs.values() {
             let d = deepest.entry(*n).or_insert(0);
             *d = (*d).max(x.depth);
@@ -372,7 +396,7 @@ fn part_plans(cfg: &BlockConfig, l: usize, keys: usize, layers: usize) -> Result
     }
     plans
         .into_iter()
-        .map(|(part, (g, items, execs))| {
+        .map(|(part, g, items, execs)| {
             let execs = execs.into_iter().map(|(i, (n, x))| (i, BlockExec { set_depth: deepest[&n], ..x })).collect();
             Ok((part, PartPlan::new(g, items, execs)?))
         })

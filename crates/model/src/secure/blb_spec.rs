@@ -7,7 +7,7 @@ use crate::block::{BlockConfig, BlockNames, FfnKind, NormKind, Placement};
 use crate::config::{Activation, ModelConfig};
 use crate::reference::{BlockWeights, Dense, Norm};
 use crate::ModelError;
-use nectar_blb::params::{Columns, NormParams, Weight};
+use nectar_blb::params::{Columns, NormParams, RopeParams, Weight};
 use nectar_blb::{spec, FusionPlan, LayerParams, LayerSpec};
 
 impl From<&BlockConfig> for LayerSpec {
@@ -58,8 +58,9 @@ fn norm(n: &Norm) -> NormParams<'_> {
 
 /// The server's values of one steady-state layer (`nectar_blb::params`): `prev`'s FFN output
 /// product (post-norm: and its output norm), `cur`'s attention, norms and FFN input. `1/√dh`
-/// is folded into `attn.q` (weight and bias), and grouped key/value heads are expanded into
-/// `attn.k` / `attn.v`'s columns (as BLB's graph assumes).
+/// is folded into `attn.q` (weight and bias), grouped key/value heads are expanded into
+/// `attn.k` / `attn.v`'s columns (as BLB's graph assumes), and with rotary positions
+/// `attn.q.rot` / `attn.k.rot` are the same columns in rotate-half order.
 pub fn layer_params<'a>(
     weights: &'a BlockWeights,
     cfg: &BlockConfig,
@@ -83,14 +84,24 @@ pub fn layer_params<'a>(
         (0..d).map(|j| rows[(j / dh / group) * dh + j % dh]).collect()
     };
     let cols = |(dense, rows): (&'a Dense, Vec<usize>), scale: f64| Columns { weight: weight(dense), rows, scale };
-    let (k, v) = (part(&cur.qkv, &qkv, 1)?, part(&cur.qkv, &qkv, 2)?);
-    let mut products = vec![
-        ("attn.q", cols(part(&cur.qkv, &qkv, 0)?, cfg.query_scale().by)),
-        ("attn.k", cols((k.0, expand(k.1)), 1.0)),
+    let (q, k, v) = (part(&cur.qkv, &qkv, 0)?, part(&cur.qkv, &qkv, 1)?, part(&cur.qkv, &qkv, 2)?);
+    let k = (k.0, expand(k.1));
+    let rope = cfg.rope_theta.map(|theta| RopeParams { theta, head_dim: dh });
+    let mut products = Vec::new();
+    if let Some(r) = rope {
+        // `x·W R`: each column reads its rotate-half partner's weight row (the sign is in
+        // `sin`, `RopeParams::at`).
+        let rotated = |(dense, rows): &(&'a Dense, Vec<usize>)| (*dense, (0..rows.len()).map(|c| rows[r.partner(c)]).collect::<Vec<_>>());
+        products.push(("attn.q.rot", cols(rotated(&q), cfg.query_scale().by)));
+        products.push(("attn.k.rot", cols(rotated(&k), 1.0)));
+    }
+    products.extend([
+        ("attn.q", cols(q, cfg.query_scale().by)),
+        ("attn.k", cols(k, 1.0)),
         ("attn.v", cols((v.0, expand(v.1)), 1.0)),
         ("attn.o", cols((weights.dense(&cur.o)?, (0..d).collect()), 1.0)),
         ("ffn.down", cols((weights.dense(&prev.ffn_out)?, (0..d).collect()), 1.0)),
-    ];
+    ]);
     let outs = cfg.ffn_in_outs();
     match cfg.ffn {
         FfnKind::Plain => products.push(("ffn.up", cols(part(&cur.ffn_in, &outs, 0)?, 1.0))),
@@ -108,5 +119,6 @@ pub fn layer_params<'a>(
         eps: cfg.eps,
         products,
         norms: vec![("ln1", norm(weights.norm(&cur.norm1)?)), ("ln2", norm(weights.norm(ln2)?))],
+        rope,
     })
 }

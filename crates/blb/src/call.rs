@@ -23,12 +23,32 @@ pub struct BlockExec {
     pub set_depth: u32,
     /// Rotation steps (the Galois keys the client sends).
     pub steps: Vec<i64>,
+    /// Per rotation step, how many levels below the parameter set's top its highest use
+    /// is, over every block of the set that rotates by it ([`BlockExec::simulate`] measures
+    /// the block's own, from its inputs' level; the model's stack takes the minimum over the
+    /// set): the client sends each Galois key cut to that level (ours: fewer digits and
+    /// primes, `CkksGaloisKeys::serialize_at_levels`).
+    pub key_drops: Vec<(i64, u32)>,
 }
 
 impl BlockExec {
     /// The level (primes) its inputs are converted at in the set's parameters `top`.
     pub fn start_level(&self, top: usize) -> usize {
         top.saturating_sub((self.set_depth - self.depth.min(self.set_depth)) as usize)
+    }
+
+    /// The level (primes) rotation step `k`'s Galois key must serve in the set's parameters
+    /// `top` (the top when the step is not in [`Self::key_drops`]).
+    pub fn key_level(&self, k: i64, top: usize) -> usize {
+        let drop = self.key_drops.iter().find(|&&(s, _)| s == k).map_or(0, |&(_, d)| d as usize);
+        top.saturating_sub(drop).max(1)
+    }
+
+    /// [`Self::key_drops`] of a block of the set (`set_depth`, already set) made relative to
+    /// the set's top: the block's inputs start `set_depth − depth` levels below it.
+    pub fn set_relative_drops(&self) -> Vec<(i64, u32)> {
+        let below = self.set_depth - self.depth.min(self.set_depth);
+        self.key_drops.iter().map(|&(k, d)| (k, d + below)).collect()
     }
 
     /// Runs the block on the slot simulator with zero inputs and `zeros`, the server's
@@ -49,7 +69,8 @@ impl BlockExec {
         let res = run_block(&sim, call.graph, zeros, &call.ops, l, &ins).map_err(bad)?;
         let lowest = res.values().flat_map(|t| t.cts.iter().map(|c| c.level)).min().unwrap_or(START);
         let depth = call.block.depth.max((START - lowest) as u32);
-        Ok(BlockExec { depth, set_depth: depth, steps: sim.rotation_steps() })
+        let key_drops = sim.rotation_levels().into_iter().map(|(k, level)| (k, (START - level.min(START)) as u32)).collect();
+        Ok(BlockExec { depth, set_depth: depth, steps: sim.rotation_steps(), key_drops })
     }
 }
 
@@ -96,7 +117,7 @@ impl<'a> FusedCall<'a> {
             }
         }
         let outputs = block.to_mpc.iter().map(|c| index(&c.value)).collect::<Result<_, _>>()?;
-        let exec = BlockExec { depth: block.depth, set_depth: block.depth, steps: Vec::new() };
+        let exec = BlockExec { depth: block.depth, set_depth: block.depth, steps: Vec::new(), key_drops: Vec::new() };
         Ok(FusedCall { graph, part, block, ops, inputs, outputs, tokens, params, exec })
     }
 

@@ -136,7 +136,10 @@ impl FusedCkks {
         }
         let set = self.set(ch, role, n, depth, prg)?;
         let new: Vec<i64> = call.exec.steps.iter().copied().filter(|k| !set.keyed.contains(k)).collect();
-        let galois = set.side.send_rotation_keys(ch, &set.params, &new, KEYS_PER_FRAME, prg)?;
+        // Each key cut to the highest level any block of the set rotates by it at.
+        let top = set.params.max_level();
+        let at: Vec<(i64, usize)> = new.iter().map(|&k| (k, call.exec.key_level(k, top))).collect();
+        let galois = set.side.send_rotation_keys_at(ch, &set.params, &at, KEYS_PER_FRAME, prg)?;
         ch.flush()?;
         set.keyed.extend(new);
         self.keys.galois += galois;

@@ -67,6 +67,14 @@ pub(crate) fn automorphism_key_switch(params: &Params, ct: &Ciphertext, g: u64, 
     let l = ct.level();
     let n = params.n();
     let sp_idx = params.max_level();
+    // A key truncated to a lower level (`GaloisKeys::serialize_digits`) serves that level and
+    // below: its digits and primes must cover this ciphertext's.
+    let b: Vec<Vec<&[u64]>> = (0..l)
+        .map(|j| {
+            let k = key.b.get(j).ok_or_else(|| HeError::Mismatch(format!("Galois key {g} has {} digits, a ciphertext at level {l} needs {l}", key.b.len())))?;
+            (0..l).chain([sp_idx]).map(|t| k.limb_of(t).ok_or_else(|| HeError::Mismatch(format!("Galois key {g} lacks prime {t} for level {l}")))).collect()
+        })
+        .collect::<Result<_, _>>()?;
     let perm = if ct.c0.ntt || ct.c1.ntt { params.ntt_galois_perm(g) } else { None };
     let perm = perm.as_deref().map(|p| &p[..]);
     // Digits: d = τ_g(c1) in coefficient form, and its NTT form when it comes for free.
@@ -135,7 +143,7 @@ pub(crate) fn automorphism_key_switch(params: &Params, ct: &Ciphertext, g: u64, 
                     _ => &scratch[j * n..(j + 1) * n],
                 })
                 .collect();
-            let b: Vec<&[u64]> = (0..l).map(|j| key.b[j].limb(t)).collect();
+            let b: Vec<&[u64]> = (0..l).map(|j| b[j][ti]).collect();
             let a: Vec<&[u64]> = (0..l).map(|j| key.a[j].limb(t)).collect();
             let fold = if ti < l { c0_perm } else { None };
             inner_product(m, &digits, &b, &a, fold.map(|p| (p, ct.c0.limb(ti), m.reduce(sp.value()))), a0, a1);

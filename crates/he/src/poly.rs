@@ -48,6 +48,12 @@ impl RnsPoly {
         &self.data[i * self.n..(i + 1) * self.n]
     }
 
+    /// The limb of modulus index `m`, if the polynomial has it (a key truncated to a lower
+    /// level lacks the upper primes).
+    pub(crate) fn limb_of(&self, m: usize) -> Option<&[u64]> {
+        self.mods.iter().position(|&x| x == m).map(|i| self.limb(i))
+    }
+
     pub(crate) fn limb_mut(&mut self, i: usize) -> &mut [u64] {
         &mut self.data[i * self.n..(i + 1) * self.n]
     }

@@ -26,6 +26,7 @@ pub const WIRE_VERSION: u8 = 1;
 const KIND_CT: u8 = 1;
 const KIND_PK: u8 = 2;
 const KIND_GK: u8 = 3;
+const KIND_GK_DIGITS: u8 = 4;
 const F_SEEDED: u8 = 1;
 const F_C0_NTT: u8 = 2;
 const F_C1_NTT: u8 = 4;
@@ -343,6 +344,83 @@ impl GaloisKeys {
             out = w.finish();
         }
         out
+    }
+
+    /// Wire form of keys each truncated to the level it is used at: per element `g` its
+    /// seed, its digit count `d = digits[g]` (`1..=L`; absent: `L`) and the polynomials
+    /// `b_0..b_{d−1}` on the primes `q_0..q_{d−1}` and `P` only. Such a key switches
+    /// ciphertexts of level `d` and below (their digits and primes are a prefix of the
+    /// key's); it is `d(d+1)/(L(L+1))` of the whole key's bytes.
+    pub fn serialize_digits(&self, params: &Params, digits: &BTreeMap<u64, usize>) -> Result<Vec<u8>, HeError> {
+        let l = params.max_level();
+        let mut out = header(params, KIND_GK_DIGITS);
+        out.extend_from_slice(&(self.keys.len() as u32).to_le_bytes());
+        for (&g, k) in &self.keys {
+            let d = digits.get(&g).copied().unwrap_or(l);
+            if d == 0 || d > l || k.b.len() < d {
+                return Err(HeError::Mismatch(format!("Galois key {g}: {d} digits of {}", k.b.len())));
+            }
+            out.extend_from_slice(&g.to_le_bytes());
+            out.extend_from_slice(&k.seed);
+            out.extend_from_slice(&(d as u32).to_le_bytes());
+            let mut w = BitWriter::new(std::mem::take(&mut out));
+            for p in &k.b[..d] {
+                for t in (0..d).chain([l]) {
+                    let limb = p.limb_of(t).ok_or_else(|| HeError::Mismatch(format!("Galois key {g} lacks prime {t}")))?;
+                    let bits = params.modulus(t).bits();
+                    limb.iter().for_each(|&v| w.put(v, bits));
+                }
+            }
+            out = w.finish();
+        }
+        Ok(out)
+    }
+
+    /// Parses [`GaloisKeys::serialize_digits`]'s output; returns the keys and each one's digit
+    /// count.
+    pub fn deserialize_digits(params: &Params, bytes: &[u8]) -> Result<(GaloisKeys, BTreeMap<u64, usize>), HeError> {
+        if !params.has_special_prime() {
+            return Err(HeError::NoSpecialPrime);
+        }
+        let mut b = check_header(params, bytes, KIND_GK_DIGITS)?;
+        let mut c = [0u8; 4];
+        c.copy_from_slice(take(&mut b, 4)?);
+        let count = u32::from_le_bytes(c) as usize;
+        if count > params.n() {
+            return malformed("Galois key count above N");
+        }
+        let l = params.max_level();
+        let all = all_mods(params);
+        let (mut keys, mut digits) = (BTreeMap::new(), BTreeMap::new());
+        for _ in 0..count {
+            let mut gb = [0u8; 8];
+            gb.copy_from_slice(take(&mut b, 8)?);
+            let g = u64::from_le_bytes(gb);
+            if g % 2 == 0 || g >= 2 * params.n() as u64 || keys.contains_key(&g) {
+                return malformed(format!("bad Galois element {g}"));
+            }
+            let mut seed = [0u8; 16];
+            seed.copy_from_slice(take(&mut b, 16)?);
+            c.copy_from_slice(take(&mut b, 4)?);
+            let d = u32::from_le_bytes(c) as usize;
+            if d == 0 || d > l {
+                return malformed(format!("Galois key {g}: {d} digits (1..={l})"));
+            }
+            let mods: Vec<usize> = (0..d).chain([l]).collect();
+            let body = take(&mut b, packed_bytes(params, &mods, params.n() * d))?;
+            let mut r = BitReader::new(body);
+            let bs = (0..d).map(|_| read_poly(params, &mut r, mods.clone(), true, None)).collect::<Result<Vec<_>, _>>()?;
+            r.finish()?;
+            // `a_j` as the client drew them (over every prime, in order), the first `d`.
+            let mut prg = nectar_math::Prg::new(seed);
+            let a = (0..d).map(|_| crate::poly::sample_uniform(params, &mut prg, all.clone())).collect();
+            keys.insert(g, GaloisKey { seed, b: bs, a });
+            digits.insert(g, d);
+        }
+        if !b.is_empty() {
+            return malformed("bytes after the last Galois key");
+        }
+        Ok((GaloisKeys { keys }, digits))
     }
 
     /// Parses [`GaloisKeys::serialize`]'s output.

@@ -13,6 +13,10 @@ struct Valid {
     ct: Vec<u8>,
     seeded: Vec<u8>,
     pk: Vec<u8>,
+    /// Galois keys cut to their levels (`serialize_digits`) under the OLT parameters (the bOLEe
+    /// set has no special prime).
+    olt: Params,
+    gk_digits: Vec<u8>,
 }
 
 /// Valid serializations under the bOLEe parameters (built once).
@@ -27,7 +31,11 @@ fn valid() -> &'static Valid {
         let pt = Plaintext::from_coeffs(&params, &m, 0).unwrap();
         let ct = pk.encrypt(&params, &pt, &mut prg).unwrap().serialize(&params);
         let seeded = sk.encrypt(&params, &pt, &mut prg).unwrap().serialize(&params);
-        Valid { pk: pk.serialize(&params), params, ct, seeded }
+        let olt = Params::bumblebee_olt();
+        let sk_olt = SecretKey::generate(&olt, &mut prg);
+        let gk = sk_olt.galois_keys(&olt, &[3, 5, 9], &mut prg).unwrap();
+        let gk_digits = gk.serialize_digits(&olt, &std::collections::BTreeMap::from([(3, 1), (5, 2)])).unwrap();
+        Valid { pk: pk.serialize(&params), params, ct, seeded, olt, gk_digits }
     })
 }
 
@@ -50,6 +58,7 @@ proptest! {
         let _ = Ciphertext::deserialize(p, &bytes);
         let _ = PublicKey::deserialize(p, &bytes);
         let _ = GaloisKeys::deserialize(p, &bytes);
+        let _ = GaloisKeys::deserialize_digits(&valid().olt, &bytes);
         let _ = Ciphertext::deserialize_partial(p, &bytes, &[0, 5, 17]);
     }
 
@@ -63,6 +72,7 @@ proptest! {
         let _ = Ciphertext::deserialize(p, &mutate(&v.ct, &flips, cut));
         let _ = Ciphertext::deserialize(p, &mutate(&v.seeded, &flips, cut));
         let _ = PublicKey::deserialize(p, &mutate(&v.pk, &flips, cut));
+        let _ = GaloisKeys::deserialize_digits(&v.olt, &mutate(&v.gk_digits, &flips, cut));
     }
 }
 
@@ -72,4 +82,6 @@ fn valid_serializations_round_trip() {
     assert!(Ciphertext::deserialize(&v.params, &v.ct).is_ok());
     assert!(Ciphertext::deserialize(&v.params, &v.seeded).is_ok());
     assert!(PublicKey::deserialize(&v.params, &v.pk).is_ok());
+    let (gk, digits) = GaloisKeys::deserialize_digits(&v.olt, &v.gk_digits).unwrap();
+    assert_eq!((gk.elements().len(), digits.values().copied().collect::<Vec<_>>()), (3, vec![1, 2, 3]));
 }

@@ -101,6 +101,38 @@ impl Side {
         })
     }
 
+    /// [`Self::send_rotation_keys`] with each key cut to the level it serves (`(step,
+    /// level)`: ciphertexts of that many primes and below; both parties derive the levels
+    /// from the public plan, and the server refuses a key cut elsewhere). Returns the bytes
+    /// sent.
+    pub fn send_rotation_keys_at(&mut self, ch: &mut dyn Channel, params: &CkksParams, steps: &[(i64, usize)], per_frame: usize, prg: &mut Prg) -> Result<u64, LinearError> {
+        let mut bytes = 0u64;
+        for chunk in steps.chunks(per_frame.max(1)) {
+            let levels: std::collections::BTreeMap<i64, usize> = chunk.iter().copied().collect();
+            match self {
+                Side::Client { sk } => {
+                    let ks: Vec<i64> = chunk.iter().map(|&(k, _)| k).collect();
+                    let gk = sk.galois_keys(params, &ks, false, prg)?.serialize_at_levels(params, &levels)?;
+                    bytes += gk.len() as u64;
+                    ch.send(&gk)?;
+                }
+                Side::Server { ev, .. } => {
+                    let msg = ch.recv()?;
+                    bytes += msg.len() as u64;
+                    let (gk, digits) = CkksGaloisKeys::deserialize_at_levels(params, &msg)?;
+                    for (&k, &level) in &levels {
+                        let g = nectar_he::ckks::rotation_element(params.n(), k);
+                        if g != 1 && digits.get(&g) != Some(&level) {
+                            return Err(LinearError::Malformed(format!("the client sent no Galois key for rotation {k} at level {level}")));
+                        }
+                    }
+                    ev.add_galois_keys(gk);
+                }
+            }
+        }
+        Ok(bytes)
+    }
+
     /// The client sends the rotation keys of `steps` (which the server lacks), at most
     /// `per_frame` per message; the server checks and adds them. Returns the bytes sent.
     pub fn send_rotation_keys(&mut self, ch: &mut dyn Channel, params: &CkksParams, steps: &[i64], per_frame: usize, prg: &mut Prg) -> Result<u64, LinearError> {

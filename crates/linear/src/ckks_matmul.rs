@@ -30,7 +30,7 @@ use nectar_he::ckks::CkksCiphertext;
 use nectar_he::ckks::{CkksEvaluator, CkksParams, CkksPlaintext, CkksSecretKey, EvalCounts};
 use nectar_math::Prg;
 use rayon::prelude::*;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -216,7 +216,8 @@ pub struct SimCt {
 pub struct SlotSim {
     slots: usize,
     counts: Mutex<EvalCounts>,
-    steps: Mutex<BTreeSet<i64>>,
+    /// Rotation steps used, each with the highest level it was used at.
+    steps: Mutex<BTreeMap<i64, usize>>,
 }
 
 impl SlotSim {
@@ -225,7 +226,7 @@ impl SlotSim {
         Self {
             slots,
             counts: Mutex::new(EvalCounts::default()),
-            steps: Mutex::new(BTreeSet::new()),
+            steps: Mutex::new(BTreeMap::new()),
         }
     }
     /// A fresh simulated ciphertext at `level`.
@@ -238,7 +239,12 @@ impl SlotSim {
     }
     /// Rotation steps used (reduced to `(−s/2, s/2]`).
     pub fn rotation_steps(&self) -> Vec<i64> {
-        locked(&self.steps).iter().copied().collect()
+        locked(&self.steps).keys().copied().collect()
+    }
+    /// Rotation steps used, each with the highest level it was used at (the level its Galois
+    /// key must serve).
+    pub fn rotation_levels(&self) -> Vec<(i64, usize)> {
+        locked(&self.steps).iter().map(|(&k, &l)| (k, l)).collect()
     }
     fn bump(&self, f: impl FnOnce(&mut EvalCounts)) {
         f(&mut locked(&self.counts));
@@ -287,7 +293,10 @@ impl SlotOps for SlotSim {
         if k == 0 {
             return Ok(ct.clone());
         }
-        locked(&self.steps).insert(if k > s / 2 { k - s } else { k });
+        let mut steps = locked(&self.steps);
+        let top = steps.entry(if k > s / 2 { k - s } else { k }).or_insert(ct.level);
+        *top = (*top).max(ct.level);
+        drop(steps);
         self.bump(|c| {
             c.rotations += 1;
             c.key_switches += 1;

@@ -25,8 +25,14 @@ pub(crate) fn key_switch(params: &Params, c0: &RnsPoly, c1: &RnsPoly, g: u64, ke
     let n = params.n();
     let l = c1.limbs();
     if c0.limbs() != l || key.b.len() < l {
-        return Err(HeError::Mismatch("key switch: level mismatch".into()));
+        return Err(HeError::Mismatch(format!("key switch: a key of {} digits for a ciphertext at level {l}", key.b.len())));
     }
+    // A key truncated to a lower level (`GaloisKeys::serialize_digits`) lacks the upper
+    // primes: its limbs are found by modulus.
+    let b: Vec<Vec<&[u64]>> = key.b[..l]
+        .iter()
+        .map(|k| (0..l).chain([sp_idx]).map(|t| k.limb_of(t).ok_or_else(|| HeError::Mismatch(format!("key switch: the key lacks prime {t} for level {l}")))).collect())
+        .collect::<Result<_, _>>()?;
     let coeff = |p: &RnsPoly| {
         let mut c = p.clone();
         c.to_coeff(params);
@@ -58,7 +64,7 @@ pub(crate) fn key_switch(params: &Params, c0: &RnsPoly, c1: &RnsPoly, g: u64, ke
             for (j, dj) in digits.iter().enumerate() {
                 tmp.iter_mut().zip(dj).for_each(|(x, &v)| *x = m.reduce_i64(v));
                 plan.forward(tmp);
-                plan.mul_accumulate(a0, tmp, key.b[j].limb(t));
+                plan.mul_accumulate(a0, tmp, b[j][ti]);
                 plan.mul_accumulate(a1, tmp, key.a[j].limb(t));
             }
         });

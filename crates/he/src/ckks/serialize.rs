@@ -101,6 +101,19 @@ impl CkksGaloisKeys {
     pub fn deserialize(params: &CkksParams, bytes: &[u8]) -> Result<Self, HeError> {
         Ok(Self { keys: GaloisKeys::deserialize(params.engine(), bytes)? })
     }
+    /// Wire form with each key truncated to the level it is used at (ciphertexts of
+    /// `levels[k]` primes and below, per rotation step `k`; absent: the top level): the
+    /// RLWE format of [`GaloisKeys::serialize_digits`].
+    pub fn serialize_at_levels(&self, params: &CkksParams, levels: &std::collections::BTreeMap<i64, usize>) -> Result<Vec<u8>, HeError> {
+        let digits = levels.iter().map(|(&k, &l)| (crate::ckks::rotation_element(params.n(), k), l)).collect();
+        self.keys.serialize_digits(params.engine(), &digits)
+    }
+    /// Parses [`Self::serialize_at_levels`]'s output: the keys and, per Galois element, the
+    /// highest level each serves.
+    pub fn deserialize_at_levels(params: &CkksParams, bytes: &[u8]) -> Result<(Self, std::collections::BTreeMap<u64, usize>), HeError> {
+        let (keys, digits) = GaloisKeys::deserialize_digits(params.engine(), bytes)?;
+        Ok((Self { keys }, digits))
+    }
 }
 
 impl RelinKey {

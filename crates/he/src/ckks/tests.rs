@@ -244,6 +244,38 @@ fn rotation_conjugation_precision() {
     assert_eq!(conjugation_element(p.n()), 2 * p.n() as u64 - 1);
 }
 
+/// Galois keys truncated to the level they serve (`serialize_at_levels`): fewer bytes, the same
+/// rotations at that level and below, a clear error above it, and a garbled count refused.
+#[test]
+fn galois_keys_truncated_to_their_level() {
+    let f = fixture();
+    let p = &f.params;
+    let mut prg = Prg::new([6; 16]);
+    let s = p.slots();
+    let x = random_slots(&mut prg, s);
+    let cx = f.sk.encrypt(p, &p.encode(&x, p.max_level(), p.default_scale()).unwrap(), &mut prg).unwrap();
+    let low = evaluator(f).mod_drop_to(&cx, 1).unwrap();
+    let levels = std::collections::BTreeMap::from([(3i64, 1usize), (5, p.max_level())]);
+    let keys = f.sk.galois_keys(p, &[3, 5], false, &mut prg).unwrap();
+    let (full, cut) = (keys.serialize(p), keys.serialize_at_levels(p, &levels).unwrap());
+    // Level L = 3: step 5 keeps 3 digits on 4 primes, step 3 one digit on 2 primes.
+    assert!(cut.len() * 12 < full.len() * 8, "{} vs {} bytes", cut.len(), full.len());
+    let (back, digits) = CkksGaloisKeys::deserialize_at_levels(p, &cut).unwrap();
+    assert_eq!(digits.values().copied().collect::<Vec<_>>(), vec![1, 3]);
+    let ev = CkksEvaluator::new(p).with_relin_key(f.rk.clone()).with_galois_keys(back);
+    let r = ev.rotate(&low, 3).unwrap();
+    let want: Vec<C64> = (0..s).map(|j| x[(j + 3) % s]).collect();
+    report("rotate by 3 at level 1, key cut at level 1", precision_bits(&dec(f, &r), &want), 23.0);
+    let r = ev.rotate(&cx, 5).unwrap();
+    let want: Vec<C64> = (0..s).map(|j| x[(j + 5) % s]).collect();
+    report("rotate by 5 at the top, whole key", precision_bits(&dec(f, &r), &want), 23.0);
+    assert!(matches!(ev.rotate(&cx, 3), Err(HeError::Mismatch(_))), "a key cut at level 1 used at the top");
+    let mut bad = cut.clone();
+    bad[12] ^= 0x40;
+    assert!(CkksGaloisKeys::deserialize_at_levels(p, &bad).is_err());
+    assert!(CkksGaloisKeys::deserialize_at_levels(p, &cut[..cut.len() - 1]).is_err());
+}
+
 /// `mul_i` is exact (no key switch, no level): `i·z` in every slot at the fresh precision;
 /// together with a conjugation it separates the real and imaginary parts of a ciphertext
 /// (`z + z̄ = 2·Re z`, `i·(z̄ − z) = 2·Im z`), as the CKKS ↔ MPC conversions' complex packing does.

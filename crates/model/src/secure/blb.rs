@@ -394,10 +394,28 @@ fn simulate_parts(cfg: &BlockConfig, l: usize, parts: Vec<PartItems>) -> Result<
             *d = (*d).max(x.depth);
         }
     }
+    // Each Galois key at the highest level any block of its set rotates at (the fewest levels
+    // below the set's top).
+    let mut drops: HashMap<(usize, i64), u32> = HashMap::new();
+    for (.., execs) in &plans {
+        for (n, x) in execs.values() {
+            let x = BlockExec { set_depth: deepest[n], ..x.clone() };
+            for (k, d) in x.set_relative_drops() {
+                let e = drops.entry((*n, k)).or_insert(d);
+                *e = (*e).min(d);
+            }
+        }
+    }
     plans
         .into_iter()
         .map(|(part, g, items, execs)| {
-            let execs = execs.into_iter().map(|(i, (n, x))| (i, BlockExec { set_depth: deepest[&n], ..x })).collect();
+            let execs = execs
+                .into_iter()
+                .map(|(i, (n, x))| {
+                    let key_drops = x.steps.iter().map(|&k| (k, drops.get(&(n, k)).copied().unwrap_or(0))).collect();
+                    (i, BlockExec { set_depth: deepest[&n], key_drops, ..x })
+                })
+                .collect();
             Ok((part, PartPlan::new(g, items, execs)?))
         })
         .collect()

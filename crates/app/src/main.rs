@@ -353,7 +353,7 @@ enum Cmd {
         #[arg(long, conflicts_with = "model_shape")]
         model: Option<PathBuf>,
         /// A model shape instead of a directory (as `nectar bench model --arch`).
-        #[arg(long, value_parser = ["bert-tiny", "bert-base", "bert-large", "gpt2", "vit-base", "llama", "llama-7b"])]
+        #[arg(long, value_parser = ["bert-tiny", "bert-base", "bert-large", "gpt2", "vit-base", "llama", "llama-7b", "llama-small", "vit-small"])]
         model_shape: Option<String>,
         /// The suite; only blb (matmul=blb-fused) has a fusion plan.
         #[arg(long, default_value = "blb")]
@@ -611,7 +611,7 @@ enum BenchCmd {
     /// A whole model at its real shapes with random weights (the server party in a child
     /// process over loopback TCP, or both in-process with --in-process).
     Model {
-        #[arg(long, value_parser = ["bert-tiny", "bert-base", "bert-large", "gpt2", "vit-base", "llama", "llama-7b"], default_value = "bert-base")]
+        #[arg(long, value_parser = ["bert-tiny", "bert-base", "bert-large", "gpt2", "vit-base", "llama", "llama-7b", "llama-small", "vit-small"], default_value = "bert-base")]
         arch: String,
         /// Input tokens.
         #[arg(long, default_value_t = 128)]

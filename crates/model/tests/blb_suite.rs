@@ -115,27 +115,9 @@ fn blb_refuses_what_it_does_not_plan() {
     assert!(!e.profile().ops.iter().any(|o| o.op.starts_with("blb")), "a block ran");
 }
 
-/// A small LLaMA (grouped KV heads, RoPE, RMSNorm, gated SiLU FFN) of `layers` layers.
-fn small_llama(layers: usize) -> nectar_model::ModelConfig {
-    let mut c = random_config(RandomArch::Llama7b, Some(layers));
-    if let nectar_model::ModelConfig::Llama(l) = &mut c {
-        (l.hidden_size, l.num_attention_heads, l.num_key_value_heads, l.intermediate_size, l.vocab_size) = (128, 4, 2, 256, 1000);
-    }
-    c
-}
-
-/// A small ViT (16 patches and the class token: 17 rows, padded to 64) of `layers` layers.
-fn small_vit(layers: usize) -> nectar_model::ModelConfig {
-    let mut c = random_config(RandomArch::VitBase, Some(layers));
-    if let nectar_model::ModelConfig::Vit(v) = &mut c {
-        (v.hidden_size, v.num_attention_heads, v.intermediate_size, v.image_size, v.num_labels) = (128, 2, 512, 64, Some(10));
-    }
-    c
-}
-
 #[test]
 fn blb_twin_of_llama_generates_the_plaintext_models_token() {
-    let config = small_llama(2);
+    let config = random_config(RandomArch::LlamaSmall, Some(2));
     let w = RandomWeights::new(5);
     let m = SecureModel::new(&config, Some(&w)).unwrap();
     for len in [64usize, 11] {
@@ -152,7 +134,7 @@ fn blb_twin_of_llama_generates_the_plaintext_models_token() {
 
 #[test]
 fn blb_twin_of_vit_matches_the_plaintext_model() {
-    let config = small_vit(2);
+    let config = random_config(RandomArch::VitSmall, Some(2));
     let w = RandomWeights::new(5).with_classifier();
     let m = SecureModel::new(&config, Some(&w)).unwrap();
     let px = nectar_bench::fixtures::tiny::tiny_image(3, 64, 5);

@@ -1,6 +1,6 @@
 """docs/results/llm.md from llm.jsonl (`nectar demo --json` lines and one memory line, written by
 scripts/bench_llm.sh) and llm.meta.json (issue 49 item 5)."""
-from results_common import load, meta, provenance, res
+from results_common import load, meta, provenance, res, root
 
 lines = load("llm.jsonl")
 m = meta("llm.meta.json")
@@ -64,5 +64,67 @@ if memory:
     w(f"server peak RSS **{mm['server_peak_rss_bytes'] / 2**30:.2f} GiB** (GNU time, includes its calibration's f32 copy),")
     w(f"client peak RSS **{mm['client_peak_rss_bytes'] / 2**30:.2f} GiB** (target ≤ {TARGET_RSS / 2**30:g} GiB each).")
     w("")
+
+# Plaintext reference against llama.cpp (issue 49 item 3): llm-llamacpp.jsonl and its meta file,
+# written by scripts/llamacpp_logits.py --nectar; checked by crates/model/tests/llamacpp_reference.rs,
+# whose bounds are read from it here.
+ref = load("llm-llamacpp.jsonl") if (res / "llm-llamacpp.jsonl").exists() else []
+if ref:
+    import re
+
+    lm = meta("llm-llamacpp.meta.json")
+    test = root / "crates" / "model" / "tests" / "llamacpp_reference.rs"
+    bound = dict(re.findall(r"const (\w+): f64 = ([0-9.e-]+);", test.read_text()))
+
+    def tok(l, i):
+        t = l["token_text"].get(str(i))
+        return f"`{t!r}`" if t is not None else f"#{i}"
+
+    w("## Plaintext reference against llama.cpp")
+    w("")
+    w("Generated from `llm-llamacpp.jsonl` and `llm-llamacpp.meta.json` (scripts/llamacpp_logits.py);")
+    w("checked by `crates/model/tests/llamacpp_reference.rs` (in `make test`).")
+    w("")
+    provenance(w, lm)
+    commit = (lm.get("llama_cpp_commit") or "?")[:12]
+    w(f"- llama.cpp: llama-cpp-python {lm['llama_cpp_python']}, llama.cpp {lm['llama_cpp_version']} at "
+      f"`{commit}`, {lm['n_threads']} threads, n_ctx {lm['n_ctx']}; `{lm['llama_cpp_system_info']}`")
+    w(f"- date: {lm['date']}")
+    w("")
+    w("The logits of the token that follows each prompt (tokenised by llama.cpp; nectar's tokenizer")
+    w("gives the same ids, no BOS), from nectar's plaintext f32 model (`Llama::next_token_logits`) and")
+    w("from llama.cpp, twice: on the **Q4_1** file as published with llama.cpp's defaults, where its CPU")
+    w("dot products quantise the activations too (Q8_1 / Q8_0 blocks of 32) and the KV cache is f16;")
+    w("and on an **F32** copy of the file (every tensor dequantised by the `gguf` package: the numbers")
+    w("nectar computes with) with an F32 KV cache, where llama.cpp quantises nothing of its own.")
+    w("")
+    w("| prompt | tokens | llama.cpp top-5 (Q4_1) | nectar top-5 | top-1 equal (Q4_1 / F32) | max \\|Δ\\| Q4_1 | cosine Q4_1 | max \\|Δ\\| F32 | 1 − cosine F32 |")
+    w("|---|---:|---|---|---|---:|---:|---:|---:|")
+    for l in ref:
+        n = l.get("nectar")
+        lc = ", ".join(tok(l, i) for i in l["top5"])
+        if n is None:
+            w(f"| {l['prompt']!r} | {len(l['ids'])} | {lc} | (not run) | | | | | |")
+            continue
+        nt = ", ".join(tok(l, i) for i in n["top5"])
+        yn = lambda b: "yes" if b else "no"
+        w(f"| {l['prompt']!r} | {len(l['ids'])} | {lc} | {nt} | {yn(n['top1_equal'])} / {yn(n['top1_equal_f32'])} | "
+          f"{n['max_abs_diff']:.3f} | {n['cosine']:.6f} | {n['max_abs_diff_f32']:.1e} | {1 - n['cosine_f32']:.0e} |")
+    w("")
+    ns = [l["nectar"] for l in ref if "nectar" in l]
+    if ns:
+        w(f"On the F32 file nectar and llama.cpp agree to f32 rounding: max |Δ| "
+          f"**{max(n['max_abs_diff_f32'] for n in ns):.1e}** over {len(ns)} prompts (the test's bound "
+          f"{float(bound.get('F32_TOL', 'nan')):g}), every top-1 equal. On the Q4_1 file llama.cpp's quantised "
+          f"activations move the logits by up to **{max(n['max_abs_diff'] for n in ns):.2f}** (cosine ≥ "
+          f"{min(n['cosine'] for n in ns):.5f}; the test's bounds {float(bound.get('Q_TOL', 'nan')):g} and "
+          f"{float(bound.get('Q_COS', 'nan')):g}).")
+        flips = [l for l in ref if "nectar" in l and not l["nectar"]["top1_equal"]]
+        for l in flips:
+            a, b = l["top5"][0], l["nectar"]["top5"][0]
+            w(f"On {l['prompt']!r} llama.cpp's two best tokens are {l['logits'][a] - l['logits'][b]:.2f} apart "
+              f"({tok(l, a)} {l['logits'][a]:.2f}, {tok(l, b)} {l['logits'][b]:.2f}) and its quantised arithmetic "
+              f"puts {tok(l, a)} first; nectar, like llama.cpp on the F32 file, puts {tok(l, b)} first.")
+        w("")
 (res / "llm.md").write_text("\n".join(out) + "\n")
 print("wrote", res / "llm.md")

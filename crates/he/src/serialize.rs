@@ -331,6 +331,25 @@ impl PublicKey {
     }
 }
 
+/// A Galois key's element (odd, below `2N`, not seen before) and seed.
+fn key_head(params: &Params, b: &mut &[u8], keys: &BTreeMap<u64, GaloisKey>) -> Result<(u64, [u8; 16]), HeError> {
+    let mut gb = [0u8; 8];
+    gb.copy_from_slice(take(b, 8)?);
+    let g = u64::from_le_bytes(gb);
+    if g % 2 == 0 || g >= 2 * params.n() as u64 || keys.contains_key(&g) {
+        return malformed(format!("bad Galois element {g}"));
+    }
+    let mut seed = [0u8; 16];
+    seed.copy_from_slice(take(b, 16)?);
+    Ok((g, seed))
+}
+
+/// The first `d` polynomials `a_j` of a key from its seed, over every prime (as drawn).
+fn expand_digits(params: &Params, seed: [u8; 16], d: usize) -> Vec<RnsPoly> {
+    let mut prg = nectar_math::Prg::new(seed);
+    (0..d).map(|_| crate::poly::sample_uniform(params, &mut prg, all_mods(params))).collect()
+}
+
 impl GaloisKeys {
     /// Wire form: count, then per element `g`, its seed and the `L` polynomials `b_j`.
     pub fn serialize(&self, params: &Params) -> Vec<u8> {
@@ -390,17 +409,9 @@ impl GaloisKeys {
             return malformed("Galois key count above N");
         }
         let l = params.max_level();
-        let all = all_mods(params);
         let (mut keys, mut digits) = (BTreeMap::new(), BTreeMap::new());
         for _ in 0..count {
-            let mut gb = [0u8; 8];
-            gb.copy_from_slice(take(&mut b, 8)?);
-            let g = u64::from_le_bytes(gb);
-            if g % 2 == 0 || g >= 2 * params.n() as u64 || keys.contains_key(&g) {
-                return malformed(format!("bad Galois element {g}"));
-            }
-            let mut seed = [0u8; 16];
-            seed.copy_from_slice(take(&mut b, 16)?);
+            let (g, seed) = key_head(params, &mut b, &keys)?;
             c.copy_from_slice(take(&mut b, 4)?);
             let d = u32::from_le_bytes(c) as usize;
             if d == 0 || d > l {
@@ -412,9 +423,7 @@ impl GaloisKeys {
             let bs = (0..d).map(|_| read_poly(params, &mut r, mods.clone(), true, None)).collect::<Result<Vec<_>, _>>()?;
             r.finish()?;
             // `a_j` as the client drew them (over every prime, in order), the first `d`.
-            let mut prg = nectar_math::Prg::new(seed);
-            let a = (0..d).map(|_| crate::poly::sample_uniform(params, &mut prg, all.clone())).collect();
-            keys.insert(g, GaloisKey { seed, b: bs, a });
+            keys.insert(g, GaloisKey { seed, b: bs, a: expand_digits(params, seed, d) });
             digits.insert(g, d);
         }
         if !b.is_empty() {
@@ -440,21 +449,12 @@ impl GaloisKeys {
         }
         let mut keys = BTreeMap::new();
         for _ in 0..count {
-            let mut gb = [0u8; 8];
-            gb.copy_from_slice(take(&mut b, 8)?);
-            let g = u64::from_le_bytes(gb);
-            if g % 2 == 0 || g >= 2 * params.n() as u64 || keys.contains_key(&g) {
-                return malformed(format!("bad Galois element {g}"));
-            }
-            let mut seed = [0u8; 16];
-            seed.copy_from_slice(take(&mut b, 16)?);
+            let (g, seed) = key_head(params, &mut b, &keys)?;
             let body = take(&mut b, per_key)?;
             let mut r = BitReader::new(body);
             let bs = (0..l).map(|_| read_poly(params, &mut r, mods.clone(), true, None)).collect::<Result<Vec<_>, _>>()?;
             r.finish()?;
-            let mut prg = nectar_math::Prg::new(seed);
-            let a = (0..l).map(|_| crate::poly::sample_uniform(params, &mut prg, mods.clone())).collect();
-            keys.insert(g, GaloisKey { seed, b: bs, a });
+            keys.insert(g, GaloisKey { seed, b: bs, a: expand_digits(params, seed, l) });
         }
         Ok(GaloisKeys { keys })
     }

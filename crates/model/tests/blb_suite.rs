@@ -148,3 +148,23 @@ fn blb_twin_of_vit_matches_the_plaintext_model() {
     eprintln!("ViT: cosine to the plaintext model {c}");
     assert!(c > 0.999, "{c}");
 }
+
+#[test]
+fn blb_galois_keys_are_cut_to_the_level_they_serve() {
+    // BERT-base at 128 tokens: the keys of rotations that only happen after a block's first
+    // rescales are cut below the top (fewer digits and primes), and no key below the lowest
+    // level a block reaches. Key bytes scale as levels·(levels + 1).
+    let cfg = nectar_model::secure::blb_spec::block_config(&random_config(RandomArch::BertBase, Some(12)));
+    let (rows, sets) = nectar_model::secure::blb::galois_key_plan(&cfg, 100, 12).unwrap();
+    assert_eq!(rows, 128, "100 tokens run as 128 rows");
+    let mut ratio = Vec::new();
+    for (&(n, depth), steps) in &sets {
+        let top = depth + 2; // executable_params: [60, 40, 40 × depth]
+        assert!(steps.values().all(|&d| d < top), "N = {n}: a key cut below level 1: {steps:?}");
+        let size = |d: u32| ((top - d) * (top - d + 1)) as f64;
+        let r = steps.values().map(|&d| size(d)).sum::<f64>() / (steps.len() as f64 * size(0));
+        eprintln!("N = {n}, depth {depth}: {} keys, {:.3} of their uncut bytes", steps.len(), r);
+        ratio.push(r);
+    }
+    assert!(ratio.iter().all(|&r| r <= 1.0) && ratio.iter().any(|&r| r < 0.9), "{ratio:?}");
+}

@@ -341,6 +341,26 @@ fn padded_plans(cfg: &BlockConfig, keys: usize, layers: usize) -> Result<(usize,
     })
 }
 
+/// The Galois keys a session of `layers` layers of `cfg` at `tokens` tokens sends (both
+/// parties derive them from the plan): per parameter set `(N, depth)`, each rotation step with
+/// the levels below the set's top its key is cut at ([`BlockExec::key_drops`]), and the rows
+/// the input is padded to.
+pub fn galois_key_plan(cfg: &BlockConfig, tokens: usize, layers: usize) -> Result<(usize, std::collections::BTreeMap<(usize, u32), std::collections::BTreeMap<i64, u32>>), SecureError> {
+    let (l, plans) = padded_plans(cfg, tokens, layers)?;
+    let mut sets: std::collections::BTreeMap<(usize, u32), std::collections::BTreeMap<i64, u32>> = Default::default();
+    for plan in plans.values() {
+        for b in plan.items.iter().filter_map(|i| match i {
+            PlanItem::Ckks(b) => Some(b),
+            PlanItem::Mpc(_) => None,
+        }) {
+            if let Some(x) = plan.execs.get(&b.index) {
+                sets.entry((b.params.n, x.set_depth)).or_default().extend(x.key_drops.iter().copied());
+            }
+        }
+    }
+    Ok((l, sets))
+}
+
 /// How far [`padded_plans`] pads: at most this many times the next power of two (a layer of
 /// 384 columns fills a ciphertext of `N = 32768` from 128 rows on, so MiniLM runs one token
 /// at 128; the tiny test models' 16 columns need 1024).

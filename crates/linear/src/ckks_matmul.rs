@@ -660,7 +660,8 @@ pub fn matmul_cc_prerotated<O: SlotOps>(
 /// `weight(o, i, dst, src)` is the `l`-vector multiplying source into destination (`None`:
 /// zero). Diagonal method over the `nb = s/l` blocks with BSGS (App. C.1): babies
 /// `Rot_{b·l}(x_i)`, `b < B`; giants `Rot_{g·B·l}` once per output ciphertext after summing
-/// over inputs; rotations `n_in(B − 1) + n_out(G − 1)` (empty giants skipped). One rescale.
+/// over inputs, each on its rescaled sum; rotations `n_in(B − 1) + n_out(G − 1)` (empty giants
+/// skipped). One level.
 pub fn block_matvec<O: SlotOps>(
     ops: &O,
     x: &[O::Ct],
@@ -715,14 +716,15 @@ pub fn block_matvec<O: SlotOps>(
                 }
             }
             if let Some(inner) = inner {
-                acc_add(ops, &mut acc, ops.rotate(&inner, (g * baby * l) as i64)?)?;
+                // Rescaled before the giant rotation (ours): the key switch runs one level
+                // lower (cheaper, and its Galois key is cut there, `FusedCkks::keys`).
+                acc_add(ops, &mut acc, ops.rotate(&ops.rescale(&inner)?, (g * baby * l) as i64)?)?;
             }
         }
-        let acc = match acc {
-            Some(a) => a,
-            None => ops.mul_plain(&rots[0][0], &ops.encode(&vec![0.0; s], lvl)?)?,
-        };
-        ops.rescale(&acc)
+        match acc {
+            Some(a) => Ok(a),
+            None => ops.rescale(&ops.mul_plain(&rots[0][0], &ops.encode(&vec![0.0; s], lvl)?)?),
+        }
     })
     .collect()
 }

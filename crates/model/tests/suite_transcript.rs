@@ -357,5 +357,7 @@ const PIN_LLAMA_EAST: Pins = (0xb33a4c70c375c479, 0x8ba153f57ae4a67f, 0x9ec90639
 const PIN_BERT_NIMBUS: Pins = (0x5fe50212d8b2cef7, 0x856a659acb9bdd74, 0xe4d39cda80841c29, 0xb2ddb2523b083468);
 const PIN_LLAMA_NIMBUS: Pins = (0xa8de5888b4fdd27a, 0x742b6d4f15b6590d, 0x8f8aaba7d8bde3a1, 0x8f8aaba7d8bde3a1);
 
-/// Pinned 2026-11-28 before the matmul kinds moved into the registry (issue 46).
-const PIN_BERT_CKKS: Pins = (0xdc980ea2dc0eef61, 0x069f5d45e98c4a0f, 0xc2c9519bb6521423, 0x0c2ad28cfa485650);
+/// Pinned 2026-11-28 before the matmul kinds moved into the registry (issue 46); re-pinned
+/// 2026-11-29 (issue 50): the ct × pt matmul rescales each giant step's sum before rotating it,
+/// so the server's CKKS noise and the shares differ (the twin's hash, last, is unchanged).
+const PIN_BERT_CKKS: Pins = (0xa08874011276eaab, 0x33c3f18a2830de9f, 0xe1d09c3c03e98297, 0x0c2ad28cfa485650);

@@ -541,3 +541,27 @@ fn minilm_leaf_twin_embeddings_match_plaintext() {
     let (leaf, bb) = (minilm_twin_worst_cosine("leaf", &hard), minilm_twin_worst_cosine("bumblebee", &hard));
     assert!(leaf >= bb - 0.001, "leaf {leaf} vs bumblebee {bb}");
 }
+
+/// A gated FFN under the `leaf` suite (ours; LEAF has no gated block): `SiLU(X·W_gate)` by
+/// LEAF's block on its `1/16` grid, `X·W_up` and the product by the suite's protocols. The
+/// small LLaMA's twin generates the plaintext model's greedy tokens, and the profile shows
+/// LEAF's block ran.
+#[test]
+fn llama_small_leaf_twin_generates_the_plaintext_tokens() {
+    use nectar_bench::fixtures::random::{random_config, RandomArch, RandomWeights};
+    let config = random_config(RandomArch::LlamaSmall, Some(2));
+    let w = RandomWeights::new(5);
+    let m = SecureModel::new(&config, Some(&w)).unwrap();
+    let ids: Vec<u32> = (0..9).map(|i| (i * 7919 % 1000) as u32).collect();
+    let q = Query { task: Task::Generate { n_new: 3 }, ids: Some(ids.clone()), len: ids.len() };
+    let mut e = PlainEngine::new(FixedPoint::BUMBLEBEE, &Suite::parse("leaf").unwrap()).unwrap();
+    let leaf = m.run(&mut e, &q).unwrap();
+    assert!(e.profile().ops.iter().any(|r| r.op == "leaf.ffn1"), "LEAF's block did not run");
+    let mut x = PlainEngine::new(FixedPoint::BUMBLEBEE, &Suite::parse("bumblebee").unwrap())
+        .unwrap()
+        .with_exact(&nectar_model::secure::exact::EXACT_OPS)
+        .unwrap();
+    let plain = m.run(&mut x, &q).unwrap();
+    assert!(matches!(leaf, Output::Tokens(ref t) if t.len() == 3), "{leaf:?}");
+    assert_eq!(leaf, plain);
+}

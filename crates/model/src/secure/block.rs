@@ -188,25 +188,31 @@ impl<E: Engine> EngineBlock<'_, E> {
     /// outputs `< 2^25` by the table's construction) and truncated from `out_frac = 20` to `f`
     /// bits, then `·W2` with the suite's linear protocol (LEAF's block ends with the
     /// activation, LEAF §1 / Table 2).
+    ///
+    /// A gated FFN (LLaMA; ours, LEAF has none): LEAF's block computes `act(X·W_gate)`, the suite's
+    /// linear protocol `X·W_up`, their product is the suite's MPC product, then `·W_down`.
     fn leaf_ffn(&mut self, cfg: &BlockConfig, names: &BlockNames, a: &E::Val, n: usize) -> Result<E::Val, SecureError> {
         use crate::block::FfnKind;
-        let r: fn(f64) -> f64 = match (cfg.ffn, cfg.activation) {
-            (FfnKind::Plain, Activation::Gelu) => nectar_fhe::fbs_poly::gelu,
-            (FfnKind::Plain, Activation::GeluTanh) => |x| crate::secure::exact::gelu(x, true),
-            (FfnKind::Plain, Activation::Silu) => nectar_fhe::fbs_poly::silu,
-            (FfnKind::Gated, _) => {
-                return Err(SecureError::Unsupported(
-                    "LEAF's FFN block is X·W1 → activation; a gated FFN (LLaMA) has no LEAF protocol".into(),
-                ))
-            }
-            (_, Activation::Relu) => return Err(no_relu()),
+        let r: fn(f64) -> f64 = match cfg.activation {
+            Activation::Gelu => nectar_fhe::fbs_poly::gelu,
+            Activation::GeluTanh => |x| crate::secure::exact::gelu(x, true),
+            Activation::Silu => nectar_fhe::fbs_poly::silu,
+            Activation::Relu => return Err(no_relu()),
         };
         let (h, ff) = (cfg.hidden, cfg.intermediate);
+        let gated = cfg.ffn == FfnKind::Gated;
+        if gated && names.ffn_in.len() != 2 {
+            return Err(SecureError::Unsupported("LEAF's gated FFN needs the gate and up products as two tensors".into()));
+        }
         let src = self.src;
         if self.e.exact("leaf.ffn1") {
             // error attribution (`nectar accuracy`, twin only): the ring product, then r in f64
-            let f1 = self.linear("linear.ffn1", cfg, &names.ffn_in, a, n, h, &[ff], NO_SCALE)?;
-            let y = timed(self.e, "leaf.ffn1", |e| crate::secure::exact::map(e, &f1, r))?;
+            let f1 = self.linear("linear.ffn1", cfg, &names.ffn_in[..1], a, n, h, &[ff], NO_SCALE)?;
+            let mut y = timed(self.e, "leaf.ffn1", |e| crate::secure::exact::map(e, &f1, r))?;
+            if gated {
+                let u = self.linear("linear.ffn1", cfg, &names.ffn_in[1..], a, n, h, &[ff], NO_SCALE)?;
+                y = self.mul(&y, &u)?;
+            }
             return self.linear("linear.ffn2", cfg, std::slice::from_ref(&names.ffn_out), &y, n, ff, &[h], NO_SCALE);
         }
         let y = timed(self.e, "leaf.ffn1", |e| {
@@ -245,6 +251,12 @@ impl<E: Engine> EngineBlock<'_, E> {
             let y = e.extend(&y, lq, fp.l())?;
             Ok(e.trunc(&y, fmt.out_frac - fp.f())?)
         })?;
+        let y = if gated {
+            let u = self.linear("linear.ffn1", cfg, &names.ffn_in[1..], a, n, h, &[ff], NO_SCALE)?;
+            self.mul(&y, &u)?
+        } else {
+            y
+        };
         self.linear("linear.ffn2", cfg, std::slice::from_ref(&names.ffn_out), &y, n, ff, &[h], NO_SCALE)
     }
 }

@@ -152,4 +152,27 @@ if (res / "leaf-suite.jsonl").exists():
             w(f"| {d['text']} | {d['tokens']} | {d['agreement']:.7f} | {d['seconds']:.1f} | {(d['bytes_sent'] + d['bytes_recv']) / 1e6:.2f} | "
               f"{t['setup_seconds']:.1f} / {t['setup_bytes_total'] / 1e6:.1f} | {t['peak_rss_bytes'] / 1e9:.2f} |")
         w("")
+if (res / "leaf-gated.jsonl").exists():
+    gl = load("leaf-gated.jsonl")
+    w("")
+    w("## A gated FFN under `leaf` (issue 50 item 4)")
+    w("")
+    w("From `leaf-gated.jsonl` (verbatim `--json` lines of `scripts/bench_leaf_gated.sh`):")
+    w("")
+    provenance(w, load_meta("leaf-gated.meta.json"))
+    w("")
+    w("LEAF has no gated block; ours computes `SiLU(X·W_gate)` with LEAF's block (the table of")
+    w("BumbleBee's SiLU on the same 1/16 grid), `X·W_up` with the suite's OLT and the product with its")
+    w("MPC product, then `·W_down`. The small LLaMA of `bench model` (hidden 128, 4 / 2 heads, FFN 256,")
+    w("2 layers, random weights), generating one token against the plaintext model (`--check-plain`):")
+    w("")
+    w("| model | tokens | layers | seconds | MB | rounds | peak RSS GB server / client | vs plaintext | LEAF block s |")
+    w("|---|---:|---:|---:|---:|---:|---|---|---:|")
+    for l in gl:
+        p = l["params"]
+        check = "token equal" if l.get("tokens_match_plain") else ("token differs" if "tokens_match_plain" in l else "–")
+        leaf_s = sum(r["seconds"] for r in l["client"]["profile"] if r["op"] == "leaf.ffn1")
+        rss = f"{l['server']['peak_rss_bytes'] / 1e9:.2f} / {l['client']['peak_rss_bytes'] / 1e9:.2f}"
+        w(f"| {l['variant']} | {p['seq']} | {p['layers']} | {l['seconds']:.0f} | {l['bytes_total'] / 1e6:.1f} | {l['rounds']} | {rss} | {check} | {leaf_s:.0f} |")
+    w("")
 (res / "leaf.md").write_text("\n".join(out) + "\n")

@@ -454,6 +454,8 @@ fn line(a: &Args, r: &Row) -> BenchLine {
         .extra("flights_per_input", (r.client.traffic.rounds + r.server.traffic.rounds) as f64 / per)
         .extra("inputs_per_minute", 60.0 * per / r.client.seconds.max(1e-9))
         .extra("agreement_vs_plaintext", r.score)
+        // BLB's CKKS keys travel inside the query, the other suites' in the setup: apart.
+        .extra("blb_key_bytes", crate::demo::blb_key_bytes(&r.client.profile))
         .extra("rss_per_party", r.client.peak_rss.is_some())
         .extra("server_peak_rss_bytes", r.server.peak_rss)
         .extra("client_peak_rss_bytes", r.client.peak_rss)

@@ -92,6 +92,12 @@ pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, su
                 "suite": suite.label(),
                 "protocols": suite.json_map(),
             });
+            // BLB's CKKS keys travel inside the query (at each parameter set's first block; the
+            // other suites' keys are in the session setup): reported apart.
+            let keys = blb_key_bytes(&r.profile);
+            if keys > 0 {
+                o["blb_key_bytes"] = serde_json::json!(keys);
+            }
             if let Some(p) = plain.and_then(|p| p.get(i)) {
                 o["plaintext"] = output_json(p);
                 o["agreement"] = serde_json::json!(agreement_score(it.output, p));
@@ -107,7 +113,7 @@ pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, su
             }
             outln!("{o}");
         }
-        let t = serde_json::json!({
+        let mut t = serde_json::json!({
             "totals": {
                 "suite": suite.label(),
                 "protocols": suite.json_map(),
@@ -128,6 +134,10 @@ pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, su
                 "breakdown": profile.to_json(),
             }
         });
+        let keys = blb_key_bytes(&profile);
+        if keys > 0 {
+            t["totals"]["blb_key_bytes"] = serde_json::json!(keys);
+        }
         outln!("{t}");
         return;
     }
@@ -312,4 +322,9 @@ fn demo_tcp(
     let (run, _cfg) = res?;
     srv_res?;
     Ok(run)
+}
+
+/// Bytes of BLB's CKKS keys in a profile (its `blb.keys` rows, both directions).
+pub(crate) fn blb_key_bytes(p: &nectar_model::secure::Profile) -> u64 {
+    p.ops.iter().filter(|r| r.op == "blb.keys").map(|r| r.bytes_sent + r.bytes_recv).sum()
 }

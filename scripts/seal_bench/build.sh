@@ -23,7 +23,9 @@ esac
 mkdir -p "$dir"
 cd "$dir"
 if [ ! -d SEAL ]; then
-  pip download --no-deps --no-binary :all: -d dl 'Pyfhel==3.5.0'
+  # `--no-binary Pyfhel`, not `:all:`: pip prepares the sdist's metadata in an isolated build
+  # environment, and `:all:` would build its build dependencies (numpy, cmake) from source too.
+  pip download --no-deps --no-binary Pyfhel -d dl 'Pyfhel==3.5.0'
   tar xzf dl/pyfhel-3.5.0.tar.gz -C dl
   cp -r dl/pyfhel-3.5.0/Pyfhel/backend/SEAL SEAL
 fi

@@ -9,7 +9,9 @@ run least disturbed by other load). Prints a Markdown table: N, op, then for CPU
 all threads) and wall-clock time: nectar µs, SEAL µs, ratio nectar/SEAL; and whether the CPU
 ratio is <= 1.5. Compared: nectar's `seal-default` parameter set (SEAL's
 CoeffModulus::BFVDefault primes and a 20-bit batching t, as seal_bench uses) and, at N = 8192,
-the t-independent operations at the OLT preset's modulus sizes (`bumblebee-olt`).
+the t-independent operations at the OLT preset's modulus sizes (`bumblebee-olt`). With the
+kernel sets of `nectar bench he --set kernels` / `seal_bench kernels` (issue 50 item 3: LEAF's
+BFV set, BLB's CKKS sets) also a table of those kernels against the 1.2x target.
 """
 import gzip
 import json
@@ -32,7 +34,31 @@ SIZES = ["ct_bytes_fresh_seeded", "ct_bytes_full", "ct_bytes_one_prime"]
 # Parameter sets compared, and the row label of each. `bumblebee-olt`: the OLT preset's
 # ciphertext primes {59,55,49 | 49} at N = 8192; nectar uses t = 2^64 there, SEAL (which
 # cannot) the 20-bit batching prime, so only t-independent operations are compared.
-SETS = {"seal-default": lambda n: str(n), "bumblebee-olt": lambda n: f"{n} OLT q"}
+SETS = {
+    "seal-default": lambda n: str(n),
+    "bumblebee-olt": lambda n: f"{n} OLT q",
+    # Issue 50 item 3 (`nectar bench he --set kernels`, `seal_bench kernels`).
+    "leaf-bfv": lambda n: f"{n} LEAF BFV",
+    "blb-exec-d4": lambda n: f"{n} BLB CKKS d4",
+    "blb-exec-d7": lambda n: f"{n} BLB CKKS d7",
+}
+KERNEL_SETS = {"leaf-bfv", "blb-exec-d4", "blb-exec-d7"}
+# The kernel rows: (nectar op, SEAL op, label, acceptance row of issue 50 item 3 (<= 1.2x)).
+KERNEL_PAIRS = [
+    ("bfv_mul_relin", "bfv_mul_relin", "BFV ct × ct + relinearisation", True),
+    ("bfv_mul", "bfv_mul", "BFV ct × ct, no relinearisation (nectar HPS, SEAL BEHZ)", False),
+    ("bfv_relin", "bfv_relin", "BFV relinearisation", False),
+    ("bfv_square_relin", "bfv_square_relin", "BFV square + relinearisation", False),
+    ("ckks_mul_relin_rescale", "ckks_mul_relin_rescale", "CKKS ct × ct + relinearisation + rescale", True),
+    ("ckks_mul", "ckks_mul", "CKKS ct × ct (3 components)", False),
+    ("ckks_relin", "ckks_relin", "CKKS relinearisation", False),
+    ("ckks_mul_relin", "ckks_mul_relin", "CKKS ct × ct + relinearisation", False),
+    ("ckks_rescale_ntt_input", "ckks_rescale", "CKKS rescale, NTT-form input", True),
+    ("ckks_rescale", "ckks_rescale", "CKKS rescale (nectar: coefficient-form input, as relinearisation leaves it)", False),
+    ("ckks_rotate1", "ckks_rotate1", "CKKS rotation by one slot (automorphism + key switch)", True),
+    ("ntt_fwd_inv_prime0", "ntt_fwd_inv_prime0", "NTT fwd+inv, one prime (first)", False),
+]
+KERNEL_TARGET = 1.2
 T_DEPENDENT = {"encrypt_sk", "encrypt_pk", "decrypt", "plain_to_ntt"}
 SEAL_ZSTD = {s: s + "_zstd" for s in SIZES}
 
@@ -84,6 +110,21 @@ def main():
             ok = "yes" if rc <= 1.5 else "no"
             print(f"| {n} | {label} | {a[1]:.0f} | {b[1]:.0f} | {rc:.2f} | {a[0]:.0f} | {b[0]:.0f} | {rw:.2f} | {ok} |")
     print()
+    kernel_rows = [
+        (n, label, a, b, target)
+        for n in sorted({k[0] for k in ours} | {k[0] for k in seal}, key=order)
+        for o, s, label, target in KERNEL_PAIRS
+        for a, b in [(ours.get((n, o)), seal.get((n, s)))]
+        if a is not None and b is not None and not n.isdigit() and "OLT" not in n
+    ]
+    if kernel_rows:
+        print(f"| set | op | nectar CPU µs | SEAL CPU µs | ratio (CPU) | ≤ {KERNEL_TARGET}× |")
+        print("|---|---|---|---|---|---|")
+        for n, label, a, b, target in kernel_rows:
+            r = a[1] / b[1]
+            ok = ("yes" if r <= KERNEL_TARGET else "no") if target else "(not a target)"
+            print(f"| {n} | {label} | {a[1]:.0f} | {b[1]:.0f} | {r:.2f} | {ok} |")
+        print()
     print("| N | size | nectar bytes | SEAL bytes (uncompressed) | SEAL bytes (zstd) |")
     print("|---|---|---|---|---|")
     for n in sorted({k[0] for k in ours} | {k[0] for k in seal}, key=order):

@@ -8,11 +8,29 @@
 // time is the median of repeated runs (at least 5, up to ~0.3 s per operation), microseconds,
 // wall-clock and process CPU time, single thread (SEAL does not multi-thread). Output: one
 // JSON object per line.
+//
+// `seal_bench kernels` (issue 50, item 3) instead measures, at the sets of
+// `nectar bench he --set kernels` (crates/bench/src/he.rs `bench_he_kernels`):
+//   leaf-bfv     BFV ct x ct + relinearisation at LEAF's set: N = 32768, t = 65537, ciphertext
+//                primes {30,60,28,55x9,56} and a 60-bit special prime (nectar's
+//                `Params::leaf_bfv`; LEAFc itself uses the 56-bit prime as SEAL's special
+//                prime, nectar keeps it as a data prime and adds the 60-bit one, so here SEAL
+//                gets nectar's 13 data primes + 60). SEAL multiplies by BEHZ, nectar by HPS:
+//                same inputs and outputs (coefficient form), different RNS algorithm.
+//   blb-exec-d4  CKKS at BLB's executable set N = 2^14, depth 4: {60,40,40x4} + special 60,
+//                scale 2^40 (`nectar_linear::layer::blb_fused::executable_params(2^14, 4)`);
+//   blb-exec-d7  the same at N = 2^15, depth 7: {60,40,40x7} + special 60.
+// Primes: SEAL's CoeffModulus::Create (largest NTT primes of each size, as nectar's
+// `ntt_primes`); the exact values may differ from nectar's where sizes repeat, not the cost.
+// CKKS ciphertexts stay in NTT form in SEAL (rescale transforms back internally); nectar's
+// relinearisation / rotation / rescale return coefficient form, so the composite
+// `ckks_mul_relin_rescale` is the like-for-like number.
 #include <seal/seal.h>
 #include <seal/util/ntt.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -210,8 +228,176 @@ static void bench(size_t n, bool olt = false)
 #endif
 }
 
+static void set_moduli_string(const EncryptionParameters &parms)
+{
+    g_moduli.clear();
+    auto &cm = parms.coeff_modulus();
+    for (size_t i = 0; i < cm.size(); i++)
+    {
+        if (i + 1 == cm.size())
+            g_moduli += "| ";
+        g_moduli += std::to_string(cm[i].bit_count());
+        if (i + 1 < cm.size())
+            g_moduli += ",";
+    }
+}
+
+static void bench_ntt_prime0(const SEALContext &context, const EncryptionParameters &parms, std::mt19937_64 &rng)
+{
+    auto &cm = parms.coeff_modulus();
+    const util::NTTTables &tables = context.key_context_data()->small_ntt_tables()[0];
+    std::vector<uint64_t> buf(g_n);
+    for (auto &x : buf)
+        x = rng() % cm[0].value();
+    emit("ntt_fwd_inv_prime0_" + std::to_string(cm[0].bit_count()) + "bit", median_micros([&] {
+             util::ntt_negacyclic_harvey(buf.data(), tables);
+             util::inverse_ntt_negacyclic_harvey(buf.data(), tables);
+         }));
+}
+
+// BFV ct x ct at LEAF's set (see the header): two fresh ciphertexts at the top level.
+static void bench_bfv_leaf()
+{
+    size_t n = 32768;
+    EncryptionParameters parms(scheme_type::bfv);
+    parms.set_poly_modulus_degree(n);
+    parms.set_coeff_modulus(CoeffModulus::Create(n, { 30, 60, 28, 55, 55, 55, 55, 55, 55, 55, 55, 55, 56, 60 }));
+    parms.set_plain_modulus(65537);
+    SEALContext context(parms, true, sec_level_type::tc128);
+    if (!context.parameters_set())
+    {
+        std::fprintf(stderr, "leaf-bfv: %s\n", context.parameter_error_message());
+        std::exit(1);
+    }
+    g_n = n;
+    g_params = "leaf-bfv";
+    set_moduli_string(parms);
+    std::mt19937_64 rng(43);
+    bench_ntt_prime0(context, parms, rng);
+
+    KeyGenerator keygen(context);
+    SecretKey sk = keygen.secret_key();
+    RelinKeys rk;
+    keygen.create_relin_keys(rk);
+    Encryptor enc(context, sk);
+    Evaluator ev(context);
+    auto fresh = [&] {
+        Plaintext pt(n);
+        for (size_t k = 0; k < n; k++)
+            pt[k] = rng() % 65537;
+        Ciphertext c;
+        enc.encrypt_symmetric(pt, c);
+        return c;
+    };
+    Ciphertext a = fresh(), b = fresh();
+    emit("bfv_mul_relin", median_micros([&] {
+             Ciphertext out;
+             ev.multiply(a, b, out);
+             ev.relinearize_inplace(out, rk);
+         }));
+    emit("bfv_mul", median_micros([&] {
+             Ciphertext out;
+             ev.multiply(a, b, out);
+         }));
+    Ciphertext t3;
+    ev.multiply(a, b, t3);
+    emit("bfv_relin", median_micros([&] {
+             Ciphertext out;
+             ev.relinearize(t3, rk, out);
+         }));
+    emit("bfv_square_relin", median_micros([&] {
+             Ciphertext out;
+             ev.square(a, out);
+             ev.relinearize_inplace(out, rk);
+         }));
+}
+
+// CKKS at one of BLB's executable sets (see the header): fresh ciphertexts at the top level.
+static void bench_ckks_blb(const char *name, size_t n, int depth)
+{
+    std::vector<int> bits{ 60, 40 };
+    for (int i = 0; i < depth; i++)
+        bits.push_back(40);
+    bits.push_back(60);
+    EncryptionParameters parms(scheme_type::ckks);
+    parms.set_poly_modulus_degree(n);
+    parms.set_coeff_modulus(CoeffModulus::Create(n, bits));
+    SEALContext context(parms, true, sec_level_type::tc128);
+    if (!context.parameters_set())
+    {
+        std::fprintf(stderr, "%s: %s\n", name, context.parameter_error_message());
+        std::exit(1);
+    }
+    g_n = n;
+    g_params = name;
+    set_moduli_string(parms);
+    std::mt19937_64 rng(44);
+    bench_ntt_prime0(context, parms, rng);
+
+    KeyGenerator keygen(context);
+    SecretKey sk = keygen.secret_key();
+    RelinKeys rk;
+    keygen.create_relin_keys(rk);
+    GaloisKeys gk;
+    keygen.create_galois_keys(std::vector<int>{ 1 }, gk);
+    Encryptor enc(context, sk);
+    Evaluator ev(context);
+    CKKSEncoder encoder(context);
+    double scale = std::pow(2.0, 40);
+    std::uniform_real_distribution<double> dist(-1.0, 1.0);
+    auto fresh = [&] {
+        std::vector<double> v(encoder.slot_count());
+        for (auto &x : v)
+            x = dist(rng);
+        Plaintext pt;
+        encoder.encode(v, scale, pt);
+        Ciphertext c;
+        enc.encrypt_symmetric(pt, c);
+        return c;
+    };
+    Ciphertext a = fresh(), b = fresh();
+    emit("ckks_mul_relin_rescale", median_micros([&] {
+             Ciphertext out;
+             ev.multiply(a, b, out);
+             ev.relinearize_inplace(out, rk);
+             ev.rescale_to_next_inplace(out);
+         }));
+    emit("ckks_mul", median_micros([&] {
+             Ciphertext out;
+             ev.multiply(a, b, out);
+         }));
+    Ciphertext t3;
+    ev.multiply(a, b, t3);
+    emit("ckks_relin", median_micros([&] {
+             Ciphertext out;
+             ev.relinearize(t3, rk, out);
+         }));
+    emit("ckks_mul_relin", median_micros([&] {
+             Ciphertext out;
+             ev.multiply(a, b, out);
+             ev.relinearize_inplace(out, rk);
+         }));
+    Ciphertext r;
+    ev.relinearize(t3, rk, r);
+    emit("ckks_rescale", median_micros([&] {
+             Ciphertext out;
+             ev.rescale_to_next(r, out);
+         }));
+    emit("ckks_rotate1", median_micros([&] {
+             Ciphertext out;
+             ev.rotate_vector(a, 1, gk, out);
+         }));
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && std::string(argv[1]) == "kernels")
+    {
+        bench_bfv_leaf();
+        bench_ckks_blb("blb-exec-d4", 16384, 4);
+        bench_ckks_blb("blb-exec-d7", 32768, 7);
+        return 0;
+    }
     std::vector<size_t> ns;
     for (int i = 1; i < argc; i++)
         ns.push_back(std::strtoul(argv[i], nullptr, 10));

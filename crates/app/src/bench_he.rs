@@ -4,10 +4,17 @@
 
 use crate::report::BenchLine;
 
-pub fn run(ns: &[usize]) -> Result<Vec<BenchLine>, String> {
+/// `set`: `seal-default` (per ring degree of `ns`) or `kernels` (issue 50's BFV / CKKS kernels
+/// at LEAF's and BLB's sets; `ns` ignored).
+pub fn run(ns: &[usize], set: &str) -> Result<Vec<BenchLine>, String> {
+    let runs: Vec<Vec<nectar_bench::he::HeBenchLine>> = match set {
+        "kernels" => vec![nectar_bench::he::bench_he_kernels().map_err(|e| e.to_string())?],
+        "seal-default" => ns.iter().map(|&n| nectar_bench::he::bench_he(n).map_err(|e| e.to_string())).collect::<Result<_, _>>()?,
+        _ => return Err(format!("bench he: unknown set {set} (seal-default, kernels)")),
+    };
     let mut out = Vec::new();
-    for &n in ns {
-        for h in nectar_bench::he::bench_he(n).map_err(|e| e.to_string())? {
+    for run in runs {
+        for h in run {
             let mut l = BenchLine::new("he", &h.op)
                 .param("n", h.n)
                 .param("set", h.params.clone())

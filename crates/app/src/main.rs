@@ -451,9 +451,15 @@ enum BenchCmd {
     },
     /// Homomorphic encryption primitives per ring degree.
     He {
-        /// Ring degrees (comma-separated).
+        /// Ring degrees (comma-separated; the `seal-default` sets only).
         #[arg(long, value_delimiter = ',', default_values_t = [4096usize, 8192, 16384])]
         n: Vec<usize>,
+        /// `seal-default`: per-operation timings at SEAL's default BFV moduli (and the OLT
+        /// preset at N = 8192); `kernels`: BFV ct × ct + relinearisation at LEAF's set
+        /// (N = 32768) and CKKS ct × ct / relinearisation / rescale / rotation at BLB's two
+        /// executable sets (`--n` ignored), as `scripts/seal_bench/seal_bench kernels` measures SEAL.
+        #[arg(long, value_parser = ["seal-default", "kernels"], default_value = "seal-default")]
+        set: String,
         #[arg(long)]
         json: bool,
     },
@@ -1026,8 +1032,8 @@ fn run(cli: Cli) -> Result<(), String> {
                 report::print_lines(&[l], json);
                 Ok(())
             }
-            BenchCmd::He { n, json } => {
-                report::print_lines(&bench_he::run(&n)?, json);
+            BenchCmd::He { n, set, json } => {
+                report::print_lines(&bench_he::run(&n, &set)?, json);
                 Ok(())
             }
             BenchCmd::Linear { op, shape, size, windows, variant, net, heads, l, json, suite, suite_file, block, count, f2r, packing, model_shape, tokens, real, fused_block } => {

@@ -206,6 +206,187 @@ fn bench_set(name: &str, params: &Params, out: &mut Vec<HeBenchLine>) -> Result<
     Ok(())
 }
 
+/// One line per call of `record`, with the set's fixed fields.
+struct Recorder<'a> {
+    n: usize,
+    name: &'a str,
+    moduli: String,
+    threads: usize,
+    out: &'a mut Vec<HeBenchLine>,
+}
+
+impl Recorder<'_> {
+    fn record(&mut self, op: &str, (micros, cpu_micros): (f64, f64)) {
+        self.out.push(HeBenchLine {
+            n: self.n,
+            params: self.name.into(),
+            moduli: self.moduli.clone(),
+            op: op.into(),
+            micros,
+            cpu_micros,
+            bytes: None,
+            threads: self.threads,
+        });
+    }
+}
+
+/// `"b0,b1,…,| bs"`: prime bit sizes, the special prime last.
+fn moduli_string(q: impl Iterator<Item = u64>, special: Option<u64>) -> String {
+    let bits = |v: u64| 64 - v.leading_zeros();
+    let mut parts: Vec<String> = q.map(|v| bits(v).to_string()).collect();
+    if let Some(sp) = special {
+        parts.push(format!("| {}", bits(sp)));
+    }
+    parts.join(",")
+}
+
+/// NTT forward + inverse on the first prime (`ntt_fwd_inv_prime0_<bits>bit`).
+fn bench_ntt_prime0(rec: &mut Recorder, q0: u64, prg: &mut Prg) -> Result<(), HeError> {
+    let n = rec.n;
+    let plan = nectar_math::ntt::NttPlan::new(n, q0).ok_or_else(|| HeError::InvalidParams("no NTT plan".into()))?;
+    let mut buf: Vec<u64> = (0..n).map(|_| prg.next_u64() % q0).collect();
+    let t = median_micros(|| {
+        plan.forward(&mut buf);
+        plan.inverse(&mut buf);
+    });
+    rec.record(&format!("ntt_fwd_inv_prime0_{}bit", 64 - q0.leading_zeros()), t);
+    Ok(())
+}
+
+/// BFV ct × ct at LEAF's set ([`Params::leaf_bfv`]: N = 32768, t = 65537, 13 ciphertext
+/// primes of 669 bits + a 60-bit special prime), two fresh ciphertexts in coefficient form at
+/// the top level (as SEAL keeps BFV ciphertexts): `bfv_mul_relin` (HPS tensor + scale-and-round
+/// + relinearisation, [`nectar_he::bfv::BfvMul::multiply`]), its two halves `bfv_mul` and
+/// `bfv_relin`, and `bfv_square_relin`.
+fn bench_bfv_leaf(out: &mut Vec<HeBenchLine>) -> Result<(), HeError> {
+    use nectar_he::bfv::BfvMul;
+    let params = Params::leaf_bfv()?;
+    let n = params.n();
+    let moduli = moduli_string(params.q_moduli().iter().map(|m| m.value()), params.special_modulus().map(|m| m.value()));
+    let mut rec = Recorder { n, name: "leaf-bfv", moduli, threads: rayon::current_num_threads(), out };
+    let mut prg = Prg::new([0x43; 16]);
+    bench_ntt_prime0(&mut rec, params.q_moduli()[0].value(), &mut prg)?;
+    let sk = SecretKey::generate(&params, &mut prg);
+    let rk = sk.relin_key(&params, &mut prg)?;
+    let mul = BfvMul::new(&params)?;
+    let t = params.plain_modulus(0);
+    let mut fresh = || -> Result<Ciphertext, HeError> {
+        let m: Vec<u64> = (0..n).map(|_| (prg.next_u64() as u128 % t) as u64).collect();
+        let mut ct = sk.encrypt(&params, &Plaintext::from_coeffs(&params, &m, 0)?, &mut prg)?;
+        ct.to_coeff(&params);
+        Ok(ct)
+    };
+    let (a, b) = (fresh()?, fresh()?);
+    rec.record(
+        "bfv_mul_relin",
+        median_micros(|| {
+            let _ = mul.multiply(&params, &a, &b, &rk);
+        }),
+    );
+    rec.record(
+        "bfv_mul",
+        median_micros(|| {
+            let _ = mul.tensor(&params, &a, &b);
+        }),
+    );
+    let t3 = mul.tensor(&params, &a, &b)?;
+    rec.record(
+        "bfv_relin",
+        median_micros(|| {
+            let _ = t3.relinearize(&params, &rk);
+        }),
+    );
+    rec.record(
+        "bfv_square_relin",
+        median_micros(|| {
+            let _ = mul.square(&params, &a, &rk);
+        }),
+    );
+    Ok(())
+}
+
+/// CKKS at one of BLB's executable sets
+/// ([`nectar_linear::layer::blb_fused::executable_params`]: primes {60, 40, 40×depth} + a
+/// 60-bit special prime, Δ = 2^40), fresh ciphertexts at the top level (NTT form, as
+/// encryption leaves them and as SEAL keeps CKKS ciphertexts): `ckks_mul_relin_rescale` (the
+/// product step of BLB's blocks), `ckks_mul` (tensor, 3 components), `ckks_relin`,
+/// `ckks_mul_relin`, `ckks_rescale` (of the relinearised product: coefficient form, as
+/// relinearisation leaves it), `ckks_rescale_ntt_input` (of an NTT-form ciphertext, SEAL's case)
+/// and `ckks_rotate1` (slot rotation by one: automorphism + key switch).
+fn bench_ckks_blb(name: &str, n: usize, depth: u32, out: &mut Vec<HeBenchLine>) -> Result<(), HeError> {
+    use nectar_he::ckks::{CkksEvaluator, CkksSecretKey};
+    let p = nectar_linear::layer::blb_fused::executable_params(n, depth).map_err(|e| HeError::InvalidParams(e.to_string()))?;
+    let level = p.max_level();
+    let moduli = moduli_string((0..level).filter_map(|i| p.prime(i)), p.special_prime());
+    let mut rec = Recorder { n, name, moduli, threads: rayon::current_num_threads(), out };
+    let mut prg = Prg::new([0x44; 16]);
+    bench_ntt_prime0(&mut rec, p.prime(0).ok_or_else(|| HeError::InvalidParams("no prime".into()))?, &mut prg)?;
+    let sk = CkksSecretKey::generate(&p, &mut prg);
+    let ev = CkksEvaluator::new(&p).with_relin_key(sk.relin_key(&p, &mut prg)?).with_galois_keys(sk.galois_keys(&p, &[1], false, &mut prg)?);
+    let mut fresh = || -> Result<_, HeError> {
+        let v: Vec<f64> = (0..p.slots()).map(|_| (prg.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0).collect();
+        sk.encrypt(&p, &p.encode_real(&v, level, p.default_scale())?, &mut prg)
+    };
+    let (a, b) = (fresh()?, fresh()?);
+    rec.record(
+        "ckks_mul_relin_rescale",
+        median_micros(|| {
+            let _ = ev.mul_relin(&a, &b).and_then(|c| ev.rescale(&c));
+        }),
+    );
+    rec.record(
+        "ckks_mul",
+        median_micros(|| {
+            let _ = ev.mul(&a, &b);
+        }),
+    );
+    let t3 = ev.mul(&a, &b)?;
+    rec.record(
+        "ckks_relin",
+        median_micros(|| {
+            let _ = ev.relinearize(&t3);
+        }),
+    );
+    rec.record(
+        "ckks_mul_relin",
+        median_micros(|| {
+            let _ = ev.mul_relin(&a, &b);
+        }),
+    );
+    let r = ev.relinearize(&t3)?;
+    rec.record(
+        "ckks_rescale",
+        median_micros(|| {
+            let _ = ev.rescale(&r);
+        }),
+    );
+    rec.record(
+        "ckks_rescale_ntt_input",
+        median_micros(|| {
+            let _ = ev.rescale(&a);
+        }),
+    );
+    rec.record(
+        "ckks_rotate1",
+        median_micros(|| {
+            let _ = ev.rotate(&a, 1);
+        }),
+    );
+    Ok(())
+}
+
+/// The kernel comparison of issue 50 (item 3) with SEAL: BFV ct × ct + relinearisation at
+/// LEAF's set (`leaf-bfv`, N = 32768) and CKKS ct × ct / relinearisation / rescale / rotation at
+/// BLB's two executable sets (`blb-exec-d4`: N = 2^14, depth 4; `blb-exec-d7`: N = 2^15,
+/// depth 7). `scripts/seal_bench/seal_bench.cpp kernels` measures SEAL at the same sets.
+pub fn bench_he_kernels() -> Result<Vec<HeBenchLine>, HeError> {
+    let mut out = Vec::new();
+    bench_bfv_leaf(&mut out)?;
+    bench_ckks_blb("blb-exec-d4", 1 << 14, 4, &mut out)?;
+    bench_ckks_blb("blb-exec-d7", 1 << 15, 7, &mut out)?;
+    Ok(out)
+}
+
 /// Runs the HE benchmark for ring degree `n` (4096, 8192 or 16384).
 pub fn bench_he(n: usize) -> Result<Vec<HeBenchLine>, HeError> {
     let (q, sp) = seal_default(n)?;

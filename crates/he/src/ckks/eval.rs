@@ -24,6 +24,7 @@ use crate::params::Params;
 use crate::poly::RnsPoly;
 use crate::HeError;
 use rayon::prelude::*;
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Largest relative difference of two scales that `add`/`sub` accept (a mismatch of `ε`
@@ -132,21 +133,28 @@ fn mul_limb_scalars(e: &Params, p: &mut RnsPoly, scalars: &[u64]) {
     });
 }
 
-fn to_ntt_copy(e: &Params, p: &RnsPoly) -> RnsPoly {
+/// `p` in NTT form: borrowed when it already is (no copy), else a transformed copy of its
+/// first `level` limbs.
+fn ntt_view<'a>(e: &Params, p: &'a RnsPoly, level: usize) -> Cow<'a, RnsPoly> {
+    if p.ntt {
+        return Cow::Borrowed(p);
+    }
     let mut c = p.clone();
+    c.truncate_limbs(level);
     c.to_ntt(e);
-    c
+    Cow::Owned(c)
 }
 
-/// Point-wise `Σ_t a_t ⊙ b_t` (NTT form, `a_t`/`b_t` on the first `level` primes).
+/// Point-wise `Σ_t a_t ⊙ b_t` (NTT form, `a_t`/`b_t` on the first `level` primes, or more:
+/// only the first `level` limbs are read). Each product is the NTT plan's fused
+/// multiply-accumulate (SIMD, fully reduced: the same residues as a scalar `add(mul)` loop).
 fn pointwise_sum(e: &Params, level: usize, terms: &[(&RnsPoly, &RnsPoly)]) -> RnsPoly {
     let n = e.n();
     let mut out = RnsPoly::zero_level(n, level, true);
     out.data.par_chunks_mut(n).enumerate().for_each(|(i, o)| {
-        let m = e.modulus(i);
+        let plan = e.plan(i);
         for (a, b) in terms {
-            let (x, y) = (a.limb(i), b.limb(i));
-            o.iter_mut().zip(x.iter().zip(y)).for_each(|(r, (&u, &v))| *r = m.add(*r, m.mul(u, v)));
+            plan.mul_accumulate(o, a.limb(i), b.limb(i));
         }
     });
     out
@@ -375,9 +383,9 @@ impl CkksEvaluator {
         let level = a.level().min(pt.level());
         let a = self.mod_drop_to(a, level)?;
         let e = self.e();
-        let c0 = pointwise_sum(e, level, &[(&to_ntt_copy(e, &a.ct.c0), &pt.poly)]);
-        let c1 = pointwise_sum(e, level, &[(&to_ntt_copy(e, &a.ct.c1), &pt.poly)]);
-        let c2 = a.c2.as_ref().map(|c| pointwise_sum(e, level, &[(&to_ntt_copy(e, c), &pt.poly)]));
+        let c0 = pointwise_sum(e, level, &[(&*ntt_view(e, &a.ct.c0, level), &pt.poly)]);
+        let c1 = pointwise_sum(e, level, &[(&*ntt_view(e, &a.ct.c1, level), &pt.poly)]);
+        let c2 = a.c2.as_ref().map(|c| pointwise_sum(e, level, &[(&*ntt_view(e, c, level), &pt.poly)]));
         EvalStats::bump(&self.stats.ct_pt_mults);
         Ok(CkksCiphertext::from_parts(c0, c1, c2, a.scale * pt.scale))
     }
@@ -390,16 +398,12 @@ impl CkksEvaluator {
         }
         let level = a.level().min(b.level());
         let e = self.e();
-        let prep = |p: &RnsPoly| {
-            let mut c = p.clone();
-            c.truncate_limbs(level);
-            c.to_ntt(e);
-            c
-        };
-        let (a0, a1, b0, b1) = (prep(&a.ct.c0), prep(&a.ct.c1), prep(&b.ct.c0), prep(&b.ct.c1));
-        let d0 = pointwise_sum(e, level, &[(&a0, &b0)]);
-        let d1 = pointwise_sum(e, level, &[(&a0, &b1), (&a1, &b0)]);
-        let d2 = pointwise_sum(e, level, &[(&a1, &b1)]);
+        let (a0, a1) = (ntt_view(e, &a.ct.c0, level), ntt_view(e, &a.ct.c1, level));
+        let (b0, b1) = (ntt_view(e, &b.ct.c0, level), ntt_view(e, &b.ct.c1, level));
+        let (a0, a1, b0, b1): (&RnsPoly, &RnsPoly, &RnsPoly, &RnsPoly) = (&a0, &a1, &b0, &b1);
+        let d0 = pointwise_sum(e, level, &[(a0, b0)]);
+        let d1 = pointwise_sum(e, level, &[(a0, b1), (a1, b0)]);
+        let d2 = pointwise_sum(e, level, &[(a1, b1)]);
         EvalStats::bump(&self.stats.ct_ct_mults);
         Ok(CkksCiphertext::from_parts(d0, d1, Some(d2), a.scale * b.scale))
     }
@@ -455,5 +459,61 @@ impl CkksEvaluator {
     pub(crate) fn count_rotation(&self, conjugation: bool) {
         EvalStats::bump(if conjugation { &self.stats.conjugations } else { &self.stats.rotations });
         EvalStats::bump(&self.stats.key_switches);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{CkksParamsLiteral, CkksSecretKey};
+    use super::*;
+    use nectar_math::Prg;
+
+    /// `mul` and `mul_plain` (the plan's SIMD multiply-accumulate) give exactly the residues
+    /// of the scalar `add(mul)` reference, 60- and 40-bit primes (IFMA and non-IFMA paths).
+    #[test]
+    fn products_match_scalar_reference() {
+        let p = CkksParams::new(CkksParamsLiteral::from_bit_sizes(8192, &[60, 40], Some(60), 40).unwrap()).unwrap();
+        let e = p.engine();
+        let n = p.n();
+        let mut prg = Prg::new([7; 16]);
+        let sk = CkksSecretKey::generate(&p, &mut prg);
+        let ev = CkksEvaluator::new(&p);
+        let v: Vec<f64> = (0..p.slots()).map(|i| (i as f64 * 0.37).sin()).collect();
+        let pt = p.encode_real(&v, 2, p.default_scale()).unwrap();
+        let a = sk.encrypt(&p, &pt, &mut prg).unwrap();
+        let b = sk.encrypt(&p, &pt, &mut prg).unwrap();
+        let reference = |terms: &[(&RnsPoly, &RnsPoly)]| -> Vec<u64> {
+            let mut out = vec![0u64; 2 * n];
+            for (i, o) in out.chunks_mut(n).enumerate() {
+                let m = e.modulus(i);
+                for (x, y) in terms {
+                    for k in 0..n {
+                        o[k] = m.add(o[k], m.mul(x.limb(i)[k], y.limb(i)[k]));
+                    }
+                }
+            }
+            out
+        };
+        let prod = ev.mul(&a, &b).unwrap();
+        assert_eq!(prod.ct.c0.data, reference(&[(&a.ct.c0, &b.ct.c0)]));
+        assert_eq!(prod.ct.c1.data, reference(&[(&a.ct.c0, &b.ct.c1), (&a.ct.c1, &b.ct.c0)]));
+        assert_eq!(prod.c2.as_ref().unwrap().data, reference(&[(&a.ct.c1, &b.ct.c1)]));
+        let pp = ev.mul_plain(&a, &pt).unwrap();
+        assert_eq!(pp.ct.c0.data, reference(&[(&a.ct.c0, &pt.poly)]));
+        // Coefficient-form input: transformed first, same residues.
+        let r = ev.rescale(&a).unwrap();
+        assert!(!r.ct.c1.ntt);
+        let mut rn = r.ct.c1.clone();
+        rn.to_ntt(e);
+        let pt1 = p.encode_real(&v, r.level(), p.default_scale()).unwrap();
+        let pr = ev.mul_plain(&r, &pt1).unwrap();
+        let mut want = vec![0u64; r.level() * n];
+        for (i, o) in want.chunks_mut(n).enumerate() {
+            let m = e.modulus(i);
+            for k in 0..n {
+                o[k] = m.mul(rn.limb(i)[k], pt1.poly.limb(i)[k]);
+            }
+        }
+        assert_eq!(pr.ct.c1.data, want);
     }
 }

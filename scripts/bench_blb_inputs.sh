@@ -16,4 +16,4 @@ run bench suites --tokens 128 --suites blb,bumblebee --json
 # The small LLaMA (11-token prompt, padded to 64) and ViT (17 tokens, padded to 64), 2 layers.
 run bench model --arch llama-small --seq 11 --suite blb --check-plain --json
 run bench model --arch vit-small --suite blb --check-plain --json
-bench_meta "2-core VM (nproc = 2), 24 GiB RAM; demo and bench suites: both parties in one process; bench model: the server party in its own process over loopback TCP; rayon over 2 threads per process; a helper's SEAL build and benchmarks shared the machine at times (seconds are upper bounds)"
+bench_meta "2-core VM (nproc = 2), 24 GiB RAM; demo and bench suites: both parties in one process; bench model: the server party in its own process over loopback TCP; rayon over 2 threads per process; nothing else running"

@@ -660,8 +660,8 @@ pub fn matmul_cc_prerotated<O: SlotOps>(
 /// `weight(o, i, dst, src)` is the `l`-vector multiplying source into destination (`None`:
 /// zero). Diagonal method over the `nb = s/l` blocks with BSGS (App. C.1): babies
 /// `Rot_{b·l}(x_i)`, `b < B`; giants `Rot_{g·B·l}` once per output ciphertext after summing
-/// over inputs, each on its rescaled sum; rotations `n_in(B − 1) + n_out(G − 1)` (empty giants
-/// skipped). One level.
+/// over inputs, each on its rescaled sum; rotations `n_in(B − 1) + n_out(G − 1)` (a giant with
+/// no nonzero weight is not computed). One level.
 pub fn block_matvec<O: SlotOps>(
     ops: &O,
     x: &[O::Ct],

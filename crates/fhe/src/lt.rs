@@ -13,7 +13,9 @@
 //! by Horner's rule `inner_0 + rot_B(inner_1 + rot_B(…))`: `G − 1` rotations by `B`, one Galois
 //! key, instead of one key per giant step (documented deviation: the rotation keys of Alg. 5's
 //! `B + G` distinct steps would be ~95 MB each at `N = 32768`). Each giant step's inner sum is
-//! computed in parallel (rayon), its diagonals encoded on the fly.
+//! computed in parallel (rayon), its diagonals encoded on the fly into buffers the giant step
+//! reuses (slot values, then the SIMD encoding in place, then the lifted NTT limbs: no
+//! allocation per diagonal).
 
 use crate::FheError;
 use nectar_he::{Ciphertext, GaloisKeys, Params, PlainNtt, Plaintext};
@@ -51,6 +53,20 @@ impl RowSlots {
         }
         params.encode_simd(&v, 0).map_err(he)
     }
+
+    /// The SIMD encoding's coefficients, in `out` (`N` entries), of the row-layout values
+    /// `values` rotated by `−shift` (slot `(ρ, i)` moves to `(ρ, i + shift mod H)`).
+    fn encode_rotated_into(&self, params: &Params, values: &[u64], shift: usize, out: &mut [u64]) -> Result<(), FheError> {
+        let half = self.layout.len() / 2;
+        if values.len() != 2 * half || out.len() != 2 * half || !half.is_power_of_two() {
+            return Err(FheError::InvalidParams(format!("{} row-layout values for N = {}", values.len(), 2 * half)));
+        }
+        for (j, &x) in values.iter().enumerate() {
+            let (row, col) = (j / half, j % half);
+            out[self.layout[row * half + ((col + shift) & (half - 1))]] = x;
+        }
+        params.encode_simd_in_place(out, 0).map_err(he)
+    }
 }
 
 /// Operation counts of one transform.
@@ -65,9 +81,9 @@ pub struct LtStats {
 }
 
 /// The transform above: `babies[s][b] = rot_b(x_s)` (NTT form, all at one level, `B` of
-/// them), `diag(s, r)` the row-layout values of `d_{s,r}` (`None` for a zero diagonal),
-/// `r_count` diagonals per input, `keys` holding the rotation by `B`. Result in coefficient
-/// form.
+/// them), `diag(s, r, out)` writing the `N` row-layout values of `d_{s,r}` into `out` and
+/// returning `false` for a zero diagonal (`out` then unused), `r_count` diagonals per input,
+/// `keys` holding the rotation by `B`. Result in coefficient form.
 pub fn bsgs<F>(
     params: &Params,
     enc: &RowSlots,
@@ -77,7 +93,7 @@ pub fn bsgs<F>(
     keys: &GaloisKeys,
 ) -> Result<(Ciphertext, LtStats), FheError>
 where
-    F: Fn(usize, usize) -> Option<Vec<u64>> + Sync,
+    F: Fn(usize, usize, &mut [u64]) -> bool + Sync,
 {
     let b = babies.first().map_or(0, |v| v.len());
     if b == 0 || babies.iter().any(|v| v.len() != b) || r_count == 0 {
@@ -92,23 +108,29 @@ where
             let shift = g * b;
             let mut acc: Option<Ciphertext> = None;
             let mut used = 0;
+            let (mut d, mut coeffs) = (vec![0u64; 2 * half], vec![0u64; 2 * half]);
+            let mut pt: Option<PlainNtt> = None;
             for (s, xs) in babies.iter().enumerate() {
                 for (bb, x) in xs.iter().enumerate() {
                     let r = shift + bb;
                     if r >= r_count {
                         break;
                     }
-                    let Some(d) = diag(s, r) else { continue };
-                    // pre-rotation by −gB: the value of slot (ρ, i) moves to (ρ, i + gB)
-                    let mut v = vec![0u64; 2 * half];
-                    for (j, &val) in d.iter().enumerate() {
-                        let (row, col) = (j / half, j % half);
-                        v[row * half + (col + shift) % half] = val;
+                    if !diag(s, r, &mut d) {
+                        continue;
                     }
-                    let pt = PlainNtt::new(params, &enc.encode(params, &v)?, level).map_err(he)?;
+                    // pre-rotation by −gB: the value of slot (ρ, i) moves to (ρ, i + gB)
+                    enc.encode_rotated_into(params, &d, shift, &mut coeffs)?;
+                    let pt = match pt.as_mut() {
+                        Some(p) => {
+                            p.refill_coeffs(params, &coeffs, 0).map_err(he)?;
+                            p
+                        }
+                        None => pt.insert(PlainNtt::from_coeffs(params, &coeffs, 0, level).map_err(he)?),
+                    };
                     match acc.as_mut() {
-                        None => acc = Some(x.mul_plain(params, &pt).map_err(he)?),
-                        Some(a) => a.mul_plain_accumulate(params, x, &pt).map_err(he)?,
+                        None => acc = Some(x.mul_plain(params, pt).map_err(he)?),
+                        Some(a) => a.mul_plain_accumulate(params, x, pt).map_err(he)?,
                     }
                     used += 1;
                 }

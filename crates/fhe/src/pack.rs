@@ -137,8 +137,8 @@ impl Packer {
         // diagonal r (module docs): slot j = t·used + c meets key coefficient
         // k = (col(j) + r) mod n and takes a_t^(c)[k] = a_t[c − k] (k <= c) or −a_t[n + c − k];
         // with used = n this is a_t[0] (r = 0), else ±a_t[n − r]
-        let diag = |_: usize, r: usize| -> Option<Vec<u64>> {
-            let mut v = vec![0u64; big];
+        let diag = |_: usize, r: usize, v: &mut [u64]| -> bool {
+            v.fill(0);
             for (t, ct) in cts.iter().enumerate() {
                 for c in 0..used {
                     let j = t * used + c;
@@ -147,7 +147,7 @@ impl Packer {
                     v[j] = val;
                 }
             }
-            Some(v)
+            true
         };
         let (mut acc, stats) = bsgs(p, &self.enc, std::slice::from_ref(&self.baby), n, diag, keys)?;
         let mut bbar = vec![0u64; big];

@@ -44,6 +44,8 @@ pub struct SlotsToCoeffs {
     exps: Vec<u64>,
     /// `ζ^k mod P`, `k < 2N`.
     zeta_pow: Vec<u64>,
+    /// [`Self::coefficient_of_slot`] of every slot.
+    coef: Vec<u32>,
 }
 
 impl SlotsToCoeffs {
@@ -82,7 +84,9 @@ impl SlotsToCoeffs {
         if exps.iter().zip(&roots).any(|(&e, &r)| zeta_pow[e as usize] != r) {
             return Err(FheError::InvalidParams("the row layout's roots are not ζ^(±5^i)".into()));
         }
-        Ok(Self { params: params.clone(), n, used, enc, exps, zeta_pow })
+        let mut s2c = Self { params: params.clone(), n, used, enc, exps, zeta_pow, coef: Vec::new() };
+        s2c.coef = (0..big).map(|l| s2c.coefficient_of_slot(l) as u32).collect();
+        Ok(s2c)
     }
 
     /// The output coefficient of slot `l = t·used + c`: ciphertext `t` of the packing goes to
@@ -130,18 +134,23 @@ impl SlotsToCoeffs {
             }
             babies.push(v);
         }
-        let two_n = 2 * big as u64;
-        // d_{s,r}[(ρ, c)] = M[(ρ, c), (ρ ⊕ s, c + r mod H)]
-        let diag = |s: usize, r: usize| -> Option<Vec<u64>> {
-            let v = (0..big)
-                .map(|j| {
-                    let (row, col) = (j / half, j % half);
-                    let l = ((row ^ s) * half) + (col + r) % half;
-                    let k = self.exps[j] * self.coefficient_of_slot(l) as u64 % two_n;
-                    self.zeta_pow[k as usize]
-                })
-                .collect();
-            Some(v)
+        // d_{s,r}[(ρ, c)] = M[(ρ, c), (ρ ⊕ s, c + r mod H)]; N and H are powers of two, and
+        // the exponent is taken mod 2N (ζ has order 2N).
+        // ζ^e = ζ^(e_hi·2^8)·ζ^(e_lo): two tables of a few KB that stay in L1, where one
+        // table of 2N entries made every entry a cache miss (the largest cost of this stage).
+        let mask = 2 * big as u64 - 1;
+        let lo_bits = 8u32.min(mask.count_ones());
+        let lo_mask = (1u64 << lo_bits) - 1;
+        let zeta_lo: Vec<u64> = (0..=lo_mask).map(|k| self.zeta_pow[k as usize]).collect();
+        let zeta_hi: Vec<u64> = (0..=(mask >> lo_bits)).map(|k| self.zeta_pow[(k << lo_bits) as usize]).collect();
+        let diag = |s: usize, r: usize, v: &mut [u64]| -> bool {
+            for (j, out) in v.iter_mut().enumerate() {
+                let (row, col) = (j / half, j % half);
+                let l = ((row ^ s) * half) + ((col + r) & (half - 1));
+                let e = self.exps[j] * self.coef[l] as u64 & mask;
+                *out = zeta_hi[(e >> lo_bits) as usize] * zeta_lo[(e & lo_mask) as usize] % LEAF_P;
+            }
+            true
         };
         let (out, mut stats) = bsgs(p, &self.enc, &babies, half, diag, keys)?;
         stats.rotations += baby_rotations;

@@ -150,19 +150,26 @@ impl PlainNtt {
     /// no zero fill), for callers that encode many plaintexts one after another.
     pub fn refill_coeffs(&mut self, params: &Params, values: &[u64], j: usize) -> Result<(), HeError> {
         check_coeffs(params, values, j)?;
-        let (n, lifted, bits) = (params.n(), centred_lift(params, values, j), pow2_bits(params, j));
+        let (n, t, bits) = (params.n(), params.plain_modulus(j), pow2_bits(params, j));
+        // The centred lift of each coefficient, computed per limb (no N-entry table: S2C
+        // re-encodes 32768 diagonals of N = 32768 in a row).
+        let lift = |c: u64| -> (u64, bool) {
+            if t.is_power_of_two() {
+                lift_pow2(c, bits)
+            } else if 2 * c as u128 > t {
+                ((t - c as u128) as u64, true)
+            } else {
+                (c, false)
+            }
+        };
         self.poly.data.par_chunks_mut(n).enumerate().for_each(|(i, l)| {
             let residue = limb_residue(params, i);
-            if lifted.is_empty() {
-                // Only the given coefficients are lifted; the rest of the limb is zeroed in one
-                // pass (an OLT evaluator's block fills `m_w·n_w` of the `N`, e.g. 256 of 8192
-                // for MiniLM's embedding table).
-                let (head, tail) = l.split_at_mut(values.len());
-                head.iter_mut().zip(values).for_each(|(x, &c)| *x = residue(lift_pow2(c, bits)));
-                tail.fill(0);
-            } else {
-                l.iter_mut().zip(&lifted).for_each(|(x, &v)| *x = residue(v));
-            }
+            // Only the given coefficients are lifted; the rest of the limb is zeroed in one
+            // pass (an OLT evaluator's block fills `m_w·n_w` of the `N`, e.g. 256 of 8192
+            // for MiniLM's embedding table).
+            let (head, tail) = l.split_at_mut(values.len());
+            head.iter_mut().zip(values).for_each(|(x, &c)| *x = residue(lift(c)));
+            tail.fill(0);
             params.plan(i).forward(l);
         });
         self.plain_index = j;
@@ -249,6 +256,18 @@ impl Params {
         let mut pt = Plaintext::from_coeffs(self, values, j)?;
         plan.inverse(&mut pt.coeffs);
         Ok(pt)
+    }
+
+    /// [`Params::encode_simd`] in place: the `N` slot values in `values` (each `< t_j`) become
+    /// the plaintext's coefficients (for [`PlainNtt::refill_coeffs`]; no allocation).
+    pub fn encode_simd_in_place(&self, values: &mut [u64], j: usize) -> Result<(), HeError> {
+        let plan = self.t_plan(j)?;
+        if values.len() != self.n() {
+            return Err(HeError::Mismatch(format!("{} slot values for N = {}", values.len(), self.n())));
+        }
+        check_coeffs(self, values, j)?;
+        plan.inverse(values);
+        Ok(())
     }
 
     /// The `N` slot values of a SIMD-encoded plaintext.

@@ -198,6 +198,10 @@ fn paterson_stockmeyer_matches_horner() {
         same(&got, &want, "twin");
         assert!(st.mults <= st.mults_bound, "{st:?}");
     }
+    // A dense polynomial at the default baby step takes exactly the bound of the giant steps by
+    // halves, k + m + ⌈log2 m⌉ − 3 (k = 16, m = 19: 37), against LEAF Alg. 2's k + 2m − 4 = 50.
+    let (_, st) = paterson_stockmeyer(&mut SlotPolyOps { t: T }, &xs, &coeffs, None).unwrap();
+    assert_eq!((st.baby, st.blocks, st.mults, st.mults_bound), (16, 19, 37, 37));
     // Encrypted: N = 16384, depth ceil(log2 16) + ceil(log2 18) + 1 = 10.
     let c = ctx(params_16384(), &mut prg);
     let n = c.params.n();

@@ -10,9 +10,12 @@
 //! - [`registry`]: the protocol registry's vocabulary (a kind's list, the chosen protocol).
 //! - [`real`]: the exact real functions the approximations target (one GeLU, one SiLU).
 //! - [`ifma`]: AVX-512 IFMA kernels (dot products, mod-down) for primes below `2^50`.
+//! - [`small_comb`]: linear combinations with small integer weights, many outputs per pass
+//!   (the scalar blocks of Paterson–Stockmeyer on BFV).
 
 pub mod fixed;
 pub mod ifma;
+pub mod small_comb;
 pub mod modulus;
 pub mod ntt;
 pub mod prg;

@@ -2,16 +2,22 @@
 //! `O(√d)` non-scalar multiplications (LEAF §3.3, Alg. 2; REFERENCE.md §6.4).
 //!
 //! With baby step `k` and `m = ceil((d+1)/k)` blocks:
-//! `p(x) = Σ_{i<m} p_i(x)·(x^k)^i`, `p_i(x) = Σ_{j<k} c_{ik+j}·x^j`. Baby powers
-//! `x^2..x^k` (`k − 1` products), giant powers `(x^k)^2..(x^k)^{m−1}` (`m − 2`), one product per
-//! block `i >= 1` whose `p_i` is not a constant (`<= m − 1`): at most `k + 2m − 4`
-//! multiplications, minimal near `k = √(2d)` (`≈ 2√(2d)`); the default `k` is the power of two
-//! nearest `√(d+1)` (LEAFc's 256 for `d = 65536`). Every power `x^i` is formed as
+//! `p(x) = Σ_{i<m} p_i(x)·y^i`, `y = x^k`, `p_i(x) = Σ_{j<k} c_{ik+j}·x^j`. Baby powers
+//! `x^2..x^k` (`k − 1` products). **Giant steps by halves** (deviation from LEAF's Alg. 2, which
+//! forms every `y^i` and multiplies each block by its own: `m − 2` + `m − 1` products): only the
+//! squares `y^2, y^4, …, y^{2^(⌈log2 m⌉−1)}` are formed (`⌈log2 m⌉ − 1` products), and the
+//! blocks are combined pairwise up a binary tree, `P_{[a, a+2h)} = P_{[a, a+h)} + y^h·P_{[a+h,
+//! a+2h)}` — one product per internal node whose upper half is not a constant (`<= m − 1`).
+//! At most `k + m + ⌈log2 m⌉ − 3` multiplications: 517 instead of 765 for LEAF's degree 65536
+//! at `k = m = 256`, the same polynomial (exact mod `t`). Every power `x^i` is formed as
 //! `x^a·x^{i−a}` with `a` the largest power of two below `i`, so it has the minimal depth
-//! `ceil(log2 i)`; the result has depth `ceil(log2 k) + ceil(log2(m−1)) + 1`.
-//! The blocks are scalar linear combinations ([`PolyEvalOps::lin_comb`]): `O(d)` scalar
-//! products, no key switching. LEAF's Alg. 3 (parallel powers) is left to the caller's
-//! rayon pool inside each product.
+//! `ceil(log2 i)`; a tree node of height `h` has depth at most `ceil(log2 k) + h`, so the
+//! result's depth is at most `ceil(log2 k) + ceil(log2 m)`, never above Alg. 2's
+//! `ceil(log2 k) + ceil(log2(m−1)) + 1` (16 against 17 for LEAF's polynomial).
+//! The blocks are scalar linear combinations of the same baby powers, computed
+//! [`LEAF_GROUP`] at a time ([`PolyEvalOps::lin_combs`]: one pass over the powers per group):
+//! `O(d)` scalar products, no key switching. LEAF's Alg. 3 (parallel powers) is left to the
+//! caller's rayon pool inside each product.
 //!
 //! The engine is generic over [`PolyEvalOps`]: [`BfvPolyOps`] (ciphertexts, ct-ct products with
 //! relinearisation) and [`SlotPolyOps`] (plaintext slot vectors mod `t`, the twin).
@@ -22,7 +28,12 @@ use crate::encoding::Plaintext;
 use crate::params::Params;
 use crate::poly::RnsPoly;
 use crate::HeError;
+use nectar_math::small_comb::small_weight_combos;
 use rayon::prelude::*;
+
+/// Blocks computed together by one [`PolyEvalOps::lin_combs`] (each a full ciphertext held
+/// until the tree consumes it: 32 × 6.8 MB at LEAF's top level).
+pub const LEAF_GROUP: usize = 32;
 
 /// The operations Paterson–Stockmeyer needs, on values of one kind.
 pub trait PolyEvalOps {
@@ -32,6 +43,19 @@ pub trait PolyEvalOps {
     fn mul(&mut self, a: &Self::Value, b: &Self::Value) -> Result<Self::Value, HeError>;
     /// `Σ_j c_j·v_j + c` for scalars `c_j, c < t` (`terms` is never empty).
     fn lin_comb(&mut self, terms: &[(&Self::Value, u64)], constant: u64) -> Result<Self::Value, HeError>;
+    /// `out_g = Σ_j weights[g][j]·values[j] + constants[g]` for every row `g` (scalars `< t`;
+    /// every row as long as `values`, which is never empty). Default: one
+    /// [`Self::lin_comb`] per row.
+    fn lin_combs(&mut self, values: &[&Self::Value], weights: &[Vec<u64>], constants: &[u64]) -> Result<Vec<Self::Value>, HeError> {
+        weights
+            .iter()
+            .zip(constants)
+            .map(|(w, &c)| {
+                let terms: Vec<(&Self::Value, u64)> = values.iter().copied().zip(w.iter().copied()).collect();
+                self.lin_comb(&terms, c)
+            })
+            .collect()
+    }
     /// `acc += v`.
     fn add_assign(&mut self, acc: &mut Self::Value, v: &Self::Value) -> Result<(), HeError>;
 }
@@ -47,7 +71,8 @@ pub struct PsStats {
     pub blocks: usize,
     /// Non-scalar multiplications performed.
     pub mults: usize,
-    /// Upper bound `k + 2m − 4` (or `d − 1` with a single block) from the module docs.
+    /// Upper bound `k + m + ⌈log2 m⌉ − 3` (or `d − 1` with a single block) from the module
+    /// docs.
     pub mults_bound: usize,
 }
 
@@ -55,6 +80,13 @@ pub struct PsStats {
 pub fn ps_default_baby(d: usize) -> usize {
     let r = ((d + 1) as f64).sqrt().log2().round().max(1.0) as u32;
     1usize << r.min(usize::BITS - 2)
+}
+
+/// A block or a partial sum of the tree: zero, a constant, or a value.
+enum Node<V> {
+    Zero,
+    Const(u64),
+    Val(V),
 }
 
 /// Evaluates `p(x) = Σ coeffs[i]·x^i` (coefficients `< t`) with baby step `baby` (default
@@ -66,7 +98,6 @@ pub fn paterson_stockmeyer<O: PolyEvalOps>(
     baby: Option<usize>,
 ) -> Result<(O::Value, PsStats), HeError> {
     let d = coeffs.iter().rposition(|&c| c != 0).unwrap_or(0);
-    let c = |i: usize| coeffs.get(i).copied().unwrap_or(0);
     let k = baby.unwrap_or_else(|| ps_default_baby(d)).clamp(1, d + 1);
     let m = (d + 1).div_ceil(k);
     let mut mults = 0usize;
@@ -81,44 +112,115 @@ pub fn paterson_stockmeyer<O: PolyEvalOps>(
         mults += 1;
         pows.push(v);
     }
-    // Giant powers y^1..y^{m−1}, y = x^k.
-    let mut giant: Vec<O::Value> = Vec::with_capacity(m);
+    // Giant squares y^(2^j), y = x^k, for 2^j < m.
+    let mut giants: Vec<O::Value> = Vec::new();
     if m >= 2 {
-        giant.push(pows[k].clone()); // index 0 unused
-        giant.push(pows[k].clone());
-        for i in 2..m {
-            let a = prev_pow2(i);
-            let v = ops.mul(&giant[a], &giant[i - a])?;
+        giants.push(pows[k].clone());
+        while (1usize << giants.len()) < m {
+            let last = &giants[giants.len() - 1];
+            let v = ops.mul(last, last)?;
             mults += 1;
-            giant.push(v);
+            giants.push(v);
         }
     }
-    let block_terms = |i: usize| -> Vec<(usize, u64)> {
-        (1..k.min(top + 1)).filter(|&j| i * k + j <= d && c(i * k + j) != 0).map(|j| (j, c(i * k + j))).collect()
+    let mut tree = Tree { coeffs, d, k, m, top, pows: &pows, giants: &giants, group: (0, Vec::new()), mults: 0 };
+    let node = tree.combine(ops, 0, m.next_power_of_two())?;
+    mults += tree.mults;
+    let out = match node {
+        Node::Val(v) => v,
+        Node::Const(c) => ops.lin_comb(&[(&pows[1], 0)], c)?,
+        Node::Zero => ops.lin_comb(&[(&pows[1], 0)], 0)?,
     };
-    // Block 0 (always present; a zero-weight x keeps the value well-formed for constants).
-    let t0 = block_terms(0);
-    let refs: Vec<(&O::Value, u64)> =
-        if t0.is_empty() { vec![(&pows[1], 0)] } else { t0.iter().map(|&(j, w)| (&pows[j], w)).collect() };
-    let mut acc = ops.lin_comb(&refs, c(0))?;
-    for (i, y_i) in giant.iter().enumerate().skip(1) {
-        let terms = block_terms(i);
-        let c0 = c(i * k);
-        if terms.is_empty() {
-            if c0 != 0 {
-                let v = ops.lin_comb(&[(y_i, c0)], 0)?;
-                ops.add_assign(&mut acc, &v)?;
-            }
-            continue;
-        }
-        let refs: Vec<(&O::Value, u64)> = terms.iter().map(|&(j, w)| (&pows[j], w)).collect();
-        let inner = ops.lin_comb(&refs, c0)?;
-        let v = ops.mul(&inner, y_i)?;
-        mults += 1;
-        ops.add_assign(&mut acc, &v)?;
+    let mults_bound = if m >= 2 { k + m + m.next_power_of_two().trailing_zeros() as usize - 3 } else { top.saturating_sub(1) };
+    Ok((out, PsStats { degree: d, baby: k, blocks: m, mults, mults_bound }))
+}
+
+/// The block tree of one evaluation: the baby powers, the giant squares, and the group of
+/// blocks last computed.
+struct Tree<'a, V> {
+    coeffs: &'a [u64],
+    d: usize,
+    k: usize,
+    m: usize,
+    top: usize,
+    pows: &'a [V],
+    giants: &'a [V],
+    /// `(first block, blocks)` of the current group; each taken once.
+    group: (usize, Vec<Option<Node<V>>>),
+    mults: usize,
+}
+
+impl<V: Clone> Tree<'_, V> {
+    fn c(&self, i: usize) -> u64 {
+        self.coeffs.get(i).copied().unwrap_or(0)
     }
-    let mults_bound = if m >= 2 { k + 2 * m - 4 } else { top.saturating_sub(1) };
-    Ok((acc, PsStats { degree: d, baby: k, blocks: m, mults, mults_bound }))
+
+    /// `P_{[lo, lo+size)}(x) = Σ_{i} p_{lo+i}(x)·y^i` (`size` a power of two; blocks past `m`
+    /// are zero).
+    fn combine<O: PolyEvalOps<Value = V>>(&mut self, ops: &mut O, lo: usize, size: usize) -> Result<Node<V>, HeError> {
+        if size == 1 {
+            return self.block(ops, lo);
+        }
+        let half = size / 2;
+        let a = self.combine(ops, lo, half)?;
+        if lo + half >= self.m {
+            return Ok(a);
+        }
+        let b = self.combine(ops, lo + half, half)?;
+        let z = &self.giants[half.trailing_zeros() as usize];
+        let upper = match b {
+            Node::Zero => return Ok(a),
+            Node::Const(c) => ops.lin_comb(&[(z, c)], 0)?,
+            Node::Val(v) => {
+                self.mults += 1;
+                ops.mul(&v, z)?
+            }
+        };
+        Ok(Node::Val(match a {
+            Node::Zero => upper,
+            Node::Const(c) => ops.lin_comb(&[(&upper, 1)], c)?,
+            Node::Val(mut v) => {
+                ops.add_assign(&mut v, &upper)?;
+                v
+            }
+        }))
+    }
+
+    /// Block `i`, computing its group of [`LEAF_GROUP`] blocks on first use.
+    fn block<O: PolyEvalOps<Value = V>>(&mut self, ops: &mut O, i: usize) -> Result<Node<V>, HeError> {
+        if i < self.group.0 || i >= self.group.0 + self.group.1.len() {
+            let lo = i - i % LEAF_GROUP;
+            let hi = (lo + LEAF_GROUP).min(self.m);
+            // Baby powers x^1..x^{min(k−1, top)} and each block's weights on them.
+            let span = (self.k - 1).min(self.top);
+            let weights: Vec<Vec<u64>> =
+                (lo..hi).map(|b| (1..=span).map(|j| if b * self.k + j <= self.d { self.c(b * self.k + j) } else { 0 }).collect()).collect();
+            let consts: Vec<u64> = (lo..hi).map(|b| self.c(b * self.k)).collect();
+            let live: Vec<usize> = (0..hi - lo).filter(|&r| weights[r].iter().any(|&w| w != 0)).collect();
+            let mut computed = if live.is_empty() {
+                Vec::new()
+            } else {
+                let values: Vec<&V> = self.pows[1..=span].iter().collect();
+                let w: Vec<Vec<u64>> = live.iter().map(|&r| weights[r].clone()).collect();
+                let c: Vec<u64> = live.iter().map(|&r| consts[r]).collect();
+                ops.lin_combs(&values, &w, &c)?
+            }
+            .into_iter();
+            let mut nodes = Vec::with_capacity(hi - lo);
+            for r in 0..hi - lo {
+                nodes.push(Some(if live.contains(&r) {
+                    Node::Val(computed.next().ok_or_else(|| HeError::Mismatch("lin_combs returned too few values".into()))?)
+                } else if consts[r] != 0 {
+                    Node::Const(consts[r])
+                } else {
+                    Node::Zero
+                }));
+            }
+            self.group = (lo, nodes);
+        }
+        let (first, blocks) = &mut self.group;
+        blocks[i - *first].take().ok_or_else(|| HeError::Mismatch(format!("Paterson–Stockmeyer block {i} taken twice")))
+    }
 }
 
 /// The largest power of two strictly below `i >= 2`.
@@ -179,6 +281,9 @@ impl PolyEvalOps for BfvPolyOps<'_> {
     fn lin_comb(&mut self, terms: &[(&Ciphertext, u64)], constant: u64) -> Result<Ciphertext, HeError> {
         Ciphertext::linear_combination(self.params, terms, constant)
     }
+    fn lin_combs(&mut self, values: &[&Ciphertext], weights: &[Vec<u64>], constants: &[u64]) -> Result<Vec<Ciphertext>, HeError> {
+        Ciphertext::linear_combinations(self.params, values, weights, constants)
+    }
     fn add_assign(&mut self, acc: &mut Ciphertext, v: &Ciphertext) -> Result<(), HeError> {
         acc.add_assign(self.params, v)
     }
@@ -186,29 +291,38 @@ impl PolyEvalOps for BfvPolyOps<'_> {
 
 impl Ciphertext {
     /// `Σ_j c_j·ct_j + c` with plaintext scalars `c_j, c < t` (SIMD: every slot gets the same
-    /// scalar). Scalars are taken centred in `(−t/2, t/2]`, so the noise is at most
-    /// `Σ_j |c_j|·|e_j| <= (t/2)·Σ_j |e_j|` (+ nothing for the constant, which is added as an
-    /// exact `round(Q·c/t)`). Accumulated lazily in 128 bits: one reduction per 15 terms.
-    /// The result has the form (NTT / coefficient) of the first term.
+    /// scalar): [`Self::linear_combinations`] with one row.
     pub fn linear_combination(params: &Params, terms: &[(&Ciphertext, u64)], constant: u64) -> Result<Ciphertext, HeError> {
-        let (first, _) = *terms.first().ok_or_else(|| HeError::Mismatch("empty linear combination".into()))?;
+        let values: Vec<&Ciphertext> = terms.iter().map(|(c, _)| *c).collect();
+        let weights = vec![terms.iter().map(|(_, w)| *w).collect::<Vec<u64>>()];
+        let mut out = Ciphertext::linear_combinations(params, &values, &weights, &[constant])?;
+        out.pop().ok_or_else(|| HeError::Mismatch("empty linear combination".into()))
+    }
+
+    /// `out_g = Σ_j weights[g][j]·values[j] + constants[g]` for every row `g`, with plaintext
+    /// scalars `< t` (SIMD: every slot gets the same scalar). Scalars are taken centred in
+    /// `(−t/2, t/2]`, so the noise is at most `Σ_j |c_j|·|e_j| <= (t/2)·Σ_j |e_j|` (+ nothing
+    /// for the constant, which is added as an exact `round(Q·c/t)`). The residues run through
+    /// [`small_weight_combos`] (every row per pass over the values; 32-bit split products for
+    /// `|c| < 2^24`, e.g. LEAF's `t = 65537`). The results have the form (NTT / coefficient)
+    /// of the first value.
+    pub fn linear_combinations(params: &Params, values: &[&Ciphertext], weights: &[Vec<u64>], constants: &[u64]) -> Result<Vec<Ciphertext>, HeError> {
+        let first = *values.first().ok_or_else(|| HeError::Mismatch("empty linear combination".into()))?;
+        if weights.len() != constants.len() || weights.iter().any(|w| w.len() != values.len()) {
+            return Err(HeError::Mismatch("linear combination weights do not match the values".into()));
+        }
         let j = first.plain_index;
         params.check_plain_index(j)?;
         let t = params.plain_modulus(j);
         let l = first.level();
         let ntt = first.c0.ntt;
-        for (ct, w) in terms {
-            if ct.level() != l || ct.plain_index != j {
-                return Err(HeError::Mismatch("linear combination of ciphertexts at different levels".into()));
-            }
-            if *w as u128 >= t {
-                return Err(HeError::OutOfRange(format!("scalar {w} >= t = {t}")));
-            }
+        if values.iter().any(|ct| ct.level() != l || ct.plain_index != j) {
+            return Err(HeError::Mismatch("linear combination of ciphertexts at different levels".into()));
         }
-        if constant as u128 >= t {
-            return Err(HeError::OutOfRange(format!("constant {constant} >= t = {t}")));
+        if let Some(&w) = weights.iter().flatten().chain(constants).find(|&&w| w as u128 >= t) {
+            return Err(HeError::OutOfRange(format!("scalar {w} >= t = {t}")));
         }
-        // Bring every polynomial to the first term's form (copies only when needed).
+        // Bring every polynomial to the first value's form (copies only when needed).
         let conv = |p: &RnsPoly| -> Option<RnsPoly> {
             (p.ntt != ntt).then(|| {
                 let mut q = p.clone();
@@ -220,43 +334,44 @@ impl Ciphertext {
                 q
             })
         };
-        let owned: Vec<[Option<RnsPoly>; 2]> = terms.iter().map(|(ct, _)| [conv(&ct.c0), conv(&ct.c1)]).collect();
-        let polys: Vec<[&RnsPoly; 2]> = terms
+        let owned: Vec<[Option<RnsPoly>; 2]> = values.iter().map(|ct| [conv(&ct.c0), conv(&ct.c1)]).collect();
+        let polys: Vec<[&RnsPoly; 2]> = values
             .iter()
             .zip(&owned)
-            .map(|((ct, _), o)| [o[0].as_ref().unwrap_or(&ct.c0), o[1].as_ref().unwrap_or(&ct.c1)])
+            .map(|(ct, o)| [o[0].as_ref().unwrap_or(&ct.c0), o[1].as_ref().unwrap_or(&ct.c1)])
             .collect();
-        let centred: Vec<i64> = terms
+        let centred: Vec<Vec<i64>> = weights
             .iter()
-            .map(|(_, w)| if 2 * (*w as u128) > t { (*w as i128 - t as i128) as i64 } else { *w as i64 })
+            .map(|row| row.iter().map(|&w| if 2 * (w as u128) > t { (w as i128 - t as i128) as i64 } else { w as i64 }).collect())
             .collect();
+        let cw: Vec<&[i64]> = centred.iter().map(Vec::as_slice).collect();
         let n = params.n();
-        let mut out = Ciphertext {
-            c0: RnsPoly::zero_level(n, l, ntt),
-            c1: RnsPoly::zero_level(n, l, ntt),
-            seed: None,
-            plain_index: j,
-        };
-        out.c0.data.par_chunks_mut(n).chain(out.c1.data.par_chunks_mut(n)).enumerate().for_each(|(idx, limb)| {
-            let (part, i) = (idx / l, idx % l);
-            let m = params.modulus(i);
-            let ws: Vec<u64> = centred.iter().map(|&c| m.reduce_i64(c)).collect();
-            let mut acc = vec![0u128; n];
-            for (chunk, wchunk) in polys.chunks(15).zip(ws.chunks(15)) {
-                for (p, &w) in chunk.iter().zip(wchunk) {
-                    acc.iter_mut().zip(p[part].limb(i)).for_each(|(a, &x)| *a += x as u128 * w as u128);
-                }
-                limb.iter_mut().zip(acc.iter_mut()).for_each(|(o, a)| {
-                    *o = m.add(*o, m.reduce_u128(*a));
-                    *a = 0;
-                });
+        let mut outs: Vec<Ciphertext> = weights
+            .iter()
+            .map(|_| Ciphertext { c0: RnsPoly::zero_level(n, l, ntt), c1: RnsPoly::zero_level(n, l, ntt), seed: None, plain_index: j })
+            .collect();
+        // One task per (part, limb): every row's limb of that part.
+        let mut limbs: Vec<Vec<&mut [u64]>> = (0..2 * l).map(|_| Vec::with_capacity(outs.len())).collect();
+        for o in outs.iter_mut() {
+            for (idx, limb) in o.c0.data.chunks_mut(n).chain(o.c1.data.chunks_mut(n)).enumerate() {
+                limbs[idx].push(limb);
             }
-        });
-        if constant != 0 {
-            let pt = Plaintext::from_coeffs(params, &[constant], j)?;
-            out.add_plain_assign(params, &pt)?;
         }
-        Ok(out)
+        limbs.par_iter_mut().enumerate().try_for_each(|(idx, rows)| {
+            let (part, i) = (idx / l, idx % l);
+            let xs: Vec<&[u64]> = polys.iter().map(|p| p[part].limb(i)).collect();
+            if small_weight_combos(params.modulus(i), &xs, &cw, rows) {
+                Ok(())
+            } else {
+                Err(HeError::Mismatch("linear combination shapes".into()))
+            }
+        })?;
+        for (o, &c) in outs.iter_mut().zip(constants) {
+            if c != 0 {
+                o.add_plain_assign(params, &Plaintext::from_coeffs(params, &[c], j)?)?;
+            }
+        }
+        Ok(outs)
     }
 
     /// `c·self` for a plaintext scalar `c < t`, taken centred (noise × `min(c, t − c)`).

@@ -35,6 +35,12 @@
 //! The unused coefficients (padding tokens, which carry `act` of the server's bias) are not
 //! sent.
 //!
+//! **More tokens than one ring** (issue 50; LEAF's block takes at most `n` = 1024 tokens, the
+//! RLWE degree): the rows are cut into chunks of `n`, each chunk its own RLWE ciphertext per
+//! input feature (all `a` from the one seed), each chunk's PCMM on its own ciphertexts, and the
+//! chunks' outputs packed together into the same BFV ciphertexts (`used = n`: one output
+//! ciphertext per chunk and output feature). Still one flight each way.
+//!
 //! **Twin.** [`LeafFormat::twin`] computes the same integers without noise (exact PCMM, the
 //! rounded switch to `P`, the table); the protocol differs from it by the noise: the phase at
 //! `P` carries σ ≈ 7.6 (the switch's rounding of `a·s̲` and the PCMM's), so an input within a
@@ -224,21 +230,24 @@ impl LeafFfnParams {
         Ok(Self { bfv, fmt })
     }
 
-    /// Slots per RLWE ciphertext for `rows` tokens: the next power of two (`≤ n`).
-    fn used(&self, rows: usize) -> Result<usize, FheError> {
-        let used = rows.next_power_of_two();
-        if rows == 0 || used > self.fmt.rp.n() {
-            return Err(FheError::InvalidParams(format!("LEAF FFN: {rows} tokens (1..={} fit one RLWE ciphertext)", self.fmt.rp.n())));
+    /// The row chunks of `rows` tokens (`[start, end)`, at most `n` each) and the slots per
+    /// RLWE ciphertext: the next power of two of `rows` for one chunk, `n` for several.
+    fn chunks(&self, rows: usize) -> Result<(Vec<(usize, usize)>, usize), FheError> {
+        let n = self.fmt.rp.n();
+        if rows == 0 {
+            return Err(FheError::InvalidParams("LEAF FFN: no tokens".into()));
         }
-        Ok(used)
+        let chunks = (0..rows.div_ceil(n)).map(|c| (c * n, ((c + 1) * n).min(rows))).collect::<Vec<_>>();
+        let used = if chunks.len() == 1 { rows.next_power_of_two() } else { n };
+        Ok((chunks, used))
     }
 }
 
-/// Where output `k`, token `r` sits: ciphertext `k / (n/used)`, coefficient
-/// `(k mod n/used)·used + r` ([`LeafActivation::evaluate`]).
-fn position(n: usize, used: usize, k: usize, r: usize) -> (usize, usize) {
+/// Where output `k`, token `r` of chunk `c` sits: ciphertext `c·⌈out_dim/(n/used)⌉ + k /
+/// (n/used)`, coefficient `(k mod n/used)·used + r` ([`LeafActivation::evaluate`]).
+fn position(n: usize, used: usize, out_dim: usize, c: usize, k: usize, r: usize) -> (usize, usize) {
     let q = n / used;
-    (k / q, (k % q) * used + r)
+    (c * out_dim.div_ceil(q) + k / q, (k % q) * used + r)
 }
 
 /// The client's side: its secrets.
@@ -262,36 +271,43 @@ impl LeafFfnClient {
     /// values mod `q'`); returns its share of the output (`rows × out_dim`, mod `q'`).
     pub fn ffn1(&mut self, ch: &mut dyn Channel, prg: &mut Prg, x: &[u64], rows: usize, in_dim: usize, out_dim: usize) -> Result<Vec<u64>, FheError> {
         let rp = &self.params.fmt.rp;
-        let (n, used, mask) = (rp.n(), self.params.used(rows)?, rp.mask());
         check_shapes(x.len(), None, rows, in_dim, out_dim)?;
+        let (n, (chunks, used), mask) = (rp.n(), self.params.chunks(rows)?, rp.mask());
         let seed = prg.gen_block();
-        let a = expand_a(rp, seed, in_dim, n);
+        let a = expand_a(rp, seed, in_dim * chunks.len(), n);
         let mut bs = Vec::with_capacity(in_dim * rows);
-        for (i, ai) in a.iter().enumerate() {
-            let v: Vec<u32> = (0..rows).map(|r| x[r * in_dim + i] as u32 & mask).collect();
-            bs.extend(self.keys.rlwe.encrypt_raw_with_a(rp, &v, ai, prg)?);
+        for (c, &(lo, hi)) in chunks.iter().enumerate() {
+            for (i, ai) in a[c * in_dim..(c + 1) * in_dim].iter().enumerate() {
+                let v: Vec<u32> = (lo..hi).map(|r| x[r * in_dim + i] as u32 & mask).collect();
+                bs.extend(self.keys.rlwe.encrypt_raw_with_a(rp, &v, ai, prg)?);
+            }
         }
         ch.send(&frame(&[&seed, &pack_bits(&bs, rp.log_q())]))?;
         ch.flush()?;
         // the reply: per output ciphertext its n a-coefficients, then every used b
-        let cts = out_dim.div_ceil(n / used);
+        let cts = chunks.len() * out_dim.div_ceil(n / used);
         let msg = ch.recv()?;
         let vals = unpack_bits(&msg, rp.log_q(), cts * n + rows * out_dim)
             .map_err(|want| FheError::Malformed(format!("LEAF FFN reply of {} bytes (want {want})", msg.len())))?;
-        let (a_all, b_used) = vals.split_at(cts * n);
+        let (a_all, mut b_used) = vals.split_at(cts * n);
         let mut full: Vec<RlweCt> = a_all.chunks(n).map(|a| RlweCt { a: a.to_vec(), b: vec![0; n] }).collect();
-        for k in 0..out_dim {
-            for r in 0..rows {
-                let (j, c) = position(n, used, k, r);
-                full[j].b[c] = b_used[k * rows + r];
+        for (c, &(lo, hi)) in chunks.iter().enumerate() {
+            for k in 0..out_dim {
+                for r in 0..hi - lo {
+                    let (j, at) = position(n, used, out_dim, c, k, r);
+                    full[j].b[at] = b_used[r];
+                }
+                b_used = &b_used[hi - lo..];
             }
         }
         let phases: Vec<Vec<u32>> = full.iter().map(|ct| self.keys.rlwe.phase(rp, ct)).collect();
         let mut y = vec![0u64; rows * out_dim];
-        for k in 0..out_dim {
-            for r in 0..rows {
-                let (j, c) = position(n, used, k, r);
-                y[r * out_dim + k] = phases[j][c] as u64;
+        for (c, &(lo, hi)) in chunks.iter().enumerate() {
+            for k in 0..out_dim {
+                for r in lo..hi {
+                    let (j, at) = position(n, used, out_dim, c, k, r - lo);
+                    y[r * out_dim + k] = phases[j][at] as u64;
+                }
             }
         }
         Ok(y)
@@ -340,8 +356,8 @@ impl LeafFfnServer {
         out_dim: usize,
     ) -> Result<Vec<u64>, FheError> {
         let rp = self.params.fmt.rp.clone();
-        let (n, used, mask) = (rp.n(), self.params.used(rows)?, rp.mask());
         check_shapes(x.len(), Some((w.len(), bias.len())), rows, in_dim, out_dim)?;
+        let (n, (chunks, used), mask) = (rp.n(), self.params.chunks(rows)?, rp.mask());
         if table.f.len() as u64 != LEAF_P {
             return Err(FheError::InvalidParams(format!("a table of {} entries (want P = {LEAF_P})", table.f.len())));
         }
@@ -350,18 +366,6 @@ impl LeafFfnServer {
         let seed: [u8; 16] = parts[0].try_into().map_err(|_| FheError::Malformed("LEAF FFN: a seed of 16 bytes".into()))?;
         let bs = unpack_bits(parts[1], rp.log_q(), in_dim * rows)
             .map_err(|want| FheError::Malformed(format!("LEAF FFN input of {} bytes (want {want})", parts[1].len())))?;
-        // the input ciphertexts, the server's share added to the phase
-        let cts: Vec<RlweCt> = expand_a(&rp, seed, in_dim, n)
-            .into_iter()
-            .enumerate()
-            .map(|(i, a)| {
-                let mut b = vec![0u32; n];
-                for r in 0..rows {
-                    b[r] = bs[i * rows + r].wrapping_add(x[r * in_dim + i] as u32) & mask;
-                }
-                RlweCt { a, b }
-            })
-            .collect();
         // PCMM with W1ᵀ (out_dim × in_dim), then the bias on every used coefficient
         let mut wt = vec![0i32; out_dim * in_dim];
         for i in 0..in_dim {
@@ -369,12 +373,30 @@ impl LeafFfnServer {
                 wt[k * in_dim + i] = w[i * out_dim + k];
             }
         }
+        let mut a_all = expand_a(&rp, seed, in_dim * chunks.len(), n).into_iter();
+        let mut bs_rest: &[u32] = &bs;
         let t0 = std::time::Instant::now();
-        let mut pre = pcmm(&rp, &wt, &cts)?;
-        for (ct, &bk) in pre.iter_mut().zip(bias) {
-            for v in &mut ct.b[..used] {
-                *v = v.wrapping_add(bk) & mask;
+        let mut pre = Vec::with_capacity(chunks.len() * out_dim);
+        for &(lo, hi) in &chunks {
+            // this chunk's input ciphertexts, the server's share added to the phase
+            let cts: Vec<RlweCt> = (0..in_dim)
+                .map(|i| {
+                    let a = a_all.next().ok_or_else(|| FheError::InvalidParams("LEAF FFN: too few expanded a".into()))?;
+                    let mut b = vec![0u32; n];
+                    for r in lo..hi {
+                        b[r - lo] = bs_rest[i * (hi - lo) + r - lo].wrapping_add(x[r * in_dim + i] as u32) & mask;
+                    }
+                    Ok(RlweCt { a, b })
+                })
+                .collect::<Result<_, FheError>>()?;
+            bs_rest = &bs_rest[in_dim * (hi - lo)..];
+            let mut part = pcmm(&rp, &wt, &cts)?;
+            for (ct, &bk) in part.iter_mut().zip(bias) {
+                for v in &mut ct.b[..used] {
+                    *v = v.wrapping_add(bk) & mask;
+                }
             }
+            pre.extend(part);
         }
         let pcmm_seconds = t0.elapsed().as_secs_f64();
         let fresh = !matches!(&self.act, Some((u, f, _)) if *u == used && f == &table.f);
@@ -391,12 +413,16 @@ impl LeafFfnServer {
         for ct in &mut out {
             self.pk.rerandomize(&rp, ct, prg);
         }
-        for k in 0..out_dim {
-            for r in 0..rows {
-                let (j, c) = position(n, used, k, r);
-                let m = prg.next_u32() & mask;
-                masked[k * rows + r] = out[j].b[c].wrapping_add(m) & mask;
-                y[r * out_dim + k] = (m.wrapping_neg() & mask) as u64;
+        let mut at = 0;
+        for (c, &(lo, hi)) in chunks.iter().enumerate() {
+            for k in 0..out_dim {
+                for r in lo..hi {
+                    let (j, coeff) = position(n, used, out_dim, c, k, r - lo);
+                    let m = prg.next_u32() & mask;
+                    masked[at] = out[j].b[coeff].wrapping_add(m) & mask;
+                    y[r * out_dim + k] = (m.wrapping_neg() & mask) as u64;
+                    at += 1;
+                }
             }
         }
         let mut vals: Vec<u32> = out.iter().flat_map(|ct| ct.a.iter().copied()).collect();

@@ -32,9 +32,29 @@ fn signed27(v: u64) -> i64 {
 
 #[test]
 fn shares_in_shares_out_through_the_whole_pipeline() {
+    let (bfv_cts, bytes_in) = block_within_noise(5, 12, 300);
+    assert_eq!(bfv_cts, 1);
+    // the client sends a seed and 27 bits per used input coefficient, nothing else
+    assert!(bytes_in <= 16 + 16 + 8 * 2 + (5 * 12 * 27usize).div_ceil(8) as u64 + 64, "{bytes_in} bytes in");
+}
+
+#[test]
+fn more_tokens_than_one_ring() {
+    // 1030 tokens over RLWE degree 1024: two chunks (1024 + 6 rows), each its own RLWE
+    // ciphertexts, packed together (2 × 5 RLWE ciphertexts of 1024 slots: 2 BFV ciphertexts of
+    // 8 at N = 8192); still one flight in with 27 bits per input coefficient.
+    let (rows, in_dim, out_dim) = (1030usize, 3usize, 5usize);
+    let (bfv_cts, bytes_in) = block_within_noise(rows, in_dim, out_dim);
+    assert_eq!(bfv_cts, 2);
+    assert!(bytes_in <= 16 + 16 + 8 * 2 + (rows * in_dim * 27).div_ceil(8) as u64 + 64, "{bytes_in} bytes in");
+}
+
+/// Runs the block on random shares of `rows × in_dim` inputs with the table `x + 5` and checks
+/// every output against the exact pre-activation within the noise; returns the BFV
+/// ciphertexts the server evaluated and the bytes it received.
+fn block_within_noise(rows: usize, in_dim: usize, out_dim: usize) -> (usize, u64) {
     let p = params();
     let fmt = p.fmt.clone();
-    let (rows, in_dim, out_dim) = (5usize, 12usize, 300usize);
     let (xf, wf, pf) = (fmt.x_frac, fmt.w_frac(), fmt.pre_frac());
     assert_eq!((xf, wf, pf), (10, 11, 21));
     let mut prg = Prg::new([9; 16]);
@@ -60,13 +80,10 @@ fn shares_in_shares_out_through_the_whole_pipeline() {
             let mut s = LeafFfnServer::setup(ch, ps).unwrap();
             let before = ch.stats();
             let y = s.ffn1(ch, &mut prg, &xs, &w, &bias, &table, rows, in_dim, out_dim).unwrap();
-            let st = s.stages();
-            assert_eq!(st.bfv_cts, 1);
-            (y, ch.stats().bytes_recv - before.bytes_recv)
+            (y, (s.stages().bfv_cts, ch.stats().bytes_recv - before.bytes_recv))
         },
     );
-    // the client sends a seed and 27 bits per used input coefficient, nothing else
-    assert!(bytes_in <= 16 + 16 + 8 * 2 + (rows * in_dim * 27).div_ceil(8) as u64 + 64, "{bytes_in} bytes in");
+    let (bfv_cts, bytes_in) = bytes_in;
     let mut worst = 0.0f64;
     for r in 0..rows {
         for k in 0..out_dim {
@@ -85,6 +102,7 @@ fn shares_in_shares_out_through_the_whole_pipeline() {
     assert!(worst < 0.6, "worst error {worst} (in units of the 1/16 grid)");
     // the server's shares are masks: not the values
     assert!(ys.iter().zip(&yc).filter(|(a, b)| a == b).count() < 3);
+    (bfv_cts, bytes_in)
 }
 
 #[test]

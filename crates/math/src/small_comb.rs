@@ -25,7 +25,7 @@ pub const MAX_WEIGHT_BITS: u32 = 24;
 const BLOCK: usize = 256;
 
 /// Outputs accumulated together per pass over a block (two 64-bit accumulators each).
-const GROUP: usize = 6;
+const GROUP: usize = 8;
 
 /// `outs[g][k] = (Σ_t ws[g][t]·xs[t][k]) mod q` for `k < outs[g].len()`.
 ///
@@ -49,21 +49,27 @@ pub fn small_weight_combos(q: &Modulus, xs: &[&[u64]], ws: &[&[i64]], outs: &mut
     }
     let off = 1u64 << b;
     let period = 1usize << (31 - b);
-    let shifted: Vec<Vec<u64>> = ws.iter().map(|w| w.iter().map(|&v| (v + off as i64) as u64).collect()).collect();
     let off_q = q.reduce_u128(off as u128);
+    let t_ranges: Vec<(usize, usize)> = (0..xs.len()).step_by(period).map(|t0| (t0, (t0 + period).min(xs.len()))).collect();
+    let groups: Vec<(usize, usize)> = (0..outs.len()).step_by(GROUP).map(|g0| (g0, (g0 + GROUP).min(outs.len()))).collect();
+    // The offset weights of every (term range, output group), term-major: `wt[(t − t0)·g + i]`
+    // is output `g0 + i`'s weight on term `t`.
+    let wts: Vec<Vec<Vec<u64>>> = t_ranges
+        .iter()
+        .map(|&(t0, t1)| {
+            groups
+                .iter()
+                .map(|&(g0, g1)| (t0..t1).flat_map(|t| ws[g0..g1].iter().map(move |w| (w[t] + off as i64) as u64)).collect())
+                .collect()
+        })
+        .collect();
     outs.iter_mut().for_each(|o| o.fill(0));
     let mut lo = 0;
     while lo < n {
         let hi = (lo + BLOCK).min(n);
-        for t0 in (0..xs.len()).step_by(period) {
-            let t1 = (t0 + period).min(xs.len());
-            let mut g0 = 0;
-            while g0 < outs.len() {
-                let g1 = (g0 + GROUP).min(outs.len());
-                let w: Vec<&[u64]> = shifted[g0..g1].iter().map(|w| &w[t0..t1]).collect();
-                let (outs_g, _) = outs[g0..g1].split_at_mut(g1 - g0);
-                pass(q, off_q, &xs[t0..t1], &w, outs_g, lo, hi);
-                g0 = g1;
+        for (&(t0, t1), wr) in t_ranges.iter().zip(&wts) {
+            for (&(g0, g1), wt) in groups.iter().zip(wr) {
+                pass(q, off_q, &xs[t0..t1], wt, &mut outs[g0..g1], lo, hi);
             }
         }
         lo = hi;
@@ -71,11 +77,10 @@ pub fn small_weight_combos(q: &Modulus, xs: &[&[u64]], ws: &[&[i64]], outs: &mut
     true
 }
 
-/// One pass: `outs[g][k] += Σ_t (w'_{g,t} − 2^b)·xs[t][k] mod q` for `k ∈ [lo, hi)`, at most
-/// `2^(31−b)` terms.
-#[allow(clippy::too_many_arguments)]
-fn pass(q: &Modulus, off_q: u64, xs: &[&[u64]], w: &[&[u64]], outs: &mut [&mut [u64]], lo: usize, hi: usize) {
-    let g = w.len();
+/// One pass: `outs[i][k] += Σ_t (w'_{i,t} − 2^b)·xs[t][k] mod q` for `k ∈ [lo, hi)`, at most
+/// `2^(31−b)` terms, the offset weights `wt` term-major (`outs.len()` per term).
+fn pass(q: &Modulus, off_q: u64, xs: &[&[u64]], wt: &[u64], outs: &mut [&mut [u64]], lo: usize, hi: usize) {
+    let g = outs.len();
     let mut sums = [[0u64; 8]; 2 * GROUP + 2];
     let mut k = lo;
     while k < hi {
@@ -83,19 +88,19 @@ fn pass(q: &Modulus, off_q: u64, xs: &[&[u64]], w: &[&[u64]], outs: &mut [&mut [
         #[cfg(target_arch = "x86_64")]
         let done = lanes == 8 && avx512::available() && {
             // SAFETY: AVX-512F is present; k + 8 <= hi <= n <= every input's length.
-            unsafe { avx512::block(xs, w, k, &mut sums) };
+            unsafe { avx512::block(xs, wt, g, k, &mut sums) };
             true
         };
         #[cfg(not(target_arch = "x86_64"))]
         let done = false;
         if !done {
-            scalar_block(xs, w, k, lanes, &mut sums);
+            scalar_block(xs, wt, g, k, lanes, &mut sums);
         }
         for j in 0..lanes {
             // Each split sum is `S_hi·2^32 + S_lo < 2^97`: one 128-bit reduction.
             let joined = |gi: usize| ((sums[2 * gi + 1][j] as u128) << 32) + sums[2 * gi][j] as u128;
             let corr = q.mul(off_q, q.reduce_u128(joined(GROUP)));
-            for (gi, out) in outs.iter_mut().enumerate().take(g) {
+            for (gi, out) in outs.iter_mut().enumerate() {
                 out[k + j] = q.add(out[k + j], q.sub(q.reduce_u128(joined(gi)), corr));
             }
         }
@@ -103,19 +108,19 @@ fn pass(q: &Modulus, off_q: u64, xs: &[&[u64]], w: &[&[u64]], outs: &mut [&mut [
     }
 }
 
-/// The split sums of `lanes` coefficients from `k`: `sums[2g] = Σ w'·x_lo`, `sums[2g+1] =
-/// Σ w'·x_hi`, and the plain sums `Σ x_lo`, `Σ x_hi` in the rows of index `2·GROUP`,
-/// `2·GROUP + 1`.
-fn scalar_block(xs: &[&[u64]], w: &[&[u64]], k: usize, lanes: usize, sums: &mut [[u64; 8]; 2 * GROUP + 2]) {
+/// The split sums of `lanes` coefficients from `k` for `g` outputs: `sums[2i] = Σ w'·x_lo`,
+/// `sums[2i+1] = Σ w'·x_hi`, and the plain sums `Σ x_lo`, `Σ x_hi` in the rows of index
+/// `2·GROUP`, `2·GROUP + 1`.
+fn scalar_block(xs: &[&[u64]], wt: &[u64], g: usize, k: usize, lanes: usize, sums: &mut [[u64; 8]; 2 * GROUP + 2]) {
     *sums = [[0; 8]; 2 * GROUP + 2];
-    for (t, x) in xs.iter().enumerate() {
+    for (x, w) in xs.iter().zip(wt.chunks_exact(g)) {
         for j in 0..lanes {
             let (xl, xh) = (x[k + j] & 0xffff_ffff, x[k + j] >> 32);
             sums[2 * GROUP][j] += xl;
             sums[2 * GROUP + 1][j] += xh;
-            for (gi, wg) in w.iter().enumerate() {
-                sums[2 * gi][j] += wg[t] * xl;
-                sums[2 * gi + 1][j] += wg[t] * xh;
+            for (gi, &wg) in w.iter().enumerate() {
+                sums[2 * gi][j] += wg * xl;
+                sums[2 * gi + 1][j] += wg * xh;
             }
         }
     }
@@ -142,31 +147,49 @@ mod avx512 {
         *HAS.get_or_init(|| is_x86_feature_detected!("avx512f"))
     }
 
-    /// [`super::scalar_block`] on eight lanes.
+    /// [`super::scalar_block`] on eight lanes (`g <= GROUP` outputs).
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn block(xs: &[&[u64]], w: &[&[u64]], k: usize, sums: &mut [[u64; 8]; 2 * GROUP + 2]) {
+    pub(super) unsafe fn block(xs: &[&[u64]], wt: &[u64], g: usize, k: usize, sums: &mut [[u64; 8]; 2 * GROUP + 2]) {
+        // SAFETY (every arm): the caller's promise, passed on.
+        unsafe {
+            match g {
+                1 => block_g::<1>(xs, wt, k, sums),
+                2 => block_g::<2>(xs, wt, k, sums),
+                3 => block_g::<3>(xs, wt, k, sums),
+                4 => block_g::<4>(xs, wt, k, sums),
+                5 => block_g::<5>(xs, wt, k, sums),
+                6 => block_g::<6>(xs, wt, k, sums),
+                7 => block_g::<7>(xs, wt, k, sums),
+                _ => block_g::<8>(xs, wt, k, sums),
+            }
+        }
+    }
+
+    /// `G` outputs: their accumulators stay in registers across the terms.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn block_g<const G: usize>(xs: &[&[u64]], wt: &[u64], k: usize, sums: &mut [[u64; 8]; 2 * GROUP + 2]) {
         let zero = _mm512_setzero_si512();
         let mask = _mm512_set1_epi64(0xffff_ffff);
-        let mut acc = [zero; 2 * GROUP];
+        let (mut lo, mut hi) = ([zero; G], [zero; G]);
         let (mut sl, mut sh) = (zero, zero);
-        let g = w.len();
-        for (t, x) in xs.iter().enumerate() {
+        for (x, w) in xs.iter().zip(wt.chunks_exact(G)) {
             // SAFETY: k + 8 <= x.len() (the caller's promise).
             let vx = unsafe { _mm512_loadu_si512(x.as_ptr().add(k).cast()) };
             let vh = _mm512_srli_epi64(vx, 32);
             sl = _mm512_add_epi64(sl, _mm512_and_si512(vx, mask));
             sh = _mm512_add_epi64(sh, vh);
-            for gi in 0..GROUP {
-                if gi < g {
-                    let vw = _mm512_set1_epi64(w[gi][t] as i64);
-                    acc[2 * gi] = _mm512_add_epi64(acc[2 * gi], _mm512_mul_epu32(vx, vw));
-                    acc[2 * gi + 1] = _mm512_add_epi64(acc[2 * gi + 1], _mm512_mul_epu32(vh, vw));
-                }
+            for i in 0..G {
+                let vw = _mm512_set1_epi64(w[i] as i64);
+                lo[i] = _mm512_add_epi64(lo[i], _mm512_mul_epu32(vx, vw));
+                hi[i] = _mm512_add_epi64(hi[i], _mm512_mul_epu32(vh, vw));
             }
         }
-        for (i, a) in acc.iter().enumerate().take(2 * g) {
+        for i in 0..G {
             // SAFETY: each row of `sums` holds eight u64.
-            unsafe { _mm512_storeu_si512(sums[i].as_mut_ptr().cast(), *a) };
+            unsafe {
+                _mm512_storeu_si512(sums[2 * i].as_mut_ptr().cast(), lo[i]);
+                _mm512_storeu_si512(sums[2 * i + 1].as_mut_ptr().cast(), hi[i]);
+            }
         }
         // SAFETY: as above.
         unsafe {

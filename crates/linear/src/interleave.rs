@@ -139,26 +139,39 @@ where
 /// PackLWEs of up to `N` inputs whose constant terms are the messages (`None` = zero): input `i`
 /// lands at coefficient `i·N/n`, `n` = the input count rounded up to a power of two.
 /// Returns the packed element and the number of automorphisms run.
-pub fn pack_lwes<R: AutoRing>(
-    ring: &R,
-    inputs: Vec<Option<R::Elem>>,
-) -> Result<(R::Elem, usize), LinearError> {
+pub fn pack_lwes<R>(ring: &R, inputs: Vec<Option<R::Elem>>) -> Result<(R::Elem, usize), LinearError>
+where
+    R: AutoRing + Sync,
+    R::Elem: Send,
+{
     let count = inputs.len();
-    let mut inputs: Vec<Option<Option<R::Elem>>> = inputs.into_iter().map(Some).collect();
-    pack_lwes_from(ring, count, &mut |i| {
-        inputs[i].take().ok_or_else(|| LinearError::BadParams(format!("PackLWEs input {i} taken twice")))
+    let inputs: Vec<std::sync::Mutex<Option<Option<R::Elem>>>> = inputs.into_iter().map(|x| std::sync::Mutex::new(Some(x))).collect();
+    pack_lwes_from(ring, count, &|i| {
+        inputs[i]
+            .lock()
+            .map_err(|_| LinearError::BadParams("PackLWEs input lock poisoned".into()))?
+            .take()
+            .ok_or_else(|| LinearError::BadParams(format!("PackLWEs input {i} taken twice")))
     })
 }
 
 /// [`pack_lwes`] of `count` inputs produced on demand by `input(i)`, each called once. The tree
-/// is evaluated depth first, so at most `log2 n + 1` elements are alive besides the caller's:
-/// an OLT packing 4096 products no longer clones all of them first (366 MB for MiniLM's
-/// embedding). Same operations, same result as the level-by-level order.
-pub fn pack_lwes_from<R: AutoRing>(
+/// is evaluated depth first, so at most about `2·log2 n` elements are alive besides the
+/// caller's: an OLT packing 4096 products no longer clones all of them first (366 MB for
+/// MiniLM's embedding). The two subtrees of a node run in parallel (rayon), as InterLeave's
+/// butterflies of one level do: one key switch parallelises only over its few target primes,
+/// so one subtree after the other kept 2 cores half busy (a decoding step's `1 × 576 × 90`
+/// product, `nectar bench linear --op batch_matmul`: 0.19 s, of which the 134 automorphisms
+/// were most). Same operations, same result as the level-by-level order.
+pub fn pack_lwes_from<R>(
     ring: &R,
     count: usize,
-    input: &mut dyn FnMut(usize) -> Result<Option<R::Elem>, LinearError>,
-) -> Result<(R::Elem, usize), LinearError> {
+    input: &(dyn Fn(usize) -> Result<Option<R::Elem>, LinearError> + Sync),
+) -> Result<(R::Elem, usize), LinearError>
+where
+    R: AutoRing + Sync,
+    R::Elem: Send,
+{
     let big_n = ring.degree();
     if count == 0 || count > big_n {
         return Err(LinearError::BadParams(format!("PackLWEs of {count} inputs in degree {big_n}")));
@@ -166,34 +179,40 @@ pub fn pack_lwes_from<R: AutoRing>(
     let n = count.next_power_of_two();
     let log_n = n.trailing_zeros() as usize;
     let log_big_n = big_n.trailing_zeros();
-    let mut autos = 0;
     // node(d, i) combines node(d−1, i) (even half) with node(d−1, i + n/2^d) (odd half) at
     // depth d: `E + X^{N/2^d}·O + Auto(E − X^{N/2^d}·O, 2^d + 1)`; node(0, i) = input i / N.
+    // Returns the node and the automorphisms run below it.
     #[allow(clippy::type_complexity)]
-    fn node<R: AutoRing>(
+    fn node<R>(
         ring: &R,
         d: usize,
         i: usize,
         n: usize,
         count: usize,
         log_big_n: u32,
-        input: &mut dyn FnMut(usize) -> Result<Option<R::Elem>, LinearError>,
-        autos: &mut usize,
-    ) -> Result<Option<R::Elem>, LinearError> {
+        input: &(dyn Fn(usize) -> Result<Option<R::Elem>, LinearError> + Sync),
+    ) -> Result<(Option<R::Elem>, usize), LinearError>
+    where
+        R: AutoRing + Sync,
+        R::Elem: Send,
+    {
         if d == 0 {
             if i >= count {
-                return Ok(None);
+                return Ok((None, 0));
             }
-            return input(i)?.map(|a| ring.div_pow2_owned(a, log_big_n)).transpose();
+            return Ok((input(i)?.map(|a| ring.div_pow2_owned(a, log_big_n)).transpose()?, 0));
         }
-        let e = node(ring, d - 1, i, n, count, log_big_n, input, autos)?;
-        let o = node(ring, d - 1, i + (n >> d), n, count, log_big_n, input, autos)?
-            .map(|x| ring.mul_monomial_owned(x, ring.degree() >> d))
-            .transpose()?;
-        butterfly(ring, e, o, (1usize << d) + 1, autos)
+        let (e, o) = rayon::join(
+            || node(ring, d - 1, i, n, count, log_big_n, input),
+            || node(ring, d - 1, i + (n >> d), n, count, log_big_n, input),
+        );
+        let ((e, ea), (o, oa)) = (e?, o?);
+        let o = o.map(|x| ring.mul_monomial_owned(x, ring.degree() >> d)).transpose()?;
+        let mut autos = ea + oa;
+        Ok((butterfly(ring, e, o, (1usize << d) + 1, &mut autos)?, autos))
     }
-    let mut ct = node(ring, log_n, 0, n, count, log_big_n, input, &mut autos)?
-        .ok_or_else(|| LinearError::BadParams("PackLWEs of no inputs".into()))?;
+    let (ct, mut autos) = node(ring, log_n, 0, n, count, log_big_n, input)?;
+    let mut ct = ct.ok_or_else(|| LinearError::BadParams("PackLWEs of no inputs".into()))?;
     let mut j = 0;
     while (big_n >> j) > n {
         // Partial trace: clear the coefficients off multiples of N/n.

@@ -805,7 +805,7 @@ pub(crate) fn evaluate<C: Channel + ?Sized>(
                 // Each input is a product shifted so that its entry is the constant term, made
                 // when the packing tree reaches it (not all cloned up front).
                 let sources = layout.pack_sources(g);
-                let (mut ct, _) = pack_lwes_from(&ring, sources.len(), &mut |i| {
+                let (mut ct, _) = pack_lwes_from(&ring, sources.len(), &|i| {
                     let (b, pos) = sources[i];
                     let mut c = prods[b].clone();
                     c.mul_monomial_assign(params, 2 * n - pos);

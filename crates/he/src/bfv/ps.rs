@@ -8,12 +8,15 @@
 //! squares `y^2, y^4, …, y^{2^(⌈log2 m⌉−1)}` are formed (`⌈log2 m⌉ − 1` products), and the
 //! blocks are combined pairwise up a binary tree, `P_{[a, a+2h)} = P_{[a, a+h)} + y^h·P_{[a+h,
 //! a+2h)}` — one product per internal node whose upper half is not a constant (`<= m − 1`).
-//! At most `k + m + ⌈log2 m⌉ − 3` multiplications: 517 instead of 765 for LEAF's degree 65536
-//! at `k = m = 256`, the same polynomial (exact mod `t`). Every power `x^i` is formed as
+//! At most `k + m + ⌈log2 m⌉ − 3` multiplications: 518 instead of 765 for LEAF's degree 65536
+//! (`k = 256`, `m = 257`, the top block a constant), the same polynomial (exact mod `t`). Every
+//! power `x^i` is formed as
 //! `x^a·x^{i−a}` with `a` the largest power of two below `i`, so it has the minimal depth
 //! `ceil(log2 i)`; a tree node of height `h` has depth at most `ceil(log2 k) + h`, so the
 //! result's depth is at most `ceil(log2 k) + ceil(log2 m)`, never above Alg. 2's
-//! `ceil(log2 k) + ceil(log2(m−1)) + 1` (16 against 17 for LEAF's polynomial).
+//! `ceil(log2 k) + ceil(log2(m−1)) + 1`; LEAF's polynomial, whose top block is a constant
+//! (a scalar times `y^256`), ends at depth 16 against Alg. 2's 17 (`nectar bench fhe --op poly`:
+//! 136 bits of noise budget left against 114).
 //! The blocks are scalar linear combinations of the same baby powers, computed
 //! [`LEAF_GROUP`] at a time ([`PolyEvalOps::lin_combs`]: one pass over the powers per group):
 //! `O(d)` scalar products, no key switching. LEAF's Alg. 3 (parallel powers) is left to the

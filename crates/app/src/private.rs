@@ -205,10 +205,11 @@ struct ServerState {
 }
 
 impl ServerState {
-    /// Turn `stream` away with `reason`, counted under `kind`, logged at most once per interval.
+    /// Turn `stream` away with `reason`, counted under `kind` (before the frame leaves, so a
+    /// client that reads it finds the count), logged at most once per interval.
     fn refuse(&self, stream: TcpStream, peer: &str, reason: &str, kind: &str) {
-        nectar_net::tcp::refuse(stream, reason);
         self.refused(peer, reason, kind);
+        nectar_net::tcp::refuse(stream, reason);
     }
 
     fn refused(&self, peer: &str, reason: &str, kind: &str) {

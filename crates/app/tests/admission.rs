@@ -134,6 +134,11 @@ fn a_session_is_admitted_only_while_its_estimate_fits_the_memory_limit() {
     let why = abort_reason(&mut second).expect("an abort frame");
     assert!(why.starts_with("server busy: memory: 1 sessions running"), "{why}");
     assert!(why.contains("--memory-limit-gib 1.50"), "{why}");
+    // The session counts its refusal after its abort frame is out: wait for the count.
+    let t = Instant::now();
+    while server.metric(r#"nectar_sessions_refused_total{reason="memory"}"#).is_none() && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert_eq!(server.metric(r#"nectar_sessions_refused_total{reason="memory"}"#), Some(1.0));
     let admitted_bytes = server.metric("nectar_memory_admitted_bytes").unwrap();
     assert!(admitted_bytes >= (1u64 << 30) as f64, "{admitted_bytes}");

@@ -42,8 +42,9 @@ pub struct SlotsToCoeffs {
     enc: RowSlots,
     /// `E_j` with `ζ_j = ζ^{E_j}`, per row-layout slot.
     exps: Vec<u64>,
-    /// `ζ^k mod P`, `k < 2N`.
-    zeta_pow: Vec<u64>,
+    /// `ζ^k mod P` for `k < 2^8` and `ζ^(2^8·k)` for `k < 2N/2^8`.
+    zeta_lo: Vec<u64>,
+    zeta_hi: Vec<u64>,
     /// [`Self::coefficient_of_slot`] of every slot.
     coef: Vec<u32>,
 }
@@ -84,7 +85,12 @@ impl SlotsToCoeffs {
         if exps.iter().zip(&roots).any(|(&e, &r)| zeta_pow[e as usize] != r) {
             return Err(FheError::InvalidParams("the row layout's roots are not ζ^(±5^i)".into()));
         }
-        let mut s2c = Self { params: params.clone(), n, used, enc, exps, zeta_pow, coef: Vec::new() };
+        // ζ^e = ζ^(e_hi·2^8)·ζ^(e_lo): two tables of a few KB that stay in L1, where one
+        // table of 2N entries made every lookup of `apply` a cache miss (once its largest cost).
+        let lo_bits = 8u32.min((2 * big).trailing_zeros());
+        let zeta_lo = zeta_pow[..1 << lo_bits].to_vec();
+        let zeta_hi = zeta_pow.iter().step_by(1 << lo_bits).copied().collect();
+        let mut s2c = Self { params: params.clone(), n, used, enc, exps, zeta_lo, zeta_hi, coef: Vec::new() };
         s2c.coef = (0..big).map(|l| s2c.coefficient_of_slot(l) as u32).collect();
         Ok(s2c)
     }
@@ -136,13 +142,9 @@ impl SlotsToCoeffs {
         }
         // d_{s,r}[(ρ, c)] = M[(ρ, c), (ρ ⊕ s, c + r mod H)]; N and H are powers of two, and
         // the exponent is taken mod 2N (ζ has order 2N).
-        // ζ^e = ζ^(e_hi·2^8)·ζ^(e_lo): two tables of a few KB that stay in L1, where one
-        // table of 2N entries made every entry a cache miss (the largest cost of this stage).
         let mask = 2 * big as u64 - 1;
-        let lo_bits = 8u32.min(mask.count_ones());
-        let lo_mask = (1u64 << lo_bits) - 1;
-        let zeta_lo: Vec<u64> = (0..=lo_mask).map(|k| self.zeta_pow[k as usize]).collect();
-        let zeta_hi: Vec<u64> = (0..=(mask >> lo_bits)).map(|k| self.zeta_pow[(k << lo_bits) as usize]).collect();
+        let (lo_bits, lo_mask) = (self.zeta_lo.len().trailing_zeros(), self.zeta_lo.len() as u64 - 1);
+        let (zeta_lo, zeta_hi) = (&self.zeta_lo, &self.zeta_hi);
         let diag = |s: usize, r: usize, v: &mut [u64]| -> bool {
             for (j, out) in v.iter_mut().enumerate() {
                 let (row, col) = (j / half, j % half);

@@ -150,18 +150,10 @@ impl PlainNtt {
     /// no zero fill), for callers that encode many plaintexts one after another.
     pub fn refill_coeffs(&mut self, params: &Params, values: &[u64], j: usize) -> Result<(), HeError> {
         check_coeffs(params, values, j)?;
-        let (n, t, bits) = (params.n(), params.plain_modulus(j), pow2_bits(params, j));
+        let n = params.n();
         // The centred lift of each coefficient, computed per limb (no N-entry table: S2C
         // re-encodes 32768 diagonals of N = 32768 in a row).
-        let lift = |c: u64| -> (u64, bool) {
-            if t.is_power_of_two() {
-                lift_pow2(c, bits)
-            } else if 2 * c as u128 > t {
-                ((t - c as u128) as u64, true)
-            } else {
-                (c, false)
-            }
-        };
+        let lift = centred(params, j);
         self.poly.data.par_chunks_mut(n).enumerate().for_each(|(i, l)| {
             let residue = limb_residue(params, i);
             // Only the given coefficients are lifted; the rest of the limb is zeroed in one
@@ -191,20 +183,25 @@ impl PlainNtt {
 /// (magnitude, sign) per coefficient; empty for a power of two `t`, whose lift ([`lift_pow2`])
 /// is computed on the fly, per limb, without an intermediate vector.
 fn centred_lift(params: &Params, coeffs: &[u64], j: usize) -> Vec<(u64, bool)> {
-    let t = params.plain_modulus(j);
-    if t.is_power_of_two() {
+    if params.plain_modulus(j).is_power_of_two() {
         return Vec::new();
     }
-    (0..params.n())
-        .map(|k| {
-            let c = coeffs.get(k).copied().unwrap_or(0) as u128;
-            if 2 * c > t {
-                ((t - c) as u64, true)
-            } else {
-                (c as u64, false)
-            }
-        })
-        .collect()
+    let lift = centred(params, j);
+    (0..params.n()).map(|k| lift(coeffs.get(k).copied().unwrap_or(0))).collect()
+}
+
+/// The centred lift modulo `t_j` of one coefficient `c < t_j`, as (magnitude, sign).
+fn centred(params: &Params, j: usize) -> impl Fn(u64) -> (u64, bool) {
+    let (t, bits) = (params.plain_modulus(j), pow2_bits(params, j));
+    move |c| {
+        if t.is_power_of_two() {
+            lift_pow2(c, bits)
+        } else if 2 * c as u128 > t {
+            ((t - c as u128) as u64, true)
+        } else {
+            (c, false)
+        }
+    }
 }
 
 /// `b` for `t_j = 2^b` (`b ≤ 64`); 64 otherwise (unused then: [`centred_lift`] lifts).

@@ -4,10 +4,8 @@
 # one process; the demo compares with the plaintext greedy tokens), or `nectar serve` +
 # `nectar infer --json` on loopback TCP for each party's own peak RSS.
 #   LLM_PROMPTS=N  first N of the five prompts (default 5); LLM_TOKENS=T new tokens (16)
-# About 6 minutes per prompt of 16 tokens on the 2-core VM. The prompts run under the default
-# suite with East's SiLU table (`nectar+silu=oppe`, max error 5.0e-4): under the default's Seg4
-# SiLU (max error 7.2e-2) the second prompt's greedy tokens flip on a near tie, recorded as
-# its own row.
+# About 5 minutes per prompt of 16 tokens on the 2-core VM. Every prompt runs under the default
+# suite (`nectar`), the one the acceptance item names; LLM_SUITE=SUITE runs another.
 set -euo pipefail
 source "$(dirname "$0")/bench_lib.sh"
 bench_init llm
@@ -23,11 +21,10 @@ PROMPTS=(
 LONG="The history of the Roman Empire spans more than a thousand years, from the founding of the city to the fall of Constantinople. Its long legacy still shapes our modern"
 N=${LLM_PROMPTS:-5}
 T=${LLM_TOKENS:-16}
-LLM_SUITE=nectar+silu=oppe
+LLM_SUITE=${LLM_SUITE:-nectar}
 for p in "${PROMPTS[@]:0:$N}"; do
   run demo --json --suite "$LLM_SUITE" --model "$M" --generate "$T" --net lan "$p"
 done
-run demo --json --suite nectar --model "$M" --generate "$T" --net lan "${PROMPTS[1]}"
 # a 32-token prompt: the time to its first token
 run demo --json --suite "$LLM_SUITE" --model "$M" --generate 2 --net lan "$LONG"
 # the bumblebee suite, one prompt

@@ -51,10 +51,11 @@ if gen:
           f"(target ≤ {TARGET_PROMPT_S:g} s).")
     eq = all(q.get("agreement") == 1.0 for q in gen)
     w(f"Private greedy tokens equal to plaintext on every prompt under `{main}`: **{'yes' if eq else 'no'}**.")
-    others = [q for q in queries if q["suite"] == "nectar" and q.get("agreement") != 1.0]
+    others = [q for q in queries if q.get("agreement") not in (None, 1.0)]
     for q in others:
-        w(f"Under the default `nectar` (Seg4 SiLU, max error 7.2e−2) the prompt {q['text']!r} agrees on "
-          f"{q['agreement']:.2f} of its tokens: a near tie flips, and greedy decoding then continues differently.")
+        w(f"Under `{q['suite']}` (SiLU `{q['protocols'].get('silu')}`, norm `{q['protocols'].get('norm')}`) the prompt "
+          f"{q['text']!r} agrees on {q['agreement']:.2f} of its tokens: a near tie flips, and greedy decoding then "
+          f"continues differently.")
     w("")
 if memory:
     mm = memory[0]

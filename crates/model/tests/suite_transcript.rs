@@ -291,6 +291,10 @@ fn vit_classify_transcript() {
 /// encoders only; every twin hash and every generated token unchanged): the default suite's
 /// embedding lookup runs on Nimbus's COP (`embed = nimbus-cop`); then (the LLaMA case's
 /// transcripts only, its tokens unchanged) its SiLU is Nimbus's fitted quartic (`silu = nimbus`).
+/// Re-pinned 2026-11-29 (issue 49; the LLaMA `nectar` and `nimbus` cases' transcripts only,
+/// every output and twin hash unchanged): `norm = outer`'s RMSNorm forms `r' ⊗ γ` with `γ`
+/// unscaled at 12 more fractional bits and truncates `x ⊙ (r' ⊗ γ)` once by `f + 12 + k`
+/// (`nectar_nn::norm::outer::rms_apply`): the same messages, other truncation shifts.
 const PIN_BERT_EMBED: Pins = (0x7acd5e7b7ccc3408, 0x2b8e0aa2e47afa4a, 0x761855eb0bca651b, 0xdc488cdaf95bb4f9);
 const PIN_BERT_EMBED_BATCH: Pins = (0x82a3b00716551b2c, 0xe8cfea5e3a7372ce, 0x98804a9140349c93, 0xa078d3a1b02e3613);
 const PIN_BERT_CLASSIFY: Pins = (0x418bbdbad6fee710, 0x5a69f1aa3ad729c5, 0x21fd16382896c826, 0xd879d948488979b7);
@@ -349,13 +353,13 @@ fn llama_generate_preset_transcripts() {
 const PIN_BERT_NECTAR: Pins = (0xa185a0788fe9808b, 0x06c2a3d92e1d30f3, 0x7fa777d1f4b538bd, 0x4b6871d9d3076a3f);
 const PIN_BERT_EAST: Pins = (0xcbecbc96e0ad5675, 0x78cdcb40cf5d6863, 0x81b5a3f91d9bf63a, 0x78fcaa65e35febcc);
 const PIN_BERT_ROTL: Pins = (0xb68e1efd37ec7a49, 0x16ba87651cc3a6e0, 0x0fe077e3d4e961d7, 0xeb16351625208a38);
-const PIN_LLAMA_NECTAR: Pins = (0xff05a7f546e55ca6, 0xc6b26666c3514e1b, 0xb604bb7352ea6eda, 0xb604bb7352ea6eda);
+const PIN_LLAMA_NECTAR: Pins = (0x46a7c6f6ff0819e5, 0xfa3c71779a34bb26, 0xb604bb7352ea6eda, 0xb604bb7352ea6eda);
 const PIN_LLAMA_EAST: Pins = (0xb33a4c70c375c479, 0x8ba153f57ae4a67f, 0x9ec906393759c165, 0x9ec906393759c165);
 
 /// Pinned 2026-11-29 (issue 47): the `nimbus` preset (COP matmuls and lookup, the fitted GeLU,
 /// SiLU and exp).
 const PIN_BERT_NIMBUS: Pins = (0x5fe50212d8b2cef7, 0x856a659acb9bdd74, 0xe4d39cda80841c29, 0xb2ddb2523b083468);
-const PIN_LLAMA_NIMBUS: Pins = (0xa8de5888b4fdd27a, 0x742b6d4f15b6590d, 0x8f8aaba7d8bde3a1, 0x8f8aaba7d8bde3a1);
+const PIN_LLAMA_NIMBUS: Pins = (0xe1de764f63abf9a7, 0x9af7fcbe99fd0cc5, 0x8f8aaba7d8bde3a1, 0x8f8aaba7d8bde3a1);
 
 /// Pinned 2026-11-28 before the matmul kinds moved into the registry (issue 46); re-pinned
 /// 2026-11-29 (issue 50): the ct × pt matmul rescales each giant step's sum before rotating it,

@@ -24,12 +24,14 @@ pub struct NormCall<'a> {
     /// constants).
     pub gamma: &'a Vec<u64>,
     /// `γ`'s values on the server (`None` on the client), for formulations that multiply by `γ`
-    /// as the server's private weight ([`crate::Backend::outer_weight`]).
+    /// as the server's private weight ([`crate::Backend::outer_weight`]); not scaled by a
+    /// statistics shift (such a formulation applies `2^−k` itself).
     pub gamma_server: Option<&'a [u64]>,
     /// `β` as shares: LayerNorm; `None`: RMSNorm.
     pub beta: Option<&'a Vec<u64>>,
-    /// RMSNorm only: the statistics are of `x·2^−k` (`γ` and `eps` are given already scaled,
-    /// by `2^−k` and `4^−k`), for inputs beyond the format's square and rsqrt domain
+    /// RMSNorm only: the statistics are of `x·2^−k` (`gamma` and `eps` are given already
+    /// scaled, by `2^−k` and `4^−k`; `gamma_server` is not), for inputs beyond the format's
+    /// square and rsqrt domain
     /// ([`crate::rmsnorm`]); 0: none.
     pub stats_shift: u32,
 }

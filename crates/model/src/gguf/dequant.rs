@@ -159,8 +159,11 @@ pub fn dequantize(ty: GgmlType, bytes: &[u8], n: usize) -> Result<Vec<f32>, Stri
             bytes.len()
         ));
     }
+    use rayon::prelude::*;
     let mut out = vec![0f32; n];
-    let blocks = bytes.chunks_exact(size).zip(out.chunks_exact_mut(per));
+    // In parallel: a decoding step reads every tensor again (the server keeps the file, not
+    // its dequantised copy).
+    let blocks = bytes.par_chunks_exact(size).zip(out.par_chunks_exact_mut(per)).with_min_len(1024);
     match ty {
         GgmlType::F32 => blocks.for_each(|(b, y)| y[0] = f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
         GgmlType::F16 => blocks.for_each(|(b, y)| y[0] = f16_to_f32(u16::from_le_bytes([b[0], b[1]]))),

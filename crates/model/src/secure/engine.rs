@@ -431,12 +431,11 @@ macro_rules! delegate_backend {
             fn reveal_bits(&mut self, b: &Vec<bool>) -> Result<Vec<bool>, NnError> {
                 self.b.reveal_bits(b)
             }
-            /// One OLT against the server's row `w` ([`crate::secure::engine::truncated_matmul_weight`]
-            /// with `in_dim = 1`).
-            fn outer_weight(&mut self, r: &Vec<u64>, w: Option<&[u64]>, cols: usize) -> Result<Vec<u64>, NnError> {
+            /// One OLT against the server's row `w` (`matmul_weight_trunc` with `in_dim = 1`).
+            fn outer_weight(&mut self, r: &Vec<u64>, w: Option<&[u64]>, cols: usize, shift: u32) -> Result<Vec<u64>, NnError> {
                 let rows = r.len();
                 let w = crate::secure::engine::WeightRef::from_option(w);
-                crate::secure::engine::truncated_matmul_weight(self, r, rows, 1, cols, w)
+                crate::secure::engine::Engine::matmul_weight_trunc(self, r, (rows, 1, cols), w, shift)
             }
         }
     };

@@ -38,6 +38,44 @@ pub fn encode(
     Ok(out)
 }
 
+/// Input rows of a weight encoded per parallel task ([`encode_weight`]; LOCAL): `OutIn`
+/// tensors are read 16 floats (one cache line) per output column.
+const ENCODE_ROWS: usize = 16;
+
+/// A weight tensor `t` (`in × out` for [`Layout::InOut`], `out × in` for [`Layout::OutIn`])
+/// encoded as `in × out` with output column `o` scaled by `scale.factor(o)`: the values of
+/// [`encode`] on the same reals, computed over blocks of [`ENCODE_ROWS`] input rows in
+/// parallel (a decoding step re-encodes every weight of the model on the server).
+fn encode_weight(fp: FixedPoint, t: &[f32], in_dim: usize, out_dim: usize, layout: Layout, scale: ColScale, what: &str) -> Result<Vec<u64>, SecureError> {
+    use rayon::prelude::*;
+    if t.len() != in_dim * out_dim {
+        return Err(SecureError::Role(format!("weight {what}: {} values for {in_dim} × {out_dim}", t.len())));
+    }
+    let err = |e: nectar_math::MathError| SecureError::Role(format!("weight {what}: {e}"));
+    let factors: Vec<f64> = (0..out_dim).map(|o| scale.factor(o)).collect();
+    let mut out = vec![0u64; in_dim * out_dim];
+    out.par_chunks_mut(ENCODE_ROWS * out_dim.max(1)).enumerate().try_for_each(|(blk, rows)| {
+        let i0 = blk * ENCODE_ROWS;
+        let n = rows.len() / out_dim.max(1);
+        match layout {
+            Layout::InOut => {
+                for (p, (r, &v)) in rows.iter_mut().zip(&t[i0 * out_dim..(i0 + n) * out_dim]).enumerate() {
+                    *r = fp.encode::<u64>(v as f64 * factors[p % out_dim]).map_err(err)?;
+                }
+            }
+            Layout::OutIn => {
+                for (o, &f) in factors.iter().enumerate() {
+                    for (b, &v) in t[o * in_dim + i0..o * in_dim + i0 + n].iter().enumerate() {
+                        rows[b * out_dim + o] = fp.encode::<u64>(v as f64 * f).map_err(err)?;
+                    }
+                }
+            }
+        }
+        Ok::<(), SecureError>(())
+    })?;
+    Ok(out)
+}
+
 /// Loads and encodes `name.weight` (and `name.bias` if `bias`), scaled by `scale`, as `in × out`.
 /// Returns `None` when this party has no weights (the client).
 #[allow(clippy::too_many_arguments)]
@@ -64,21 +102,7 @@ pub fn load_decl(
     let Some(src) = src else { return Ok(None) };
     let (name, in_dim, out_dim) = (d.name.as_str(), d.in_dim, d.out_dim);
     let t = src.tensor(&format!("{name}.weight"), &d.shape)?;
-    let w = match d.layout {
-        Layout::InOut => encode(
-            fp,
-            t.iter()
-                .enumerate()
-                .map(|(p, &v)| v as f64 * scale.factor(p % out_dim)),
-            name,
-        )?,
-        Layout::OutIn => encode(
-            fp,
-            (0..in_dim * out_dim)
-                .map(|p| t[(p % out_dim) * in_dim + p / out_dim] as f64 * scale.factor(p % out_dim)),
-            name,
-        )?,
-    };
+    let w = encode_weight(fp, &t, in_dim, out_dim, d.layout, scale, name)?;
     let b = if d.bias {
         let t = src.tensor(&format!("{name}.bias"), &[out_dim])?;
         Some(encode(

@@ -177,16 +177,18 @@ fn norm<E: Engine>(
     if shift >= 32 {
         return Err(SecureError::Unsupported(format!("a norm's statistics shift of {shift} bits")));
     }
-    // γ·2^−shift (rounded) and ε·4^−shift go with the statistics of x·2^−shift.
+    // γ·2^−shift (rounded) as shares and ε·4^−shift go with the statistics of x·2^−shift; a
+    // formulation that multiplies by γ as the server's weight gets γ itself (it applies 2^−shift
+    // in its own truncation, `nectar_nn::norm::outer`).
     let scaled: Option<Vec<u64>> = gamma
         .values()
         .filter(|_| shift > 0)
         .map(|g| g.iter().map(|&v| (((v as i64) + (1i64 << shift >> 1)) >> shift) as u64).collect());
-    let gamma_server = if shift > 0 { scaled.as_deref() } else { gamma.values() };
+    let gamma_shares = if shift > 0 { scaled.as_deref() } else { gamma.values() };
     let eps = eps * (-2.0 * shift as f64).exp2();
     timed(e, op, |e| {
-        let gv = e.server_input(gamma_server, cols)?;
-        let call = NormCall { rows, cols, eps, gamma: &gv, gamma_server, beta, stats_shift: shift };
+        let gv = e.server_input(gamma_shares, cols)?;
+        let call = NormCall { rows, cols, eps, gamma: &gv, gamma_server: gamma.values(), beta, stats_shift: shift };
         Ok(s.norm.eval(e, x, &call, s.rsqrt)?)
     })
 }

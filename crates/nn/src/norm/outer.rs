@@ -36,7 +36,7 @@ pub const RMS_EXTRA_BITS: u32 = 12;
 /// token through the attention (`twin_logits`: 0.21 of the 0.27 logit error on SmolLM2 was
 /// RMSNorm's). Same messages and rounds; only the two truncations' shifts differ.
 ///
-/// Bounds (the server checks them on its `γ` before any message; an error, not a wrap):
+/// Bounds (the server checks them on its `γ` before the OLT; an error, not a wrap):
 /// the OLT's raw product `|r'·γ|·2^2f < 2^49` (the narrow OLT ring's, [`OUTER_RAW_BITS`])
 /// with `r' ≤ 1/√lo` of the rsqrt's domain; and `x ⊙ (r' ⊗ γ)` at `2f + e`, i.e.
 /// `|y|·2^(k + 2f + e)` with `|y| ≤ √cols·max|γ|`, below `2^(l − 2)`.
@@ -44,7 +44,9 @@ fn rms_apply(b: &mut DynBackend<'_>, x: &Vec<u64>, s: &Vec<u64>, c: &NormCall<'_
     let fp = b.format();
     let (f, k, e) = (fp.f(), c.stats_shift, RMS_EXTRA_BITS);
     if e > f || f + e + k + 2 > fp.l() {
-        return Err(NnError::BadArgument(format!("RMSNorm with a statistics shift of {k} in {fp:?}")));
+        return Err(NnError::BadArgument(format!(
+            "norm=outer's RMSNorm keeps {e} more fractional bits: it needs f ≥ {e} and f + {e} + k + 2 ≤ l, got {fp:?} with k = {k}"
+        )));
     }
     if let Some(g) = c.gamma_server {
         let gmax = g.iter().map(|&v| fp.decode::<u64>(v).abs()).fold(0f64, f64::max);

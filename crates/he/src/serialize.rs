@@ -36,6 +36,8 @@ fn malformed<T>(s: impl Into<String>) -> Result<T, HeError> {
     Err(HeError::Malformed(s.into()))
 }
 
+/// Little-endian bit packer: values enter an accumulator and leave it eight bytes at a time
+/// (the same byte stream as writing it bit by bit).
 struct BitWriter {
     out: Vec<u8>,
     acc: u128,
@@ -46,23 +48,25 @@ impl BitWriter {
     fn new(out: Vec<u8>) -> Self {
         Self { out, acc: 0, nbits: 0 }
     }
+    /// Appends the low `bits` (≤ 64) bits of `v`; `v < 2^bits`.
     fn put(&mut self, v: u64, bits: u32) {
         self.acc |= (v as u128) << self.nbits;
         self.nbits += bits;
-        while self.nbits >= 8 {
-            self.out.push(self.acc as u8);
-            self.acc >>= 8;
-            self.nbits -= 8;
+        if self.nbits >= 64 {
+            self.out.extend_from_slice(&(self.acc as u64).to_le_bytes());
+            self.acc >>= 64;
+            self.nbits -= 64;
         }
     }
     fn finish(mut self) -> Vec<u8> {
-        if self.nbits > 0 {
-            self.out.push(self.acc as u8);
-        }
+        let tail = self.nbits.div_ceil(8) as usize;
+        self.out.extend_from_slice(&self.acc.to_le_bytes()[..tail]);
         self.out
     }
 }
 
+/// The reader of [`BitWriter`]'s stream: refills eight bytes at a time while eight remain,
+/// then byte by byte, so a truncated stream fails at the same value as a bitwise reader.
 struct BitReader<'a> {
     data: &'a [u8],
     pos: usize,
@@ -74,22 +78,37 @@ impl<'a> BitReader<'a> {
     fn new(data: &'a [u8]) -> Self {
         Self { data, pos: 0, acc: 0, nbits: 0 }
     }
+    /// The next `bits` (≤ 64) bits.
     fn get(&mut self, bits: u32) -> Result<u64, HeError> {
-        while self.nbits < bits {
-            let b = *self.data.get(self.pos).ok_or_else(|| HeError::Malformed("truncated".into()))?;
-            self.acc |= (b as u128) << self.nbits;
-            self.pos += 1;
-            self.nbits += 8;
+        if self.nbits < bits {
+            match self.data.get(self.pos..self.pos + 8) {
+                Some(w) => {
+                    let mut word = [0u8; 8];
+                    word.copy_from_slice(w);
+                    self.acc |= (u64::from_le_bytes(word) as u128) << self.nbits;
+                    self.pos += 8;
+                    self.nbits += 64;
+                }
+                None => {
+                    while self.nbits < bits {
+                        let b = *self.data.get(self.pos).ok_or_else(|| HeError::Malformed("truncated".into()))?;
+                        self.acc |= (b as u128) << self.nbits;
+                        self.pos += 1;
+                        self.nbits += 8;
+                    }
+                }
+            }
         }
         let v = (self.acc & ((1u128 << bits) - 1)) as u64;
         self.acc >>= bits;
         self.nbits -= bits;
         Ok(v)
     }
-    /// Remaining bits must be zero padding and no bytes may follow.
+    /// Remaining bits must be zero padding (less than a byte) and no bytes may follow.
     fn finish(self) -> Result<(), HeError> {
-        if self.pos != self.data.len() {
-            return malformed(format!("{} trailing bytes", self.data.len() - self.pos));
+        let unread = self.data.len() - self.pos + (self.nbits / 8) as usize;
+        if unread != 0 {
+            return malformed(format!("{unread} trailing bytes"));
         }
         if self.acc != 0 {
             return malformed("non-zero padding");
@@ -213,6 +232,8 @@ impl Ciphertext {
         if let Some(k) = keep {
             out.extend_from_slice(&(k.len() as u32).to_le_bytes());
         }
+        let values = keep.map_or(params.n(), |k| k.len()) + if seeded.is_none() { params.n() } else { 0 };
+        out.reserve(packed_bytes(params, &c0.mods, values) + 8);
         let mut w = BitWriter::new(out);
         write_poly(params, &mut w, &c0, keep);
         if seeded.is_none() {

@@ -59,8 +59,10 @@ fn encode_weight(fp: FixedPoint, t: &[f32], in_dim: usize, out_dim: usize, layou
         let n = rows.len() / out_dim.max(1);
         match layout {
             Layout::InOut => {
-                for (p, (r, &v)) in rows.iter_mut().zip(&t[i0 * out_dim..(i0 + n) * out_dim]).enumerate() {
-                    *r = fp.encode::<u64>(v as f64 * factors[p % out_dim]).map_err(err)?;
+                for (row, src) in rows.chunks_mut(out_dim.max(1)).zip(t[i0 * out_dim..(i0 + n) * out_dim].chunks(out_dim.max(1))) {
+                    for ((r, &v), &f) in row.iter_mut().zip(src).zip(&factors) {
+                        *r = fp.encode::<u64>(v as f64 * f).map_err(err)?;
+                    }
                 }
             }
             Layout::OutIn => {

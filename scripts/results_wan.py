@@ -121,10 +121,12 @@ if models:
     w("6.40 GB.")
     w("")
     w("The link's share of each run as above: latency = flights × one-way latency, transfer = bytes")
-    w("at the link's bandwidth, in minutes.")
+    w("at the link's bandwidth, in minutes. `minutes` and `GB total` include the first contact's")
+    w("one-time setup (the COP lookup table of `embed = nimbus-cop`, which a returning client reads")
+    w("from its cache), shown apart in the `setup` column; `online` is the query without it.")
     w("")
-    w("| suite | link | minutes | flights | GB total | latency min | transfer min | paper minutes (same link) |")
-    w("|---|---|---:|---:|---:|---:|---:|---|")
+    w("| suite | link | minutes | online min | setup min / GB | flights | GB total | latency min | transfer min | paper minutes (same link) |")
+    w("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     paper = {("bumblebee", "blb-wan3"): "BumbleBee 22.1, BLB 17.2 (BLB Table 9)",
              ("nectar", "blb-wan3"): "BumbleBee 22.1, BLB 17.2 (BLB Table 9)",
              ("bumblebee", "bumblebee-wan"): "BumbleBee 4.86 (its Table V)",
@@ -135,7 +137,10 @@ if models:
         s, n = l["params"].get("suite"), l["params"].get("net")
         lat = l["rounds"] * LINKS[n][1] / 2 / 1e3 / 60 if n in LINKS else float("nan")
         tx = l["bytes_total"] * 8 / (LINKS[n][0] * 1e6) / 60 if n in LINKS else float("nan")
-        w(f"| `{s}` | `{n}` | {l['seconds'] / 60:.2f} | {l['rounds']} | {l['bytes_total'] / 1e9:.2f} | {lat:.2f} | {tx:.2f} | {paper.get((s, n), '–')} |")
+        setup_s, setup_b = l.get("prepro_seconds", 0.0), l.get("prepro_bytes", 0)
+        online = l.get("online_seconds", l["seconds"] - setup_s)
+        w(f"| `{s}` | `{n}` | {l['seconds'] / 60:.2f} | {online / 60:.2f} | {setup_s / 60:.2f} / {setup_b / 1e9:.2f} | {l['rounds']} | "
+          f"{l['bytes_total'] / 1e9:.2f} | {lat:.2f} | {tx:.2f} | {paper.get((s, n), '–')} |")
     w("")
 
 if models and todo:

@@ -1,6 +1,7 @@
 """docs/results/nimbus.md from nimbus.jsonl (`nectar fit|bench|accuracy|demo --json` lines,
 written by scripts/bench_nimbus.sh) and nimbus.meta.json (issue 47: Nimbus's COP, its
 distribution-aware approximations and the `nimbus` preset)."""
+import json
 from results_common import load, meta, provenance, res
 
 lines = load("nimbus.jsonl")
@@ -252,7 +253,9 @@ if wan:
           f"{l['online_bytes'] / 1e9:.2f} | {l['prepro_seconds']:.1f} | {l['prepro_bytes'] / 1e9:.2f} | {l['rounds']} |")
     w("")
     default_wan3 = ""
-    for d in (load("wan-model.jsonl") if (res / "wan-model.jsonl").exists() else []):
+    # read directly: `load` exits on an empty file, which bench_wan.sh creates before its first run
+    wan_model = res / "wan-model.jsonl"
+    for d in ([json.loads(x) for x in wan_model.read_text().splitlines() if x.strip()] if wan_model.exists() else []):
         if d["params"].get("suite") == "nectar" and d["params"].get("net") == "blb-wan3":
             online = d.get("online_seconds", d["seconds"])
             default_wan3 = (f" The default (`sq8`, `taylor4`) in `docs/results/wan.md`: {online / 60:.2f} min online, "

@@ -146,4 +146,34 @@ if models:
 if models and todo:
     w("")
     w("Not measured yet: " + ", ".join(f"`{t}`" for t in todo) + " (`bash scripts/bench_wan.sh model " + " ".join(todo) + "`).")
+
+newton2 = lines("wan-newton2.jsonl")
+if newton2:
+    w("")
+    w("## Two-step reciprocal and rsqrt (`newton2`), one sitting")
+    w("")
+    w("Generated from `wan-newton2.jsonl` and `wan-newton2.meta.json` (`scripts/bench_newton2.sh`):")
+    w("")
+    provenance(w, meta("wan-newton2.meta.json"))
+    w("")
+    w("The default takes `reciprocal = newton2` (half-octave normalisation, a minimax linear guess")
+    w("within 1.49 %, two Newton steps, the guess and the final scaling folded into neighbouring")
+    w("product calls: five product layers instead of eight) and `rsqrt = newton2` (normalised by")
+    w("powers of two, guess within 2.23 %, two steps instead of three). `nectar+rsqrt=newton+")
+    w("reciprocal=newton` is the default as it was. MiniLM rows with `--repeat 3` report the run of")
+    w("median time (all three runs' seconds in the last column).")
+    w("")
+    w("| model | suite | link | seconds | online s | flights | MB online | cosine vs plaintext | runs (s) |")
+    w("|---|---|---|---:|---:|---:|---:|---:|---|")
+    for l in newton2:
+        p = l["params"]
+        model = "BERT-base/128" if l["bench"] == "model" else f"MiniLM/{p.get('tokens')}"
+        suite = p.get("suite", l.get("variant"))
+        online = l.get("online_seconds", l["seconds"])
+        ob = l.get("online_bytes", l["bytes_total"] - l.get("prepro_bytes", 0))
+        cos = l.get("agreement_vs_plaintext")
+        cos = f"{cos:.7f}" if cos is not None else "–"
+        runs = ", ".join(f"{r:.2f}" for r in l.get("runs_seconds", [])) or "–"
+        w(f"| {model} | `{suite}` | `{p['net']}` | {l['seconds']:.2f} | {online:.2f} | {l['rounds']} | {ob / 1e6:.1f} | {cos} | {runs} |")
+    w("")
 (res / "wan.md").write_text("\n".join(out) + "\n")

@@ -143,7 +143,7 @@ pub fn approximation_table() -> Result<Vec<ErrStats>, NnError> {
     // BumbleBee's rsqrt on the whole LayerNorm domain, then every registered rsqrt
     // (`rsqrt::ALL`) on `rsqrt::RANGE`.
     let g: Vec<f64> = (0..16001).map(|i| (-18.0 + 36.0 * i as f64 / 16000.0).exp2() * 0.999).collect();
-    out.push(measure_elementwise("rsqrt newton [4^−9, 4^9) (64,18)", fp, &g, |b, x| rsqrt::rsqrt(b, x, &rsqrt::RSQRT_LAYERNORM), |x| 1.0 / x.sqrt(), "—")?);
+    out.push(measure_elementwise("rsqrt newton [4^−9, 4^9) (64,18)", fp, &g, |b, x| rsqrt::rsqrt(b, x, &rsqrt::RSQRT_LAYERNORM, &rsqrt::BY_FOUR), |x| 1.0 / x.sqrt(), "—")?);
     out.extend(crate::rsqrt::Rsqrt::all().map(rsqrt_row).collect::<Result<Vec<_>, _>>()?);
     // Every softmax and LayerNorm composition (`softmax::compositions`, `norm::compositions`).
     for c in crate::softmax::compositions() {

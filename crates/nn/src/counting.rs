@@ -251,7 +251,7 @@ pub fn primitive_counts(op: &str, elements: usize, cols: usize) -> Result<TwinCo
             let pos = b.add_const(&sq, &[backend::enc(&b, 1.0)?])?;
             b.reset();
             if op == "rsqrt" {
-                drop(rsqrt::rsqrt(&mut b, &pos, &rsqrt::RSQRT_LAYERNORM)?)
+                drop(rsqrt::rsqrt(&mut b, &pos, &rsqrt::RSQRT_LAYERNORM, &rsqrt::BY_FOUR)?)
             } else {
                 drop(reciprocal::reciprocal(&mut b, &pos, &reciprocal::RECIP_SOFTMAX)?)
             }

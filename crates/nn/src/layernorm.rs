@@ -16,7 +16,7 @@
 
 use crate::backend::{enc, enc_scaled, int, Backend};
 use crate::max::{broadcast_rows, tile_cols};
-use crate::rsqrt::{rsqrt, rsqrt_determine, RsqrtParams, RSQRT_LAYERNORM};
+use crate::rsqrt::{rsqrt, rsqrt_determine, RsqrtParams, BY_FOUR, RSQRT_LAYERNORM};
 use crate::NnError;
 use nectar_math::FixedPoint;
 
@@ -57,7 +57,7 @@ pub fn layernorm<B: Backend + ?Sized>(
     beta: &B::Val,
     p: &LayerNormParams,
 ) -> Result<B::Val, NnError> {
-    layernorm_with(b, x, rows, cols, gamma, beta, p.eps, |b, v| rsqrt(b, v, &p.rsqrt))
+    layernorm_with(b, x, rows, cols, gamma, beta, p.eps, |b, v| rsqrt(b, v, &p.rsqrt, &BY_FOUR))
 }
 
 /// [`layernorm`] with the reciprocal square root of the variances given (`rsqrt` receives

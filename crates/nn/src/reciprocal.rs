@@ -1,6 +1,7 @@
 //! Reciprocal `1/x` of positive `x`: the operator kind ([`ReciprocalProtocol`], [`ALL`]: one
-//! file per protocol in `reciprocal/` — BumbleBee's Newton, East's Determine, ROTL's LUT) and
-//! the two Newton evaluators the first two run.
+//! file per protocol in `reciprocal/` — BumbleBee's Newton, nectar's `newton2` (half-octave
+//! normalisation, two steps; its evaluator in its file), East's Determine, ROTL's LUT) and the
+//! two Newton evaluators BumbleBee's and East's run.
 //!
 //! BumbleBee's (`reciprocal = newton`): power-of-two normalisation and Newton iterations.
 //!
@@ -23,8 +24,9 @@
 pub mod determine;
 pub mod lut;
 pub mod newton;
+pub mod newton2;
 
-use crate::backend::{enc, Backend, DynBackend};
+use crate::backend::{enc, enc_scaled, Backend, DynBackend};
 use crate::NnError;
 use nectar_math::registry::Protocol;
 use nectar_math::FixedPoint;
@@ -77,6 +79,7 @@ pub trait ReciprocalProtocol: Protocol {
 /// Every reciprocal protocol, in the order `nectar suites` lists them.
 pub static ALL: &[&dyn ReciprocalProtocol] = &[
     &newton::Newton,
+    &newton2::Newton2,
     &determine::NewtonDetermine,
     &lut::Lut,
 ];
@@ -93,26 +96,28 @@ nectar_math::kind!(
 /// The range benches and the generated tests ask for (softmax row sums of up to 4000 keys).
 pub const RANGE: RecipRange = RecipRange { lo: 1.0, hi: 4001.0, newton: RECIP_SOFTMAX };
 
-/// Shares of `base^−e` and `2^−e·out_base_log2...`: for `x ∈ [2^(k(e−1)), 2^(ke))` (k = 1 or 2,
-/// `lo ≤ e−1`, `e ≤ hi`), returns factors `F_j = Σ_j c_j·w_j + W` for each requested weight
-/// family: `weights(j)` gives the real weight of bit `c_j` and `top` the constant. One
-/// less_than call and one b2a call in total.
+/// Shares of public functions of the exponent `e` with `x ∈ [2^(k(e−1)), 2^(ke))` (`k` = 2, 1
+/// or 1/2: thresholds `2^(k·j)`, `lo ≤ j < hi`; `lo ≤ e−1`, `e ≤ hi`): for each requested
+/// family `(g, s)`, `F = round(g(e)·2^s)` (scale `s`) as `Σ_j c_j·w_j + G_hi` with
+/// `c_j = 1{x < 2^(k·j)}`, `G_e = round(g(e)·2^s)` and `w_j = G_j − G_(j+1)` in the ring
+/// (telescoping over the set bits `j ≥ e`): each bucket's factor is its own rounding, with no
+/// sum of rounded weights. One less_than call and one b2a call in total.
 pub(crate) fn pow2_factors<B: Backend + ?Sized>(
     b: &mut B,
     x: &B::Val,
-    k: i32,
+    k: f64,
     lo: i32,
     hi: i32,
-    families: &[(&dyn Fn(i32) -> f64, f64)],
+    families: &[(&dyn Fn(i32) -> f64, u32)],
 ) -> Result<Vec<B::Val>, NnError> {
-    if hi <= lo || k < 1 {
+    if hi <= lo || !(k > 0.0) {
         return Err(NnError::BadArgument(format!("exponent range [{lo}, {hi}) with base 2^{k}")));
     }
     let n = b.len(x);
     let js: Vec<i32> = (lo..hi).collect();
     let th = js
         .iter()
-        .map(|&j| enc(b, ((k * j) as f64).exp2()))
+        .map(|&j| enc(b, (k * j as f64).exp2()))
         .collect::<Result<Vec<_>, _>>()?;
     let bits = b.less_than_const(x, &th, 0)?;
     let refs: Vec<&B::Bit> = bits.iter().collect();
@@ -123,31 +128,37 @@ pub(crate) fn pow2_factors<B: Backend + ?Sized>(
     let idx: Vec<usize> = (0..n * kk).map(|p| (p % kk) * n + p / kk).collect();
     let inter = b.gather(&ints, &idx)?;
     let mut out = Vec::with_capacity(families.len());
-    for (w, top) in families {
-        let ws = js.iter().map(|&j| enc(b, w(j))).collect::<Result<Vec<_>, _>>()?;
+    for &(g, scale) in families {
+        let gs = (lo..=hi).map(|e| enc_scaled(b, g(e), scale)).collect::<Result<Vec<_>, _>>()?;
+        let ws: Vec<u64> = (0..kk).map(|t| gs[t].wrapping_sub(gs[t + 1])).collect();
         let wv: Vec<u64> = (0..n * kk).map(|p| ws[p % kk]).collect();
         let t = b.mul_const(&inter, &wv, 0)?;
         let s = b.sum_groups(&t, kk)?;
-        let c = enc(b, *top)?;
-        out.push(b.add_const(&s, &[c])?);
+        out.push(b.add_const(&s, &[gs[kk]])?);
     }
     Ok(out)
 }
 
-/// `1/x` for `x ∈ [2^lo, 2^hi)`.
-pub fn reciprocal<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &RecipParams) -> Result<B::Val, NnError> {
-    let f = b.format().f() as i32;
-    if p.hi > f || -p.lo > f || (p.hi as i64) + 2 >= (b.format().l() as i64 - 2 * f as i64) {
+/// The format check of the Newton reciprocals on `[2^lo, 2^hi)` ([`reciprocal`],
+/// [`newton2::reciprocal2`]).
+pub(crate) fn check_recip_format(p: &RecipParams, fp: FixedPoint) -> Result<(), NnError> {
+    let f = fp.f() as i32;
+    if p.hi > f || -p.lo > f || (p.hi as i64) + 2 >= (fp.l() as i64 - 2 * f as i64) {
         return Err(NnError::FormatTooNarrow {
             op: "reciprocal",
-            l: b.format().l(),
-            f: b.format().f(),
+            l: fp.l(),
+            f: fp.f(),
             why: format!("domain [2^{}, 2^{}) needs |lo|, hi <= f and hi + 2f + 2 < l", p.lo, p.hi),
         });
     }
-    let w = |j: i32| (-(j as f64) - 1.0).exp2();
-    let top = (-(p.hi as f64)).exp2();
-    let mut fs = pow2_factors(b, x, 1, p.lo, p.hi, &[(&w, top)])?;
+    Ok(())
+}
+
+/// `1/x` for `x ∈ [2^lo, 2^hi)`.
+pub fn reciprocal<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &RecipParams) -> Result<B::Val, NnError> {
+    check_recip_format(p, b.format())?;
+    let g = |e: i32| (-(e as f64)).exp2();
+    let mut fs = pow2_factors(b, x, 1.0, p.lo, p.hi, &[(&g, b.format().f())])?;
     let factor = fs.pop().ok_or_else(|| NnError::BadArgument("no factor".into()))?;
     let c = b.mul(x, &factor)?;
     let y0 = b.mul_const(&c, &[crate::backend::int(b, RECIP_Y0.1 as i64)], 0)?;

@@ -22,7 +22,7 @@ pub fn rmsnorm<B: Backend + ?Sized>(
     gamma: &B::Val,
     p: &LayerNormParams,
 ) -> Result<B::Val, NnError> {
-    rmsnorm_with(b, x, rows, cols, gamma, p.eps, 0, |b, v| rsqrt(b, v, &p.rsqrt))
+    rmsnorm_with(b, x, rows, cols, gamma, p.eps, 0, |b, v| rsqrt(b, v, &p.rsqrt, &crate::rsqrt::BY_FOUR))
 }
 
 /// [`rmsnorm`] with the reciprocal square root given (`rsqrt` receives `mean(x²) + ε`; the norm

@@ -1,6 +1,7 @@
 //! Reciprocal square root `1/√x` of positive `x`: the operator kind ([`RsqrtProtocol`],
-//! [`ALL`]: one file per protocol in `rsqrt/` — BumbleBee's normalised Newton, East's Newton
-//! with Determine) and the two evaluators they run.
+//! [`ALL`]: one file per protocol in `rsqrt/` — BumbleBee's normalised Newton, nectar's
+//! `newton2` (normalised by powers of two, [`BY_TWO`]), East's Newton with Determine) and the
+//! two evaluators they run.
 //!
 //! BumbleBee's (`rsqrt = newton`), like [`crate::reciprocal`]: one batched `less_than_const`
 //! against `4^j`, `lo ≤ j < hi`, gives `c_j = 1{x < 4^j}`; with `x ∈ [4^(e−1), 4^e)`, both
@@ -17,6 +18,7 @@
 
 pub mod determine;
 pub mod newton;
+pub mod newton2;
 
 use crate::backend::{enc, enc_scaled, Backend, DynBackend};
 use crate::reciprocal::pow2_factors;
@@ -38,6 +40,34 @@ pub const RSQRT_LAYERNORM: RsqrtParams = RsqrtParams { lo: -9, hi: 9, iters: 3 }
 
 /// Linear initial guess `y0 = a + b·u` on [1/4, 1) (our minimax fit; AGREEMENT).
 pub const RSQRT_Y0: (f64, f64) = (2.132, -1.218);
+
+/// Linear initial guess `y0 = a + b·u` on [1/2, 1) (our minimax fit of `u^−1/2`, relative
+/// error ≤ 2.23 %; AGREEMENT): [`BY_TWO`]'s.
+pub const RSQRT2_Y0: (f64, f64) = (1.7877, -0.81);
+
+/// How [`rsqrt`] normalises `x` (AGREEMENT): thresholds `2^(step·j)` — `x ∈ [2^(step(e−1)),
+/// 2^(step·e))` gives `u = x·2^(−step·e) ∈ [2^−step, 1)` and `1/√x = u^−1/2·2^(−step·e/2)` —
+/// and the linear initial guess on that interval.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct RsqrtNorm {
+    /// `log2` of the ratio of consecutive thresholds: 2 (powers of four) or 1 (powers of two).
+    pub step: u32,
+    /// `y0 = y0.0 + y0.1·u`.
+    pub y0: (f64, f64),
+    /// Fractional bits the factor `2^(−step·e/2)` carries beyond the format's: with `step = 1`
+    /// the odd exponents' factors are not dyadic, so their rounding would be relative to the
+    /// factor's size (`2^−9` at the top of a LayerNorm's domain).
+    pub extra_bits: u32,
+}
+
+/// BumbleBee's normalisation by powers of four (`rsqrt = newton`): `u ∈ [1/4, 1)`, the exponent
+/// of `2^−e` an integer.
+pub const BY_FOUR: RsqrtNorm = RsqrtNorm { step: 2, y0: RSQRT_Y0, extra_bits: 0 };
+
+/// Normalisation by powers of two (`rsqrt = newton2`): `u ∈ [1/2, 1)`, the odd exponents'
+/// `√2` in `2^(−e/2)` a public weight like the others (that factor kept at 6 more fractional
+/// bits); the initial guess is within 2.23 % instead of 8.7 %.
+pub const BY_TWO: RsqrtNorm = RsqrtNorm { step: 1, y0: RSQRT2_Y0, extra_bits: 6 };
 
 /// What an rsqrt is asked for: `1/√x` for `x ∈ [lo, hi]` (public; the call site knows it: a
 /// LayerNorm's variances, East's scaled sums of squares), with the power-of-four domain
@@ -78,6 +108,7 @@ pub trait RsqrtProtocol: Protocol {
 /// Every rsqrt protocol, in the order `nectar suites` lists them.
 pub static ALL: &[&dyn RsqrtProtocol] = &[
     &newton::Newton,
+    &newton2::Newton2,
     &determine::NewtonDetermine,
 ];
 
@@ -92,10 +123,10 @@ nectar_math::kind!(
 
 /// The format check of [`rsqrt`] for the domain `p` (shared by the evaluator and
 /// [`RsqrtProtocol::check`]).
-pub(crate) fn check_newton_format(p: &RsqrtParams, fp: FixedPoint) -> Result<(), NnError> {
+pub(crate) fn check_newton_format(p: &RsqrtParams, norm: &RsqrtNorm, fp: FixedPoint) -> Result<(), NnError> {
     let f = fp.f() as i32;
-    // the last product: the iterate (≤ 1 at f + RSQRT_EXTRA_BITS) times 1.5^iters·2^−e (≤ 2^(2 − lo) at f)
-    let last = 2 * f as i64 + RSQRT_EXTRA_BITS as i64 + 2 - p.lo as i64 + 2;
+    // the last product: the iterate (≤ 1 at f + RSQRT_EXTRA_BITS) times 1.5^iters·2^−e (≤ 2^(2 − lo) at f + extra_bits)
+    let last = 2 * f as i64 + RSQRT_EXTRA_BITS as i64 + norm.extra_bits as i64 + 2 - p.lo as i64 + 2;
     if 2 * p.hi > f || -2 * p.lo > f + 2 || (2 * p.hi as i64) + 2 * f as i64 + 2 >= fp.l() as i64 || last >= fp.l() as i64 {
         return Err(NnError::FormatTooNarrow {
             op: "rsqrt",
@@ -103,7 +134,7 @@ pub(crate) fn check_newton_format(p: &RsqrtParams, fp: FixedPoint) -> Result<(),
             f: fp.f(),
             why: format!(
                 "domain [4^{}, 4^{}) needs 2·hi <= f, −2·lo <= f + 2, 2·hi + 2f + 2 < l and 2f + {} − lo + 4 < l",
-                p.lo, p.hi, RSQRT_EXTRA_BITS
+                p.lo, p.hi, RSQRT_EXTRA_BITS + norm.extra_bits
             ),
         });
     }
@@ -120,13 +151,21 @@ pub(crate) fn check_newton_format(p: &RsqrtParams, fp: FixedPoint) -> Result<(),
 /// in exact arithmetic; in the last step `z²` and `v·z` are of similar size (≈ 0.8 and 0.4), so
 /// their roundings reach `v·z³` about equally (the twin-vs-protocol bound is
 /// [`crate::tolerance::RSQRT_TOL`]).
-pub fn rsqrt<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &RsqrtParams) -> Result<B::Val, NnError> {
+pub fn rsqrt<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &RsqrtParams, norm: &RsqrtNorm) -> Result<B::Val, NnError> {
     let fp = b.format();
-    check_newton_format(p, fp)?;
+    check_newton_format(p, norm, fp)?;
+    if !matches!(norm.step, 1 | 2) {
+        return Err(NnError::BadArgument(format!("rsqrt: thresholds 2^({}·j); the step must be 1 or 2", norm.step)));
+    }
     let unscale = 1.5f64.powi(p.iters as i32);
-    let w4 = |j: i32| 3.0 * (-2.0 * (j as f64) - 2.0).exp2();
-    let w2 = move |j: i32| unscale * (-(j as f64) - 1.0).exp2();
-    let fs = pow2_factors(b, x, 2, p.lo, p.hi, &[(&w4, (-2.0 * p.hi as f64).exp2()), (&w2, unscale * (-(p.hi as f64)).exp2())])?;
+    // thresholds 2^(step·j), j ∈ [jlo, jhi), covering the domain [4^lo, 4^hi)
+    let s = norm.step as i32;
+    let (jlo, jhi) = (2 * p.lo / s, 2 * p.hi / s);
+    // the factors as functions of the exponent e: u's 2^(−step·e) at f, and 2^(−step·e/2) with
+    // the Newton steps' 1.5^iters at f + extra_bits
+    let gu = move |e: i32| (-(s * e) as f64).exp2();
+    let gr = move |e: i32| unscale * (-(s * e) as f64 / 2.0).exp2();
+    let fs = pow2_factors(b, x, s as f64, jlo, jhi, &[(&gu, fp.f()), (&gr, fp.f() + norm.extra_bits)])?;
     let (f4, f2) = match fs.as_slice() {
         [a, c] => (a.clone(), c.clone()),
         _ => return Err(NnError::BadArgument("expected two factors".into())),
@@ -139,7 +178,7 @@ pub fn rsqrt<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &RsqrtParams) -> Res
     let copies: Vec<&B::Val> = std::iter::repeat_n(&u, k).collect();
     let us = b.concat(&copies)?;
     let mut cs = Vec::with_capacity(n * k);
-    cs.extend(std::iter::repeat_n(enc_scaled(b, RSQRT_Y0.1, fine.f())?, n));
+    cs.extend(std::iter::repeat_n(enc_scaled(b, norm.y0.1, fine.f())?, n));
     for t in 0..p.iters as i32 {
         cs.extend(std::iter::repeat_n(enc_scaled(b, 0.5 * 1.5f64.powi(2 * t - 1), fine.f())?, n));
     }
@@ -148,7 +187,7 @@ pub fn rsqrt<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &RsqrtParams) -> Res
     let out = (|| {
         let part = |b: &mut B, i: usize| b.gather(&lin, &(i * n..(i + 1) * n).collect::<Vec<_>>());
         let by = part(b, 0)?;
-        let mut z = b.add_const(&by, &[enc(b, RSQRT_Y0.0)?])?;
+        let mut z = b.add_const(&by, &[enc(b, norm.y0.0)?])?;
         for t in 0..p.iters as usize {
             let v = part(b, 1 + t)?;
             let lhs = b.concat(&[&z, &v])?;
@@ -159,7 +198,9 @@ pub fn rsqrt<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &RsqrtParams) -> Res
             let cube = b.mul(&q, &s)?;
             z = b.sub(&z, &cube)?;
         }
-        // z at the fine scale times 2^−e·1.5^iters at f, truncated by the fine f: back at f
+        // z at the fine scale times 2^−e·1.5^iters at f + extra_bits, truncated by the sum of
+        // the two extra scales and f: back at f
+        b.set_format(FixedPoint::new(fp.l(), fine.f() + norm.extra_bits)?);
         b.mul(&z, &f2)
     })();
     b.set_format(fp);

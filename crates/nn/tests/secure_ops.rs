@@ -291,13 +291,24 @@ fn activations_match_twin_and_f64() {
         }))
         .float(|v: f64| nectar_nn::elu::elu_f64(v, 1.0), 5e-3 + ELU_TOL as f64 * ulp),
         item("rsqrt x ≥ 1", randu(241, 1.0, 60000.0, 3), RSQRT_TOL, case!(|b, x| {
-            let y = rsqrt::rsqrt(b, x, &rsqrt::RSQRT_LAYERNORM)?;
+            let y = rsqrt::rsqrt(b, x, &rsqrt::RSQRT_LAYERNORM, &rsqrt::BY_FOUR)?;
             b.reveal(&y)
         }))
         .float(|v: f64| 1.0 / v.sqrt(), 2e-3),
         // x < 1: the final scaling by 2^−e ≤ 2^9 multiplies the Newton rounding (≤ 12) first
         item("rsqrt x < 1", randu(241, 1e-4, 1.0, 4), 12 * 512 + 2, case!(|b, x| {
-            let y = rsqrt::rsqrt(b, x, &rsqrt::RSQRT_LAYERNORM)?;
+            let y = rsqrt::rsqrt(b, x, &rsqrt::RSQRT_LAYERNORM, &rsqrt::BY_FOUR)?;
+            b.reveal(&y)
+        }))
+        .float(|v: f64| 1.0 / v.sqrt(), 2e-3 * 100.0f64.sqrt()),
+        // `rsqrt = newton2` (powers of two, two steps) on the same inputs and bounds
+        item("rsqrt newton2 x ≥ 1", randu(241, 1.0, 60000.0, 3), RSQRT_TOL, case!(|b, x| {
+            let y = rsqrt::rsqrt(b, x, &rsqrt::newton2::params(&rsqrt::RSQRT_LAYERNORM), &rsqrt::BY_TWO)?;
+            b.reveal(&y)
+        }))
+        .float(|v: f64| 1.0 / v.sqrt(), 2e-3),
+        item("rsqrt newton2 x < 1", randu(241, 1e-4, 1.0, 4), 12 * 512 + 2, case!(|b, x| {
+            let y = rsqrt::rsqrt(b, x, &rsqrt::newton2::params(&rsqrt::RSQRT_LAYERNORM), &rsqrt::BY_TWO)?;
             b.reveal(&y)
         }))
         .float(|v: f64| 1.0 / v.sqrt(), 2e-3 * 100.0f64.sqrt()),

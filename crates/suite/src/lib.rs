@@ -227,7 +227,7 @@ pub trait Visit {
 pub const PRESETS: [(&str, &str); 7] = [
     (
         "nectar",
-        "the default: BumbleBee's protocols with nectar's GeLU (sq8), exp (taylor4), LayerNorm (outer), softmax (coarse), OLTs mod 2^51, Nimbus's COP embedding lookup and fitted SiLU",
+        "the default: BumbleBee's protocols with nectar's GeLU (sq8), exp (taylor4), LayerNorm (outer), softmax (coarse), two-step reciprocal and rsqrt (newton2), OLTs mod 2^51, Nimbus's COP embedding lookup and fitted SiLU",
     ),
     ("bumblebee", "BumbleBee (NDSS'25): OLT matmuls, bOLEe products, OT nonlinear protocols"),
     ("rotl", "BumbleBee linear layers + ROTL comparison from LUTs and LUT GeLU/exp/reciprocal/softmax"),
@@ -269,7 +269,10 @@ impl Suite {
     /// nimbus`, issue 47): 3× faster and 2.4× fewer bytes than Seg4 at 393 216 inputs, worst
     /// case 3.4e−2 against Seg4's 7.5e−2; SmolLM2's private greedy tokens equal the plaintext's
     /// on 4 of 5 prompts × 16 tokens (Seg4: 3), at 11.9–13.3 s per token against 17.8–20.3
-    /// (`docs/results/nimbus.md`).
+    /// (`docs/results/nimbus.md`). The reciprocal and the rsqrt are BumbleBee's Newton with a
+    /// finer normalisation (`reciprocal = newton2`: half octaves; `rsqrt = newton2`: powers of
+    /// two), so two steps do what three did (issue 48): 6 and 4 flights fewer per softmax and
+    /// per LayerNorm / RMSNorm, the same 50-sentence accuracy to seven digits.
     pub const fn nectar() -> Self {
         Suite {
             embed: Embed::new(&nectar_nn::embed::nimbus_cop::NimbusCopEmbed),
@@ -279,6 +282,8 @@ impl Suite {
             exp: Exp::new(&nectar_nn::exp::taylor4::Taylor4),
             norm: Norm::new(&nectar_nn::norm::outer::Outer),
             softmax: Softmax::new(&nectar_nn::softmax::coarse::Coarse),
+            reciprocal: Reciprocal::new(&nectar_nn::reciprocal::newton2::Newton2),
+            rsqrt: Rsqrt::new(&nectar_nn::rsqrt::newton2::Newton2),
             olt_cost: OltCost::new(&nectar_linear::olt_cost::balanced::Balanced),
             olt_ring: OltRing::new(&nectar_linear::olt_ring::narrow::Narrow),
             ..Suite::bumblebee()

@@ -2,7 +2,7 @@
 //! batched comparison, a linear initial value and Newton steps ([`super::rsqrt`], the
 //! evaluator, with its cost and error in the module docs).
 
-use super::{check_newton_format, rsqrt, RsqrtProtocol, RsqrtRange, RSQRT_LAYERNORM, RSQRT_Y0};
+use super::{check_newton_format, rsqrt, RsqrtProtocol, RsqrtRange, BY_FOUR, RSQRT_LAYERNORM, RSQRT_Y0};
 use crate::backend::DynBackend;
 use crate::tolerance::RSQRT_TOL;
 use crate::NnError;
@@ -29,7 +29,7 @@ impl Protocol for Newton {
 impl RsqrtProtocol for Newton {
     fn eval(&self, b: &mut DynBackend<'_>, x: &Vec<u64>, r: &RsqrtRange) -> Result<Vec<u64>, NnError> {
         self.check(r, b.format())?;
-        rsqrt(b, x, &r.newton)
+        rsqrt(b, x, &r.newton, &BY_FOUR)
     }
     fn check(&self, r: &RsqrtRange, fp: FixedPoint) -> Result<(), NnError> {
         let p = &r.newton;
@@ -39,7 +39,7 @@ impl RsqrtProtocol for Newton {
                 r.lo, r.hi, p.lo, p.hi
             )));
         }
-        check_newton_format(p, fp)
+        check_newton_format(p, &BY_FOUR, fp)
     }
     fn tolerance(&self, _r: &RsqrtRange, _fp: FixedPoint) -> Result<i64, NnError> {
         Ok(RSQRT_TOL)

@@ -201,6 +201,13 @@ if big:
     w(f"- Memory: largest per-party peak RSS over the `nectar` batches of 32 × 16 tokens **{rss / 2**30:.2f} GiB** "
       f"(target ≤ {TARGET_RSS / 2**30:g} GiB).")
 big_model = [l for l in model_lines if l["params"].get("batch", 1) >= 32]
+if big_model:
+    one_model = [l for l in model_lines if l["params"].get("batch", 1) == 1]
+    bm = big_model[0]
+    w(f"- BERT-base, {bm['params']['batch']} inputs of 128 tokens in one batch on `{bm['params']['net']}`, one sitting: "
+      f"**{bm['seconds_per_input'] / 60:.2f} min** amortised per input"
+      + (f" against {one_model[0]['seconds_per_input'] / 60:.2f} min unbatched" if one_model else "")
+      + f" (2 cores); BLB's Table 12 (64 threads): LAN {BLB_T12['LAN'][0]} → {BLB_T12['LAN'][1]} min.")
 if not big_model:
     w("- BERT-base, 32 inputs of 128 tokens: **not run** in one batch of 32 (about an hour of one sitting")
     w("  on this VM by the per-input time above: an estimate, not a measurement); measured with the")

@@ -139,6 +139,19 @@ pub(crate) fn pow2_factors<B: Backend + ?Sized>(
     Ok(out)
 }
 
+/// The domain check of the Newton reciprocals ([`newton::Newton`], [`newton2::Newton2`]): the
+/// call site's range `r` inside its power-of-two domain `[2^lo, 2^hi)`.
+pub(crate) fn check_newton_domain(r: &RecipRange) -> Result<(), NnError> {
+    let p = &r.newton;
+    if r.lo < (p.lo as f64).exp2() || r.hi >= (p.hi as f64).exp2() {
+        return Err(NnError::BadArgument(format!(
+            "reciprocal on [{}, {}] outside the Newton domain [2^{}, 2^{})",
+            r.lo, r.hi, p.lo, p.hi
+        )));
+    }
+    Ok(())
+}
+
 /// The format check of the Newton reciprocals on `[2^lo, 2^hi)` ([`reciprocal`],
 /// [`newton2::reciprocal2`]).
 pub(crate) fn check_recip_format(p: &RecipParams, fp: FixedPoint) -> Result<(), NnError> {

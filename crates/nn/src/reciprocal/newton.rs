@@ -32,14 +32,7 @@ impl ReciprocalProtocol for Newton {
         reciprocal(b, x, &r.newton)
     }
     fn check(&self, r: &RecipRange) -> Result<(), NnError> {
-        let p = &r.newton;
-        if r.lo < (p.lo as f64).exp2() || r.hi >= (p.hi as f64).exp2() {
-            return Err(NnError::BadArgument(format!(
-                "reciprocal on [{}, {}] outside the Newton domain [2^{}, 2^{})",
-                r.lo, r.hi, p.lo, p.hi
-            )));
-        }
-        Ok(())
+        super::check_newton_domain(r)
     }
     fn tolerance(&self, _r: &RecipRange, _fp: FixedPoint) -> Result<i64, NnError> {
         Ok(RECIP_TOL)

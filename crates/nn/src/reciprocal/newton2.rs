@@ -91,14 +91,7 @@ impl ReciprocalProtocol for Newton2 {
         reciprocal2(b, x, &r.newton)
     }
     fn check(&self, r: &RecipRange) -> Result<(), NnError> {
-        let p = &r.newton;
-        if r.lo < (p.lo as f64).exp2() || r.hi >= (p.hi as f64).exp2() {
-            return Err(NnError::BadArgument(format!(
-                "reciprocal on [{}, {}] outside the Newton domain [2^{}, 2^{})",
-                r.lo, r.hi, p.lo, p.hi
-            )));
-        }
-        Ok(())
+        super::check_newton_domain(r)
     }
     /// The last step's products (`c·y` and `y·F` within 2 LSB each, `y·F ≤ 2`, the product's
     /// own 2): within BumbleBee's [`RECIP_TOL`].

@@ -195,7 +195,7 @@ else:
     w("comparisons run in `Z_2^32` and the row maximum's tree in `Z_2^33` (`cmp_bits`: the")
     w("conversions' bound `|x| < 2^12`), `T_exp`'s on a whole-unit grid (`TEXP_LESS`), and")
     w("products in rings narrower than 64 bits take OT below bOLEe's crossover for their width")
-    w("(`nectar_nn::secure::bole_crossover`: the reciprocal's on 1536 rows).")
+    w("(`nectar_nn::secure::bole_crossover` then, `bole_pays` since: the reciprocal's on 1536 rows).")
     w("")
     w("| model | tokens | layers | suite | commit | seconds | MB total | MB keys | MB without keys | paper (BLB / BumbleBee) | rounds | peak RSS GB server / client | vs plaintext |")
     w("|---|---:|---:|---|---|---:|---:|---:|---:|---|---:|---|---|")

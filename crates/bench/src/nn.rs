@@ -493,16 +493,17 @@ mod tests {
         for name in nectar_nn::softmax::Softmax::all().map(|p| p.name()).chain(nectar_nn::norm::Norm::all().filter(|p| !p.needs_weights()).map(|p| p.name())) {
             assert!(labels.iter().any(|l| l.contains(&format!("={name}"))), "{name} not benched: {labels:?}");
         }
-        // bOLEe query reuse and the narrow modulus save bytes, same bounds (4096 elements: in
-        // the mixed ring's 32 bits bOLEe takes vectors from 2689 (narrow) / 4034 (wide) on,
-        // nectar_nn::secure::bole_crossover)
-        let a = super::bench_secure(seg4_mixed, 4096, 1, small, None).unwrap();
+        // bOLEe query reuse and the narrow modulus save bytes, same bounds (16384 elements: in
+        // the mixed ring's 32 bits bOLEe takes squares from ≈ 8 600 (narrow) / 12 900 (wide)
+        // elements on, nectar_nn::secure::bole_pays)
+        let a = super::bench_secure(seg4_mixed, 16384, 1, small, None).unwrap();
         let ablated = small.with_reuse_queries(false).with_bole_narrow(false);
-        let b = super::bench_secure(seg4_mixed, 4096, 1, ablated, None).unwrap();
+        let b = super::bench_secure(seg4_mixed, 16384, 1, ablated, None).unwrap();
         assert!(a.bytes_total < b.bytes_total, "{a:?} {b:?}");
         let tol = nectar_nn::tolerance::SEG4_MIXED_TOL;
         assert!(a.max_lsb_vs_twin <= tol && b.max_lsb_vs_twin <= tol, "{a:?} {b:?}");
-        // below the crossover OT products are the cheaper ones: 1024 elements in 32 bits
+        // below the crossover OT products are the cheaper ones: 1024 elements in 32 bits (the
+        // floor, BOLE_MIN_LEN, keeps them there too)
         let below = super::bench_secure(seg4_mixed, 1024, 1, small, None).unwrap();
         let forced = super::bench_secure(seg4_mixed, 1024, 1, small.with_bole_min_len(0), None).unwrap();
         assert!(below.bytes_total < forced.bytes_total, "{below:?} {forced:?}");

@@ -298,13 +298,17 @@ fn vit_classify_transcript() {
 /// Re-pinned 2026-11-29 (issue 48; the `nectar` and `nimbus` cases: transcripts, and the
 /// encoders' secure outputs and twins; every generated token unchanged): the default takes
 /// `reciprocal = newton2` and `rsqrt = newton2` (finer normalisation, two Newton steps).
-const PIN_BERT_EMBED: Pins = (0x7acd5e7b7ccc3408, 0x2b8e0aa2e47afa4a, 0x761855eb0bca651b, 0xdc488cdaf95bb4f9);
-const PIN_BERT_EMBED_BATCH: Pins = (0xb166e6a89f1382bc, 0xe12a1d2697257867, 0xcd9293fc2f282cc0, 0xfea29f3d388658ed);
-const PIN_BERT_CLASSIFY: Pins = (0x418bbdbad6fee710, 0x5a69f1aa3ad729c5, 0x21fd16382896c826, 0xd879d948488979b7);
-const PIN_GPT2: Pins = (0xda1bdd9226f92987, 0x90da9fe6be76076c, 0x0682f5d74db5bd9d, 0x0682f5d74db5bd9d);
-const PIN_GPT2_OT_MIXED: Pins = (0x031bd3118b7e913a, 0xeb7486f476fa1233, 0x391b611203cbca15, 0x391b611203cbca15);
-const PIN_LLAMA: Pins = (0x7e8bb8b13114feb0, 0x4507ba2341438a7a, 0x67ff4ec09152fb1a, 0x67ff4ec09152fb1a);
-const PIN_VIT: Pins = (0x38dab1763f5e991a, 0x8c60def6cb5831ee, 0x91cd285943e72958, 0x33bde6f53d9cc7ab);
+/// Re-pinned 2026-11-29 (issue 48, bytes; every case, both blocks): OT products' COTs have
+/// graded widths (bit j over Z_2^(l−j)) and bOLEe vs OT products is chosen by their bits
+/// (`nectar_nn::secure::bole_pays`); every transcript and the secure outputs of encoders changed
+/// (truncation's {0, −1} falls on other elements), every twin hash and generated token did not.
+const PIN_BERT_EMBED: Pins = (0x31bc09e988a1eb88, 0xfcc63a2193631aa5, 0x9f50c7b6e263f267, 0xdc488cdaf95bb4f9);
+const PIN_BERT_EMBED_BATCH: Pins = (0x757449bc691a9d63, 0x6131c4d95bb14433, 0x96c8abae14047222, 0xfea29f3d388658ed);
+const PIN_BERT_CLASSIFY: Pins = (0xcf3ab05783dcbb41, 0xada4d21eb4145131, 0xf9506f823917a758, 0xd879d948488979b7);
+const PIN_GPT2: Pins = (0x53fa196fbefe3d7e, 0x4577a40ed80c61b5, 0x0682f5d74db5bd9d, 0x0682f5d74db5bd9d);
+const PIN_GPT2_OT_MIXED: Pins = (0xa8bf7d67825d967d, 0xfc580d092c0934df, 0x391b611203cbca15, 0x391b611203cbca15);
+const PIN_LLAMA: Pins = (0xb86da618510cc418, 0xa46b461c9193620f, 0x67ff4ec09152fb1a, 0x67ff4ec09152fb1a);
+const PIN_VIT: Pins = (0x2bce4c3a4e58f48a, 0xbb0f036e619c4423, 0x7c4e2608ecd9af2a, 0x33bde6f53d9cc7ab);
 
 /// The other presets' nonlinear protocols (norm, softmax, rsqrt, exp, reciprocal, GeLU, SiLU):
 /// the default suite's `outer` LayerNorm / RMSNorm and coarse softmax, East's Eq. (9) norms with
@@ -354,18 +358,18 @@ fn llama_generate_preset_transcripts() {
 /// Pinned 2026-11-28 at 18474ca, before the rsqrt, norm and softmax kinds moved into the
 /// registry (issue 46); re-pinned the same day for issue 48 (see above), and on 2026-11-29 with
 /// the `nimbus` pins for the default's `newton2` reciprocal and rsqrt (see above).
-const PIN_BERT_NECTAR: Pins = (0x66be349f6b66bf5e, 0x4b06cc72b50491d4, 0xcdb9f245a40749b9, 0x8c87fb3f4a681cb5);
-const PIN_BERT_EAST: Pins = (0xcbecbc96e0ad5675, 0x78cdcb40cf5d6863, 0x81b5a3f91d9bf63a, 0x78fcaa65e35febcc);
-const PIN_BERT_ROTL: Pins = (0xb68e1efd37ec7a49, 0x16ba87651cc3a6e0, 0x0fe077e3d4e961d7, 0xeb16351625208a38);
-const PIN_LLAMA_NECTAR: Pins = (0x916d143733a4aa32, 0x0802f2d25748a557, 0xb604bb7352ea6eda, 0xb604bb7352ea6eda);
-const PIN_LLAMA_EAST: Pins = (0xb33a4c70c375c479, 0x8ba153f57ae4a67f, 0x9ec906393759c165, 0x9ec906393759c165);
+const PIN_BERT_NECTAR: Pins = (0x8dbdf3c97d3edc09, 0x2e9f13bc6e8b1b0a, 0x828d6a4769679f6e, 0x8c87fb3f4a681cb5);
+const PIN_BERT_EAST: Pins = (0xaad95844dfb02b13, 0x73817b086b9386b3, 0xcf98f3f13c4d0dc4, 0x78fcaa65e35febcc);
+const PIN_BERT_ROTL: Pins = (0x12fad6fad00513de, 0x6120ca9f53bbfb0e, 0xff04ee483b1a525b, 0xeb16351625208a38);
+const PIN_LLAMA_NECTAR: Pins = (0x2f4d7d7477ea5521, 0x2fafb39666161cd2, 0xb604bb7352ea6eda, 0xb604bb7352ea6eda);
+const PIN_LLAMA_EAST: Pins = (0x78caaaf94700811b, 0x088264fd9fe10a10, 0x9ec906393759c165, 0x9ec906393759c165);
 
 /// Pinned 2026-11-29 (issue 47): the `nimbus` preset (COP matmuls and lookup, the fitted GeLU,
 /// SiLU and exp).
-const PIN_BERT_NIMBUS: Pins = (0xf4fa94793607dd11, 0xf6f5916aa2170411, 0x1dd65eb60b2021ec, 0x37cda8aa261a7408);
-const PIN_LLAMA_NIMBUS: Pins = (0x6f15d2e2f1278b8e, 0xc984515ed4df0381, 0x8f8aaba7d8bde3a1, 0x8f8aaba7d8bde3a1);
+const PIN_BERT_NIMBUS: Pins = (0x0e1437bd41863aa4, 0x603da65e82f8e052, 0xb5c0f7cd6f0f4c1f, 0x37cda8aa261a7408);
+const PIN_LLAMA_NIMBUS: Pins = (0x1afbe6c62500d100, 0xdc9054f7f0cdb828, 0x8f8aaba7d8bde3a1, 0x8f8aaba7d8bde3a1);
 
 /// Pinned 2026-11-28 before the matmul kinds moved into the registry (issue 46); re-pinned
 /// 2026-11-29 (issue 50): the ct × pt matmul rescales each giant step's sum before rotating it,
 /// so the server's CKKS noise and the shares differ (the twin's hash, last, is unchanged).
-const PIN_BERT_CKKS: Pins = (0xa08874011276eaab, 0x33c3f18a2830de9f, 0xe1d09c3c03e98297, 0x0c2ad28cfa485650);
+const PIN_BERT_CKKS: Pins = (0x5826778810401b51, 0x02deb2246fd2bce8, 0xa1e2521094d00eca, 0x0c2ad28cfa485650);

@@ -116,6 +116,18 @@ impl Mpc {
         Ok(out)
     }
 
+    /// [`Mpc::led_acot`] with graded widths: instance `i` over `Z_{2^{w_i}}`,
+    /// `w_i = widths[i % widths.len()]` ([`nectar_ot::acot::send_graded`]).
+    pub(crate) fn led_acot_graded(&mut self, ch: &mut dyn Channel, deltas: impl FnOnce() -> Vec<u64>, choices: impl FnOnce() -> Vec<bool>, widths: &[u32]) -> Result<LedAcot> {
+        let out = if self.leads() {
+            LedAcot::Received(self.ot.recv_acot_graded(ch, &choices(), widths)?)
+        } else {
+            LedAcot::Sent(self.ot.send_acot_graded(ch, &deltas(), widths)?)
+        };
+        self.pass_lead();
+        Ok(out)
+    }
+
     /// [`Mpc::led_acot`] over `Z_{2^w}`, `w <= 128`.
     pub(crate) fn led_acot_wide(&mut self, ch: &mut dyn Channel, deltas: impl FnOnce() -> Vec<u128>, choices: impl FnOnce() -> Vec<bool>, w: u32) -> Result<LedAcotWide> {
         let out = if self.leads() {

@@ -34,6 +34,7 @@ fn party(role: Role, c: &mut dyn Channel, op: &str) -> String {
         "trunc_faithful" => drop(m.trunc_faithful(ch, &x, l, 12).unwrap()),
         "extend" => drop(m.extend(ch, &x, l, 64).unwrap()),
         "mul" => drop(m.mul(ch, &x, &x, l).unwrap()),
+        "square" => drop(m.square(ch, &x, l).unwrap()),
         "reveal" => drop(m.reveal(ch, &x, l).unwrap()),
         "rotl_lut" => {
             let t: Vec<u64> = (0..16u64).map(|j| j * 0x0123_4567 & 0xffff_ffff).collect();
@@ -61,7 +62,9 @@ fn pinned_transcripts() {
     // Re-pinned 2026-11-28 (issue 48, the lead): ACOT-based steps (b2a, trunc, extend, mul,
     // mux, and those built on them) are led by the party that sent last, so at a session's
     // start (lead P0) P0 chooses and P1 sends; `mul` runs both cross terms in one direction.
-    let pinned: [(&str, &str); 14] = [
+    // Re-pinned 2026-11-29 (issue 48, bytes): `mul`'s COTs have graded widths (bit j over
+    // Z_2^(l−j)); `square` pinned from then on.
+    let pinned: [(&str, &str); 15] = [
         ("and", "0fb9971f32c87fff/c1f519f4bc45f1a7"),
         ("b2a", "986d0b24773d734a/92714181b077120f"),
         ("mux", "c5145720d165ee58/ab2c82d5081169ce"),
@@ -72,7 +75,8 @@ fn pinned_transcripts() {
         ("trunc_approx", "cd5a8435a4ada812/3a44d1b16fda3c6e"),
         ("trunc_faithful", "2ecb4979cbff8762/4a675b4ae13af8a7"),
         ("extend", "eea8fb6a3993f55a/3f8c358c4a2b09c1"),
-        ("mul", "7c0ef3f4b7680c31/044d078b4432d110"),
+        ("mul", "7c0ef3f4b7680c31/6514c3a98e88dba3"),
+        ("square", "716f4ddc8a8822d9/c5f0ec60e4c6847f"),
         ("reveal", "7d13d2a66c2bc098/1d1053af18f33427"),
         ("rotl_lut", "fde4f31bc1af0717/949f72f783a2acee"),
         ("msb_lut", "5d7d5527486097c6/c291a337c67c99dd"),

@@ -22,11 +22,11 @@
 //!
 //! Multiplication protocol ([`MulProtocol`], AGREEMENT — both parties must choose the same):
 //! BumbleBee's default is bOLEe ([`MulProtocol::Bole`]); one bOLEe query covers `N = 8192`
-//! slots however short the vector, so vectors shorter than [`SecureOpts::bole_min_len`] use the
-//! OT-based product (for `l = 64`, `2l(1 + l)` ≈ 8.3 kbit per element, equal to one bOLEe
-//! product's ≈ 10.2 Mbit at ≈ 1 200 elements; in narrower rings the crossover grows with
-//! `1/(l(l + 1))`, see `use_bole`). [`MulProtocol::Ot`] uses OT products only (no
-//! HE key exchange at setup).
+//! slots however short the vector, so short vectors use the OT-based product (for `l = 64`,
+//! `2l + l(l + 1)` ≈ 4.3 kbit per element with graded COTs, against one bOLEe product's
+//! ≈ 12.2 Mbit per chunk: bOLEe from ≈ 2 800 elements; in narrower rings an OT product costs
+//! `≈ l²`, see [`bole_pays`]). [`MulProtocol::Ot`] uses OT products only (no HE key exchange
+//! at setup).
 //!
 //! The channel is borrowed (`&'c mut dyn Channel`) so the caller keeps it for other protocols
 //! (the model layer's OLT matmuls): see [`SecureBackend::channel_mut`] and
@@ -75,8 +75,8 @@ pub struct SecureOpts {
     pub mul: MulProtocol,
     /// COT producer of the OT session (Ferret b13 in production).
     pub producer: Producer,
-    /// With [`MulProtocol::Bole`]: vectors shorter than this use OT products (in `Z_{2^64}`;
-    /// narrower rings scale it, see `use_bole`; 0: bOLEe for every length).
+    /// With [`MulProtocol::Bole`]: vectors shorter than this use OT products, longer ones the
+    /// cheaper in bits of bOLEe and OT products ([`bole_pays`]); 0: bOLEe for every length.
     pub bole_min_len: usize,
     /// With [`MulProtocol::Bole`]: a second bOLEe key set with a 2-prime plaintext modulus
     /// (`t ≈ 2^94 > 2^64`) for rings `l <= 32` (mixed bit-width), whose queries and responses
@@ -89,20 +89,52 @@ pub struct SecureOpts {
     pub compare: Comparison,
 }
 
-/// Default crossover of bOLEe vs OT products (see the module docs).
+/// Default floor below which products are OT-based (see the module docs and [`bole_pays`]).
 pub const BOLE_MIN_LEN: usize = 1024;
 
 /// Largest ring width served by the narrow (2-prime) bOLEe key set (`2l + 2 <= 92 < log2 t`,
 /// tested against the parameters).
 pub const NARROW_MAX_L: u32 = 45;
 
-/// Shortest vector of products in `Z_{2^l}` that bOLEe serves (`SecureBackend::use_bole`):
-/// `min_len` (the crossover at `l = 64`, 3-prime key set) scaled by `(cts / 3) · 64·65 /
-/// (l(l + 1))`, `cts` = 2 on the narrow key set, else 3.
-pub fn bole_crossover(min_len: usize, l: u32, narrow: bool) -> usize {
-    let cts: u128 = if narrow { 2 } else { 3 };
-    let l = u128::from(l.max(1));
-    (min_len as u128 * cts * 64 * 65 / (3 * l * (l + 1))) as usize
+/// Bits of COT generation counted per COT by [`ot_product_bits`] (Ferret b11 refills at
+/// ≈ 0.7 bits per COT, `nectar bench nn`'s `refill_bits_per_cot`; rounded up).
+pub const COT_GEN_BITS: f64 = 1.0;
+
+/// Bits per element of an OT product in `Z_{2^l}` (`nectar_mpc::Mpc::mul` / `square`, graded
+/// COTs): per cross term one choice bit and [`COT_GEN_BITS`] per COT and `l(l + 1)/2` payload
+/// bits; a product has two cross terms, a square one on `l − 1` bits.
+pub fn ot_product_bits(l: u32, square: bool) -> f64 {
+    let l = f64::from(l.max(1));
+    let term = |cots: f64, payload: f64| cots * (1.0 + COT_GEN_BITS) + payload;
+    if square {
+        term((l - 1.0).max(1.0), (l * (l + 1.0) / 2.0 - 1.0).max(1.0))
+    } else {
+        2.0 * term(l, l * (l + 1.0) / 2.0)
+    }
+}
+
+/// Bits of one bOLEe product of `n` elements on the key set `params`: per chunk of `N` slots
+/// and CRT prime, one seeded query ciphertext (`N·log2 q` bits) per fresh operand (a square
+/// has one, a product two) and one response ciphertext at the lowest prime
+/// (`2·N·log2 q_0`). Query reuse (§V-A3) is not counted (the choice is made before P0 knows
+/// whether it reuses).
+pub fn bole_product_bits(params: &Params, n: usize, square: bool) -> f64 {
+    let nn = params.n();
+    let chunks = n.div_ceil(nn).max(1) as f64;
+    let primes = params.plain_count() as f64;
+    let query = nn as f64 * f64::from(params.q_bits(params.max_level()));
+    let response = 2.0 * nn as f64 * params.q_moduli().first().map_or(0.0, |m| f64::from(m.bits()));
+    let queries = if square { 1.0 } else { 2.0 };
+    chunks * primes * (queries * query + response)
+}
+
+/// Whether bOLEe serves `n` products in `Z_{2^l}` on the key set `params`
+/// (`SecureBackend::use_bole`): always when `min_len` is 0; never below `min_len` elements;
+/// otherwise when its bits ([`bole_product_bits`], whole chunks of `N` slots) are at most the
+/// OT products' (`n·`[`ot_product_bits`]). A public function of `n`, `l` and the options
+/// (AGREEMENT).
+pub fn bole_pays(params: &Params, min_len: usize, n: usize, l: u32, square: bool) -> bool {
+    min_len == 0 || (n >= min_len && bole_product_bits(params, n, square) <= n as f64 * ot_product_bits(l, square))
 }
 
 /// Queries kept for reuse (FIFO, both parties mirror it; AGREEMENT). Two suffice for the
@@ -361,22 +393,28 @@ impl<'c> SecureBackend<'c> {
         Ok(x.iter().zip(y).map(|(&a, &b)| f(a, b) & m).collect())
     }
 
-    /// bOLEe for `n` products in `Z_{2^l}`? (public decision: both parties know `n`, `l` and
-    /// the options.) [`SecureOpts::bole_min_len`] is the crossover at `l = 64` on the 3-prime
-    /// key set (module docs). Below 64 bits an OT product costs `2l(1 + l)` bits per element
-    /// while a bOLEe query set keeps its size (2/3 of it on the narrow key set for
-    /// `l <= NARROW_MAX_L`), so the crossover grows ([`bole_crossover`]): 1888 elements at
-    /// `l = 47` (softmax's reciprocal over 1536 rows then takes OT products, 0.87 instead of
-    /// 1.27 MB per product), 1371 at 45, 2689 at 32.
-    fn use_bole(&self, n: usize, l: u32) -> bool {
-        let narrow = l <= NARROW_MAX_L && self.he_narrow.is_some();
-        self.opts.mul == MulProtocol::Bole && self.he.is_some() && n >= bole_crossover(self.opts.bole_min_len, l, narrow)
+    /// bOLEe for `n` products in `Z_{2^l}`? A public decision (both parties know `n`, `l` and
+    /// the options): [`bole_pays`] on the key set that would serve them (the narrow one for
+    /// `l <= NARROW_MAX_L` when present). A bOLEe query set keeps its size down to one element
+    /// (whole chunks of `N` slots) while an OT product costs `≈ l²/2` bits per element and cross
+    /// term, so short vectors and narrow rings take OT products: e.g. at `l = 64` a product of
+    /// fewer than ≈ 2 800 elements, at `l = 45` a square of fewer than ≈ 4 600 (a decoder's
+    /// 1536-wide SiLU and its RMSNorm's 576 products, softmax's reciprocal over 1536 rows).
+    fn use_bole(&self, n: usize, l: u32, square: bool) -> bool {
+        if self.opts.mul != MulProtocol::Bole {
+            return false;
+        }
+        let narrow = if l <= NARROW_MAX_L { self.he_narrow.as_ref() } else { None };
+        match narrow.or(self.he.as_ref()) {
+            Some(he) => bole_pays(&he.params, self.opts.bole_min_len, n, l, square),
+            None => false,
+        }
     }
 
     /// Ring product (no truncation) of two shared vectors (`y = None`: square).
     fn ring_product(&mut self, x: &[u64], y: Option<&[u64]>) -> Result<Vec<u64>, NnError> {
         let l = self.l();
-        if self.use_bole(x.len(), l) {
+        if self.use_bole(x.len(), l, y.is_none()) {
             self.bole_product(x, y)
         } else {
             match y {
@@ -739,21 +777,28 @@ mod tests {
         assert!(bits >= (2 * NARROW_MAX_L + 2) as f64, "log2 t = {bits}");
     }
 
-    /// The crossover keeps `bole_min_len` at 64 bits and grows where an OT product is cheaper.
+    /// The cost model matches the wire (`nectar bench nn` measured 1 905 021 bytes for a
+    /// 12 288-element square at l = 64 and 1 270 017 at l = 45 on the narrow set: the model's
+    /// ciphertexts plus under 400 bytes of headers) and picks OT products for short vectors.
     #[test]
-    fn bole_crossover_follows_the_ring() {
-        assert_eq!(bole_crossover(BOLE_MIN_LEN, 64, false), BOLE_MIN_LEN);
-        assert_eq!(bole_crossover(BOLE_MIN_LEN, 47, false), 1888);
-        assert_eq!(bole_crossover(BOLE_MIN_LEN, 45, true), 1371);
-        assert_eq!(bole_crossover(BOLE_MIN_LEN, 32, true), 2689);
-        assert_eq!(bole_crossover(0, 32, true), 0, "0 forces bOLEe at every width");
-        // At the crossover an OT product's 2l(1 + l) bits per element reach the query set's
-        // size (≈ 10.2 Mbit per 3 ciphertexts at l = 64, module docs).
-        for (l, narrow) in [(64u32, false), (47, false), (45, true), (32, true)] {
-            let n = bole_crossover(1200, l, narrow) as f64;
-            let ot = n * f64::from(2 * l * (1 + l));
-            let bole = 10.2e6 * if narrow { 2.0 / 3.0 } else { 1.0 };
-            assert!((ot / bole - 1.0).abs() < 0.03, "l = {l}: {ot} vs {bole}");
-        }
+    fn bole_pays_by_the_bits() {
+        let wide = Params::bumblebee_bole();
+        let narrow = bole_narrow_params().unwrap();
+        assert_eq!(bole_product_bits(&wide, 12_288, true) / 8.0, 1_904_640.0);
+        assert_eq!(bole_product_bits(&narrow, 12_288, true) / 8.0, 1_269_760.0);
+        // OT products: l = 64 product 4288 payload + choice bits and 128 COTs.
+        assert_eq!(ot_product_bits(64, false), 2.0 * (64.0 * 2.0 + 2080.0));
+        assert_eq!(ot_product_bits(45, true), 44.0 * 2.0 + 1034.0);
+        // The crossovers: l = 64 products from ≈ 2 770 elements, l = 45 squares from ≈ 4 530.
+        let first = |p: &Params, l, sq| (1..20_000).find(|&n| bole_pays(p, BOLE_MIN_LEN, n, l, sq)).unwrap();
+        assert!((2700..2800).contains(&first(&wide, 64, false)), "{}", first(&wide, 64, false));
+        assert!((4400..4700).contains(&first(&narrow, 45, true)), "{}", first(&narrow, 45, true));
+        // MiniLM's products (12 288 and 49 152 elements) stay on bOLEe, a decoder's 1536 and 576
+        // go to OT products, and 0 forces bOLEe.
+        assert!(bole_pays(&wide, BOLE_MIN_LEN, 12_288, 64, false) && bole_pays(&narrow, BOLE_MIN_LEN, 12_288, 45, true));
+        assert!(!bole_pays(&wide, BOLE_MIN_LEN, 1536, 64, false) && !bole_pays(&narrow, BOLE_MIN_LEN, 1536, 45, true));
+        assert!(!bole_pays(&wide, BOLE_MIN_LEN, 576, 64, true));
+        assert!(bole_pays(&wide, 0, 1, 64, false));
+        assert!(!bole_pays(&wide, BOLE_MIN_LEN, 1000, 64, false), "below the floor");
     }
 }

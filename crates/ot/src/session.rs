@@ -167,6 +167,17 @@ impl OtSession {
         acot::recv(&mut self.recv, &self.crh, ch, c, l)
     }
 
+    /// Additive COTs with graded widths ([`acot::send_graded`]), this party sender: instance
+    /// `i` over `Z_{2^{w_i}}`, `w_i = widths[i % widths.len()]`; returns `x_i`.
+    pub fn send_acot_graded<C: Channel + ?Sized>(&mut self, ch: &mut C, deltas: &[u64], widths: &[u32]) -> Result<Vec<u64>, OtError> {
+        acot::send_graded(&mut self.send, &self.crh, ch, deltas, widths)
+    }
+
+    /// Additive COTs with graded widths, this party receiver: `x_i + c_i·Δ_i mod 2^{w_i}`.
+    pub fn recv_acot_graded<C: Channel + ?Sized>(&mut self, ch: &mut C, c: &[bool], widths: &[u32]) -> Result<Vec<u64>, OtError> {
+        acot::recv_graded(&mut self.recv, &self.crh, ch, c, widths)
+    }
+
     /// One additive COT in each direction at once ([`acot::both`]): this party sends with
     /// `deltas` and receives with choices `c`; 2 flights. Returns (sent `x_i`, received).
     /// The peer calls it at the same point with its own operands.

@@ -176,4 +176,44 @@ if newton2:
         runs = ", ".join(f"{r:.2f}" for r in l.get("runs_seconds", [])) or "–"
         w(f"| {model} | `{suite}` | `{p['net']}` | {l['seconds']:.2f} | {online:.2f} | {l['rounds']} | {ob / 1e6:.1f} | {cos} | {runs} |")
     w("")
+
+graded = lines("wan-graded.jsonl")
+if graded:
+    gm = meta("wan-graded.meta.json")
+    # `demo --json` prints its result, then a line of totals (per-operator breakdown): one
+    # command, two lines. Pair each command with its result line.
+    results = [l for l in graded if "totals" not in l]
+    if len(results) != len(gm["commands"]):
+        sys.exit(f"wan-graded: {len(results)} results for {len(gm['commands'])} commands")
+    w("")
+    w("## OT products with graded COT widths, bOLEe or OT products by their bits (one sitting)")
+    w("")
+    w("Generated from `wan-graded.jsonl` and `wan-graded.meta.json` (`scripts/bench_graded.sh`):")
+    w("")
+    provenance(w, gm)
+    w("")
+    w("Each pair of rows is the build before the change and the build with it, run one after the")
+    w("other. An OT product's COT for bit `j` of the chooser's share now runs over `Z_2^(l−j)`")
+    w("(`l(l + 1)/2` payload bits per cross term instead of `l²`: 4.3 instead of 8.3 kbit per")
+    w("64-bit product), and a product takes bOLEe only when its ciphertexts, counted in whole")
+    w("chunks of 8192 slots, cost fewer bits than OT products (`nectar_nn::secure::bole_pays`;")
+    w("before: a fixed crossover of 1024 elements at 64 bits). MiniLM's bOLEe products keep")
+    w("bOLEe; its reciprocals' and rsqrts' short products get cheaper. A decoder's products are")
+    w("short (SmolLM2: 576 and 1536 per token), so its SiLU squares and gate product move from")
+    w("mostly empty bOLEe ciphertexts to OT products. MiniLM rows report the run of median time")
+    w("(all three in the last column); SmolLM2 rows: 8 new tokens after a 5-token prompt,")
+    w("`s/token` and `MB/token` after the first.")
+    w("")
+    w("| model | build | link | seconds | online s | flights | MB online | s/token | MB/token | output | runs (s) |")
+    w("|---|---|---|---:|---:|---:|---:|---:|---:|---|---|")
+    for l, c in zip(results, gm["commands"]):
+        if l.get("bench") == "suites":
+            p = l["params"]
+            ob = l.get("online_bytes", l["bytes_total"] - l.get("prepro_bytes", 0))
+            runs = ", ".join(f"{r:.2f}" for r in l.get("runs_seconds", [])) or "–"
+            w(f"| MiniLM/{p['tokens']} | `{c['commit']}` | `{p['net']}` | {l['seconds']:.2f} | {l['online_seconds']:.2f} | {l['rounds']} | {ob / 1e6:.1f} | – | – | cosine {l['agreement_vs_plaintext']:.7f} | {runs} |")
+        else:
+            same = "tokens equal to plaintext" if l.get("private") == l.get("plaintext") else "tokens differ from plaintext"
+            w(f"| SmolLM2 (`{l['tokens']}` + {len(l['generated_ids'])} tokens) | `{c['commit']}` | `lan` | {l['seconds']:.2f} | {l['online_seconds']:.2f} | {l['rounds']} | {l['online_bytes'] / 1e6:.1f} | {l['seconds_per_token']:.2f} | {l['bytes_per_token'] / 1e6:.1f} | {same} | – |")
+    w("")
 (res / "wan.md").write_text("\n".join(out) + "\n")

@@ -214,6 +214,6 @@ if graded:
             w(f"| MiniLM/{p['tokens']} | `{c['commit']}` | `{p['net']}` | {l['seconds']:.2f} | {l['online_seconds']:.2f} | {l['rounds']} | {ob / 1e6:.1f} | – | – | cosine {l['agreement_vs_plaintext']:.7f} | {runs} |")
         else:
             same = "tokens equal to plaintext" if l.get("private") == l.get("plaintext") else "tokens differ from plaintext"
-            w(f"| SmolLM2 (`{l['tokens']}` + {len(l['generated_ids'])} tokens) | `{c['commit']}` | `lan` | {l['seconds']:.2f} | {l['online_seconds']:.2f} | {l['rounds']} | {l['online_bytes'] / 1e6:.1f} | {l['seconds_per_token']:.2f} | {l['bytes_per_token'] / 1e6:.1f} | {same} | – |")
+            w(f"| SmolLM2 ({l['tokens']} + {len(l['generated_ids'])} tokens) | `{c['commit']}` | `lan` | {l['seconds']:.2f} | {l['online_seconds']:.2f} | {l['rounds']} | {l['online_bytes'] / 1e6:.1f} | {l['seconds_per_token']:.2f} | {l['bytes_per_token'] / 1e6:.1f} | {same} | – |")
     w("")
 (res / "wan.md").write_text("\n".join(out) + "\n")

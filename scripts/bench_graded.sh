@@ -9,7 +9,7 @@
 set -euo pipefail
 source "$(dirname "$0")/bench_lib.sh"
 : "${BASE_BIN:?set BASE_BIN to the release binary of the build before (see the header)}"
-: "${BASE_COMMIT:?set BASE_COMMIT to that build's commit}"
+: "${BASE_COMMIT:?set BASE_COMMIT to the commit of that build}"
 bench_init wan-graded
 MINILM="$HOME/.cache/nectar/models/minilm"
 SMOL="$HOME/.cache/nectar/models/smollm2"

@@ -92,8 +92,10 @@ fn check_batch_tokens(q: &Query, config: &ModelConfig, limits: &SessionLimits) -
 /// of a product in two flights, `sq8`'s one three-threshold comparison (issue 17): transcripts
 /// a version-2 peer cannot follow under the same suite digest. 4: `Task::Chat` turns (the
 /// client's go-on message after each token) and a decoding step's heads in one block-diagonal
-/// OLT (issue 49). 5: `Task::Batch` queries (issue 52).
-pub const PROTOCOL_VERSION: u32 = 5;
+/// OLT (issue 49). 5: `Task::Batch` queries (issue 52). 6: OT products' COTs with graded
+/// widths and bOLEe or OT products chosen by their bits (issue 48; the suites' digests change
+/// with the `mul` parameters too).
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// Everything both parties must agree on, compared in the handshake.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,6 +1,7 @@
 //! `mul = bole`: BumbleBee §IV — Π_mul / Π_square from batch OLE with error, with BumbleBee's
 //! refinements (the narrow 2-prime key set for rings up to [`NARROW_MAX_L`] bits, query reuse
-//! inside an operator, OT products below the crossover [`BOLE_MIN_LEN`]; `nectar_nn::secure`).
+//! inside an operator, OT products below [`BOLE_MIN_LEN`] elements and wherever they cost fewer
+//! bits than bOLEe's whole ciphertexts, [`crate::secure::bole_pays`]; `nectar_nn::secure`).
 
 use super::ProductProtocol;
 use crate::secure::{MulProtocol, SecureOpts, BOLE_MIN_LEN, NARROW_MAX_L, QUERY_CACHE};
@@ -20,6 +21,7 @@ impl Protocol for Bole {
         serde_json::json!({
             "he": format!("{:#x}", nectar_he::Params::bumblebee_bole().fingerprint()),
             "min_len": BOLE_MIN_LEN,
+            "choice": "the fewer bits of bOLEe (whole chunks) and OT products (graded COTs)",
             "narrow_max_l": NARROW_MAX_L,
             "reuse": QUERY_CACHE,
         })

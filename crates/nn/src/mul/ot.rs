@@ -1,4 +1,5 @@
-//! `mul = ot`: products from OT (Gilboa: one COT per multiplier bit; `nectar_mpc::Mpc::mul`).
+//! `mul = ot`: products from OT (Gilboa: one COT per multiplier bit, bit `j`'s over
+//! `Z_{2^(l−j)}`; `nectar_mpc::Mpc::mul`).
 
 use super::ProductProtocol;
 use crate::secure::{MulProtocol, SecureOpts};
@@ -15,7 +16,7 @@ impl Protocol for Ot {
         "Gilboa products from OT"
     }
     fn params(&self) -> serde_json::Value {
-        serde_json::json!({})
+        serde_json::json!({ "cots": "graded: bit j of the chooser's share over Z_2^(l−j)" })
     }
     fn security(&self) -> Result<Security, String> {
         Ok(Security {

@@ -28,9 +28,7 @@ bench_init() {
 }
 
 run() {
-  CMDS+=("${RUN_ENV:+$RUN_ENV }nectar $*")
-  CMD_COMMITS+=("$COMMIT")
-  env ${RUN_ENV:-} "$BIN" "$@" >> "$OUT"
+  run_bin "$BIN" "$COMMIT" "$@"
 }
 
 run_bin() {

@@ -307,7 +307,10 @@ const PIN_BERT_EMBED_BATCH: Pins = (0x757449bc691a9d63, 0x6131c4d95bb14433, 0x96
 const PIN_BERT_CLASSIFY: Pins = (0xcf3ab05783dcbb41, 0xada4d21eb4145131, 0xf9506f823917a758, 0xd879d948488979b7);
 const PIN_GPT2: Pins = (0x53fa196fbefe3d7e, 0x4577a40ed80c61b5, 0x0682f5d74db5bd9d, 0x0682f5d74db5bd9d);
 const PIN_GPT2_OT_MIXED: Pins = (0xa8bf7d67825d967d, 0xfc580d092c0934df, 0x391b611203cbca15, 0x391b611203cbca15);
-const PIN_LLAMA: Pins = (0xb86da618510cc418, 0xa46b461c9193620f, 0x67ff4ec09152fb1a, 0x67ff4ec09152fb1a);
+/// Re-pinned 2026-11-30 (issue 49): grouped-query attention multiplies each key/value head's
+/// K^T and V once for its group of query heads (the group's query rows stacked) instead of a
+/// copy per query head: the LLaMA transcripts changed, their twins and tokens did not.
+const PIN_LLAMA: Pins = (0x462e01724f3395f0, 0x24aa54099e6f5840, 0x67ff4ec09152fb1a, 0x67ff4ec09152fb1a);
 const PIN_VIT: Pins = (0x2bce4c3a4e58f48a, 0xbb0f036e619c4423, 0x7c4e2608ecd9af2a, 0x33bde6f53d9cc7ab);
 
 /// The other presets' nonlinear protocols (norm, softmax, rsqrt, exp, reciprocal, GeLU, SiLU):
@@ -361,13 +364,14 @@ fn llama_generate_preset_transcripts() {
 const PIN_BERT_NECTAR: Pins = (0x8dbdf3c97d3edc09, 0x2e9f13bc6e8b1b0a, 0x828d6a4769679f6e, 0x8c87fb3f4a681cb5);
 const PIN_BERT_EAST: Pins = (0xaad95844dfb02b13, 0x73817b086b9386b3, 0xcf98f3f13c4d0dc4, 0x78fcaa65e35febcc);
 const PIN_BERT_ROTL: Pins = (0x12fad6fad00513de, 0x6120ca9f53bbfb0e, 0xff04ee483b1a525b, 0xeb16351625208a38);
-const PIN_LLAMA_NECTAR: Pins = (0x2f4d7d7477ea5521, 0x2fafb39666161cd2, 0xb604bb7352ea6eda, 0xb604bb7352ea6eda);
-const PIN_LLAMA_EAST: Pins = (0x78caaaf94700811b, 0x088264fd9fe10a10, 0x9ec906393759c165, 0x9ec906393759c165);
+/// `PIN_LLAMA_*` re-pinned 2026-11-30 with `PIN_LLAMA` (grouped-query attention; twins unchanged).
+const PIN_LLAMA_NECTAR: Pins = (0x34855dca1f3bbaa7, 0x1389ea256b3cf174, 0xb604bb7352ea6eda, 0xb604bb7352ea6eda);
+const PIN_LLAMA_EAST: Pins = (0x51018be23ef5ee33, 0xf42b79f9ad1afd87, 0x9ec906393759c165, 0x9ec906393759c165);
 
 /// Pinned 2026-11-29 (issue 47): the `nimbus` preset (COP matmuls and lookup, the fitted GeLU,
 /// SiLU and exp).
 const PIN_BERT_NIMBUS: Pins = (0x0e1437bd41863aa4, 0x603da65e82f8e052, 0xb5c0f7cd6f0f4c1f, 0x37cda8aa261a7408);
-const PIN_LLAMA_NIMBUS: Pins = (0x1afbe6c62500d100, 0xdc9054f7f0cdb828, 0x8f8aaba7d8bde3a1, 0x8f8aaba7d8bde3a1);
+const PIN_LLAMA_NIMBUS: Pins = (0x6fdf4679fc295b4d, 0x13523cd4b2de12ea, 0x8f8aaba7d8bde3a1, 0x8f8aaba7d8bde3a1);
 
 /// Pinned 2026-11-28 before the matmul kinds moved into the registry (issue 46); re-pinned
 /// 2026-11-29 (issue 50): the ct × pt matmul rescales each giant step's sum before rotating it,

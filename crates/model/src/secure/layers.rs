@@ -321,8 +321,13 @@ fn padded_attention<E: Engine>(
         (q.clone(), k.clone(), v.clone())
     };
     let (zq, zk) = (n * d, m * dkv);
-    // Q as [G, np, dh]; K^T as [G, dh, mp]; V as [G, mp, dh] (G = inputs × heads; query head
-    // h reads kv head h/group).
+    // Q as [G, np, dh] (G = inputs × heads); K^T as [Gkv, dh, mp], V as [Gkv, mp, dh] (Gkv =
+    // inputs × kv_heads). Query head h reads kv head h/group, so the `group` query heads of
+    // one kv head are consecutive in G: Q read as [Gkv, group·np, dh] multiplies each kv
+    // head's K^T once (grouped-query attention, Ainslie et al. 2023) instead of a copy per
+    // query head, and the products' rows [Gkv, group·np, ·] are the [G, np, ·] rows in the
+    // same order. Same ring values; `group` times fewer key/value entries in the products.
+    let gkv = segs.len() * kv_heads;
     let qi: Vec<usize> = (0..g * np * dh)
         .map(|p| {
             let (gh, i, t) = (p / (np * dh), (p / dh) % np, p % dh);
@@ -330,17 +335,17 @@ fn padded_attention<E: Engine>(
             if i < ns { (q0 + i) * d + h * dh + t } else { zq }
         })
         .collect();
-    let key = |gh: usize, j: usize, t: usize| {
-        let ((_, k0, _, ms), h) = (segs[gh / heads], gh % heads);
-        if j < ms { (k0 + j) * dkv + (h / group) * dh + t } else { zk }
+    let key = |gk: usize, j: usize, t: usize| {
+        let ((_, k0, _, ms), kh) = (segs[gk / kv_heads], gk % kv_heads);
+        if j < ms { (k0 + j) * dkv + kh * dh + t } else { zk }
     };
-    let kti: Vec<usize> = (0..g * dh * mp).map(|p| key(p / (dh * mp), p % mp, (p / mp) % dh)).collect();
-    let vi: Vec<usize> = (0..g * mp * dh).map(|p| key(p / (mp * dh), (p / dh) % mp, p % dh)).collect();
+    let kti: Vec<usize> = (0..gkv * dh * mp).map(|p| key(p / (dh * mp), p % mp, (p / mp) % dh)).collect();
+    let vi: Vec<usize> = (0..gkv * mp * dh).map(|p| key(p / (mp * dh), (p / dh) % mp, p % dh)).collect();
     let qh = e.gather(&q, &qi)?;
     let kt = e.gather(&k, &kti)?;
     let vh = e.gather(&v, &vi)?;
     let scores = timed(e, "matmul.qk", |e| {
-        Ok(e.attention_matmul(&qh, &kt, g, np, dh, mp)?)
+        Ok(e.attention_matmul(&qh, &kt, gkv, group * np, dh, mp)?)
     })?;
     let hide: Vec<bool> = (0..g * np * mp)
         .map(|p| {
@@ -352,7 +357,7 @@ fn padded_attention<E: Engine>(
     let any = hide.iter().any(|&h| h);
     let probs = operators::softmax(e, &scores, g * np, mp, any.then_some(&hide[..]))?;
     let ctx = timed(e, "matmul.pv", |e| {
-        Ok(e.attention_matmul(&probs, &vh, g, np, mp, dh)?)
+        Ok(e.attention_matmul(&probs, &vh, gkv, group * np, mp, dh)?)
     })?;
     // [G, np, dh] -> [n, H·dh], the padded query rows dropped.
     let mut back = Vec::with_capacity(segs.iter().map(|s| s.2).sum::<usize>() * d);

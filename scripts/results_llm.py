@@ -66,36 +66,54 @@ if memory:
     w(f"client peak RSS **{mm['client_peak_rss_bytes'] / 2**30:.2f} GiB** (target ≤ {TARGET_RSS / 2**30:g} GiB each).")
     w("")
 
-# Grouped-query attention against the build before it, one sitting (scripts/bench_gqa.sh).
-if (res / "llm-gqa.jsonl").exists():
-    gq = [l for l in load("llm-gqa.jsonl") if "task" in l]
-    gm = meta("llm-gqa.meta.json")
-    if len(gq) != len(gm["commands"]):
-        raise SystemExit(f"llm-gqa: {len(gq)} results for {len(gm['commands'])} commands")
-    w("## Grouped-query attention, against the build before it (one sitting)")
+# One change to decoding against the build before it, one sitting (scripts/bench_llm_ab.sh NAME).
+AB = {
+    "gqa": ("Grouped-query attention", [
+        "SmolLM2 has 9 query heads over 3 key/value heads. Before, each query head multiplied its own",
+        "copy of its key/value head's `K^T` and `V` (9 products per layer); now the 3 query heads of",
+        "a group stack their rows and multiply the group's `K^T` and `V` once (3 products with 3",
+        "times the rows): the same ring values, a third of the key/value entries in the products.",
+    ]),
+    "ole": ("`norm = outer`'s `r ⊗ γ` by OT OLEs", [
+        "A decoding step's RMSNorm forms `r ⊗ γ` (1 × 576: the row's shared `r` times the server's",
+        "`γ`). Before, one OLT: a query and a response ciphertext of 8192 slots for 576 values; now",
+        "`nectar_mpc::Mpc::ole` (the client's `r_C` against `γ`, Gilboa's OLE from COTs with graded",
+        "widths) wherever its bits are fewer than the OLT plan's bytes: 99 kB instead of about",
+        "263 kB, one led flight instead of the OLT's two. A prompt's rows (5 × 576 and more) keep",
+        "the OLT.",
+    ]),
+}
+for name, (title, text) in AB.items():
+    if not (res / f"llm-{name}.jsonl").exists():
+        continue
+    ab = load(f"llm-{name}.jsonl")
+    gq = [l for l in ab if "task" in l]
+    tot = [l["totals"] for l in ab if "totals" in l]
+    gm = meta(f"llm-{name}.meta.json")
+    if len(gq) != len(gm["commands"]) or len(tot) != len(gq):
+        raise SystemExit(f"llm-{name}: {len(gq)} results, {len(tot)} totals for {len(gm['commands'])} commands")
+    w(f"## {title}, against the build before it (one sitting)")
     w("")
-    w("Generated from `llm-gqa.jsonl` and `llm-gqa.meta.json` (`scripts/bench_gqa.sh`):")
+    w(f"Generated from `llm-{name}.jsonl` and `llm-{name}.meta.json` (`scripts/bench_llm_ab.sh {name}`):")
     w("")
     provenance(w, gm)
     w("")
-    w("SmolLM2 has 9 query heads over 3 key/value heads. Before, each query head multiplied its own")
-    w("copy of its key/value head's `K^T` and `V` (9 products per layer); now the 3 query heads of")
-    w("a group stack their rows and multiply the group's `K^T` and `V` once (3 products with 3")
-    w("times the rows): the same ring values, a third of the key/value entries in the products.")
+    for t in text:
+        w(t)
     w("Each pair of rows is the build before and the build with it, run one after the other.")
     w("")
-    w("| build | prompt tokens | new tokens | equal | first token s | s/token | MB/token | flights | Q·Kᵀ s | P·V s | Q·Kᵀ + P·V MB |")
-    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    tot = [l["totals"] for l in load("llm-gqa.jsonl") if "totals" in l]
+    w("| build | prompt tokens | new tokens | equal | first token s | s/token | MB/token | flights | Q·Kᵀ s | P·V s | RMSNorm s | Q·Kᵀ + P·V MB | RMSNorm MB |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for q, t, c in zip(gq, tot, gm["commands"]):
         ops = {o["op"]: o for o in t["breakdown"]["ops"]}
-        qk, pv = ops.get("matmul.qk", {}), ops.get("matmul.pv", {})
-        mb = sum(o.get("bytes_sent", 0) + o.get("bytes_recv", 0) for o in (qk, pv)) / 1e6
+        mb = lambda *names: sum(ops.get(n, {}).get("bytes_sent", 0) + ops.get(n, {}).get("bytes_recv", 0) for n in names) / 1e6
+        sec = lambda n: ops.get(n, {}).get("seconds", 0)
         spt = q.get("seconds_per_token")
         bpt = q.get("bytes_per_token")
         w(f"| `{c['commit']}` | {q['tokens']} | {len(q.get('generated_ids', []))} | {q.get('agreement', float('nan')):.2f} | "
           f"{q['seconds_to_first_token']:.1f} | {spt if spt is not None else float('nan'):.2f} | "
-          f"{(bpt or 0) / 1e6:.1f} | {q['rounds']} | {qk.get('seconds', 0):.2f} | {pv.get('seconds', 0):.2f} | {mb:.1f} |")
+          f"{(bpt or 0) / 1e6:.1f} | {q['rounds']} | {sec('matmul.qk'):.2f} | {sec('matmul.pv'):.2f} | {sec('rmsnorm'):.2f} | "
+          f"{mb('matmul.qk', 'matmul.pv'):.1f} | {mb('rmsnorm'):.1f} |")
     w("")
 
 # Plaintext reference against llama.cpp (issue 49 item 3): llm-llamacpp.jsonl and its meta file,

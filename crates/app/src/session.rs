@@ -94,8 +94,10 @@ fn check_batch_tokens(q: &Query, config: &ModelConfig, limits: &SessionLimits) -
 /// client's go-on message after each token) and a decoding step's heads in one block-diagonal
 /// OLT (issue 49). 5: `Task::Batch` queries (issue 52). 6: OT products' COTs with graded
 /// widths and bOLEe or OT products chosen by their bits (issue 48; the suites' digests change
-/// with the `mul` parameters too).
-pub const PROTOCOL_VERSION: u32 = 6;
+/// with the `mul` parameters too). 7: grouped-query attention's products once per key/value
+/// head, and `norm = outer`'s `r ⊗ γ` by OT OLEs where their bits are fewer than the OLT's
+/// (issue 49; the `norm` parameters name the second).
+pub const PROTOCOL_VERSION: u32 = 7;
 
 /// Everything both parties must agree on, compared in the handshake.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -20,6 +20,8 @@
 //! - [`Mpc::square`]: `x² = x_0² + x_1² + 2 x_0 x_1`, one cross term on the bits `0..l−1` of
 //!   the receiver's share (bit `l − 1` of `2·x_0 x_1` vanishes mod `2^l`): `l − 1` COTs and
 //!   `l − 1 + l(l + 1)/2 − 1` bits, 2 flows.
+//! - [`Mpc::ole`]: the client's private vector times the server's, elementwise (one cross
+//!   term): `l` COTs and `l + l(l + 1)/2` bits per element.
 //! - [`Mpc::mul_public`]: shared × public, local.
 //!
 //! Fixed-point products follow with [`Mpc::trunc`].
@@ -100,6 +102,30 @@ impl Mpc {
             .zip(cross)
             .map(|(&v, c)| v.wrapping_mul(v).wrapping_add(c) & m)
             .collect())
+    }
+
+    /// Shares of `a_C · a_S mod 2^l` elementwise, where each party inputs its own private
+    /// vector (`mine`: the client's `a_C`, the server's `a_S`; same length): one cross term
+    /// of [`Mpc::mul`] (Gilboa's OLE from COT), with graded widths. The lead chooses with the
+    /// bits of its input, the other party's COT correlations are its input (the product is
+    /// symmetric, so either party may choose). `l` COTs and `l + l(l + 1)/2` bits per
+    /// element, one flight in a chain of led steps; exact. `norm = outer` forms a decoding
+    /// row's `r_C ⊗ γ` so (`nectar-model`'s engine), where one OLT's ciphertexts carry
+    /// mostly empty slots.
+    pub fn ole(&mut self, ch: &mut dyn Channel, mine: &[u64], l: u32) -> Result<Vec<u64>> {
+        let m = mask(l)?;
+        if mine.is_empty() {
+            return Ok(Vec::new());
+        }
+        let k = l as usize;
+        let widths = graded(l, l);
+        let deltas = || mine.iter().flat_map(|&v| std::iter::repeat(v).take(k)).collect();
+        let choices = || mine.iter().flat_map(|&v| (0..l).map(move |j| (v >> j) & 1 == 1)).collect();
+        let out = match self.led_acot_graded(ch, deltas, choices, &widths)? {
+            LedAcot::Sent(s) => recombine(&s, k, true),
+            LedAcot::Received(r) => recombine(&r, k, false),
+        };
+        Ok(out.into_iter().map(|v| v & m).collect())
     }
 
     /// `x · c mod 2^l` for public `c` (one value broadcast or one per element). Local, exact.

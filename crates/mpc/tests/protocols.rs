@@ -471,6 +471,36 @@ fn ot_based_products() {
     }
 }
 
+/// `ole`: the client's private vector times the server's, exact, whichever party leads (the
+/// lead chooses with its bits; the server leads the first, the client the second).
+#[test]
+fn ole_of_private_vectors() {
+    for l in [64u32, 51, 2] {
+        let a = values(301, l, 40).iter().map(|v| v & mask(l)).collect::<Vec<_>>();
+        let b = values(301, l, 41).iter().map(|v| v & mask(l)).collect::<Vec<_>>();
+        let (a0, b1) = (a.clone(), b.clone());
+        let (r0, r1) = run(
+            move |m, c| {
+                assert_eq!(m.lead(), nectar_net::Role::Server);
+                let first = m.ole(c, &a0, l).unwrap();
+                assert_eq!(m.lead(), nectar_net::Role::Client);
+                (first, m.ole(c, &a0, l).unwrap(), m.ole(c, &[], l).unwrap())
+            },
+            move |m, c| {
+                let first = m.ole(c, &b1, l).unwrap();
+                (first, m.ole(c, &b1, l).unwrap(), m.ole(c, &[], l).unwrap())
+            },
+        );
+        for (s, c) in [(&r0.0, &r1.0), (&r0.1, &r1.1)] {
+            let p = open(s, c, l);
+            for i in 0..a.len() {
+                assert_eq!(p[i], a[i].wrapping_mul(b[i]) & mask(l), "l = {l}, element {i}");
+            }
+        }
+        assert!(r0.2.is_empty() && r1.2.is_empty());
+    }
+}
+
 #[test]
 fn reveal_and_constants() {
     let l = 40;

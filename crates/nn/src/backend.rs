@@ -148,8 +148,8 @@ pub trait Backend {
     /// `r ⊗ w`, the raw product truncated by `shift` (`f`: in the format; less keeps
     /// `f − shift` more fractional bits): the shared column `r` (`rows` elements) times a row
     /// of `cols` values only the server holds (`w`: `Some` on the server, `None` on the
-    /// client) — a product against a private weight, an OLT in the model's engines (`norm =
-    /// outer` forms `r ⊗ γ` so). The share-level backends of this crate hold no weights and
+    /// client) — a product against a private weight, an OLT in the model's engines (or OT OLEs
+    /// where their bits are fewer; `norm = outer` forms `r ⊗ γ` so). The share-level backends of this crate hold no weights and
     /// refuse it.
     fn outer_weight(&mut self, r: &Self::Val, w: Option<&[u64]>, cols: usize, shift: u32) -> Result<Self::Val, NnError> {
         let _ = (r, w, cols, shift);

@@ -33,7 +33,7 @@ use crate::suite::Suite;
 use nectar_linear::protocol::{LinearCx, LinearProtocol, Session, State};
 use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_weight};
 use nectar_linear::prefetch::{Prefetch, PrefetchWorker};
-use nectar_linear::{CostModel, HeSession, LinearError, OltPlan, Shape, Side, Variant};
+use nectar_linear::{CostModel, CtBytes, HeSession, LinearError, OltPlan, Shape, Side, Variant};
 use nectar_math::{FixedPoint, Prg};
 use nectar_net::{Channel, Role, Stats};
 use nectar_nn::secure::SecureBackend;
@@ -181,6 +181,51 @@ impl<'c> SecureEngine<'c> {
         }
         let (ch, mpc, _, _) = self.b.parts();
         mpc.trunc_extend(ch, &raw, from, shift, to).map_err(be)
+    }
+
+    /// Whether an outer product `r ⊗ w` (`rows × 1 × cols`, the server's row `w`) is cheaper
+    /// by [`Self::outer_by_ole`] than by the OLT: its bits (`rows·cols` OLEs of
+    /// `l + l(l + 1)/2` bits at the OLT's `l`) against the OLT plan's predicted bytes
+    /// ([`CtBytes::olt`]). A decoding step's single row (`norm = outer`'s `r ⊗ γ`: 1 × 576 for
+    /// SmolLM2) fills one query and one response ciphertext of 8192 slots with 576 values;
+    /// MiniLM's 32 rows × 384 keep the OLT. AGREEMENT: both parties decide from the public
+    /// shape.
+    fn ole_pays(&mut self, rows: usize, cols: usize) -> Result<bool, NnError> {
+        let l = self.olt_bits() as usize;
+        let ole_bits = rows.saturating_mul(cols).saturating_mul(l + l * (l + 1) / 2);
+        let plan = self.plan_with(rows, 1, cols, self.variant)?;
+        let (sent, returned) = plan.bytes(CtBytes::olt(&self.olt.params));
+        Ok(ole_bits <= 8 * (sent + returned))
+    }
+
+    /// `r ⊗ w` for the shared column `r` (`rows`) and the server's row `w` (`cols`), raw in
+    /// `Z_{2^olt_bits}` as the OLT's: the server's term `r_S ⊗ w` local, the client's
+    /// `r_C ⊗ w` by [`nectar_mpc::Mpc::ole`] (each `r_C[i]` against each `w[c]`). Exact (the
+    /// OLT's raw product may be off by one in its last bit); [`Self::olt_back`] follows as for
+    /// the OLT.
+    fn outer_by_ole(&mut self, x: &[u64], rows: usize, cols: usize, w: WeightRef<'_>) -> Result<Vec<u64>, NnError> {
+        Self::same("outer product r", x.len(), rows)?;
+        let l = self.olt_bits();
+        let m = if l >= 64 { u64::MAX } else { (1u64 << l) - 1 };
+        let role = self.b.role();
+        let mine: Vec<u64> = match (role, w.values()) {
+            (Role::Server, Some(w)) => {
+                Self::same("outer product w", w.len(), cols)?;
+                (0..rows).flat_map(|_| w.iter().map(|&v| v & m)).collect()
+            }
+            (Role::Server, None) => return Err(NnError::BadArgument("the server must provide the weight".into())),
+            (Role::Client, _) => x.iter().flat_map(|&v| std::iter::repeat(v & m).take(cols)).collect(),
+        };
+        let (ch, mpc, _, _) = self.b.parts();
+        let cross = mpc.ole(ch, &mine, l).map_err(be)?;
+        Ok(match (role, w.values()) {
+            (Role::Server, Some(w)) => cross
+                .iter()
+                .enumerate()
+                .map(|(p, &c)| c.wrapping_add(x[p / cols].wrapping_mul(w[p % cols])) & m)
+                .collect(),
+            _ => cross,
+        })
     }
 
     /// [`Engine::matmul_weight`]'s OLT, its product in `Z_{2^olt_bits}`.
@@ -405,7 +450,12 @@ impl Engine for SecureEngine<'_> {
         w: WeightRef<'_>,
         shift: u32,
     ) -> Result<Vec<u64>, NnError> {
-        let raw = self.olt_matmul_weight(x, shape, w, self.variant)?;
+        let (rows, in_dim, out_dim) = shape;
+        let raw = if in_dim == 1 && self.ole_pays(rows, out_dim)? {
+            self.outer_by_ole(x, rows, out_dim, w)?
+        } else {
+            self.olt_matmul_weight(x, shape, w, self.variant)?
+        };
         self.olt_back(raw, shift)
     }
     fn prefetch_layer_matmul(&mut self, rows: usize, in_dim: usize, out_dim: usize, w: WeightRef<'_>) -> Result<(), NnError> {

@@ -1,7 +1,8 @@
 //! `norm = outer` (nectar, issue 17): BumbleBee's statistics and the suite's rsqrt, then
 //! `y_ij = q_ij · (r ⊗ γ)_ij` — `r ⊗ γ` is the product of the shared column `r` and the server's
-//! row `γ`, one OLT with the server's share term local ([`crate::Backend::outer_weight`]), then
-//! one element-wise product. BumbleBee's order, `(q ⊙ r)` then `⊙ γ`, takes two products of
+//! row `γ`, one OLT with the server's share term local ([`crate::Backend::outer_weight`]; OT
+//! OLEs instead where their bits are fewer, as for a decoding step's single row), then one
+//! element-wise product. BumbleBee's order, `(q ⊙ r)` then `⊙ γ`, takes two products of
 //! `rows × cols`, the second with `γ` entering as a share; here `q`'s bOLEe query is the one
 //! its square already sent (reused inside the operator), so the products cost one fresh query
 //! and one response instead of three queries and two responses. RMSNorm keeps `r ⊗ γ` at
@@ -75,10 +76,10 @@ impl Protocol for Outer {
         "outer"
     }
     fn source(&self) -> &'static str {
-        "nectar: BumbleBee LayerNorm, r⊗γ by OLT"
+        "nectar: BumbleBee LayerNorm, r⊗γ by OLT or OLE"
     }
     fn params(&self) -> serde_json::Value {
-        serde_json::json!({ "rsqrt_domain": LAYERNORM_DEFAULT.rsqrt, "eps_floor": "4·2^−f", "gamma": "r⊗γ by one OLT", "rms_extra_bits": RMS_EXTRA_BITS })
+        serde_json::json!({ "rsqrt_domain": LAYERNORM_DEFAULT.rsqrt, "eps_floor": "4·2^−f", "gamma": "r⊗γ by one OLT, or by OT OLEs where their bits are fewer (a decoding row)", "rms_extra_bits": RMS_EXTRA_BITS })
     }
 }
 

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# docs/results/llm-gqa.jsonl (+ .meta.json), a section of docs/results/llm.md (issue 49):
-# grouped-query attention (each key/value head's K^T and V multiplied once for its group of
-# query heads) against the build before it (BASE_BIN, built from BASE_COMMIT), interleaved in
-# one sitting: SmolLM2's private decoding over the LAN (a 5-token prompt and 8 new tokens) and
+# docs/results/llm-NAME.jsonl (+ .meta.json), a section of docs/results/llm.md (issue 49): one
+# change to private decoding against the build before it (BASE_BIN, built from BASE_COMMIT),
+# interleaved in one sitting: SmolLM2 over the LAN with a 5-token prompt and 8 new tokens, and
 # a 32-token prompt to its first token, each build once, the base first. About 10 minutes on
-# 2 cores.
-#   BASE_BIN=/tmp/nectar-15cc275 BASE_COMMIT=15cc275 bash scripts/bench_gqa.sh
+# 2 cores. NAME: `gqa` (grouped-query attention), `ole` (`norm = outer`'s r ⊗ γ by OT OLEs);
+# scripts/results_llm.py describes each.
+#   BASE_BIN=/tmp/nectar-15cc275 BASE_COMMIT=15cc275 bash scripts/bench_llm_ab.sh gqa
 set -euo pipefail
 source "$(dirname "$0")/bench_lib.sh"
+: "${1:?name the change: gqa or ole (see the header)}"
 : "${BASE_BIN:?set BASE_BIN to the release binary of the build before (see the header)}"
 : "${BASE_COMMIT:?set BASE_COMMIT to the commit of that build}"
-bench_init llm-gqa
+bench_init "llm-$1"
 SMOL="$HOME/.cache/nectar/models/smollm2"
 LONG="The history of the Roman Empire spans more than a thousand years, from the founding of the city to the fall of Constantinople. Its long legacy still shapes our modern"
 for args in "8|The capital of France is" "2|$LONG"; do

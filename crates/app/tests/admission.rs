@@ -151,6 +151,7 @@ fn a_session_is_admitted_only_while_its_estimate_fits_the_memory_limit() {
     }
     assert!(server.metric("nectar_memory_admitted_bytes").unwrap() < (1u64 << 30) as f64);
     drop(admitted(&server.addr, &suite));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The message limit derived from MiniLM's calibration: a normal session passes under it, a

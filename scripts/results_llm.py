@@ -11,6 +11,19 @@ memory = [l["memory"] for l in lines if "memory" in l]
 # Targets of issue 49 (acceptance).
 TARGET_TOKEN_S, TARGET_PROMPT_S, TARGET_RSS = 4.0, 60.0, 2 * 2**30
 
+
+def query_cells(q):
+    """A `demo --json` line's prompt tokens, new tokens, equal, first token s, s/token, MB/token, flights."""
+    spt = q.get("seconds_per_token")
+    return [str(q["tokens"]), str(len(q.get("generated_ids", []))), f"{q.get('agreement', float('nan')):.2f}",
+            f"{q.get('seconds_to_first_token') or float('nan'):.1f}", f"{spt if spt is not None else float('nan'):.2f}",
+            f"{(q.get('bytes_per_token') or 0) / 1e6:.1f}", str(q["rounds"])]
+
+
+def row(cells):
+    return "| " + " | ".join(cells) + " |"
+
+
 out = []
 w = out.append
 w("# Private generation: SmolLM2-135M-Instruct (GGUF, Q4_1)")
@@ -29,13 +42,9 @@ w("fraction of the private greedy tokens equal to the plaintext f32 model's.")
 w("")
 w("| suite | prompt | prompt tokens | new tokens | equal | first token s | s/token | MB/token | flights | text |")
 w("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+
 for q in queries:
-    spt = q.get("seconds_per_token")
-    bpt = q.get("bytes_per_token")
-    w(f"| {q['suite']} | {q['text']!r} | {q['tokens']} | {len(q.get('generated_ids', []))} | "
-      f"{q.get('agreement', float('nan')):.2f} | {q.get('seconds_to_first_token') or float('nan'):.1f} | "
-      f"{spt if spt is not None else float('nan'):.2f} | {(bpt or 0) / 1e6:.1f} | {q['rounds']} | "
-      f"{q.get('generated', '')!r} |")
+    w(row([q["suite"], repr(q["text"])] + query_cells(q) + [repr(q.get("generated", ""))]))
 w("")
 main = queries[0]["suite"] if queries else None
 runs = [q for q in queries if q["suite"] == main]
@@ -108,12 +117,8 @@ for name, (title, text) in AB.items():
         ops = {o["op"]: o for o in t["breakdown"]["ops"]}
         mb = lambda *names: sum(ops.get(n, {}).get("bytes_sent", 0) + ops.get(n, {}).get("bytes_recv", 0) for n in names) / 1e6
         sec = lambda n: ops.get(n, {}).get("seconds", 0)
-        spt = q.get("seconds_per_token")
-        bpt = q.get("bytes_per_token")
-        w(f"| `{c['commit']}` | {q['tokens']} | {len(q.get('generated_ids', []))} | {q.get('agreement', float('nan')):.2f} | "
-          f"{q['seconds_to_first_token']:.1f} | {spt if spt is not None else float('nan'):.2f} | "
-          f"{(bpt or 0) / 1e6:.1f} | {q['rounds']} | {sec('matmul.qk'):.2f} | {sec('matmul.pv'):.2f} | {sec('rmsnorm'):.2f} | "
-          f"{mb('matmul.qk', 'matmul.pv'):.1f} | {mb('rmsnorm'):.1f} |")
+        w(row([f"`{c['commit']}`"] + query_cells(q) + [f"{sec('matmul.qk'):.2f}", f"{sec('matmul.pv'):.2f}", f"{sec('rmsnorm'):.2f}",
+                                                      f"{mb('matmul.qk', 'matmul.pv'):.1f}", f"{mb('rmsnorm'):.1f}"]))
     w("")
 
 # Plaintext reference against llama.cpp (issue 49 item 3): llm-llamacpp.jsonl and its meta file,

@@ -206,7 +206,7 @@ impl<'c> SecureEngine<'c> {
     fn outer_by_ole(&mut self, x: &[u64], rows: usize, cols: usize, w: WeightRef<'_>) -> Result<Vec<u64>, NnError> {
         Self::same("outer product r", x.len(), rows)?;
         let l = self.olt_bits();
-        let m = if l >= 64 { u64::MAX } else { (1u64 << l) - 1 };
+        let m = nectar_mpc::words::mask(l).map_err(be)?;
         let role = self.b.role();
         let mine: Vec<u64> = match (role, w.values()) {
             (Role::Server, Some(w)) => {

@@ -49,8 +49,9 @@ pub const GROUPS: &[Group] = &[
 
 /// The base suite and the default candidates: the presets' choices for the grouped fields, on
 /// the base's session-wide fields (BumbleBee's and East's approximations, ROTL's lookup tables,
-/// P4 GeLU, Nimbus's fitted GeLU and exp). BLB's CKKS matmuls are left out by default (minutes
-/// per calibration run on 2 cores); `--candidates` adds any suite.
+/// P4 GeLU, Nimbus's fitted GeLU and exp, the grid row max with fewer rounds). BLB's CKKS
+/// matmuls are left out by default (minutes per calibration run on 2 cores); `--candidates` adds
+/// any suite.
 pub const BASE: &str = "nectar";
 pub const CANDIDATES: &[&str] = &[
     "nectar",
@@ -59,6 +60,7 @@ pub const CANDIDATES: &[&str] = &[
     "nectar+softmax=lut+exp=lut+reciprocal=lut+gelu=lut+silu=lut",
     "nectar+gelu=p4",
     "nectar+gelu=nimbus+exp=nimbus",
+    "nectar+softmax=grid",
 ];
 
 /// One profile row of a calibration run.

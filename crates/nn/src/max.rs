@@ -7,6 +7,8 @@
 //! Cost on rows × cols: msb and mux on < rows·cols elements in total (argmax: mux twice that).
 //! Exact (MSB and mux are exact) for `|x| < 2^(l−2)` (differences must not wrap).
 
+pub mod grid;
+
 use crate::backend::{int, Backend};
 use crate::poly::{less_than_in_ring, LessMode};
 use crate::NnError;

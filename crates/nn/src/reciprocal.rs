@@ -69,6 +69,14 @@ pub trait ReciprocalProtocol: Protocol {
         Ok(())
     }
 
+    /// Whether [`ReciprocalProtocol::eval`] serves `r` in the format `fp` — a composition may
+    /// run it in a narrower ring than the model's (`softmax = grid`); decided from public data
+    /// before any message. `false` unless the protocol states its format's bounds.
+    fn runs_in(&self, r: &RecipRange, fp: FixedPoint) -> bool {
+        let _ = (r, fp);
+        false
+    }
+
     /// The stated twin-vs-protocol bound in LSB of the output's format `fp` on `r`.
     fn tolerance(&self, r: &RecipRange, fp: FixedPoint) -> Result<i64, NnError>;
 

@@ -1,6 +1,6 @@
 //! Row-wise softmax: the operator kind ([`SoftmaxProtocol`], [`ALL`]: one file per composition
-//! in `softmax/` — BumbleBee's, ours in `Z_{2^45}` with an exact or a coarse row max, and ROTL's
-//! LUT softmax) and the composition they share.
+//! in `softmax/` — BumbleBee's, ours in `Z_{2^45}` with an exact, a coarse or a grid row max,
+//! and ROTL's LUT softmax) and the composition they share.
 //!
 //! BumbleBee §V-B Eq. (3), App. A ordering; REFERENCE.md §3.6:
 //! `x̄ = max_row(x)` (comparison tree), `d = x − x̄ ≤ 0`, `e = exp_neg(d)` (clipped
@@ -20,11 +20,13 @@
 
 pub mod bumblebee;
 pub mod coarse;
+pub mod grid;
 pub mod lut;
 pub mod narrow;
 
 use crate::backend::{enc, Backend, DynBackend};
 use crate::exp::{exp_neg, Exp, ExpParams, EXP_BUMBLEBEE};
+use crate::max::grid::{max_rows_grid, GridMax};
 use crate::max::{broadcast_rows, max_rows, max_rows_coarse, CoarseCompare};
 use crate::mixed;
 use crate::reciprocal::{reciprocal, RecipParams, RecipRange, Reciprocal, RECIP_SOFTMAX};
@@ -69,6 +71,7 @@ pub static ALL: &[&dyn SoftmaxProtocol] = &[
     &lut::Lut,
     &narrow::Narrow,
     &coarse::Coarse,
+    &grid::Grid,
 ];
 
 nectar_math::kind!(
@@ -110,8 +113,11 @@ pub(crate) fn compose(
     r: RecipRange,
 ) -> Result<Vec<u64>, NnError> {
     recip.check(&r)?;
-    let clip_l = (form == SoftmaxForm::Coarse).then_some(COARSE_CMP_L);
-    softmax_in_ring(b, x, c.rows, c.cols, c.mask, form, |b, d| exp.eval(b, d, clip_l), |b, s| recip.eval(b, s, &r))
+    let clip_l = matches!(form, SoftmaxForm::Coarse | SoftmaxForm::Grid).then_some(COARSE_CMP_L);
+    // `grid` keeps the row sums in the narrow ring where the reciprocal serves them there (its
+    // format bounds: rows below 64 keys at f = 18), saving the extension's round trip.
+    let narrow_recip = form == SoftmaxForm::Grid && recip.runs_in(&r, narrow_format(b.format())?);
+    softmax_in_ring(b, x, c.rows, c.cols, c.mask, form, narrow_recip, |b, d| exp.eval(b, d, clip_l), |b, s| recip.eval(b, s, &r))
 }
 
 /// The row length `SoftmaxProtocol::check` asks the reciprocal about at start (BERT's rows of
@@ -184,7 +190,7 @@ where
     E: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
     R: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
 {
-    softmax_in_ring(b, x, rows, cols, mask, SoftmaxForm::Full, exp, recip)
+    softmax_in_ring(b, x, rows, cols, mask, SoftmaxForm::Full, false, exp, recip)
 }
 
 /// Where the softmax composition runs and how its row max is found (AGREEMENT: shapes the
@@ -210,6 +216,31 @@ pub enum SoftmaxForm {
     /// The result differs from the exact-max composition only by the exp's and reciprocal's
     /// approximation at the shifted arguments (the same function of a shifted input).
     Coarse,
+    /// `softmax = grid` (nectar, issue 48): `Coarse` with the row max of
+    /// [`crate::max::grid::max_rows_grid`] — every score rounded once to the grid `2^−2`
+    /// ([`GRID_PRECISION`]), then groups of up to 8 compared all pairs at once (10 rounds for
+    /// rows of 25 instead of the binary tree's 15–16) — an element within `2^−1` of the
+    /// maximum, the rows shifted by it plus that slack as in `Coarse` — and the row sums left in
+    /// `Z_{2^45}` for a reciprocal that serves them there. Same domain, masked value, exp clip
+    /// and reciprocal range as `Coarse`.
+    Grid,
+}
+
+/// The grid of `softmax = grid`'s row max: `2^−2` (AGREEMENT), so its slack `2^(1−2)` is the
+/// coarse form's bound 1/2 (the row sums stay in `[e^−1/2, cols]`).
+pub const GRID_PRECISION: u32 = 2;
+
+/// The row max of `softmax = grid` at `f` fractional bits: grid values `|g| ≤ 2^(D + 2) + 1`
+/// for the coarse domain `|x| ≤ 2^D`, `D = COARSE_CMP_L − 4 − f`, so their differences fit
+/// `Z_{2^(D + 5)}` (17 bits at f = 18).
+pub fn grid_max(f: u32) -> Result<GridMax, NnError> {
+    let d = (COARSE_CMP_L - 4).checked_sub(f).ok_or_else(|| NnError::FormatTooNarrow {
+        op: "softmax=grid",
+        l: COARSE_CMP_L,
+        f,
+        why: format!("the coarse domain 2^({} − 4 − f) needs f <= {}", COARSE_CMP_L, COARSE_CMP_L - 4),
+    })?;
+    Ok(GridMax { l: d + GRID_PRECISION + 3, precision: GRID_PRECISION })
 }
 
 /// Ring width of the comparisons of `softmax = coarse` (the max tree's and, by the caller's
@@ -276,11 +307,14 @@ where
     E: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
     R: FnOnce(&mut B, &B::Val) -> Result<B::Val, NnError>,
 {
-    softmax_in_ring(b, x, rows, cols, mask, SoftmaxForm::Narrow, exp, recip)
+    softmax_in_ring(b, x, rows, cols, mask, SoftmaxForm::Narrow, false, exp, recip)
 }
 
-/// [`softmax_with`] ([`SoftmaxForm::Full`]), [`softmax_narrow_with`] (`Narrow`) or
-/// [`SoftmaxForm::Coarse`]. The backend's format is restored on every path.
+/// [`softmax_with`] ([`SoftmaxForm::Full`]), [`softmax_narrow_with`] (`Narrow`),
+/// [`SoftmaxForm::Coarse`] or [`SoftmaxForm::Grid`]. The narrow forms extend the row sums to the
+/// full ring for `recip` and reduce its result again, unless `narrow_recip` (the caller has
+/// checked that `recip` serves the sums in the narrow format). The backend's format is restored
+/// on every path.
 #[allow(clippy::too_many_arguments)]
 pub fn softmax_in_ring<B, E, R>(
     b: &mut B,
@@ -289,6 +323,7 @@ pub fn softmax_in_ring<B, E, R>(
     cols: usize,
     mask: Option<&[bool]>,
     form: SoftmaxForm,
+    narrow_recip: bool,
     exp: E,
     recip: R,
 ) -> Result<B::Val, NnError>
@@ -308,7 +343,7 @@ where
     }
     let full = b.format();
     let narrow = match form {
-        SoftmaxForm::Narrow | SoftmaxForm::Coarse => Some(
+        SoftmaxForm::Narrow | SoftmaxForm::Coarse | SoftmaxForm::Grid => Some(
             FixedPoint::new(NARROW_L, full.f()).map_err(|e| NnError::BadArgument(format!("narrow softmax format: {e}")))?,
         ),
         SoftmaxForm::Full => None,
@@ -323,7 +358,7 @@ where
             Some(m) => {
                 let keep: Vec<u64> = m.iter().map(|&z| (!z) as u64).collect();
                 let neg = match form {
-                    SoftmaxForm::Coarse => enc(b, coarse_mask_value(full.f()))?,
+                    SoftmaxForm::Coarse | SoftmaxForm::Grid => enc(b, coarse_mask_value(full.f()))?,
                     _ => enc(b, mask_value(b.format()))?,
                 };
                 let add: Vec<u64> = m.iter().map(|&z| if z { neg } else { 0 }).collect();
@@ -338,6 +373,12 @@ where
                 let slack = enc(b, cmp.slack(cols))?;
                 b.add_const(&m, &[slack])?
             }
+            SoftmaxForm::Grid => {
+                let g = grid_max(full.f())?;
+                let m = max_rows_grid(b, &x, rows, cols, g)?;
+                let slack = enc(b, g.slack())?;
+                b.add_const(&m, &[slack])?
+            }
             _ => max_rows(b, &x, rows, cols)?,
         };
         let mb = broadcast_rows(b, &m, rows, cols)?;
@@ -345,6 +386,7 @@ where
         let e = exp(b, &d)?;
         let s = b.sum_groups(&e, cols)?;
         let r = match narrow {
+            Some(_) if narrow_recip => recip(b, &s)?,
             Some(nf) => {
                 let s = mixed::leave(b, &s, full)?;
                 let r = recip(b, &s)?;

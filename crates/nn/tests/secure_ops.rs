@@ -381,8 +381,8 @@ fn row_operators_match_twin_and_f64() {
     check(opts(), items);
 }
 
-/// `softmax = narrow` or `coarse` with `exp = taylor4` (the coarse form clipping in
-/// `Z_2^34`, its reciprocal's domain from 1/2).
+/// `softmax = narrow`, `coarse` or `grid` with `exp = taylor4` (the coarse and grid forms
+/// clipping in `Z_2^34`, their reciprocal's domain from 1/2; grid's reciprocal in `Z_2^45`).
 struct RingSoftmaxCase {
     rows: usize,
     cols: usize,
@@ -391,7 +391,7 @@ struct RingSoftmaxCase {
 }
 impl RingSoftmaxCase {
     fn go<B: Backend<Val = Vec<u64>, Bit = Vec<bool>>>(&self, b: &mut B, x: &Vec<u64>) -> R {
-        let coarse = self.form == softmax::SoftmaxForm::Coarse;
+        let coarse = matches!(self.form, softmax::SoftmaxForm::Coarse | softmax::SoftmaxForm::Grid);
         let clip = exp::ExpParams { clip_l: coarse.then_some(softmax::COARSE_CMP_L), ..exp::EXP_TAYLOR4 };
         let recip = match coarse {
             true => softmax::coarse_recip(self.cols, reciprocal::RECIP_SOFTMAX),
@@ -404,6 +404,7 @@ impl RingSoftmaxCase {
             self.cols,
             Some(&self.mask),
             self.form,
+            self.form == softmax::SoftmaxForm::Grid,
             |b, d| exp::exp_neg_taylor4(b, d, &clip),
             |b, s| reciprocal::reciprocal(b, s, &recip),
         )?;
@@ -733,6 +734,8 @@ fn bole_products_match_twin() {
         coarse_softmax_item("bole softmax coarse taylor4 (grid)", true),
         coarse_softmax_item("bole softmax coarse taylor4 (random)", false),
         coarse_max_item(),
+        grid_softmax_item(),
+        grid_max_item(),
     ];
     check(o, items);
 }
@@ -825,6 +828,79 @@ fn coarse_max_item() -> Item {
         b.set_format(FP);
         let m = b.extend(&m?, narrow.l(), FP.l())?;
         b.reveal(&m)
+    }))
+    .float_vec(want, slack + 1.0 / FP.scale())
+}
+
+/// `softmax = grid` with `exp = taylor4` on the coarse item's rows (random, equal maxima,
+/// causal-masked, fully masked, ±3000), BumbleBee's reciprocal on the row sums in `Z_2^45`:
+/// the secure max may keep another element than the twin's within the slack, so
+/// [`nectar_nn::tolerance::coarse_softmax_tol`] applies; within `COARSE_SOFTMAX_F64` of f64.
+fn grid_softmax_item() -> Item {
+    use nectar_nn::tolerance::{coarse_softmax_tol, COARSE_SOFTMAX_F64};
+    let (rows, cols) = (5, 40);
+    let (mut sx, mask) = softmax_rows(rows, cols, 37);
+    for (c, v) in sx[4 * cols..].iter_mut().enumerate() {
+        *v = if c % 2 == 0 { 3000.0 - 0.7 * c as f64 } else { -3000.0 + c as f64 };
+    }
+    let want = softmax::softmax_f64(&sx, cols, Some(&mask));
+    let tight = narrow_softmax_tol();
+    let case = Box::new(RingSoftmaxCase { rows, cols, mask, form: softmax::SoftmaxForm::Grid });
+    item("bole softmax grid taylor4 (random)", sx, coarse_softmax_tol(tight, FP.f()), case)
+        .float_vec(want, COARSE_SOFTMAX_F64 + tight as f64 / FP.scale())
+}
+
+/// The grid max ([`max::grid::max_rows_grid`], one rounding to 2^−2, groups of up to 8): rows
+/// of 1, 2, 3, 7, 25 and 40 with near-equal maxima below the grid (gaps of 2^−6), exact ties,
+/// a row of equal values, the coarse domain's ends (±4095) and random values. Its result is
+/// within the slack 2^−1 of the row maximum (the f64 check) and of the twin's (the LSB check).
+fn grid_max_item() -> Item {
+    let shapes = [1usize, 2, 3, 7, 25, 40];
+    let mut sx = Vec::new();
+    for (k, &cols) in shapes.iter().enumerate() {
+        let mut row = randu(2 * cols, -100.0, 100.0, 43 + k as u64);
+        for c in (0..cols).step_by(3) {
+            row[c] = 150.0 + (c % 7) as f64 / 64.0; // a cluster of near-ties in row 0
+        }
+        row[cols..].iter_mut().enumerate().for_each(|(c, v)| {
+            *v = match k % 3 {
+                0 => -4095.0 + c as f64,
+                1 => 7.25,
+                _ => if c % 2 == 0 { 4095.0 - c as f64 / 64.0 } else { *v },
+            }
+        });
+        sx.extend(row);
+    }
+    let g = softmax::grid_max(FP.f()).unwrap();
+    assert_eq!((g.l, g.precision), (17, 2), "f = 18: grid 2^-2, comparisons in Z_2^17");
+    let slack = g.slack();
+    let mut want = Vec::new();
+    let mut at = 0;
+    for &cols in &shapes {
+        for r in 0..2 {
+            let row = &sx[at + r * cols..at + (r + 1) * cols];
+            want.push(row.iter().cloned().fold(f64::MIN, f64::max));
+        }
+        at += 2 * cols;
+    }
+    let tol = (slack * FP.scale()).ceil() as i64;
+    item("grid max (near ties, shapes)", sx, tol, case!(|b, x| {
+        let narrow = FixedPoint::new(softmax::NARROW_L, FP.f())?;
+        let xn = b.reduce(x, narrow.l())?;
+        b.set_format(narrow);
+        let mut out = Vec::new();
+        let mut at = 0;
+        for &cols in &[1usize, 2, 3, 7, 25, 40] {
+            let part = b.gather(&xn, &(at..at + 2 * cols).collect::<Vec<_>>())?;
+            out.push(max::grid::max_rows_grid(b, &part, 2, cols, softmax::grid_max(FP.f())?));
+            at += 2 * cols;
+        }
+        b.set_format(FP);
+        let mut all = Vec::new();
+        for m in out {
+            all.extend(b.extend(&m?, narrow.l(), FP.l())?);
+        }
+        b.reveal(&all)
     }))
     .float_vec(want, slack + 1.0 / FP.scale())
 }

@@ -34,6 +34,11 @@ impl ReciprocalProtocol for Newton {
     fn check(&self, r: &RecipRange) -> Result<(), NnError> {
         super::check_newton_domain(r)
     }
+    /// Its domain and the format bounds of [`super::check_recip_format`] (its products and
+    /// thresholds stay inside the ring).
+    fn runs_in(&self, r: &RecipRange, fp: FixedPoint) -> bool {
+        super::check_newton_domain(r).is_ok() && super::check_recip_format(&r.newton, fp).is_ok()
+    }
     fn tolerance(&self, _r: &RecipRange, _fp: FixedPoint) -> Result<i64, NnError> {
         Ok(RECIP_TOL)
     }

@@ -216,4 +216,53 @@ if graded:
             same = "tokens equal to plaintext" if l.get("private") == l.get("plaintext") else "tokens differ from plaintext"
             w(f"| SmolLM2 ({l['tokens']} + {len(l['generated_ids'])} tokens) | `{c['commit']}` | `lan` | {l['seconds']:.2f} | {l['online_seconds']:.2f} | {l['rounds']} | {l['online_bytes'] / 1e6:.1f} | {l['seconds_per_token']:.2f} | {l['bytes_per_token'] / 1e6:.1f} | {same} | – |")
     w("")
+
+grid = lines("wan-grid.jsonl")
+if grid:
+    w("")
+    w("## The grid row max (`softmax = grid`), one sitting")
+    w("")
+    w("Generated from `wan-grid.jsonl` and `wan-grid.meta.json` (`scripts/bench_grid.sh`):")
+    w("")
+    provenance(w, meta("wan-grid.meta.json"))
+    w("")
+    w("`softmax = grid` is `coarse` with another row max: every score rounded once to the grid")
+    w("`2^−2` by one truncation, then groups of up to 8 scores compared all pairs at once (exact")
+    w("MSBs of grid differences in `Z_2^17`, so the outcomes are a consistent order), each group's")
+    w("winner found by an AND of its outcomes and selected by one mux — `3 + ⌈log2(r − 1)⌉` rounds")
+    w("per factor `r` instead of 3 per factor 2 (rows of 32: groups of 4 then 8, 11 rounds")
+    w("instead of 15; 76 comparisons per row instead of 31) — an element within `2^−1` of the")
+    w("maximum; and the row sums stay in `Z_2^45` for the reciprocal where it serves them there")
+    w("(rows below 64 keys). More comparisons cost computation, fewer rounds cost latency: the")
+    w("grid max is for links with long round trips, and `nectar tune` takes it where it predicts")
+    w("less time. Rows report the run of median time (all three in the last column);")
+    w("`softmax` columns are that run's softmax rows of the profile (client's rounds: each a")
+    w("request and its answer).")
+    w("")
+    w("| suite | link | seconds | online s | flights | MB online | softmax rounds | softmax s | softmax MB | cosine vs plaintext | runs (s) |")
+    w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for l in grid:
+        if l.get("bench") != "suites":
+            continue
+        p = l["params"]
+        sm = [o for o in l["breakdown"]["ops"] if o["op"] == "softmax"]
+        if len(sm) != 1:
+            sys.exit("wan-grid: a suites line without one softmax row")
+        sm = sm[0]
+        ob = l.get("online_bytes", l["bytes_total"] - l.get("prepro_bytes", 0))
+        runs = ", ".join(f"{r:.2f}" for r in l.get("runs_seconds", [])) or "–"
+        smb = (sm["bytes_sent"] + sm["bytes_recv"]) / 1e6
+        w(f"| `{l['variant']}` | `{p['net']}` | {l['seconds']:.2f} | {l['online_seconds']:.2f} | {l['rounds']} | {ob / 1e6:.1f} | {sm['rounds']} | {sm['seconds']:.2f} | {smb:.1f} | {l['agreement_vs_plaintext']:.7f} | {runs} |")
+    for t in (l for l in grid if l.get("bench") == "tune"):
+        w("")
+        w(f"`nectar tune --net {t['net']}` with `nectar+softmax=grid` among its candidates: suite `{t['suite']}`, "
+          f"predicted {t['predicted_seconds']:.2f} s (the base `nectar`: {t['base_predicted_seconds']:.2f} s), measured in its check run "
+          f"{t['measured_seconds']:.2f} s ({t['line']['online_seconds']:.2f} s online: without the first contact's COP table), "
+          f"{t['measured_flights']} flights, {t['measured_bytes'] / 1e6:.1f} MB, cosine {t['agreement_vs_plaintext']:.7f}.")
+        w("")
+        w("Per operator group, the protocols it took:")
+        w("")
+        for g in t.get("picks", []):
+            w(f"- {g['group']}: `{g['protocols']}` ({g['predicted_seconds']:.2f} s predicted)")
+    w("")
 (res / "wan.md").write_text("\n".join(out) + "\n")

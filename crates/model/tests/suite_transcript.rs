@@ -320,7 +320,7 @@ const PIN_VIT: Pins = (0x2bce4c3a4e58f48a, 0xbb0f036e619c4423, 0x7c4e2608ecd9af2
 /// The other presets' nonlinear protocols (norm, softmax, rsqrt, exp, reciprocal, GeLU, SiLU):
 /// the default suite's `outer` LayerNorm / RMSNorm and coarse softmax, East's Eq. (9) norms with
 /// the Determine rsqrt and OPPE, ROTL's LUTs; and BLB's per-operator CKKS matmuls (both kinds
-/// share one CKKS key set).
+/// share one CKKS key set); the default with the grid row max (`softmax = grid`).
 #[test]
 fn bert_embed_preset_transcripts() {
     let ids = [4, 9, 13, 2, 21];
@@ -330,6 +330,7 @@ fn bert_embed_preset_transcripts() {
         ("rotl", 33, 5, PIN_BERT_ROTL),
         ("bumblebee+matmul=ckks+matmul-shared=ckks", 36, 4, PIN_BERT_CKKS),
         ("nimbus", 37, 5, PIN_BERT_NIMBUS),
+        ("nectar+softmax=grid", 39, 5, PIN_BERT_GRID),
     ] {
         check(
             Case {
@@ -345,10 +346,16 @@ fn bert_embed_preset_transcripts() {
     }
 }
 
-/// RMSNorm and SiLU under the default suite, East's and Nimbus's.
+/// RMSNorm and SiLU under the default suite, East's and Nimbus's; decoding rows under the grid
+/// row max.
 #[test]
 fn llama_generate_preset_transcripts() {
-    for (suite, seed, want) in [("nectar", 34, PIN_LLAMA_NECTAR), ("east", 35, PIN_LLAMA_EAST), ("nimbus", 38, PIN_LLAMA_NIMBUS)] {
+    for (suite, seed, want) in [
+        ("nectar", 34, PIN_LLAMA_NECTAR),
+        ("east", 35, PIN_LLAMA_EAST),
+        ("nimbus", 38, PIN_LLAMA_NIMBUS),
+        ("nectar+softmax=grid", 40, PIN_LLAMA_GRID),
+    ] {
         check(
             Case {
                 name: suite,
@@ -385,4 +392,9 @@ const PIN_LLAMA_NIMBUS: Pins = (0x3afe283c764e3787, 0x0d8e7479f92ab54c, 0x8f8aab
 /// Pinned 2026-11-28 before the matmul kinds moved into the registry (issue 46); re-pinned
 /// 2026-11-29 (issue 50): the ct × pt matmul rescales each giant step's sum before rotating it,
 /// so the server's CKKS noise and the shares differ (the twin's hash, last, is unchanged).
+/// Pinned 2026-11-30 (issue 48): `softmax = grid` (the row max by one rounding and all-pairs
+/// groups, the row sums' reciprocal in `Z_2^45`) under the default suite.
+const PIN_BERT_GRID: Pins = (0x3102f6a79d84d327, 0x9cb3ed9509f3f35b, 0x2ad57a4045db17a0, 0x6453b7f9b7ac7bdb);
+const PIN_LLAMA_GRID: Pins = (0xd115c7d8b276f6cd, 0x0a661ee77ff9dae1, 0xccace8590440b25a, 0xccace8590440b25a);
+
 const PIN_BERT_CKKS: Pins = (0x5826778810401b51, 0x02deb2246fd2bce8, 0xa1e2521094d00eca, 0x0c2ad28cfa485650);

@@ -3,20 +3,24 @@
 # change to private decoding against the build before it (BASE_BIN, built from BASE_COMMIT),
 # interleaved in one sitting: SmolLM2 over the LAN with a 5-token prompt and 8 new tokens, and
 # a 32-token prompt to its first token, each build once, the base first. About 10 minutes on
-# 2 cores. NAME: `gqa` (grouped-query attention), `ole` (`norm = outer`'s r ⊗ γ by OT OLEs);
-# scripts/results_llm.py describes each.
+# 2 cores. NAME: `gqa` (grouped-query attention), `ole` (`norm = outer`'s r ⊗ γ by OT OLEs),
+# `grid` (`softmax = grid` against the default's `coarse`: one build, two suites);
+# scripts/results_llm.py describes each. BASE_SUITE and SUITE (default `nectar`) are the suites
+# of the base run and of this build's run.
 #   BASE_BIN=/tmp/nectar-15cc275 BASE_COMMIT=15cc275 bash scripts/bench_llm_ab.sh gqa
+#   BASE_BIN=target/release/nectar BASE_COMMIT=$(git rev-parse --short HEAD) \
+#     SUITE=nectar+softmax=grid bash scripts/bench_llm_ab.sh grid
 set -euo pipefail
 source "$(dirname "$0")/bench_lib.sh"
-: "${1:?name the change: gqa or ole (see the header)}"
+: "${1:?name the change: gqa, ole or grid (see the header)}"
 : "${BASE_BIN:?set BASE_BIN to the release binary of the build before (see the header)}"
 : "${BASE_COMMIT:?set BASE_COMMIT to the commit of that build}"
 bench_init "llm-$1"
 SMOL="$HOME/.cache/nectar/models/smollm2"
 LONG="The history of the Roman Empire spans more than a thousand years, from the founding of the city to the fall of Constantinople. Its long legacy still shapes our modern"
 for args in "8|The capital of France is" "2|$LONG"; do
-  ARGS=(demo --json --suite nectar --model "$SMOL" --generate "${args%%|*}" --net lan "${args#*|}")
-  run_bin "$BASE_BIN" "$BASE_COMMIT" "${ARGS[@]}"
-  run "${ARGS[@]}"
+  ARGS=(--model "$SMOL" --generate "${args%%|*}" --net lan "${args#*|}")
+  run_bin "$BASE_BIN" "$BASE_COMMIT" demo --json --suite "${BASE_SUITE:-nectar}" "${ARGS[@]}"
+  run demo --json --suite "${SUITE:-nectar}" "${ARGS[@]}"
 done
 bench_meta "2-core VM (nproc = 2), 24 GiB RAM; both parties in one process over the simulated LAN"

@@ -91,7 +91,17 @@ AB = {
         "263 kB, one led flight instead of the OLT's two. A prompt's rows (5 × 576 and more) keep",
         "the OLT.",
     ]),
+    "grid": ("`softmax = grid`", [
+        "One build, two suites: the default (`softmax = coarse`: a binary tree of approximate",
+        "comparisons, 3 rounds per halving, and the row sums extended to `Z_2^64` for the",
+        "reciprocal) and `nectar+softmax=grid` (every score rounded once to `2^−2`, groups of up to 8",
+        "compared all pairs at once, the reciprocal on the row sums in `Z_2^45`;",
+        "`docs/results/wan.md`). A decoding step's softmax rows are one query's scores against the",
+        "context, 9 heads per layer.",
+    ]),
 }
+# The A/Bs of two suites on one build label their rows by suite, the others by build.
+BY_SUITE = {"grid"}
 for name, (title, text) in AB.items():
     if not (res / f"llm-{name}.jsonl").exists():
         continue
@@ -101,7 +111,8 @@ for name, (title, text) in AB.items():
     gm = meta(f"llm-{name}.meta.json")
     if len(gq) != len(gm["commands"]) or len(tot) != len(gq):
         raise SystemExit(f"llm-{name}: {len(gq)} results, {len(tot)} totals for {len(gm['commands'])} commands")
-    w(f"## {title}, against the build before it (one sitting)")
+    by_suite = name in BY_SUITE
+    w(f"## {title}, against the default (one sitting)" if by_suite else f"## {title}, against the build before it (one sitting)")
     w("")
     w(f"Generated from `llm-{name}.jsonl` and `llm-{name}.meta.json` (`scripts/bench_llm_ab.sh {name}`):")
     w("")
@@ -109,15 +120,17 @@ for name, (title, text) in AB.items():
     w("")
     for t in text:
         w(t)
-    w("Each pair of rows is the build before and the build with it, run one after the other.")
+    w("Each pair of rows is the default and the suite with it, run one after the other." if by_suite
+      else "Each pair of rows is the build before and the build with it, run one after the other.")
     w("")
-    w("| build | prompt tokens | new tokens | equal | first token s | s/token | MB/token | flights | Q·Kᵀ s | P·V s | RMSNorm s | Q·Kᵀ + P·V MB | RMSNorm MB |")
+    w(f"| {'suite' if by_suite else 'build'} | prompt tokens | new tokens | equal | first token s | s/token | MB/token | flights | Q·Kᵀ s | P·V s | RMSNorm s | Q·Kᵀ + P·V MB | RMSNorm MB |")
     w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for q, t, c in zip(gq, tot, gm["commands"]):
         ops = {o["op"]: o for o in t["breakdown"]["ops"]}
         mb = lambda *names: sum(ops.get(n, {}).get("bytes_sent", 0) + ops.get(n, {}).get("bytes_recv", 0) for n in names) / 1e6
         sec = lambda n: ops.get(n, {}).get("seconds", 0)
-        w(row([f"`{c['commit']}`"] + query_cells(q) + [f"{sec('matmul.qk'):.2f}", f"{sec('matmul.pv'):.2f}", f"{sec('rmsnorm'):.2f}",
+        label = f"`{q['suite']}`" if by_suite else f"`{c['commit']}`"
+        w(row([label] + query_cells(q) + [f"{sec('matmul.qk'):.2f}", f"{sec('matmul.pv'):.2f}", f"{sec('rmsnorm'):.2f}",
                                                       f"{mb('matmul.qk', 'matmul.pv'):.1f}", f"{mb('rmsnorm'):.1f}"]))
     w("")
 

@@ -115,7 +115,8 @@ pub(crate) fn compose(
     recip.check(&r)?;
     let clip_l = matches!(form, SoftmaxForm::Coarse | SoftmaxForm::Grid).then_some(COARSE_CMP_L);
     // `grid` keeps the row sums in the narrow ring where the reciprocal serves them there (its
-    // format bounds: rows below 64 keys at f = 18), saving the extension's round trip.
+    // format bounds: rows below 64 keys at f = 18): no extension, and its products on 45-bit
+    // shares.
     let narrow_recip = form == SoftmaxForm::Grid && recip.runs_in(&r, narrow_format(b.format())?);
     softmax_in_ring(b, x, c.rows, c.cols, c.mask, form, narrow_recip, |b, d| exp.eval(b, d, clip_l), |b, s| recip.eval(b, s, &r))
 }

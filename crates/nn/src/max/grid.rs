@@ -94,7 +94,8 @@ pub fn grid_radices(cols: usize) -> Vec<usize> {
 
 /// An element of each row within [`GridMax::slack`] of the row's maximum (the first of the
 /// row's elements with the largest grid value), by [`grid_radices`]' levels. Inputs must
-/// satisfy `|x| < 2^(l − 3 − p)` in real value (`g.l`, `g.precision`) and `p ≤ f`.
+/// satisfy `|x| ≤ 2^(l − 3 − p)` in real value (`g.l`, `g.precision`: grid values then differ by
+/// less than `2^(l − 1)`) and `p ≤ f`.
 /// Cost: one truncation of `rows·cols` elements; per level one `msb` of the group pairs in
 /// `Z_{2^l}`, the AND tree and one mux of `2·(r − 1)` values per group.
 pub fn max_rows_grid<B: Backend + ?Sized>(b: &mut B, x: &B::Val, rows: usize, cols: usize, g: GridMax) -> Result<B::Val, NnError> {

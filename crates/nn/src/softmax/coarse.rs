@@ -16,8 +16,9 @@ use nectar_math::FixedPoint;
 /// The protocol `softmax = coarse`.
 pub struct Coarse;
 
-/// The row sums' range for rows of `cols`: `[1/2, cols]` (the max's slack is at most 1/2).
-fn sums(cols: usize) -> RecipRange {
+/// The row sums' range for rows of `cols`: `[1/2, cols]` (the max's slack is at most 1/2; also
+/// `softmax = grid`'s).
+pub(super) fn sums(cols: usize) -> RecipRange {
     RecipRange { lo: 0.5, hi: (cols as f64).max(2.0), newton: coarse_recip(cols, RECIP_SOFTMAX) }
 }
 
@@ -38,11 +39,24 @@ impl SoftmaxProtocol for Coarse {
         compose(b, x, c, SoftmaxForm::Coarse, exp, recip, sums(c.cols))
     }
     fn check(&self, exp: Exp, recip: Reciprocal) -> Result<(), String> {
-        exp_fits_narrow(self.name(), exp)?;
-        recip.check(&sums(CHECK_COLS)).map_err(|e| format!("softmax={} with reciprocal={}: {e}", self.name(), recip.name()))
+        check(self.name(), exp, recip)
     }
     fn tolerance(&self, exp: Exp, recip: Reciprocal, cols: usize, fp: FixedPoint) -> Result<i64, NnError> {
-        let narrow = softmax_tol(exp.tolerance(narrow_format(fp)?)?, recip.tolerance(&sums(cols), fp)?);
-        Ok(coarse_softmax_tol(narrow, fp.f()))
+        tolerance(exp, recip, cols, fp)
     }
+}
+
+/// The check of the compositions with a shifted row max (`coarse`, `grid`): the exponential in
+/// the narrow ring, the reciprocal on [`sums`].
+pub(super) fn check(name: &str, exp: Exp, recip: Reciprocal) -> Result<(), String> {
+    exp_fits_narrow(name, exp)?;
+    recip.check(&sums(CHECK_COLS)).map_err(|e| format!("softmax={name} with reciprocal={}: {e}", recip.name()))
+}
+
+/// Their twin-vs-protocol bound: the secure max may keep another element than the twin's (each
+/// within the slack), so the two evaluate the same approximate softmax at different shifts
+/// ([`coarse_softmax_tol`]).
+pub(super) fn tolerance(exp: Exp, recip: Reciprocal, cols: usize, fp: FixedPoint) -> Result<i64, NnError> {
+    let narrow = softmax_tol(exp.tolerance(narrow_format(fp)?)?, recip.tolerance(&sums(cols), fp)?);
+    Ok(coarse_softmax_tol(narrow, fp.f()))
 }

@@ -6,24 +6,18 @@
 //! saving the extension to the full ring; the same exponential clip in `Z_{2^34}`, reciprocal
 //! domain from 1/2 and inputs `|x| < 4096` at f = 18. The exponential must run in `(45, f)`.
 
-use super::narrow::exp_fits_narrow;
-use super::{coarse_recip, compose, grid_max, narrow_format, SoftmaxCall, SoftmaxForm, SoftmaxProtocol, CHECK_COLS, COARSE_CMP_L, GRID_PRECISION, NARROW_L};
+use super::coarse::{check, sums, tolerance};
+use super::{compose, grid_max, SoftmaxCall, SoftmaxForm, SoftmaxProtocol, COARSE_CMP_L, GRID_PRECISION, NARROW_L};
 use crate::backend::DynBackend;
 use crate::exp::Exp;
 use crate::max::grid::GRID_MAX_RADIX;
-use crate::reciprocal::{RecipRange, Reciprocal, RECIP_SOFTMAX};
-use crate::tolerance::{coarse_softmax_tol, softmax_tol};
+use crate::reciprocal::{Reciprocal, RECIP_SOFTMAX};
 use crate::NnError;
 use nectar_math::registry::Protocol;
 use nectar_math::FixedPoint;
 
 /// The protocol `softmax = grid`.
 pub struct Grid;
-
-/// The row sums' range for rows of `cols`: `[1/2, cols]` (the max's slack is 1/2).
-fn sums(cols: usize) -> RecipRange {
-    RecipRange { lo: 0.5, hi: (cols as f64).max(2.0), newton: coarse_recip(cols, RECIP_SOFTMAX) }
-}
 
 impl Protocol for Grid {
     fn name(&self) -> &'static str {
@@ -41,18 +35,15 @@ impl Protocol for Grid {
     }
 }
 
+/// `coarse`'s check, row sums' range and bound (the max keeps an element within the same slack).
 impl SoftmaxProtocol for Grid {
     fn eval(&self, b: &mut DynBackend<'_>, x: &Vec<u64>, c: &SoftmaxCall<'_>, exp: Exp, recip: Reciprocal) -> Result<Vec<u64>, NnError> {
         compose(b, x, c, SoftmaxForm::Grid, exp, recip, sums(c.cols))
     }
     fn check(&self, exp: Exp, recip: Reciprocal) -> Result<(), String> {
-        exp_fits_narrow(self.name(), exp)?;
-        recip.check(&sums(CHECK_COLS)).map_err(|e| format!("softmax={} with reciprocal={}: {e}", self.name(), recip.name()))
+        check(self.name(), exp, recip)
     }
-    /// As `coarse`'s: the secure max may keep another element than the twin's (each within the
-    /// slack), so the two evaluate the same approximate softmax at different shifts.
     fn tolerance(&self, exp: Exp, recip: Reciprocal, cols: usize, fp: FixedPoint) -> Result<i64, NnError> {
-        let narrow = softmax_tol(exp.tolerance(narrow_format(fp)?)?, recip.tolerance(&sums(cols), fp)?);
-        Ok(coarse_softmax_tol(narrow, fp.f()))
+        tolerance(exp, recip, cols, fp)
     }
 }

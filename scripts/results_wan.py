@@ -22,6 +22,16 @@ def lines(name):
     return [json.loads(l) for l in p.read_text().splitlines() if l.strip()]
 
 
+def online_bytes(l):
+    """A bench line's online bytes (without the recorded preprocessing)."""
+    return l.get("online_bytes", l["bytes_total"] - l.get("prepro_bytes", 0))
+
+
+def runs_cell(l):
+    """Every run's seconds of a `--repeat` line, or a dash."""
+    return ", ".join(f"{r:.2f}" for r in l.get("runs_seconds", [])) or "–"
+
+
 suites = lines("wan.jsonl")
 tunes = {t["net"]: t for t in lines("tune.jsonl")}
 models = lines("wan-model.jsonl")
@@ -170,10 +180,10 @@ if newton2:
         model = "BERT-base/128" if l["bench"] == "model" else f"MiniLM/{p.get('tokens')}"
         suite = p.get("suite", l.get("variant"))
         online = l.get("online_seconds", l["seconds"])
-        ob = l.get("online_bytes", l["bytes_total"] - l.get("prepro_bytes", 0))
+        ob = online_bytes(l)
         cos = l.get("agreement_vs_plaintext")
         cos = f"{cos:.7f}" if cos is not None else "–"
-        runs = ", ".join(f"{r:.2f}" for r in l.get("runs_seconds", [])) or "–"
+        runs = runs_cell(l)
         w(f"| {model} | `{suite}` | `{p['net']}` | {l['seconds']:.2f} | {online:.2f} | {l['rounds']} | {ob / 1e6:.1f} | {cos} | {runs} |")
     w("")
 
@@ -209,8 +219,8 @@ if graded:
     for l, c in zip(results, gm["commands"]):
         if l.get("bench") == "suites":
             p = l["params"]
-            ob = l.get("online_bytes", l["bytes_total"] - l.get("prepro_bytes", 0))
-            runs = ", ".join(f"{r:.2f}" for r in l.get("runs_seconds", [])) or "–"
+            ob = online_bytes(l)
+            runs = runs_cell(l)
             w(f"| MiniLM/{p['tokens']} | `{c['commit']}` | `{p['net']}` | {l['seconds']:.2f} | {l['online_seconds']:.2f} | {l['rounds']} | {ob / 1e6:.1f} | – | – | cosine {l['agreement_vs_plaintext']:.7f} | {runs} |")
         else:
             same = "tokens equal to plaintext" if l.get("private") == l.get("plaintext") else "tokens differ from plaintext"
@@ -249,8 +259,8 @@ if grid:
         if len(sm) != 1:
             sys.exit("wan-grid: a suites line without one softmax row")
         sm = sm[0]
-        ob = l.get("online_bytes", l["bytes_total"] - l.get("prepro_bytes", 0))
-        runs = ", ".join(f"{r:.2f}" for r in l.get("runs_seconds", [])) or "–"
+        ob = online_bytes(l)
+        runs = runs_cell(l)
         smb = (sm["bytes_sent"] + sm["bytes_recv"]) / 1e6
         w(f"| `{l['variant']}` | `{p['net']}` | {l['seconds']:.2f} | {l['online_seconds']:.2f} | {l['rounds']} | {ob / 1e6:.1f} | {sm['rounds']} | {sm['seconds']:.2f} | {smb:.1f} | {l['agreement_vs_plaintext']:.7f} | {runs} |")
     for t in (l for l in grid if l.get("bench") == "tune"):

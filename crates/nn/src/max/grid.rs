@@ -107,10 +107,15 @@ pub fn max_rows_grid<B: Backend + ?Sized>(b: &mut B, x: &B::Val, rows: usize, co
             g.precision, g.l
         )));
     }
+    let plan = grid_radices(cols);
+    if plan.is_empty() {
+        // rows of one element (a decoder's first position): the element itself, no rounding
+        return Ok(x.clone());
+    }
     let mut grid = b.trunc(x, fp.f() - g.precision)?;
     let mut v = x.clone();
     let mut m = cols;
-    for r in grid_radices(cols) {
+    for r in plan {
         let (nv, ng) = level(b, &v, &grid, rows, m, r, g.l)?;
         v = nv;
         grid = ng;

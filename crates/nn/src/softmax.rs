@@ -11,11 +11,12 @@
 //! OPPE exp and the Determine reciprocal).
 //!
 //! Masking: a public mask marks entries to exclude (e.g. causal attention); they are replaced
-//! locally by [`MASK_VALUE`] (a large negative number, "−inf-like"), so their exp is clipped to
-//! exactly 0. A fully masked row yields the uniform distribution (all entries equal).
+//! locally by [`MASK_VALUE`] (a large negative number, "−inf-like") for the row max; their exp
+//! and product are not run (0 exactly, [`Visible`]). A fully masked row yields the uniform
+//! distribution (all entries equal).
 //! Rows with several equal maxima work (the tree keeps one; each contributes exp(0) = 1).
 //! Cost on rows × cols: max tree (msb + mux ⌈log2 cols⌉ calls), exp (1 less_than, 1 trunc,
-//! n squares, 1 mux), reciprocal on `rows` elements, one mul on rows·cols.
+//! n squares, 1 mux) and the final mul on the visible entries, reciprocal on `rows` elements.
 //! Input domain: `|x| < 2^(l−4−f)` (so that masked differences do not wrap).
 
 pub mod bumblebee;
@@ -384,7 +385,16 @@ where
         };
         let mb = broadcast_rows(b, &m, rows, cols)?;
         let d = b.sub(&x, &mb)?;
-        let e = exp(b, &d)?;
+        // Masked entries' exponentials are 0 whatever the scores: only the visible ones run.
+        let vis = mask.and_then(|m| Visible::of(m, rows, cols));
+        let (e, e_vis) = match &vis {
+            Some(v) => {
+                let dv = b.gather(&d, &v.idx)?;
+                let ev = exp(b, &dv)?;
+                (v.scatter(b, &ev)?, Some(ev))
+            }
+            None => (exp(b, &d)?, None),
+        };
         let s = b.sum_groups(&e, cols)?;
         let r = match narrow {
             Some(_) if narrow_recip => recip(b, &s)?,
@@ -396,7 +406,14 @@ where
             None => recip(b, &s)?,
         };
         let rb = broadcast_rows(b, &r, rows, cols)?;
-        let y = b.mul(&e, &rb)?;
+        let y = match (&vis, &e_vis) {
+            (Some(v), Some(ev)) => {
+                let rv = b.gather(&rb, &v.idx)?;
+                let yv = b.mul(ev, &rv)?;
+                v.scatter(b, &yv)?
+            }
+            _ => b.mul(&e, &rb)?,
+        };
         match narrow {
             Some(_) => mixed::leave(b, &y, full),
             None => Ok(y),
@@ -405,6 +422,47 @@ where
     let y = run(b);
     b.set_format(full);
     y
+}
+
+/// The entries of a masked softmax whose exponential and product run (nectar, issue 49): the
+/// unmasked ones, and every entry of a fully masked row (its uniform output comes from them).
+/// A masked entry's score sits at the mask value, far below every exponential's clip or
+/// table, so its exponential and probability are 0 (run, they came out 0 or within the
+/// exp's tolerance of it; skipped, they are 0 exactly, without a message): a causal prompt of
+/// `n` tokens runs `n(n + 1)/2` of its `n²` entries through the exp and the final product.
+/// The row max still sees every entry. Public (a function of the mask, AGREEMENT).
+struct Visible {
+    /// Visible positions in row-major order.
+    idx: Vec<usize>,
+    /// Per entry, its position in `idx`, or `idx.len()` (the appended zero) where masked.
+    from: Vec<usize>,
+}
+
+impl Visible {
+    /// `None` when every entry is visible (nothing to skip).
+    fn of(mask: &[bool], rows: usize, cols: usize) -> Option<Visible> {
+        let mut idx = Vec::with_capacity(mask.len());
+        for (r, row) in mask.chunks(cols).enumerate().take(rows) {
+            let all = row.iter().all(|&z| z);
+            idx.extend(row.iter().enumerate().filter(|(_, &z)| all || !z).map(|(c, _)| r * cols + c));
+        }
+        if idx.len() == mask.len() {
+            return None;
+        }
+        let mut from = vec![idx.len(); mask.len()];
+        for (k, &i) in idx.iter().enumerate() {
+            from[i] = k;
+        }
+        Some(Visible { idx, from })
+    }
+
+    /// The full row-major vector from the visible entries' values, public zeros elsewhere
+    /// (local).
+    fn scatter<B: Backend + ?Sized>(&self, b: &mut B, v: &B::Val) -> Result<B::Val, NnError> {
+        let zero = b.constant(&[0])?;
+        let with_zero = b.concat(&[v, &zero])?;
+        b.gather(&with_zero, &self.from)
+    }
 }
 
 /// Reference softmax in f64 (masked entries get probability 0; a fully masked row is uniform).
@@ -428,4 +486,51 @@ pub fn softmax_f64(x: &[f64], cols: usize, mask: Option<&[bool]>) -> Vec<f64> {
         out.extend(e.iter().map(|v| v / s));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counting::CountingBackend;
+    use crate::plain::PlainBackend;
+
+    #[test]
+    fn visible_entries_are_the_unmasked_ones_and_fully_masked_rows() {
+        // Row 0 causal (keys 0..=0), row 1 open, row 2 fully masked (all its entries run).
+        let mask = [false, true, true, false, false, false, true, true, true];
+        let v = Visible::of(&mask, 3, 3).unwrap();
+        assert_eq!(v.idx, vec![0, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(v.from, vec![0, 7, 7, 1, 2, 3, 4, 5, 6]);
+        assert!(Visible::of(&[false; 6], 2, 3).is_none());
+        assert!(Visible::of(&[true; 6], 2, 3).is_none());
+    }
+
+    /// A causal mask runs the exponential's squares and the final product on the visible
+    /// triangle only, and the masked probabilities are 0 exactly.
+    #[test]
+    fn a_causal_softmax_runs_the_visible_triangle() {
+        let (rows, cols) = (8usize, 8usize);
+        let xs: Vec<f64> = (0..rows * cols).map(|i| ((i * 37) % 13) as f64 * 0.5 - 3.0).collect();
+        let causal: Vec<bool> = (0..rows * cols).map(|i| i % cols > i / cols).collect();
+        let fp = FixedPoint::BUMBLEBEE;
+        let run = |mask: Option<&[bool]>| {
+            let mut b = CountingBackend::new(PlainBackend::new(fp).unwrap());
+            let x = b.inner.encode(&xs).unwrap();
+            let y = softmax(&mut b, &x, rows, cols, mask, &SOFTMAX_BUMBLEBEE).unwrap();
+            (fp.decode_vec::<u64>(&y), b.count("square").elements, b.count("mul").elements)
+        };
+        let (y, sq, mul) = run(Some(&causal));
+        let (_, sq_open, mul_open) = run(None);
+        let hidden = (rows * cols - rows * (rows + 1) / 2) as u64;
+        // The reciprocal's products (one per row) are the same in both runs.
+        assert_eq!(mul_open - mul, hidden, "final product: {mul} vs {mul_open}");
+        assert_eq!(sq_open - sq, SOFTMAX_BUMBLEBEE.exp.n as u64 * hidden, "exp squares: {sq} vs {sq_open}");
+        for (i, (&g, w)) in y.iter().zip(softmax_f64(&xs, cols, Some(&causal))).enumerate() {
+            if causal[i] {
+                assert_eq!(g, 0.0, "entry {i}");
+            } else {
+                assert!((g - w).abs() < 1e-2, "entry {i}: {g} vs {w}");
+            }
+        }
+    }
 }

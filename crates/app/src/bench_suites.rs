@@ -82,9 +82,10 @@ fn party(
     let s0 = ch.stats();
     let mut e = SecureEngine::setup(ch, role, suite, Prg::from_entropy()).map_err(|e| e.to_string())?;
     e.set_prefetch_budget(memory_budget);
+    let mut m = SecureModel::new(config, weights).map_err(|e| e.to_string())?;
+    m.preload(&mut e).map_err(|e| e.to_string())?;
     let setup_seconds = t0.elapsed().as_secs_f64();
     let setup = nectar_model::secure::Engine::net_stats(&e) - s0;
-    let mut m = SecureModel::new(config, weights).map_err(|e| e.to_string())?;
     if let Some(p) = progress {
         m = m.with_progress(Box::new(move |done, blocks| p(0, 1, done, blocks)));
     }

@@ -415,6 +415,7 @@ fn serve_queries(
     let model = SecureModel::new(&s.config, Some(s.weights))?;
     let mut engine_ch = shared.clone();
     let mut engine = SecureEngine::setup(&mut engine_ch, Role::Server, &s.agreement.suite, prg)?;
+    model.preload(&mut engine)?;
     engine.set_prefetch_budget(limits.memory_budget);
     let mut reports = Vec::new();
     // A conversation's KV cache shares, kept across `Chat` turns.
@@ -593,6 +594,7 @@ impl ClientSession {
         let t = Instant::now();
         let prg = self.prg.take().unwrap_or_else(Prg::from_entropy);
         let mut engine = SecureEngine::setup(self.engine_ch.as_mut(), Role::Client, &self.agreement.suite, prg)?;
+        model.preload(&mut engine)?;
         self.setup_seconds += t.elapsed().as_secs_f64();
         self.setup_stats = ctl.stats();
         let cache = model.new_cache();

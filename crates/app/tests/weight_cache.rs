@@ -23,7 +23,8 @@ impl Drop for Server {
 /// A test step's failure, as a message.
 type R<T> = Result<T, String>;
 
-/// A successful `nectar infer`: its embedding, bytes per input and stderr.
+/// A successful `nectar infer`: its embedding, bytes (the session setup's and the query's) and
+/// stderr.
 type Run = (Vec<f64>, f64, String);
 
 fn io<T>(what: &str, r: std::io::Result<T>) -> R<T> {
@@ -69,7 +70,10 @@ fn infer(server: &Server, model: &Path, home: &Path) -> R<Result<Run, String>> {
     let line = String::from_utf8_lossy(&out.stdout);
     let v: serde_json::Value = serde_json::from_str(line.lines().next().unwrap_or("")).map_err(|e| format!("{e}: {line}"))?;
     let emb = v["private"]["Embedding"].as_array().ok_or(format!("no embedding in {v}"))?.iter().map(|x| x.as_f64().ok_or("a non-number")).collect::<Result<_, _>>()?;
-    let bytes = v["bytes_per_input"].as_f64().ok_or(format!("no bytes_per_input in {v}"))?;
+    // The session's bytes: the query's and the setup's (the lookup table travels at setup).
+    let totals: serde_json::Value = serde_json::from_str(line.lines().rfind(|l| l.contains("\"totals\"")).unwrap_or("")).map_err(|e| format!("{e}: {line}"))?;
+    let setup = totals["totals"]["setup_bytes_total"].as_f64().ok_or(format!("no setup_bytes_total in {totals}"))?;
+    let bytes = v["bytes_per_input"].as_f64().ok_or(format!("no bytes_per_input in {v}"))? + setup;
     Ok(Ok((emb, bytes, err)))
 }
 

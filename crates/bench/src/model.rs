@@ -195,10 +195,11 @@ impl Prepared {
         let t0 = Instant::now();
         let s0 = ch.stats();
         let mut e = SecureEngine::setup(ch, role, &spec.suite, Prg::from_entropy())?;
-        let setup_seconds = t0.elapsed().as_secs_f64();
-        let setup: Stats = e.net_stats() - s0;
         let w = server.then_some(&self.weights as &dyn nectar_model::secure::WeightSource);
         let mut m = SecureModel::new(&self.config, w)?;
+        m.preload(&mut e)?;
+        let setup_seconds = t0.elapsed().as_secs_f64();
+        let setup: Stats = e.net_stats() - s0;
         if spec.progress && !server {
             m = m.with_progress(Box::new(|l, n| eprintln!("  block {l}/{n} done")));
         }

@@ -30,6 +30,15 @@ pub trait MatmulProtocol: LinearProtocol {
         Err(LinearError::Unsupported(format!("matmul = {} does not run the embedding lookup", self.name())))
     }
 
+    /// Transfers at session setup what [`MatmulProtocol::lookup`] of the table `key` (`vocab ×
+    /// dim`; `w` the server's) would otherwise transfer at its first use in a query (`nimbus-cop`:
+    /// the encrypted table, or its cached copy's check). Both parties call it at the same point
+    /// of the setup, with the lookup's `key` and shape. Default: nothing to transfer.
+    fn preload_lookup(&self, cx: &mut dyn LinearCx, shape: (usize, usize), w: Option<&[u64]>, key: &str) -> Result<(), LinearError> {
+        let _ = (cx, shape, w, key);
+        Ok(())
+    }
+
     /// Whether the layers run as BLB's fused blocks instead (the model's BLB executor;
     /// [`MatmulProtocol::layer_matmul`] is then not called and the attention products are the
     /// blocks' own).

@@ -13,8 +13,9 @@
 //! session reuses them, whatever its row count. A layer weight is decoded once (every product
 //! uses all of it); the embedding table of a lookup stays serialized — in the client's cache, or
 //! in memory without one — and each query reads and decodes the blocks of its rows only (`k·n'`
-//! ciphertexts, repeats included, whatever the ids). The transfer is recorded as preprocessing
-//! (`prepro_bytes` / `prepro_seconds` of the profile rows), the rest of the call as online.
+//! ciphertexts, repeats included, whatever the ids). A layer weight's transfer is recorded as
+//! preprocessing (`prepro_bytes` / `prepro_seconds` of the profile rows), the rest of the call
+//! as online; the lookup table's runs at session setup ([`MatmulProtocol::preload_lookup`]).
 //!
 //! Ring: products in `Z_{2^51}` under [`Params::nectar_olt_narrow`] (as `olt-ring = narrow`),
 //! then one truncation with extension back to the shares' ring
@@ -174,6 +175,19 @@ impl MatmulProtocol for NimbusCop {
     }
     fn lookup(&self, cx: &mut dyn LinearCx, x: &[u64], shape: (usize, usize, usize), w: Option<&[u64]>, key: &str) -> Result<Vec<u64>, LinearError> {
         product(cx, x, shape, w, key, 0, true)
+    }
+    /// The table's first use ([`first_use`]) at session setup: a query then sends only its
+    /// lookup's flight, and the transfer counts as setup (`setup_bytes`), not as the first
+    /// query's preprocessing.
+    fn preload_lookup(&self, cx: &mut dyn LinearCx, (m, n): (usize, usize), w: Option<&[u64]>, key: &str) -> Result<(), LinearError> {
+        let s = cx.session(Some(STATE_KEY));
+        let st = CopState::of(s.state)?;
+        let id = (key.to_string(), m, n);
+        if !st.weights.contains_key(&id) {
+            let held = first_use(st, s.ch, s.prg, key, (m, n), w, true)?;
+            st.weights.insert(id, held);
+        }
+        Ok(())
     }
 }
 

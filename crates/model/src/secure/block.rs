@@ -10,7 +10,7 @@ use crate::block::{
 };
 use crate::secure::engine::{timed, Engine, Timing, WeightRef};
 use crate::secure::layers::{
-    attention, embed_lookup, encode, layer_linear, linear, load_decl, load_dense, load_vec, mean_rows, rope, take_rows,
+    attention, embed_lookup, encode, layer_linear, linear, load_decl, load_dense, load_vec, mean_rows, rope, take_rows, EMBED_KEY,
     EncDense,
 };
 use crate::config::ScaleShifts;
@@ -612,4 +612,17 @@ pub fn run_blocks<E: Engine>(
         cache,
         report.as_ref().map(|r| r as &dyn Fn(usize, usize)),
     )
+}
+
+/// The session setup's share of [`ArchOps::lookup`] on the token table `t`
+/// ([`Engine::preload_embed`]): only where the suite's `embed` runs a lookup protocol (the
+/// server's table is not loaded otherwise).
+pub(crate) fn preload_lookup<E: Engine>(e: &mut E, src: Option<&dyn WeightSource>, t: &DenseDecl) -> Result<(), SecureError> {
+    if e.suite().embed.lookup().is_none() {
+        return Ok(());
+    }
+    let (vocab, dim) = (t.out_dim, t.in_dim);
+    let table = load_dense(src, e.format(), &t.name, vocab, dim, Layout::InOut, false, NO_SCALE)?;
+    e.preload_embed(vocab, dim, WeightRef::from_option(table.as_ref().map(|t| t.w.as_slice())), EMBED_KEY)?;
+    Ok(())
 }

@@ -164,6 +164,16 @@ pub trait Engine: Backend<Val = Vec<u64>, Bit = Vec<bool>> {
         self.matmul_weight(x, rows, vocab, dim, w)
     }
 
+    /// Session setup's share of [`Engine::embed_matmul`] on the table `key` (`vocab × dim`; `w`
+    /// the server's): what its lookup protocol would send at the first query
+    /// (`nectar_linear::layer::MatmulProtocol::preload_lookup`). Both parties call it once,
+    /// right after the engine's setup ([`crate::secure::SecureModel::preload`]). Default:
+    /// nothing.
+    fn preload_embed(&mut self, vocab: usize, dim: usize, w: WeightRef<'_>, key: &str) -> Result<(), NnError> {
+        let _ = (vocab, dim, w, key);
+        Ok(())
+    }
+
     /// Announces the next [`Engine::layer_matmul`] of the server's `w` (`in_dim × out_dim`, on
     /// `rows` rows) while other operators run first: an engine may prepare its part of that
     /// product in the background (the secure server transforms the weight's OLT blocks on an

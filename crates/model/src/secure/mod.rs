@@ -318,6 +318,21 @@ impl<'w> SecureModel<'w> {
 }
 
 impl SecureModel<'_> {
+    /// The session setup's transfers of the model's static tables, run by both parties once
+    /// right after [`SecureEngine::setup`], before any query: the token table of an `embed`
+    /// protocol with a lookup (`nimbus-cop`: the encrypted table, about 0.5 GB for SmolLM2
+    /// unless the client's weight cache holds it), which the first query would otherwise send.
+    /// A no-op for other suites and for ViT.
+    pub fn preload<E: Engine>(&self, e: &mut E) -> Result<(), SecureError> {
+        let (src, table) = match self {
+            SecureModel::Bert(m) => (m.stack.weights, crate::bert::Tensors::new(&m.config, m.stack.weights)?.word),
+            SecureModel::Gpt2(m) => (m.stack.weights, crate::gpt2::Tensors::new(&m.config).wte),
+            SecureModel::Llama(m) => (m.stack.weights, crate::llama::Tensors::new(&m.config, m.stack.weights).embed),
+            SecureModel::Vit(_) => return Ok(()),
+        };
+        block::preload_lookup(e, src, &table)
+    }
+
     /// An empty KV cache for this model's conversations ([`Task::Chat`]).
     pub fn new_cache<V>(&self) -> KvCache<V> {
         match self {

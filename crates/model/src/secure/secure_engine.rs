@@ -520,6 +520,12 @@ impl Engine for SecureEngine<'_> {
             None => self.matmul_weight(x, rows, vocab, dim, w),
         }
     }
+    fn preload_embed(&mut self, vocab: usize, dim: usize, w: WeightRef<'_>, key: &str) -> Result<(), NnError> {
+        match self.suite.embed.lookup() {
+            Some(p) => p.preload_lookup(self, (vocab, dim), w.values(), key).map_err(be),
+            None => Ok(()),
+        }
+    }
     fn attention_matmul(
         &mut self,
         a: &Vec<u64>,

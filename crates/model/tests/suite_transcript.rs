@@ -305,20 +305,22 @@ fn vit_classify_transcript() {
 /// Re-pinned 2026-11-30 (issue 49; every causal case and the padded batch: transcripts, and
 /// the batch's secure output; every twin hash and generated token unchanged): a masked softmax
 /// runs its exponential and final product on the visible entries only (`nectar_nn::softmax`,
-/// `Visible`), its masked probabilities 0 exactly instead of a truncation's {0, −1}.
+/// `Visible`), its masked probabilities 0 exactly instead of a truncation's {0, −1}; then the
+/// same day (the same cases but `nectar+softmax=grid`) its binary max trees compare each row's
+/// visible scores only (`nectar_nn::max::max_ragged_rows`).
 const PIN_BERT_EMBED: Pins = (0x31bc09e988a1eb88, 0xfcc63a2193631aa5, 0x9f50c7b6e263f267, 0xdc488cdaf95bb4f9);
 /// Re-pinned 2026-11-30 (issue 49): `norm = outer` forms `r ⊗ γ` by OT OLEs where their bits
 /// are fewer than the OLT's (every tiny model's rows), so the transcripts under `nectar` and
 /// `nimbus` and their encoders' secure outputs changed (the OLE's raw product is exact where
 /// the OLT's may be off by one); every twin hash and generated token did not.
-const PIN_BERT_EMBED_BATCH: Pins = (0x3134c22150c351db, 0x5cee903596563b2c, 0x8305dfb8a767be79, 0xfea29f3d388658ed);
+const PIN_BERT_EMBED_BATCH: Pins = (0xb552a30c29c78a39, 0xc10912936e708f8c, 0x282260047b833618, 0xfea29f3d388658ed);
 const PIN_BERT_CLASSIFY: Pins = (0xcf3ab05783dcbb41, 0xada4d21eb4145131, 0xf9506f823917a758, 0xd879d948488979b7);
-const PIN_GPT2: Pins = (0x30e50ed85fdbf331, 0x9672c163e507f8de, 0x0682f5d74db5bd9d, 0x0682f5d74db5bd9d);
-const PIN_GPT2_OT_MIXED: Pins = (0x964d24c48ee33150, 0x9d51e51e12b3fc4b, 0x391b611203cbca15, 0x391b611203cbca15);
+const PIN_GPT2: Pins = (0x743862fa8c0f7833, 0xa3aaf1d4f767e3ce, 0x0682f5d74db5bd9d, 0x0682f5d74db5bd9d);
+const PIN_GPT2_OT_MIXED: Pins = (0xa91cad338b609e11, 0x83ad8dd8cf1ccfa3, 0x391b611203cbca15, 0x391b611203cbca15);
 /// Re-pinned 2026-11-30 (issue 49): grouped-query attention multiplies each key/value head's
 /// K^T and V once for its group of query heads (the group's query rows stacked) instead of a
 /// copy per query head: the LLaMA transcripts changed, their twins and tokens did not.
-const PIN_LLAMA: Pins = (0x5a9c836091a8ae1f, 0xdab9d8099fa7ed20, 0x67ff4ec09152fb1a, 0x67ff4ec09152fb1a);
+const PIN_LLAMA: Pins = (0x1b206d79c93c42cc, 0xbaf74f3c0083d212, 0x67ff4ec09152fb1a, 0x67ff4ec09152fb1a);
 const PIN_VIT: Pins = (0x2bce4c3a4e58f48a, 0xbb0f036e619c4423, 0x7c4e2608ecd9af2a, 0x33bde6f53d9cc7ab);
 
 /// The other presets' nonlinear protocols (norm, softmax, rsqrt, exp, reciprocal, GeLU, SiLU):
@@ -385,13 +387,13 @@ const PIN_BERT_EAST: Pins = (0xaad95844dfb02b13, 0x73817b086b9386b3, 0xcf98f3f13
 const PIN_BERT_ROTL: Pins = (0x12fad6fad00513de, 0x6120ca9f53bbfb0e, 0xff04ee483b1a525b, 0xeb16351625208a38);
 /// `PIN_LLAMA_*` re-pinned 2026-11-30 with `PIN_LLAMA` (grouped-query attention), `nectar`'s and
 /// `nimbus`'s again for the OLE `r ⊗ γ` above; twins unchanged.
-const PIN_LLAMA_NECTAR: Pins = (0x83f2cc8cd7fc9a35, 0x4fa7c853f62138c2, 0xb604bb7352ea6eda, 0xb604bb7352ea6eda);
-const PIN_LLAMA_EAST: Pins = (0x298c1d44c7e162bd, 0xae81e5ca11491224, 0x9ec906393759c165, 0x9ec906393759c165);
+const PIN_LLAMA_NECTAR: Pins = (0xb24bee3a9db67415, 0x58eeaa4f897f7821, 0xb604bb7352ea6eda, 0xb604bb7352ea6eda);
+const PIN_LLAMA_EAST: Pins = (0x1a1eb7181ac2956c, 0xef7fc017cc26be9d, 0x9ec906393759c165, 0x9ec906393759c165);
 
 /// Pinned 2026-11-29 (issue 47): the `nimbus` preset (COP matmuls and lookup, the fitted GeLU,
 /// SiLU and exp); re-pinned 2026-11-30 with `PIN_BERT_NECTAR` (the OLE `r ⊗ γ`) and `PIN_LLAMA`.
 const PIN_BERT_NIMBUS: Pins = (0xb6498e59777977f1, 0x09a78f4e569d7034, 0x33fcf0accb7fd504, 0x37cda8aa261a7408);
-const PIN_LLAMA_NIMBUS: Pins = (0xd1bc87da061e6aa3, 0x52825daa9ead870f, 0x8f8aaba7d8bde3a1, 0x8f8aaba7d8bde3a1);
+const PIN_LLAMA_NIMBUS: Pins = (0xd80135298159637c, 0x2b19c425c3e3bbc8, 0x8f8aaba7d8bde3a1, 0x8f8aaba7d8bde3a1);
 
 /// Pinned 2026-11-28 before the matmul kinds moved into the registry (issue 46); re-pinned
 /// 2026-11-29 (issue 50): the ct × pt matmul rescales each giant step's sum before rotating it,

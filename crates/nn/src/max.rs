@@ -65,26 +65,44 @@ fn tree<B: Backend + ?Sized>(
     coarse: Option<CoarseCompare>,
 ) -> Result<(B::Val, Option<B::Val>), NnError> {
     check_shape(b, x, rows, cols)?;
+    ragged_tree(b, x, &vec![cols; rows], with_index, coarse)
+}
+
+/// The comparison tree on rows of lengths `lens` (each at least 1), stored one after another:
+/// per level one comparison and one mux over the pairs of every row (a row of odd length
+/// carries its last element), `⌈log2 max(lens)⌉` levels. Rows of equal length `cols` are
+/// [`tree`]'s (the same vectors in the same order).
+fn ragged_tree<B: Backend + ?Sized>(
+    b: &mut B,
+    x: &B::Val,
+    lens: &[usize],
+    with_index: bool,
+    coarse: Option<CoarseCompare>,
+) -> Result<(B::Val, Option<B::Val>), NnError> {
+    let total: usize = lens.iter().sum();
+    if lens.contains(&0) || total != b.len(x) {
+        return Err(NnError::Length { op: "row lengths", a: b.len(x), b: total });
+    }
     let mut v = x.clone();
     let mut idx = if with_index {
-        let ids: Vec<u64> = (0..rows * cols).map(|p| int(b, (p % cols) as i64)).collect();
+        let ids: Vec<u64> = lens.iter().flat_map(|&m| (0..m).map(|p| p as i64)).map(|p| int(b, p)).collect();
         Some(b.constant(&ids)?)
     } else {
         None
     };
-    let mut m = cols;
-    while m > 1 {
-        let half = m / 2;
-        let next = half + m % 2;
+    let mut m = lens.to_vec();
+    while m.iter().any(|&k| k > 1) {
         let (mut ia, mut ib, mut carry) = (Vec::new(), Vec::new(), Vec::new());
-        for r in 0..rows {
-            for i in 0..half {
-                ia.push(r * m + 2 * i);
-                ib.push(r * m + 2 * i + 1);
+        let mut off = 0;
+        for &k in &m {
+            for i in 0..k / 2 {
+                ia.push(off + 2 * i);
+                ib.push(off + 2 * i + 1);
             }
-            if m % 2 == 1 {
-                carry.push(r * m + m - 1);
+            if k % 2 == 1 {
+                carry.push(off + k - 1);
             }
+            off += k;
         }
         let a = b.gather(&v, &ia)?;
         let c = b.gather(&v, &ib)?;
@@ -119,10 +137,24 @@ fn tree<B: Backend + ?Sized>(
                 (b.add(&a, &t0)?, Some(b.add(&ja, &t1)?))
             }
         };
-        // Reassemble rows of width `next`: the `half` winners then the carried element.
-        let order = |r: usize, i: usize| if i < half { r * half + i } else { rows * half + r };
-        let perm: Vec<usize> = (0..rows).flat_map(|r| (0..next).map(move |i| order(r, i))).collect();
-        if m % 2 == 1 {
+        // Reassemble the rows: each row's winners, then its carried element.
+        let pairs = ia.len();
+        let (mut perm, mut w, mut cr) = (Vec::with_capacity(pairs + carry.len()), 0, 0);
+        for k in m.iter_mut() {
+            perm.extend(w..w + *k / 2);
+            w += *k / 2;
+            if *k % 2 == 1 {
+                perm.push(pairs + cr);
+                cr += 1;
+            }
+            *k = *k / 2 + *k % 2;
+        }
+        if carry.is_empty() {
+            v = mx;
+            if new_idx.is_some() {
+                idx = new_idx;
+            }
+        } else {
             let cv = b.gather(&v, &carry)?;
             let all = b.concat(&[&mx, &cv])?;
             v = b.gather(&all, &perm)?;
@@ -131,15 +163,16 @@ fn tree<B: Backend + ?Sized>(
                 let all = b.concat(&[&ni, &ci])?;
                 idx = Some(b.gather(&all, &perm)?);
             }
-        } else {
-            v = mx;
-            if new_idx.is_some() {
-                idx = new_idx;
-            }
         }
-        m = next;
     }
     Ok((v, idx))
+}
+
+/// The maximum of each row of lengths `lens` stored one after another (a causal prompt's
+/// visible scores), exact ([`max_rows`]) or coarse ([`max_rows_coarse`]) by `coarse`; a
+/// row's comparisons are those of its own length.
+pub fn max_ragged_rows<B: Backend + ?Sized>(b: &mut B, x: &B::Val, lens: &[usize], coarse: Option<CoarseCompare>) -> Result<B::Val, NnError> {
+    Ok(ragged_tree(b, x, lens, false, coarse)?.0)
 }
 
 /// Maximum of each row of a row-major `rows × cols` matrix.
@@ -187,4 +220,41 @@ pub fn tile_cols<B: Backend + ?Sized>(b: &mut B, v: &B::Val, rows: usize, cols: 
         return Err(NnError::Length { op: "tile_cols", a: b.len(v), b: cols });
     }
     b.gather(v, &(0..rows * cols).map(|p| p % cols).collect::<Vec<_>>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plain::PlainBackend;
+
+    /// Ragged rows (lengths 1, 2, odd and even) give each row's own maximum, exact and coarse;
+    /// rows of one length give the equal-row tree's result.
+    #[test]
+    fn ragged_rows_give_each_rows_maximum() {
+        let fp = nectar_math::FixedPoint::BUMBLEBEE;
+        let mut b = PlainBackend::new(fp).unwrap();
+        let lens = [1usize, 2, 5, 8, 3, 7];
+        let xs: Vec<f64> = (0..lens.iter().sum::<usize>()).map(|i| ((i * 29) % 17) as f64 * 0.75 - 6.0).collect();
+        let x = b.encode(&xs).unwrap();
+        let want: Vec<f64> = lens
+            .iter()
+            .scan(0, |off, &k| {
+                let m = xs[*off..*off + k].iter().copied().fold(f64::MIN, f64::max);
+                *off += k;
+                Some(m)
+            })
+            .collect();
+        let exact = fp.decode_vec::<u64>(&max_ragged_rows(&mut b, &x, &lens, None).unwrap());
+        assert_eq!(exact, want);
+        let cmp = CoarseCompare::for_rows(34, 8);
+        let coarse = fp.decode_vec::<u64>(&max_ragged_rows(&mut b, &x, &lens, Some(cmp)).unwrap());
+        for (g, w) in coarse.iter().zip(&want) {
+            assert!(*g <= *w && *w - *g <= cmp.slack(8), "{g} vs {w}");
+        }
+        let equal = [4usize; 6];
+        let x = b.encode(&xs[..24]).unwrap();
+        let r = max_ragged_rows(&mut b, &x, &equal, None).unwrap();
+        assert_eq!(r, max_rows(&mut b, &x, 6, 4).unwrap());
+        assert!(max_ragged_rows(&mut b, &x, &[4, 0, 20], None).is_err());
+    }
 }

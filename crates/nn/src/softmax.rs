@@ -11,8 +11,8 @@
 //! OPPE exp and the Determine reciprocal).
 //!
 //! Masking: a public mask marks entries to exclude (e.g. causal attention); they are replaced
-//! locally by [`MASK_VALUE`] (a large negative number, "−inf-like") for the row max; their exp
-//! and product are not run (0 exactly, [`Visible`]). A fully masked row yields the uniform
+//! locally by [`MASK_VALUE`] (a large negative number, "−inf-like"); the binary max trees,
+//! the exp and the product skip them (their probabilities are 0 exactly, [`Visible`]). A fully masked row yields the uniform
 //! distribution (all entries equal).
 //! Rows with several equal maxima work (the tree keeps one; each contributes exp(0) = 1).
 //! Cost on rows × cols: max tree (msb + mux ⌈log2 cols⌉ calls), exp (1 less_than, 1 trunc,
@@ -28,7 +28,7 @@ pub mod narrow;
 use crate::backend::{enc, Backend, DynBackend};
 use crate::exp::{exp_neg, Exp, ExpParams, EXP_BUMBLEBEE};
 use crate::max::grid::{max_rows_grid, GridMax};
-use crate::max::{broadcast_rows, max_rows, max_rows_coarse, CoarseCompare};
+use crate::max::{broadcast_rows, max_ragged_rows, max_rows, max_rows_coarse, CoarseCompare};
 use crate::mixed;
 use crate::reciprocal::{reciprocal, RecipParams, RecipRange, Reciprocal, RECIP_SOFTMAX};
 use crate::NnError;
@@ -368,32 +368,49 @@ where
                 b.add_const(&kept, &add)?
             }
         };
-        let m = match form {
-            SoftmaxForm::Coarse => {
+        // Masked entries' exponentials are 0 whatever the scores: only the visible ones run,
+        // and the binary trees take each row's visible scores only (the grid max, whose group
+        // sizes are planned per row length, takes whole rows at the mask value).
+        let vis = mask.and_then(|m| Visible::of(m, rows, cols));
+        let xv = match &vis {
+            Some(v) => Some(b.gather(&x, &v.idx)?),
+            None => None,
+        };
+        let tree_input = match (&vis, &xv) {
+            (Some(v), Some(xv)) => Some((v, xv)),
+            _ => None,
+        };
+        let m = match (form, tree_input) {
+            (SoftmaxForm::Coarse, t) => {
                 let cmp = coarse_compare(cols);
-                let m = max_rows_coarse(b, &x, rows, cols, cmp)?;
+                let m = match t {
+                    Some((v, xv)) => max_ragged_rows(b, xv, &v.lens, Some(cmp))?,
+                    None => max_rows_coarse(b, &x, rows, cols, cmp)?,
+                };
                 let slack = enc(b, cmp.slack(cols))?;
                 b.add_const(&m, &[slack])?
             }
-            SoftmaxForm::Grid => {
+            (SoftmaxForm::Grid, _) => {
                 let g = grid_max(full.f())?;
                 let m = max_rows_grid(b, &x, rows, cols, g)?;
                 let slack = enc(b, g.slack())?;
                 b.add_const(&m, &[slack])?
             }
-            _ => max_rows(b, &x, rows, cols)?,
+            (_, Some((v, xv))) => max_ragged_rows(b, xv, &v.lens, None)?,
+            (_, None) => max_rows(b, &x, rows, cols)?,
         };
-        let mb = broadcast_rows(b, &m, rows, cols)?;
-        let d = b.sub(&x, &mb)?;
-        // Masked entries' exponentials are 0 whatever the scores: only the visible ones run.
-        let vis = mask.and_then(|m| Visible::of(m, rows, cols));
-        let (e, e_vis) = match &vis {
-            Some(v) => {
-                let dv = b.gather(&d, &v.idx)?;
+        let (e, e_vis) = match (&vis, &xv) {
+            (Some(v), Some(xv)) => {
+                let mv = b.gather(&m, &v.idx.iter().map(|&i| i / cols).collect::<Vec<_>>())?;
+                let dv = b.sub(xv, &mv)?;
                 let ev = exp(b, &dv)?;
                 (v.scatter(b, &ev)?, Some(ev))
             }
-            None => (exp(b, &d)?, None),
+            _ => {
+                let mb = broadcast_rows(b, &m, rows, cols)?;
+                let d = b.sub(&x, &mb)?;
+                (exp(b, &d)?, None)
+            }
         };
         let s = b.sum_groups(&e, cols)?;
         let r = match narrow {
@@ -429,22 +446,27 @@ where
 /// A masked entry's score sits at the mask value, far below every exponential's clip or
 /// table, so its exponential and probability are 0 (run, they came out 0 or within the
 /// exp's tolerance of it; skipped, they are 0 exactly, without a message): a causal prompt of
-/// `n` tokens runs `n(n + 1)/2` of its `n²` entries through the exp and the final product.
-/// The row max still sees every entry. Public (a function of the mask, AGREEMENT).
+/// `n` tokens runs `n(n + 1)/2` of its `n²` entries through the exp and the final product,
+/// and its row maxima's binary trees compare those only ([`max_ragged_rows`]; the grid max
+/// takes whole rows). Public (a function of the mask, AGREEMENT).
 struct Visible {
     /// Visible positions in row-major order.
     idx: Vec<usize>,
     /// Per entry, its position in `idx`, or `idx.len()` (the appended zero) where masked.
     from: Vec<usize>,
+    /// Visible entries per row (each at least 1).
+    lens: Vec<usize>,
 }
 
 impl Visible {
     /// `None` when every entry is visible (nothing to skip).
     fn of(mask: &[bool], rows: usize, cols: usize) -> Option<Visible> {
-        let mut idx = Vec::with_capacity(mask.len());
+        let (mut idx, mut lens) = (Vec::with_capacity(mask.len()), Vec::with_capacity(rows));
         for (r, row) in mask.chunks(cols).enumerate().take(rows) {
             let all = row.iter().all(|&z| z);
+            let before = idx.len();
             idx.extend(row.iter().enumerate().filter(|(_, &z)| all || !z).map(|(c, _)| r * cols + c));
+            lens.push(idx.len() - before);
         }
         if idx.len() == mask.len() {
             return None;
@@ -453,7 +475,7 @@ impl Visible {
         for (k, &i) in idx.iter().enumerate() {
             from[i] = k;
         }
-        Some(Visible { idx, from })
+        Some(Visible { idx, from, lens })
     }
 
     /// The full row-major vector from the visible entries' values, public zeros elsewhere
@@ -505,8 +527,8 @@ mod tests {
         assert!(Visible::of(&[true; 6], 2, 3).is_none());
     }
 
-    /// A causal mask runs the exponential's squares and the final product on the visible
-    /// triangle only, and the masked probabilities are 0 exactly.
+    /// A causal mask runs the max trees, the exponential's squares and the final product on the
+    /// visible triangle only, and the masked probabilities are 0 exactly.
     #[test]
     fn a_causal_softmax_runs_the_visible_triangle() {
         let (rows, cols) = (8usize, 8usize);
@@ -517,10 +539,13 @@ mod tests {
             let mut b = CountingBackend::new(PlainBackend::new(fp).unwrap());
             let x = b.inner.encode(&xs).unwrap();
             let y = softmax(&mut b, &x, rows, cols, mask, &SOFTMAX_BUMBLEBEE).unwrap();
-            (fp.decode_vec::<u64>(&y), b.count("square").elements, b.count("mul").elements)
+            (fp.decode_vec::<u64>(&y), b.count("square").elements, b.count("mul").elements, b.count("msb").elements)
         };
-        let (y, sq, mul) = run(Some(&causal));
-        let (_, sq_open, mul_open) = run(None);
+        let (y, sq, mul, msb) = run(Some(&causal));
+        let (_, sq_open, mul_open, msb_open) = run(None);
+        // The max trees: a row of k visible scores takes k − 1 comparisons (the reciprocal's
+        // normalisation compares the same row sums in both runs).
+        assert_eq!(msb_open - msb, (rows * (cols - 1) - (0..rows).sum::<usize>()) as u64, "max trees: {msb} vs {msb_open}");
         let hidden = (rows * cols - rows * (rows + 1) / 2) as u64;
         // The reciprocal's products (one per row) are the same in both runs.
         assert_eq!(mul_open - mul, hidden, "final product: {mul} vs {mul_open}");

@@ -106,8 +106,9 @@ AB = {
         "context, 9 heads per layer.",
     ]),
     "prefill": ("A prompt's masked scores skipped, the token table at setup", [
-        "Two changes to a prompt's cost. The causal softmax runs its exponential and its final",
-        "product on the visible scores only (`nectar_nn::softmax`, `Visible`): a prompt of `n`",
+        "Two changes to a prompt's cost. The causal softmax runs its row maxima's comparison",
+        "trees, its exponential and its final product on the visible scores only",
+        "(`nectar_nn::softmax`, `Visible`; `nectar_nn::max::max_ragged_rows`): a prompt of `n`",
         "tokens sends `n(n + 1)/2` of its `n²` scores per head through them, its masked",
         "probabilities 0 exactly without a message. And `embed = nimbus-cop`'s encrypted token",
         "table (0.53 GB) travels in the session setup (`SecureModel::preload`) instead of inside",

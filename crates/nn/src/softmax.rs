@@ -12,8 +12,8 @@
 //!
 //! Masking: a public mask marks entries to exclude (e.g. causal attention); they are replaced
 //! locally by [`MASK_VALUE`] (a large negative number, "−inf-like"); the binary max trees,
-//! the exp and the product skip them (their probabilities are 0 exactly, [`Visible`]). A fully masked row yields the uniform
-//! distribution (all entries equal).
+//! the exp and the product skip them (their probabilities are 0 exactly, [`Visible`]). A fully
+//! masked row yields the uniform distribution (all entries equal).
 //! Rows with several equal maxima work (the tree keeps one; each contributes exp(0) = 1).
 //! Cost on rows × cols: max tree (msb + mux ⌈log2 cols⌉ calls), exp (1 less_than, 1 trunc,
 //! n squares, 1 mux) and the final mul on the visible entries, reciprocal on `rows` elements.
@@ -371,16 +371,14 @@ where
         // Masked entries' exponentials are 0 whatever the scores: only the visible ones run,
         // and the binary trees take each row's visible scores only (the grid max, whose group
         // sizes are planned per row length, takes whole rows at the mask value).
-        let vis = mask.and_then(|m| Visible::of(m, rows, cols));
-        let xv = match &vis {
-            Some(v) => Some(b.gather(&x, &v.idx)?),
+        let vis = match mask.and_then(|m| Visible::of(m, rows, cols)) {
+            Some(v) => {
+                let xv = b.gather(&x, &v.idx)?;
+                Some((v, xv))
+            }
             None => None,
         };
-        let tree_input = match (&vis, &xv) {
-            (Some(v), Some(xv)) => Some((v, xv)),
-            _ => None,
-        };
-        let m = match (form, tree_input) {
+        let m = match (form, &vis) {
             (SoftmaxForm::Coarse, t) => {
                 let cmp = coarse_compare(cols);
                 let m = match t {
@@ -399,14 +397,14 @@ where
             (_, Some((v, xv))) => max_ragged_rows(b, xv, &v.lens, None)?,
             (_, None) => max_rows(b, &x, rows, cols)?,
         };
-        let (e, e_vis) = match (&vis, &xv) {
-            (Some(v), Some(xv)) => {
+        let (e, e_vis) = match &vis {
+            Some((v, xv)) => {
                 let mv = b.gather(&m, &v.idx.iter().map(|&i| i / cols).collect::<Vec<_>>())?;
                 let dv = b.sub(xv, &mv)?;
                 let ev = exp(b, &dv)?;
                 (v.scatter(b, &ev)?, Some(ev))
             }
-            _ => {
+            None => {
                 let mb = broadcast_rows(b, &m, rows, cols)?;
                 let d = b.sub(&x, &mb)?;
                 (exp(b, &d)?, None)
@@ -424,7 +422,7 @@ where
         };
         let rb = broadcast_rows(b, &r, rows, cols)?;
         let y = match (&vis, &e_vis) {
-            (Some(v), Some(ev)) => {
+            (Some((v, _)), Some(ev)) => {
                 let rv = b.gather(&rb, &v.idx)?;
                 let yv = b.mul(ev, &rv)?;
                 v.scatter(b, &yv)?

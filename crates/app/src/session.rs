@@ -96,8 +96,10 @@ fn check_batch_tokens(q: &Query, config: &ModelConfig, limits: &SessionLimits) -
 /// widths and bOLEe or OT products chosen by their bits (issue 48; the suites' digests change
 /// with the `mul` parameters too). 7: grouped-query attention's products once per key/value
 /// head, and `norm = outer`'s `r ⊗ γ` by OT OLEs where their bits are fewer than the OLT's
-/// (issue 49; the `norm` parameters name the second).
-pub const PROTOCOL_VERSION: u32 = 7;
+/// (issue 49; the `norm` parameters name the second). 8: the session setup sends `embed =
+/// nimbus-cop`'s token table (`SecureModel::preload`), and a masked softmax skips its masked
+/// scores (issue 49).
+pub const PROTOCOL_VERSION: u32 = 8;
 
 /// Everything both parties must agree on, compared in the handshake.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -2,7 +2,8 @@
 //! TCP against the real binary and checks the server refuses it cheaply, tells the client
 //! why where it can, and goes on serving honest clients.
 
-use nectar_model::secure::SecureEngine;
+use nectar_model::config::ModelConfig;
+use nectar_model::secure::{SecureEngine, SecureModel};
 use nectar_model::Suite;
 use nectar_net::{Channel, NetError, Role, TcpChannel, ABORT_MARK};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -120,7 +121,12 @@ fn handshaken(addr: &str, setup: bool) -> TcpChannel {
     let welcome: serde_json::Value = serde_json::from_slice(&ch.recv().unwrap()).unwrap();
     assert!(welcome.get("Welcome").is_some(), "{welcome}");
     if setup {
-        SecureEngine::setup(&mut ch, Role::Client, &suite(), nectar_math::Prg::from_entropy()).unwrap();
+        // The session setup: the engine's, then the model's static tables (the default's COP
+        // token table, `SecureModel::preload`).
+        let json = welcome["Welcome"]["config_json"].as_str().expect("the Welcome carries the config");
+        let config = ModelConfig::from_json_str(json, Path::new("<server config.json>")).unwrap();
+        let mut e = SecureEngine::setup(&mut ch, Role::Client, &suite(), nectar_math::Prg::from_entropy()).unwrap();
+        SecureModel::new(&config, None).unwrap().preload(&mut e).unwrap();
     }
     ch
 }

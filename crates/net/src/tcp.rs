@@ -174,6 +174,9 @@ fn abort_frame(reason: &str) -> Vec<u8> {
     b
 }
 
+/// Longest time [`Channel::abort`] reads what the peer still sends before the socket closes.
+pub const ABORT_DRAIN: Duration = Duration::from_secs(2);
+
 /// Turn away a freshly accepted connection: one abort frame carrying `reason`, then close.
 /// Never blocks for long (a one-second write timeout on a new, empty socket buffer).
 pub fn refuse(stream: TcpStream, reason: &str) {
@@ -265,6 +268,22 @@ impl Channel for TcpChannel {
         let r = self.writer.write_all(&abort_frame(reason)).and_then(|_| self.writer.flush());
         self.broken = true;
         let _ = self.writer.get_ref().shutdown(Shutdown::Write);
+        // Read and drop what the peer is still sending (for at most ABORT_DRAIN): closing a
+        // socket with unread data resets the connection, and the peer's kernel may then drop
+        // the abort frame before the peer reads it (a client that had begun its query's first
+        // flight when the server refused the query).
+        let until = Instant::now() + ABORT_DRAIN;
+        let mut sink = vec![0u8; 1 << 16];
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() || self.reader.get_ref().set_read_timeout(Some(left)).is_err() {
+                break;
+            }
+            match self.reader.read(&mut sink) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
         r.map_err(io_to_net)
     }
 }

@@ -124,9 +124,9 @@ fn handshaken(addr: &str, setup: bool) -> TcpChannel {
         // The session setup: the engine's, then the model's static tables (the default's COP
         // token table, `SecureModel::preload`).
         let json = welcome["Welcome"]["config_json"].as_str().expect("the Welcome carries the config");
-        let config = ModelConfig::from_json_str(json, Path::new("<server config.json>")).unwrap();
-        let mut e = SecureEngine::setup(&mut ch, Role::Client, &suite(), nectar_math::Prg::from_entropy()).unwrap();
-        SecureModel::new(&config, None).unwrap().preload(&mut e).unwrap();
+        let config = ModelConfig::from_json_str(json, Path::new("<server config.json>")).expect("the server's config parses");
+        let mut e = SecureEngine::setup(&mut ch, Role::Client, &suite(), nectar_math::Prg::from_entropy()).expect("the engine's setup");
+        SecureModel::new(&config, None).expect("the client's model").preload(&mut e).expect("the model's preload");
     }
     ch
 }

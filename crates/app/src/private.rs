@@ -13,6 +13,7 @@ use crate::test_seed;
 use crate::watch::{Cancel, Cancellable, Watcher};
 use nectar_model::config::ModelConfig;
 use nectar_model::secure::{Output, Task};
+use nectar_model::secure::weight_cache::{CachingSource, DEFAULT_BUDGET_BYTES};
 use nectar_model::Suite;
 use nectar_model::tokenizer::TextTokenizer;
 use nectar_model::gguf::{GgufFile, GgufLlama};
@@ -115,10 +116,13 @@ const ACCEPT_BACKOFF: (Duration, Duration) = (Duration::from_millis(10), Duratio
 /// The public architecture and the server's open weights file of a model directory (or of a
 /// LLaMA GGUF file).
 ///
-/// The weights are read per session from the open file ([`Weights`]: positioned reads, no
-/// copy of the whole file, no memory map; a GGUF file's tensors are dequantised as they are
-/// read), so a file truncated or rewritten underneath fails the sessions that read it with an
-/// error instead of killing the process (SIGBUS).
+/// The weights are read from the open file ([`Weights`]: positioned reads, no copy of the
+/// whole file, no memory map; a GGUF file's tensors are dequantised as they are read), so a
+/// file truncated underneath fails the sessions that read it with an error instead of killing
+/// the process (SIGBUS). Each layer weight's encoding is kept after its first use, as 32-bit
+/// integers within [`DEFAULT_BUDGET_BYTES`] ([`CachingSource`]: a decoding step would otherwise
+/// re-read and re-encode every weight of the model); the vectors (norms, biases) are read at
+/// each use.
 pub struct ServerModel {
     pub config: ModelConfig,
     /// What the `Welcome` carries: `config.json`, or a GGUF file's architecture in its form.
@@ -139,7 +143,7 @@ impl ServerModel {
                 ModelConfig::Llama(c) => ModelConfig::llama_json(c),
                 other => return Err(format!("{}: a GGUF file of a {} model", path.display(), other.model_type())),
             };
-            return Ok(ServerModel { config, config_json, weights: Box::new(src) });
+            return Ok(ServerModel { config, config_json, weights: Box::new(CachingSource::new(src, DEFAULT_BUDGET_BYTES)) });
         }
         if !dir.is_dir() {
             return Err(format!("{}: model directory not found", dir.display()));
@@ -161,7 +165,7 @@ impl ServerModel {
                 config_json = v.to_string();
             }
         }
-        Ok(ServerModel { config, config_json, weights: Box::new(weights) })
+        Ok(ServerModel { config, config_json, weights: Box::new(CachingSource::new(weights, DEFAULT_BUDGET_BYTES)) })
     }
 }
 

@@ -278,6 +278,11 @@ pub trait WeightSource: Send + Sync {
             Some(_) => Ok(()),
         }
     }
+    /// The cache of encoded layer weights this source keeps, if any (the server's,
+    /// [`crate::secure::weight_cache::CachingSource`]).
+    fn encoded(&self) -> Option<&crate::secure::weight_cache::EncodedWeights> {
+        None
+    }
 }
 
 impl WeightSource for Weights {

@@ -78,6 +78,26 @@ fn encode_weight(fp: FixedPoint, t: &[f32], in_dim: usize, out_dim: usize, layou
     Ok(out)
 }
 
+/// What an encoded weight depends on besides the ring width (which only masks): the key of
+/// [`crate::secure::weight_cache::EncodedWeights`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct EncodedKey {
+    name: String,
+    in_dim: usize,
+    out_dim: usize,
+    layout: Layout,
+    frac_bits: u32,
+    scale_cols: usize,
+    scale_by: u64,
+}
+
+impl EncodedKey {
+    /// The key of `name` (`in_dim × out_dim`, stored as `layout`) encoded at `fp` with `scale`.
+    pub fn new(name: &str, in_dim: usize, out_dim: usize, layout: Layout, fp: FixedPoint, scale: ColScale) -> Self {
+        EncodedKey { name: name.to_string(), in_dim, out_dim, layout, frac_bits: fp.f(), scale_cols: scale.cols, scale_by: scale.by.to_bits() }
+    }
+}
+
 /// Loads and encodes `name.weight` (and `name.bias` if `bias`), scaled by `scale`, as `in × out`.
 /// Returns `None` when this party has no weights (the client).
 #[allow(clippy::too_many_arguments)]
@@ -103,8 +123,24 @@ pub fn load_decl(
 ) -> Result<Option<EncDense>, SecureError> {
     let Some(src) = src else { return Ok(None) };
     let (name, in_dim, out_dim) = (d.name.as_str(), d.in_dim, d.out_dim);
-    let t = src.tensor(&format!("{name}.weight"), &d.shape)?;
-    let w = encode_weight(fp, &t, in_dim, out_dim, d.layout, scale, name)?;
+    let encode_now = || -> Result<Vec<u64>, SecureError> {
+        let t = src.tensor(&format!("{name}.weight"), &d.shape)?;
+        encode_weight(fp, &t, in_dim, out_dim, d.layout, scale, name)
+    };
+    let w = match src.encoded() {
+        None => encode_now()?,
+        Some(cache) => {
+            let key = EncodedKey::new(name, in_dim, out_dim, d.layout, fp, scale);
+            match cache.get(&key, fp.l()) {
+                Some(w) => w,
+                None => {
+                    let w = encode_now()?;
+                    cache.insert(key, &w, fp.l());
+                    w
+                }
+            }
+        }
+    };
     let b = if d.bias {
         let t = src.tensor(&format!("{name}.bias"), &[out_dim])?;
         Some(encode(

@@ -47,6 +47,7 @@ pub mod operators;
 pub mod profile;
 pub mod secure_engine;
 pub mod vit;
+pub mod weight_cache;
 
 pub use bert::SecureBert;
 pub use engine::{timed, Engine, WeightRef};

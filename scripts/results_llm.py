@@ -115,6 +115,14 @@ AB = {
         "the first query: `first token` no longer counts it, `setup s` does. A decoding step's",
         "rows see every cached key, so its softmax is unchanged.",
     ]),
+    "cache": ("The server's encoded weights kept", [
+        "Before, every use of a layer weight read its tensor from the checkpoint (a GGUF tensor",
+        "dequantised), scaled and rounded it into the engine's ring: all 135 M weights, the",
+        "28 M-entry tied LM head among them, once per query and once per generated token, on",
+        "the server's side of the step's critical path. Now the server keeps each encoding after",
+        "its first use as 32-bit integers (`nectar_model::secure::weight_cache::CachingSource`,",
+        "within 1 GiB: 0.54 GB for SmolLM2); the same ring elements, so the same messages.",
+    ]),
 }
 # The A/Bs of two suites on one build label their rows by suite, the others by build.
 BY_SUITE = {"grid"}

@@ -268,7 +268,8 @@ pub struct ServePlan {
 /// The message limit and memory budget of a server of `cfg` under `suite`: `max_frame_mib`
 /// (`--max-frame-mib`) overrides the derived limit; `session_memory_mib`
 /// (`--session-memory-mib`) the calibrated estimate; `memory_limit_gib` turns admission by
-/// memory on.
+/// memory on. `reserved` is memory the server will hold beyond what is resident now (its
+/// weights' encoding cache, which fills with the first sessions).
 pub fn plan(
     cfg: &ModelConfig,
     suite: &Suite,
@@ -276,6 +277,7 @@ pub fn plan(
     max_frame_mib: Option<usize>,
     memory_limit_gib: Option<f64>,
     session_memory_mib: Option<u64>,
+    reserved: u64,
 ) -> Result<ServePlan, String> {
     let derived = derive(&calibration()?, cfg, suite, memory_budget);
     let mut notes = Vec::new();
@@ -319,10 +321,10 @@ pub fn plan(
                     ))
                 }
             };
-            let baseline = crate::memory::resident_bytes().unwrap_or(0);
+            let baseline = crate::memory::resident_bytes().unwrap_or(0) + reserved;
             let b = MemoryBudget::new((g * (1u64 << 30) as f64) as u64, baseline, per, source)?;
             notes.push(format!(
-                "memory limit {:.2} GiB: one session estimated at {:.2} GiB ({}), server {:.2} GiB: {} sessions at once",
+                "memory limit {:.2} GiB: one session estimated at {:.2} GiB ({}), server {:.2} GiB (its weights' encodings included): {} sessions at once",
                 g,
                 gib(b.per_session),
                 b.source,

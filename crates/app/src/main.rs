@@ -848,6 +848,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 max_frame_mib,
                 memory_limit_gib,
                 session_memory_mib,
+                m.encoded_cache_bytes as u64,
             )?;
             opts.limits.max_frame = plan.max_frame;
             opts.memory = plan.memory.map(std::sync::Arc::new);

@@ -13,7 +13,7 @@ use crate::test_seed;
 use crate::watch::{Cancel, Cancellable, Watcher};
 use nectar_model::config::ModelConfig;
 use nectar_model::secure::{Output, Task};
-use nectar_model::secure::weight_cache::{CachingSource, DEFAULT_BUDGET_BYTES};
+use nectar_model::secure::weight_cache::{budget_for, CachingSource, DEFAULT_BUDGET_BYTES};
 use nectar_model::Suite;
 use nectar_model::tokenizer::TextTokenizer;
 use nectar_model::gguf::{GgufFile, GgufLlama};
@@ -120,7 +120,7 @@ const ACCEPT_BACKOFF: (Duration, Duration) = (Duration::from_millis(10), Duratio
 /// whole file, no memory map; a GGUF file's tensors are dequantised as they are read), so a
 /// file truncated underneath fails the sessions that read it with an error instead of killing
 /// the process (SIGBUS). Each layer weight's encoding is kept after its first use, as 32-bit
-/// integers within [`DEFAULT_BUDGET_BYTES`] ([`CachingSource`]: a decoding step would otherwise
+/// integers within [`budget_for`] ([`CachingSource`]: a decoding step would otherwise
 /// re-read and re-encode every weight of the model); the vectors (norms, biases) are read at
 /// each use.
 pub struct ServerModel {
@@ -128,6 +128,9 @@ pub struct ServerModel {
     /// What the `Welcome` carries: `config.json`, or a GGUF file's architecture in its form.
     pub config_json: String,
     pub weights: Box<dyn WeightSource>,
+    /// The budget of the weights' encoding cache ([`budget_for`]): memory the server will hold
+    /// once its sessions have used every weight.
+    pub encoded_cache_bytes: usize,
 }
 
 impl ServerModel {
@@ -143,7 +146,8 @@ impl ServerModel {
                 ModelConfig::Llama(c) => ModelConfig::llama_json(c),
                 other => return Err(format!("{}: a GGUF file of a {} model", path.display(), other.model_type())),
             };
-            return Ok(ServerModel { config, config_json, weights: Box::new(CachingSource::new(src, DEFAULT_BUDGET_BYTES)) });
+            let encoded_cache_bytes = budget_for(&config, &src, DEFAULT_BUDGET_BYTES).map_err(|e| e.to_string())?;
+            return Ok(ServerModel { config, config_json, weights: Box::new(CachingSource::new(src, encoded_cache_bytes)), encoded_cache_bytes });
         }
         if !dir.is_dir() {
             return Err(format!("{}: model directory not found", dir.display()));
@@ -165,7 +169,8 @@ impl ServerModel {
                 config_json = v.to_string();
             }
         }
-        Ok(ServerModel { config, config_json, weights: Box::new(CachingSource::new(weights, DEFAULT_BUDGET_BYTES)) })
+        let encoded_cache_bytes = budget_for(&config, &weights, DEFAULT_BUDGET_BYTES).map_err(|e| e.to_string())?;
+        Ok(ServerModel { config, config_json, weights: Box::new(CachingSource::new(weights, encoded_cache_bytes)), encoded_cache_bytes })
     }
 }
 

@@ -18,13 +18,27 @@
 //! longer changes the answers of later sessions (it fails none either).
 
 use super::layers::EncodedKey;
+use crate::config::ModelConfig;
 use crate::weights::WeightSource;
 use crate::ModelError;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-/// Default budget of [`EncodedWeights`] (LOCAL: SmolLM2-135M takes 0.54 GB, BERT-base 0.44 GB).
+/// Largest budget of a server's [`EncodedWeights`] (LOCAL: SmolLM2-135M takes 0.54 GB, BERT-base
+/// 0.44 GB; [`budget_for`]).
 pub const DEFAULT_BUDGET_BYTES: usize = 1 << 30;
+
+/// The budget a server of `config` gives its cache: 4 bytes per entry of every matrix the config
+/// implies in `w` (each layer weight and embedding table once), at most `max`. A server counts
+/// it as resident from the start (its memory admission), as the cache fills with its sessions.
+pub fn budget_for(config: &ModelConfig, w: &dyn WeightSource, max: usize) -> Result<usize, ModelError> {
+    let entries: usize = crate::shapes::expected_tensors(config, w)?
+        .iter()
+        .filter(|(_, shape)| shape.len() == 2)
+        .map(|(_, shape)| shape.iter().product::<usize>())
+        .sum();
+    Ok(entries.saturating_mul(std::mem::size_of::<i32>()).min(max))
+}
 
 /// Encoded weights by [`EncodedKey`], at most `budget` bytes of them (module docs).
 pub struct EncodedWeights {

@@ -13,7 +13,7 @@ use crate::test_seed;
 use crate::watch::{Cancel, Cancellable, Watcher};
 use nectar_model::config::ModelConfig;
 use nectar_model::secure::{Output, Task};
-use nectar_model::secure::weight_cache::{budget_for, CachingSource, DEFAULT_BUDGET_BYTES};
+use nectar_model::secure::weight_cache::{budget_for, CachingSource, MAX_BUDGET_BYTES};
 use nectar_model::Suite;
 use nectar_model::tokenizer::TextTokenizer;
 use nectar_model::gguf::{GgufFile, GgufLlama};
@@ -146,7 +146,7 @@ impl ServerModel {
                 ModelConfig::Llama(c) => ModelConfig::llama_json(c),
                 other => return Err(format!("{}: a GGUF file of a {} model", path.display(), other.model_type())),
             };
-            let encoded_cache_bytes = budget_for(&config, &src, DEFAULT_BUDGET_BYTES).map_err(|e| e.to_string())?;
+            let encoded_cache_bytes = budget_for(&config, &src, MAX_BUDGET_BYTES).map_err(|e| e.to_string())?;
             return Ok(ServerModel { config, config_json, weights: Box::new(CachingSource::new(src, encoded_cache_bytes)), encoded_cache_bytes });
         }
         if !dir.is_dir() {
@@ -169,7 +169,7 @@ impl ServerModel {
                 config_json = v.to_string();
             }
         }
-        let encoded_cache_bytes = budget_for(&config, &weights, DEFAULT_BUDGET_BYTES).map_err(|e| e.to_string())?;
+        let encoded_cache_bytes = budget_for(&config, &weights, MAX_BUDGET_BYTES).map_err(|e| e.to_string())?;
         Ok(ServerModel { config, config_json, weights: Box::new(CachingSource::new(weights, encoded_cache_bytes)), encoded_cache_bytes })
     }
 }

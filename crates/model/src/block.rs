@@ -41,7 +41,7 @@ pub enum FfnKind {
 }
 
 /// Weight layout of a checkpoint's linear layers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Layout {
     /// PyTorch `nn.Linear`: `[out, in]`.
     OutIn,

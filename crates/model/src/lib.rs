@@ -32,6 +32,7 @@ pub mod block;
 pub mod calibrate;
 pub mod chat_template;
 pub mod config;
+pub mod encoded;
 pub mod error;
 pub mod gguf;
 pub mod gpt2;

@@ -280,7 +280,7 @@ pub trait WeightSource: Send + Sync {
     }
     /// The cache of encoded layer weights this source keeps, if any (the server's,
     /// [`crate::secure::weight_cache::CachingSource`]).
-    fn encoded(&self) -> Option<&crate::secure::weight_cache::EncodedWeights> {
+    fn encoded(&self) -> Option<&crate::encoded::EncodedWeights> {
         None
     }
 }

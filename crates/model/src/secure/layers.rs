@@ -9,6 +9,7 @@
 
 use crate::arch::DenseDecl;
 use crate::block::{AttnDims, ColScale, Layout};
+use crate::encoded::EncodedKey;
 use crate::secure::engine::{timed, truncated_matmul_weight, Engine, WeightRef};
 use crate::secure::operators;
 use crate::secure::{SecureError, WeightSource};
@@ -78,26 +79,6 @@ fn encode_weight(fp: FixedPoint, t: &[f32], in_dim: usize, out_dim: usize, layou
     Ok(out)
 }
 
-/// What an encoded weight depends on besides the ring width (which only masks): the key of
-/// [`crate::secure::weight_cache::EncodedWeights`].
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct EncodedKey {
-    name: String,
-    in_dim: usize,
-    out_dim: usize,
-    layout: Layout,
-    frac_bits: u32,
-    scale_cols: usize,
-    scale_by: u64,
-}
-
-impl EncodedKey {
-    /// The key of `name` (`in_dim × out_dim`, stored as `layout`) encoded at `fp` with `scale`.
-    pub fn new(name: &str, in_dim: usize, out_dim: usize, layout: Layout, fp: FixedPoint, scale: ColScale) -> Self {
-        EncodedKey { name: name.to_string(), in_dim, out_dim, layout, frac_bits: fp.f(), scale_cols: scale.cols, scale_by: scale.by.to_bits() }
-    }
-}
-
 /// Loads and encodes `name.weight` (and `name.bias` if `bias`), scaled by `scale`, as `in × out`.
 /// Returns `None` when this party has no weights (the client).
 #[allow(clippy::too_many_arguments)]
@@ -130,7 +111,7 @@ pub fn load_decl(
     let w = match src.encoded() {
         None => encode_now()?,
         Some(cache) => {
-            let key = EncodedKey::new(name, in_dim, out_dim, d.layout, fp, scale);
+            let key = EncodedKey::new(name, in_dim, out_dim, d.layout == Layout::OutIn, fp.f(), scale.cols, scale.by);
             match cache.get(&key, fp.l()) {
                 Some(w) => w,
                 None => {

@@ -1,11 +1,11 @@
-//! The server's encoded layer weights, kept between uses.
+//! The server's encoded layer weights, kept between uses ([`crate::encoded`] holds them).
 //!
 //! A secure layer takes its weight as ring elements of the engine's format
 //! ([`super::layers::load_decl`]): the tensor read from the checkpoint (a GGUF tensor
 //! dequantised), scaled per output column and rounded. Without a cache that happens at every
 //! use: once per query, and for a causal LM once per generated token — SmolLM2's 135 M weights,
-//! its 28 M-entry tied LM head included, cost about 1.3 s of every decoding step on this
-//! machine's server, on the step's critical path. [`CachingSource`] keeps each encoding, as
+//! its 28 M-entry tied LM head included, cost about 1.3 s of the server's time in every
+//! decoding step on this machine. [`CachingSource`] keeps each encoding, as
 //! 32-bit signed integers (the encodings of real weights are far below `2^31`: `|w| < 2^13` at
 //! `f = 18`), so a server holds about 4 bytes per weight it has used, within a byte budget; a
 //! tensor whose encoding does not fit 32 bits, or that would pass the budget, is encoded at
@@ -15,18 +15,15 @@
 //! layout, the fractional bits and the column scale — and returns the same ring elements the
 //! encoding would (the ring width only masks, so it is applied at expansion). The weights are
 //! then those the server read first: a checkpoint rewritten underneath a running server no
-//! longer changes the answers of later sessions (it fails none either).
+//! longer changes the matrices already encoded (the vectors, read at each use, still fail a
+//! session when the file is truncated).
 
-use super::layers::EncodedKey;
 use crate::config::ModelConfig;
+use crate::encoded::EncodedWeights;
 use crate::weights::WeightSource;
 use crate::ModelError;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 
-/// Largest budget of a server's [`EncodedWeights`] (LOCAL: SmolLM2-135M takes 0.54 GB, BERT-base
-/// 0.44 GB; [`budget_for`]).
-pub const DEFAULT_BUDGET_BYTES: usize = 1 << 30;
+pub use crate::encoded::MAX_BUDGET_BYTES;
 
 /// The budget a server of `config` gives its cache: 4 bytes per entry of every matrix the config
 /// implies in `w` (each layer weight and embedding table once), at most `max`. A server counts
@@ -38,72 +35,6 @@ pub fn budget_for(config: &ModelConfig, w: &dyn WeightSource, max: usize) -> Res
         .map(|(_, shape)| shape.iter().product::<usize>())
         .sum();
     Ok(entries.saturating_mul(std::mem::size_of::<i32>()).min(max))
-}
-
-/// Encoded weights by [`EncodedKey`], at most `budget` bytes of them (module docs).
-pub struct EncodedWeights {
-    budget: usize,
-    inner: Mutex<Held>,
-}
-
-#[derive(Default)]
-struct Held {
-    map: HashMap<EncodedKey, Arc<[i32]>>,
-    bytes: usize,
-}
-
-impl EncodedWeights {
-    /// An empty cache that holds at most `budget` bytes (0: nothing is kept).
-    pub fn new(budget: usize) -> Self {
-        EncodedWeights { budget, inner: Mutex::new(Held::default()) }
-    }
-
-    /// Bytes held.
-    pub fn bytes(&self) -> usize {
-        self.inner.lock().map(|h| h.bytes).unwrap_or(0)
-    }
-
-    /// The encoding under `key` as elements of `Z_{2^l}`, if held.
-    pub fn get(&self, key: &EncodedKey, l: u32) -> Option<Vec<u64>> {
-        let v = self.inner.lock().ok()?.map.get(key).cloned()?;
-        Some(expand(&v, l))
-    }
-
-    /// Keeps `values` (elements of `Z_{2^l}`) under `key` when each fits 32 signed bits and the
-    /// budget allows; whether it was kept.
-    pub fn insert(&self, key: EncodedKey, values: &[u64], l: u32) -> bool {
-        let bytes = values.len() * std::mem::size_of::<i32>();
-        if !(1..=64).contains(&l) || bytes > self.budget {
-            return false;
-        }
-        let Some(small) = compress(values, l) else { return false };
-        let Ok(mut h) = self.inner.lock() else { return false };
-        if h.map.contains_key(&key) {
-            return true;
-        }
-        if h.bytes + bytes > self.budget {
-            return false;
-        }
-        h.bytes += bytes;
-        h.map.insert(key, small);
-        true
-    }
-}
-
-/// `values` (elements of `Z_{2^l}`, `1 ≤ l ≤ 64`) as signed 32-bit integers, if each fits.
-fn compress(values: &[u64], l: u32) -> Option<Arc<[i32]>> {
-    let s = 64 - l;
-    values
-        .iter()
-        .map(|&v| i32::try_from(((v << s) as i64) >> s).ok())
-        .collect::<Option<Vec<i32>>>()
-        .map(Arc::from)
-}
-
-/// The elements of `Z_{2^l}` that [`compress`] took.
-fn expand(values: &[i32], l: u32) -> Vec<u64> {
-    let mask = if l >= 64 { u64::MAX } else { (1u64 << l) - 1 };
-    values.iter().map(|&v| (v as i64 as u64) & mask).collect()
 }
 
 /// A weight source with an [`EncodedWeights`] cache (the server's: [`WeightSource::encoded`]).
@@ -140,41 +71,8 @@ impl<S: WeightSource> WeightSource for CachingSource<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::block::{Layout, NO_SCALE};
+    use crate::block::Layout;
     use nectar_math::FixedPoint;
-
-    fn key(name: &str) -> EncodedKey {
-        EncodedKey::new(name, 2, 3, Layout::InOut, FixedPoint::new(64, 18).unwrap(), NO_SCALE)
-    }
-
-    #[test]
-    fn an_encoding_comes_back_as_it_went_in() {
-        for l in [37u32, 51, 64] {
-            let m = if l == 64 { u64::MAX } else { (1u64 << l) - 1 };
-            let vals: Vec<u64> = [0i64, 1, -1, 5 << 18, -(3 << 20), i32::MAX as i64, i32::MIN as i64]
-                .iter()
-                .map(|&v| (v as u64) & m)
-                .collect();
-            let c = EncodedWeights::new(1 << 20);
-            assert!(c.insert(key("w"), &vals, l));
-            assert_eq!(c.get(&key("w"), l).unwrap(), vals, "l = {l}");
-            assert_eq!(c.bytes(), 4 * vals.len());
-        }
-    }
-
-    #[test]
-    fn wide_encodings_and_the_budget_are_refused() {
-        let c = EncodedWeights::new(16);
-        let wide = [(1u64 << 31) & ((1 << 40) - 1)];
-        assert!(!c.insert(key("wide"), &wide, 40), "2^31 does not fit 32 signed bits");
-        assert!(c.get(&key("wide"), 40).is_none());
-        assert!(c.insert(key("a"), &[1, 2, 3], 40));
-        assert!(!c.insert(key("b"), &[1, 2], 40), "12 + 8 bytes pass the 16-byte budget");
-        assert!(c.get(&key("b"), 40).is_none());
-        assert_eq!(c.bytes(), 12);
-        let other_scale = EncodedKey::new("a", 2, 3, Layout::InOut, FixedPoint::new(64, 18).unwrap(), crate::block::ColScale { cols: 1, by: 0.5 });
-        assert!(c.get(&other_scale, 40).is_none(), "a different column scale is a different encoding");
-    }
 
     /// A source that counts its reads.
     struct Counting {

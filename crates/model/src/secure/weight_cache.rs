@@ -26,15 +26,22 @@ use crate::ModelError;
 pub use crate::encoded::MAX_BUDGET_BYTES;
 
 /// The budget a server of `config` gives its cache: 4 bytes per entry of every matrix the config
-/// implies in `w` (each layer weight and embedding table once), at most `max`. A server counts
-/// it as resident from the start (its memory admission), as the cache fills with its sessions.
+/// implies in `w`, the token embedding twice where the LM head is tied to it (the lookup
+/// encodes it `vocab × dim`, the head `dim × vocab`: two encodings), at most `max`. A server
+/// counts it as resident from the start (its memory admission), as the cache fills with its
+/// sessions.
 pub fn budget_for(config: &ModelConfig, w: &dyn WeightSource, max: usize) -> Result<usize, ModelError> {
     let entries: usize = crate::shapes::expected_tensors(config, w)?
         .iter()
         .filter(|(_, shape)| shape.len() == 2)
         .map(|(_, shape)| shape.iter().product::<usize>())
         .sum();
-    Ok(entries.saturating_mul(std::mem::size_of::<i32>()).min(max))
+    let tied_head = match config {
+        ModelConfig::Gpt2(c) => c.vocab_size * c.n_embd,
+        ModelConfig::Llama(c) if c.tie_word_embeddings && !w.contains("lm_head.weight") => c.vocab_size * c.hidden_size,
+        _ => 0,
+    };
+    Ok((entries + tied_head).saturating_mul(std::mem::size_of::<i32>()).min(max))
 }
 
 /// A weight source with an [`EncodedWeights`] cache (the server's: [`WeightSource::encoded`]).

@@ -163,7 +163,7 @@ fn minilm_runs_under_its_derived_message_limit_and_a_larger_message_is_refused()
     let suite = Suite::parse("nectar").unwrap();
     let cfg = nectar_model::config::ModelConfig::from_file(&dir.join("config.json")).unwrap();
     let budget = nectar_model::secure::secure_engine::DEFAULT_PREFETCH_BUDGET as u64;
-    let plan = nectar_app::admission::plan(&cfg, &suite, budget, None, None, None, 0).unwrap();
+    let plan = nectar_app::admission::plan(&cfg, &suite, budget, None, None, None, 0).expect("the MiniLM calibration plans a server");
     assert!(plan.max_frame < nectar_net::DEFAULT_MAX_FRAME, "MiniLM is calibrated: {}", plan.max_frame);
     let server = start_server(&dir, &[]).unwrap();
     assert_eq!(server.metric("nectar_max_message_bytes"), Some(plan.max_frame as f64));

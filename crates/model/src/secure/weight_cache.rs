@@ -23,8 +23,6 @@ use crate::encoded::EncodedWeights;
 use crate::weights::WeightSource;
 use crate::ModelError;
 
-pub use crate::encoded::MAX_BUDGET_BYTES;
-
 /// The budget a server of `config` gives its cache: 4 bytes per entry of every matrix the config
 /// implies in `w`, the token embedding twice where the LM head is tied to it (the lookup
 /// encodes it `vocab × dim`, the head `dim × vocab`: two encodings), at most `max`. A server

@@ -98,8 +98,9 @@ fn check_batch_tokens(q: &Query, config: &ModelConfig, limits: &SessionLimits) -
 /// head, and `norm = outer`'s `r ⊗ γ` by OT OLEs where their bits are fewer than the OLT's
 /// (issue 49; the `norm` parameters name the second). 8: the session setup sends `embed =
 /// nimbus-cop`'s token table (`SecureModel::preload`), and a masked softmax skips its masked
-/// scores (issue 49).
-pub const PROTOCOL_VERSION: u32 = 8;
+/// scores (issue 49). 9: `olt-ring = narrow` sends the client's queries against the server's
+/// weights at the response level (`nectar_linear::QueryLevel`; its parameters say so).
+pub const PROTOCOL_VERSION: u32 = 9;
 
 /// Everything both parties must agree on, compared in the handshake.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

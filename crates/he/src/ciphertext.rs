@@ -61,8 +61,19 @@ impl SecretKey {
     /// Symmetric encryption of `pt` at the top level: `(−a·s + e + round(q·m/t), a)` with `a`
     /// expanded from a fresh seed.
     pub fn encrypt(&self, params: &Params, pt: &Plaintext, prg: &mut Prg) -> Result<Ciphertext, HeError> {
+        self.encrypt_at(params, pt, params.max_level(), prg)
+    }
+
+    /// [`SecretKey::encrypt`] at `level` (the first `level` primes of `q`): a fresh
+    /// ciphertext whose noise is the fresh error alone (variance `σ² + 1/12` with the exact
+    /// scaling `round(q_L·m/t)`), where switching a top-level one down to `level` adds the
+    /// rounding `r0 + r1·s` (variance `≈ (1 + 2N/3)/12`); seeded like the top-level one, so it
+    /// travels as `b` and the seed (`level` primes of `b` instead of all of them).
+    pub fn encrypt_at(&self, params: &Params, pt: &Plaintext, level: usize, prg: &mut Prg) -> Result<Ciphertext, HeError> {
         params.check_plain_index(pt.plain_index)?;
-        let level = params.max_level();
+        if level == 0 || level > params.max_level() {
+            return Err(HeError::OutOfRange(format!("level {level}")));
+        }
         let seed = prg.gen_block();
         let a = expand_seed(params, seed, (0..level).collect());
         let e = sample_error(params, prg);

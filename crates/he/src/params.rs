@@ -385,6 +385,11 @@ impl Params {
     pub(crate) fn eta(&self) -> u32 {
         self.0.lit.error_eta
     }
+
+    /// Variance of one coefficient of a fresh encryption's error: `η/2` (centred binomial).
+    pub fn error_variance(&self) -> f64 {
+        self.eta() as f64 / 2.0
+    }
     pub(crate) fn check_plain_index(&self, j: usize) -> Result<(), HeError> {
         if j < self.plain_count() {
             Ok(())

@@ -214,7 +214,9 @@ impl Ciphertext {
             c0.to_coeff(params);
             flags |= F_PARTIAL;
         }
-        let seeded = self.seed.filter(|_| self.level() == params.max_level() && self.c1.ntt);
+        // Every operation that changes `c1` (or its level) clears the seed, so a seed present
+        // with `c1` in NTT form is the expansion of `c1` on its primes.
+        let seeded = self.seed.filter(|_| self.c1.ntt);
         if seeded.is_some() {
             flags |= F_SEEDED;
         }
@@ -256,7 +258,7 @@ impl Ciphertext {
 
     /// Size in bytes of [`Ciphertext::serialize`]'s output.
     pub fn serialized_len(&self, params: &Params) -> usize {
-        let seeded = self.seed.is_some() && self.level() == params.max_level() && self.c1.ntt;
+        let seeded = self.seed.is_some() && self.c1.ntt;
         params.ciphertext_len(self.level(), seeded)
     }
 
@@ -271,8 +273,8 @@ impl Ciphertext {
             return malformed("unknown flags");
         }
         let seed = if flags & F_SEEDED != 0 {
-            if level != params.max_level() || flags & F_C1_NTT == 0 {
-                return malformed("seeded ciphertext must be at the top level with a in NTT form");
+            if flags & F_C1_NTT == 0 {
+                return malformed("seeded ciphertext must have a in NTT form");
             }
             let mut s = [0u8; 16];
             s.copy_from_slice(take(&mut b, 16)?);
@@ -319,7 +321,7 @@ impl Ciphertext {
 
 impl Params {
     /// Size in bytes of a serialized ciphertext at `level` (all coefficients): `seeded` is a
-    /// fresh symmetric one at the top level (`b` and a 16-byte seed), otherwise `(c0, c1)`.
+    /// fresh symmetric one (`b` and a 16-byte seed), otherwise `(c0, c1)`.
     /// What a protocol plans its traffic with before any ciphertext exists (e.g. the OLT window
     /// chooser's byte prices).
     pub fn ciphertext_len(&self, level: usize, seeded: bool) -> usize {

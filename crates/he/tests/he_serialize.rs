@@ -77,6 +77,43 @@ fn ciphertext_round_trips_sizes_and_rejections() {
     assert!(ct2.serialize_partial(&params, &[5, 3]).is_err());
 }
 
+/// A fresh symmetric ciphertext below the top level (`SecretKey::encrypt_at`, the OLT's low
+/// weight queries) travels seeded on its own primes, decrypts, and has the fresh noise, below
+/// the noise of a top-level one switched down to the same level; a switched-down one (seed
+/// cleared) travels whole.
+#[test]
+fn low_level_seeded_ciphertexts() {
+    let params = Params::nectar_olt_narrow();
+    let n = params.n();
+    let mut prg = Prg::new([9; 16]);
+    let sk = SecretKey::generate(&params, &mut prg);
+    let m: Vec<u64> = (0..n).map(|_| prg.next_u64() & ((1 << 51) - 1)).collect();
+    let pt = Plaintext::from_coeffs(&params, &m, 0).unwrap();
+    let low = sk.encrypt_at(&params, &pt, 2, &mut prg).unwrap();
+    assert_eq!(low.level(), 2);
+    assert!(low.is_seeded());
+    let bytes = low.serialize(&params);
+    let q2: u32 = params.q_moduli()[..2].iter().map(|m| m.bits()).sum();
+    assert_eq!(bytes.len(), n * q2 as usize / 8 + 16 + 15);
+    assert_eq!(bytes.len(), low.serialized_len(&params));
+    assert_eq!(bytes.len(), params.ciphertext_len(2, true));
+    let back = Ciphertext::deserialize(&params, &bytes).unwrap();
+    assert_eq!(back, low);
+    assert_eq!(sk.decrypt(&params, &back).unwrap(), pt);
+    let fresh = sk.noise(&params, &back).unwrap();
+    let mut switched = sk.encrypt(&params, &pt, &mut prg).unwrap();
+    switched.mod_switch_to(&params, 2).unwrap();
+    assert!(!switched.is_seeded());
+    let sw = sk.noise(&params, &switched).unwrap();
+    assert!(fresh.noise_bits <= 6 && fresh.noise_bits + 2 <= sw.noise_bits, "fresh {fresh:?} switched {sw:?}");
+    assert_eq!(switched.serialize(&params).len(), params.ciphertext_len(2, false));
+    assert!(sk.encrypt_at(&params, &pt, 0, &mut prg).is_err());
+    assert!(sk.encrypt_at(&params, &pt, params.max_level() + 1, &mut prg).is_err());
+    for cut in [0, 20, bytes.len() - 1] {
+        assert!(Ciphertext::deserialize(&params, &bytes[..cut]).is_err(), "cut {cut}");
+    }
+}
+
 #[test]
 fn key_round_trips() {
     let lit = ParamsLiteral::from_bit_sizes(4096, &[36, 36], Some(37), PlainModulus::PowerOfTwo(16)).unwrap();

@@ -166,7 +166,7 @@ impl CopWeights {
 pub fn cop_recv_weights<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, plan: &OltPlan) -> Result<CopWeights, LinearError> {
     check_plan(plan, sess)?;
     let level = sess.params.max_level();
-    let cts = recv_blocks(ch, &sess.params, plan.sent_cts, level)?;
+    let cts = recv_blocks(ch, &sess.params, plan.sent_cts, sess.params.max_level(), level)?;
     Ok(CopWeights { windows: plan.windows, dims: (plan.shape.m, plan.shape.n), level, cts })
 }
 

@@ -56,7 +56,7 @@ mod wire;
 pub use krdy::{Shape, Windows};
 pub use olt::{olt, olt_prepared, PreparedBlocks, Side};
 pub use session::HeSession;
-pub use window::{Compression, CostModel, CtBytes, OltPlan, Variant};
+pub use window::{Compression, CostModel, CtBytes, OltPlan, QueryLevel, Variant};
 pub use wire::FRAME_CTS;
 
 use nectar_net::NetError;

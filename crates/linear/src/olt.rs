@@ -10,7 +10,8 @@
 //! the encryptor's Galois keys and masks (H2A).
 //!
 //! Steps (evaluator side in brackets):
-//! 1. encryptor → evaluator: `H·m'·min(k', n')` fresh seeded ciphertexts (`n1`);
+//! 1. encryptor → evaluator: `H·m'·min(k', n')` fresh seeded ciphertexts (`n1`), at the top
+//!    level or, for an evaluator's weights, at the response level ([`QueryLevel`]);
 //! 2. [for each block product `(h, α, γ)`: `Σ_β ct ⊠ p̂` at [`product_level`] (the response
 //!    level when this party's blocks are small, e.g. weights; else the top level, then switch
 //!    down to the response level)];
@@ -31,7 +32,7 @@ use crate::interleave::{interleave, pack_lwes_from, AutoRing};
 use crate::krdy::{encode_lhs_block_into, encode_rhs_block_into};
 use crate::parse_mat::ResultLayout;
 use crate::session::HeSession;
-use crate::window::{Compression, OltPlan};
+use crate::window::{Compression, OltPlan, QueryLevel};
 use crate::{wire, LinearError};
 use nectar_he::{Ciphertext, GaloisKeys, Params, PlainNtt, Plaintext, ProductSum};
 use nectar_math::Prg;
@@ -103,12 +104,58 @@ pub fn product_level(params: &Params, plan: &OltPlan, side: Side, mats: &[&[u64]
     }
     let s = max_block_sq_norm(plan, side, mats, plain_mask(params).unwrap_or(u64::MAX));
     let var_eta = (1.0 + 2.0 * params.n() as f64 / 3.0) / 12.0;
+    (resp_level..top).find(|&l| products_fit(params, var_eta, s, l)).unwrap_or(top)
+}
+
+/// Whether products whose query noise has variance `var_eta` and whose plaintext blocks have
+/// the sum of squares `s` ([`product_level`]) keep `σ ≤ 2^-22·q_L/t` at level `l`.
+fn products_fit(params: &Params, var_eta: f64, s: f64, l: usize) -> bool {
     let log_sigma = (var_eta * s).max(1.0).log2() / 2.0;
     let t_bits = (params.plain_modulus(0) as f64).log2();
-    let log_q = |l: usize| -> f64 { params.q_moduli()[..l].iter().map(|m| (m.value() as f64).log2()).sum() };
-    (resp_level..top)
-        .find(|&l| log_sigma <= log_q(l) - t_bits - PRODUCT_NOISE_HEADROOM_BITS)
-        .unwrap_or(top)
+    let log_q: f64 = params.q_moduli()[..l].iter().map(|m| (m.value() as f64).log2()).sum();
+    log_sigma <= log_q - t_bits - PRODUCT_NOISE_HEADROOM_BITS
+}
+
+/// Variance of a fresh query's noise `η = e + ε`: the error (centred binomial, `σ² = η_cbd/2`)
+/// plus the exact scaling's rounding (`ε ∈ [−1/2, 1/2]`, variance `1/12`).
+fn fresh_noise_variance(params: &Params) -> f64 {
+    params.error_variance() + 1.0 / 12.0
+}
+
+/// Whether an evaluator's plaintext blocks of `mats` (`side`) fit a fresh query at the response
+/// level ([`QueryLevel::Response`]): the bound of [`product_level`] with the fresh noise
+/// (`σ² + 1/12 ≈ 10.6` against `(1 + 2N/3)/12 ≈ 455` for a query switched down, 2.7 bits more
+/// room): MiniLM's weights and embedding table, `σ ≤ 2^26.3` switched down ([`product_level`]),
+/// give `σ ≤ 2^23.6` fresh against `2^27.0` allowed at [`Params::nectar_olt_narrow`]'s
+/// response level. Which weights fit is a function of the server's weights; the client sees it
+/// only as an error (none for the models here), where the top-level query's [`product_level`]
+/// shows it in the server's computing time.
+pub fn weight_query_fits(params: &Params, plan: &OltPlan, side: Side, mats: &[&[u64]]) -> bool {
+    let s = max_block_sq_norm(plan, side, mats, plain_mask(params).unwrap_or(u64::MAX));
+    products_fit(params, fresh_noise_variance(params), s, h2a::olt_response_level(params))
+}
+
+/// The level the encryptor sends its query at under `plan` ([`QueryLevel`]).
+pub fn query_level(params: &Params, plan: &OltPlan) -> usize {
+    match plan.query {
+        QueryLevel::Top => params.max_level(),
+        QueryLevel::Response => h2a::olt_response_level(params).min(params.max_level()),
+    }
+}
+
+/// The level an evaluator's products run at: [`product_level`] for a top-level query, the
+/// response level for a low one (an error where its plaintexts do not fit it,
+/// [`weight_query_fits`]).
+pub fn evaluator_level(params: &Params, plan: &OltPlan, side: Side, mats: &[&[u64]]) -> Result<usize, LinearError> {
+    match plan.query {
+        QueryLevel::Top => Ok(product_level(params, plan, side, mats, h2a::olt_response_level(params))),
+        QueryLevel::Response if weight_query_fits(params, plan, side, mats) => Ok(query_level(params, plan)),
+        QueryLevel::Response => Err(LinearError::BadParams(format!(
+            "the weights of this {:?} product are too large for a query at the response level \
+             (olt-ring = narrow sends its weight queries there); run it with olt-ring = full",
+            plan.shape
+        ))),
+    }
 }
 
 /// `S` of [`product_level`]: the largest sum of squares (centred entries) over the plaintext
@@ -277,7 +324,7 @@ pub fn olt_prepared<C: Channel + ?Sized>(
 
 /// An evaluator's plaintext blocks encoded and transformed ahead of its OLT call: block `i`
 /// (index `h·per + block`, the order of [`olt`]'s evaluator) where prepared, at the level
-/// [`product_level`] chooses for the matrices.
+/// [`evaluator_level`] chooses for the plan and the matrices.
 pub struct PreparedBlocks {
     plan: OltPlan,
     side: Side,
@@ -314,7 +361,7 @@ pub fn prepare_blocks(
     max_bytes: usize,
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<PreparedBlocks, LinearError> {
-    let level = product_level(params, plan, side, mats, h2a::olt_response_level(params));
+    let level = evaluator_level(params, plan, side, mats)?;
     let tmask = plain_mask(params)?;
     let per = block_count(plan, side);
     let total = per * mats.len();
@@ -409,8 +456,9 @@ fn encryptor<C: Channel + ?Sized>(
     open_response(ch, sess, layout)
 }
 
-/// The encryptor's query: its blocks of `mats` (`side`), encrypted under its own key, seeded,
-/// in frames (`wire::FRAME_CTS`), each sent as soon as it is encrypted. One flight.
+/// The encryptor's query: its blocks of `mats` (`side`), encrypted under its own key at the
+/// plan's [`query_level`], seeded, in frames (`wire::FRAME_CTS`), each sent as soon as it is
+/// encrypted. One flight.
 pub(crate) fn send_blocks<C: Channel + ?Sized>(
     ch: &mut C,
     sess: &HeSession,
@@ -423,6 +471,7 @@ pub(crate) fn send_blocks<C: Channel + ?Sized>(
     let tmask = plain_mask(params)?;
     let per = block_count(plan, side);
     let total = per * mats.len();
+    let level = query_level(params, plan);
     let mut prgs: Vec<Prg> = (0..total).map(|_| prg.fork()).collect();
     for range in wire::frames(total) {
         let cts: Vec<Ciphertext> = prgs[range.clone()]
@@ -432,7 +481,7 @@ pub(crate) fn send_blocks<C: Channel + ?Sized>(
                 let coeffs = encode_block(plan, side, mats[i / per], i % per, tmask);
                 Ok(sess
                     .sk
-                    .encrypt(params, &Plaintext::from_coeffs(params, &coeffs, 0)?, p)?)
+                    .encrypt_at(params, &Plaintext::from_coeffs(params, &coeffs, 0)?, level, p)?)
             })
             .collect::<Result<_, LinearError>>()?;
         ch.send(&wire::cts_to_bytes(params, &cts)?)?;
@@ -461,12 +510,16 @@ pub(crate) fn recv_frames<C: Channel + ?Sized>(ch: &mut C, count: usize) -> Resu
     wire::frames(count).map(|_| Ok(ch.recv()?)).collect()
 }
 
-/// The evaluator's copy of the peer's query: `count` ciphertexts received in frames, each
-/// switched to `level` and put in NTT form as it arrives.
-pub(crate) fn recv_blocks<C: Channel + ?Sized>(ch: &mut C, params: &Params, count: usize, level: usize) -> Result<Vec<Ciphertext>, LinearError> {
+/// The evaluator's copy of the peer's query: `count` ciphertexts received in frames, each at
+/// the agreed level `sent` (an error otherwise), switched to `level` and put in NTT form as it
+/// arrives.
+pub(crate) fn recv_blocks<C: Channel + ?Sized>(ch: &mut C, params: &Params, count: usize, sent: usize, level: usize) -> Result<Vec<Ciphertext>, LinearError> {
     let mut cts: Vec<Ciphertext> = Vec::with_capacity(count);
     for range in wire::frames(count) {
         let mut part = wire::cts_from_bytes(params, &ch.recv()?, range.len())?;
+        if part.iter().any(|c| c.level() != sent) {
+            return Err(LinearError::BadShape(format!("query ciphertexts must be at level {sent}")));
+        }
         part.par_iter_mut().try_for_each(|c| -> Result<(), LinearError> {
             c.mod_switch_to(params, level)?;
             c.to_ntt(params);
@@ -491,9 +544,9 @@ fn evaluator<C: Channel + ?Sized>(
     let params = &sess.params;
     let peer_side = side.peer();
     let peer_per = block_count(plan, peer_side);
-    let level = product_level(params, plan, side, mats, h2a::olt_response_level(params));
+    let level = evaluator_level(params, plan, side, mats)?;
     // The peer's query in frames, each switched to the product level as it arrives.
-    let cts = recv_blocks(ch, params, peer_per * mats.len(), level)?;
+    let cts = recv_blocks(ch, params, peer_per * mats.len(), query_level(params, plan), level)?;
     evaluate(ch, sess, plan, side, mats, layout, prg, prepared, CtSet::All(&cts), level, false)
 }
 

@@ -16,6 +16,12 @@ pub trait OltRingProtocol: Protocol {
     /// Whether the products are computed in a ring narrower than the shares' (then one
     /// truncation with extension brings them back).
     fn narrow(&self) -> bool;
+
+    /// Whether the client's queries against the server's weights travel at the response
+    /// level ([`crate::QueryLevel::Response`]) instead of the top level.
+    fn low_weight_queries(&self) -> bool {
+        false
+    }
 }
 
 /// Every OLT ring, in the order `nectar suites` lists them.

@@ -193,20 +193,25 @@ impl CostModel {
 pub struct CtBytes {
     /// A fresh ciphertext sent by the encrypting party.
     pub query: usize,
+    /// A fresh ciphertext sent at the response level ([`QueryLevel::Response`]).
+    pub low_query: usize,
     /// A result ciphertext returned after H2A (mod-switched).
     pub response: usize,
 }
 
 impl CtBytes {
     /// No sizes (cost models that do not price bytes).
-    pub const NONE: CtBytes = CtBytes { query: 0, response: 0 };
+    pub const NONE: CtBytes = CtBytes { query: 0, low_query: 0, response: 0 };
 
-    /// The OLT's ciphertexts under `params`: a fresh seeded query at the top level, a full
-    /// response at [`crate::h2a::response_level`] (every coefficient, as after InterLeave).
+    /// The OLT's ciphertexts under `params`: a fresh seeded query at the top level (and at the
+    /// response level), a full response at [`crate::h2a::response_level`] (every coefficient,
+    /// as after InterLeave).
     pub fn olt(params: &nectar_he::Params) -> CtBytes {
+        let resp = crate::h2a::olt_response_level(params);
         CtBytes {
             query: params.ciphertext_len(params.max_level(), true),
-            response: params.ciphertext_len(crate::h2a::olt_response_level(params), false),
+            low_query: params.ciphertext_len(resp, true),
+            response: params.ciphertext_len(resp, false),
         }
     }
 }
@@ -231,6 +236,21 @@ pub struct OltPlan {
     pub autos: usize,
     /// `n3`: ciphertexts returned.
     pub returned_cts: usize,
+    /// The level the encryptor's query travels at ([`OltPlan::with_weight_query`]).
+    pub query: QueryLevel,
+}
+
+/// The level of an OLT's query ciphertexts (AGREEMENT: part of the public plan).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueryLevel {
+    /// The top level (BumbleBee): the evaluator's plaintexts may be anything, a uniform share
+    /// included, and the evaluator switches down to where its products fit.
+    Top,
+    /// The response level ([`crate::h2a::olt_response_level`]), encrypted there fresh: for an
+    /// evaluator whose plaintexts are its weights and fit that level with a fresh query's noise
+    /// ([`crate::olt::weight_query_fits`]; an error before any message otherwise). The query
+    /// then costs the response level's primes instead of all of them (2 of 3 in both OLT sets).
+    Response,
 }
 
 impl OltPlan {
@@ -283,7 +303,18 @@ impl OltPlan {
             products,
             autos,
             returned_cts,
+            query: QueryLevel::Top,
         })
+    }
+
+    /// This plan with its query at the response level ([`QueryLevel::Response`]) where the
+    /// client encrypts (`X·W` with `X`'s holder encrypting); a plan whose weight holder
+    /// encrypts keeps the top level (the client's plaintexts are uniform shares).
+    pub fn with_weight_query(mut self) -> Self {
+        if !self.rhs_encrypts {
+            self.query = QueryLevel::Response;
+        }
+        self
     }
 
     /// Plaintext blocks the evaluating party encodes per call: its own matrix's blocks
@@ -311,9 +342,14 @@ impl OltPlan {
         }
     }
 
-    /// Predicted payload bytes `(encryptor → evaluator, evaluator → encryptor)`.
+    /// Predicted payload bytes `(encryptor → evaluator, evaluator → encryptor)`, the query at
+    /// its plan's level.
     pub fn bytes(&self, b: CtBytes) -> (usize, usize) {
-        (self.sent_cts * b.query, self.returned_cts * b.response)
+        let q = match self.query {
+            QueryLevel::Top => b.query,
+            QueryLevel::Response => b.low_query,
+        };
+        (self.sent_cts * q, self.returned_cts * b.response)
     }
 
     /// Block products the evaluator holds at once: every one when they are returned as they

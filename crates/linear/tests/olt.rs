@@ -363,3 +363,108 @@ fn evaluator_stops_when_cancelled() {
     assert!(e.contains("cancelled"), "{e}");
     assert!(client.is_err(), "the client got no response");
 }
+
+/// A weight OLT whose query travels at the response level (`QueryLevel::Response`, the narrow
+/// ring's): exact, with query ciphertexts of two primes instead of three (the response
+/// unchanged), with and without prepared blocks; weights too large for it are refused before
+/// the evaluator reads the query, and a query at another level than the plan's is refused.
+#[test]
+fn weight_query_at_the_response_level() {
+    use nectar_linear::olt::{prepare_blocks, query_level, weight_query_fits};
+    use nectar_linear::{CtBytes, QueryLevel};
+    use nectar_net::Channel;
+    let params = Params::nectar_olt_narrow();
+    let n = params.n();
+    // A decoding step's qkv row of SmolLM2 (1 × 576 × 960) at its chosen windows.
+    let s = Shape::new(1, 576, 960).unwrap();
+    let top = OltPlan::new(s, Windows::new(1, 128, 64, n, true).unwrap(), n, Variant::Interleave).unwrap();
+    let low = top.with_weight_query();
+    assert_eq!((top.query, low.query), (QueryLevel::Top, QueryLevel::Response));
+    assert_eq!((query_level(&params, &top), query_level(&params, &low)), (3, 2));
+    // The weight holder encrypting (k' > n') keeps the top level: the client's plaintexts
+    // would be uniform shares.
+    let flip = OltPlan::new(Shape::new(7, 10, 1).unwrap(), Windows::new(2, 4, 1, n, true).unwrap(), n, Variant::Interleave).unwrap();
+    assert!(flip.rhs_encrypts);
+    assert_eq!(flip.with_weight_query().query, QueryLevel::Top);
+    let mut prg = Prg::new([41; 16]);
+    // |w| < 2^15 (0.125 at f = 18), as MiniLM's and SmolLM2's weights.
+    let w = small_weights(&mut prg, s.m * s.n, 16);
+    assert!(weight_query_fits(&params, &low, Side::Rhs, &[&w]));
+    let x: Vec<u64> = (0..s.k * s.m).map(|_| prg.next_u64() & ((1 << 51) - 1)).collect();
+    let mask = (1u64 << 51) - 1;
+    let want: Vec<u64> = matmul_u64(&x, &w, s).into_iter().map(|v| v & mask).collect();
+    let shares = |plan: OltPlan, prepare: bool| {
+        run_pair(
+            |ch| {
+                let mut p = Prg::new([42; 16]);
+                let sess = HeSession::setup(ch, Role::Server, Params::nectar_olt_narrow(), true, &mut p).unwrap();
+                let stop = std::sync::atomic::AtomicBool::new(false);
+                let pre = prepare.then(|| prepare_blocks(&sess.params, &plan, Side::Rhs, &[&w], usize::MAX, &stop).unwrap());
+                let before = ch.stats();
+                let r = nectar_linear::olt_prepared(ch, &sess, &plan, Side::Rhs, &[&w], &mut p, pre).unwrap();
+                (r, ch.stats().bytes_recv - before.bytes_recv, ch.stats().bytes_sent - before.bytes_sent)
+            },
+            |ch| {
+                let mut p = Prg::new([43; 16]);
+                let sess = HeSession::setup(ch, Role::Client, Params::nectar_olt_narrow(), true, &mut p).unwrap();
+                olt(ch, &sess, &plan, Side::Lhs, &[&x], &mut p).unwrap()
+            },
+        )
+    };
+    let sizes = CtBytes::olt(&params);
+    let mut recv = Vec::new();
+    for (plan, prepare) in [(top, false), (low, false), (low, true)] {
+        let ((a, got_q, got_r), b) = shares(plan, prepare);
+        let sum: Vec<u64> = a.iter().zip(&b).map(|(p, q)| p.wrapping_add(*q) & mask).collect();
+        assert_eq!(sum, want, "{:?} prepared {prepare}", plan.query);
+        let (q, r) = plan.bytes(sizes);
+        let (q, r) = (q as u64, r as u64);
+        // The frames' own headers ride on top of the predicted payloads.
+        assert!(got_q >= q && got_q < q + 256 && got_r >= r / 2, "{:?}: {got_q} vs {q}", plan.query);
+        recv.push((got_q, got_r));
+    }
+    assert!(recv[1].0 * 3 < recv[0].0 * 2 + 1024, "low query {} vs top {}", recv[1].0, recv[0].0);
+    assert_eq!(recv[1].1, recv[0].1);
+
+    // Uniform weights do not fit: the evaluator refuses before reading the query.
+    let uniform: Vec<u64> = (0..s.m * s.n).map(|_| prg.next_u64()).collect();
+    assert!(!weight_query_fits(&params, &low, Side::Rhs, &[&uniform]));
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    assert!(prepare_blocks(&params, &low, Side::Rhs, &[&uniform], usize::MAX, &stop).is_err());
+    let (server, _) = run_pair(
+        |ch| {
+            let mut p = Prg::new([44; 16]);
+            let sess = HeSession::setup(ch, Role::Server, Params::nectar_olt_narrow(), true, &mut p).unwrap();
+            let r = olt(ch, &sess, &low, Side::Rhs, &[&uniform], &mut p).map(|_| ());
+            let _ = ch.send(b"refused");
+            r
+        },
+        |ch| {
+            let mut p = Prg::new([45; 16]);
+            let sess = HeSession::setup(ch, Role::Client, Params::nectar_olt_narrow(), true, &mut p).unwrap();
+            olt(ch, &sess, &low, Side::Lhs, &[&x], &mut p).map(|_| ())
+        },
+    );
+    let e = server.unwrap_err().to_string();
+    assert!(e.contains("olt-ring = full"), "{e}");
+
+    // A top-level query where the plan says the response level (and the reverse) is refused.
+    for (sent_as, agreed) in [(top, low), (low, top)] {
+        let (server, _) = run_pair(
+            |ch| {
+                let mut p = Prg::new([46; 16]);
+                let sess = HeSession::setup(ch, Role::Server, Params::nectar_olt_narrow(), true, &mut p).unwrap();
+                let r = olt(ch, &sess, &agreed, Side::Rhs, &[&w], &mut p).map(|_| ());
+                let _ = ch.send(b"refused");
+                r
+            },
+            |ch| {
+                let mut p = Prg::new([47; 16]);
+                let sess = HeSession::setup(ch, Role::Client, Params::nectar_olt_narrow(), true, &mut p).unwrap();
+                olt(ch, &sess, &sent_as, Side::Lhs, &[&x], &mut p).map(|_| ())
+            },
+        );
+        let e = server.unwrap_err().to_string();
+        assert!(e.contains("level"), "{e}");
+    }
+}

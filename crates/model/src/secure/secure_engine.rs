@@ -237,6 +237,7 @@ impl<'c> SecureEngine<'c> {
             ));
         }
         let plan = self.plan_with(rows, in_dim, out_dim, variant)?;
+        let plan = self.weight_plan(plan);
         let (l, role) = (self.olt_bits(), self.b.role());
         // The blocks prepared for this very weight, if the last announcement was this one.
         let prepared = match (&self.prefetch, w.values()) {
@@ -347,6 +348,16 @@ impl<'c> SecureEngine<'c> {
     }
 
     /// The OLT plan of a `k × m × n` product with the packing `variant` (cached).
+    /// `plan` for a product with the server's weight: its query at the response level where
+    /// the suite's OLT ring sends them there ([`nectar_linear::olt_ring::OltRingProtocol::low_weight_queries`]).
+    fn weight_plan(&self, plan: OltPlan) -> OltPlan {
+        if self.suite.olt_ring.low_weight_queries() {
+            plan.with_weight_query()
+        } else {
+            plan
+        }
+    }
+
     fn plan_with(&mut self, k: usize, m: usize, n: usize, variant: Variant) -> Result<OltPlan, NnError> {
         if let Some(p) = self.plans.get(&(k, m, n, variant)) {
             return Ok(*p);
@@ -467,6 +478,7 @@ impl Engine for SecureEngine<'_> {
             return Ok(());
         }
         let plan = self.plan(rows, in_dim, out_dim)?;
+        let plan = self.weight_plan(plan);
         if plan.rhs_encrypts {
             return Ok(());
         }

@@ -256,7 +256,7 @@ pub fn primitive_counts(op: &str, elements: usize, cols: usize) -> Result<TwinCo
                 drop(reciprocal::reciprocal(&mut b, &pos, &reciprocal::RECIP_SOFTMAX)?)
             }
         }
-        "argmax" => drop(max::argmax_rows(&mut b, &x, rows, cols)?),
+        "argmax" => drop(max::argmax_rows_narrow(&mut b, &x, rows, cols)?),
         other => return Err(NnError::BadArgument(format!("unknown operator {other}; known: {OPERATORS:?}"))),
     }
     Ok(TwinCounts { op: op.to_string(), elements: n, twin_seconds: t.elapsed().as_secs_f64(), counts: b.counts().clone() })

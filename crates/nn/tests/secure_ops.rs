@@ -368,7 +368,11 @@ fn row_operators_match_twin_and_f64() {
             .float_vec(beta.clone(), (512.0 * 1.5 + 8.0) / FP.scale()),
         item("rmsnorm", lx.clone(), NORM_TOL, Box::new(NormCase { rows, cols, gamma: gamma.clone(), beta: None }))
             .float_vec(rms_want, 1e-2 + NORM_TOL as f64 / FP.scale()),
-        item("argmax (ties)", ax.clone(), 0, Box::new(ArgmaxCase { rows, cols })).float_vec(
+        item("argmax (ties)", ax.clone(), 0, Box::new(ArgmaxCase { rows, cols, narrow: false })).float_vec(
+            am_want.iter().map(|&i| i / FP.scale()).collect(),
+            0.0,
+        ),
+        item("argmax narrow (ties)", ax.clone(), 0, Box::new(ArgmaxCase { rows, cols, narrow: true })).float_vec(
             am_want.iter().map(|&i| i / FP.scale()).collect(),
             0.0,
         ),
@@ -474,14 +478,22 @@ impl Case for NormCase {
 struct ArgmaxCase {
     rows: usize,
     cols: usize,
+    /// `max::argmax_rows_narrow` instead of `max::argmax_rows`.
+    narrow: bool,
+}
+impl ArgmaxCase {
+    fn go<B: Backend + ?Sized>(&self, b: &mut B, x: &B::Val) -> Result<B::Val, NnError> {
+        let f = if self.narrow { max::argmax_rows_narrow::<B> } else { max::argmax_rows::<B> };
+        Ok(f(b, x, self.rows, self.cols)?.1)
+    }
 }
 impl Case for ArgmaxCase {
     fn plain(&self, b: &mut PlainBackend, x: &Vec<u64>) -> R {
-        let (_, i) = max::argmax_rows(b, x, self.rows, self.cols)?;
+        let i = self.go(b, x)?;
         b.reveal(&i)
     }
     fn secure(&self, b: &mut SecureBackend<'_>, x: &Vec<u64>) -> R {
-        let (_, i) = max::argmax_rows(b, x, self.rows, self.cols)?;
+        let i = self.go(b, x)?;
         b.reveal(&i)
     }
 }

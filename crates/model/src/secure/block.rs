@@ -16,7 +16,7 @@ use crate::secure::layers::{
 use crate::config::ScaleShifts;
 use crate::ModelError;
 use nectar_net::Role;
-use nectar_nn::max::argmax_rows;
+use nectar_nn::max::argmax_rows_narrow;
 use crate::secure::operators;
 use crate::secure::{SecureError, WeightSource};
 use nectar_math::FixedPoint;
@@ -522,7 +522,8 @@ impl<E: Engine> ArchOps for EngineBlock<'_, E> {
     }
 
     fn argmax(&mut self, x: &E::Val, rows: usize, cols: usize) -> Result<E::Val, SecureError> {
-        Ok(argmax_rows(self.e, x, rows, cols)?.1)
+        // Logits differ by far less than the narrow comparisons' 2^19 (`argmax_rows_narrow`).
+        Ok(argmax_rows_narrow(self.e, x, rows, cols)?.1)
     }
 
     fn reveal(&mut self, x: &E::Val) -> Result<Option<Vec<f64>>, SecureError> {

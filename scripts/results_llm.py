@@ -134,7 +134,19 @@ AB = {
         "its first use as 32-bit integers (`nectar_model::secure::weight_cache::CachingSource`,",
         "within 1 GiB: 0.65 GB for SmolLM2, its tied head encoded twice); the same ring elements, so the same messages.",
     ]),
+    "query": ("Weight queries at the response level, the argmax in a narrow ring", [
+        "Two changes to a decoding step. The client's query ciphertexts against the server's",
+        "weights (`qkv`, `o`, `ffn1`, `ffn2`, the LM head) are encrypted fresh at the response",
+        "level, two of the OLT's three primes, where the server's weight products ran anyway",
+        "(`nectar_linear::QueryLevel`; before, the server switched top-level ones down): 102",
+        "instead of 154 kB per ciphertext, the server's check that its weights fit the fresh",
+        "noise made before it reads the query. And the greedy argmax over the 49 152 logits",
+        "compares in `Z_2^(f+20)`, exact for logits within 2^19 of each other",
+        "(`nectar_nn::max::argmax_rows_narrow`), instead of the MSB of `Z_2^64`.",
+    ]),
 }
+# The operators an A/B's table shows (seconds, then MB), where not the attention's and norms'.
+AB_OPS = {"query": ["linear.qkv", "linear.o", "linear.ffn1", "linear.ffn2", "lm_head", "argmax"]}
 # The A/Bs of two suites on one build label their rows by suite, the others by build.
 BY_SUITE = {"grid"}
 for name, (title, text) in AB.items():
@@ -158,16 +170,29 @@ for name, (title, text) in AB.items():
     w("Each pair of rows is the default and the suite with it, run one after the other." if by_suite
       else "Each pair of rows is the build before and the build with it, run one after the other.")
     w("")
-    w(f"| {'suite' if by_suite else 'build'} | prompt tokens | new tokens | equal | first token s | s/token | MB/token | flights | setup s | Q·Kᵀ s | P·V s | softmax s | RMSNorm s | Q·Kᵀ + P·V MB | softmax MB | RMSNorm MB |")
-    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    shown = AB_OPS.get(name)
+    if shown:
+        w(f"| build | prompt tokens | new tokens | equal | first token s | s/token | MB/token | flights | setup s | "
+          + " | ".join(f"{n} s" for n in shown) + " | " + " | ".join(f"{n} MB" for n in shown) + " |")
+        w("|---|" + "---:|" * (8 + 2 * len(shown)))
+    else:
+        w(f"| {'suite' if by_suite else 'build'} | prompt tokens | new tokens | equal | first token s | s/token | MB/token | flights | setup s | Q·Kᵀ s | P·V s | softmax s | RMSNorm s | Q·Kᵀ + P·V MB | softmax MB | RMSNorm MB |")
+        w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for q, t, c in zip(gq, tot, gm["commands"]):
         ops = {o["op"]: o for o in t["breakdown"]["ops"]}
         mb = lambda *names: sum(ops.get(n, {}).get("bytes_sent", 0) + ops.get(n, {}).get("bytes_recv", 0) for n in names) / 1e6
         sec = lambda n: ops.get(n, {}).get("seconds", 0)
         label = f"`{q['suite']}`" if by_suite else f"`{c['commit']}`"
-        w(row([label] + query_cells(q) + [f"{t.get('setup_seconds', float('nan')):.1f}", f"{sec('matmul.qk'):.2f}", f"{sec('matmul.pv'):.2f}",
-                                          f"{sec('softmax'):.2f}", f"{sec('rmsnorm'):.2f}", f"{mb('matmul.qk', 'matmul.pv'):.1f}",
-                                          f"{mb('softmax'):.1f}", f"{mb('rmsnorm'):.1f}"]))
+        setup = [f"{t.get('setup_seconds', float('nan')):.1f}"]
+        if shown:
+            w(row([label] + query_cells(q) + setup + [f"{sec(n):.2f}" for n in shown] + [f"{mb(n):.1f}" for n in shown]))
+        else:
+            w(row([label] + query_cells(q) + setup + [f"{sec('matmul.qk'):.2f}", f"{sec('matmul.pv'):.2f}",
+                                              f"{sec('softmax'):.2f}", f"{sec('rmsnorm'):.2f}", f"{mb('matmul.qk', 'matmul.pv'):.1f}",
+                                              f"{mb('softmax'):.1f}", f"{mb('rmsnorm'):.1f}"]))
+    if shown:
+        w("")
+        w("The operator columns are the whole query's (prompt and every new token).")
     w("")
 
 # Plaintext reference against llama.cpp (issue 49 item 3): llm-llamacpp.jsonl and its meta file,

@@ -144,9 +144,19 @@ AB = {
         "compares in `Z_2^(f+20)`, exact for logits within 2^19 of each other",
         "(`nectar_nn::max::argmax_rows_narrow`), instead of the MSB of `Z_2^64`.",
     ]),
+    "windows": ("Weight products' windows priced with their low queries", [
+        "The OLT window chooser (`olt-cost = balanced`) priced every plan's query ciphertexts at",
+        "the top level's bytes; a weight product's query now travels at the response level",
+        "(above), and `nectar_linear::OltPlan::choose_for` prices each candidate with it. Two",
+        "decoding shapes change windows: the LM head (`1 × 576 × 49152`) from `(1, 64, 128)` to",
+        "`(1, 32, 256)` (192 instead of 384 automorphisms, 18 instead of 9 query ciphertexts) and",
+        "FFN2 (`1 × 1536 × 576`) from `(1, 256, 32)` to `(1, 128, 64)` (128 instead of 256",
+        "automorphisms, 12 instead of 6 query ciphertexts); the prompt's shapes keep theirs.",
+    ]),
 }
 # The operators an A/B's table shows (seconds, then MB), where not the attention's and norms'.
-AB_OPS = {"query": ["linear.qkv", "linear.o", "linear.ffn1", "linear.ffn2", "lm_head", "argmax"]}
+LINEAR_OPS = ["linear.qkv", "linear.o", "linear.ffn1", "linear.ffn2", "lm_head"]
+AB_OPS = {"query": LINEAR_OPS + ["argmax"], "windows": LINEAR_OPS}
 # The A/Bs of two suites on one build label their rows by suite, the others by build.
 BY_SUITE = {"grid"}
 for name, (title, text) in AB.items():

@@ -241,7 +241,7 @@ pub struct OltPlan {
 }
 
 /// The level of an OLT's query ciphertexts (AGREEMENT: part of the public plan).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum QueryLevel {
     /// The top level (BumbleBee): the evaluator's plaintexts may be anything, a uniform share
     /// included, and the evaluator switches down to where its products fit.
@@ -375,6 +375,22 @@ impl OltPlan {
         variant: Variant,
         c: &CostModel,
     ) -> Result<Self, LinearError> {
+        Self::choose_for(shape, degree, variant, c, QueryLevel::Top)
+    }
+
+    /// [`OltPlan::choose`] for a product whose query travels at `query` where the client
+    /// encrypts ([`OltPlan::with_weight_query`]: a weight product under `olt-ring = narrow`):
+    /// each candidate is priced with its own query's bytes, so the cheaper low query lets a
+    /// plan trade more query ciphertexts for fewer automorphisms (a decoding step's LM head,
+    /// `1 × 576 × 49152`: windows `(1, 32, 256)` and 192 automorphisms instead of
+    /// `(1, 64, 128)` and 384; its FFN2, `1 × 1536 × 576`: 128 instead of 256).
+    pub fn choose_for(
+        shape: Shape,
+        degree: usize,
+        variant: Variant,
+        c: &CostModel,
+        query: QueryLevel,
+    ) -> Result<Self, LinearError> {
         if !degree.is_power_of_two() {
             return Err(LinearError::BadParams(format!(
                 "ring degree {degree} is not a power of two"
@@ -389,6 +405,7 @@ impl OltPlan {
                 if nw >= 1 {
                     let w = Windows { kw, mw, nw };
                     let p = OltPlan::new(shape, w, degree, variant)?;
+                    let p = if query == QueryLevel::Response { p.with_weight_query() } else { p };
                     let cost = p.cost(c);
                     if variant == Variant::Interleave
                         && p.held_products() <= MAX_HELD_PRODUCTS
@@ -551,5 +568,39 @@ mod tests {
             assert!(b.autos <= a.autos, "{:?}", (k, m, n));
             assert!(total(&b) <= 4 * total(&a), "{:?}", (k, m, n));
         }
+    }
+
+    /// A weight product's plan priced with its low query (`choose_for`): the same plans as
+    /// `choose` with the query at the response level, each window choice pinned (AGREEMENT)
+    /// for a SmolLM2 decoding step and a MiniLM query; the role-flipped plan keeps the top
+    /// level.
+    #[test]
+    fn low_queries_price_their_own_bytes() {
+        let bal = CostModel::balanced_olt();
+        let ct = bal.ct_bytes;
+        assert!(ct.low_query < ct.query);
+        let cases = [
+            // SmolLM2, one decoding row: qkv, o, ffn1 (gate ‖ up), ffn2, the LM head.
+            ((1, 576, 960), (1, 128, 64), (1, 128, 64)),
+            ((1, 576, 576), (1, 128, 64), (1, 128, 64)),
+            ((1, 576, 3072), (1, 128, 64), (1, 128, 64)),
+            ((1, 1536, 576), (1, 256, 32), (1, 128, 64)),
+            ((1, 576, 49152), (1, 64, 128), (1, 32, 256)),
+            // MiniLM, 32 tokens: QKV, FFN2.
+            ((32, 384, 1152), (32, 32, 8), (32, 32, 8)),
+            ((32, 1536, 384), (32, 128, 2), (32, 128, 2)),
+        ];
+        for ((k, m, n), top, low) in cases {
+            let s = Shape::new(k, m, n).unwrap();
+            let a = OltPlan::choose(s, 8192, Variant::Interleave, &bal).unwrap();
+            let b = OltPlan::choose_for(s, 8192, Variant::Interleave, &bal, QueryLevel::Response).unwrap();
+            assert_eq!((a.windows.kw, a.windows.mw, a.windows.nw), top, "{:?}", (k, m, n));
+            assert_eq!((b.windows.kw, b.windows.mw, b.windows.nw), low, "{:?}", (k, m, n));
+            assert_eq!((a.query, b.query), (QueryLevel::Top, QueryLevel::Response));
+            assert_eq!(b, OltPlan::new(s, b.windows, 8192, Variant::Interleave).unwrap().with_weight_query());
+            assert!(b.cost(&bal) <= a.with_weight_query().cost(&bal));
+        }
+        let flip = OltPlan::choose_for(Shape::new(4096, 64, 1).unwrap(), 8192, Variant::Interleave, &bal, QueryLevel::Response).unwrap();
+        assert!(flip.rhs_encrypts && flip.query == QueryLevel::Top);
     }
 }

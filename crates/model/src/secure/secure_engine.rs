@@ -33,7 +33,7 @@ use crate::suite::Suite;
 use nectar_linear::protocol::{LinearCx, LinearProtocol, Session, State};
 use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_weight};
 use nectar_linear::prefetch::{Prefetch, PrefetchWorker};
-use nectar_linear::{CostModel, CtBytes, HeSession, LinearError, OltPlan, Shape, Side, Variant};
+use nectar_linear::{CostModel, CtBytes, HeSession, LinearError, OltPlan, QueryLevel, Shape, Side, Variant};
 use nectar_math::{FixedPoint, Prg};
 use nectar_net::{Channel, Role, Stats};
 use nectar_nn::secure::SecureBackend;
@@ -63,7 +63,7 @@ pub struct SecureEngine<'c> {
     /// Prices the OLT window chooser minimises (AGREEMENT: both parties must use the same,
     /// or their plans differ). Default: the artifact's, which minimise bytes.
     cost: CostModel,
-    plans: HashMap<(usize, usize, usize, Variant), OltPlan>,
+    plans: HashMap<(usize, usize, usize, Variant, QueryLevel), OltPlan>,
     profile: Profile,
     /// The next layer matmul's weight blocks being prepared (server; [`Engine::prefetch_layer_matmul`]).
     prefetch: Option<Prefetch>,
@@ -193,7 +193,7 @@ impl<'c> SecureEngine<'c> {
     fn ole_pays(&mut self, rows: usize, cols: usize) -> Result<bool, NnError> {
         let l = self.olt_bits() as usize;
         let ole_bits = rows.saturating_mul(cols).saturating_mul(l + l * (l + 1) / 2);
-        let plan = self.plan_with(rows, 1, cols, self.variant)?;
+        let plan = self.weight_plan(rows, 1, cols, self.variant)?;
         let (sent, returned) = plan.bytes(CtBytes::olt(&self.olt.params));
         Ok(ole_bits <= 8 * (sent + returned))
     }
@@ -236,8 +236,7 @@ impl<'c> SecureEngine<'c> {
                 "the server must provide the weight".into(),
             ));
         }
-        let plan = self.plan_with(rows, in_dim, out_dim, variant)?;
-        let plan = self.weight_plan(plan);
+        let plan = self.weight_plan(rows, in_dim, out_dim, variant)?;
         let (l, role) = (self.olt_bits(), self.b.role());
         // The blocks prepared for this very weight, if the last announcement was this one.
         let prepared = match (&self.prefetch, w.values()) {
@@ -347,24 +346,27 @@ impl<'c> SecureEngine<'c> {
         self.plan_with(k, m, n, self.variant)
     }
 
-    /// The OLT plan of a `k × m × n` product with the packing `variant` (cached).
-    /// `plan` for a product with the server's weight: its query at the response level where
-    /// the suite's OLT ring sends them there ([`nectar_linear::olt_ring::OltRingProtocol::low_weight_queries`]).
-    fn weight_plan(&self, plan: OltPlan) -> OltPlan {
-        if self.suite.olt_ring.low_weight_queries() {
-            plan.with_weight_query()
-        } else {
-            plan
-        }
+    /// The plan of a `k × m × n` product with the server's weight: its query at the response
+    /// level where the suite's OLT ring sends them there
+    /// ([`nectar_linear::olt_ring::OltRingProtocol::low_weight_queries`]), its windows priced
+    /// with that query ([`OltPlan::choose_for`]).
+    fn weight_plan(&mut self, k: usize, m: usize, n: usize, variant: Variant) -> Result<OltPlan, NnError> {
+        let query = if self.suite.olt_ring.low_weight_queries() { QueryLevel::Response } else { QueryLevel::Top };
+        self.plan_for(k, m, n, variant, query)
     }
 
+    /// The OLT plan of a `k × m × n` product with the packing `variant` (cached).
     fn plan_with(&mut self, k: usize, m: usize, n: usize, variant: Variant) -> Result<OltPlan, NnError> {
-        if let Some(p) = self.plans.get(&(k, m, n, variant)) {
+        self.plan_for(k, m, n, variant, QueryLevel::Top)
+    }
+
+    fn plan_for(&mut self, k: usize, m: usize, n: usize, variant: Variant, query: QueryLevel) -> Result<OltPlan, NnError> {
+        if let Some(p) = self.plans.get(&(k, m, n, variant, query)) {
             return Ok(*p);
         }
         let shape = Shape::new(k, m, n).map_err(be)?;
-        let p = OltPlan::choose(shape, self.olt.degree(), variant, &self.cost).map_err(be)?;
-        self.plans.insert((k, m, n, variant), p);
+        let p = OltPlan::choose_for(shape, self.olt.degree(), variant, &self.cost, query).map_err(be)?;
+        self.plans.insert((k, m, n, variant, query), p);
         Ok(p)
     }
 
@@ -477,8 +479,7 @@ impl Engine for SecureEngine<'_> {
         if !self.suite.matmul.prefetch() || self.prefetch_budget == 0 {
             return Ok(());
         }
-        let plan = self.plan(rows, in_dim, out_dim)?;
-        let plan = self.weight_plan(plan);
+        let plan = self.weight_plan(rows, in_dim, out_dim, self.variant)?;
         if plan.rhs_encrypts {
             return Ok(());
         }

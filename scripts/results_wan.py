@@ -227,6 +227,39 @@ if graded:
             w(f"| SmolLM2 ({l['tokens']} + {len(l['generated_ids'])} tokens) | `{c['commit']}` | `lan` | {l['seconds']:.2f} | {l['online_seconds']:.2f} | {l['rounds']} | {l['online_bytes'] / 1e6:.1f} | {l['seconds_per_token']:.2f} | {l['bytes_per_token'] / 1e6:.1f} | {same} | – |")
     w("")
 
+query = lines("wan-query.jsonl")
+if query:
+    qm = meta("wan-query.meta.json")
+    if len(query) != len(qm["commands"]):
+        sys.exit(f"wan-query: {len(query)} results for {len(qm['commands'])} commands")
+    w("")
+    w("## Weight queries at the response level (one sitting)")
+    w("")
+    w("Generated from `wan-query.jsonl` and `wan-query.meta.json` (`scripts/bench_query_ab.sh`):")
+    w("")
+    provenance(w, qm)
+    w("")
+    w("Each pair of rows is the build before the change and the build with it, run one after the")
+    w("other. Under `olt-ring = narrow` the client's query ciphertexts against the server's weights")
+    w("are encrypted fresh at the response level, two of the OLT's three primes, where the server's")
+    w("weight products ran anyway (`nectar_linear::QueryLevel`): 102 instead of 154 kB per")
+    w("ciphertext, and the window chooser prices those plans with it (`OltPlan::choose_for`).")
+    w("The shared × shared attention products and the role-flipped plans keep the top level.")
+    w("MiniLM rows with `--repeat 3` report the run of median time (all three in the last column).")
+    w("")
+    w("| model | build | link | seconds | online s | flights | MB online | vs plaintext | runs (s) |")
+    w("|---|---|---|---:|---:|---:|---:|---|---|")
+    for l, c in zip(query, qm["commands"]):
+        p = l["params"]
+        ob = online_bytes(l)
+        online = l.get("online_seconds", l["seconds"])
+        if l.get("bench") == "suites":
+            model, vs = f"MiniLM/{p['tokens']}", f"cosine {l['agreement_vs_plaintext']:.7f}"
+        else:
+            model, vs = "BERT-base/128 (random weights)", "–"
+        w(f"| {model} | `{c['commit']}` | `{p['net']}` | {l['seconds']:.2f} | {online:.2f} | {l['rounds']} | {ob / 1e6:.1f} | {vs} | {runs_cell(l)} |")
+    w("")
+
 grid = lines("wan-grid.jsonl")
 if grid:
     w("")

@@ -21,4 +21,4 @@ ARGS=(bench model --arch bert-base --seq 128 --suite nectar --net lan --json --q
 run_bin "$BASE_BIN" "$BASE_COMMIT" "${ARGS[@]}"
 run "${ARGS[@]}"
 bench_meta "2-core VM (nproc = 2), 24 GiB RAM"
-scripts/results_wan.py
+python3 scripts/results_wan.py

@@ -139,7 +139,7 @@ pub fn weight_query_fits(params: &Params, plan: &OltPlan, side: Side, mats: &[&[
 pub fn query_level(params: &Params, plan: &OltPlan) -> usize {
     match plan.query {
         QueryLevel::Top => params.max_level(),
-        QueryLevel::Response => h2a::olt_response_level(params).min(params.max_level()),
+        QueryLevel::Response => h2a::olt_response_level(params),
     }
 }
 

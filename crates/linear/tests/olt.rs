@@ -431,40 +431,31 @@ fn weight_query_at_the_response_level() {
     assert!(!weight_query_fits(&params, &low, Side::Rhs, &[&uniform]));
     let stop = std::sync::atomic::AtomicBool::new(false);
     assert!(prepare_blocks(&params, &low, Side::Rhs, &[&uniform], usize::MAX, &stop).is_err());
-    let (server, _) = run_pair(
-        |ch| {
-            let mut p = Prg::new([44; 16]);
-            let sess = HeSession::setup(ch, Role::Server, Params::nectar_olt_narrow(), true, &mut p).unwrap();
-            let r = olt(ch, &sess, &low, Side::Rhs, &[&uniform], &mut p).map(|_| ());
-            let _ = ch.send(b"refused");
-            r
-        },
-        |ch| {
-            let mut p = Prg::new([45; 16]);
-            let sess = HeSession::setup(ch, Role::Client, Params::nectar_olt_narrow(), true, &mut p).unwrap();
-            olt(ch, &sess, &low, Side::Lhs, &[&x], &mut p).map(|_| ())
-        },
-    );
-    let e = server.unwrap_err().to_string();
-    assert!(e.contains("olt-ring = full"), "{e}");
-
-    // A top-level query where the plan says the response level (and the reverse) is refused.
-    for (sent_as, agreed) in [(top, low), (low, top)] {
+    // The server's error when it evaluates `agreed` with `mat` against a client sending under
+    // `sent_as` (the server then ends the client's wait).
+    let server_error = |agreed: OltPlan, mat: &[u64], sent_as: OltPlan, seed: u8| {
         let (server, _) = run_pair(
             |ch| {
-                let mut p = Prg::new([46; 16]);
+                let mut p = Prg::new([seed; 16]);
                 let sess = HeSession::setup(ch, Role::Server, Params::nectar_olt_narrow(), true, &mut p).unwrap();
-                let r = olt(ch, &sess, &agreed, Side::Rhs, &[&w], &mut p).map(|_| ());
+                let r = olt(ch, &sess, &agreed, Side::Rhs, &[mat], &mut p).map(|_| ());
                 let _ = ch.send(b"refused");
                 r
             },
             |ch| {
-                let mut p = Prg::new([47; 16]);
+                let mut p = Prg::new([seed + 1; 16]);
                 let sess = HeSession::setup(ch, Role::Client, Params::nectar_olt_narrow(), true, &mut p).unwrap();
                 olt(ch, &sess, &sent_as, Side::Lhs, &[&x], &mut p).map(|_| ())
             },
         );
-        let e = server.unwrap_err().to_string();
+        server.unwrap_err().to_string()
+    };
+    let e = server_error(low, &uniform, low, 44);
+    assert!(e.contains("olt-ring = full"), "{e}");
+
+    // A top-level query where the plan says the response level (and the reverse) is refused.
+    for (sent_as, agreed) in [(top, low), (low, top)] {
+        let e = server_error(agreed, &w, sent_as, 46);
         assert!(e.contains("level"), "{e}");
     }
 }

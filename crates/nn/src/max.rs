@@ -201,7 +201,12 @@ pub fn argmax_rows<B: Backend + ?Sized>(
     rows: usize,
     cols: usize,
 ) -> Result<(B::Val, B::Val), NnError> {
-    let (m, i) = tree(b, x, rows, cols, true, None)?;
+    argmax_tree(b, x, rows, cols, None)
+}
+
+/// The argmax tree with `cmp`'s comparisons ([`tree`] with its index).
+fn argmax_tree<B: Backend + ?Sized>(b: &mut B, x: &B::Val, rows: usize, cols: usize, cmp: Option<CoarseCompare>) -> Result<(B::Val, B::Val), NnError> {
+    let (m, i) = tree(b, x, rows, cols, true, cmp)?;
     let i = i.ok_or_else(|| NnError::BadArgument("argmax index missing".into()))?;
     Ok((m, i))
 }
@@ -231,9 +236,7 @@ pub fn argmax_rows_narrow<B: Backend + ?Sized>(
         return argmax_rows(b, x, rows, cols);
     }
     // `precision = f`: no low bit ignored, an exact comparison in the narrow ring.
-    let (m, i) = tree(b, x, rows, cols, true, Some(CoarseCompare { l: cmp_l, precision: fp.f() }))?;
-    let i = i.ok_or_else(|| NnError::BadArgument("argmax index missing".into()))?;
-    Ok((m, i))
+    argmax_tree(b, x, rows, cols, Some(CoarseCompare { l: cmp_l, precision: fp.f() }))
 }
 
 /// Broadcast one value per row to every element of its row.

@@ -153,10 +153,19 @@ AB = {
         "FFN2 (`1 × 1536 × 576`) from `(1, 256, 32)` to `(1, 128, 64)` (128 instead of 256",
         "automorphisms, 12 instead of 6 query ciphertexts); the prompt's shapes keep theirs.",
     ]),
+    "norms": ("The evaluator's weight scan without a branch per entry", [
+        "Before each weight product (and each prefetch of one), the server scans the weights' block",
+        "norms to check that they fit the query's noise (`nectar_linear::olt::weight_query_fits`):",
+        "135 M entries per decoding step. The scan now centres each entry by sign extension",
+        "instead of a branch and sums per column (about 3× faster: 0.9 instead of 2.7 s over a",
+        "prompt and two steps, measured inside the run), and a prefetched product reuses the",
+        "level its prepared blocks were made at instead of scanning again. Same levels, same",
+        "messages.",
+    ]),
 }
 # The operators an A/B's table shows (seconds, then MB), where not the attention's and norms'.
 LINEAR_OPS = ["linear.qkv", "linear.o", "linear.ffn1", "linear.ffn2", "lm_head"]
-AB_OPS = {"query": LINEAR_OPS + ["argmax"], "windows": LINEAR_OPS}
+AB_OPS = {"query": LINEAR_OPS + ["argmax"], "windows": LINEAR_OPS, "norms": LINEAR_OPS}
 # The A/Bs of two suites on one build label their rows by suite, the others by build.
 BY_SUITE = {"grid"}
 for name, (title, text) in AB.items():

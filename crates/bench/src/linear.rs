@@ -389,7 +389,7 @@ pub fn bench_linear(spec: &LinearBenchSpec) -> Result<Vec<LinearBenchLine>, Line
             };
             line.cts_sent = plan.sent_cts * heads;
             line.cts_returned = layout.num_polys();
-            line.automorphisms = plan.autos * heads;
+            line.automorphisms = layout.automorphisms();
             let galois = plan.compression != Compression::None;
             let qs: Vec<Vec<u64>> = (0..heads).map(|_| random_vec(&mut prg, k * m, l)).collect();
             let vs: Vec<Vec<u64>> = (0..heads).map(|_| random_vec(&mut prg, m * n, l)).collect();

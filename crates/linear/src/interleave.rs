@@ -6,7 +6,11 @@
 //! into one polynomial `c` with `c[i] = a_{i mod 2^r}[⌊i/2^r⌋·2^r]`. FFT-style: scale every input
 //! by `2^{-r} mod q` (odd `q`), then for `h = 2^{r-1}, …, 1` and `j < h`:
 //! `O = b_{j+h}·X^h`, `b_j ← (b_j + O) + Auto(b_j − O, N/h + 1)`; output `b_0`.
-//! Cost: `2^r − 1` automorphisms (fewer when inputs are missing: absent inputs are zero).
+//! Cost: `2^r − 1` automorphisms with every input present. An absent input (`None`) is not
+//! zero in the output: a butterfly with one absent half doubles the other instead of running
+//! its automorphism ([`interleave_autos`] counts them), which leaves garbage in the absent
+//! input's slots — a product of 48 blocks in a gap of 128 (a decoding step's FFN1) takes 47
+//! automorphisms instead of 111. Callers read only the present inputs' slots.
 //! Why it works: `Auto(·, N/h + 1)` flips the sign of coefficients at odd multiples of `h` and
 //! keeps even multiples, so `E + Auto(E)` keeps `E`'s even multiples of `h` (doubled) and
 //! `O − Auto(O)` keeps `O`'s odd multiples (doubled); the `2^{-r}` pre-scaling cancels the `r`
@@ -16,7 +20,9 @@
 //! into one with input `i` at coefficient `i·N/n`: recursively
 //! `ct = (E + X^{N/2^d}·O) + Auto(E − X^{N/2^d}·O, 2^d + 1)` on even/odd halves, then a partial
 //! trace `ct ← ct + Auto(ct, N/2^j + 1)` for `j = 0..log2(N/n)` clears the other coefficients; the
-//! inputs are pre-scaled by `N^{-1}`. Cost: `n − 1 + log2(N/n)` automorphisms.
+//! inputs are pre-scaled by `N^{-1}`. Cost: `n − 1 + log2(N/n)` automorphisms with `n` inputs;
+//! with fewer (the count rounded up to `n`) the same rule as InterLeave's: a node with one
+//! absent half is doubled, its absent slots on the output grid hold garbage.
 
 use crate::LinearError;
 use rayon::prelude::*;
@@ -52,7 +58,12 @@ pub trait AutoRing {
     }
 }
 
-/// `E + O + Auto(E − O, g)` with absent operands treated as zero; counts automorphisms.
+/// `E + O + Auto(E − O, g)` where both operands are present (one automorphism, counted); with
+/// one absent, that operand doubled (`2E`, `2O`) and no automorphism. The automorphism only
+/// clears each operand's coefficients in the other's slots (`E`'s odd multiples of `h`, `O`'s
+/// even ones); when the other is absent nothing lands there, so the present operand's other
+/// coefficients stay in the absent input's output slots (garbage, not zero) and its own slots
+/// are doubled as the full step would.
 fn butterfly<R: AutoRing>(
     ring: &R,
     e: Option<R::Elem>,
@@ -62,15 +73,9 @@ fn butterfly<R: AutoRing>(
 ) -> Result<Option<R::Elem>, LinearError> {
     Ok(match (e, o) {
         (None, None) => None,
-        (Some(e), None) => {
-            *autos += 1;
-            let a = ring.automorphism(&e, g)?;
-            Some(ring.add_owned(e, &a)?)
-        }
-        (None, Some(o)) => {
-            *autos += 1;
-            let a = ring.automorphism(&o, g)?;
-            Some(ring.sub_owned(o, &a)?)
+        (Some(x), None) | (None, Some(x)) => {
+            let y = x.clone();
+            Some(ring.add_owned(x, &y)?)
         }
         (Some(e), Some(o)) => {
             *autos += 1;
@@ -81,6 +86,22 @@ fn butterfly<R: AutoRing>(
             Some(ring.add_owned(s, &a)?)
         }
     })
+}
+
+/// Automorphisms [`interleave`] runs on inputs `present` (`true` where an input is given) with
+/// gap `2^log_gap`: one per butterfly whose two halves are both present.
+pub fn interleave_autos(present: &[bool], log_gap: u32) -> usize {
+    let mut b: Vec<bool> = present.to_vec();
+    b.resize(b.len().max(1usize << log_gap), false);
+    let (mut autos, mut h) = (0, (1usize << log_gap) / 2);
+    while h >= 1 {
+        for j in 0..h {
+            autos += usize::from(b[j] && b[j + h]);
+            b[j] |= b[j + h];
+        }
+        h /= 2;
+    }
+    autos
 }
 
 /// InterLeave (Fig. 6) of up to `2^log_gap` inputs (`None` = zero). Returns the merged element
@@ -325,19 +346,42 @@ mod tests {
             let (c, autos) =
                 interleave(&ring, inputs.iter().cloned().map(Some).collect(), r).unwrap();
             let gap = 1 << r;
-            for i in 0..n {
-                let j = i % gap;
-                let want = if j < count {
-                    inputs[j][(i / gap) * gap]
-                } else {
-                    0
-                };
-                assert_eq!(c[i], want, "n={n} r={r} count={count} i={i}");
+            for i in (0..n).filter(|i| i % gap < count) {
+                assert_eq!(c[i], inputs[i % gap][(i / gap) * gap], "n={n} r={r} count={count} i={i}");
             }
+            assert_eq!(autos, interleave_autos(&vec![true; count], r));
             if count == gap {
                 assert_eq!(autos, gap - 1);
             }
         }
+    }
+
+    /// Absent inputs anywhere (not only at the end): the present ones land in their slots, and
+    /// a butterfly runs its automorphism only with both halves present.
+    #[test]
+    fn interleave_with_absent_inputs() {
+        let mut prg = Prg::new([3; 16]);
+        let (n, r) = (64usize, 4u32);
+        let ring = PlainRing { n, q: Q };
+        for present in [
+            vec![true, false, true, true, false, false, false, true, true],
+            vec![false, false, false, false, false, false, false, false, false, false, false, false, false, false, false, true],
+            vec![true; 3],
+        ] {
+            let inputs: Vec<Option<Vec<u64>>> = present.iter().map(|&p| p.then(|| random_poly(&mut prg, n))).collect();
+            let (c, autos) = interleave(&ring, inputs.clone(), r).unwrap();
+            let gap = 1usize << r;
+            for i in 0..n {
+                if let Some(Some(a)) = inputs.get(i % gap) {
+                    assert_eq!(c[i], a[(i / gap) * gap], "{present:?} i={i}");
+                }
+            }
+            assert_eq!(autos, interleave_autos(&present, r), "{present:?}");
+        }
+        // 48 blocks in a gap of 128: 16 + 16 + 8 + 4 + 2 + 1 automorphisms
+        assert_eq!(interleave_autos(&[true; 48], 7), 47);
+        assert_eq!(interleave_autos(&[true; 128], 7), 127);
+        assert_eq!(interleave_autos(&[true; 1], 7), 0);
     }
 
     #[test]
@@ -346,12 +390,16 @@ mod tests {
         for &(n, count) in &[(16usize, 16usize), (32, 5), (32, 1), (64, 33)] {
             let ring = PlainRing { n, q: Q };
             let inputs: Vec<Vec<u64>> = (0..count).map(|_| random_poly(&mut prg, n)).collect();
-            let (c, _) = pack_lwes(&ring, inputs.iter().cloned().map(Some).collect()).unwrap();
-            let mut want = vec![0u64; n];
+            let (c, autos) = pack_lwes(&ring, inputs.iter().cloned().map(Some).collect()).unwrap();
             for (i, a) in inputs.iter().enumerate() {
-                want[pack_lwes_position(i, count, n)] = a[0];
+                assert_eq!(c[pack_lwes_position(i, count, n)], a[0], "n={n} count={count} input {i}");
             }
-            assert_eq!(c, want, "n={n} count={count}");
+            // off the inputs' grid (multiples of N/n') the trace clears everything; the grid's
+            // slots past the inputs hold garbage (butterflies with an absent half are doubled)
+            let step = n / count.next_power_of_two();
+            assert!((0..n).filter(|p| p % step != 0).all(|p| c[p] == 0), "n={n} count={count}");
+            let trace = (n / count.next_power_of_two()).trailing_zeros() as usize;
+            assert_eq!(autos, interleave_autos(&vec![true; count], count.next_power_of_two().trailing_zeros()) + trace);
         }
     }
 

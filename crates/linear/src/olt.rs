@@ -844,6 +844,13 @@ pub(crate) fn evaluate<C: Channel + ?Sized>(
             }
         }
         Compression::Interleave => {
+            // A group of fewer than `m_w` products (the last one, or the only one of a decoding
+            // step's `1 × 576 × 3072`: 48 of 128) leaves garbage — other coefficients of its
+            // products, i.e. sums of the evaluator's entries times the encryptor's — in the
+            // absent products' slots instead of running the automorphisms that would clear them
+            // ([`interleave`]). Those slots are masked and flooded by H2A like every coefficient,
+            // and `c0` travels only at the used positions ([`ResultLayout::positions`]), so the
+            // encryptor learns nothing from them.
             let ring = CtRing { params, gk: gk()? };
             let mw = plan.windows.mw;
             let log_gap = mw.trailing_zeros();

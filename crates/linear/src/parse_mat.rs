@@ -44,6 +44,29 @@ impl ResultLayout {
         self.batch * self.shape.k * self.shape.n
     }
 
+    /// Automorphisms the evaluator's compression runs ([`crate::interleave::interleave_autos`]
+    /// per group, plus PackLWEs' trace): [`crate::OltPlan::autos`] is the paper's bound, a
+    /// partial group runs fewer.
+    pub fn automorphisms(&self) -> usize {
+        use crate::interleave::interleave_autos;
+        match self.compression {
+            Compression::None => 0,
+            Compression::Interleave => {
+                let (mw, products) = (self.windows.mw, self.products());
+                let log = mw.trailing_zeros();
+                let full = products / mw * interleave_autos(&vec![true; mw], log);
+                full + if products % mw > 0 { interleave_autos(&vec![true; products % mw], log) } else { 0 }
+            }
+            Compression::PackLwes => (0..self.num_polys())
+                .map(|g| {
+                    let count = (self.entries() - g * self.degree).min(self.degree);
+                    let n = count.next_power_of_two();
+                    interleave_autos(&vec![true; count], n.trailing_zeros()) + (self.degree / n).trailing_zeros() as usize
+                })
+                .sum(),
+        }
+    }
+
     /// Number of returned polynomials.
     pub fn num_polys(&self) -> usize {
         match self.compression {
@@ -190,18 +213,20 @@ mod tests {
                 }
             }
         }
+        let mut autos = 0;
         let polys: Vec<Vec<u64>> = match compression {
             Compression::None => products,
             Compression::Interleave => products
                 .chunks(w.mw)
                 .map(|ch| {
-                    interleave(
+                    let (p, a) = interleave(
                         &ring,
                         ch.iter().cloned().map(Some).collect(),
                         w.mw.trailing_zeros(),
                     )
-                    .unwrap()
-                    .0
+                    .unwrap();
+                    autos += a;
+                    p
                 })
                 .collect(),
             Compression::PackLwes => (0..lay.num_polys())
@@ -213,10 +238,13 @@ mod tests {
                             Some(ring.mul_monomial(&products[b], 2 * degree - p).unwrap())
                         })
                         .collect();
-                    pack_lwes(&ring, ins).unwrap().0
+                    let (p, a) = pack_lwes(&ring, ins).unwrap();
+                    autos += a;
+                    p
                 })
                 .collect(),
         };
+        assert_eq!(autos, lay.automorphisms(), "{shape:?} {w:?} batch {batch} {compression:?}");
         let got = lay.parse(&polys).unwrap();
         assert_eq!(got, want, "{shape:?} {w:?} batch {batch} {compression:?}");
     }

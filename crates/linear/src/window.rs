@@ -232,7 +232,9 @@ pub struct OltPlan {
     pub mults: usize,
     /// Result ciphertexts before compression (`k'n'`).
     pub products: usize,
-    /// `n2`: automorphisms of the compression (upper bound as in the paper).
+    /// `n2`: automorphisms of the compression (upper bound as in the paper: a partial
+    /// InterLeave group runs fewer, [`crate::interleave::interleave_autos`]; the window prices
+    /// keep the bound).
     pub autos: usize,
     /// `n3`: ciphertexts returned.
     pub returned_cts: usize,

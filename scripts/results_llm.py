@@ -162,10 +162,20 @@ AB = {
         "level its prepared blocks were made at instead of scanning again. Same levels, same",
         "messages.",
     ]),
+    "interleave": ("InterLeave without the automorphisms of absent halves", [
+        "An OLT's InterLeave merges up to `m_w` block products into one response ciphertext in a",
+        "butterfly tree; a decoding step's weight products fill few of its slots (QKV 15 of 128,",
+        "FFN1 48 of 128, FFN2 9 of 128). A butterfly with one absent half ran an automorphism",
+        "only to clear coefficients no present product lands on; it now doubles the present half",
+        "(`nectar_linear::interleave`, the same for PackLWEs), leaving garbage in the absent slots,",
+        "which H2A masks and the response's `c0` does not carry. Per layer 14 + 47 + 8 + 8",
+        "automorphisms (QKV, FFN1, FFN2, O) instead of 60 + 111 + 42 + 42; the LM head's groups",
+        "are full. Same messages' sizes, same shares.",
+    ]),
 }
 # The operators an A/B's table shows (seconds, then MB), where not the attention's and norms'.
 LINEAR_OPS = ["linear.qkv", "linear.o", "linear.ffn1", "linear.ffn2", "lm_head"]
-AB_OPS = {"query": LINEAR_OPS + ["argmax"], "windows": LINEAR_OPS, "norms": LINEAR_OPS}
+AB_OPS = {"query": LINEAR_OPS + ["argmax"], "windows": LINEAR_OPS, "norms": LINEAR_OPS, "interleave": LINEAR_OPS}
 # The A/Bs of two suites on one build label their rows by suite, the others by build.
 BY_SUITE = {"grid"}
 for name, (title, text) in AB.items():

@@ -227,29 +227,47 @@ if graded:
             w(f"| SmolLM2 ({l['tokens']} + {len(l['generated_ids'])} tokens) | `{c['commit']}` | `lan` | {l['seconds']:.2f} | {l['online_seconds']:.2f} | {l['rounds']} | {l['online_bytes'] / 1e6:.1f} | {l['seconds_per_token']:.2f} | {l['bytes_per_token'] / 1e6:.1f} | {same} | – |")
     w("")
 
-query = lines("wan-query.jsonl")
-if query:
-    qm = meta("wan-query.meta.json")
-    if len(query) != len(qm["commands"]):
-        sys.exit(f"wan-query: {len(query)} results for {len(qm['commands'])} commands")
+# The default suite before and after one change, one sitting (scripts/bench_query_ab.sh NAME).
+DEFAULT_AB = {
+    "query": ("Weight queries at the response level", [
+        "Under `olt-ring = narrow` the client's query ciphertexts against the server's weights",
+        "are encrypted fresh at the response level, two of the OLT's three primes, where the server's",
+        "weight products ran anyway (`nectar_linear::QueryLevel`): 102 instead of 154 kB per",
+        "ciphertext, and the window chooser prices those plans with it (`OltPlan::choose_for`).",
+        "The shared × shared attention products and the role-flipped plans keep the top level.",
+    ]),
+    "evaluator": ("The OLT evaluator's weight scan and InterLeave's absent halves", [
+        "Two changes to the OLT evaluator's computation (`docs/results/llm.md` has each on",
+        "SmolLM2's decoding): the weights' block norms are scanned without a branch per entry and",
+        "once per prefetched product, and an InterLeave or PackLWEs butterfly with an absent half",
+        "doubles the present one instead of running an automorphism (garbage in unread slots,",
+        "masked by H2A). MiniLM's and BERT-base's groups are mostly full, so this checks that",
+        "the encoders lose nothing. Same bytes and flights.",
+    ]),
+}
+for name, (title, text) in DEFAULT_AB.items():
+    ab = lines(f"wan-{name}.jsonl")
+    if not ab:
+        continue
+    qm = meta(f"wan-{name}.meta.json")
+    if len(ab) != len(qm["commands"]):
+        sys.exit(f"wan-{name}: {len(ab)} results for {len(qm['commands'])} commands")
     w("")
-    w("## Weight queries at the response level (one sitting)")
+    w(f"## {title} (one sitting)")
     w("")
-    w("Generated from `wan-query.jsonl` and `wan-query.meta.json` (`scripts/bench_query_ab.sh`):")
+    w(f"Generated from `wan-{name}.jsonl` and `wan-{name}.meta.json` (`scripts/bench_query_ab.sh {name}`):")
     w("")
     provenance(w, qm)
     w("")
     w("Each pair of rows is the build before the change and the build with it, run one after the")
-    w("other. Under `olt-ring = narrow` the client's query ciphertexts against the server's weights")
-    w("are encrypted fresh at the response level, two of the OLT's three primes, where the server's")
-    w("weight products ran anyway (`nectar_linear::QueryLevel`): 102 instead of 154 kB per")
-    w("ciphertext, and the window chooser prices those plans with it (`OltPlan::choose_for`).")
-    w("The shared × shared attention products and the role-flipped plans keep the top level.")
+    w("other.")
+    for t in text:
+        w(t)
     w("MiniLM rows with `--repeat 3` report the run of median time (all three in the last column).")
     w("")
     w("| model | build | link | seconds | online s | flights | MB online | vs plaintext | runs (s) |")
     w("|---|---|---|---:|---:|---:|---:|---|---|")
-    for l, c in zip(query, qm["commands"]):
+    for l, c in zip(ab, qm["commands"]):
         p = l["params"]
         ob = online_bytes(l)
         online = l.get("online_seconds", l["seconds"])

@@ -295,9 +295,12 @@ fn prepared_weight_blocks_change_nothing() {
         assert_eq!(stopped, plain);
         let background = weight_olt_shares(plan, &x, &w, |params, plan, w| {
             let worker = PrefetchWorker::new().unwrap();
-            let job = worker.start(params, *plan, Side::Rhs, w.to_vec(), usize::MAX).unwrap();
-            assert!(job.matches(plan, Side::Rhs, w) && !job.matches(&other, Side::Rhs, w));
-            assert!(!job.matches(plan, Side::Rhs, &w[1..]));
+            let shared = std::sync::Arc::new(w.to_vec());
+            let job = worker.start(params, *plan, Side::Rhs, std::sync::Arc::clone(&shared), usize::MAX).unwrap();
+            assert!(job.matches(plan, Side::Rhs, &shared) && !job.matches(&other, Side::Rhs, &shared));
+            assert!(!job.matches(plan, Side::Rhs, &shared[1..]));
+            // the very buffer it was given, not an equal copy elsewhere
+            assert!(!job.matches(plan, Side::Rhs, w));
             Some(job.finish().unwrap())
         });
         assert_eq!(background, plain);

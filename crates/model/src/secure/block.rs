@@ -75,7 +75,7 @@ fn load_shifted(
         return Ok(w);
     }
     let down = |v: u64| (((v as i64) + (1i64 << shift >> 1)) >> shift) as u64;
-    Ok(w.map(|d| EncDense { w: d.w.into_iter().map(down).collect(), b: d.b.map(|b| b.into_iter().map(down).collect()) }))
+    Ok(w.map(|d| EncDense { w: std::sync::Arc::new(d.w.iter().map(|&v| down(v)).collect()), b: d.b.map(|b| b.into_iter().map(down).collect()) }))
 }
 
 /// Concatenates dense layers along the output dimension (`in × Σout`).
@@ -96,7 +96,7 @@ fn concat_cols(parts: &[Option<EncDense>], in_dim: usize, outs: &[usize]) -> Opt
     } else {
         None
     };
-    Some(EncDense { w, b })
+    Some(EncDense { w: std::sync::Arc::new(w), b })
 }
 
 /// A fused product's weight: one tensor of `Σouts` outputs, or one tensor per part
@@ -318,7 +318,7 @@ impl<E: Engine> BlockOps for EngineBlock<'_, E> {
         let total: usize = outs.iter().sum();
         let shift = self.linear_shift(names)?;
         let w = load_shifted(self.e.format(), self.src, names, in_dim, outs, cfg, scale, shift)?;
-        self.e.prefetch_layer_matmul(n, in_dim, total, WeightRef::from_option(w.as_ref().map(|d| d.w.as_slice())))?;
+        self.e.prefetch_layer_matmul(n, in_dim, total, w.as_ref().map(|d| &d.w))?;
         self.announced = Some((label, names.to_vec(), w));
         Ok(())
     }

@@ -177,9 +177,10 @@ pub trait Engine: Backend<Val = Vec<u64>, Bit = Vec<bool>> {
     /// Announces the next [`Engine::layer_matmul`] of the server's `w` (`in_dim × out_dim`, on
     /// `rows` rows) while other operators run first: an engine may prepare its part of that
     /// product in the background (the secure server transforms the weight's OLT blocks on an
-    /// idle core, [`nectar_linear::prefetch`]). Nothing is sent; the product's messages and
-    /// result do not change. Default: nothing.
-    fn prefetch_layer_matmul(&mut self, _rows: usize, _in_dim: usize, _out_dim: usize, _w: WeightRef<'_>) -> Result<(), NnError> {
+    /// idle core, [`nectar_linear::prefetch`]), holding `w` (the server's; `None` on the
+    /// client) until the product takes it. Nothing is sent; the product's messages and result
+    /// do not change. Default: nothing.
+    fn prefetch_layer_matmul(&mut self, _rows: usize, _in_dim: usize, _out_dim: usize, _w: Option<&std::sync::Arc<Vec<u64>>>) -> Result<(), NnError> {
         Ok(())
     }
 

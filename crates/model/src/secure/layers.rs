@@ -17,10 +17,11 @@ use nectar_math::FixedPoint;
 use nectar_net::Role;
 use nectar_nn::backend::{enc, enc_scaled};
 
-/// A server's dense layer, encoded for the engine: `w` is `in × out` row-major.
+/// A server's dense layer, encoded for the engine: `w` is `in × out` row-major, shared (a
+/// prefetch of its OLT blocks holds it while the block runs other operators, without a copy).
 #[derive(Clone, Debug)]
 pub struct EncDense {
-    pub w: Vec<u64>,
+    pub w: std::sync::Arc<Vec<u64>>,
     pub b: Option<Vec<u64>>,
 }
 
@@ -132,7 +133,7 @@ pub fn load_decl(
     } else {
         None
     };
-    Ok(Some(EncDense { w, b }))
+    Ok(Some(EncDense { w: std::sync::Arc::new(w), b }))
 }
 
 /// Loads and encodes a vector tensor (`name`, length `n`; LayerNorm γ/β, ...).

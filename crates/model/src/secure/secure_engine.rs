@@ -471,9 +471,9 @@ impl Engine for SecureEngine<'_> {
         };
         self.olt_back(raw, shift)
     }
-    fn prefetch_layer_matmul(&mut self, rows: usize, in_dim: usize, out_dim: usize, w: WeightRef<'_>) -> Result<(), NnError> {
+    fn prefetch_layer_matmul(&mut self, rows: usize, in_dim: usize, out_dim: usize, w: Option<&std::sync::Arc<Vec<u64>>>) -> Result<(), NnError> {
         // Only where `layer_matmul` is an OLT whose evaluator is the server.
-        let Some(v) = w.values() else {
+        let Some(v) = w else {
             return Ok(());
         };
         if !self.suite.matmul.prefetch() || self.prefetch_budget == 0 {
@@ -489,7 +489,7 @@ impl Engine for SecureEngine<'_> {
             self.prefetcher = Some(PrefetchWorker::new().map_err(be)?);
         }
         if let Some(w) = &self.prefetcher {
-            self.prefetch = Some(w.start(&self.olt.params, plan, Side::Rhs, v.to_vec(), self.prefetch_budget).map_err(be)?);
+            self.prefetch = Some(w.start(&self.olt.params, plan, Side::Rhs, std::sync::Arc::clone(v), self.prefetch_budget).map_err(be)?);
         }
         Ok(())
     }

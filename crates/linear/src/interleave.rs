@@ -104,7 +104,8 @@ pub fn interleave_autos(present: &[bool], log_gap: u32) -> usize {
     autos
 }
 
-/// InterLeave (Fig. 6) of up to `2^log_gap` inputs (`None` = zero). Returns the merged element
+/// InterLeave (Fig. 6) of up to `2^log_gap` inputs (`None`: absent, garbage in its slots).
+/// Returns the merged element
 /// and the number of automorphisms run.
 ///
 /// The `h` butterflies of one level are independent and run in parallel (rayon). A single key
@@ -157,7 +158,7 @@ where
     Ok((out, autos))
 }
 
-/// PackLWEs of up to `N` inputs whose constant terms are the messages (`None` = zero): input `i`
+/// PackLWEs of up to `N` inputs whose constant terms are the messages (`None`: absent): input `i`
 /// lands at coefficient `i·N/n`, `n` = the input count rounded up to a power of two.
 /// Returns the packed element and the number of automorphisms run.
 pub fn pack_lwes<R>(ring: &R, inputs: Vec<Option<R::Elem>>) -> Result<(R::Elem, usize), LinearError>

@@ -105,8 +105,7 @@ pub fn interleave_autos(present: &[bool], log_gap: u32) -> usize {
 }
 
 /// InterLeave (Fig. 6) of up to `2^log_gap` inputs (`None`: absent, garbage in its slots).
-/// Returns the merged element
-/// and the number of automorphisms run.
+/// Returns the merged element and the number of automorphisms run.
 ///
 /// The `h` butterflies of one level are independent and run in parallel (rayon). A single key
 /// switch parallelises only over its `l + 1` target primes (3 tasks at the OLT's response

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # docs/results/wan-NAME.jsonl (+ .meta.json), a section of docs/results/wan.md (issues 47, 48,
 # 52): the default suite before and after one change, one sitting — NAME `query` (the weight
-# queries moved to the response level, their windows priced with them) or `evaluator` (the OLT
-# evaluator's weight scan and InterLeave's absent halves); scripts/results_wan.py describes
+# queries moved to the response level, their windows priced with them), `evaluator` (the OLT
+# evaluator's weight scan and InterLeave's absent halves) or `ahead` (Ferret extensions begun
+# ahead, their local work in the background); scripts/results_wan.py describes
 # each. MiniLM / 32 tokens on the LAN (three runs each, the median kept) and on blb-wan3 (one
 # run each), then BERT-base / 128 tokens on the LAN; the base build first in each pair. About
 # 12 minutes on 2 cores.
@@ -11,7 +12,7 @@ set -euo pipefail
 source "$(dirname "$0")/bench_lib.sh"
 : "${BASE_BIN:?set BASE_BIN to the release binary of the build before (see the header)}"
 : "${BASE_COMMIT:?set BASE_COMMIT to the commit of that build}"
-: "${1:?name the change: query or evaluator (see the header)}"
+: "${1:?name the change: query, evaluator or ahead (see the header)}"
 bench_init "wan-$1"
 MINILM="$HOME/.cache/nectar/models/minilm"
 for args in "lan 3" "blb-wan3 1"; do

@@ -64,6 +64,19 @@ if gen:
     med = spt[len(spt) // 2]
     w(f"Median seconds per token (`{main}`, {len(gen)} prompts of {len(gen[0]['generated_ids'])} new tokens): "
       f"**{med:.2f} s** (target ≤ {TARGET_TOKEN_S:g} s).")
+    # What the simulated LAN alone takes per decoding step at these protocols' round trips and
+    # bytes (runs that report their rounds per token): each client round trip waits one 1 ms
+    # round trip, and the bytes cross a 1 Gbit/s pipe one direction at a time.
+    rpt = sorted(q["rounds_per_token"] for q in gen if q.get("rounds_per_token") is not None)
+    if rpt:
+        r = rpt[len(rpt) // 2]
+        b = sorted(q["bytes_per_token"] for q in gen)[len(gen) // 2]
+        lat, xfer = r * 1e-3, b * 8 / 1e9
+        w(f"The link alone at these protocols' cost per token (medians: {r:.0f} client round trips, {b / 1e6:.1f} MB): "
+          f"{lat:.2f} s of round trips at 1 ms and {xfer:.2f} s of transfer at 1 Gbit/s, **{lat + xfer:.2f} s** before "
+          f"any computation, " + (f"above the {TARGET_TOKEN_S:g} s target: reaching it needs fewer round trips and "
+          f"fewer bytes per token, not only faster computation." if lat + xfer > TARGET_TOKEN_S else
+          f"below the {TARGET_TOKEN_S:g} s target."))
     long = [q for q in runs if q["tokens"] >= 32]
     if long:
         w(f"Prompt of {long[0]['tokens']} tokens to its first token: **{long[0]['seconds_to_first_token']:.1f} s** "

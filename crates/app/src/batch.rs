@@ -112,6 +112,7 @@ mod tests {
             output,
             token_seconds: Vec::new(),
             token_bytes: Vec::new(),
+            token_rounds: Vec::new(),
             profile: Default::default(),
         };
         let reports = vec![

@@ -106,6 +106,7 @@ pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, su
                 o["generated_ids"] = serde_json::json!(t);
                 o["seconds_per_token"] = serde_json::json!(r.seconds_per_token());
                 o["bytes_per_token"] = serde_json::json!(r.bytes_per_token());
+                o["rounds_per_token"] = serde_json::json!(r.rounds_per_token());
                 o["seconds_to_first_token"] = serde_json::json!(r.token_seconds.first());
                 if let Some(text) = tok.and_then(|k| k.decode(t).ok()) {
                     o["generated"] = serde_json::json!(text);

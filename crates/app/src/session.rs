@@ -319,6 +319,10 @@ pub struct QueryReport {
     /// Generations (client): bytes both ways from the query's start to each token's opening.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub token_bytes: Vec<u64>,
+    /// Generations (client): the client's rounds (round trips) from the query's start to each
+    /// token's opening.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub token_rounds: Vec<u64>,
     #[serde(skip)]
     pub profile: Profile,
 }
@@ -336,6 +340,15 @@ impl QueryReport {
     pub fn bytes_per_token(&self) -> Option<f64> {
         match self.token_bytes.as_slice() {
             [first, .., last] => Some((last - first) as f64 / (self.token_bytes.len() - 1) as f64),
+            _ => None,
+        }
+    }
+
+    /// The client's rounds (round trips) per generated token after the first: `None` below two
+    /// tokens.
+    pub fn rounds_per_token(&self) -> Option<f64> {
+        match self.token_rounds.as_slice() {
+            [first, .., last] => Some((last - first) as f64 / (self.token_rounds.len() - 1) as f64),
             _ => None,
         }
     }
@@ -455,6 +468,7 @@ fn serve_queries(
                     output,
                     token_seconds: Vec::new(),
                     token_bytes: Vec::new(),
+                    token_rounds: Vec::new(),
                     profile: engine.take_profile(),
                 };
                 hooks.query(&report);
@@ -671,12 +685,14 @@ impl Live<'_, '_> {
         let t = Instant::now();
         let mut token_seconds = Vec::new();
         let mut token_bytes = Vec::new();
+        let mut token_rounds = Vec::new();
         let mut on_token = on_token;
         let counter = self.ctl.clone();
         let mut timed_hook = |tok: u32| {
             token_seconds.push(t.elapsed().as_secs_f64());
             let d = counter.stats() - s0;
             token_bytes.push(d.bytes_sent + d.bytes_recv);
+            token_rounds.push(d.rounds);
             on_token.as_mut().is_none_or(|f| f(tok))
         };
         let output = match &input {
@@ -703,6 +719,7 @@ impl Live<'_, '_> {
             output,
             token_seconds,
             token_bytes,
+            token_rounds,
             profile: self.engine.take_profile(),
         };
         self.reports.push(report.clone());

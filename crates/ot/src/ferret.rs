@@ -234,10 +234,11 @@ fn sized(mut buf: Vec<u128>, n: usize) -> Vec<u128> {
     buf
 }
 
-/// Sender side of one extension: consumes `reserve` (length `p.reserve()`), returns `n` COTs
-/// (in `buf`'s allocation when it has room).
+/// Sender side of one extension's interactive part with GGM trees: from `reserve` (length
+/// `p.reserve()`) the trees are expanded into `n` blocks (in `buf`'s allocation when it has
+/// room) and their message is sent and flushed; the LPN encoding is left to [`Local::run`].
 #[allow(clippy::too_many_arguments)]
-pub fn extend_send<C: Channel + ?Sized>(
+fn begin_send_ggm<C: Channel + ?Sized>(
     ch: &mut C,
     crh: &Crh,
     p: &LpnParams,
@@ -248,7 +249,7 @@ pub fn extend_send<C: Channel + ?Sized>(
     buf: Vec<u128>,
 ) -> Result<Vec<u128>, OtError> {
     let (h, t) = (p.log_bin, p.t);
-    let (spc, seed) = reserve.split_at(t * h);
+    let spc = &reserve[..t * h];
     let mut out = sized(buf, p.n);
     // pads: [H(q), H(q ⊕ Δ)] for every reserved SPCOT COT.
     let mut p0: Vec<u128> = spc.to_vec();
@@ -278,35 +279,25 @@ pub fn extend_send<C: Channel + ?Sized>(
             }
             m[2 * h] = gamma;
         });
-    send_then_encode(ch, &msg, p, seed, out)
-}
-
-/// The sender's last steps: the SPCOT message is sent and flushed before the LPN encoding, so
-/// the receiver reconstructs while the sender encodes (unflushed, it waited for the sender's
-/// whole extension: 0.35 s of a b13 bootstrap).
-fn send_then_encode<C: Channel + ?Sized>(ch: &mut C, msg: &[u128], p: &LpnParams, seed: &[u128], mut out: Vec<u128>) -> Result<Vec<u128>, OtError> {
-    ch.send(&blocks_to_bytes(msg))?;
-    ch.flush()?;
-    LocalCode::new(p.k).encode(&mut out, seed);
+    send_message(ch, &msg)?;
     Ok(out)
 }
 
-/// Receiver side of one extension (output in `buf`'s allocation when it has room).
-pub fn extend_recv<C: Channel + ?Sized>(
-    ch: &mut C,
-    crh: &Crh,
-    p: &LpnParams,
-    reserve: &[u128],
-    tweak: &mut u128,
-    buf: Vec<u128>,
-) -> Result<Vec<u128>, OtError> {
-    let (h, t) = (p.log_bin, p.t);
-    let (spc, seed) = reserve.split_at(t * h);
-    let msg = recv_blocks(ch, t * (2 * h + 1), "Ferret SPCOT message")?;
+/// The sender's SPCOT message, sent and flushed before its LPN encoding, so that the receiver
+/// reconstructs while the sender encodes (unflushed, it waited for the sender's whole
+/// extension: 0.35 s of a b13 bootstrap).
+fn send_message<C: Channel + ?Sized>(ch: &mut C, msg: &[u128]) -> Result<(), OtError> {
+    ch.send(&blocks_to_bytes(msg))?;
+    ch.flush()?;
+    Ok(())
+}
+
+/// Receiver's GGM trees from the sender's message `msg` and the reserve's SPCOT COTs `spc`
+/// (pads tweaked from `tweak`): every leaf of `out` (`n` blocks), the punctured one included.
+fn receive_ggm(crh: &Crh, p: &LpnParams, spc: &[u128], msg: &[u128], tweak: u128, out: &mut [u128]) {
+    let h = p.log_bin;
     let mut pads: Vec<u128> = spc.to_vec();
-    crh.tccr_seq(&mut pads, DOMAIN_SPCOT | *tweak);
-    *tweak += (t * h) as u128;
-    let mut out = sized(buf, p.n);
+    crh.tccr_seq(&mut pads, DOMAIN_SPCOT | tweak);
     // Trees in parallel (independent, each writes its own leaves).
     out.par_chunks_exact_mut(1 << h).enumerate().for_each_init(
         || (Vec::new(), vec![0u128; h]),
@@ -327,8 +318,6 @@ pub fn extend_recv<C: Channel + ?Sized>(
             leaves[alpha] = acc;
         },
     );
-    LocalCode::new(p.k).encode(&mut out, seed);
-    Ok(out)
 }
 
 /// Tweak of node `node` at level `level` of the half-tree with id `tree` (AGREEMENT): tree ids
@@ -406,9 +395,9 @@ fn grow(scratch: &mut Vec<u128>, len: usize) {
     }
 }
 
-/// [`extend_send`] with half-tree SPCOTs ([`Spcot::HalfTree`], module doc): `t·h` blocks.
+/// [`begin_send_ggm`] with half-tree SPCOTs ([`Spcot::HalfTree`], module doc): `t·h` blocks.
 #[allow(clippy::too_many_arguments)]
-pub fn extend_send_half_tree<C: Channel + ?Sized>(
+fn begin_send_half_tree<C: Channel + ?Sized>(
     ch: &mut C,
     crh: &Crh,
     p: &LpnParams,
@@ -419,11 +408,11 @@ pub fn extend_send_half_tree<C: Channel + ?Sized>(
     buf: Vec<u128>,
 ) -> Result<Vec<u128>, OtError> {
     let (h, t) = (p.log_bin, p.t);
-    let (spc, seed) = reserve.split_at(t * h);
+    let spc = &reserve[..t * h];
     let mut out = sized(buf, p.n);
     let first = *tweak;
     *tweak += (t * h) as u128;
-    // Root keys in tree order, then the trees in parallel (as `extend_send`).
+    // Root keys in tree order, then the trees in parallel (as `begin_send_ggm`).
     let roots: Vec<u128> = (0..t).map(|_| prg.next_u128()).collect();
     let mut msg = vec![0u128; t * h];
     out.par_chunks_exact_mut(1 << h)
@@ -439,24 +428,14 @@ pub fn extend_send_half_tree<C: Channel + ?Sized>(
                 *x &= !1;
             }
         });
-    send_then_encode(ch, &msg, p, seed, out)
+    send_message(ch, &msg)?;
+    Ok(out)
 }
 
-/// [`extend_recv`] with half-tree SPCOTs ([`Spcot::HalfTree`], module doc).
-pub fn extend_recv_half_tree<C: Channel + ?Sized>(
-    ch: &mut C,
-    crh: &Crh,
-    p: &LpnParams,
-    reserve: &[u128],
-    tweak: &mut u128,
-    buf: Vec<u128>,
-) -> Result<Vec<u128>, OtError> {
-    let (h, t) = (p.log_bin, p.t);
-    let (spc, seed) = reserve.split_at(t * h);
-    let msg = recv_blocks(ch, t * h, "Ferret half-tree SPCOT message")?;
-    let first = *tweak;
-    *tweak += (t * h) as u128;
-    let mut out = sized(buf, p.n);
+/// [`receive_ggm`] with half-tree SPCOTs ([`Spcot::HalfTree`], module doc); trees' ids from
+/// `first`.
+fn receive_half_tree(crh: &Crh, p: &LpnParams, spc: &[u128], msg: &[u128], first: u128, out: &mut [u128]) {
+    let h = p.log_bin;
     out.par_chunks_exact_mut(1 << h).enumerate().for_each_init(
         || (Vec::new(), vec![0u128; h]),
         |(scratch, keys), (j, leaves)| {
@@ -479,8 +458,62 @@ pub fn extend_recv_half_tree<C: Channel + ?Sized>(
             leaves[alpha] = acc ^ 1;
         },
     );
-    LocalCode::new(p.k).encode(&mut out, seed);
-    Ok(out)
+}
+
+/// What is left of one extension once its message has travelled: the receiver's trees and
+/// both parties' LPN encoding, all local (issue 49: [`crate::pool::CotPool`] runs it on a
+/// background thread while the COTs of the extension before are handed out, and joins it when
+/// they run out). It owns everything it reads: the reserve it consumes, the output buffer and,
+/// on the receiver's side, the message.
+pub struct Local {
+    p: LpnParams,
+    crh: Crh,
+    reserve: Vec<u128>,
+    out: Vec<u128>,
+    step: Step,
+    /// COTs at the front of the output kept as the next extension's reserve.
+    keep: usize,
+    /// The bootstrap's leftovers (first extension only), handed out before this one's.
+    extra: Vec<u128>,
+}
+
+enum Step {
+    /// Sender: the trees are in `out`; the LPN encoding remains.
+    Encode,
+    /// Receiver with GGM trees: the message and the first pad's tweak.
+    Ggm { msg: Vec<u128>, tweak: u128 },
+    /// Receiver with half-trees: the message and the first tree id.
+    Half { msg: Vec<u128>, first: u128 },
+}
+
+impl Local {
+    /// The `n` COTs of the extension (trees, then the LPN encoding with the reserve's seed).
+    fn output(self) -> (Vec<u128>, usize, Vec<u128>) {
+        let Local { p, crh, reserve, mut out, step, keep, extra } = self;
+        let (spc, seed) = reserve.split_at(p.t * p.log_bin);
+        match step {
+            Step::Encode => {}
+            Step::Ggm { msg, tweak } => receive_ggm(&crh, &p, spc, &msg, tweak, &mut out),
+            Step::Half { msg, first } => receive_half_tree(&crh, &p, spc, &msg, first, &mut out),
+        }
+        LocalCode::new(p.k).encode(&mut out, seed);
+        (out, keep, extra)
+    }
+
+    /// Runs the local work: the next extension's reserve and this one's usable COTs (give the
+    /// reserve back with [`FerretSender::done`] / [`FerretReceiver::done`]).
+    pub fn run(self) -> (Vec<u128>, Extension) {
+        let (out, keep, extra) = self.output();
+        Extension::split(out, keep, extra)
+    }
+}
+
+/// Checks the reserve's length (the local work slices it by the shape).
+fn check_reserve(p: &LpnParams, reserve: &[u128]) -> Result<(), OtError> {
+    if reserve.len() != p.reserve() {
+        return Err(OtError::BadParams(format!("Ferret reserve of {} COTs for a shape needing {}", reserve.len(), p.reserve())));
+    }
+    Ok(())
 }
 
 /// One extension's usable COTs: `extra` (the bootstrap's leftovers, first extension only)
@@ -518,11 +551,30 @@ impl Extension {
     }
 }
 
+/// Where a direction's next reserve is: not made yet (the IKNP + `pre` bootstrap makes it),
+/// ready, or inside an extension begun and not finished ([`Local`]).
+enum Reserve {
+    Bootstrap,
+    Ready(Vec<u128>),
+    Pending,
+}
+
+impl Reserve {
+    /// The reserve for the next extension, marking it pending; an error while one is.
+    fn take(&mut self) -> Result<Option<Vec<u128>>, OtError> {
+        match std::mem::replace(self, Reserve::Pending) {
+            Reserve::Bootstrap => Ok(None),
+            Reserve::Ready(r) => Ok(Some(r)),
+            Reserve::Pending => Err(OtError::BadArgument("a Ferret extension is begun and not finished".into())),
+        }
+    }
+}
+
 /// The COT sender's Ferret state for one direction.
 pub struct FerretSender {
     params: FerretParams,
     iknp: IknpSender,
-    reserve: Option<Vec<u128>>,
+    reserve: Reserve,
     tweak: u128,
     crh: Crh,
 }
@@ -531,7 +583,7 @@ pub struct FerretSender {
 pub struct FerretReceiver {
     params: FerretParams,
     iknp: IknpReceiver,
-    reserve: Option<Vec<u128>>,
+    reserve: Reserve,
     tweak: u128,
     crh: Crh,
 }
@@ -541,47 +593,60 @@ impl FerretSender {
     pub fn setup<C: Channel + ?Sized>(ch: &mut C, params: FerretParams, prg: &mut Prg) -> Result<Self, OtError> {
         params.validate()?;
         let iknp = IknpSender::setup(ch, prg)?;
-        Ok(FerretSender { params, iknp, reserve: None, tweak: 0, crh: Crh::new() })
+        Ok(FerretSender { params, iknp, reserve: Reserve::Bootstrap, tweak: 0, crh: Crh::new() })
     }
 
     pub fn delta(&self) -> u128 {
         self.iknp.delta()
     }
 
-    /// One extension of shape `p` with this set's SPCOT.
-    fn extend_one<C: Channel + ?Sized>(&mut self, ch: &mut C, p: &LpnParams, reserve: &[u128], prg: &mut Prg, buf: Vec<u128>) -> Result<Vec<u128>, OtError> {
+    /// One extension of shape `p` from `reserve`: its message sent, its local work returned.
+    fn begin_one<C: Channel + ?Sized>(&mut self, ch: &mut C, p: &LpnParams, reserve: Vec<u128>, prg: &mut Prg, buf: Vec<u128>, keep: usize, extra: Vec<u128>) -> Result<Local, OtError> {
+        check_reserve(p, &reserve)?;
         let delta = self.delta();
-        match self.params.spcot {
-            Spcot::Ggm => extend_send(ch, &self.crh, p, delta, reserve, &mut self.tweak, prg, buf),
-            Spcot::HalfTree => extend_send_half_tree(ch, &self.crh, p, delta, reserve, &mut self.tweak, prg, buf),
-        }
+        let out = match self.params.spcot {
+            Spcot::Ggm => begin_send_ggm(ch, &self.crh, p, delta, &reserve, &mut self.tweak, prg, buf)?,
+            Spcot::HalfTree => begin_send_half_tree(ch, &self.crh, p, delta, &reserve, &mut self.tweak, prg, buf)?,
+        };
+        Ok(Local { p: *p, crh: self.crh.clone(), reserve, out, step: Step::Encode, keep, extra })
     }
 
     pub fn params(&self) -> &FerretParams {
         &self.params
     }
 
-    /// One main extension (bootstrapping first if needed), written into `buf`'s allocation
-    /// when it has room; returns the usable COTs.
-    pub fn extend<C: Channel + ?Sized>(&mut self, ch: &mut C, prg: &mut Prg, buf: Vec<u128>) -> Result<Extension, OtError> {
+    /// Begins one main extension (the bootstrap first if needed, run to its end here): the
+    /// trees are expanded and their message sent; the LPN encoding is left in the returned
+    /// [`Local`] (written into `buf`'s allocation when it has room). Until its reserve comes
+    /// back through [`Self::done`], no other extension can begin.
+    pub fn begin<C: Channel + ?Sized>(&mut self, ch: &mut C, prg: &mut Prg, buf: Vec<u128>) -> Result<Local, OtError> {
         let m = self.params.main;
         let mut extra = Vec::new();
-        let reserve = match self.reserve.take() {
+        let reserve = match self.reserve.take()? {
             Some(r) => r,
             None => match self.params.pre {
                 None => self.iknp.extend(ch, m.reserve())?,
                 Some(pre) => {
                     let base = self.iknp.extend(ch, pre.reserve())?;
-                    let mut v = self.extend_one(ch, &pre, &base, prg, Vec::new())?;
+                    let (mut v, _, _) = self.begin_one(ch, &pre, base, prg, Vec::new(), 0, Vec::new())?.output();
                     extra = v.split_off(m.reserve());
                     v
                 }
             },
         };
-        let out = self.extend_one(ch, &m, &reserve, prg, buf)?;
-        drop(reserve);
-        let (next, ext) = Extension::split(out, m.reserve(), extra);
-        self.reserve = Some(next);
+        self.begin_one(ch, &m, reserve, prg, buf, m.reserve(), extra)
+    }
+
+    /// The next extension's reserve, from a finished [`Local::run`] of the extension begun last.
+    pub fn done(&mut self, next: Vec<u128>) {
+        self.reserve = Reserve::Ready(next);
+    }
+
+    /// One main extension to its end (bootstrapping first if needed), written into `buf`'s
+    /// allocation when it has room; returns the usable COTs.
+    pub fn extend<C: Channel + ?Sized>(&mut self, ch: &mut C, prg: &mut Prg, buf: Vec<u128>) -> Result<Extension, OtError> {
+        let (next, ext) = self.begin(ch, prg, buf)?.run();
+        self.done(next);
         Ok(ext)
     }
 }
@@ -591,42 +656,62 @@ impl FerretReceiver {
     pub fn setup<C: Channel + ?Sized>(ch: &mut C, params: FerretParams, prg: &mut Prg) -> Result<Self, OtError> {
         params.validate()?;
         let iknp = IknpReceiver::setup(ch, prg)?;
-        Ok(FerretReceiver { params, iknp, reserve: None, tweak: 0, crh: Crh::new() })
+        Ok(FerretReceiver { params, iknp, reserve: Reserve::Bootstrap, tweak: 0, crh: Crh::new() })
     }
 
-    /// One extension of shape `p` with this set's SPCOT.
-    fn extend_one<C: Channel + ?Sized>(&mut self, ch: &mut C, p: &LpnParams, reserve: &[u128], buf: Vec<u128>) -> Result<Vec<u128>, OtError> {
-        match self.params.spcot {
-            Spcot::Ggm => extend_recv(ch, &self.crh, p, reserve, &mut self.tweak, buf),
-            Spcot::HalfTree => extend_recv_half_tree(ch, &self.crh, p, reserve, &mut self.tweak, buf),
-        }
+    /// One extension of shape `p` from `reserve`: its message received, its local work returned.
+    fn begin_one<C: Channel + ?Sized>(&mut self, ch: &mut C, p: &LpnParams, reserve: Vec<u128>, buf: Vec<u128>, keep: usize, extra: Vec<u128>) -> Result<Local, OtError> {
+        check_reserve(p, &reserve)?;
+        let (h, t) = (p.log_bin, p.t);
+        let step = match self.params.spcot {
+            Spcot::Ggm => {
+                let msg = recv_blocks(ch, t * (2 * h + 1), "Ferret SPCOT message")?;
+                Step::Ggm { msg, tweak: self.tweak }
+            }
+            Spcot::HalfTree => {
+                let msg = recv_blocks(ch, t * h, "Ferret half-tree SPCOT message")?;
+                Step::Half { msg, first: self.tweak }
+            }
+        };
+        self.tweak += (t * h) as u128;
+        Ok(Local { p: *p, crh: self.crh.clone(), reserve, out: sized(buf, p.n), step, keep, extra })
     }
 
     pub fn params(&self) -> &FerretParams {
         &self.params
     }
 
-    /// One main extension (bootstrapping first if needed), written into `buf`'s allocation
-    /// when it has room; returns the usable COTs.
-    pub fn extend<C: Channel + ?Sized>(&mut self, ch: &mut C, prg: &mut Prg, buf: Vec<u128>) -> Result<Extension, OtError> {
+    /// Begins one main extension (the bootstrap first if needed, run to its end here): its
+    /// message is received; the trees and the LPN encoding are left in the returned [`Local`].
+    /// Until its reserve comes back through [`Self::done`], no other extension can begin.
+    pub fn begin<C: Channel + ?Sized>(&mut self, ch: &mut C, prg: &mut Prg, buf: Vec<u128>) -> Result<Local, OtError> {
         let m = self.params.main;
         let mut extra = Vec::new();
-        let reserve = match self.reserve.take() {
+        let reserve = match self.reserve.take()? {
             Some(r) => r,
             None => match self.params.pre {
                 None => self.iknp.extend(ch, m.reserve(), prg)?,
                 Some(pre) => {
                     let base = self.iknp.extend(ch, pre.reserve(), prg)?;
-                    let mut v = self.extend_one(ch, &pre, &base, Vec::new())?;
+                    let (mut v, _, _) = self.begin_one(ch, &pre, base, Vec::new(), 0, Vec::new())?.output();
                     extra = v.split_off(m.reserve());
                     v
                 }
             },
         };
-        let out = self.extend_one(ch, &m, &reserve, buf)?;
-        drop(reserve);
-        let (next, ext) = Extension::split(out, m.reserve(), extra);
-        self.reserve = Some(next);
+        self.begin_one(ch, &m, reserve, buf, m.reserve(), extra)
+    }
+
+    /// The next extension's reserve, from a finished [`Local::run`] of the extension begun last.
+    pub fn done(&mut self, next: Vec<u128>) {
+        self.reserve = Reserve::Ready(next);
+    }
+
+    /// One main extension to its end (bootstrapping first if needed), written into `buf`'s
+    /// allocation when it has room; returns the usable COTs.
+    pub fn extend<C: Channel + ?Sized>(&mut self, ch: &mut C, prg: &mut Prg, buf: Vec<u128>) -> Result<Extension, OtError> {
+        let (next, ext) = self.begin(ch, prg, buf)?.run();
+        self.done(next);
         Ok(ext)
     }
 }

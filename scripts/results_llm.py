@@ -194,10 +194,22 @@ AB = {
         "`Arc`) and recognised by identity (same buffer, which the prefetch keeps alive and",
         "unwritable). Same messages; the gain is at this VM's run-to-run noise.",
     ]),
+    "ahead": ("Ferret extensions begun ahead", [
+        "Every COT the OT-based operators use (products, comparisons, multiplexers,",
+        "truncations) comes from a Ferret extension of about 10 M COTs per direction: one",
+        "message (the SPCOT trees' level keys) and then local work on both sides, the receiver's",
+        "trees and both parties' LPN encoding (about 0.3 s for both parties on this VM's two",
+        "cores, `nectar bench ot`). It ran when a pool had run dry, with the protocol waiting.",
+        "Now a pool that holds less than half an extension begins the next one at that call",
+        "(both parties decide from the same counts): the message travels there, and the local",
+        "work runs on a background thread at the lowest priority (`nectar_ot::pool`), joined",
+        "when the buffered COTs run out. The same COTs in the same order, the same messages;",
+        "a direction holds two extension-sized buffers instead of one.",
+    ]),
 }
 # The operators an A/B's table shows (seconds, then MB), where not the attention's and norms'.
 LINEAR_OPS = ["linear.qkv", "linear.o", "linear.ffn1", "linear.ffn2", "lm_head"]
-AB_OPS = {"query": LINEAR_OPS + ["argmax"], "windows": LINEAR_OPS, "norms": LINEAR_OPS, "interleave": LINEAR_OPS, "prefetch": LINEAR_OPS}
+AB_OPS = {"query": LINEAR_OPS + ["argmax"], "windows": LINEAR_OPS, "norms": LINEAR_OPS, "interleave": LINEAR_OPS, "prefetch": LINEAR_OPS, "ahead": ["rmsnorm", "silu", "mul", "softmax", "argmax"]}
 # The A/Bs of two suites on one build label their rows by suite, the others by build.
 BY_SUITE = {"grid"}
 for name, (title, text) in AB.items():

@@ -244,6 +244,15 @@ DEFAULT_AB = {
         "masked by H2A). MiniLM's and BERT-base's groups are mostly full, so this checks that",
         "the encoders lose nothing. Same bytes and flights.",
     ]),
+    "ahead": ("Ferret extensions begun ahead", [
+        "A Ferret extension (about 10 M COTs per direction: one message, then the receiver's",
+        "trees and both parties' LPN encoding, about 0.3 s on this VM's two cores) ran when a",
+        "pool had run dry, with the protocol waiting. Now a pool that holds less than half an",
+        "extension begins the next one at that call: the message travels there and the local",
+        "work runs on a background thread at the lowest priority, joined when the buffered COTs",
+        "run out (`nectar_ot::pool`; `docs/results/llm.md` has SmolLM2's decoding). The same",
+        "COTs and messages; the extension's message may travel in another flight.",
+    ]),
 }
 for name, (title, text) in DEFAULT_AB.items():
     ab = lines(f"wan-{name}.jsonl")

@@ -57,8 +57,8 @@ fn output_json(o: &Output) -> serde_json::Value {
 /// Print a client run (shared by `demo` and `infer`); `plain` holds the references if known,
 /// one per input. Every JSON line names the suite and each operator's protocol; one line per
 /// input (a batch's inputs each get their own, with the batch's figures and their share,
-/// issue 52). Generations carry `generated_ids`, `seconds_per_token` (after the first) and,
-/// with the tokenizer `tok`, the text as `generated`.
+/// issue 52). Generations carry `generated_ids`, `seconds_per_token`, `bytes_per_token` and
+/// `rounds_per_token` (after the first) and, with the tokenizer `tok`, the text as `generated`.
 pub fn print_run(texts: &[String], run: &ClientRun, plain: Option<&[Output]>, suite: &Suite, json: bool, tok: Option<&TextTokenizer>) {
     let total_secs: f64 = run.reports.iter().map(|r| r.seconds).sum();
     let sent: u64 = run.reports.iter().map(|r| r.bytes_sent).sum();

@@ -330,27 +330,27 @@ pub struct QueryReport {
 impl QueryReport {
     /// Seconds per generated token after the first (the prompt's): `None` below two tokens.
     pub fn seconds_per_token(&self) -> Option<f64> {
-        match self.token_seconds.as_slice() {
-            [first, .., last] => Some((last - first) / (self.token_seconds.len() - 1) as f64),
-            _ => None,
-        }
+        per_token_after_first(&self.token_seconds, |s| s)
     }
 
     /// Bytes (both ways) per generated token after the first: `None` below two tokens.
     pub fn bytes_per_token(&self) -> Option<f64> {
-        match self.token_bytes.as_slice() {
-            [first, .., last] => Some((last - first) as f64 / (self.token_bytes.len() - 1) as f64),
-            _ => None,
-        }
+        per_token_after_first(&self.token_bytes, |b| b as f64)
     }
 
     /// The client's rounds (round trips) per generated token after the first: `None` below two
     /// tokens.
     pub fn rounds_per_token(&self) -> Option<f64> {
-        match self.token_rounds.as_slice() {
-            [first, .., last] => Some((last - first) as f64 / (self.token_rounds.len() - 1) as f64),
-            _ => None,
-        }
+        per_token_after_first(&self.token_rounds, |r| r as f64)
+    }
+}
+
+/// The mean step of a cumulative per-token series after its first entry (the prompt's):
+/// `None` below two entries.
+fn per_token_after_first<T: Copy>(xs: &[T], f: impl Fn(T) -> f64) -> Option<f64> {
+    match xs {
+        [first, .., last] => Some((f(*last) - f(*first)) / (xs.len() - 1) as f64),
+        _ => None,
     }
 }
 

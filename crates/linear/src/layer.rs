@@ -6,11 +6,13 @@ pub mod blb_fused;
 pub mod ckks;
 pub mod nimbus_cop;
 pub mod olt;
+pub mod olt_ahead;
 pub mod olt_krdy;
 
 use crate::attention::SharedMatmul;
 use crate::protocol::{LinearCx, LinearProtocol};
 use crate::LinearError;
+use std::sync::Arc;
 
 /// A protocol for the layers' client-share × server-weight products (DESIGN.md "Where a
 /// protocol plugs in").
@@ -20,6 +22,13 @@ pub trait MatmulProtocol: LinearProtocol {
     /// parties and for every query of the session (its tensor names): a protocol that keeps
     /// something per weight across queries (`nimbus-cop`'s encrypted weights) keys it by this.
     fn layer_matmul(&self, cx: &mut dyn LinearCx, x: &[u64], shape: (usize, usize, usize), w: Option<&[u64]>, key: &str) -> Result<Vec<u64>, LinearError>;
+
+    /// [`MatmulProtocol::layer_matmul`] with the server's weight shared, for a protocol that
+    /// keeps it past the call (`olt-ahead`'s work for the next decoding step). Default:
+    /// [`MatmulProtocol::layer_matmul`].
+    fn layer_matmul_shared(&self, cx: &mut dyn LinearCx, x: &[u64], shape: (usize, usize, usize), w: Option<&Arc<Vec<u64>>>, key: &str) -> Result<Vec<u64>, LinearError> {
+        self.layer_matmul(cx, x, shape, w.map(|v| v.as_slice()), key)
+    }
 
     /// The lookup `one_hot × table` (`x`: shared one-hot rows, ring integers; `w`: the server's
     /// table) without truncation, for an `embed` protocol that names this one as its lookup
@@ -62,6 +71,7 @@ pub trait MatmulProtocol: LinearProtocol {
 /// Every layer-matmul protocol, in the order `nectar suites` lists them.
 pub static ALL: &[&dyn MatmulProtocol] = &[
     &olt::Olt,
+    &olt_ahead::OltAhead,
     &olt_krdy::OltKrdy,
     &ckks::Ckks,
     &blb_fused::BlbFused,

@@ -308,19 +308,22 @@ pub fn olt_prepared<C: Channel + ?Sized>(
             sess.degree()
         )));
     }
-    let layout = ResultLayout {
-        shape: s,
-        windows: plan.windows,
-        degree: plan.degree,
-        compression: plan.compression,
-        batch: mats.len(),
-    };
-    let encrypts = (side == Side::Rhs) == plan.rhs_encrypts;
-    if encrypts {
+    let layout = result_layout(plan, mats.len());
+    if encrypts(plan, side) {
         encryptor(ch, sess, plan, side, mats, &layout, prg)
     } else {
         evaluator(ch, sess, plan, side, mats, &layout, prg, prepared)
     }
+}
+
+/// The public layout of the result of `plan` over `batch` matrices.
+pub(crate) fn result_layout(plan: &OltPlan, batch: usize) -> ResultLayout {
+    ResultLayout { shape: plan.shape, windows: plan.windows, degree: plan.degree, compression: plan.compression, batch }
+}
+
+/// Whether this party's `side` of `plan` is the encryptor (it sends the query) or the evaluator.
+pub(crate) fn encrypts(plan: &OltPlan, side: Side) -> bool {
+    (side == Side::Rhs) == plan.rhs_encrypts
 }
 
 /// An evaluator's plaintext blocks encoded and transformed ahead of its OLT call: block `i`
@@ -515,9 +518,22 @@ pub(crate) fn recv_frames<C: Channel + ?Sized>(ch: &mut C, count: usize) -> Resu
 /// the agreed level `sent` (an error otherwise), switched to `level` and put in NTT form as it
 /// arrives.
 pub(crate) fn recv_blocks<C: Channel + ?Sized>(ch: &mut C, params: &Params, count: usize, sent: usize, level: usize) -> Result<Vec<Ciphertext>, LinearError> {
+    blocks_from(params, count, sent, level, |_| Ok(ch.recv()?))
+}
+
+/// [`recv_blocks`] on frames received before ([`recv_frames`]): `frames` must be exactly the
+/// query's (an error otherwise).
+pub(crate) fn blocks_from_frames(params: &Params, mut frames: Vec<Vec<u8>>, count: usize, sent: usize, level: usize) -> Result<Vec<Ciphertext>, LinearError> {
+    if frames.len() != wire::frames(count).count() {
+        return Err(LinearError::BadShape(format!("{} query frames for {count} ciphertexts", frames.len())));
+    }
+    blocks_from(params, count, sent, level, |i| Ok(std::mem::take(&mut frames[i])))
+}
+
+fn blocks_from(params: &Params, count: usize, sent: usize, level: usize, mut frame: impl FnMut(usize) -> Result<Vec<u8>, LinearError>) -> Result<Vec<Ciphertext>, LinearError> {
     let mut cts: Vec<Ciphertext> = Vec::with_capacity(count);
-    for range in wire::frames(count) {
-        let mut part = wire::cts_from_bytes(params, &ch.recv()?, range.len())?;
+    for (i, range) in wire::frames(count).enumerate() {
+        let mut part = wire::cts_from_bytes(params, &frame(i)?, range.len())?;
         if part.iter().any(|c| c.level() != sent) {
             return Err(LinearError::BadShape(format!("query ciphertexts must be at level {sent}")));
         }
@@ -554,6 +570,57 @@ fn evaluator<C: Channel + ?Sized>(
     // The peer's query in frames, each switched to the product level as it arrives.
     let cts = recv_blocks(ch, params, peer_per * mats.len(), query_level(params, plan), level)?;
     evaluate(ch, sess, plan, side, mats, layout, prg, prepared, CtSet::All(&cts), level, false)
+}
+
+/// The channel an evaluator runs on away from its peer ([`evaluate_offline`]): it keeps what
+/// is sent, in order, and has nothing to receive.
+#[derive(Default)]
+struct Frames(Vec<Vec<u8>>);
+
+impl Channel for Frames {
+    fn send(&mut self, msg: &[u8]) -> Result<(), nectar_net::NetError> {
+        self.0.push(msg.to_vec());
+        Ok(())
+    }
+    fn recv(&mut self) -> Result<Vec<u8>, nectar_net::NetError> {
+        Err(nectar_net::NetError::Closed)
+    }
+    fn flush(&mut self) -> Result<(), nectar_net::NetError> {
+        Ok(())
+    }
+    fn stats(&self) -> nectar_net::Stats {
+        nectar_net::Stats::default()
+    }
+}
+
+/// Ciphertexts of the encryptor's query of `plan` (the frames [`recv_frames`] takes).
+pub(crate) fn query_cts(plan: &OltPlan) -> usize {
+    let side = if plan.rhs_encrypts { Side::Rhs } else { Side::Lhs };
+    block_count(plan, side)
+}
+
+/// The evaluator's half of an OLT (`side`, one matrix `mat`) whose query arrived earlier as
+/// raw frames ([`recv_frames`]), run away from the channel (e.g. on another thread): the
+/// response frames, for the caller to send in order, and this party's shares — what
+/// [`olt`]'s evaluator would send and return for that query.
+pub(crate) fn evaluate_offline(sess: &HeSession, plan: &OltPlan, side: Side, mat: &[u64], query: Vec<Vec<u8>>, prg: &mut Prg) -> Result<(Vec<Vec<u8>>, Vec<u64>), LinearError> {
+    if encrypts(plan, side) {
+        return Err(LinearError::BadParams(format!("the {side:?} side of this plan encrypts")));
+    }
+    let want = match side {
+        Side::Lhs => plan.shape.k * plan.shape.m,
+        Side::Rhs => plan.shape.m * plan.shape.n,
+    };
+    if mat.len() != want {
+        return Err(LinearError::BadShape(format!("{side:?} matrix of {} entries, expected {want}", mat.len())));
+    }
+    let params = &sess.params;
+    let mats = [mat];
+    let level = evaluator_level(params, plan, side, &mats)?;
+    let cts = blocks_from_frames(params, query, block_count(plan, side.peer()), query_level(params, plan), level)?;
+    let mut sink = Frames::default();
+    let shares = evaluate(&mut sink, sess, plan, side, &mats, &result_layout(plan, 1), prg, None, CtSet::All(&cts), level, false)?;
+    Ok((sink.0, shares))
 }
 
 /// The peer's ciphertexts an evaluator multiplies: all of them, or (a one-hot lookup that

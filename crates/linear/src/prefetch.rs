@@ -116,7 +116,7 @@ impl Drop for Prefetch {
 
 /// Moves the calling thread to the idle scheduling class (Linux; elsewhere it keeps its
 /// priority). A failure only costs overlap, never correctness, so it is ignored.
-fn lowest_priority() {
+pub(crate) fn lowest_priority() {
     #[cfg(target_os = "linux")]
     {
         let param = libc::sched_param { sched_priority: 0 };

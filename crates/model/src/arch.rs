@@ -232,6 +232,13 @@ pub trait ArchOps: BlockOps<Error: From<ModelError>> {
     /// early (the client saw an end-of-sequence token), which the server then learns.
     fn client_says(&mut self, go: Option<bool>) -> Result<bool, Self::Error>;
 
+    /// Whether another decoding step of one new token follows the step that runs next (the
+    /// generation loop's, from the public generation length: the same on both parties; a
+    /// protocol may prepare that step's work ahead, `matmul = olt-ahead`). Default: ignored.
+    fn steps_follow(&mut self, more: bool) {
+        let _ = more;
+    }
+
     /// Fails unless this arithmetic can generate `n_new` tokens (checked before the prompt
     /// runs). Default: it can.
     fn check_generation(&self, _n_new: usize) -> Result<(), Self::Error> {
@@ -324,7 +331,10 @@ where
         return Ok(Some(tokens));
     }
     o.check_generation(n_new)?;
-    let mut logits = step(o, ids, len, cache)?;
+    o.steps_follow(n_new >= 2);
+    let first = step(o, ids, len, cache);
+    o.steps_follow(false);
+    let mut logits = first?;
     for t in 0..n_new {
         let tok = next_token(o, &logits, vocab)?;
         let mut go = true;
@@ -345,7 +355,10 @@ where
             break;
         }
         let next = tok.map(|x| [x]);
-        logits = step(o, next.as_ref().map(|a| &a[..]), 1, cache)?;
+        o.steps_follow(t + 2 < n_new);
+        let out = step(o, next.as_ref().map(|a| &a[..]), 1, cache);
+        o.steps_follow(false);
+        logits = out?;
     }
     Ok(learned.then_some(tokens))
 }

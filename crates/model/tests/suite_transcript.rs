@@ -386,6 +386,32 @@ fn llama_generate_preset_transcripts() {
         );
     }
 }
+/// `matmul = olt-ahead` (issue 49): three new tokens, so the prompt prepares the first decoding
+/// step's rows, the first step uses them and prepares the second's, and the second uses them
+/// only. Its transcripts differ from the plain OLT's under the same seeds (the prepared path
+/// ran: an exchange of `x − r` and a stored response instead of a query and its response),
+/// while the generated tokens equal the twin's and the plain OLT's.
+#[test]
+fn generate_ahead_transcripts() {
+    for (name, write, seed, ids, want) in [
+        ("llama olt-ahead", tiny::write_tiny_llama as fn(&Path, u64) -> Result<(), nectar_model::ModelError>, 41, vec![6, 3, 12], PIN_LLAMA_AHEAD),
+        ("gpt2 olt-ahead", tiny::write_tiny_gpt2, 42, vec![3, 17, 42, 8], PIN_GPT2_AHEAD),
+    ] {
+        let case = |suite| Case { name, write, seed, task: Task::Generate { n_new: 3 }, input: In::Ids(ids.clone()), suite };
+        let plain = run(&case("nectar"));
+        let got = run(&case("nectar+matmul=olt-ahead"));
+        println!("{name}: ({:#018x}, {:#018x}, {:#018x}, {:#018x})", got.0, got.1, got.2, got.3);
+        assert!(got.0 != plain.0 && got.1 != plain.1, "{name}: no row was prepared ahead");
+        assert_eq!((got.2, got.3), (plain.2, plain.3), "{name}: tokens differ from the plain OLT's");
+        assert_eq!(got.2, got.3, "{name}: the client's tokens differ from the twin's");
+        assert_eq!(got, want, "{name}: transcript or output changed");
+    }
+}
+
+/// Pinned 2026-11-30 (issue 49).
+const PIN_LLAMA_AHEAD: Pins = (0xe9792c48561e4237, 0xc2f01f59b230c54e, 0x539cdf324dacfaed, 0x539cdf324dacfaed);
+const PIN_GPT2_AHEAD: Pins = (0x2922b146031f7ca7, 0xc438804bc37af955, 0x0682f5d74db5bd9d, 0x0682f5d74db5bd9d);
+
 /// Pinned 2026-11-28 at 18474ca, before the rsqrt, norm and softmax kinds moved into the
 /// registry (issue 46); re-pinned the same day for issue 48 (see above), and on 2026-11-29 with
 /// the `nimbus` pins for the default's `newton2` reciprocal and rsqrt (see above).

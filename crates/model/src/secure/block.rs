@@ -399,6 +399,10 @@ impl<E: Engine> BlockOps for EngineBlock<'_, E> {
 /// Embeddings and heads on the engine: weights loaded and encoded by the server right before
 /// their operator; the client's inputs enter as its shares, the server's rows as its own.
 impl<E: Engine> ArchOps for EngineBlock<'_, E> {
+    fn steps_follow(&mut self, more: bool) {
+        self.e.set_steps_follow(more);
+    }
+
     fn step<T>(
         &mut self,
         label: &'static str,

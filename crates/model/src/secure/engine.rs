@@ -23,6 +23,9 @@ use std::time::Instant;
 pub enum WeightRef<'a> {
     /// The server's values (raw ring elements of the current format).
     Server(&'a [u64]),
+    /// The server's values, shared: a protocol may keep them past the call
+    /// (`nectar_linear::layer::MatmulProtocol::layer_matmul_shared`).
+    Shared(&'a std::sync::Arc<Vec<u64>>),
     /// The client's view: the shape only.
     Client,
 }
@@ -32,10 +35,15 @@ impl<'a> WeightRef<'a> {
     pub fn from_option(v: Option<&'a [u64]>) -> Self {
         v.map_or(WeightRef::Client, WeightRef::Server)
     }
+    /// `Shared(v)` if `v` is `Some`, else `Client`.
+    pub fn from_shared(v: Option<&'a std::sync::Arc<Vec<u64>>>) -> Self {
+        v.map_or(WeightRef::Client, WeightRef::Shared)
+    }
     /// The values, if this party holds them.
     pub fn values(&self) -> Option<&'a [u64]> {
         match self {
             WeightRef::Server(v) => Some(v),
+            WeightRef::Shared(v) => Some(v.as_slice()),
             WeightRef::Client => None,
         }
     }
@@ -172,6 +180,13 @@ pub trait Engine: Backend<Val = Vec<u64>, Bit = Vec<bool>> {
     fn preload_embed(&mut self, vocab: usize, dim: usize, w: WeightRef<'_>, key: &str) -> Result<(), NnError> {
         let _ = (vocab, dim, w, key);
         Ok(())
+    }
+
+    /// Whether another decoding step of one new row follows the step that runs next (the
+    /// generation loop's, [`crate::arch::ArchOps::steps_follow`]): a `matmul` protocol may
+    /// prepare that step's products ahead (`olt-ahead`). Default: ignored.
+    fn set_steps_follow(&mut self, more: bool) {
+        let _ = more;
     }
 
     /// Announces the next [`Engine::layer_matmul`] of the server's `w` (`in_dim × out_dim`, on

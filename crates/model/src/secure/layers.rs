@@ -180,7 +180,7 @@ pub fn layer_linear<E: Engine>(
     has_bias: bool,
     key: &str,
 ) -> Result<E::Val, SecureError> {
-    let y = e.layer_matmul(x, rows, in_dim, out_dim, WeightRef::from_option(w.map(|d| d.w.as_slice())), key)?;
+    let y = e.layer_matmul(x, rows, in_dim, out_dim, WeightRef::from_shared(w.map(|d| &d.w)), key)?;
     bias(e, y, rows, out_dim, w, has_bias)
 }
 

@@ -30,7 +30,7 @@ use crate::secure::engine::{Engine, EngineSession, WeightRef};
 use crate::secure::profile::Profile;
 use crate::secure::SecureError;
 use crate::suite::Suite;
-use nectar_linear::protocol::{LinearCx, LinearProtocol, Session, State};
+use nectar_linear::protocol::{LinearCx, LinearProtocol, OltParts, Session, State};
 use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_weight};
 use nectar_linear::prefetch::{Prefetch, PrefetchWorker};
 use nectar_linear::{CostModel, CtBytes, HeSession, LinearError, OltPlan, QueryLevel, Shape, Side, Variant};
@@ -54,7 +54,7 @@ const DECODE_BLOCK_DIAGONAL_MAX: usize = 1 << 24;
 pub struct SecureEngine<'c> {
     b: SecureBackend<'c>,
     suite: Suite,
-    olt: HeSession,
+    olt: std::sync::Arc<HeSession>,
     /// The session states of the protocols that keep keys, by key: the linear protocols'
     /// (`LinearProtocol::state_key`: `ckks` for BLB's per-operator CKKS matmuls), LEAF's
     /// (`crate::secure::leaf`), BLB's fused executor's (`crate::secure::blb`, made on first use).
@@ -71,6 +71,8 @@ pub struct SecureEngine<'c> {
     prefetcher: Option<PrefetchWorker>,
     /// Bytes of prepared weight blocks a prefetch may hold ([`DEFAULT_PREFETCH_BUDGET`]).
     prefetch_budget: usize,
+    /// Whether another one-row decoding step follows the current one ([`Engine::set_steps_follow`]).
+    steps_follow: bool,
 }
 
 /// Default bytes of the server's prefetched weight blocks (LOCAL; `--memory-budget-mib`). One
@@ -93,7 +95,7 @@ impl<'c> SecureEngine<'c> {
         suite.validate()?;
         let opts = suite.backend_opts();
         let mut b = SecureBackend::setup(role, ch, prg.fork(), opts)?;
-        let olt = HeSession::setup(b.channel_mut(), role, suite.olt_ring.he_params(), true, &mut prg).map_err(be)?;
+        let olt = std::sync::Arc::new(HeSession::setup(b.channel_mut(), role, suite.olt_ring.he_params(), true, &mut prg).map_err(be)?);
         // The linear protocols' keys (BLB's per-operator CKKS: the client's CKKS public and
         // relinearisation keys), once per state key; `matmul = blb-fused` does its attention
         // products inside its own blocks.
@@ -127,6 +129,7 @@ impl<'c> SecureEngine<'c> {
             prefetch: None,
             prefetcher: None,
             prefetch_budget: DEFAULT_PREFETCH_BUDGET,
+            steps_follow: false,
         })
     }
 
@@ -399,6 +402,19 @@ impl LinearCx for SecureEngine<'_> {
         let raw = self.olt_batch_matmul(a, b, shape).map_err(session)?;
         self.olt_back(raw, shift).map_err(session)
     }
+    fn olt_parts(&mut self, (rows, in_dim, out_dim): (usize, usize, usize), key: Option<&str>) -> Result<OltParts<'_>, LinearError> {
+        let plan = self.weight_plan(rows, in_dim, out_dim, Variant::Interleave).map_err(session)?;
+        let bits = self.olt_bits();
+        let state = key.and_then(|k| self.states.get_mut(k)).map(|s| s.as_mut() as &mut (dyn std::any::Any + Send));
+        let (ch, _, _, prg) = self.b.parts();
+        Ok(OltParts { ch, prg, sess: &self.olt, plan, bits, state })
+    }
+    fn olt_finish(&mut self, raw: Vec<u64>, shift: u32) -> Result<Vec<u64>, LinearError> {
+        self.olt_back(raw, shift).map_err(session)
+    }
+    fn steps_follow(&self) -> bool {
+        self.steps_follow
+    }
 }
 
 /// An engine error inside a linear protocol.
@@ -471,6 +487,9 @@ impl Engine for SecureEngine<'_> {
         };
         self.olt_back(raw, shift)
     }
+    fn set_steps_follow(&mut self, more: bool) {
+        self.steps_follow = more;
+    }
     fn prefetch_layer_matmul(&mut self, rows: usize, in_dim: usize, out_dim: usize, w: Option<&std::sync::Arc<Vec<u64>>>) -> Result<(), NnError> {
         // Only where `layer_matmul` is an OLT whose evaluator is the server.
         let Some(v) = w else {
@@ -525,7 +544,12 @@ impl Engine for SecureEngine<'_> {
         key: &str,
     ) -> Result<Vec<u64>, NnError> {
         let p = self.suite.matmul;
-        p.layer_matmul(self, x, (rows, in_dim, out_dim), w.values(), key).map_err(be)
+        match w {
+            WeightRef::Server(v) => p.layer_matmul(self, x, (rows, in_dim, out_dim), Some(v), key),
+            WeightRef::Shared(v) => p.layer_matmul_shared(self, x, (rows, in_dim, out_dim), Some(v), key),
+            WeightRef::Client => p.layer_matmul_shared(self, x, (rows, in_dim, out_dim), None, key),
+        }
+        .map_err(be)
     }
     fn embed_matmul(&mut self, x: &Vec<u64>, rows: usize, vocab: usize, dim: usize, w: WeightRef<'_>, key: &str) -> Result<Vec<u64>, NnError> {
         match self.suite.embed.lookup() {

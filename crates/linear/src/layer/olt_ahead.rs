@@ -69,21 +69,67 @@ impl Protocol for OltAhead {
     }
 }
 
+/// Bytes of layer weights the server's evaluations in flight may hold (LOCAL): each holds its
+/// weight until it finishes (a SmolLM2 layer's four: about 28 MB as ring elements); past this,
+/// the server waits for the oldest before it starts another. A prompt queues a whole step's
+/// evaluations while its own work keeps the cores busy: without a bound they held 0.84 GB more
+/// at the server's peak (SmolLM2).
+pub const AHEAD_WEIGHT_BUDGET: usize = 128 << 20;
+
 /// What one weight has ready for the next step's row.
 enum Ready {
     /// The client: the mask `r` whose query it sent.
     Client { plan: OltPlan, r: Vec<u64> },
-    /// The server: the evaluation of that query on the background thread (the response frames
-    /// and the server's share of `r·W`).
-    Server { plan: OltPlan, job: mpsc::Receiver<Evaluated> },
+    /// The server: the evaluation of that query on the background thread.
+    Server { plan: OltPlan, job: Job },
 }
 
+/// The response frames and the server's share of `r·W`.
 type Evaluated = Result<(Vec<Vec<u8>>, Vec<u64>), LinearError>;
+
+/// A server's evaluation on the background thread.
+struct Job {
+    /// When it started (the oldest is waited for first).
+    seq: u64,
+    /// Bytes of the weight it holds until it finishes.
+    held: usize,
+    rx: mpsc::Receiver<Evaluated>,
+    done: Option<Evaluated>,
+}
+
+impl Job {
+    /// Whether it has finished (its result then kept).
+    fn poll(&mut self) -> bool {
+        if self.done.is_none() {
+            match self.rx.try_recv() {
+                Ok(r) => self.done = Some(r),
+                Err(mpsc::TryRecvError::Empty) => return false,
+                Err(mpsc::TryRecvError::Disconnected) => self.done = Some(Err(stopped())),
+            }
+        }
+        true
+    }
+    /// Waits for it to finish.
+    fn finish(&mut self) {
+        if self.done.is_none() {
+            self.done = Some(self.rx.recv().unwrap_or_else(|_| Err(stopped())));
+        }
+    }
+    fn result(mut self) -> Evaluated {
+        self.finish();
+        self.done.unwrap_or_else(|| Err(stopped()))
+    }
+}
+
+fn stopped() -> LinearError {
+    LinearError::BadParams("olt-ahead: the background evaluation stopped".into())
+}
 
 /// One party's session state: per weight (the call's `key`), the next step's prepared row.
 #[derive(Default)]
 pub struct AheadState {
     ready: HashMap<String, Ready>,
+    started: u64,
 }
 
 impl AheadState {
@@ -91,6 +137,28 @@ impl AheadState {
         state
             .and_then(|s| s.downcast_mut::<AheadState>())
             .ok_or_else(|| LinearError::Unsupported("this session has no olt-ahead state".into()))
+    }
+
+    /// Waits for the oldest unfinished evaluations until those still running hold at most
+    /// [`AHEAD_WEIGHT_BUDGET`] − `more` bytes of weights.
+    fn make_room(&mut self, more: usize) {
+        loop {
+            let mut running: Vec<&mut Job> = self
+                .ready
+                .values_mut()
+                .filter_map(|r| match r {
+                    Ready::Server { job, .. } => Some(job),
+                    Ready::Client { .. } => None,
+                })
+                .filter_map(|j| (!j.poll()).then_some(j))
+                .collect();
+            let held: usize = running.iter().map(|j| j.held).sum();
+            if held + more <= AHEAD_WEIGHT_BUDGET || running.is_empty() {
+                return;
+            }
+            running.sort_by_key(|j| j.seq);
+            running[0].finish();
+        }
     }
 }
 
@@ -144,10 +212,7 @@ impl MatmulProtocol for OltAhead {
             _ => cx.olt_matmul_weight(x, shape, w.map(|v| v.as_slice()), f, Variant::Interleave)?,
         };
         if cx.steps_follow() {
-            let next = ahead(cx.olt_parts((1, in_dim, out_dim), None)?, role, w)?;
-            if let Some(next) = next {
-                AheadState::of(cx.session(Some(STATE_KEY)).state)?.ready.insert(key.to_string(), next);
-            }
+            ahead(cx.olt_parts((1, in_dim, out_dim), Some(STATE_KEY))?, role, w, key)?;
         }
         Ok(y)
     }
@@ -161,36 +226,43 @@ impl Ready {
     }
 }
 
-/// Starts the next step's row of one weight: the client's query of a fresh `r` (sent now),
-/// the server's evaluation of it (received now, evaluated on the background thread). `None`
-/// where the plan has the server encrypt (its weight is the query: nothing to do ahead).
-fn ahead(p: OltParts<'_>, role: Role, w: Option<&Arc<Vec<u64>>>) -> Result<Option<Ready>, LinearError> {
+/// Starts the next step's row of the weight `key`: the client's query of a fresh `r` (sent
+/// now), the server's evaluation of it (received now, evaluated on the background thread once
+/// the evaluations in flight leave room, [`AHEAD_WEIGHT_BUDGET`]). Nothing where the plan has
+/// the server encrypt (its weight would be the query).
+fn ahead(p: OltParts<'_>, role: Role, w: Option<&Arc<Vec<u64>>>, key: &str) -> Result<(), LinearError> {
     let plan = p.plan;
     if plan.rhs_encrypts {
-        return Ok(None);
+        return Ok(());
     }
     let m = mask(p.bits);
-    match (role, w) {
+    let st = AheadState::of(p.state)?;
+    let next = match (role, w) {
         (Role::Client, None) => {
             let r: Vec<u64> = (0..plan.shape.m).map(|_| p.prg.next_u64() & m).collect();
             send_blocks(p.ch, p.sess, &plan, Side::Lhs, &[&r], p.prg)?;
-            Ok(Some(Ready::Client { plan, r }))
+            Ready::Client { plan, r }
         }
         (Role::Server, Some(w)) => {
+            let held = std::mem::size_of_val(w.as_slice());
+            st.make_room(held);
             let frames = recv_frames(p.ch, query_cts(&plan))?;
             let (sess, w, mut prg): (Arc<HeSession>, Arc<Vec<u64>>, Prg) = (Arc::clone(p.sess), Arc::clone(w), p.prg.fork());
-            let (tx, job) = mpsc::channel();
+            let (tx, rx) = mpsc::channel();
             background().spawn(move || {
-                // The receiver is gone only when the session ended; nothing to deliver then.
                 // A panic is an error at the join, not the pool's (an abort).
                 let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| evaluate_offline(&sess, &plan, Side::Rhs, &w, frames, &mut prg)))
                     .unwrap_or_else(|_| Err(LinearError::BadParams("olt-ahead: the background evaluation panicked".into())));
+                drop(w);
                 let _ = tx.send(out);
             });
-            Ok(Some(Ready::Server { plan, job }))
+            st.started += 1;
+            Ready::Server { plan, job: Job { seq: st.started, held, rx, done: None } }
         }
-        _ => Err(LinearError::BadParams("the weight belongs to the server".into())),
-    }
+        _ => return Err(LinearError::BadParams("the weight belongs to the server".into())),
+    };
+    st.ready.insert(key.to_string(), next);
+    Ok(())
 }
 
 /// The product of a prepared row (module docs): the raw shares mod `2^bits`.
@@ -209,9 +281,7 @@ fn online(p: OltParts<'_>, ready: Ready, x: &[u64], w: Option<&Arc<Vec<u64>>>) -
             Ok(share.into_iter().map(|v| v & m).collect())
         }
         (Ready::Server { job, .. }, Some(w)) => {
-            let (frames, share) = job
-                .recv()
-                .map_err(|_| LinearError::BadParams("olt-ahead: the background evaluation stopped".into()))??;
+            let (frames, share) = job.result()?;
             for fr in &frames {
                 p.ch.send(fr)?;
             }

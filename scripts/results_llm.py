@@ -207,12 +207,22 @@ AB = {
         "when the buffered COTs run out. The same COTs in the same order, the same messages;",
         "a direction holds two extension-sized buffers instead of one.",
     ]),
+    "olt-ahead": ("`matmul = olt-ahead`: a decoding step's weight products prepared a step ahead", [
+        "One build, two suites: the default (`matmul = olt`) and `nectar+matmul=olt-ahead`",
+        "(`nectar_linear::layer::olt_ahead`; Delphi's offline/online split of a linear layer, step by",
+        "step). While a step runs, the client sends each layer weight's OLT query for a fresh uniform",
+        "row `r`, and the server evaluates it on an idle-class thread; at the next step the product",
+        "is one exchange — the stored response one way, `x − r` the other — and the server's",
+        "`(x_0 + x − r_…)·W` in the clear: the client's encryption and the server's homomorphic work",
+        "leave the step's critical path, the bytes stay (each step carries the next one's queries).",
+        "The LM head stays on the OLT.",
+    ]),
 }
 # The operators an A/B's table shows (seconds, then MB), where not the attention's and norms'.
 LINEAR_OPS = ["linear.qkv", "linear.o", "linear.ffn1", "linear.ffn2", "lm_head"]
-AB_OPS = {"query": LINEAR_OPS + ["argmax"], "windows": LINEAR_OPS, "norms": LINEAR_OPS, "interleave": LINEAR_OPS, "prefetch": LINEAR_OPS, "ahead": ["rmsnorm", "silu", "mul", "softmax", "argmax"]}
+AB_OPS = {"query": LINEAR_OPS + ["argmax"], "windows": LINEAR_OPS, "norms": LINEAR_OPS, "interleave": LINEAR_OPS, "prefetch": LINEAR_OPS, "ahead": ["rmsnorm", "silu", "mul", "softmax", "argmax"], "olt-ahead": LINEAR_OPS + ["rmsnorm", "silu"]}
 # The A/Bs of two suites on one build label their rows by suite, the others by build.
-BY_SUITE = {"grid"}
+BY_SUITE = {"grid", "olt-ahead"}
 for name, (title, text) in AB.items():
     if not (res / f"llm-{name}.jsonl").exists():
         continue

@@ -55,9 +55,10 @@ pub trait MatmulProtocol: LinearProtocol {
         false
     }
 
-    /// Whether the server may prepare a layer's weight blocks ahead of its operator (the OLT's
-    /// prefetch, local to the server).
-    fn prefetch(&self) -> bool {
+    /// Whether the server may prepare a layer's weight blocks ahead of its operator on `rows`
+    /// rows (the OLT's prefetch, local to the server).
+    fn prefetch(&self, rows: usize) -> bool {
+        let _ = rows;
         false
     }
 

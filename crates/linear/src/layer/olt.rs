@@ -30,7 +30,7 @@ impl MatmulProtocol for Olt {
         let f = cx.format().1;
         cx.olt_matmul_weight(x, shape, w, f, Variant::Interleave)
     }
-    fn prefetch(&self) -> bool {
+    fn prefetch(&self, _rows: usize) -> bool {
         true
     }
 }

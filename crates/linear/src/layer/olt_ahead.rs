@@ -189,6 +189,12 @@ fn background() -> &'static rayon::ThreadPool {
 }
 
 impl MatmulProtocol for OltAhead {
+    /// A prompt's products are the OLT's, prefetched as under `olt`; a decoding step's row
+    /// comes prepared a step ahead (or, the first time, unprepared: one row's blocks).
+    fn prefetch(&self, rows: usize) -> bool {
+        rows > 1
+    }
+
     fn layer_matmul(&self, cx: &mut dyn LinearCx, x: &[u64], shape: (usize, usize, usize), w: Option<&[u64]>, key: &str) -> Result<Vec<u64>, LinearError> {
         // Only the server holds the weight; it keeps it past the call in a shared copy.
         let shared = w.map(|v| Arc::new(v.to_vec()));

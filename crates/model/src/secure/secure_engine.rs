@@ -495,7 +495,7 @@ impl Engine for SecureEngine<'_> {
         let Some(v) = w else {
             return Ok(());
         };
-        if !self.suite.matmul.prefetch() || self.prefetch_budget == 0 {
+        if !self.suite.matmul.prefetch(rows) || self.prefetch_budget == 0 {
             return Ok(());
         }
         let plan = self.weight_plan(rows, in_dim, out_dim, self.variant)?;

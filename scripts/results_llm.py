@@ -102,7 +102,8 @@ if memory:
     w("")
     w(f"`nectar serve` and `nectar infer` as two processes on loopback TCP, {mm['tokens']} new tokens:")
     w(f"server peak RSS **{mm['server_peak_rss_bytes'] / 2**30:.2f} GiB** (GNU time, includes its calibration's f32 copy and its weights' 32-bit encodings, 0.65 GB, and since ac15a25 "
-      f"a second Ferret extension buffer per direction, 2 × 163 MB, for the extension begun ahead),")
+      f"a second Ferret extension buffer per direction, 2 × 163 MB, for the extension begun ahead, and since 1ce7612 the next "
+      f"decoding step's prepared weight products: at most 128 MiB of weights held by evaluations in flight, and their responses),")
     w(f"client peak RSS **{mm['client_peak_rss_bytes'] / 2**30:.2f} GiB** (target ≤ {TARGET_RSS / 2**30:g} GiB each).")
     w("")
 

@@ -3,7 +3,8 @@
 //!
 //! - **Batched thresholds** (§V-A2): for `B` thresholds on the same share only P0's share of
 //!   `x − t_j` depends on `j`, so one `(16 choose 1)-OT_{2B}` per digit serves all of them
-//!   ([`Mpc::msb_batched`]); `B <= 64` per OT call, more thresholds run in groups of 64.
+//!   ([`Mpc::msb_batched`]); `B <= 64` per OT message; more thresholds run as equal groups of at most 64,
+//!   all groups in one millionaire call (the flights of one group).
 //! - **Approximate less-than** (§V-A1): with `k = ignore_low_bits`, both parties shift their
 //!   shares right by `k` (logically, as `l`-bit words) and P0 subtracts `t_j >> k` (arithmetic
 //!   shift); the MSB then runs on `l − k` bits. The two local shifts lose the carry `c ∈ {0,1}`
@@ -44,25 +45,33 @@ impl Mpc {
             .iter()
             .map(|v| ((v & ml) >> ignore_low_bits) & mk)
             .collect();
-        let mut out = Vec::with_capacity(thresholds.len());
-        for group in thresholds.chunks(MAX_BATCH) {
-            let b = group.len();
-            let ts: Vec<u64> = group
-                .iter()
-                .map(|&t| (to_signed(t & ml, l) >> ignore_low_bits) as u64 & mk)
-                .collect();
-            let z: Vec<u64> = if self.is_server() {
-                xs.iter()
-                    .flat_map(|&v| ts.iter().map(move |&t| v.wrapping_sub(t) & mk))
-                    .collect()
-            } else {
-                xs.clone()
-            };
-            let bits = self.msb_batched(ch, &z, b, lk)?;
-            for j in 0..b {
-                out.push((0..x.len()).map(|i| bits[i * b + j]).collect());
-            }
-        }
+        // More than MAX_BATCH thresholds: G equal groups of b, all in one millionaire call
+        // (element (g, i) is x_i against group g; the last group padded by repeating its
+        // last threshold), so any number of thresholds costs the flights of one group.
+        let groups = thresholds.len().div_ceil(MAX_BATCH);
+        let b = thresholds.len().div_ceil(groups);
+        let ts: Vec<u64> = (0..groups * b)
+            .map(|j| thresholds[j.min(thresholds.len() - 1)])
+            .map(|t| (to_signed(t & ml, l) >> ignore_low_bits) as u64 & mk)
+            .collect();
+        let z: Vec<u64> = if self.is_server() {
+            (0..groups)
+                .flat_map(|g| {
+                    let ts = &ts[g * b..(g + 1) * b];
+                    xs.iter().flat_map(move |&v| ts.iter().map(move |&t| v.wrapping_sub(t) & mk))
+                })
+                .collect()
+        } else {
+            (0..groups).flat_map(|_| xs.iter().copied()).collect()
+        };
+        let bits = self.msb_batched(ch, &z, b, lk)?;
+        let n = x.len();
+        let out = (0..thresholds.len())
+            .map(|j| {
+                let (g, k) = (j / b, j % b);
+                (0..n).map(|i| bits[(g * n + i) * b + k]).collect()
+            })
+            .collect();
         Ok(out)
     }
 

@@ -152,21 +152,25 @@ fn less_than_batched_thresholds() {
 
 #[test]
 fn less_than_many_thresholds_and_small_ring() {
-    // 70 thresholds: two OT groups (64 + 6); l = 32 as in the mixed bit-width.
+    // 70 thresholds: two groups of 35; 131: three of 44, the last padded (all groups in one
+    // millionaire call); l = 32 as in the mixed bit-width.
     let l = 32;
-    let ts: Vec<u64> = (0..70i64).map(|j| ring((j - 35) * 1000, l)).collect();
-    let mut x = bounded(300, l, 20, 17);
-    x.extend(ts.iter().copied());
-    let (x0, x1) = share(&x, l, 18);
-    let (t0, t1) = (ts.clone(), ts.clone());
-    let (r0, r1) = run(
-        move |m, c| m.less_than_const(c, &x0, &t0, l, 0).unwrap(),
-        move |m, c| m.less_than_const(c, &x1, &t1, l, 0).unwrap(),
-    );
-    for j in 0..ts.len() {
-        let b = open_bits(&r0[j], &r1[j]);
-        for i in 0..x.len() {
-            assert_eq!(b[i], signed(x[i], l) < signed(ts[j], l));
+    for count in [70i64, 131] {
+        let ts: Vec<u64> = (0..count).map(|j| ring((j - count / 2) * 1000, l)).collect();
+        let mut x = bounded(300, l, 20, 17);
+        x.extend(ts.iter().copied());
+        let (x0, x1) = share(&x, l, 18);
+        let (t0, t1) = (ts.clone(), ts.clone());
+        let (r0, r1) = run(
+            move |m, c| m.less_than_const(c, &x0, &t0, l, 0).unwrap(),
+            move |m, c| m.less_than_const(c, &x1, &t1, l, 0).unwrap(),
+        );
+        assert_eq!(r0.len(), ts.len());
+        for j in 0..ts.len() {
+            let b = open_bits(&r0[j], &r1[j]);
+            for i in 0..x.len() {
+                assert_eq!(b[i], signed(x[i], l) < signed(ts[j], l), "{count} thresholds: t{j} x{i}");
+            }
         }
     }
 }

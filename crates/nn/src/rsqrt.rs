@@ -1,6 +1,7 @@
 //! Reciprocal square root `1/√x` of positive `x`: the operator kind ([`RsqrtProtocol`],
 //! [`ALL`]: one file per protocol in `rsqrt/` — BumbleBee's normalised Newton, nectar's
-//! `newton2` (normalised by powers of two, [`BY_TWO`]), East's Newton with Determine) and the
+//! `newton2` (normalised by powers of two, [`BY_TWO`]), `newton1` (an eighth-octave guess and one
+//! step, its evaluator in its file), East's Newton with Determine) and the
 //! two evaluators they run.
 //!
 //! BumbleBee's (`rsqrt = newton`), like [`crate::reciprocal`]: one batched `less_than_const`
@@ -18,6 +19,7 @@
 
 pub mod determine;
 pub mod newton;
+pub mod newton1;
 pub mod newton2;
 
 use crate::backend::{enc, enc_scaled, Backend, DynBackend};
@@ -109,6 +111,7 @@ pub trait RsqrtProtocol: Protocol {
 pub static ALL: &[&dyn RsqrtProtocol] = &[
     &newton::Newton,
     &newton2::Newton2,
+    &newton1::Newton1,
     &determine::NewtonDetermine,
 ];
 

@@ -312,6 +312,19 @@ fn activations_match_twin_and_f64() {
             b.reveal(&y)
         }))
         .float(|v: f64| 1.0 / v.sqrt(), 2e-3 * 100.0f64.sqrt()),
+        // `rsqrt = newton1` (eighth-octave guess, one step in three layers): its own bound on
+        // the LayerNorm's domain, on both ranges; against f64 the inputs' own rounding at f = 18
+        // dominates (as for newton2: the same float bounds)
+        item("rsqrt newton1 x ≥ 1", randu(241, 1.0, 60000.0, 3), rsqrt::newton1::tolerance_lsb(&rsqrt::RSQRT_LAYERNORM), case!(|b, x| {
+            let y = rsqrt::newton1::rsqrt1(b, x, &rsqrt::RSQRT_LAYERNORM)?;
+            b.reveal(&y)
+        }))
+        .float(|v: f64| 1.0 / v.sqrt(), 2e-3),
+        item("rsqrt newton1 x < 1", randu(241, 1e-4, 1.0, 4), rsqrt::newton1::tolerance_lsb(&rsqrt::RSQRT_LAYERNORM), case!(|b, x| {
+            let y = rsqrt::newton1::rsqrt1(b, x, &rsqrt::RSQRT_LAYERNORM)?;
+            b.reveal(&y)
+        }))
+        .float(|v: f64| 1.0 / v.sqrt(), 2e-3 * 100.0f64.sqrt()),
     ];
     check(opts(), items);
 }

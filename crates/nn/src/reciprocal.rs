@@ -1,6 +1,7 @@
 //! Reciprocal `1/x` of positive `x`: the operator kind ([`ReciprocalProtocol`], [`ALL`]: one
 //! file per protocol in `reciprocal/` — BumbleBee's Newton, nectar's `newton2` (half-octave
-//! normalisation, two steps; its evaluator in its file), East's Determine, ROTL's LUT) and the
+//! normalisation, two steps) and `newton1` (an eighth-octave guess, one step; each evaluator in
+//! its file), East's Determine, ROTL's LUT) and the
 //! two Newton evaluators BumbleBee's and East's run.
 //!
 //! BumbleBee's (`reciprocal = newton`): power-of-two normalisation and Newton iterations.
@@ -24,6 +25,7 @@
 pub mod determine;
 pub mod lut;
 pub mod newton;
+pub mod newton1;
 pub mod newton2;
 
 use crate::backend::{enc, enc_scaled, Backend, DynBackend};
@@ -88,6 +90,7 @@ pub trait ReciprocalProtocol: Protocol {
 pub static ALL: &[&dyn ReciprocalProtocol] = &[
     &newton::Newton,
     &newton2::Newton2,
+    &newton1::Newton1,
     &determine::NewtonDetermine,
     &lut::Lut,
 ];

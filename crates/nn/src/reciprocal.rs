@@ -121,16 +121,42 @@ pub(crate) fn pow2_factors<B: Backend + ?Sized>(
     hi: i32,
     families: &[(&dyn Fn(i32) -> f64, u32)],
 ) -> Result<Vec<B::Val>, NnError> {
+    pow2_factors_in(b, x, k, lo, hi, families, None)
+}
+
+/// [`pow2_factors`] with the comparisons in `Z_{2^cmp_l}` (shares reduced locally; exact when
+/// `0 ≤ x < 2^(k·hi)` and `f + k·hi + 2 ≤ cmp_l`: every `x − t_j` fits `cmp_l` bits signed),
+/// which shortens their millionaire to `cmp_l − 1` bits; `None`: the format's ring.
+pub(crate) fn pow2_factors_in<B: Backend + ?Sized>(
+    b: &mut B,
+    x: &B::Val,
+    k: f64,
+    lo: i32,
+    hi: i32,
+    families: &[(&dyn Fn(i32) -> f64, u32)],
+    cmp_l: Option<u32>,
+) -> Result<Vec<B::Val>, NnError> {
     if hi <= lo || !(k > 0.0) {
         return Err(NnError::BadArgument(format!("exponent range [{lo}, {hi}) with base 2^{k}")));
     }
     let n = b.len(x);
     let js: Vec<i32> = (lo..hi).collect();
-    let th = js
-        .iter()
-        .map(|&j| enc(b, (k * j as f64).exp2()))
-        .collect::<Result<Vec<_>, _>>()?;
-    let bits = b.less_than_const(x, &th, 0)?;
+    let bits = match cmp_l {
+        None => {
+            let th = js
+                .iter()
+                .map(|&j| enc(b, (k * j as f64).exp2()))
+                .collect::<Result<Vec<_>, _>>()?;
+            b.less_than_const(x, &th, 0)?
+        }
+        Some(l) => {
+            if (b.format().f() as f64 + k * hi as f64 + 2.0) > l as f64 {
+                return Err(NnError::BadArgument(format!("thresholds up to 2^{} do not fit Z_2^{l} at f = {}", k * hi as f64, b.format().f())));
+            }
+            let th: Vec<f64> = js.iter().map(|&j| (k * j as f64).exp2()).collect();
+            crate::poly::less_than_in_ring(b, x, l, &th, crate::poly::LessMode::Exact)?
+        }
+    };
     let refs: Vec<&B::Bit> = bits.iter().collect();
     let all = b.concat_bits(&refs)?;
     let ints = b.b2a(&all)?;

@@ -17,7 +17,7 @@
 
 use super::{RecipParams, RecipRange, ReciprocalProtocol, RECIP_SOFTMAX};
 use crate::backend::{Backend, DynBackend};
-use crate::reciprocal::pow2_factors;
+use crate::reciprocal::pow2_factors_in;
 use crate::rsqrt::RSQRT_EXTRA_BITS;
 use crate::NnError;
 use nectar_math::registry::Protocol;
@@ -76,6 +76,14 @@ fn layer1_scale(p: &RecipParams, fp: FixedPoint) -> Result<u32, NnError> {
     Ok(s as u32)
 }
 
+/// The comparisons' ring: `x < 2^hi` at `f` and its differences with the thresholds fit
+/// `f + log2(2^hi) + 2` bits signed, so the bucket bits are exact there (a millionaire on that
+/// many bits instead of the format's `l`; `None`: not narrower).
+fn cmp_l(p: &RecipParams, fp: FixedPoint) -> Option<u32> {
+    let l = fp.f() as i32 + p.hi + 2;
+    (l < fp.l() as i32).then_some(l.max(2) as u32)
+}
+
 /// `1/x` for `x ∈ [2^lo, 2^hi)` in three product layers (module docs).
 pub fn reciprocal1<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &RecipParams) -> Result<B::Val, NnError> {
     let fp = b.format();
@@ -92,7 +100,7 @@ pub fn reciprocal1<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &RecipParams) 
     let offset = |e: i32| GUESS[split(e).1].0;
     let scale = |e: i32| (1.0 - split(e).0 as f64).exp2();
     let fams: [(&dyn Fn(i32) -> f64, u32); 4] = [(&slope, s), (&w, s), (&offset, f + e), (&scale, f)];
-    let fs = pow2_factors(b, x, 1.0 / per as f64, per * p.lo, per * p.hi, &fams)?;
+    let fs = pow2_factors_in(b, x, 1.0 / per as f64, per * p.lo, per * p.hi, &fams, cmp_l(p, fp))?;
     let [fb, fw, a0, g2] = match <[B::Val; 4]>::try_from(fs) {
         Ok(v) => v,
         Err(_) => return Err(NnError::BadArgument("expected four factors".into())),

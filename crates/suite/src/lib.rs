@@ -227,7 +227,7 @@ pub trait Visit {
 pub const PRESETS: [(&str, &str); 7] = [
     (
         "nectar",
-        "the default: BumbleBee's protocols with nectar's GeLU (sq8), exp (taylor4), LayerNorm (outer), softmax (coarse), two-step reciprocal and rsqrt (newton2), OLTs mod 2^51 (a decoding step's prepared a step ahead), Nimbus's COP embedding lookup and fitted SiLU",
+        "the default: BumbleBee's protocols with nectar's GeLU (sq8), exp (taylor4), LayerNorm (outer), softmax (coarse), one-step reciprocal and rsqrt from eighth-octave guesses (newton1), OLTs mod 2^51 (a decoding step's prepared a step ahead), Nimbus's COP embedding lookup and fitted SiLU",
     ),
     ("bumblebee", "BumbleBee (NDSS'25): OLT matmuls, bOLEe products, OT nonlinear protocols"),
     ("rotl", "BumbleBee linear layers + ROTL comparison from LUTs and LUT GeLU/exp/reciprocal/softmax"),
@@ -269,10 +269,13 @@ impl Suite {
     /// nimbus`, issue 47): 3× faster and 2.4× fewer bytes than Seg4 at 393 216 inputs, worst
     /// case 3.4e−2 against Seg4's 7.5e−2; SmolLM2's private greedy tokens equal the plaintext's
     /// on 4 of 5 prompts × 16 tokens (Seg4: 3), at 11.9–13.3 s per token against 17.8–20.3
-    /// (`docs/results/nimbus.md`). The reciprocal and the rsqrt are BumbleBee's Newton with a
-    /// finer normalisation (`reciprocal = newton2`: half octaves; `rsqrt = newton2`: powers of
-    /// two), so two steps do what three did (issue 48): 6 and 4 flights fewer per softmax and
-    /// per LayerNorm / RMSNorm, the same 50-sentence accuracy to seven digits. A decoding
+    /// (`docs/results/nimbus.md`). The reciprocal and the rsqrt are BumbleBee's Newton from a
+    /// linear guess on eighth-octave buckets found by the same one comparison call
+    /// (`reciprocal = newton1`, `rsqrt = newton1`, issues 48/49): one step, three product layers
+    /// (`newton2`'s half-octave normalisation took five and six, BumbleBee's eight and eight);
+    /// MiniLM 32 tokens 912 flights against 1052, 67.4 s against 72.7 s at `blb-wan3`, the
+    /// same on the LAN, 1 % more bytes (the comparisons, in the narrowest ring that holds the
+    /// domain; `docs/results/wan.md`, `docs/results/llm.md`). A decoding
     /// step's weight products are the OLT's prepared one step ahead (`matmul = olt-ahead`,
     /// issue 49: the client's query of a fresh random row and the server's evaluation run while
     /// the step before runs, the product is then one exchange; SmolLM2 7.23 s per token against
@@ -288,8 +291,8 @@ impl Suite {
             exp: Exp::new(&nectar_nn::exp::taylor4::Taylor4),
             norm: Norm::new(&nectar_nn::norm::outer::Outer),
             softmax: Softmax::new(&nectar_nn::softmax::coarse::Coarse),
-            reciprocal: Reciprocal::new(&nectar_nn::reciprocal::newton2::Newton2),
-            rsqrt: Rsqrt::new(&nectar_nn::rsqrt::newton2::Newton2),
+            reciprocal: Reciprocal::new(&nectar_nn::reciprocal::newton1::Newton1),
+            rsqrt: Rsqrt::new(&nectar_nn::rsqrt::newton1::Newton1),
             olt_cost: OltCost::new(&nectar_linear::olt_cost::balanced::Balanced),
             olt_ring: OltRing::new(&nectar_linear::olt_ring::narrow::Narrow),
             ..Suite::bumblebee()

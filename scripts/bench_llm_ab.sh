@@ -11,15 +11,18 @@
 # `norms` (the evaluator's weight scan without a branch per entry), `interleave` (InterLeave
 # without the automorphisms of absent halves), `prefetch` (the announced weight shared with its
 # prefetch), `ahead` (Ferret extensions begun ahead, their local work in the background),
-# `olt-ahead` (`matmul = olt-ahead` against the default's `olt`: one build, two suites);
+# `olt-ahead` (`matmul = olt-ahead` against the default's `olt`: one build, two suites),
+# `newton1` (the default's `newton1` reciprocal and rsqrt against BASE_SUITE's `newton2`);
 # scripts/results_llm.py describes each. BASE_SUITE and SUITE (default `nectar`) are the suites
 # of the base run and of this build's run.
 #   BASE_BIN=/tmp/nectar-15cc275 BASE_COMMIT=15cc275 bash scripts/bench_llm_ab.sh gqa
 #   BASE_BIN=target/release/nectar BASE_COMMIT=$(git rev-parse --short HEAD) \
 #     SUITE=nectar+softmax=grid bash scripts/bench_llm_ab.sh grid
+#   BASE_BIN=target/release/nectar BASE_COMMIT=$(git rev-parse --short HEAD) \
+#     BASE_SUITE=nectar+reciprocal=newton2+rsqrt=newton2 bash scripts/bench_llm_ab.sh newton1
 set -euo pipefail
 source "$(dirname "$0")/bench_lib.sh"
-: "${1:?name the change: gqa, ole, grid, prefill, cache, query, windows, norms, interleave, prefetch, ahead or olt-ahead (see the header)}"
+: "${1:?name the change: gqa, ole, grid, prefill, cache, query, windows, norms, interleave, prefetch, ahead, olt-ahead or newton1 (see the header)}"
 : "${BASE_BIN:?set BASE_BIN to the release binary of the build before (see the header)}"
 : "${BASE_COMMIT:?set BASE_COMMIT to the commit of that build}"
 bench_init "llm-$1"

@@ -218,12 +218,22 @@ AB = {
         "leave the step's critical path, the bytes stay (each step carries the next one's queries).",
         "The LM head stays on the OLT.",
     ]),
+    "newton1": ("`reciprocal = newton1`, `rsqrt = newton1`: one Newton step from an eighth-octave guess", [
+        "One build, two suites: `nectar+reciprocal=newton2+rsqrt=newton2` (the default before) and",
+        "the default with `newton1` (`nectar_nn::rsqrt::newton1`, `nectar_nn::reciprocal::newton1`).",
+        "The one comparison call that found the secret normalisation now compares against",
+        "`2^(j/8)` instead of `2^j` (in the narrowest ring that holds the domain), so each",
+        "eighth-octave bucket has its own linear guess, within 3.5e−4 (rsqrt) and 9.4e−4",
+        "(reciprocal), and one Newton step reaches what two did; with the normalising factors",
+        "folded into the products the step takes three product layers (`newton2`: six for the",
+        "rsqrt, five for the reciprocal). A decoding step runs 61 RMSNorms and 30 softmax rows.",
+    ]),
 }
 # The operators an A/B's table shows (seconds, then MB), where not the attention's and norms'.
 LINEAR_OPS = ["linear.qkv", "linear.o", "linear.ffn1", "linear.ffn2", "lm_head"]
-AB_OPS = {"query": LINEAR_OPS + ["argmax"], "windows": LINEAR_OPS, "norms": LINEAR_OPS, "interleave": LINEAR_OPS, "prefetch": LINEAR_OPS, "ahead": ["rmsnorm", "silu", "mul", "softmax", "argmax"], "olt-ahead": LINEAR_OPS + ["rmsnorm", "silu"]}
+AB_OPS = {"query": LINEAR_OPS + ["argmax"], "windows": LINEAR_OPS, "norms": LINEAR_OPS, "interleave": LINEAR_OPS, "prefetch": LINEAR_OPS, "ahead": ["rmsnorm", "silu", "mul", "softmax", "argmax"], "olt-ahead": LINEAR_OPS + ["rmsnorm", "silu"], "newton1": ["rmsnorm", "softmax"]}
 # The A/Bs of two suites on one build label their rows by suite, the others by build.
-BY_SUITE = {"grid", "olt-ahead"}
+BY_SUITE = {"grid", "olt-ahead", "newton1"}
 for name, (title, text) in AB.items():
     if not (res / f"llm-{name}.jsonl").exists():
         continue

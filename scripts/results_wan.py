@@ -157,6 +157,24 @@ if models and todo:
     w("")
     w("Not measured yet: " + ", ".join(f"`{t}`" for t in todo) + " (`bash scripts/bench_wan.sh model " + " ".join(todo) + "`).")
 
+
+def reciprocal_ab_table(rows):
+    """The table of a reciprocal/rsqrt A/B (`wan-newton2`, `wan-newton1`): per run its model,
+    suite, link, seconds, flights, bytes and cosine."""
+    w("| model | suite | link | seconds | online s | flights | MB online | cosine vs plaintext | runs (s) |")
+    w("|---|---|---|---:|---:|---:|---:|---:|---|")
+    for l in rows:
+        p = l["params"]
+        model = "BERT-base/128" if l["bench"] == "model" else f"MiniLM/{p.get('tokens')}"
+        suite = p.get("suite", l.get("variant"))
+        online = l.get("online_seconds", l["seconds"])
+        ob = online_bytes(l)
+        cos = l.get("agreement_vs_plaintext")
+        cos = f"{cos:.7f}" if cos is not None else "–"
+        runs = runs_cell(l)
+        w(f"| {model} | `{suite}` | `{p['net']}` | {l['seconds']:.2f} | {online:.2f} | {l['rounds']} | {ob / 1e6:.1f} | {cos} | {runs} |")
+
+
 newton2 = lines("wan-newton2.jsonl")
 if newton2:
     w("")
@@ -173,18 +191,33 @@ if newton2:
     w("reciprocal=newton` is the default as it was. MiniLM rows with `--repeat 3` report the run of")
     w("median time (all three runs' seconds in the last column).")
     w("")
-    w("| model | suite | link | seconds | online s | flights | MB online | cosine vs plaintext | runs (s) |")
-    w("|---|---|---|---:|---:|---:|---:|---:|---|")
-    for l in newton2:
-        p = l["params"]
-        model = "BERT-base/128" if l["bench"] == "model" else f"MiniLM/{p.get('tokens')}"
-        suite = p.get("suite", l.get("variant"))
-        online = l.get("online_seconds", l["seconds"])
-        ob = online_bytes(l)
-        cos = l.get("agreement_vs_plaintext")
-        cos = f"{cos:.7f}" if cos is not None else "–"
-        runs = runs_cell(l)
-        w(f"| {model} | `{suite}` | `{p['net']}` | {l['seconds']:.2f} | {online:.2f} | {l['rounds']} | {ob / 1e6:.1f} | {cos} | {runs} |")
+    reciprocal_ab_table(newton2)
+    w("")
+
+newton1 = lines("wan-newton1.jsonl")
+if newton1:
+    w("")
+    w("## One-step reciprocal and rsqrt (`newton1`), one sitting")
+    w("")
+    w("Generated from `wan-newton1.jsonl` and `wan-newton1.meta.json` (`scripts/bench_newton1.sh`):")
+    w("")
+    provenance(w, meta("wan-newton1.meta.json"))
+    w("")
+    w("The default takes `reciprocal = newton1` and `rsqrt = newton1`: the one comparison call")
+    w("that finds the secret normalisation compares against `2^(j/8)` (in the narrowest ring that")
+    w("holds the domain), each eighth-octave bucket has its own linear guess (within 9.4e−4 for")
+    w("`1/x`, 3.5e−4 for `1/√x`), one Newton step follows, and the normalising factors are folded")
+    w("into the products: three product layers (`newton2`: five and six). `nectar+rsqrt=newton2+")
+    w("reciprocal=newton2` is the default as it was. MiniLM rows with `--repeat 3` report the run")
+    w("of median time (all three runs' seconds in the last column).")
+    w("")
+    reciprocal_ab_table([l for l in newton1 if l.get("bench") != "accuracy-summary"])
+    w("")
+    for l in newton1:
+        if l.get("bench") == "accuracy-summary":
+            t = l["twin"]
+            w(f"- `nectar accuracy --suite {l['suite']}` over {l['sentences']} sentences (up to {l['max_tokens']} tokens),")
+            w(f"  the twin against the f32 model: min cosine **{t['min_cosine']:.7f}**, mean {t['mean_cosine']:.7f}, max abs error {t['max_abs_error']:.2e}.")
     w("")
 
 graded = lines("wan-graded.jsonl")

@@ -211,7 +211,7 @@ if newton1:
     w("reciprocal=newton2` is the default as it was. MiniLM rows with `--repeat 3` report the run")
     w("of median time (all three runs' seconds in the last column).")
     w("")
-    reciprocal_ab_table([l for l in newton1 if l.get("bench") != "accuracy-summary"])
+    reciprocal_ab_table([l for l in newton1 if l.get("bench") in ("suites", "model")])
     w("")
     for l in newton1:
         if l.get("bench") == "accuracy-summary":

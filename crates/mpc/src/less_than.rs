@@ -45,6 +45,9 @@ impl Mpc {
             .iter()
             .map(|v| ((v & ml) >> ignore_low_bits) & mk)
             .collect();
+        if thresholds.is_empty() {
+            return Ok(vec![]);
+        }
         // More than MAX_BATCH thresholds: G equal groups of b, all in one millionaire call
         // (element (g, i) is x_i against group g; the last group padded by repeating its
         // last threshold), so any number of thresholds costs the flights of one group.

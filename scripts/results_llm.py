@@ -234,6 +234,8 @@ LINEAR_OPS = ["linear.qkv", "linear.o", "linear.ffn1", "linear.ffn2", "lm_head"]
 AB_OPS = {"query": LINEAR_OPS + ["argmax"], "windows": LINEAR_OPS, "norms": LINEAR_OPS, "interleave": LINEAR_OPS, "prefetch": LINEAR_OPS, "ahead": ["rmsnorm", "silu", "mul", "softmax", "argmax"], "olt-ahead": LINEAR_OPS + ["rmsnorm", "silu"], "newton1": ["rmsnorm", "softmax"]}
 # The A/Bs of two suites on one build label their rows by suite, the others by build.
 BY_SUITE = {"grid", "olt-ahead", "newton1"}
+# Where the pair is not (default, default + a protocol).
+PAIR_TEXT = {"newton1": "Each pair of rows is the default before and the default now, run one after the other."}
 for name, (title, text) in AB.items():
     if not (res / f"llm-{name}.jsonl").exists():
         continue
@@ -244,7 +246,8 @@ for name, (title, text) in AB.items():
     if len(gq) != len(gm["commands"]) or len(tot) != len(gq):
         raise SystemExit(f"llm-{name}: {len(gq)} results, {len(tot)} totals for {len(gm['commands'])} commands")
     by_suite = name in BY_SUITE
-    w(f"## {title}, against the default (one sitting)" if by_suite else f"## {title}, against the build before it (one sitting)")
+    against = "the default before it" if name in PAIR_TEXT else "the default"
+    w(f"## {title}, against {against} (one sitting)" if by_suite else f"## {title}, against the build before it (one sitting)")
     w("")
     w(f"Generated from `llm-{name}.jsonl` and `llm-{name}.meta.json` (`scripts/bench_llm_ab.sh {name}`):")
     w("")
@@ -252,7 +255,7 @@ for name, (title, text) in AB.items():
     w("")
     for t in text:
         w(t)
-    w("Each pair of rows is the default and the suite with it, run one after the other." if by_suite
+    w(PAIR_TEXT.get(name, "Each pair of rows is the default and the suite with it, run one after the other.") if by_suite
       else "Each pair of rows is the build before and the build with it, run one after the other.")
     w("")
     shown = AB_OPS.get(name)

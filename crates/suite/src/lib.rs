@@ -273,9 +273,10 @@ impl Suite {
     /// linear guess on eighth-octave buckets found by the same one comparison call
     /// (`reciprocal = newton1`, `rsqrt = newton1`, issues 48/49): one step, three product layers
     /// (`newton2`'s half-octave normalisation took five and six, BumbleBee's eight and eight);
-    /// MiniLM 32 tokens 912 flights against 1052, 67.4 s against 72.7 s at `blb-wan3`, the
-    /// same on the LAN, 1 % more bytes (the comparisons, in the narrowest ring that holds the
-    /// domain; `docs/results/wan.md`, `docs/results/llm.md`). A decoding
+    /// MiniLM 32 tokens 912 flights against 1052, 67.5 s against 73.2 s at `blb-wan3`, on the
+    /// LAN 10.2 s against 9.8 s (runs overlapping; +4 % to −1 % over two sittings), 1 % more
+    /// bytes (the comparisons, in the narrowest ring that holds the domain); SmolLM2 6.82 s per
+    /// token against 7.19 (`docs/results/wan.md`, `docs/results/llm.md`). A decoding
     /// step's weight products are the OLT's prepared one step ahead (`matmul = olt-ahead`,
     /// issue 49: the client's query of a fresh random row and the server's evaluation run while
     /// the step before runs, the product is then one exchange; SmolLM2 7.23 s per token against

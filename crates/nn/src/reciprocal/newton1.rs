@@ -14,6 +14,9 @@
 //!   `w = 2^−a·u = x·2^−2a`: layer 1 `{x·(B_s·2^−a), x·2^−2a}` (`z0 = A_s` plus the first),
 //!   layer 2 `{2^(1−a)·z0, w·z0}`, layer 3 `q·z0`. A rounding of `z0` reaches the output only
 //!   as `2^(1−a)·δ·(1 − u·z0)` (the step is flat at its fixed point).
+//! - **Cost.** 8 thresholds per octave of the domain (a softmax's row sums: `[2^−1, 2^hi)`
+//!   with `hi` the row length's bits), compared in `Z_2^(f + hi + 2)` instead of the format's
+//!   ring.
 
 use super::{RecipParams, RecipRange, ReciprocalProtocol, RECIP_SOFTMAX};
 use crate::backend::{Backend, DynBackend};

@@ -176,6 +176,48 @@ pub(crate) fn pow2_factors_in<B: Backend + ?Sized>(
     Ok(out)
 }
 
+/// The guess stage of the one-step Newton evaluators ([`newton1::reciprocal1`],
+/// [`crate::rsqrt::newton1::rsqrt1`]): the bucket `e` of `x` among the thresholds `2^(k·j)`,
+/// `lo ≤ j < hi` ([`pow2_factors_in`], compared in `Z_{2^cmp_l}`), then one product layer
+/// `{x·slope(e), x·w(e)}` with both factors at scale `s`, truncated to `f + extra`.
+/// Returns `z0 = offset(e) + x·slope(e)` and `x·w(e)` (at `f + extra`) and `scale(e)` (at `f`),
+/// the backend's format unchanged.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn bucket_guess<B: Backend + ?Sized>(
+    b: &mut B,
+    x: &B::Val,
+    (k, lo, hi, cmp_l): (f64, i32, i32, Option<u32>),
+    s: u32,
+    extra: u32,
+    slope: &dyn Fn(i32) -> f64,
+    w: &dyn Fn(i32) -> f64,
+    offset: &dyn Fn(i32) -> f64,
+    scale: &dyn Fn(i32) -> f64,
+) -> Result<[B::Val; 3], NnError> {
+    let fp = b.format();
+    let f = fp.f();
+    let fams: [(&dyn Fn(i32) -> f64, u32); 4] = [(slope, s), (w, s), (offset, f + extra), (scale, f)];
+    let fs = pow2_factors_in(b, x, k, lo, hi, &fams, cmp_l)?;
+    let [fb, fw, a0, g] = match <[B::Val; 4]>::try_from(fs) {
+        Ok(v) => v,
+        Err(_) => return Err(NnError::BadArgument("expected four factors".into())),
+    };
+    let n = b.len(x);
+    let out = (|| {
+        // x (at f) times factors at s, truncated by s − extra: at f + extra
+        b.set_format(FixedPoint::new(fp.l(), s.checked_sub(extra).ok_or_else(|| NnError::BadArgument("scale below the extra bits".into()))?)?);
+        let xx = b.concat(&[x, x])?;
+        let ff = b.concat(&[&fb, &fw])?;
+        let l1 = b.mul(&xx, &ff)?;
+        let bu = b.gather(&l1, &(0..n).collect::<Vec<_>>())?;
+        let wv = b.gather(&l1, &(n..2 * n).collect::<Vec<_>>())?;
+        let z0 = b.add(&a0, &bu)?;
+        Ok([z0, wv, g])
+    })();
+    b.set_format(fp);
+    out
+}
+
 /// The domain check of the Newton reciprocals ([`newton::Newton`], [`newton2::Newton2`]): the
 /// call site's range `r` inside its power-of-two domain `[2^lo, 2^hi)`.
 pub(crate) fn check_newton_domain(r: &RecipRange) -> Result<(), NnError> {

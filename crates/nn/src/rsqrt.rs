@@ -124,6 +124,19 @@ nectar_math::kind!(
     ALL
 );
 
+/// The domain check of the Newton rsqrts: the call site's range `r` inside its power-of-four
+/// domain `[4^lo, 4^hi)`.
+pub(crate) fn check_newton_domain(r: &RsqrtRange) -> Result<(), NnError> {
+    let p = &r.newton;
+    if r.lo < (2.0 * p.lo as f64).exp2() || r.hi >= (2.0 * p.hi as f64).exp2() {
+        return Err(NnError::BadArgument(format!(
+            "rsqrt on [{}, {}] outside the Newton domain [4^{}, 4^{})",
+            r.lo, r.hi, p.lo, p.hi
+        )));
+    }
+    Ok(())
+}
+
 /// The format check of [`rsqrt`] for the domain `p` (shared by the evaluator and
 /// [`RsqrtProtocol::check`]).
 pub(crate) fn check_newton_format(p: &RsqrtParams, norm: &RsqrtNorm, fp: FixedPoint) -> Result<(), NnError> {

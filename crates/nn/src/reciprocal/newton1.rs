@@ -20,7 +20,7 @@
 
 use super::{RecipParams, RecipRange, ReciprocalProtocol, RECIP_SOFTMAX};
 use crate::backend::{Backend, DynBackend};
-use crate::reciprocal::pow2_factors_in;
+use crate::reciprocal::bucket_guess;
 use crate::rsqrt::RSQRT_EXTRA_BITS;
 use crate::NnError;
 use nectar_math::registry::Protocol;
@@ -102,22 +102,10 @@ pub fn reciprocal1<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &RecipParams) 
     let w = |e: i32| (-2.0 * split(e).0 as f64).exp2();
     let offset = |e: i32| GUESS[split(e).1].0;
     let scale = |e: i32| (1.0 - split(e).0 as f64).exp2();
-    let fams: [(&dyn Fn(i32) -> f64, u32); 4] = [(&slope, s), (&w, s), (&offset, f + e), (&scale, f)];
-    let fs = pow2_factors_in(b, x, 1.0 / per as f64, per * p.lo, per * p.hi, &fams, cmp_l(p, fp))?;
-    let [fb, fw, a0, g2] = match <[B::Val; 4]>::try_from(fs) {
-        Ok(v) => v,
-        Err(_) => return Err(NnError::BadArgument("expected four factors".into())),
-    };
+    // layer 1 (with the bucket's comparison): z0 and w at f + E, 2^(1−a) at f
+    let [z0, wv, g2] = bucket_guess(b, x, (1.0 / per as f64, per * p.lo, per * p.hi, cmp_l(p, fp)), s, e, &slope, &w, &offset, &scale)?;
     let part = |b: &mut B, v: &B::Val, i: usize| b.gather(v, &(i * n..(i + 1) * n).collect::<Vec<_>>());
     let out = (|| {
-        // layer 1: x (at f) times factors at S, truncated by S − E: at f + E
-        b.set_format(FixedPoint::new(fp.l(), s - e)?);
-        let xx = b.concat(&[x, x])?;
-        let ff = b.concat(&[&fb, &fw])?;
-        let l1 = b.mul(&xx, &ff)?;
-        let bu = part(b, &l1, 0)?;
-        let wv = part(b, &l1, 1)?;
-        let z0 = b.add(&a0, &bu)?;
         // layer 2 at f + E: g = (2^(1−a) at f)·z0 lands at f; q = w·z0 at f + E
         b.set_format(fine);
         let lhs = b.concat(&[&g2, &wv])?;

@@ -33,12 +33,7 @@ impl RsqrtProtocol for Newton {
     }
     fn check(&self, r: &RsqrtRange, fp: FixedPoint) -> Result<(), NnError> {
         let p = &r.newton;
-        if r.lo < (2.0 * p.lo as f64).exp2() || r.hi >= (2.0 * p.hi as f64).exp2() {
-            return Err(NnError::BadArgument(format!(
-                "rsqrt on [{}, {}] outside the Newton domain [4^{}, 4^{})",
-                r.lo, r.hi, p.lo, p.hi
-            )));
-        }
+        super::check_newton_domain(r)?;
         check_newton_format(p, &BY_FOUR, fp)
     }
     fn tolerance(&self, _r: &RsqrtRange, _fp: FixedPoint) -> Result<i64, NnError> {

@@ -5,7 +5,7 @@
 //!
 //! - **Finer buckets, same comparison call.** One batched `less_than_const` against `2^(j/8)`
 //!   (instead of `2^j`) gives the bucket `e` with `x ∈ [2^((e−1)/8), 2^(e/8))`; every public
-//!   function of `e` is a telescoping combination of the b2a'd bits ([`pow2_factors_in`]). With
+//!   function of `e` is a telescoping combination of the b2a'd bits ([`crate::reciprocal::pow2_factors_in`]). With
 //!   `a = ⌈e/16⌉`, `u = x·4^−a ∈ [1/4, 1)` falls in one of 16 sub-buckets `s`, on which the
 //!   minimax linear guess `z0 = A_s + B_s·u` of `u^−1/2` ([`GUESS`]) is within 3.52e−4.
 //! - **One step.** `z1 = 1.5·z0 − 0.5·u·z0³` is within 1.86e−7 ([`NEWTON1_REL_ERROR`]; the
@@ -28,7 +28,7 @@
 
 use super::{RsqrtParams, RsqrtProtocol, RsqrtRange, RSQRT_EXTRA_BITS, RSQRT_LAYERNORM};
 use crate::backend::{Backend, DynBackend};
-use crate::reciprocal::pow2_factors_in;
+use crate::reciprocal::bucket_guess;
 use crate::NnError;
 use nectar_math::registry::Protocol;
 use nectar_math::FixedPoint;
@@ -116,22 +116,10 @@ pub fn rsqrt1<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &RsqrtParams) -> Re
     let w = |e: i32| (-3.0 * split(e).0 as f64 - 1.0).exp2();
     let offset = |e: i32| GUESS[split(e).1].0;
     let scale = |e: i32| 1.5 * (-(split(e).0 as f64)).exp2();
-    let fams: [(&dyn Fn(i32) -> f64, u32); 4] = [(&slope, s), (&w, s), (&offset, f + e), (&scale, f)];
-    let fs = pow2_factors_in(b, x, k, per * p.lo, per * p.hi, &fams, cmp_l(p, fp))?;
-    let [fb, fw, a0, g2] = match <[B::Val; 4]>::try_from(fs) {
-        Ok(v) => v,
-        Err(_) => return Err(NnError::BadArgument("expected four factors".into())),
-    };
+    // layer 1 (with the bucket's comparison): z0 and w at f + E, 1.5·2^−a at f
+    let [z0, wv, g2] = bucket_guess(b, x, (k, per * p.lo, per * p.hi, cmp_l(p, fp)), s, e, &slope, &w, &offset, &scale)?;
     let part = |b: &mut B, v: &B::Val, i: usize| b.gather(v, &(i * n..(i + 1) * n).collect::<Vec<_>>());
     let out = (|| {
-        // layer 1: x (at f) times factors at S, truncated by S − E: at f + E
-        b.set_format(FixedPoint::new(fp.l(), s - e)?);
-        let xx = b.concat(&[x, x])?;
-        let ff = b.concat(&[&fb, &fw])?;
-        let l1 = b.mul(&xx, &ff)?;
-        let bu = part(b, &l1, 0)?;
-        let wv = part(b, &l1, 1)?;
-        let z0 = b.add(&a0, &bu)?;
         // layer 2 at f + E: g = (1.5·2^−a at f)·z0 lands at f; q = w·z0 and t = z0² at f + E
         b.set_format(fine);
         let lhs = b.concat(&[&g2, &wv, &z0])?;
@@ -179,12 +167,7 @@ impl RsqrtProtocol for Newton1 {
     }
     fn check(&self, r: &RsqrtRange, fp: FixedPoint) -> Result<(), NnError> {
         let p = &r.newton;
-        if r.lo < (2.0 * p.lo as f64).exp2() || r.hi >= (2.0 * p.hi as f64).exp2() {
-            return Err(NnError::BadArgument(format!(
-                "rsqrt on [{}, {}] outside the Newton domain [4^{}, 4^{})",
-                r.lo, r.hi, p.lo, p.hi
-            )));
-        }
+        super::check_newton_domain(r)?;
         layer1_scale(p, fp).map(|_| ())
     }
     fn tolerance(&self, r: &RsqrtRange, _fp: FixedPoint) -> Result<i64, NnError> {

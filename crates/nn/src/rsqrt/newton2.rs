@@ -50,12 +50,7 @@ impl RsqrtProtocol for Newton2 {
     }
     fn check(&self, r: &RsqrtRange, fp: FixedPoint) -> Result<(), NnError> {
         let p = params(&r.newton);
-        if r.lo < (2.0 * p.lo as f64).exp2() || r.hi >= (2.0 * p.hi as f64).exp2() {
-            return Err(NnError::BadArgument(format!(
-                "rsqrt on [{}, {}] outside the Newton domain [4^{}, 4^{})",
-                r.lo, r.hi, p.lo, p.hi
-            )));
-        }
+        super::check_newton_domain(r)?;
         check_newton_format(&p, &BY_TWO, fp)
     }
     /// The rounding of two steps is below that of three ([`RSQRT_TOL`]'s derivation: the

@@ -176,6 +176,14 @@ pub(crate) fn pow2_factors_in<B: Backend + ?Sized>(
     Ok(out)
 }
 
+/// `(a, s)` of bucket `e` of the thresholds `2^(j/K)` (`x ∈ [2^((e−1)/K), 2^(e/K))`) grouped
+/// `per` to a normalising factor (`per = K`: octaves, `2K`: powers of four): `a = ⌈e/per⌉`
+/// and the sub-bucket `s = e − 1 − per·(a − 1) ∈ [0, per)`.
+pub(crate) fn bucket_split(e: i32, per: i32) -> (i32, usize) {
+    let a = (e + per - 1).div_euclid(per);
+    (a, (e - 1 - per * (a - 1)) as usize)
+}
+
 /// The guess stage of the one-step Newton evaluators ([`newton1::reciprocal1`],
 /// [`crate::rsqrt::newton1::rsqrt1`]): the bucket `e` of `x` among the thresholds `2^(k·j)`,
 /// `lo ≤ j < hi` ([`pow2_factors_in`], compared in `Z_{2^cmp_l}`), then one product layer

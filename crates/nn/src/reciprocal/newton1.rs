@@ -53,9 +53,7 @@ const SLOPE_BITS: i32 = 13;
 
 /// `(a, s)` of bucket `e` (`x ∈ [2^((e−1)/8), 2^(e/8))`): `u = x·2^−a ∈ [1/2, 1)` in sub-bucket `s`.
 fn split(e: i32) -> (i32, usize) {
-    let per = BUCKETS_PER_OCTAVE;
-    let a = (e + per - 1).div_euclid(per);
-    (a, (e - 1 - per * (a - 1)) as usize)
+    crate::reciprocal::bucket_split(e, BUCKETS_PER_OCTAVE)
 }
 
 /// The layer-1 scale `S` and the format bounds for the domain `[2^lo, 2^hi)` at `fp`.

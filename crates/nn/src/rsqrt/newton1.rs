@@ -16,9 +16,9 @@
 //!   `{(1.5·2^−a)·z0, w·z0, z0·z0}`; layer 3 is `q·t`. `newton2`: `u`, two steps of two
 //!   layers and the final `·2^−e/2`, six.
 //! - **Cost.** 16 thresholds per power of four of the domain (288 on a LayerNorm's, `newton2`:
-//!   36), compared in `Z_2^(f + 2·hi + 2)` (38 bits there) instead of the format's ring: about
-//!   2.4× `newton2`'s comparison bytes per row for three product layers fewer (MiniLM/32: 1 %
-//!   more bytes, 140 flights fewer with the reciprocal's).
+//!   36), compared in `Z_2^(f + 2·hi + 2)` (38 bits there) instead of the format's ring: 17.7 KB
+//!   per row against `newton2`'s 7.3 KB (`bench nn --op rsqrt`, 64 rows) for three product
+//!   layers fewer (MiniLM/32: 1 % more bytes, 140 flights fewer with the reciprocal's).
 //!
 //! Precision: the layer-1 factors are encoded at a scale `S` where `2^−3a−1` is exact and
 //! `B_s·4^−a` keeps ≥ 13 significant bits (its rounding only moves the guess, which the step

@@ -292,6 +292,9 @@ impl Channel for SharedChannel {
     fn cancel_token(&self) -> Option<nectar_net::CancelToken> {
         self.with(|c| c.cancel_token())
     }
+    fn send_while_receiving(&mut self, mine: &[Vec<u8>], count: usize, first: bool) -> Result<Vec<Vec<u8>>, NetError> {
+        self.with(|c| c.send_while_receiving(mine, count, first))
+    }
 }
 
 /// What the server serves: a model's public config and its weights.

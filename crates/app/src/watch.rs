@@ -208,6 +208,9 @@ impl<C: Channel> Channel for Cancellable<C> {
     fn abort(&mut self, reason: &str) -> Result<(), NetError> {
         self.call(false, |c| c.abort(reason))
     }
+    fn send_while_receiving(&mut self, mine: &[Vec<u8>], count: usize, first: bool) -> Result<Vec<Vec<u8>>, NetError> {
+        self.call(false, |c| c.send_while_receiving(mine, count, first))
+    }
 }
 
 #[cfg(test)]

@@ -107,11 +107,29 @@ pub fn send_queries<C: Channel + ?Sized>(
     }
     let (n, k) = (params.n(), m.primes().len());
     let nc = chunks(len, n);
-    // Residues of Lift(v) per vector, per chunk, per prime.
-    let lifted: Vec<Vec<Vec<Vec<u64>>>> = vs
-        .iter()
+    let lifted = lift_all(&m, n, vs, l);
+    // One fork per ciphertext, vector by vector, before any is used.
+    let mut prgs: Vec<Vec<Prg>> = vs.iter().map(|_| (0..nc * k).map(|_| prg.fork()).collect()).collect();
+    for range in wire::frames(nc * k) {
+        for (q, ps) in prgs.iter_mut().enumerate() {
+            let cts: Vec<Ciphertext> = ps[range.clone()]
+                .par_iter_mut()
+                .zip(range.clone())
+                .map(|(p, i)| encrypt_one(sess, &lifted[q], k, i, p))
+                .collect::<Result<_, LinearError>>()?;
+            ch.send(&wire::cts_to_bytes(params, &cts)?)?;
+            ch.flush()?; // on its way now, not when a buffer fills
+        }
+    }
+    Ok(vs.iter().map(|v| SentQuery { len: v.len(), l }).collect())
+}
+
+/// Residues of `Lift(v)` per vector, per chunk of `n` slots, per CRT prime.
+fn lift_all(m: &CrtModulus, n: usize, vs: &[&[u64]], l: u32) -> Vec<Vec<Vec<Vec<u64>>>> {
+    let k = m.primes().len();
+    vs.iter()
         .map(|v| {
-            (0..nc)
+            (0..chunks(v.len(), n))
                 .into_par_iter()
                 .map(|c| {
                     let mut res = vec![vec![0u64; n]; k];
@@ -126,25 +144,157 @@ pub fn send_queries<C: Channel + ?Sized>(
                 })
                 .collect()
         })
-        .collect();
-    // One fork per ciphertext, vector by vector, before any is used.
-    let mut prgs: Vec<Vec<Prg>> = vs.iter().map(|_| (0..nc * k).map(|_| prg.fork()).collect()).collect();
-    for range in wire::frames(nc * k) {
-        for (q, ps) in prgs.iter_mut().enumerate() {
-            let cts: Vec<Ciphertext> = ps[range.clone()]
-                .par_iter_mut()
-                .zip(range.clone())
-                .map(|(p, i)| {
-                    let (c, j) = (i / k, i % k);
-                    let pt = params.encode_simd(&lifted[q][c][j], j)?;
-                    Ok(sess.sk.encrypt(params, &pt, p)?)
-                })
-                .collect::<Result<_, LinearError>>()?;
-            ch.send(&wire::cts_to_bytes(params, &cts)?)?;
-            ch.flush()?; // on its way now, not when a buffer fills
+        .collect()
+}
+
+/// Query ciphertext `i` (chunk `i / k`, CRT prime `i % k`) of one lifted vector.
+fn encrypt_one(sess: &HeSession, lifted: &[Vec<Vec<u64>>], k: usize, i: usize, p: &mut Prg) -> Result<Ciphertext, LinearError> {
+    let params = &sess.params;
+    let (c, j) = (i / k, i % k);
+    let pt = params.encode_simd(&lifted[c][j], j)?;
+    Ok(sess.sk.encrypt(params, &pt, p)?)
+}
+
+/// Decrypts response ciphertext `i` to its slots (checking its CRT component).
+fn decrypt_one(sess: &HeSession, k: usize, i: usize, c: &Ciphertext) -> Result<Vec<u64>, LinearError> {
+    if c.plain_index() != i % k {
+        return Err(LinearError::Malformed("response for the wrong CRT component".into()));
+    }
+    let params = &sess.params;
+    Ok(params.decode_simd(&sess.sk.decrypt(params, c)?)?)
+}
+
+/// Checks received query ciphertexts `range` (CRT component and level) and puts them in NTT form.
+fn check_queries(params: &Params, k: usize, range: std::ops::Range<usize>, cts: &mut [Ciphertext]) -> Result<(), LinearError> {
+    for (i, c) in range.zip(cts.iter()) {
+        if c.plain_index() != i % k || c.level() != params.max_level() {
+            return Err(LinearError::Malformed("query ciphertext for the wrong CRT component or level".into()));
         }
     }
-    Ok(vs.iter().map(|v| SentQuery { len: v.len(), l }).collect())
+    cts.par_iter_mut().for_each(|c| c.to_ntt(params));
+    Ok(())
+}
+
+/// Checks the terms of a response of `len` elements in `Z_{2^l}` against `fresh` new queries.
+fn check_terms(len: usize, l: u32, fresh: usize, terms: &[(QueryRef<'_>, &[u64])]) -> Result<(), LinearError> {
+    if terms.is_empty() {
+        return Err(LinearError::BadShape("bOLEe response with no terms".into()));
+    }
+    for (q, y) in terms {
+        let ok = match q {
+            QueryRef::Fresh(i) => *i < fresh,
+            QueryRef::Held(q) => q.len == len && q.l == l,
+        };
+        if !ok || y.len() != len {
+            return Err(LinearError::BadShape("bOLEe terms of different lengths or rings, or an unknown query".into()));
+        }
+    }
+    Ok(())
+}
+
+/// The answers of ciphertexts `range` (one pass in parallel, one PRG each): the ciphertexts to
+/// send and this side's slot shares.
+fn answer_range(
+    sess: &HeSession,
+    m: &CrtModulus,
+    l: u32,
+    range: std::ops::Range<usize>,
+    prgs: &mut [Prg],
+    received: &[Vec<Ciphertext>],
+    terms: &[(QueryRef<'_>, &[u64])],
+) -> Result<Vec<(Ciphertext, Vec<u64>)>, LinearError> {
+    prgs.par_iter_mut()
+        .zip(range)
+        .map(|(p, i)| {
+            let ts: Vec<(&Ciphertext, &[u64])> = terms
+                .iter()
+                .map(|(q, y)| {
+                    let ct = match q {
+                        QueryRef::Fresh(f) => received.get(*f).and_then(|r| r.get(i)),
+                        QueryRef::Held(q) => q.cts.get(i),
+                    };
+                    ct.map(|c| (c, *y)).ok_or_else(|| LinearError::BadShape("query ciphertext missing".into()))
+                })
+                .collect::<Result<_, _>>()?;
+            answer(sess, m, i, &ts, l, p)
+        })
+        .collect()
+}
+
+/// The duplex bOLEe's query side, away from the channel (issue 52): the queries of `vs` (one
+/// length) as one frame — each vector's `chunks × primes` ciphertexts in turn — for
+/// [`nectar_net::Channel::send_while_receiving`], the peer's [`answer_frame`] takes it.
+pub fn query_frame(sess: &HeSession, vs: &[&[u64]], l: u32, prg: &mut Prg) -> Result<(Vec<u8>, Vec<SentQuery>), LinearError> {
+    let params = &sess.params;
+    let m = crt(params)?;
+    m.check_ring(l)?;
+    let len = vs.first().map_or(0, |v| v.len());
+    if vs.iter().any(|v| v.len() != len) {
+        return Err(LinearError::BadShape("bOLEe queries of different lengths".into()));
+    }
+    let (n, k) = (params.n(), m.primes().len());
+    let total = chunks(len, n) * k;
+    let lifted = lift_all(&m, n, vs, l);
+    let mut cts = Vec::with_capacity(vs.len() * total);
+    for lv in &lifted {
+        let mut prgs: Vec<Prg> = (0..total).map(|_| prg.fork()).collect();
+        let part: Vec<Ciphertext> = prgs
+            .par_iter_mut()
+            .enumerate()
+            .map(|(i, p)| encrypt_one(sess, lv, k, i, p))
+            .collect::<Result<_, LinearError>>()?;
+        cts.extend(part);
+    }
+    Ok((wire::cts_to_bytes(params, &cts)?, vs.iter().map(|v| SentQuery { len: v.len(), l }).collect()))
+}
+
+/// The duplex bOLEe's response side, away from the channel: the peer's `fresh` queries of
+/// `len` elements from `frame` ([`query_frame`]), answered as [`recv_and_respond`] answers
+/// them. Returns the fresh queries (for reuse), the answer frame and this side's share.
+#[allow(clippy::type_complexity)]
+pub fn answer_frame(
+    sess: &HeSession,
+    frame: &[u8],
+    len: usize,
+    l: u32,
+    fresh: usize,
+    terms: &[(QueryRef<'_>, &[u64])],
+    prg: &mut Prg,
+) -> Result<(Vec<ReceivedQuery>, Vec<u8>, Vec<u64>), LinearError> {
+    let params = &sess.params;
+    let m = crt(params)?;
+    m.check_ring(l)?;
+    check_terms(len, l, fresh, terms)?;
+    let (n, k) = (params.n(), m.primes().len());
+    let total = chunks(len, n) * k;
+    let mut all = wire::cts_from_bytes(params, frame, fresh * total)?;
+    let mut received: Vec<Vec<Ciphertext>> = Vec::with_capacity(fresh);
+    for _ in 0..fresh {
+        let mut q: Vec<Ciphertext> = all.drain(..total).collect();
+        check_queries(params, k, 0..total, &mut q)?;
+        received.push(q);
+    }
+    let mut prgs: Vec<Prg> = (0..total).map(|_| prg.fork()).collect();
+    let answers = answer_range(sess, &m, l, 0..total, &mut prgs, &received, terms)?;
+    let (cts, shares): (Vec<Ciphertext>, Vec<Vec<u64>>) = answers.into_iter().unzip();
+    let queries = received.into_iter().map(|cts| ReceivedQuery { len, l, cts }).collect();
+    Ok((queries, wire::cts_to_bytes(params, &cts)?, down_all(&m, &shares, len, n, l)))
+}
+
+/// The duplex bOLEe's query side again: the answer frame to its query `q`, decrypted to its
+/// share `Down(u)`.
+pub fn decrypt_frame(sess: &HeSession, frame: &[u8], q: SentQuery) -> Result<Vec<u64>, LinearError> {
+    let params = &sess.params;
+    let m = crt(params)?;
+    let (n, k) = (params.n(), m.primes().len());
+    let total = chunks(q.len, n) * k;
+    let cts = wire::cts_from_bytes(params, frame, total)?;
+    let slots: Vec<Vec<u64>> = cts
+        .par_iter()
+        .enumerate()
+        .map(|(i, c)| decrypt_one(sess, k, i, c))
+        .collect::<Result<_, LinearError>>()?;
+    Ok(down_all(&m, &slots, q.len, n, q.l))
 }
 
 /// The query of one term of a response: received in this exchange (`Fresh(i)`: the `i`-th of
@@ -162,16 +312,8 @@ fn recv_query_frame<C: Channel + ?Sized>(
     m: &CrtModulus,
     range: &std::ops::Range<usize>,
 ) -> Result<Vec<Ciphertext>, LinearError> {
-    let k = m.primes().len();
     let mut cts = recv_frame(ch, params, range)?;
-    for (i, c) in range.clone().zip(&cts) {
-        if c.plain_index() != i % k || c.level() != params.max_level() {
-            return Err(LinearError::Malformed(
-                "query ciphertext for the wrong CRT component or level".into(),
-            ));
-        }
-    }
-    cts.par_iter_mut().for_each(|c| c.to_ntt(params));
+    check_queries(params, m.primes().len(), range.clone(), &mut cts)?;
     Ok(cts)
 }
 
@@ -210,20 +352,7 @@ pub fn recv_and_respond<C: Channel + ?Sized>(
     let m = crt(params)?;
     m.check_ring(l)?;
     let (n, k) = (params.n(), m.primes().len());
-    if terms.is_empty() {
-        return Err(LinearError::BadShape("bOLEe response with no terms".into()));
-    }
-    for (q, y) in terms {
-        let ok = match q {
-            QueryRef::Fresh(i) => *i < fresh,
-            QueryRef::Held(q) => q.len == len && q.l == l,
-        };
-        if !ok || y.len() != len {
-            return Err(LinearError::BadShape(
-                "bOLEe terms of different lengths or rings, or an unknown query".into(),
-            ));
-        }
-    }
+    check_terms(len, l, fresh, terms)?;
     let total = chunks(len, n) * k;
     let mut prgs: Vec<Prg> = (0..total).map(|_| prg.fork()).collect();
     let mut received: Vec<Vec<Ciphertext>> = (0..fresh).map(|_| Vec::with_capacity(total)).collect();
@@ -234,25 +363,7 @@ pub fn recv_and_respond<C: Channel + ?Sized>(
         for r in received.iter_mut() {
             r.extend(recv_query_frame(ch, params, &m, &range)?);
         }
-        let part: Vec<(Ciphertext, Vec<u64>)> = prgs[range.clone()]
-            .par_iter_mut()
-            .zip(range.clone())
-            .map(|(p, i)| {
-                let ts: Vec<(&Ciphertext, &[u64])> = terms
-                    .iter()
-                    .map(|(q, y)| {
-                        let ct = match q {
-                            QueryRef::Fresh(f) => received[*f].get(i),
-                            QueryRef::Held(q) => q.cts.get(i),
-                        };
-                        ct.map(|c| (c, *y))
-                            .ok_or_else(|| LinearError::BadShape("query ciphertext missing".into()))
-                    })
-                    .collect::<Result<_, _>>()?;
-                answer(sess, &m, i, &ts, l, p)
-            })
-            .collect::<Result<_, LinearError>>()?;
-        answers.extend(part);
+        answers.extend(answer_range(sess, &m, l, range.clone(), &mut prgs[range], &received, terms)?);
     }
     let (cts, shares): (Vec<Ciphertext>, Vec<Vec<u64>>) = answers.into_iter().unzip();
     for range in wire::frames(total) {
@@ -319,14 +430,7 @@ pub fn receive_response<C: Channel + ?Sized>(
         let part: Vec<Vec<u64>> = cts
             .par_iter()
             .zip(range)
-            .map(|(c, i)| {
-                if c.plain_index() != i % k {
-                    return Err(LinearError::Malformed(
-                        "response for the wrong CRT component".into(),
-                    ));
-                }
-                Ok(params.decode_simd(&sess.sk.decrypt(params, c)?)?)
-            })
+            .map(|(c, i)| decrypt_one(sess, k, i, c))
             .collect::<Result<_, LinearError>>()?;
         slots.extend(part);
     }

@@ -163,6 +163,31 @@ pub trait Channel: Send {
         None
     }
 
+    /// Both parties at once (a *duplex* step, issue 52): sends the frames `mine` and receives
+    /// `count` frames of the peer's, which it sends at the same point. Channels whose link
+    /// carries both directions together override it so that the two transfers overlap
+    /// ([`tcp::TcpChannel`] writes from a second thread, [`mem::MemChannel`] never blocks a
+    /// send, [`sim::Simulated`] prices each direction's pipe on its own); wrappers forward it.
+    /// This default is ordered and so safe on any transport: the party with `first` sends
+    /// everything and then receives, the other receives and then sends (both parties must
+    /// pass opposite `first`s, AGREEMENT).
+    fn send_while_receiving(&mut self, mine: &[Vec<u8>], count: usize, first: bool) -> Result<Vec<Vec<u8>>, NetError> {
+        if first {
+            for m in mine {
+                self.send(m)?;
+            }
+            self.flush()?;
+        }
+        let got = (0..count).map(|_| self.recv()).collect::<Result<Vec<_>, _>>()?;
+        if !first {
+            for m in mine {
+                self.send(m)?;
+            }
+            self.flush()?;
+        }
+        Ok(got)
+    }
+
     /// Send `u64` words (little-endian) in one frame.
     fn send_u64s(&mut self, xs: &[u64]) -> Result<(), NetError> {
         let mut b = Vec::with_capacity(xs.len() * 8);
@@ -242,6 +267,9 @@ impl<C: Channel + ?Sized> Channel for Box<C> {
     }
     fn abort(&mut self, reason: &str) -> Result<(), NetError> {
         (**self).abort(reason)
+    }
+    fn send_while_receiving(&mut self, mine: &[Vec<u8>], count: usize, first: bool) -> Result<Vec<Vec<u8>>, NetError> {
+        (**self).send_while_receiving(mine, count, first)
     }
 }
 

@@ -141,8 +141,10 @@ impl<C: Channel> Simulated<C> {
     }
 }
 
-impl<C: Channel> Channel for Simulated<C> {
-    fn send(&mut self, msg: &[u8]) -> Result<(), NetError> {
+impl<C: Channel> Simulated<C> {
+    /// `msg` with its arrival time in front: it leaves when this end's pipe is free, takes
+    /// its transfer time there, then the one-way latency.
+    fn stamp(&mut self, msg: &[u8]) -> Vec<u8> {
         let wire = (msg.len() + FRAME_HEADER) as f64;
         let tx_ns = (wire * 8.0 / self.model.bandwidth_bps * 1e9) as u128;
         let start = self.pipe_free_ns.max(now_ns());
@@ -151,11 +153,11 @@ impl<C: Channel> Channel for Simulated<C> {
         let mut framed = Vec::with_capacity(msg.len() + 16);
         framed.extend_from_slice(&(arrival as u64).to_le_bytes());
         framed.extend_from_slice(msg);
-        self.inner.send(&framed)
+        framed
     }
 
-    fn recv(&mut self) -> Result<Vec<u8>, NetError> {
-        let mut m = self.inner.recv()?;
+    /// A received frame without its arrival time, once that time has come.
+    fn arrive(mut m: Vec<u8>) -> Result<Vec<u8>, NetError> {
         if m.len() < 8 {
             return Err(NetError::Truncated { expected: 8, got: m.len() });
         }
@@ -166,6 +168,26 @@ impl<C: Channel> Channel for Simulated<C> {
         }
         m.drain(..8);
         Ok(m)
+    }
+}
+
+impl<C: Channel> Channel for Simulated<C> {
+    fn send(&mut self, msg: &[u8]) -> Result<(), NetError> {
+        let framed = self.stamp(msg);
+        self.inner.send(&framed)
+    }
+
+    fn recv(&mut self) -> Result<Vec<u8>, NetError> {
+        let m = self.inner.recv()?;
+        Self::arrive(m)
+    }
+
+    /// Each direction is its own pipe: this end's frames are priced on its pipe as they leave,
+    /// the peer's arrive by theirs, so the two transfers overlap.
+    fn send_while_receiving(&mut self, mine: &[Vec<u8>], count: usize, first: bool) -> Result<Vec<Vec<u8>>, NetError> {
+        let stamped: Vec<Vec<u8>> = mine.iter().map(|m| self.stamp(m)).collect();
+        let got = self.inner.send_while_receiving(&stamped, count, first)?;
+        got.into_iter().map(Self::arrive).collect()
     }
 
     fn flush(&mut self) -> Result<(), NetError> {
@@ -240,6 +262,24 @@ mod tests {
         h.join().unwrap();
         let s = t.elapsed().as_secs_f64();
         assert!((0.09..0.2).contains(&s), "{s}");
+    }
+
+    #[test]
+    fn a_duplex_step_carries_both_directions_at_once() {
+        // 2 MB each way at 160 Mbit/s and 10 ms one way: 100 ms of transfer per direction,
+        // overlapped (≈ 110 ms), where one direction after the other takes ≈ 220 ms.
+        let (a, b) = MemChannel::pair();
+        let m = LinkModel::new(160.0, 20.0);
+        let (mut a, mut b) = (Simulated::new(a, m), Simulated::new(b, m));
+        let frames = vec![vec![7u8; 1 << 20], vec![9u8; 1 << 20]];
+        let t = Instant::now();
+        let f2 = frames.clone();
+        let h = std::thread::spawn(move || b.send_while_receiving(&f2, 2, false).unwrap());
+        let got = a.send_while_receiving(&frames, 2, true).unwrap();
+        let theirs = h.join().unwrap();
+        let s = t.elapsed().as_secs_f64();
+        assert_eq!((got, theirs), (frames.clone(), frames));
+        assert!((0.1..0.18).contains(&s), "{s}");
     }
 
     #[test]

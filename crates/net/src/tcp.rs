@@ -156,6 +156,52 @@ impl TcpChannel {
     }
 }
 
+/// Why a frame could not be read ([`read_frame`]); [`TcpChannel::frame_fail`] ends the
+/// connection accordingly.
+enum FrameFail {
+    Io(std::io::Error),
+    TooLarge(usize),
+    Truncated { expected: usize, got: usize },
+    /// An abort frame's header: its reason follows, to be read by the same deadline.
+    Abort(Option<Instant>),
+}
+
+/// One frame from `reader`, whole within `deadline`, at most `max_frame` bytes.
+fn read_frame(reader: &mut BufReader<TcpStream>, max_frame: usize, deadline: Option<Duration>) -> Result<Vec<u8>, FrameFail> {
+    let until = deadline.map(|d| Instant::now() + d);
+    let mut h = [0u8; FRAME_HEADER];
+    (DeadlineReader { inner: reader, until }).read_exact(&mut h).map_err(FrameFail::Io)?;
+    let header = u32::from_le_bytes(h);
+    if header == ABORT_MARK {
+        return Err(FrameFail::Abort(until));
+    }
+    let len = header as usize;
+    if len > max_frame {
+        return Err(FrameFail::TooLarge(len));
+    }
+    // Grow the buffer as bytes arrive: a lying header cannot make us allocate `len` upfront.
+    let mut buf = Vec::with_capacity(len.min(IO_BUF));
+    let n = DeadlineReader { inner: reader, until }.take(len as u64).read_to_end(&mut buf).map_err(FrameFail::Io)?;
+    if n != len {
+        return Err(FrameFail::Truncated { expected: len, got: n });
+    }
+    Ok(buf)
+}
+
+impl TcpChannel {
+    fn frame_fail(&mut self, e: FrameFail) -> NetError {
+        match e {
+            FrameFail::Io(e) => self.io_fail(e),
+            FrameFail::TooLarge(len) => {
+                let max = self.max_frame;
+                self.fail(NetError::FrameTooLarge { len, max })
+            }
+            FrameFail::Truncated { expected, got } => self.fail(NetError::Truncated { expected, got }),
+            FrameFail::Abort(until) => self.read_abort(until),
+        }
+    }
+}
+
 /// The most bytes a failing connection discards from its peer after sending its abort frame
 /// (so that the frame is not lost to a reset), read into a fixed buffer within one second.
 const DRAIN_MAX: usize = 8 << 20;
@@ -220,29 +266,69 @@ impl Channel for TcpChannel {
             return Err(NetError::Closed);
         }
         self.flush()?;
-        let until = self.deadline.map(|d| Instant::now() + d);
-        let mut h = [0u8; FRAME_HEADER];
-        if let Err(e) = (DeadlineReader { inner: &mut self.reader, until }).read_exact(&mut h) {
-            return Err(self.io_fail(e));
+        match read_frame(&mut self.reader, self.max_frame, self.deadline) {
+            Ok(buf) => {
+                self.counter.on_recv(buf.len() + FRAME_HEADER);
+                Ok(buf)
+            }
+            Err(e) => Err(self.frame_fail(e)),
         }
-        let header = u32::from_le_bytes(h);
-        if header == ABORT_MARK {
-            return Err(self.read_abort(until));
+    }
+
+    /// Writes `mine` from a second thread (on a clone of the socket, under the same write
+    /// deadline) while this one reads the peer's `count` frames, so that two large messages
+    /// crossing never wait on each other's full socket buffers and the link carries both at
+    /// once. A failure on either side ends the connection as [`Channel::recv`]'s do, once the
+    /// writer has stopped (so that an abort frame never interleaves with its bytes).
+    fn send_while_receiving(&mut self, mine: &[Vec<u8>], count: usize, _first: bool) -> Result<Vec<Vec<u8>>, NetError> {
+        if self.broken {
+            return Err(NetError::Closed);
         }
-        let len = header as usize;
-        if len > self.max_frame {
-            return Err(self.fail(NetError::FrameTooLarge { len, max: self.max_frame }));
+        if let Some(m) = mine.iter().find(|m| m.len() > self.max_frame || m.len() >= ABORT_MARK as usize) {
+            return Err(NetError::FrameTooLarge { len: m.len(), max: self.max_frame });
         }
-        // Grow the buffer as bytes arrive: a lying header cannot make us allocate `len` upfront.
-        let mut buf = Vec::with_capacity(len.min(IO_BUF));
-        let r = DeadlineReader { inner: &mut self.reader, until }.take(len as u64).read_to_end(&mut buf);
-        match r {
-            Ok(n) if n == len => {}
-            Ok(n) => return Err(self.fail(NetError::Truncated { expected: len, got: n })),
+        self.flush()?;
+        let stream = match self.writer.get_ref().try_clone() {
+            Ok(s) => s,
             Err(e) => return Err(self.io_fail(e)),
+        };
+        let (max_frame, deadline) = (self.max_frame, self.deadline);
+        let reader = &mut self.reader;
+        let (wrote, read) = std::thread::scope(|s| {
+            let w = s.spawn(move || -> std::io::Result<()> {
+                let mut out = BufWriter::with_capacity(IO_BUF, stream);
+                for m in mine {
+                    out.write_all(&(m.len() as u32).to_le_bytes())?;
+                    out.write_all(m)?;
+                }
+                out.flush()
+            });
+            let mut got = Vec::with_capacity(count);
+            let mut err = None;
+            for _ in 0..count {
+                match read_frame(reader, max_frame, deadline) {
+                    Ok(b) => got.push(b),
+                    Err(e) => {
+                        err = Some(e);
+                        break;
+                    }
+                }
+            }
+            let wrote = w.join().unwrap_or_else(|_| Err(std::io::Error::other("writer thread panicked")));
+            (wrote, err.map_or(Ok(got), Err))
+        });
+        let got = match (read, wrote) {
+            (Err(e), _) => return Err(self.frame_fail(e)),
+            (Ok(_), Err(e)) => return Err(self.io_fail(e)),
+            (Ok(got), Ok(())) => got,
+        };
+        for m in mine {
+            self.counter.on_send(m.len() + FRAME_HEADER);
         }
-        self.counter.on_recv(len + FRAME_HEADER);
-        Ok(buf)
+        for b in &got {
+            self.counter.on_recv(b.len() + FRAME_HEADER);
+        }
+        Ok(got)
     }
 
     fn flush(&mut self) -> Result<(), NetError> {
@@ -291,6 +377,34 @@ impl Channel for TcpChannel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn large_messages_cross_without_waiting_on_each_other() {
+        // 3 × 16 MB each way at once: far more than two socket buffers, so a plain
+        // send-then-receive on both sides would block; with the writer thread both arrive.
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let mine: Vec<Vec<u8>> = (0..3u8).map(|k| vec![k; 16 << 20]).collect();
+        let theirs: Vec<Vec<u8>> = (0..3u8).map(|k| vec![k + 100; 16 << 20]).collect();
+        let t2 = theirs.clone();
+        let h = std::thread::spawn(move || {
+            let mut c = TcpChannel::connect(addr).unwrap();
+            let got = c.send_while_receiving(&t2, 3, false).unwrap();
+            (got, c.stats())
+        });
+        let (s, _) = l.accept().unwrap();
+        let mut srv = TcpChannel::from_stream(s).unwrap();
+        let got = srv.send_while_receiving(&mine, 3, true).unwrap();
+        let (peer_got, peer_stats) = h.join().unwrap();
+        assert!(got == theirs && peer_got == mine);
+        let st = srv.stats();
+        assert_eq!((st.msgs_sent, st.msgs_recv, st.bytes_sent), (3, 3, 3 * ((16 << 20) + 4)));
+        assert_eq!(peer_stats.bytes_recv, st.bytes_sent);
+        // the channel goes on as usual afterwards
+        srv.send(b"after").unwrap();
+        srv.flush().unwrap();
+    }
+
     use std::net::TcpListener;
 
     fn pair() -> (TcpChannel, TcpChannel) {

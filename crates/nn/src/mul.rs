@@ -3,6 +3,7 @@
 //! session ([`SecureOpts::mul`]): every operator's products run on it.
 
 pub mod bole;
+pub mod bole_duplex;
 pub mod ot;
 
 use crate::secure::SecureOpts;
@@ -17,6 +18,7 @@ pub trait ProductProtocol: Protocol {
 /// Every product protocol, in the order `nectar suites` lists them.
 pub static ALL: &[&dyn ProductProtocol] = &[
     &bole::Bole,
+    &bole_duplex::BoleDuplex,
     &ot::Ot,
 ];
 

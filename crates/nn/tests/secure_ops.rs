@@ -765,6 +765,112 @@ fn bole_products_match_twin() {
     check(o, items);
 }
 
+/// `mul = bole-duplex`: products of 2 chunks or more split between the parties (3 chunks of
+/// 8192 here: P0 queries the first two, P1 the third), in the full ring and the narrow key set
+/// (sq8's polynomial in `Z_2^45`), with query reuse across a square and a product and within
+/// one product (`mul(x, x)`): the same bounds as the simplex products.
+#[test]
+fn duplex_bole_products_match_twin() {
+    use nectar_nn::gelu::GeluProtocol;
+    let o = bole_opts().with_bole_duplex(true);
+    let xs = grid(-100.0, 100.0, 20_001);
+    let (lo, hi) = gelu::DOMAIN;
+    let sq8 = &gelu::sq8::Sq8;
+    let gx = off_pivots(lo, hi, 17_001, &sq8.pivots(), nectar_nn::tolerance::PIVOT_GAP);
+    let gtol = sq8.tolerance(gelu::GeluForm::Erf, nectar_nn::mixed::ActRing::Full).unwrap();
+    let gf = sq8.approx_error(gelu::GeluForm::Erf, nectar_nn::mixed::ActRing::Full).unwrap() + gtol as f64 / FP.scale();
+    let items = vec![
+        item("duplex mul", xs.clone(), 2, case!(|b, x| {
+            let y = b.add_const(x, &[enc(b, 0.5)?])?;
+            let z = b.mul(x, &y)?;
+            b.reveal(&z)
+        })),
+        item("duplex square", xs.clone(), 2, case!(|b, x| {
+            let z = b.square(x)?;
+            b.reveal(&z)
+        })),
+        item("duplex mul self", xs.clone(), 2, case!(|b, x| {
+            let z = b.mul(x, x)?;
+            b.reveal(&z)
+        })),
+        // x's halves are queried by the square and reused by the product
+        item("duplex square then mul", xs.clone(), 4, case!(|b, x| {
+            let s = b.square(x)?;
+            let y = b.add_const(x, &[enc(b, 0.5)?])?;
+            let z = b.mul(x, &y)?;
+            let w = b.add(&s, &z)?;
+            b.reveal(&w)
+        })),
+        item("duplex gelu sq8 (narrow key set)", gx, gtol, Box::new(Registered(Box::new(|b, x| sq8.eval(b, x, gelu::GeluForm::Erf, nectar_nn::mixed::ActRing::Full)))))
+            .float(|v| nectar_math::real::gelu(v, gelu::GeluForm::Erf), gf),
+    ];
+    check(o, items);
+}
+
+/// The duplex products do cross: on a 3-chunk square each party sends query ciphertexts and
+/// answers the other's in [`nectar_net::Channel::send_while_receiving`] (the server two
+/// chunks' queries and one chunk's answers, the client the converse), where the simplex
+/// product sends none that way; the frames of 100 kB or more (ciphertexts, and the
+/// truncation's larger message, sent by either party) add up to the same in both.
+#[test]
+fn duplex_bole_splits_the_queries() {
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    use std::sync::Arc;
+    struct Big<'a> {
+        inner: &'a mut nectar_net::MemChannel,
+        big: Arc<AtomicU64>,
+        duplex: Arc<AtomicU64>,
+    }
+    impl nectar_net::Channel for Big<'_> {
+        fn send(&mut self, msg: &[u8]) -> Result<(), nectar_net::NetError> {
+            if msg.len() >= 100_000 {
+                self.big.fetch_add(msg.len() as u64, Relaxed);
+            }
+            self.inner.send(msg)
+        }
+        fn recv(&mut self) -> Result<Vec<u8>, nectar_net::NetError> {
+            self.inner.recv()
+        }
+        fn flush(&mut self) -> Result<(), nectar_net::NetError> {
+            self.inner.flush()
+        }
+        fn stats(&self) -> nectar_net::Stats {
+            self.inner.stats()
+        }
+        // (an unbounded in-memory queue: both parties may send first)
+        fn send_while_receiving(&mut self, mine: &[Vec<u8>], count: usize, _first: bool) -> Result<Vec<Vec<u8>>, nectar_net::NetError> {
+            self.duplex.fetch_add(mine.iter().map(|m| m.len() as u64).sum(), Relaxed);
+            for m in mine {
+                self.send(m)?;
+            }
+            (0..count).map(|_| self.recv()).collect()
+        }
+    }
+    let n = 20_000;
+    let sent = |duplex: bool| {
+        let o = bole_opts().with_bole_duplex(duplex);
+        let party = move |role: Role| {
+            move |c: &mut nectar_net::MemChannel| -> (u64, u64) {
+                let (big, dx) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+                let mut ch = Big { inner: c, big: Arc::clone(&big), duplex: Arc::clone(&dx) };
+                let mut b = SecureBackend::setup(role, &mut ch, Prg::new([role as u8 + 3; 16]), o).unwrap();
+                let x: Vec<u64> = (0..n as u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
+                let before = big.load(Relaxed);
+                b.square(&x).unwrap();
+                (big.load(Relaxed) - before, dx.load(Relaxed))
+            }
+        };
+        run_pair(party(Role::Server), party(Role::Client))
+    };
+    let ((s0, sd0), (c0, cd0)) = sent(false);
+    let ((s1, sd1), (c1, cd1)) = sent(true);
+    println!("frames ≥ 100 kB: simplex server {s0} client {c0}; duplex server {s1} client {c1} (in duplex steps {sd1}, {cd1})");
+    assert_eq!((sd0, cd0), (0, 0), "simplex products send nothing duplex");
+    // 6 queries (186-bit ciphertexts) + 3 answers (2 × 62 bits) against 3 + 6
+    assert!(sd1 > cd1 && cd1 > 500_000, "duplex moved nothing: {sd1} {cd1}");
+    assert!((s0 + c0).abs_diff(s1 + c1) < 1_000, "the same bytes in total");
+}
+
 /// Rows of `cols` scores for the narrow / coarse softmax items: random in [−7, 7] with two equal
 /// maxima (8) in row 0, row 2 causal-masked after column 12, row 3 fully masked (the rows past
 /// 3 unmasked).

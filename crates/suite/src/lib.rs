@@ -285,6 +285,7 @@ impl Suite {
     pub const fn nectar() -> Self {
         Suite {
             matmul: Matmul::new(&nectar_linear::layer::olt_ahead::OltAhead),
+            mul: Mul::new(&nectar_nn::mul::bole_duplex::BoleDuplex),
             embed: Embed::new(&nectar_nn::embed::nimbus_cop::NimbusCopEmbed),
             silu: Silu::new(&nectar_nn::silu::nimbus::Nimbus),
             ot: OtExt::new(&nectar_nn::ot_ext::ferret::B11_HALF_TREE),

@@ -227,7 +227,7 @@ pub trait Visit {
 pub const PRESETS: [(&str, &str); 7] = [
     (
         "nectar",
-        "the default: BumbleBee's protocols with nectar's GeLU (sq8), exp (taylor4), LayerNorm (outer), softmax (coarse), one-step reciprocal and rsqrt from eighth-octave guesses (newton1), OLTs mod 2^51 (a decoding step's prepared a step ahead), Nimbus's COP embedding lookup and fitted SiLU",
+        "the default: BumbleBee's protocols with nectar's GeLU (sq8), exp (taylor4), LayerNorm (outer), softmax (coarse), one-step reciprocal and rsqrt from eighth-octave guesses (newton1), OLTs mod 2^51 (a decoding step's prepared a step ahead), bOLEe products queried half by each party (bole-duplex), Nimbus's COP embedding lookup and fitted SiLU",
     ),
     ("bumblebee", "BumbleBee (NDSS'25): OLT matmuls, bOLEe products, OT nonlinear protocols"),
     ("rotl", "BumbleBee linear layers + ROTL comparison from LUTs and LUT GeLU/exp/reciprocal/softmax"),
@@ -276,7 +276,11 @@ impl Suite {
     /// MiniLM 32 tokens 912 flights against 1052, 67.5 s against 73.2 s at `blb-wan3`, on the
     /// LAN 10.2 s against 9.8 s (runs overlapping; +4 % to −1 % over two sittings), 1 % more
     /// bytes (the comparisons, in the narrowest ring that holds the domain); SmolLM2 6.82 s per
-    /// token against 7.19 (`docs/results/wan.md`, `docs/results/llm.md`). A decoding
+    /// token against 7.19 (`docs/results/wan.md`, `docs/results/llm.md`). The
+    /// element-wise products of two bOLEe chunks or more run duplex (`mul = bole-duplex`,
+    /// issues 48/52: each party queries half the chunks under its own key and answers the other
+    /// half, both halves crossing the link in the same flights; the same bytes, half of them
+    /// each way at once, for one more one-way latency per split product). A decoding
     /// step's weight products are the OLT's prepared one step ahead (`matmul = olt-ahead`,
     /// issue 49: the client's query of a fresh random row and the server's evaluation run while
     /// the step before runs, the product is then one exchange; SmolLM2 7.23 s per token against

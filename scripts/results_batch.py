@@ -191,6 +191,50 @@ if model_lines:
           "throughput above, `blb-wan3`).")
     w("")
 
+# The duplex products' A/B (scripts/bench_duplex.sh, wan-duplex.jsonl): batch 1 and 32 at WAN3.
+duplex_ab = [l for l in load("wan-duplex.jsonl") if l.get("bench") == "suites" and l["params"].get("tokens") == 16] \
+    if (res / "wan-duplex.jsonl").exists() else []
+duplex_ratio = None
+if duplex_ab:
+    w("## Duplex bOLEe products at WAN3 (one sitting)")
+    w("")
+    w("From `wan-duplex.jsonl` (`scripts/bench_duplex.sh`, commands and commit in `wan-duplex.meta.json`;")
+    w("`docs/results/wan.md` has the MiniLM/32 and BERT-base rows of the same sitting). The default")
+    w("now takes `mul = bole-duplex`: each bOLEe product of two chunks or more is queried half by")
+    w("each party, both halves crossing the full-duplex link at once; `nectar+mul=bole` is the")
+    w("default before it. `MB C→S / S→C`: per input, each way.")
+    w("")
+    w("| suite | link | batch | seconds | s/input | MB/input | MB C→S / S→C | flights/input | inputs/min | vs plaintext |")
+    w("|---|---|---:|---:|---:|---:|---|---:|---:|---:|")
+    dby = {}
+    for l in duplex_ab:
+        p = l["params"]
+        k = l["inputs"]
+        dby.setdefault(l["variant"], {})[p["batch"]] = l
+        w(f"| `{l['variant']}` | `{p['net']}` | {p['batch']} | {l['seconds']:.2f} | {l['seconds_per_input']:.2f} | "
+          f"{l['bytes_per_input'] / 1e6:.1f} | {l['bytes_client_to_server'] / k / 1e6:.1f} / {l['bytes_server_to_client'] / k / 1e6:.1f} | "
+          f"{l['flights_per_input']:.0f} | {l['inputs_per_minute']:.1f} | {l['agreement_vs_plaintext']:.7f} |")
+    w("")
+    for s_, d in dby.items():
+        if 1 in d and len(d) > 1:
+            b = max(d)
+            r = d[b]["inputs_per_minute"] / d[1]["inputs_per_minute"]
+            if s_ == "nectar":
+                duplex_ratio = (r, d[b]["bytes_per_input"] <= d[1]["bytes_per_input"], b)
+            w(f"- `{s_}`: batch of {b} **{r:.2f}×** the unbatched inputs per minute at `blb-wan3`.")
+    d = dby.get("nectar", {})
+    if 1 in d and len(d) > 1:
+        one, big = d[1], d[max(d)]
+        k = big["inputs"]
+        way = max(big["bytes_client_to_server"], big["bytes_server_to_client"]) / k
+        w("")
+        w(f"With both directions busy at once, the transfer floor of a batched input is its busier direction: "
+          f"{way / 1e6:.0f} MB per input, {way * 8 / 100e6:.1f} s at 100 Mbit/s, so the gain over the unbatched "
+          f"{one['seconds']:.1f} s is bounded by {one['seconds'] / (way * 8 / 100e6):.1f}× before any flight or "
+          f"computation; {TARGET_WAN3:g}× needs the busier direction at about {one['seconds'] / TARGET_WAN3 * 100e6 / 8 / 1e6:.0f} "
+          "MB per input or less.")
+    w("")
+
 w("## Acceptance (issue 52)")
 w("")
 if demo_runs:
@@ -204,6 +248,10 @@ for (s, net), (r, fewer) in sorted(ratios.items()) if suites else []:
     if t is not None:
         w(f"- Throughput `{net}`: batch of 32 **{r:.2f}×** the unbatched inputs per minute (target ≥ {t:g}×); "
           f"bytes per input {'not above' if fewer else 'ABOVE'} the unbatched.")
+if duplex_ratio:
+    r, fewer, b = duplex_ratio
+    w(f"- Throughput `blb-wan3` with the duplex products (`wan-duplex`, a later sitting): batch of {b} **{r:.2f}×** the "
+      f"unbatched inputs per minute (target ≥ {TARGET_WAN3:g}×); bytes per input {'not above' if fewer else 'ABOVE'} the unbatched.")
 big = [l for l in suites if l["params"]["batch"] >= 32 and l["variant"] == "nectar"]
 if big:
     rss = max(max(l.get("server_peak_rss_bytes") or 0, l.get("client_peak_rss_bytes") or 0) for l in big)

@@ -220,6 +220,45 @@ if newton1:
             w(f"  the twin against the f32 model: min cosine **{t['min_cosine']:.7f}**, mean {t['mean_cosine']:.7f}, max abs error {t['max_abs_error']:.2e}.")
     w("")
 
+duplex = [l for l in lines("wan-duplex.jsonl") if l.get("bench") == "model" or l["params"].get("batch", 1) == 1 and l["params"].get("tokens") == 32]
+if duplex:
+    w("")
+    w("## Duplex bOLEe products (`mul = bole-duplex`), one sitting")
+    w("")
+    w("Generated from `wan-duplex.jsonl` and `wan-duplex.meta.json` (`scripts/bench_duplex.sh`):")
+    w("")
+    provenance(w, meta("wan-duplex.meta.json"))
+    w("")
+    w("The default takes `mul = bole-duplex`: a bOLEe product (BumbleBee §IV) of two chunks of")
+    w("8192 slots or more is split, P0 querying the first ⌈c/2⌉ chunks under its key and P1 the")
+    w("rest under its own, each answering the other's half, both halves crossing the link in the")
+    w("same two flights (`nectar_net::Channel::send_while_receiving`: the TCP channel writes from")
+    w("a second thread while it reads, and each direction of a simulated link is its own pipe).")
+    w("BumbleBee's one-way products send every query from P0 and every response from P1: the")
+    w("other direction idles. Split, the same bytes travel half each way at once, for one more")
+    w("one-way latency per split product (P1's queries leave once it holds its operand, a flight")
+    w("after P0's). `nectar+mul=bole` is the default as it was. `C→S / S→C` are the online bytes")
+    w("each way. MiniLM rows with `--repeat 3` report the run of median time (all three runs'")
+    w("seconds in the last column).")
+    w("")
+    w("| model | suite | link | seconds | online s | flights | MB online | MB C→S / S→C | cosine vs plaintext | runs (s) |")
+    w("|---|---|---|---:|---:|---:|---:|---|---:|---|")
+    for l in duplex:
+        p = l["params"]
+        if l["bench"] == "model":
+            model, suite = "BERT-base/128 (random weights)", p["suite"]
+            cs, sc = l["client"]["bytes_sent"], l["client"]["bytes_recv"]
+        else:
+            model, suite = f"MiniLM/{p['tokens']}", l["variant"]
+            cs, sc = l["bytes_client_to_server"], l["bytes_server_to_client"]
+        cos = l.get("agreement_vs_plaintext")
+        cos = f"{cos:.7f}" if cos is not None else "–"
+        online = l.get("online_seconds", l["seconds"])
+        mins = f" ({online / 60:.2f} min)" if l["bench"] == "model" else ""
+        w(f"| {model} | `{suite}` | `{p['net']}` | {l['seconds']:.2f} | {online:.2f}{mins} | {l['rounds']} | {online_bytes(l) / 1e6:.1f} | "
+          f"{cs / 1e6:.1f} / {sc / 1e6:.1f} | {cos} | {runs_cell(l)} |")
+    w("")
+
 graded = lines("wan-graded.jsonl")
 if graded:
     gm = meta("wan-graded.meta.json")

@@ -4,6 +4,7 @@
 
 pub mod ckks;
 pub mod olt;
+pub mod olt_duplex;
 
 use crate::protocol::{LinearCx, LinearProtocol};
 use crate::LinearError;
@@ -19,6 +20,7 @@ pub trait SharedMatmulProtocol: LinearProtocol {
 /// Every shared-matmul protocol, in the order `nectar suites` lists them.
 pub static ALL: &[&dyn SharedMatmulProtocol] = &[
     &olt::Olt,
+    &olt_duplex::OltDuplex,
     &ckks::Ckks,
 ];
 

@@ -14,7 +14,7 @@
 //! modulus `t = 2^b` (entries are taken mod `2^b` as they are encoded).
 
 use crate::krdy::{matmul_u64, Shape};
-use crate::olt::{olt, olt_prepared, PreparedBlocks, Side};
+use crate::olt::{encrypts, evaluate_frames, olt, olt_prepared, open_frames, query_cts, query_frames, result_layout, PreparedBlocks, Side};
 use crate::session::HeSession;
 use crate::window::OltPlan;
 use crate::LinearError;
@@ -114,17 +114,7 @@ pub fn batch_matmul_shared_shared<C: Channel + ?Sized>(
     l: u32,
     prg: &mut Prg,
 ) -> Result<Vec<u64>, LinearError> {
-    let s: Shape = plan.shape;
-    check_ring(sess, l)?;
-    if xs.len() != ys.len() || xs.is_empty() {
-        return Err(LinearError::BadShape(
-            "batched matmul needs as many X as Y, at least one".into(),
-        ));
-    }
-    for (x, y) in xs.iter().zip(ys) {
-        check_len("X share", x, s.k * s.m)?;
-        check_len("Y share", y, s.m * s.n)?;
-    }
+    check_shared(sess, plan, xs, ys, l)?;
     // OLT A: client's X_1 × server's Y_0; OLT B: server's X_0 × client's Y_1.
     let (a, b) = match role {
         Role::Server => {
@@ -138,14 +128,75 @@ pub fn batch_matmul_shared_shared<C: Channel + ?Sized>(
             (a, b)
         }
     };
+    Ok(add_local(plan.shape, xs, ys, &a, &b, l))
+}
+
+fn check_shared(sess: &HeSession, plan: &OltPlan, xs: &[&[u64]], ys: &[&[u64]], l: u32) -> Result<(), LinearError> {
+    let s: Shape = plan.shape;
+    check_ring(sess, l)?;
+    if xs.len() != ys.len() || xs.is_empty() {
+        return Err(LinearError::BadShape(
+            "batched matmul needs as many X as Y, at least one".into(),
+        ));
+    }
+    for (x, y) in xs.iter().zip(ys) {
+        check_len("X share", x, s.k * s.m)?;
+        check_len("Y share", y, s.m * s.n)?;
+    }
+    Ok(())
+}
+
+/// This party's share of the products: its local `X_i·Y_i` plus its shares of the two cross terms.
+fn add_local(s: Shape, xs: &[&[u64]], ys: &[&[u64]], a: &[u64], b: &[u64], l: u32) -> Vec<u64> {
     let local: Vec<u64> = xs
         .iter()
         .zip(ys)
         .flat_map(|(x, y)| matmul_u64(x, y, s))
         .collect();
-    Ok(local
+    local
         .iter()
-        .zip(a.iter().zip(&b))
+        .zip(a.iter().zip(b))
         .map(|(c, (p, q))| c.wrapping_add(*p).wrapping_add(*q) & mask(l))
-        .collect())
+        .collect()
+}
+
+/// [`batch_matmul_shared_shared`] with its two OLTs in the same two flights (`matmul-shared =
+/// olt-duplex`, issues 48/52). The plan's encrypting side is the same in both OLTs and each
+/// party holds that side in exactly one of them, so each party encrypts one cross term's query
+/// and evaluates the other's: both queries cross the link at once
+/// ([`Channel::send_while_receiving`]), then both responses. The same messages and bytes as
+/// the two OLTs one after the other; two flights instead of four, and each carries both
+/// directions' traffic at once.
+#[allow(clippy::too_many_arguments)]
+pub fn batch_matmul_shared_shared_duplex<C: Channel + ?Sized>(
+    ch: &mut C,
+    sess: &HeSession,
+    role: Role,
+    plan: &OltPlan,
+    xs: &[&[u64]],
+    ys: &[&[u64]],
+    l: u32,
+    prg: &mut Prg,
+) -> Result<Vec<u64>, LinearError> {
+    check_shared(sess, plan, xs, ys, l)?;
+    // OLT A: client's X_1 × server's Y_0; OLT B: server's X_0 × client's Y_1 (as above).
+    let (a, b) = match role {
+        Role::Server => ((Side::Rhs, ys), (Side::Lhs, xs)),
+        Role::Client => ((Side::Lhs, xs), (Side::Rhs, ys)),
+    };
+    let a_encrypts = encrypts(plan, a.0);
+    let (enc, eval) = if a_encrypts { (a, b) } else { (b, a) };
+    if encrypts(plan, eval.0) {
+        return Err(LinearError::BadParams("a shared product's two OLTs need one encryptor each".into()));
+    }
+    let batch = xs.len();
+    let first = role == Role::Server;
+    let query = query_frames(sess, plan, enc.0, enc.1, prg)?;
+    let peer_query = ch.send_while_receiving(&query, crate::wire::frames(query_cts(plan) * batch).count(), first)?;
+    let (response, eval_share) = evaluate_frames(sess, plan, eval.0, eval.1, peer_query, prg)?;
+    let layout = result_layout(plan, batch);
+    let peer_response = ch.send_while_receiving(&response, layout.positions().len(), first)?;
+    let enc_share = open_frames(sess, &layout, peer_response)?;
+    let (a, b) = if a_encrypts { (enc_share, eval_share) } else { (eval_share, enc_share) };
+    Ok(add_local(plan.shape, xs, ys, &a, &b, l))
 }

@@ -497,14 +497,10 @@ pub(crate) fn send_blocks<C: Channel + ?Sized>(
 /// The encryptor's end: the response, one frame per output ciphertext, each opened as it
 /// arrives, parsed into this party's shares of the products.
 pub(crate) fn open_response<C: Channel + ?Sized>(ch: &mut C, sess: &HeSession, layout: &ResultLayout) -> Result<Vec<u64>, LinearError> {
-    let params = &sess.params;
     let positions = layout.positions();
     let mut polys: Vec<Vec<u64>> = Vec::with_capacity(positions.len());
     for pos in positions.chunks(1) {
-        let cts = wire::cts_from_bytes_partial(params, &ch.recv()?, pos)?;
-        for c in &cts {
-            polys.push(h2a::open(sess, c)?);
-        }
+        polys.extend(open_frame(sess, &ch.recv()?, pos)?);
     }
     layout.parse(&polys)
 }
@@ -604,6 +600,11 @@ pub(crate) fn query_cts(plan: &OltPlan) -> usize {
 /// response frames, for the caller to send in order, and this party's shares — what
 /// [`olt`]'s evaluator would send and return for that query.
 pub(crate) fn evaluate_offline(sess: &HeSession, plan: &OltPlan, side: Side, mat: &[u64], query: Vec<Vec<u8>>, prg: &mut Prg) -> Result<(Vec<Vec<u8>>, Vec<u64>), LinearError> {
+    evaluate_frames(sess, plan, side, &[mat], query, prg)
+}
+
+/// [`evaluate_offline`] for a batch of `mats` (a batched OLT's evaluator, [`olt`]).
+pub(crate) fn evaluate_frames(sess: &HeSession, plan: &OltPlan, side: Side, mats: &[&[u64]], query: Vec<Vec<u8>>, prg: &mut Prg) -> Result<(Vec<Vec<u8>>, Vec<u64>), LinearError> {
     if encrypts(plan, side) {
         return Err(LinearError::BadParams(format!("the {side:?} side of this plan encrypts")));
     }
@@ -611,16 +612,42 @@ pub(crate) fn evaluate_offline(sess: &HeSession, plan: &OltPlan, side: Side, mat
         Side::Lhs => plan.shape.k * plan.shape.m,
         Side::Rhs => plan.shape.m * plan.shape.n,
     };
-    if mat.len() != want {
-        return Err(LinearError::BadShape(format!("{side:?} matrix of {} entries, expected {want}", mat.len())));
+    if mats.is_empty() || mats.iter().any(|m| m.len() != want) {
+        return Err(LinearError::BadShape(format!("{side:?} matrices of {want} entries expected")));
     }
     let params = &sess.params;
-    let mats = [mat];
-    let level = evaluator_level(params, plan, side, &mats)?;
-    let cts = blocks_from_frames(params, query, block_count(plan, side.peer()), query_level(params, plan), level)?;
+    let level = evaluator_level(params, plan, side, mats)?;
+    let cts = blocks_from_frames(params, query, block_count(plan, side.peer()) * mats.len(), query_level(params, plan), level)?;
     let mut sink = Frames::default();
-    let shares = evaluate(&mut sink, sess, plan, side, &mats, &result_layout(plan, 1), prg, None, CtSet::All(&cts), level, false)?;
+    let shares = evaluate(&mut sink, sess, plan, side, mats, &result_layout(plan, mats.len()), prg, None, CtSet::All(&cts), level, false)?;
     Ok((sink.0, shares))
+}
+
+/// The encryptor's query of a batched OLT as frames, away from the channel: what
+/// [`send_blocks`] sends.
+pub(crate) fn query_frames(sess: &HeSession, plan: &OltPlan, side: Side, mats: &[&[u64]], prg: &mut Prg) -> Result<Vec<Vec<u8>>, LinearError> {
+    let mut sink = Frames::default();
+    send_blocks(&mut sink, sess, plan, side, mats, prg)?;
+    Ok(sink.0)
+}
+
+/// The encryptor's end on response frames received earlier: [`open_response`] on `frames`
+/// (exactly the response's, an error otherwise).
+pub(crate) fn open_frames(sess: &HeSession, layout: &ResultLayout, frames: Vec<Vec<u8>>) -> Result<Vec<u64>, LinearError> {
+    let positions = layout.positions();
+    if frames.len() != positions.len() {
+        return Err(LinearError::BadShape(format!("{} response frames for {} ciphertexts", frames.len(), positions.len())));
+    }
+    let mut polys: Vec<Vec<u64>> = Vec::with_capacity(positions.len());
+    for (f, pos) in frames.iter().zip(positions.chunks(1)) {
+        polys.extend(open_frame(sess, f, pos)?);
+    }
+    layout.parse(&polys)
+}
+
+/// One response frame's ciphertexts (at the positions `pos`), opened (H2A).
+fn open_frame(sess: &HeSession, frame: &[u8], pos: &[Vec<usize>]) -> Result<Vec<Vec<u64>>, LinearError> {
+    wire::cts_from_bytes_partial(&sess.params, frame, pos)?.iter().map(|c| h2a::open(sess, c)).collect()
 }
 
 /// The peer's ciphertexts an evaluator multiplies: all of them, or (a one-hot lookup that

@@ -48,8 +48,10 @@ pub trait LinearCx {
     /// use them under every `matmul`) with the packing `variant` (AGREEMENT: it shapes the
     /// plan), truncated by `shift`.
     fn olt_matmul_weight(&mut self, x: &[u64], shape: (usize, usize, usize), w: Option<&[u64]>, shift: u32, variant: Variant) -> Result<Vec<u64>, LinearError>;
-    /// Per head `A_h·B_h` of shares by the session's two OLTs, truncated by `shift`.
-    fn olt_batch_matmul(&mut self, a: &[u64], b: &[u64], shape: (usize, usize, usize, usize), shift: u32) -> Result<Vec<u64>, LinearError>;
+    /// Per head `A_h·B_h` of shares by the session's two OLTs, truncated by `shift`; with
+    /// `duplex` the two OLTs cross the link in the same flights
+    /// ([`crate::matmul::batch_matmul_shared_shared_duplex`]).
+    fn olt_batch_matmul(&mut self, a: &[u64], b: &[u64], shape: (usize, usize, usize, usize), shift: u32, duplex: bool) -> Result<Vec<u64>, LinearError>;
     /// The session's OLT for a `rows × in × out` product with the server's weight (the plan
     /// [`LinearCx::olt_matmul_weight`] uses with [`Variant::Interleave`]), and the state kept
     /// under `key`.

@@ -3,7 +3,7 @@
 use nectar_he::Params;
 use nectar_linear::krdy::matmul_u64;
 use nectar_linear::matmul::{
-    batch_matmul_shared_shared, matmul_shared_shared, matmul_shared_weight,
+    batch_matmul_shared_shared, batch_matmul_shared_shared_duplex, matmul_shared_shared, matmul_shared_weight,
 };
 use nectar_linear::{HeSession, OltPlan, Shape, Variant, Windows};
 use nectar_math::Prg;
@@ -104,7 +104,9 @@ fn check(params: Params, l: u32, small_weights: bool) {
             let r3 =
                 batch_matmul_shared_shared(ch, &sess, Role::Server, &plan, &xr, &yr, l, &mut p)
                     .unwrap();
-            (r1, r2, r3)
+            // the same products with the two OLTs in the same flights
+            let r4 = batch_matmul_shared_shared_duplex(ch, &sess, Role::Server, &plan, &xr, &yr, l, &mut p).unwrap();
+            (r1, r2, r3, r4)
         },
         |ch| {
             let mut p = Prg::new([2; 16]);
@@ -120,7 +122,9 @@ fn check(params: Params, l: u32, small_weights: bool) {
             let r3 =
                 batch_matmul_shared_shared(ch, &sess, Role::Client, &plan, &xr, &yr, l, &mut p)
                     .unwrap();
-            (r1, r2, r3)
+            // the same products with the two OLTs in the same flights
+            let r4 = batch_matmul_shared_shared_duplex(ch, &sess, Role::Client, &plan, &xr, &yr, l, &mut p).unwrap();
+            (r1, r2, r3, r4)
         },
     );
     let rec = |u: &[u64], v: &[u64]| -> Vec<u64> {
@@ -136,4 +140,37 @@ fn check(params: Params, l: u32, small_weights: bool) {
     assert_eq!(rec(&a.1, &b.1), want(&xs[0], &ys[0]));
     let batched: Vec<u64> = (0..heads).flat_map(|h| want(&xs[h], &ys[h])).collect();
     assert_eq!(rec(&a.2, &b.2), batched);
+    assert_eq!(rec(&a.3, &b.3), batched);
+}
+
+/// The duplex shared product on a plan whose weight side (`Y`) encrypts (more row blocks than
+/// column blocks: `rhs_encrypts`), where the server encrypts OLT A's query and the client
+/// OLT B's — the converse of the plan above.
+#[test]
+fn duplex_shared_matmul_with_the_rhs_encrypting() {
+    let (n, l) = (8192, 37);
+    let m = (1u64 << l) - 1;
+    let s = Shape::new(8, 13, 2).unwrap();
+    let plan = OltPlan::new(s, Windows::new(2, 8, 2, n, true).unwrap(), n, Variant::Interleave).unwrap();
+    assert!(plan.rhs_encrypts);
+    let mut prg = Prg::new([5; 16]);
+    let heads = 2;
+    let xs: Vec<Vec<u64>> = (0..heads).map(|_| (0..s.k * s.m).map(|_| prg.next_u64() & m).collect()).collect();
+    let ys: Vec<Vec<u64>> = (0..heads).map(|_| (0..s.m * s.n).map(|_| prg.next_u64() & m).collect()).collect();
+    let (x0, x1): (Vec<_>, Vec<_>) = xs.iter().map(|x| split(&mut prg, x, l)).unzip();
+    let (y0, y1): (Vec<_>, Vec<_>) = ys.iter().map(|y| split(&mut prg, y, l)).unzip();
+    let party = |role: Role, x: Vec<Vec<u64>>, y: Vec<Vec<u64>>, seed: u8| {
+        let plan = plan.clone();
+        move |ch: &mut nectar_net::MemChannel| {
+            let mut p = Prg::new([seed; 16]);
+            let sess = HeSession::setup(ch, role, Params::bumblebee_olt(), true, &mut p).unwrap();
+            let xr: Vec<&[u64]> = x.iter().map(|v| &v[..]).collect();
+            let yr: Vec<&[u64]> = y.iter().map(|v| &v[..]).collect();
+            batch_matmul_shared_shared_duplex(ch, &sess, role, &plan, &xr, &yr, l, &mut p).unwrap()
+        }
+    };
+    let (a, b) = run_pair(party(Role::Server, x0, y0, 3), party(Role::Client, x1, y1, 4));
+    let got: Vec<u64> = a.iter().zip(&b).map(|(p, q)| p.wrapping_add(*q) & m).collect();
+    let want: Vec<u64> = (0..heads).flat_map(|h| matmul_u64(&xs[h], &ys[h], s).into_iter().map(|v| v & m)).collect();
+    assert_eq!(got, want);
 }

@@ -227,7 +227,7 @@ pub trait Visit {
 pub const PRESETS: [(&str, &str); 7] = [
     (
         "nectar",
-        "the default: BumbleBee's protocols with nectar's GeLU (sq8), exp (taylor4), LayerNorm (outer), softmax (coarse), one-step reciprocal and rsqrt from eighth-octave guesses (newton1), OLTs mod 2^51 (a decoding step's prepared a step ahead), bOLEe products queried half by each party (bole-duplex), Nimbus's COP embedding lookup and fitted SiLU",
+        "the default: BumbleBee's protocols with nectar's GeLU (sq8), exp (taylor4), LayerNorm (outer), softmax (coarse), one-step reciprocal and rsqrt from eighth-octave guesses (newton1), OLTs mod 2^51 (a decoding step's prepared a step ahead), bOLEe products queried half by each party and the attention's two OLTs in the same flights (bole-duplex, olt-duplex), Nimbus's COP embedding lookup and fitted SiLU",
     ),
     ("bumblebee", "BumbleBee (NDSS'25): OLT matmuls, bOLEe products, OT nonlinear protocols"),
     ("rotl", "BumbleBee linear layers + ROTL comparison from LUTs and LUT GeLU/exp/reciprocal/softmax"),
@@ -280,7 +280,8 @@ impl Suite {
     /// element-wise products of two bOLEe chunks or more run duplex (`mul = bole-duplex`,
     /// issues 48/52: each party queries half the chunks under its own key and answers the other
     /// half, both halves crossing the link in the same flights; the same bytes, half of them
-    /// each way at once, for one more one-way latency per split product). A decoding
+    /// each way at once, for one more one-way latency per split product), and the attention's
+    /// two cross-term OLTs run in the same two flights (`matmul-shared = olt-duplex`). A decoding
     /// step's weight products are the OLT's prepared one step ahead (`matmul = olt-ahead`,
     /// issue 49: the client's query of a fresh random row and the server's evaluation run while
     /// the step before runs, the product is then one exchange; SmolLM2 7.23 s per token against
@@ -290,6 +291,7 @@ impl Suite {
         Suite {
             matmul: Matmul::new(&nectar_linear::layer::olt_ahead::OltAhead),
             mul: Mul::new(&nectar_nn::mul::bole_duplex::BoleDuplex),
+            matmul_shared: SharedMatmul::new(&nectar_linear::attention::olt_duplex::OltDuplex),
             embed: Embed::new(&nectar_nn::embed::nimbus_cop::NimbusCopEmbed),
             silu: Silu::new(&nectar_nn::silu::nimbus::Nimbus),
             ot: OtExt::new(&nectar_nn::ot_ext::ferret::B11_HALF_TREE),

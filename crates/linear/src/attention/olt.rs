@@ -26,6 +26,6 @@ impl LinearProtocol for Olt {}
 impl SharedMatmulProtocol for Olt {
     fn attention_matmul(&self, cx: &mut dyn LinearCx, a: &[u64], b: &[u64], shape: (usize, usize, usize, usize)) -> Result<Vec<u64>, LinearError> {
         let f = cx.format().1;
-        cx.olt_batch_matmul(a, b, shape, f)
+        cx.olt_batch_matmul(a, b, shape, f, false)
     }
 }

@@ -31,7 +31,7 @@ use crate::secure::profile::Profile;
 use crate::secure::SecureError;
 use crate::suite::Suite;
 use nectar_linear::protocol::{LinearCx, LinearProtocol, OltParts, Session, State};
-use nectar_linear::matmul::{batch_matmul_shared_shared, matmul_shared_weight};
+use nectar_linear::matmul::{batch_matmul_shared_shared, batch_matmul_shared_shared_duplex, matmul_shared_weight};
 use nectar_linear::prefetch::{Prefetch, PrefetchWorker};
 use nectar_linear::{CostModel, CtBytes, HeSession, LinearError, OltPlan, QueryLevel, Shape, Side, Variant};
 use nectar_math::{FixedPoint, Prg};
@@ -250,8 +250,18 @@ impl<'c> SecureEngine<'c> {
         matmul_shared_weight(ch, &self.olt, role, &plan, x, w.values(), l, prg, prepared).map_err(be)
     }
 
-    /// [`Engine::batch_matmul_shared`]'s two OLTs, their products in `Z_{2^olt_bits}`.
-    fn olt_batch_matmul(&mut self, a: &[u64], b: &[u64], (heads, k, m, n): (usize, usize, usize, usize)) -> Result<Vec<u64>, NnError> {
+    /// The two OLTs of `H` shared products on `plan`, one after the other or (`duplex`) in the
+    /// same flights, their products in `Z_{2^olt_bits}`.
+    fn shared_products(&mut self, plan: &OltPlan, xs: &[&[u64]], ys: &[&[u64]], duplex: bool) -> Result<Vec<u64>, NnError> {
+        let (l, role) = (self.olt_bits(), self.b.role());
+        let (ch, _, _, prg) = self.b.parts();
+        let run = if duplex { batch_matmul_shared_shared_duplex::<dyn Channel> } else { batch_matmul_shared_shared::<dyn Channel> };
+        run(ch, &self.olt, role, plan, xs, ys, l, prg).map_err(be)
+    }
+
+    /// [`Engine::batch_matmul_shared`]'s two OLTs, their products in `Z_{2^olt_bits}`
+    /// ([`Self::shared_products`]).
+    fn olt_batch_matmul(&mut self, a: &[u64], b: &[u64], (heads, k, m, n): (usize, usize, usize, usize), duplex: bool) -> Result<Vec<u64>, NnError> {
         Self::same("batch_matmul A", a.len(), heads * k * m)?;
         Self::same("batch_matmul B", b.len(), heads * m * n)?;
         let (hm, hn) = (heads * m, heads * n);
@@ -270,20 +280,16 @@ impl<'c> SecureEngine<'c> {
                 }
             }
             let plan = self.plan(1, hm, hn)?;
-            let (l, role) = (self.olt_bits(), self.b.role());
-            let (ch, _, _, prg) = self.b.parts();
-            return batch_matmul_shared_shared(ch, &self.olt, role, &plan, &[a], &[&bd], l, prg).map_err(be);
+            return self.shared_products(&plan, &[a], &[&bd], duplex);
         }
         let g = self.head_group(heads, k, m, n)?;
         if g > 1 {
-            return self.grouped_batch_matmul(a, b, (heads, k, m, n), g);
+            return self.grouped_batch_matmul(a, b, (heads, k, m, n), g, duplex);
         }
         let plan = self.plan(k, m, n)?;
         let xs: Vec<&[u64]> = a.chunks(k * m).collect();
         let ys: Vec<&[u64]> = b.chunks(m * n).collect();
-        let (l, role) = (self.olt_bits(), self.b.role());
-        let (ch, _, _, prg) = self.b.parts();
-        batch_matmul_shared_shared(ch, &self.olt, role, &plan, &xs, &ys, l, prg).map_err(be)
+        self.shared_products(&plan, &xs, &ys, duplex)
     }
 
     /// Heads per block-diagonal product of a batched `k × m × n` product with `k > 1`
@@ -314,7 +320,7 @@ impl<'c> SecureEngine<'c> {
     /// [`Engine::batch_matmul_shared`] with the heads in groups of `g`, each group one product
     /// `(k × g·m)·blockdiag(Y_h)` whose output row `i` is the group's heads' rows `i` side by
     /// side (the last group padded with zero heads); all groups in one batched OLT.
-    fn grouped_batch_matmul(&mut self, a: &[u64], b: &[u64], (heads, k, m, n): (usize, usize, usize, usize), g: usize) -> Result<Vec<u64>, NnError> {
+    fn grouped_batch_matmul(&mut self, a: &[u64], b: &[u64], (heads, k, m, n): (usize, usize, usize, usize), g: usize, duplex: bool) -> Result<Vec<u64>, NnError> {
         let groups = heads.div_ceil(g);
         let (gm, gn) = (g * m, g * n);
         let mut xs = vec![vec![0u64; k * gm]; groups];
@@ -331,9 +337,7 @@ impl<'c> SecureEngine<'c> {
         let plan = self.plan(k, gm, gn)?;
         let xr: Vec<&[u64]> = xs.iter().map(Vec::as_slice).collect();
         let yr: Vec<&[u64]> = ys.iter().map(Vec::as_slice).collect();
-        let (l, role) = (self.olt_bits(), self.b.role());
-        let (ch, _, _, prg) = self.b.parts();
-        let out = batch_matmul_shared_shared(ch, &self.olt, role, &plan, &xr, &yr, l, prg).map_err(be)?;
+        let out = self.shared_products(&plan, &xr, &yr, duplex)?;
         let mut c = Vec::with_capacity(heads * k * n);
         for h in 0..heads {
             let (q, j) = (h / g, h % g);
@@ -398,8 +402,8 @@ impl LinearCx for SecureEngine<'_> {
         let raw = self.olt_matmul_weight(x, shape, WeightRef::from_option(w), variant).map_err(session)?;
         self.olt_back(raw, shift).map_err(session)
     }
-    fn olt_batch_matmul(&mut self, a: &[u64], b: &[u64], shape: (usize, usize, usize, usize), shift: u32) -> Result<Vec<u64>, LinearError> {
-        let raw = self.olt_batch_matmul(a, b, shape).map_err(session)?;
+    fn olt_batch_matmul(&mut self, a: &[u64], b: &[u64], shape: (usize, usize, usize, usize), shift: u32, duplex: bool) -> Result<Vec<u64>, LinearError> {
+        let raw = self.olt_batch_matmul(a, b, shape, duplex).map_err(session)?;
         self.olt_back(raw, shift).map_err(session)
     }
     fn olt_parts(&mut self, (rows, in_dim, out_dim): (usize, usize, usize), key: Option<&str>) -> Result<OltParts<'_>, LinearError> {
@@ -521,7 +525,7 @@ impl Engine for SecureEngine<'_> {
         m: usize,
         n: usize,
     ) -> Result<Vec<u64>, NnError> {
-        let raw = self.olt_batch_matmul(a, b, (heads, k, m, n))?;
+        let raw = self.olt_batch_matmul(a, b, (heads, k, m, n), false)?;
         self.olt_back(raw, 0)
     }
     fn batch_matmul_shared_trunc(
@@ -531,7 +535,7 @@ impl Engine for SecureEngine<'_> {
         shape: (usize, usize, usize, usize),
         shift: u32,
     ) -> Result<Vec<u64>, NnError> {
-        let raw = self.olt_batch_matmul(a, b, shape)?;
+        let raw = self.olt_batch_matmul(a, b, shape, false)?;
         self.olt_back(raw, shift)
     }
     fn layer_matmul(

@@ -196,13 +196,14 @@ duplex_ab = [l for l in load("wan-duplex.jsonl") if l.get("bench") == "suites" a
     if (res / "wan-duplex.jsonl").exists() else []
 duplex_ratio = None
 if duplex_ab:
-    w("## Duplex bOLEe products at WAN3 (one sitting)")
+    w("## Duplex products (bOLEe, attention OLTs) at WAN3 (one sitting)")
     w("")
     w("From `wan-duplex.jsonl` (`scripts/bench_duplex.sh`, commands and commit in `wan-duplex.meta.json`;")
     w("`docs/results/wan.md` has the MiniLM/32 and BERT-base rows of the same sitting). The default")
-    w("now takes `mul = bole-duplex`: each bOLEe product of two chunks or more is queried half by")
-    w("each party, both halves crossing the full-duplex link at once; `nectar+mul=bole` is the")
-    w("default before it. `MB C→S / S→C`: per input, each way.")
+    w("now takes `mul = bole-duplex` (each bOLEe product of two chunks or more queried half by each")
+    w("party) and `matmul-shared = olt-duplex` (the attention's two OLTs in the same flights): both")
+    w("directions of the full-duplex link busy at once; `nectar+mul=bole+matmul-shared=olt` is the")
+    w("default before them. `MB C→S / S→C`: per input, each way.")
     w("")
     w("| suite | link | batch | seconds | s/input | MB/input | MB C→S / S→C | flights/input | inputs/min | vs plaintext |")
     w("|---|---|---:|---:|---:|---:|---|---:|---:|---:|")

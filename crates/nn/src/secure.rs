@@ -44,6 +44,10 @@
 //!   (`l' = 32`) and ROTL's `l = 37` only need two of the 47-bit primes (`t > 2^92`), i.e. 2
 //!   instead of 3 ciphertexts per query and per response ([`bole_narrow_params`]; one more
 //!   public-key exchange at setup).
+//!
+//! And one of nectar's, off by default (`mul = bole-duplex` turns it on): **duplex products**
+//! ([`SecureOpts::bole_duplex`], [`duplex_split`]) — a product of two chunks or more is queried
+//! half by each party under its own key, both halves crossing the link at once.
 
 use crate::backend::{Backend, LutIndex};
 use crate::NnError;

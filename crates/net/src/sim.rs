@@ -78,7 +78,7 @@ impl LinkModel {
         };
         let (b, r) = spec.split_once('/').ok_or_else(bad)?;
         let (mbps, rtt) = (b.trim().parse::<f64>().map_err(|_| bad())?, r.trim().parse::<f64>().map_err(|_| bad())?);
-        if !(mbps.is_finite() && mbps > 0.0 && rtt.is_finite() && rtt >= 0.0 && rtt <= 60_000.0) {
+        if !(mbps.is_finite() && mbps > 0.0 && (0.0..=60_000.0).contains(&rtt)) {
             return Err(format!("link '{spec}': bandwidth must be positive and the round trip in [0, 60000] ms"));
         }
         Ok(Some(LinkModel::from_rtt(mbps, rtt)))

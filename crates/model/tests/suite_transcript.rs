@@ -324,7 +324,7 @@ const PIN_BERT_EMBED: Pins = (0x31bc09e988a1eb88, 0xfcc63a2193631aa5, 0x9f50c7b6
 /// are fewer than the OLT's (every tiny model's rows), so the transcripts under `nectar` and
 /// `nimbus` and their encoders' secure outputs changed (the OLE's raw product is exact where
 /// the OLT's may be off by one); every twin hash and generated token did not.
-const PIN_BERT_EMBED_BATCH: Pins = (0xc7935797987da129, 0x61c15193b17734e2, 0xc2a46de7b1fe9926, 0x0ba0af4097413316);
+const PIN_BERT_EMBED_BATCH: Pins = (0x73b2dfe1cd43449a, 0x7441258e14cc2905, 0xb6528694e69e3009, 0x0ba0af4097413316);
 const PIN_BERT_CLASSIFY: Pins = (0xcf3ab05783dcbb41, 0xada4d21eb4145131, 0xf9506f823917a758, 0xd879d948488979b7);
 const PIN_GPT2: Pins = (0x50cace1295992aef, 0x4292dd3954a61bb9, 0x0682f5d74db5bd9d, 0x0682f5d74db5bd9d);
 const PIN_GPT2_OT_MIXED: Pins = (0x927931be548880ec, 0x68a17a3607ac6819, 0x391b611203cbca15, 0x391b611203cbca15);
@@ -409,8 +409,8 @@ fn generate_ahead_transcripts() {
 }
 
 /// Pinned 2026-11-30 (issue 49).
-const PIN_LLAMA_AHEAD: Pins = (0x2a1881dd736c4f8f, 0x2c2047c2c5ba6d06, 0x539cdf324dacfaed, 0x539cdf324dacfaed);
-const PIN_GPT2_AHEAD: Pins = (0x2b4ad657212f3a6b, 0xfc3879687d6ce7ad, 0x0682f5d74db5bd9d, 0x0682f5d74db5bd9d);
+const PIN_LLAMA_AHEAD: Pins = (0x4e56ff8bf654ea62, 0xac06bcb2b547ecdc, 0x539cdf324dacfaed, 0x539cdf324dacfaed);
+const PIN_GPT2_AHEAD: Pins = (0x0e7f9115a5a81780, 0x97998fed93a8dbc7, 0x0682f5d74db5bd9d, 0x0682f5d74db5bd9d);
 
 /// Pinned 2026-11-28 at 18474ca, before the rsqrt, norm and softmax kinds moved into the
 /// registry (issue 46); re-pinned the same day for issue 48 (see above), and on 2026-11-29 with
@@ -424,7 +424,13 @@ const PIN_GPT2_AHEAD: Pins = (0x2b4ad657212f3a6b, 0xfc3879687d6ce7ad, 0x0682f5d7
 /// `newton1` (an eighth-octave guess, one Newton step in three product layers), so the encoders'
 /// twins and outputs moved in their last bits (a different approximation of the same function,
 /// within its stated error); every generated token and every decoder twin hash is unchanged.
-const PIN_BERT_NECTAR: Pins = (0x13c11c6cfb5ad94c, 0xe2e1f09954813de8, 0x1ad7d0e4737a8d4f, 0xeb0d736aa573a0ce);
+/// Re-pinned 2026-12-01 (issues 48/52, session 48), the same default-based pins: the default's
+/// attention products run their two OLTs in the same flights (`matmul-shared = olt-duplex`:
+/// each party encrypts one cross term's query and evaluates the other's), so every transcript
+/// changed and the encoders' secure outputs moved by the OLT's H2A LSB (other randomness);
+/// every twin hash and generated token is unchanged. (`mul = bole-duplex` splits products of
+/// two chunks or more only, none of them in these tiny models.)
+const PIN_BERT_NECTAR: Pins = (0xcea7ad1870681b8a, 0xd44ef30c33c998b0, 0x7137ea24307e1684, 0xeb0d736aa573a0ce);
 const PIN_BERT_EAST: Pins = (0xaad95844dfb02b13, 0x73817b086b9386b3, 0xcf98f3f13c4d0dc4, 0x78fcaa65e35febcc);
 const PIN_BERT_ROTL: Pins = (0x12fad6fad00513de, 0x6120ca9f53bbfb0e, 0xff04ee483b1a525b, 0xeb16351625208a38);
 /// `PIN_LLAMA_*` re-pinned 2026-11-30 with `PIN_LLAMA` (grouped-query attention), `nectar`'s and
@@ -432,20 +438,20 @@ const PIN_BERT_ROTL: Pins = (0x12fad6fad00513de, 0x6120ca9f53bbfb0e, 0xff04ee483
 /// `PIN_LLAMA_GRID` re-pinned 2026-11-30 again (issue 49, transcripts only; every output and twin
 /// hash unchanged): the default's decoding step runs its weight products on rows prepared a step
 /// ahead (`matmul = olt-ahead`, [`generate_ahead_transcripts`]).
-const PIN_LLAMA_NECTAR: Pins = (0x61c98fdbb48d3464, 0xc888d9380bc33714, 0xb604bb7352ea6eda, 0xb604bb7352ea6eda);
+const PIN_LLAMA_NECTAR: Pins = (0x4fc32b69c1f79fdd, 0x819dedb6e5436e47, 0xb604bb7352ea6eda, 0xb604bb7352ea6eda);
 const PIN_LLAMA_EAST: Pins = (0xc7fa5c77214b7ad8, 0x36ea794d5db8752e, 0x9ec906393759c165, 0x9ec906393759c165);
 
 /// Pinned 2026-11-29 (issue 47): the `nimbus` preset (COP matmuls and lookup, the fitted GeLU,
 /// SiLU and exp); re-pinned 2026-11-30 with `PIN_BERT_NECTAR` (the OLE `r ⊗ γ`) and `PIN_LLAMA`.
-const PIN_BERT_NIMBUS: Pins = (0x192682ad261f3d1d, 0xee06bb08e679db54, 0xa515b06aa0b805b6, 0x13763f505dea1183);
-const PIN_LLAMA_NIMBUS: Pins = (0x3ea42be22e0b8baa, 0x818fc7fabea1f354, 0x8f8aaba7d8bde3a1, 0x8f8aaba7d8bde3a1);
+const PIN_BERT_NIMBUS: Pins = (0xf7162e784c0f23e0, 0x8a1dca638ade2983, 0x7e54f37c7888339b, 0x13763f505dea1183);
+const PIN_LLAMA_NIMBUS: Pins = (0x77788bf86cc038de, 0xd8bda7f2175cd7d0, 0x8f8aaba7d8bde3a1, 0x8f8aaba7d8bde3a1);
 
 /// Pinned 2026-11-28 before the matmul kinds moved into the registry (issue 46); re-pinned
 /// 2026-11-29 (issue 50): the ct × pt matmul rescales each giant step's sum before rotating it,
 /// so the server's CKKS noise and the shares differ (the twin's hash, last, is unchanged).
 /// Pinned 2026-11-30 (issue 48): `softmax = grid` (the row max by one rounding and all-pairs
 /// groups, the row sums' reciprocal in `Z_2^45`) under the default suite.
-const PIN_BERT_GRID: Pins = (0x08448807a7820fb9, 0x669a09ebc331e6b5, 0xddbf28fc5712eb1d, 0xab186da7367a5fea);
-const PIN_LLAMA_GRID: Pins = (0xd96214bc068b5d3d, 0xacc3ecece7300fe0, 0xccace8590440b25a, 0xccace8590440b25a);
+const PIN_BERT_GRID: Pins = (0x428aa718cd5483d6, 0xa1450d0ebb21a243, 0x3ca8bb5ce60f4946, 0xab186da7367a5fea);
+const PIN_LLAMA_GRID: Pins = (0x31e473eed69777b3, 0xa8ca57641c87b9fe, 0xccace8590440b25a, 0xccace8590440b25a);
 
 const PIN_BERT_CKKS: Pins = (0x5826778810401b51, 0x02deb2246fd2bce8, 0xa1e2521094d00eca, 0x0c2ad28cfa485650);

@@ -224,7 +224,7 @@ fn answer_range(
 /// The duplex bOLEe's query side, away from the channel (issue 52): the queries of `vs` (one
 /// length) as one frame — each vector's `chunks × primes` ciphertexts in turn — for
 /// [`nectar_net::Channel::send_while_receiving`], the peer's [`answer_frame`] takes it.
-pub fn query_frame(sess: &HeSession, vs: &[&[u64]], l: u32, prg: &mut Prg) -> Result<(Vec<u8>, Vec<SentQuery>), LinearError> {
+pub fn query_frame(sess: &HeSession, vs: &[&[u64]], l: u32, prg: &mut Prg) -> Result<Vec<u8>, LinearError> {
     let params = &sess.params;
     let m = crt(params)?;
     m.check_ring(l)?;
@@ -245,7 +245,7 @@ pub fn query_frame(sess: &HeSession, vs: &[&[u64]], l: u32, prg: &mut Prg) -> Re
             .collect::<Result<_, LinearError>>()?;
         cts.extend(part);
     }
-    Ok((wire::cts_to_bytes(params, &cts)?, vs.iter().map(|v| SentQuery { len: v.len(), l }).collect()))
+    wire::cts_to_bytes(params, &cts)
 }
 
 /// The duplex bOLEe's response side, away from the channel: the peer's `fresh` queries of

@@ -652,7 +652,7 @@ impl<'c> SecureBackend<'c> {
         }
         let he = (if narrow { self.he_narrow.as_ref() } else { self.he.as_ref() })
             .ok_or_else(|| NnError::BadArgument("no bOLEe session".into()))?;
-        let (qframe, _) = nectar_linear::bole::query_frame(he, &fresh, l, &mut self.prg).map_err(be)?;
+        let qframe = nectar_linear::bole::query_frame(he, &fresh, l, &mut self.prg).map_err(be)?;
         let first = self.mpc.lead() == self.role;
         let got = self.ch.send_while_receiving(&[header, qframe], 2, first).map_err(be)?;
         let (peer_header, peer_q) = match got.as_slice() {

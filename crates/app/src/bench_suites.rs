@@ -24,7 +24,7 @@ use nectar_model::secure::{OpRecord, Output, Profile, Query, SecureEngine, Secur
 use nectar_model::Suite;
 use nectar_net::{linked_pair, Channel, LinkModel, Role, Stats};
 use crate::child_party::{accept_child, finish, listen, reset_peak_rss};
-use nectar_net::{Simulated, TcpChannel};
+use nectar_net::{Event, Simulated, TcpChannel, Traced};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -48,6 +48,9 @@ pub struct Args<'a> {
     /// Inputs per query (issue 52): `batch` different inputs of `tokens` tokens each in one
     /// [`nectar_model::secure::Task::Batch`] (1: one plain query).
     pub batch: usize,
+    /// With `in_process`: record both parties' message traces ([`nectar_net::Traced`]) for
+    /// `nectar tune`'s replay.
+    pub trace: bool,
 }
 
 /// The default input text (cut or repeated to `--tokens`).
@@ -64,6 +67,8 @@ struct Party {
     profile: Profile,
     /// This party's own peak RSS during the run (`None`: both parties shared the process).
     peak_rss: Option<u64>,
+    /// Its message trace from the channel's creation (session setup included), when traced.
+    events: Vec<Event>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -102,7 +107,7 @@ fn party(
     .map_err(|e| format!("{role:?}: {e}"))?;
     let seconds = t1.elapsed().as_secs_f64();
     let traffic = nectar_model::secure::Engine::net_stats(&e) - s1;
-    Ok(Party { output, setup_seconds, setup, seconds, traffic, profile: e.take_profile(), peak_rss: None })
+    Ok(Party { output, setup_seconds, setup, seconds, traffic, profile: e.take_profile(), peak_rss: None, events: Vec::new() })
 }
 
 /// `batch` different inputs of `n` tokens from `ids` ([`fit_ids`]; input `b` starts its inner
@@ -211,6 +216,9 @@ pub struct Measured {
     pub score: Option<f64>,
     pub client: Profile,
     pub server: Option<Profile>,
+    /// Both parties' message traces (with `Args::trace`; else empty).
+    pub client_events: Vec<Event>,
+    pub server_events: Vec<Event>,
     /// The bench line `nectar bench suites --json` prints for this run.
     pub line: serde_json::Value,
 }
@@ -231,6 +239,8 @@ pub fn measure(a: &Args, suites: &[Suite]) -> Result<Vec<Measured>, String> {
                 score: r.score,
                 server: a.in_process.then(|| r.server.profile.clone()),
                 client: r.client.profile,
+                client_events: r.client.events,
+                server_events: r.server.events,
                 line,
             }
         })
@@ -296,15 +306,23 @@ fn run_once(
     let bar = (!json).then(|| crate::progress::QueryBar::new(&suite.label()));
     let hook = bar.as_ref().map(|b| b.hook());
     let (srv, cli) = if a.in_process {
-        let (mut c0, mut c1) = linked_pair(link);
+        let (c0, c1) = linked_pair(link);
+        let (mut c0, mut c1) = (Traced::new(c0), Traced::new(c1));
         let w: &dyn WeightSource = server.weights.as_ref();
         let (rs, rc) = std::thread::scope(|s| {
-            let h = s.spawn(|| party(&mut *c1, Role::Client, suite, &server.config, None, input, task, hook, a.memory_budget));
-            let rs = party(&mut *c0, Role::Server, suite, &server.config, Some(w), input, task, None, a.memory_budget);
+            let h = s.spawn(|| party(&mut c1, Role::Client, suite, &server.config, None, input, task, hook, a.memory_budget));
+            let rs = party(&mut c0, Role::Server, suite, &server.config, Some(w), input, task, None, a.memory_budget);
             (rs, h.join().unwrap_or_else(|_| Err("the client thread panicked".into())))
         });
-        (rs?, rc?)
+        let (mut rs, mut rc) = (rs?, rc?);
+        if a.trace {
+            (rs.events, rc.events) = (c0.events().to_vec(), c1.events().to_vec());
+        }
+        (rs, rc)
     } else {
+        if a.trace {
+            return Err("message traces are recorded with both parties in this process only".into());
+        }
         two_processes(a, suite, link, &server.config, input, task, hook)?
     };
     if let Some(b) = &bar {
@@ -411,6 +429,7 @@ fn two_processes(
         traffic: stats("traffic")?,
         profile: Profile::default(),
         peak_rss: v["peak_rss_bytes"].as_u64(),
+        events: Vec::new(),
     };
     Ok((server, client))
 }

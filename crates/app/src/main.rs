@@ -1125,6 +1125,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     memory_budget: memory_budget_mib << 20,
                     repeat: repeat as usize,
                     batch: batch as usize,
+                    trace: false,
                 };
                 match server_party {
                     Some(addr) => bench_suites::run_server_party(&args, &addr),

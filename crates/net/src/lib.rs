@@ -17,11 +17,13 @@ pub mod mem;
 pub mod sim;
 pub mod stats;
 pub mod tcp;
+pub mod trace;
 
 pub use mem::MemChannel;
 pub use sim::{linked_pair, LinkModel, Simulated};
 pub use stats::Stats;
 pub use tcp::TcpChannel;
+pub use trace::{replay, Event, Traced};
 
 /// Bytes of the frame header (the payload length, `u32` little-endian).
 pub const FRAME_HEADER: usize = 4;

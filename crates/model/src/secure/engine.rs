@@ -339,6 +339,8 @@ impl Timing {
             e.profile_mut()
                 .record(op, protocol, self.t0.elapsed().as_secs_f64(), delta);
             e.profile_mut().record_prepro(op, pb - self.pre.0, ps - self.pre.1);
+            let msgs = |s: &nectar_net::Stats| s.msgs_sent + s.msgs_recv;
+            e.profile_mut().record_span(op, msgs(&self.before), msgs(&self.before) + msgs(&delta));
         }
     }
 }

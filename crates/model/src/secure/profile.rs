@@ -29,6 +29,11 @@ pub struct OpRecord {
     pub prepro_bytes: u64,
     #[serde(default)]
     pub prepro_seconds: f64,
+    /// Each call's messages on this end's channel, `[first, end)` in the channel's count of
+    /// frames sent and received (`msgs_sent + msgs_recv`): where its frames sit in a message
+    /// trace ([`nectar_net::Traced`], `nectar tune`). Not serialized.
+    #[serde(skip)]
+    pub spans: Vec<(u64, u64)>,
 }
 
 impl OpRecord {
@@ -89,6 +94,14 @@ impl Profile {
         r.rounds += delta.rounds;
     }
 
+    /// Notes where the last call recorded for `op` sits in the channel's messages
+    /// ([`OpRecord::spans`]).
+    pub fn record_span(&mut self, op: &str, first: u64, end: u64) {
+        if let Some(r) = self.ops.iter_mut().find(|r| r.op == op) {
+            r.spans.push((first, end));
+        }
+    }
+
     /// Adds the preprocessing part of the last call recorded for `op`.
     pub fn record_prepro(&mut self, op: &str, bytes: u64, seconds: f64) {
         if let Some(r) = self.ops.iter_mut().find(|r| r.op == op) {
@@ -128,6 +141,7 @@ impl Profile {
             self.record_prepro(&r.op, r.prepro_bytes, r.prepro_seconds);
             if let Some(x) = self.ops.iter_mut().find(|x| x.op == r.op) {
                 x.calls += r.calls - 1;
+                x.spans.extend_from_slice(&r.spans);
             }
         }
     }

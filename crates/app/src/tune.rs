@@ -150,15 +150,38 @@ fn rows_of(client: &Profile, server: &Profile) -> Result<Vec<Row>, String> {
 /// Predicted seconds of each row of `c` on `link`: the client's clock over the row's calls
 /// when both traces are replayed there; a row without messages costs its measured seconds.
 pub fn row_costs(c: &Calibrated, link: &LinkModel) -> Result<Vec<f64>, String> {
+    let ends = replay_of(c, link, false)?;
+    over_spans(c, &ends, |r| r.seconds)
+}
+
+/// What the link alone costs each row of `c`: per row the seconds of its calls when both traces
+/// are replayed on `link` without their computation, and the one-way latencies on its critical
+/// path (the same replay at unlimited bandwidth and a latency of one second). The floor a row
+/// keeps on that link however fast this machine computes.
+pub fn link_costs(c: &Calibrated, link: &LinkModel) -> Result<Vec<(f64, u64)>, String> {
+    let secs = over_spans(c, &replay_of(c, link, true)?, |_| 0.0)?;
+    let unit = LinkModel { bandwidth_bps: f64::INFINITY, latency: std::time::Duration::from_secs(1) };
+    let flights = over_spans(c, &replay_of(c, &unit, true)?, |_| 0.0)?;
+    Ok(secs.into_iter().zip(flights).map(|(s, f)| (s, f.round() as u64)).collect())
+}
+
+/// The client's replayed clock after each of its events (`bare`: the computation left out).
+fn replay_of(c: &Calibrated, link: &LinkModel, bare: bool) -> Result<Vec<f64>, String> {
     if c.client_events.is_empty() || c.server_events.is_empty() {
         return Err(format!("the calibration of {} holds no message traces (--recalibrate)", c.spec));
     }
-    let ends = replay(&c.client_events, &c.server_events, link).map_err(|e| format!("{}: {e}", c.spec))?;
+    let strip = |t: &[Event]| t.iter().map(|e| Event { gap_ns: if bare { 0 } else { e.gap_ns }, ..*e }).collect::<Vec<_>>();
+    replay(&strip(&c.client_events), &strip(&c.server_events), link).map_err(|e| format!("{}: {e}", c.spec))
+}
+
+/// Per row of `c`, the clock `ends` summed over its calls' spans; `idle` prices a row without
+/// messages.
+fn over_spans(c: &Calibrated, ends: &[f64], idle: impl Fn(&Row) -> f64) -> Result<Vec<f64>, String> {
     c.rows
         .iter()
         .map(|r| {
             if r.spans.iter().all(|&(a, b)| a == b) {
-                return Ok(r.seconds);
+                return Ok(idle(r));
             }
             r.spans
                 .iter()
@@ -371,8 +394,12 @@ pub fn run(a: &Args) -> Result<(), String> {
     let choice = choose(&cal, &link)?;
     let suite = crate::suites::resolve(Some(&choice.spec), None, &[], BASE)?;
     suite.validate().map_err(|e| format!("tuned suite {}: {e}", choice.spec))?;
-    let base_pred: f64 = row_costs(&cal.runs[0], &link)?.iter().sum();
-    let base_flights = critical_flights(&cal.runs[0].client_events, &cal.runs[0].server_events)?;
+    let base = &cal.runs[0];
+    let base_costs = row_costs(base, &link)?;
+    let base_pred: f64 = base_costs.iter().sum();
+    let base_flights = critical_flights(&base.client_events, &base.server_events)?;
+    let base_link = link_costs(base, &link)?;
+    let base_link_seconds: f64 = base_link.iter().map(|(s, _)| s).sum();
     let measured = if a.no_run {
         None
     } else {
@@ -392,6 +419,11 @@ pub fn run(a: &Args) -> Result<(), String> {
             "predicted_seconds": choice.predicted,
             "base_predicted_seconds": base_pred,
             "base_critical_flights": base_flights,
+            "base_link_seconds": base_link_seconds,
+            "base_rows": base.rows.iter().zip(&base_costs).zip(&base_link).map(|((r, p), (l, f))| serde_json::json!({
+                "op": r.op, "protocol": r.protocol, "calls": r.spans.len(), "compute_seconds": r.seconds,
+                "predicted_seconds": p, "link_seconds": l, "critical_flights": f,
+            })).collect::<Vec<_>>(),
             "prediction": "replay of the calibration's message traces",
             "picks": choice.picks.iter().map(|(g, set, s)| serde_json::json!({ "group": g, "protocols": set, "predicted_seconds": s })).collect::<Vec<_>>(),
             "measured_seconds": measured.as_ref().map(|m| m.seconds),
@@ -409,6 +441,7 @@ pub fn run(a: &Args) -> Result<(), String> {
     }
     crate::outln!("suite      {}", choice.spec);
     crate::outln!("predicted  {:.2} s (the base {BASE} alone: {:.2} s, {base_flights} one-way latencies on its critical path)", choice.predicted, base_pred);
+    crate::outln!("floor      {base_link_seconds:.2} s: the base's messages on this link with no computation");
     if let Some(m) = &measured {
         let err = (m.seconds - choice.predicted) / choice.predicted * 100.0;
         crate::outln!(
@@ -486,6 +519,12 @@ mod tests {
         assert_eq!(slow.spec, "nectar+softmax=lut+exp=lut+reciprocal=lut");
         let want = trips(1, 1000, 1, &wan3) + trips(50, 500_000, 30, &wan3) + trips(50, 100_000, 20, &wan3);
         assert!((slow.predicted - want).abs() < 1e-9, "{} vs {want}", slow.predicted);
+        // the link alone: each row's round trips without their computation
+        let floor = link_costs(&cal.runs[0], &wan3)?;
+        let want = [trips(1, 1000, 0, &wan3), trips(200, 25_000, 0, &wan3), trips(50, 100_000, 0, &wan3)];
+        for ((s, f), (w, n)) in floor.iter().zip(want.iter().zip([2, 400, 100])) {
+            assert!((s - w).abs() < 1e-9 && *f == n, "{s} s, {f} flights vs {w} s, {n}");
+        }
         // a calibration without traces is refused, not priced at zero
         let mut bare = cal.clone();
         bare.runs[1].client_events.clear();

@@ -400,6 +400,15 @@ pub fn run(a: &Args) -> Result<(), String> {
     let base_flights = critical_flights(&base.client_events, &base.server_events)?;
     let base_link = link_costs(base, &link)?;
     let base_link_seconds: f64 = base_link.iter().map(|(s, _)| s).sum();
+    // every candidate's messages alone on this link: the floor no choice among them goes under
+    let floors = cal
+        .runs
+        .iter()
+        .map(|c| {
+            let secs: f64 = link_costs(c, &link)?.iter().map(|(s, _)| s).sum();
+            Ok((c.spec.as_str(), secs, critical_flights(&c.client_events, &c.server_events)?))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
     let measured = if a.no_run {
         None
     } else {
@@ -424,6 +433,7 @@ pub fn run(a: &Args) -> Result<(), String> {
                 "op": r.op, "protocol": r.protocol, "calls": r.spans.len(), "compute_seconds": r.seconds,
                 "predicted_seconds": p, "link_seconds": l, "critical_flights": f,
             })).collect::<Vec<_>>(),
+            "candidates_link": floors.iter().map(|(spec, s, f)| serde_json::json!({ "suite": spec, "link_seconds": s, "critical_flights": f })).collect::<Vec<_>>(),
             "prediction": "replay of the calibration's message traces",
             "picks": choice.picks.iter().map(|(g, set, s)| serde_json::json!({ "group": g, "protocols": set, "predicted_seconds": s })).collect::<Vec<_>>(),
             "measured_seconds": measured.as_ref().map(|m| m.seconds),

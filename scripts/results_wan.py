@@ -1,5 +1,5 @@
 """docs/results/wan.md from wan.jsonl (`nectar bench suites --json` on each link), tune.jsonl
-(`nectar tune --json`), wan-model.jsonl (`nectar bench model --json`) and wan.meta.json
+and wan-floor.jsonl (`nectar tune --json`), wan-model.jsonl (`nectar bench model --json`) and wan.meta.json
 (issue 48)."""
 import json
 import sys
@@ -345,6 +345,83 @@ if tuneq:
     w("")
     for t in tunes_q:
         w(f"- `{t['net']}`: " + "; ".join(f"{g['group']} `{g['protocols']}` ({g['predicted_seconds']:.2f} s)" for g in t.get("picks", [])))
+    w("")
+
+floor = lines("wan-floor.jsonl")
+if floor:
+    fm = meta("wan-floor.meta.json")
+    if len(floor) != len(fm["commands"]):
+        sys.exit(f"wan-floor: {len(floor)} lines for {len(fm['commands'])} commands")
+    w("")
+    w("## Where the link's time goes: the default's messages with no computation")
+    w("")
+    w("Generated from `wan-floor.jsonl` and `wan-floor.meta.json` (`scripts/bench_floor.sh`):")
+    w("")
+    provenance(w, fm)
+    w("")
+    w("`nectar tune --json` replays the calibration's message traces (both parties, every frame's")
+    w("size and the computation before it) on the link once more **without the computation**: what")
+    w("the messages alone cost there, however fast the two machines compute (`link s`), and the")
+    w("same replay at unlimited bandwidth with a latency of one, the one-way latencies on the")
+    w("critical path (`critical flights`). Both are per operator of the base suite `nectar`")
+    w("(`link_costs` in `crates/app/src/tune.rs`), and summed over every candidate suite of the")
+    w("calibration. `latency s` is critical flights × the one-way latency; the rest of `link s` is")
+    w("the transfer the path waits for. `compute s` is the calibration's measured computation")
+    w("(both parties in one process, no link).")
+    w("")
+    w("| link | one-way ms | base predicted s | base link s | base critical flights | latency s | tuned suite | tuned predicted s |")
+    w("|---|---:|---:|---:|---:|---:|---|---:|")
+    for t in floor:
+        ow = LINKS[t["net"]][1] / 2
+        w(f"| `{t['net']}` | {ow:g} | {t['base_predicted_seconds']:.2f} | {t['base_link_seconds']:.2f} | {t['base_critical_flights']} | "
+          f"{t['base_critical_flights'] * ow / 1e3:.2f} | `{t['suite']}` | {t['predicted_seconds']:.2f} |")
+    w3 = next((t for t in floor if t["net"] == "blb-wan3"), None)
+    if w3:
+        ow = LINKS["blb-wan3"][1] / 2e3
+        w("")
+        w("Per operator of `nectar` at `blb-wan3` (each row all the calls of that operator in the six layers):")
+        w("")
+        w("| operator | protocol | calls | critical flights | per call | latency s | link s | compute s | predicted s |")
+        w("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+        rows = w3["base_rows"]
+        for r in rows:
+            w(f"| {r['op']} | `{r['protocol']}` | {r['calls']} | {r['critical_flights']} | {r['critical_flights'] / r['calls']:.1f} | "
+              f"{r['critical_flights'] * ow:.2f} | {r['link_seconds']:.2f} | {r['compute_seconds']:.2f} | {r['predicted_seconds']:.2f} |")
+        tot = lambda k: sum(r[k] for r in rows)
+        w(f"| **total** | | | {tot('critical_flights')} | | {tot('critical_flights') * ow:.2f} | {tot('link_seconds'):.2f} | "
+          f"{tot('compute_seconds'):.2f} | {tot('predicted_seconds'):.2f} |")
+        w("")
+        w("Every candidate suite of the calibration at `blb-wan3`, its messages alone:")
+        w("")
+        w("| candidate suite | link s | critical flights | latency s |")
+        w("|---|---:|---:|---:|")
+        for c in w3["candidates_link"]:
+            w(f"| `{c['suite']}` | {c['link_seconds']:.2f} | {c['critical_flights']} | {c['critical_flights'] * ow:.2f} |")
+        best = min(w3["candidates_link"], key=lambda c: c["link_seconds"])
+        big = sorted(rows, key=lambda r: -r["critical_flights"])[:3]
+        share = sum(r["critical_flights"] for r in big) / max(1, tot("critical_flights")) * 100
+        w("")
+        w("**The ≤ 45 s target at `blb-wan3` (issue 48).** On this link the base suite's messages")
+        w(f"alone take {w3['base_link_seconds']:.1f} s — {w3['base_critical_flights']} one-way latencies of 40 ms on the")
+        w(f"critical path ({w3['base_critical_flights'] * ow:.1f} s) plus the transfer they wait for — and the cheapest")
+        w(f"candidate's messages {best['link_seconds']:.1f} s (`{best['suite']}`): no choice of these protocols, and no")
+        w("amount of computing speed, reaches 45 s. What must move is the critical path: "
+          + ", ".join(f"{r['op']} ({r['critical_flights']} flights, {r['critical_flights'] / r['calls']:.0f} per call)" for r in big)
+          + f" hold {share:.0f} % of it. At 45 s less the transfer")
+        xfer = w3["base_link_seconds"] - w3["base_critical_flights"] * ow
+        cmp = tot("predicted_seconds") - w3["base_link_seconds"]
+        budget = 45 - xfer - max(0.0, cmp)
+        w(f"({xfer:.1f} s) and the computation the replay does not hide ({max(0.0, cmp):.1f} s: predicted less link), the latency budget")
+        w(f"is {budget:.1f} s, **about {budget / ow:.0f} critical flights** against {w3['base_critical_flights']} today (an estimate: it holds")
+        w("the transfer and the computation at today's). Each operator's flights are already one per")
+        w("step of its chain of dependent steps (the lead passes between the parties, `nectar_mpc::ctx`);")
+        w("what remains is the depth of those chains — a comparison's OT and AND-tree levels, Newton and")
+        w("squaring products, truncations — and steps that do not depend on each other (the exponential's")
+        w("clip test and its polynomial, for one: `exp = taylor4` compares, then squares, then selects)")
+        w("still take their flights one after the other, because every protocol runs on one channel in")
+        w("sequence. Halving the depth again needs shorter chains (fewer comparison levels and products")
+        w("per operator) and independent steps sharing flights (two protocols on one link at once), not")
+        w("another choice among today's protocols.")
     w("")
 
 graded = lines("wan-graded.jsonl")

@@ -30,7 +30,7 @@ use crate::bench_suites::{measure, Args as SuitesArgs, Measured};
 use crate::tuned::{store_tuned, tune_dir, write_json};
 use nectar_model::secure::Profile;
 use nectar_model::Suite;
-use nectar_net::trace::critical_flights;
+use nectar_net::trace::{critical_flights, without_computation, FLIGHT_COUNTER};
 use nectar_net::{replay, Event, LinkModel};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -160,8 +160,7 @@ pub fn row_costs(c: &Calibrated, link: &LinkModel) -> Result<Vec<f64>, String> {
 /// keeps on that link however fast this machine computes.
 pub fn link_costs(c: &Calibrated, link: &LinkModel) -> Result<Vec<(f64, u64)>, String> {
     let secs = over_spans(c, &replay_of(c, link, true)?, |_| 0.0)?;
-    let unit = LinkModel { bandwidth_bps: f64::INFINITY, latency: std::time::Duration::from_secs(1) };
-    let flights = over_spans(c, &replay_of(c, &unit, true)?, |_| 0.0)?;
+    let flights = over_spans(c, &replay_of(c, &FLIGHT_COUNTER, true)?, |_| 0.0)?;
     Ok(secs.into_iter().zip(flights).map(|(s, f)| (s, f.round() as u64)).collect())
 }
 
@@ -170,8 +169,12 @@ fn replay_of(c: &Calibrated, link: &LinkModel, bare: bool) -> Result<Vec<f64>, S
     if c.client_events.is_empty() || c.server_events.is_empty() {
         return Err(format!("the calibration of {} holds no message traces (--recalibrate)", c.spec));
     }
-    let strip = |t: &[Event]| t.iter().map(|e| Event { gap_ns: if bare { 0 } else { e.gap_ns }, ..*e }).collect::<Vec<_>>();
-    replay(&strip(&c.client_events), &strip(&c.server_events), link).map_err(|e| format!("{}: {e}", c.spec))
+    let r = if bare {
+        replay(&without_computation(&c.client_events), &without_computation(&c.server_events), link)
+    } else {
+        replay(&c.client_events, &c.server_events, link)
+    };
+    r.map_err(|e| format!("{}: {e}", c.spec))
 }
 
 /// Per row of `c`, the clock `ends` summed over its calls' spans; `idle` prices a row without
@@ -397,18 +400,16 @@ pub fn run(a: &Args) -> Result<(), String> {
     let base = &cal.runs[0];
     let base_costs = row_costs(base, &link)?;
     let base_pred: f64 = base_costs.iter().sum();
-    let base_flights = critical_flights(&base.client_events, &base.server_events)?;
-    let base_link = link_costs(base, &link)?;
-    let base_link_seconds: f64 = base_link.iter().map(|(s, _)| s).sum();
-    // every candidate's messages alone on this link: the floor no choice among them goes under
+    // every candidate's messages alone on this link (per row), and its critical flights: the
+    // floor no choice among them goes under; the base's rows are the first
+    let links = cal.runs.iter().map(|c| link_costs(c, &link)).collect::<Result<Vec<_>, String>>()?;
     let floors = cal
         .runs
         .iter()
-        .map(|c| {
-            let secs: f64 = link_costs(c, &link)?.iter().map(|(s, _)| s).sum();
-            Ok((c.spec.as_str(), secs, critical_flights(&c.client_events, &c.server_events)?))
-        })
+        .zip(&links)
+        .map(|(c, l)| Ok((c.spec.as_str(), l.iter().map(|(s, _)| s).sum::<f64>(), critical_flights(&c.client_events, &c.server_events)?)))
         .collect::<Result<Vec<_>, String>>()?;
+    let (base_link, (_, base_link_seconds, base_flights)) = (&links[0], floors[0]);
     let measured = if a.no_run {
         None
     } else {
@@ -429,7 +430,7 @@ pub fn run(a: &Args) -> Result<(), String> {
             "base_predicted_seconds": base_pred,
             "base_critical_flights": base_flights,
             "base_link_seconds": base_link_seconds,
-            "base_rows": base.rows.iter().zip(&base_costs).zip(&base_link).map(|((r, p), (l, f))| serde_json::json!({
+            "base_rows": base.rows.iter().zip(&base_costs).zip(base_link).map(|((r, p), (l, f))| serde_json::json!({
                 "op": r.op, "protocol": r.protocol, "calls": r.spans.len(), "compute_seconds": r.seconds,
                 "predicted_seconds": p, "link_seconds": l, "critical_flights": f,
             })).collect::<Vec<_>>(),

@@ -175,15 +175,22 @@ pub fn replay(a: &[Event], b: &[Event], link: &LinkModel) -> Result<Vec<f64>, St
     }
 }
 
+/// A link of unlimited bandwidth and a one-way latency of one second: a replay of traces
+/// [`without_computation`] on it ends at the number of one-way latencies on its critical path.
+pub const FLIGHT_COUNTER: LinkModel = LinkModel { bandwidth_bps: f64::INFINITY, latency: std::time::Duration::from_secs(1) };
+
+/// `t` with every computation gap zeroed: what the link alone adds to a replay.
+pub fn without_computation(t: &[Event]) -> Vec<Event> {
+    t.iter().map(|e| Event { gap_ns: 0, ..*e }).collect()
+}
+
 /// One-way latencies on the critical path of the two traces: [`replay`] with no computation,
 /// unlimited bandwidth and a latency of one (a duplex step counts once, where
 /// [`Stats::rounds`] of both parties count it twice).
 pub fn critical_flights(a: &[Event], b: &[Event]) -> Result<u64, String> {
-    let strip = |t: &[Event]| t.iter().map(|e| Event { gap_ns: 0, ..*e }).collect::<Vec<_>>();
-    let link = LinkModel { bandwidth_bps: f64::INFINITY, latency: std::time::Duration::from_secs(1) };
-    let (sa, sb) = (strip(a), strip(b));
-    let ends_a = replay(&sa, &sb, &link)?;
-    let ends_b = replay(&sb, &sa, &link)?;
+    let (sa, sb) = (without_computation(a), without_computation(b));
+    let ends_a = replay(&sa, &sb, &FLIGHT_COUNTER)?;
+    let ends_b = replay(&sb, &sa, &FLIGHT_COUNTER)?;
     let last = |v: &[f64]| v.last().copied().unwrap_or(0.0);
     Ok(last(&ends_a).max(last(&ends_b)).round() as u64)
 }

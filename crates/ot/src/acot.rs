@@ -16,6 +16,13 @@
 //! `2^{l−j}` (it is multiplied by `2^j` afterwards), so its COT runs over `Z_{2^{l−j}}`:
 //! `l(l + 1)/2` payload bits per cross term instead of `l²` (CrypTFlow2's / SiRNN's
 //! multiplication, REFERENCE.md §2.5).
+//!
+//! **Payload in frames** (nectar, issues 48/52): a payload of more than [`PAYLOAD_CHUNK`]
+//! instances leaves in frames of that many (a whole number of width patterns), each hashed and
+//! sent before the next is hashed, and the receiver finishes each frame's instances as it
+//! arrives: the sender's hashing, the transfer and the receiver's hashing overlap instead of
+//! following one another (the same flight; a large ACOT's time tends to the largest of the
+//! three). Same outputs; the payload bytes differ only by each frame's rounding up to a byte.
 
 use crate::bits::{mask128, or_word, pack_bits, pack_words, unpack_bits, unpack_words, word_at, WORD_SLACK};
 use crate::crhash::Crh;
@@ -124,6 +131,69 @@ fn unpack_graded(bytes: Vec<u8>, n: usize, widths: &[u32]) -> Result<Vec<u128>, 
         .collect())
 }
 
+/// Instances per payload frame of a large ACOT (AGREEMENT: both parties cut the payload at the
+/// same instances; rounded down to a whole number of width patterns, at least one). About
+/// 0.4 MB of 64-bit payload: a few milliseconds of hashing and of transfer at 1 Gbit/s.
+pub const PAYLOAD_CHUNK: usize = 1 << 16;
+
+/// How a payload is laid out: `l`-bit words, or a graded width pattern.
+#[derive(Clone, Copy)]
+enum Layout<'a> {
+    Words(u32),
+    Graded(&'a [u32]),
+}
+
+impl Layout<'_> {
+    /// Instances per frame ([`PAYLOAD_CHUNK`] in whole width patterns).
+    fn chunk(&self) -> usize {
+        match self {
+            Layout::Words(_) => PAYLOAD_CHUNK,
+            Layout::Graded(w) => (PAYLOAD_CHUNK / w.len()).max(1) * w.len(),
+        }
+    }
+    fn pack(&self, y: &[u128]) -> Vec<u8> {
+        match self {
+            Layout::Words(l) => pack_words(y, *l as usize),
+            Layout::Graded(w) => pack_graded(y, w),
+        }
+    }
+    fn unpack(&self, bytes: Vec<u8>, n: usize) -> Result<Vec<u128>, OtError> {
+        match self {
+            Layout::Words(l) => unpack_words(&bytes, n, *l as usize),
+            Layout::Graded(w) => unpack_graded(bytes, n, w),
+        }
+    }
+}
+
+/// The frames of `n` instances: `(offset, end)` of each, one frame (possibly empty) when `n`
+/// fits one.
+fn frames(n: usize, chunk: usize) -> impl Iterator<Item = (usize, usize)> {
+    let count = n.div_ceil(chunk).max(1);
+    (0..count).map(move |k| (k * chunk, ((k + 1) * chunk).min(n)))
+}
+
+/// The sender's step 2 and its payload, frame by frame (module docs): returns `x_i`.
+#[allow(clippy::too_many_arguments)]
+fn send_payload<C: Channel + ?Sized>(ch: &mut C, crh: &Crh, delta: u128, first: u64, q: &[u128], d: &[bool], deltas: &[u128], masks: &[u128], layout: Layout<'_>) -> Result<Vec<u128>, OtError> {
+    let mut x = Vec::with_capacity(deltas.len());
+    for (o, e) in frames(deltas.len(), layout.chunk()) {
+        let (xs, ys) = sender_step_masks(crh, delta, first + o as u64, &q[o..e], &d[o..e], &deltas[o..e], masks);
+        ch.send(&layout.pack(&ys))?;
+        x.extend(xs);
+    }
+    Ok(x)
+}
+
+/// The receiver's step 3, frame by frame as the payload arrives (module docs).
+fn recv_payload<C: Channel + ?Sized>(ch: &mut C, crh: &Crh, first: u64, t: &[u128], c: &[bool], masks: &[u128], layout: Layout<'_>) -> Result<Vec<u128>, OtError> {
+    let mut out = Vec::with_capacity(c.len());
+    for (o, e) in frames(c.len(), layout.chunk()) {
+        let y = layout.unpack(ch.recv()?, e - o)?;
+        out.extend(receiver_step_masks(crh, first + o as u64, t[o..e].to_vec(), &c[o..e], &y, masks));
+    }
+    Ok(out)
+}
+
 /// Sender with correlations `Δ_i`: returns `x_i` (in `[0, 2^l)`), `1 <= l <= 64`.
 pub fn send<C: Channel + ?Sized>(pool: &mut CotPool, crh: &Crh, ch: &mut C, deltas: &[u64], l: u32) -> Result<Vec<u64>, OtError> {
     check_l(l, 64)?;
@@ -146,9 +216,7 @@ pub fn send_wide<C: Channel + ?Sized>(pool: &mut CotPool, crh: &Crh, ch: &mut C,
     let mask = mask128(l as usize);
     let (first, q) = pool.take(ch, n)?;
     let d = unpack_bits(&recv_bytes(ch, n.div_ceil(8), "ACOT choice correction")?, n)?;
-    let (x, y) = sender_step(crh, delta, first, &q, &d, deltas, mask);
-    ch.send(&pack_words(&y, l as usize))?;
-    Ok(x)
+    send_payload(ch, crh, delta, first, &q, &d, deltas, &[mask], Layout::Words(l))
 }
 
 /// One ACOT in each direction at once, over `Z_{2^l}` (`1 <= l <= 64`): this party is the
@@ -202,8 +270,7 @@ pub fn recv_wide<C: Channel + ?Sized>(pool: &mut CotPool, crh: &Crh, ch: &mut C,
     let mask = mask128(l as usize);
     let (first, t) = pool.take(ch, n)?;
     ch.send(&pack_bits(&receiver_corrections(&t, c)))?;
-    let y = unpack_words(&ch.recv()?, n, l as usize)?;
-    Ok(receiver_step(crh, first, t, c, &y, mask))
+    recv_payload(ch, crh, first, &t, c, &[mask], Layout::Words(l))
 }
 
 /// [`send`] with graded widths (module docs): instance `i` over `Z_{2^{w_i}}`,
@@ -216,8 +283,7 @@ pub fn send_graded<C: Channel + ?Sized>(pool: &mut CotPool, crh: &Crh, ch: &mut 
     let (first, q) = pool.take(ch, n)?;
     let d = unpack_bits(&recv_bytes(ch, n.div_ceil(8), "ACOT choice correction")?, n)?;
     let wide: Vec<u128> = deltas.iter().map(|&v| v as u128).collect();
-    let (x, y) = sender_step_masks(crh, delta, first, &q, &d, &wide, &masks);
-    ch.send(&pack_graded(&y, widths))?;
+    let x = send_payload(ch, crh, delta, first, &q, &d, &wide, &masks, Layout::Graded(widths))?;
     Ok(x.into_iter().map(|v| v as u64).collect())
 }
 
@@ -228,8 +294,8 @@ pub fn recv_graded<C: Channel + ?Sized>(pool: &mut CotPool, crh: &Crh, ch: &mut 
     let n = c.len();
     let (first, t) = pool.take(ch, n)?;
     ch.send(&pack_bits(&receiver_corrections(&t, c)))?;
-    let y = unpack_graded(ch.recv()?, n, widths)?;
-    Ok(receiver_step_masks(crh, first, t, c, &y, &masks).into_iter().map(|v| v as u64).collect())
+    let got = recv_payload(ch, crh, first, &t, c, &masks, Layout::Graded(widths))?;
+    Ok(got.into_iter().map(|v| v as u64).collect())
 }
 
 #[cfg(test)]

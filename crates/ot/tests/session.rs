@@ -183,6 +183,70 @@ fn additive_cot_graded_widths() {
     }
 }
 
+/// Records the largest message a party sends.
+struct Largest<'a> {
+    inner: &'a mut MemChannel,
+    max: usize,
+}
+
+impl Channel for Largest<'_> {
+    fn send(&mut self, msg: &[u8]) -> Result<(), nectar_net::NetError> {
+        self.max = self.max.max(msg.len());
+        self.inner.send(msg)
+    }
+    fn recv(&mut self) -> Result<Vec<u8>, nectar_net::NetError> {
+        self.inner.recv()
+    }
+    fn flush(&mut self) -> Result<(), nectar_net::NetError> {
+        self.inner.flush()
+    }
+    fn stats(&self) -> nectar_net::Stats {
+        self.inner.stats()
+    }
+}
+
+/// A payload of more than `PAYLOAD_CHUNK` instances travels in several frames, hashed and
+/// finished frame by frame (`nectar_ot::acot` module docs): every instance is still a correct
+/// additive COT, in the word layout and in a graded one whose pattern does not divide the
+/// chunk, and no payload frame holds more than a chunk's bytes (one frame would hold all
+/// `2·chunk + 1001` instances).
+#[test]
+fn additive_cot_payload_in_frames() {
+    use nectar_ot::acot::PAYLOAD_CHUNK;
+    let widths = [45u32, 44, 7];
+    let n = 2 * PAYLOAD_CHUNK + 1001;
+    let (sent, got) = both(
+        Producer::Iknp,
+        |s, c| {
+            let mut prg = Prg::new([8; 16]);
+            let deltas: Vec<u64> = (0..n).map(|_| prg.next_u64()).collect();
+            let mut rec = Largest { inner: c, max: 0 };
+            let x = s.send_acot(&mut rec, &deltas, 37).unwrap();
+            let words_max = std::mem::take(&mut rec.max);
+            let xg = s.send_acot_graded(&mut rec, &deltas, &widths).unwrap();
+            (deltas, x, xg, words_max, rec.max)
+        },
+        |s, c| {
+            let ch: Vec<bool> = (0..n).map(|i| i % 3 == 1 || i % 13 == 0).collect();
+            let y = s.recv_acot(c, &ch, 37).unwrap();
+            let yg = s.recv_acot_graded(c, &ch, &widths).unwrap();
+            (ch, y, yg)
+        },
+    );
+    let ((deltas, x, xg, words_max, graded_max), (ch, y, yg)) = (sent, got);
+    let m37 = (1u64 << 37) - 1;
+    for i in 0..n {
+        assert_eq!(y[i], x[i].wrapping_add(if ch[i] { deltas[i] } else { 0 }) & m37, "words i={i}");
+        let w = widths[i % widths.len()];
+        let mask = (1u64 << w) - 1;
+        assert_eq!(yg[i], xg[i].wrapping_add(if ch[i] { deltas[i] } else { 0 }) & mask, "graded i={i} w={w}");
+    }
+    assert_eq!(words_max, (PAYLOAD_CHUNK * 37).div_ceil(8), "the largest word payload frame");
+    let graded_chunk = PAYLOAD_CHUNK / widths.len() * widths.len();
+    let graded_bits = graded_chunk / widths.len() * widths.iter().sum::<u32>() as usize;
+    assert_eq!(graded_max, graded_bits.div_ceil(8), "the largest graded payload frame");
+}
+
 /// Both directions at once (`acot_both`): each party's sent and received outputs agree with
 /// the peer's, for unequal sizes in the two directions (enough COTs to make the tiny pools
 /// refill inside the call), `l` from 1 to 64.

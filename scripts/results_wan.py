@@ -574,4 +574,50 @@ if grid:
         for g in t.get("picks", []):
             w(f"- {g['group']}: `{g['protocols']}` ({g['predicted_seconds']:.2f} s predicted)")
     w("")
+frames = lines("wan-frames.jsonl")
+if frames:
+    fm = meta("wan-frames.meta.json")
+    if len(fm["commands"]) != len(frames):
+        sys.exit(f"wan-frames: {len(frames)} lines for {len(fm['commands'])} commands")
+    w("")
+    w("## Large ACOT payloads in frames, against the build before it (one sitting)")
+    w("")
+    w("Generated from `wan-frames.jsonl` and `wan-frames.meta.json` (`scripts/bench_frames.sh`):")
+    w("")
+    provenance(w, fm)
+    w("")
+    w("An additive COT's payload (`nectar_ot::acot`: the multiplexers, truncations, B2A and the")
+    w("Gilboa products from OT) was hashed whole by the sender, sent as one frame, and hashed")
+    w("whole by the receiver once all of it had arrived: on a slow link the sender's hashing, the")
+    w("transfer and the receiver's hashing followed one another. Now a payload of more than")
+    w("`PAYLOAD_CHUNK` = 65 536 instances leaves in frames of that many, each hashed and sent before")
+    w("the next is hashed, and the receiver finishes each frame as it arrives, while the next is on")
+    w("the wire: the same bytes and flights (a frame follows the one before it in the same")
+    w("direction), the same outputs; smaller calls (every tiny model of the pinned transcripts) send")
+    w("the same frames as before. Each pair of rows is the build before and this one, run one after")
+    w("the other; `per input` is the batch's seconds divided by its inputs.")
+    w("")
+    w("| run | build | seconds | per input s | MB | flights | cosine vs plaintext | vs the build before |")
+    w("|---|---|---:|---:|---:|---:|---:|---:|")
+    before = None
+    for l, c in zip(frames, fm["commands"]):
+        p = l["params"]
+        net = c["command"].split("--net ")[1].split()[0]
+        if l["bench"] == "nn":
+            run = f"GeLU (`{p['protocol']}`), {p['size']} inputs, `{net}`"
+            per, cos = "–", "–"
+        else:
+            run = f"MiniLM, {p['batch']} × {p['tokens']} tokens, `{net}`"
+            per = f"{l['seconds_per_input']:.2f}"
+            cos = f"{l['agreement_vs_plaintext']:.7f}"
+        vs = "–" if before is None else f"{100 * (l['seconds'] / before - 1):+.1f} %"
+        before = None if before is not None else l["seconds"]
+        w(f"| {run} | `{c['commit']}` | {l['seconds']:.2f} | {per} | {l['bytes_total'] / 1e6:.1f} | {l['rounds']} | {cos} | {vs} |")
+    w("")
+    w("One run of each: the differences are a few percent at most, the size of this VM's spread")
+    w("between runs of one build (the `runs (s)` columns above), so the framing's gain is not")
+    w("established by them; its case rests on the overlap it allows where a call's hashing is")
+    w("comparable to its transfer.")
+    w("")
+
 (res / "wan.md").write_text("\n".join(out) + "\n")

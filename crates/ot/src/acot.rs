@@ -133,7 +133,7 @@ fn unpack_graded(bytes: Vec<u8>, n: usize, widths: &[u32]) -> Result<Vec<u128>, 
 
 /// Instances per payload frame of a large ACOT (AGREEMENT: both parties cut the payload at the
 /// same instances; rounded down to a whole number of width patterns, at least one). About
-/// 0.4 MB of 64-bit payload: a few milliseconds of hashing and of transfer at 1 Gbit/s.
+/// 0.5 MB of 64-bit payload: a few milliseconds of hashing and of transfer at 1 Gbit/s.
 pub const PAYLOAD_CHUNK: usize = 1 << 16;
 
 /// How a payload is laid out: `l`-bit words, or a graded width pattern.

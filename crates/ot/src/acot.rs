@@ -67,13 +67,13 @@ fn receiver_corrections(t: &[u128], c: &[bool]) -> Vec<bool> {
 }
 
 /// Receiver's step 3 on its COTs `t` (first index `first`) and the payload `y`.
-fn receiver_step(crh: &Crh, first: u64, t: Vec<u128>, c: &[bool], y: &[u128], mask: u128) -> Vec<u128> {
+fn receiver_step(crh: &Crh, first: u64, t: &mut [u128], c: &[bool], y: &[u128], mask: u128) -> Vec<u128> {
     receiver_step_masks(crh, first, t, c, y, &[mask])
 }
 
 /// [`receiver_step`] with instance `i` over the width of `masks[i % masks.len()]`.
-fn receiver_step_masks(crh: &Crh, first: u64, mut t: Vec<u128>, c: &[bool], y: &[u128], masks: &[u128]) -> Vec<u128> {
-    crh.tccr_seq(&mut t, DOMAIN_ROT | first as u128);
+fn receiver_step_masks(crh: &Crh, first: u64, t: &mut [u128], c: &[bool], y: &[u128], masks: &[u128]) -> Vec<u128> {
+    crh.tccr_seq(t, DOMAIN_ROT | first as u128);
     t.iter()
         .zip(c)
         .zip(y)
@@ -185,11 +185,11 @@ fn send_payload<C: Channel + ?Sized>(ch: &mut C, crh: &Crh, delta: u128, first: 
 }
 
 /// The receiver's step 3, frame by frame as the payload arrives (module docs).
-fn recv_payload<C: Channel + ?Sized>(ch: &mut C, crh: &Crh, first: u64, t: &[u128], c: &[bool], masks: &[u128], layout: Layout<'_>) -> Result<Vec<u128>, OtError> {
+fn recv_payload<C: Channel + ?Sized>(ch: &mut C, crh: &Crh, first: u64, t: &mut [u128], c: &[bool], masks: &[u128], layout: Layout<'_>) -> Result<Vec<u128>, OtError> {
     let mut out = Vec::with_capacity(c.len());
     for (o, e) in frames(c.len(), layout.chunk()) {
         let y = layout.unpack(ch.recv()?, e - o)?;
-        out.extend(receiver_step_masks(crh, first + o as u64, t[o..e].to_vec(), &c[o..e], &y, masks));
+        out.extend(receiver_step_masks(crh, first + o as u64, &mut t[o..e], &c[o..e], &y, masks));
     }
     Ok(out)
 }
@@ -243,7 +243,7 @@ pub fn both<C: Channel + ?Sized>(
     need_receiver(recv_pool)?;
     let (ns, nr) = (deltas.len(), c.len());
     let mask = mask128(l as usize);
-    let ((fs, q), (fr, t)) = if send_first {
+    let ((fs, q), (fr, mut t)) = if send_first {
         let s = send_pool.take(ch, ns)?;
         (s, recv_pool.take(ch, nr)?)
     } else {
@@ -258,7 +258,7 @@ pub fn both<C: Channel + ?Sized>(
     let (xs, ys) = sender_step(crh, delta, fs, &q, &d, &wide, mask);
     ch.send(&pack_words(&ys, l as usize))?;
     let y = unpack_words(&ch.recv()?, nr, l as usize)?;
-    let got = receiver_step(crh, fr, t, c, &y, mask);
+    let got = receiver_step(crh, fr, &mut t, c, &y, mask);
     Ok((xs.into_iter().map(|v| v as u64).collect(), got.into_iter().map(|v| v as u64).collect()))
 }
 
@@ -268,9 +268,9 @@ pub fn recv_wide<C: Channel + ?Sized>(pool: &mut CotPool, crh: &Crh, ch: &mut C,
     need_receiver(pool)?;
     let n = c.len();
     let mask = mask128(l as usize);
-    let (first, t) = pool.take(ch, n)?;
+    let (first, mut t) = pool.take(ch, n)?;
     ch.send(&pack_bits(&receiver_corrections(&t, c)))?;
-    recv_payload(ch, crh, first, &t, c, &[mask], Layout::Words(l))
+    recv_payload(ch, crh, first, &mut t, c, &[mask], Layout::Words(l))
 }
 
 /// [`send`] with graded widths (module docs): instance `i` over `Z_{2^{w_i}}`,
@@ -292,9 +292,9 @@ pub fn recv_graded<C: Channel + ?Sized>(pool: &mut CotPool, crh: &Crh, ch: &mut 
     let masks = graded_masks(widths)?;
     need_receiver(pool)?;
     let n = c.len();
-    let (first, t) = pool.take(ch, n)?;
+    let (first, mut t) = pool.take(ch, n)?;
     ch.send(&pack_bits(&receiver_corrections(&t, c)))?;
-    let got = recv_payload(ch, crh, first, &t, c, &masks, Layout::Graded(widths))?;
+    let got = recv_payload(ch, crh, first, &mut t, c, &masks, Layout::Graded(widths))?;
     Ok(got.into_iter().map(|v| v as u64).collect())
 }
 

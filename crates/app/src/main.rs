@@ -1039,8 +1039,10 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             BenchCmd::Linear { op, shape, size, windows, variant, net, heads, l, json, suite, suite_file, block, count, f2r, packing, model_shape, tokens, real, fused_block } => {
                 let suite = suites::resolve(suite.as_deref(), suite_file.as_deref(), &[], suites::BENCH_SUITE)?;
-                // BLB's CKKS matmuls (per operator, with their own keys, or fused) have their own benches.
-                if suite.matmul.fused() || suite.matmul.state_key().is_some() || matches!(op.as_str(), "convert" | "blocks" | "qk" | "sv" | "attn_out" | "ffn1" | "ffn2") {
+                // BLB's CKKS matmuls (per operator, with their own keys, or fused) have their own
+                // benches; the other stateful matmuls (`olt-ahead`, `nimbus-cop`) are benched by
+                // their kernels (`--op matmul`, `--op cop`) like any OLT.
+                if suite.matmul.fused() || suite.matmul.name() == "ckks" || matches!(op.as_str(), "convert" | "blocks" | "qk" | "sv" | "attn_out" | "ffn1" | "ffn2") {
                     let blb = bench_linear::BlbArgs { op: &op, block, count, f2r: &f2r, packing: &packing, net: &net, model_shape: &model_shape, tokens, real, fused_block };
                     report::print_lines(&bench_linear::run_blb(&blb, &suite)?, json);
                     return Ok(());

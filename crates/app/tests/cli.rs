@@ -256,6 +256,25 @@ fn bench_linear_runs_with_a_suite() {
     assert!(text.contains("bumblebee+ot=iknp"), "{text}");
 }
 
+/// `bench linear` benches the OLT and COP kernels under the presets whose matmul keeps session
+/// state (`nectar`: `olt-ahead`; `nimbus`: `nimbus-cop`) instead of sending them to BLB's CKKS
+/// benches (only `matmul = ckks` and the fused BLB matmul go there), and `--suite blb` still
+/// refuses a kernel that is not BLB's in one line.
+#[test]
+fn bench_linear_runs_the_olt_and_cop_kernels_of_stateful_suites() {
+    for (suite, op) in [("nectar", "matmul"), ("nectar", "cop"), ("nimbus", "cop")] {
+        let out = nectar().args(["bench", "linear", "--op", op, "--shape", "4,16,8", "--suite", suite, "--json"]).output().unwrap();
+        assert!(out.status.success(), "{suite} {op}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        let l: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        assert!(l["variant"].as_str().unwrap().starts_with(op), "{suite} {op}: {l}");
+        assert_eq!(l["mismatches"], 0, "{suite} {op}: {l}");
+    }
+    let out = nectar().args(["bench", "linear", "--op", "cop", "--shape", "4,16,8", "--suite", "blb"]).output().unwrap();
+    assert!(!out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr).trim().lines().count(), 1);
+}
+
 /// `nectar fit --model` re-derives the committed Nimbus tables from MiniLM's activation inputs
 /// (the fit is deterministic), reports its error over those inputs, and refuses what it cannot
 /// fit in one line.

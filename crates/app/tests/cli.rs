@@ -263,14 +263,14 @@ fn bench_linear_runs_with_a_suite() {
 #[test]
 fn bench_linear_runs_the_olt_and_cop_kernels_of_stateful_suites() {
     for (suite, op) in [("nectar", "matmul"), ("nectar", "cop"), ("nimbus", "cop")] {
-        let out = nectar().args(["bench", "linear", "--op", op, "--shape", "4,16,8", "--suite", suite, "--json"]).output().unwrap();
+        let out = nectar().args(["bench", "linear", "--op", op, "--shape", "4,16,8", "--suite", suite, "--json"]).output().expect("nectar bench linear runs");
         assert!(out.status.success(), "{suite} {op}: {}", String::from_utf8_lossy(&out.stderr));
-        let text = String::from_utf8(out.stdout).unwrap();
-        let l: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-        assert!(l["variant"].as_str().unwrap().starts_with(op), "{suite} {op}: {l}");
+        let text = String::from_utf8(out.stdout).expect("UTF-8 output");
+        let l: serde_json::Value = serde_json::from_str(text.lines().next().expect("a line")).expect("a JSON line");
+        assert!(l["variant"].as_str().expect("a variant").starts_with(op), "{suite} {op}: {l}");
         assert_eq!(l["mismatches"], 0, "{suite} {op}: {l}");
     }
-    let out = nectar().args(["bench", "linear", "--op", "cop", "--shape", "4,16,8", "--suite", "blb"]).output().unwrap();
+    let out = nectar().args(["bench", "linear", "--op", "cop", "--shape", "4,16,8", "--suite", "blb"]).output().expect("nectar bench linear runs");
     assert!(!out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stderr).trim().lines().count(), 1);
 }

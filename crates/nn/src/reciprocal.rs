@@ -1,7 +1,7 @@
 //! Reciprocal `1/x` of positive `x`: the operator kind ([`ReciprocalProtocol`], [`ALL`]: one
 //! file per protocol in `reciprocal/` — BumbleBee's Newton, nectar's `newton2` (half-octave
 //! normalisation, two steps) and `newton1` (an eighth-octave guess, one step; each evaluator in
-//! its file), East's Determine, ROTL's LUT) and the
+//! its file), `pwl` (a sixteenth-octave guess and no step), East's Determine, ROTL's LUT) and the
 //! two Newton evaluators BumbleBee's and East's run.
 //!
 //! BumbleBee's (`reciprocal = newton`): power-of-two normalisation and Newton iterations.
@@ -27,6 +27,7 @@ pub mod lut;
 pub mod newton;
 pub mod newton1;
 pub mod newton2;
+pub mod pwl;
 
 use crate::backend::{enc, enc_scaled, Backend, DynBackend};
 use crate::NnError;
@@ -91,6 +92,7 @@ pub static ALL: &[&dyn ReciprocalProtocol] = &[
     &newton::Newton,
     &newton2::Newton2,
     &newton1::Newton1,
+    &pwl::Pwl,
     &determine::NewtonDetermine,
     &lut::Lut,
 ];

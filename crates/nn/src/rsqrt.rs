@@ -1,7 +1,7 @@
 //! Reciprocal square root `1/√x` of positive `x`: the operator kind ([`RsqrtProtocol`],
 //! [`ALL`]: one file per protocol in `rsqrt/` — BumbleBee's normalised Newton, nectar's
 //! `newton2` (normalised by powers of two, [`BY_TWO`]), `newton1` (an eighth-octave guess and one
-//! step, its evaluator in its file), East's Newton with Determine) and the
+//! step, its evaluator in its file), `pwl` (a sixteenth-octave guess and no step), East's Newton with Determine) and the
 //! two evaluators they run.
 //!
 //! BumbleBee's (`rsqrt = newton`), like [`crate::reciprocal`]: one batched `less_than_const`
@@ -21,6 +21,7 @@ pub mod determine;
 pub mod newton;
 pub mod newton1;
 pub mod newton2;
+pub mod pwl;
 
 use crate::backend::{enc, enc_scaled, Backend, DynBackend};
 use crate::reciprocal::pow2_factors;
@@ -112,6 +113,7 @@ pub static ALL: &[&dyn RsqrtProtocol] = &[
     &newton::Newton,
     &newton2::Newton2,
     &newton1::Newton1,
+    &pwl::Pwl,
     &determine::NewtonDetermine,
 ];
 

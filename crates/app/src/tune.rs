@@ -58,7 +58,8 @@ pub const GROUPS: &[Group] = &[
 
 /// The base suite and the default candidates: the presets' choices for the grouped fields, on
 /// the base's session-wide fields (BumbleBee's and East's approximations, ROTL's lookup tables,
-/// P4 GeLU, Nimbus's fitted GeLU and exp, the grid row max with fewer rounds). BLB's CKKS
+/// P4 GeLU, Nimbus's fitted GeLU and exp, the grid row max with fewer rounds, and the grid row
+/// max with the reciprocal and rsqrt that take no Newton step, `pwl`). BLB's CKKS
 /// matmuls are left out by default (minutes per calibration run on 2 cores); `--candidates` adds
 /// any suite.
 pub const BASE: &str = "nectar";
@@ -70,6 +71,7 @@ pub const CANDIDATES: &[&str] = &[
     "nectar+gelu=p4",
     "nectar+gelu=nimbus+exp=nimbus",
     "nectar+softmax=grid",
+    "nectar+softmax=grid+reciprocal=pwl+rsqrt=pwl",
 ];
 
 /// One profile row of a calibration run.

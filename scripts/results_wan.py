@@ -175,6 +175,15 @@ def reciprocal_ab_table(rows):
         w(f"| {model} | `{suite}` | `{p['net']}` | {l['seconds']:.2f} | {online:.2f} | {l['rounds']} | {ob / 1e6:.1f} | {cos} | {runs} |")
 
 
+def accuracy_lines(rows):
+    """One line per `nectar accuracy --json` summary among `rows`: the twin's cosines."""
+    for l in rows:
+        if l.get("bench") == "accuracy-summary":
+            t = l["twin"]
+            w(f"- `nectar accuracy --suite {l['suite']}` over {l['sentences']} sentences (up to {l['max_tokens']} tokens),")
+            w(f"  the twin against the f32 model: min cosine **{t['min_cosine']:.7f}**, mean {t['mean_cosine']:.7f}, max abs error {t['max_abs_error']:.2e}.")
+
+
 newton2 = lines("wan-newton2.jsonl")
 if newton2:
     w("")
@@ -213,11 +222,62 @@ if newton1:
     w("")
     reciprocal_ab_table([l for l in newton1 if l.get("bench") in ("suites", "model")])
     w("")
-    for l in newton1:
-        if l.get("bench") == "accuracy-summary":
-            t = l["twin"]
-            w(f"- `nectar accuracy --suite {l['suite']}` over {l['sentences']} sentences (up to {l['max_tokens']} tokens),")
-            w(f"  the twin against the f32 model: min cosine **{t['min_cosine']:.7f}**, mean {t['mean_cosine']:.7f}, max abs error {t['max_abs_error']:.2e}.")
+    accuracy_lines(newton1)
+    w("")
+
+pwl = lines("wan-pwl.jsonl")
+if pwl:
+    w("")
+    w("## Reciprocal and rsqrt without a Newton step (`pwl`), one sitting")
+    w("")
+    w("Generated from `wan-pwl.jsonl` and `wan-pwl.meta.json` (`scripts/bench_pwl.sh`):")
+    w("")
+    provenance(w, meta("wan-pwl.meta.json"))
+    w("")
+    w("`reciprocal = pwl` and `rsqrt = pwl` take `newton1`'s bucket search on sixteenth-octaves")
+    w("(one comparison call against `2^(j/16)`) and return the minimax linear guess of each bucket")
+    w("as the result, with no Newton step: `1/x` within 2.35e−4 relative in one product layer,")
+    w("`1/√x` within 8.8e−5 in two (normalise, then the guess); `newton1` takes three layers for")
+    w("8.9e−7 and 1.9e−7. Each removed layer is a product and its truncation on the critical path.")
+    w("A relative error of either scales a whole row (a softmax row's sum, a LayerNorm's")
+    w("normalised row), which the cosines below measure. MiniLM rows report the run of median")
+    w("time (all three runs' seconds in the last column); `flights` counts both parties'")
+    w("changes of direction.")
+    w("")
+    reciprocal_ab_table([l for l in pwl if l.get("bench") == "suites"])
+    w("")
+    demos = [l for l in pwl if "seconds_per_token" in l]
+    if demos:
+        w("SmolLM2, 6 new tokens after 'The capital of France is' (LAN; `s/token` and `MB/token` after the first):")
+        w("")
+        w("| suite | s/token | MB/token | flights (whole query) | tokens equal to plaintext | text |")
+        w("|---|---:|---:|---:|---:|---|")
+        for l in demos:
+            w(f"| `{l['suite']}` | {l['seconds_per_token']:.2f} | {l['bytes_per_token'] / 1e6:.1f} | {l['rounds']} | {l['agreement']:.2f} | {l['generated']!r} |")
+        w("")
+    accuracy_lines(pwl)
+    for l in pwl:
+        if l.get("bench") == "tune":
+            picks = "; ".join(f"{p['group']} `{p['protocols']}`" for p in l["picks"])
+            w(f"- `nectar tune --net {l['net']}` with `nectar+softmax=grid+reciprocal=pwl+rsqrt=pwl` among its")
+            w(f"  candidates: suite `{l['suite']}` ({picks}), predicted {l['predicted_seconds']:.2f} s, its check run")
+            w(f"  {l['measured_seconds']:.2f} s and {l['measured_flights']} flights (the base `nectar` predicted {l['base_predicted_seconds']:.2f} s).")
+    w("")
+    per_call = {}
+    for l in pwl:
+        if l.get("bench") == "suites" and l["params"]["net"] == "blb-wan3":
+            ops = {o["op"]: o for o in l["breakdown"]["ops"]}
+            per_call[l["variant"]] = {k: ops[k]["rounds"] / ops[k]["calls"] for k in ("layernorm", "softmax")}
+    if len(per_call) == 2:
+        (_, a), (_, b) = per_call.items()
+        w(f"Reading: each removed product layer saves about one client round trip per call (LayerNorm {a['layernorm']:.1f}")
+        w(f"→ {b['layernorm']:.1f} per call, softmax {a['softmax']:.1f} → {b['softmax']:.1f}), not the 2.7 flights an earlier estimate")
+        w("assumed, because the calls' depth is mostly their comparisons (one millionaire: two OT flows and")
+        w("one per AND-tree level).")
+    w("`rsqrt = pwl` compares against twice as many thresholds (576 per LayerNorm row), which")
+    w("costs more computation than its layer saves on the LAN and in a decoding step; `reciprocal =")
+    w("pwl` costs fewer bytes than `newton1`. So the default keeps `newton1`, and the tuner, given both,")
+    w("takes `reciprocal = pwl` with the grid row max at `blb-wan3` and keeps `rsqrt = newton1`.")
     w("")
 
 duplex = [l for l in lines("wan-duplex.jsonl") if l.get("bench") == "model" or l["params"].get("batch", 1) == 1 and l["params"].get("tokens") == 32]

@@ -80,7 +80,7 @@ fn layer1_scale(p: &RecipParams, fp: FixedPoint) -> Result<u32, NnError> {
 /// The comparisons' ring: `x < 2^hi` at `f` and its differences with the thresholds fit
 /// `f + log2(2^hi) + 2` bits signed, so the bucket bits are exact there (a millionaire on that
 /// many bits instead of the format's `l`; `None`: not narrower).
-fn cmp_l(p: &RecipParams, fp: FixedPoint) -> Option<u32> {
+pub(super) fn cmp_l(p: &RecipParams, fp: FixedPoint) -> Option<u32> {
     let l = fp.f() as i32 + p.hi + 2;
     (l < fp.l() as i32).then_some(l.max(2) as u32)
 }

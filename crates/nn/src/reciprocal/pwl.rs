@@ -74,12 +74,6 @@ fn slope_scale(p: &RecipParams, fp: FixedPoint) -> Result<u32, NnError> {
     Ok(s as u32)
 }
 
-/// The comparisons' ring (as `newton1`'s): `f + hi + 2` bits signed hold every `x − t_j`.
-fn cmp_l(p: &RecipParams, fp: FixedPoint) -> Option<u32> {
-    let l = fp.f() as i32 + p.hi + 2;
-    (l < fp.l() as i32).then_some(l.max(2) as u32)
-}
-
 /// `1/x` for `x ∈ [2^lo, 2^hi)` in one product layer (module docs).
 pub fn reciprocal_pwl<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &RecipParams) -> Result<B::Val, NnError> {
     let fp = b.format();
@@ -94,7 +88,7 @@ pub fn reciprocal_pwl<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &RecipParam
         GUESS[sb].0 * (-(a as f64)).exp2()
     };
     let fams: [(&dyn Fn(i32) -> f64, u32); 2] = [(&slope, s), (&offset, fp.f())];
-    let fs = pow2_factors_in(b, x, 1.0 / per as f64, per * p.lo, per * p.hi, &fams, cmp_l(p, fp))?;
+    let fs = pow2_factors_in(b, x, 1.0 / per as f64, per * p.lo, per * p.hi, &fams, super::newton1::cmp_l(p, fp))?;
     let [fb, a0] = <[B::Val; 2]>::try_from(fs).map_err(|_| NnError::BadArgument("expected two factors".into()))?;
     // x (at f) times the slope (at S), truncated by S: at f
     b.set_format(FixedPoint::new(fp.l(), s)?);

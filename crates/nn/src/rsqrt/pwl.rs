@@ -95,12 +95,6 @@ fn scales(p: &RsqrtParams, fp: FixedPoint) -> Result<(u32, u32), NnError> {
     Ok((s1 as u32, s2 as u32))
 }
 
-/// The comparisons' ring (as `newton1`'s): `f + 2·hi + 2` bits signed hold every `x − t_j`.
-fn cmp_l(p: &RsqrtParams, fp: FixedPoint) -> Option<u32> {
-    let l = fp.f() as i32 + 2 * p.hi + 2;
-    (l < fp.l() as i32).then_some(l.max(2) as u32)
-}
-
 /// `1/√x` for `x ∈ [4^lo, 4^hi)` in two product layers (module docs).
 pub fn rsqrt_pwl<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &RsqrtParams) -> Result<B::Val, NnError> {
     let fp = b.format();
@@ -117,7 +111,7 @@ pub fn rsqrt_pwl<B: Backend + ?Sized>(b: &mut B, x: &B::Val, p: &RsqrtParams) ->
         GUESS[sb].0 * (-(a as f64)).exp2()
     };
     let fams: [(&dyn Fn(i32) -> f64, u32); 3] = [(&norm, s1), (&slope, s2), (&offset, f)];
-    let fs = pow2_factors_in(b, x, 1.0 / BUCKETS_PER_OCTAVE as f64, per * p.lo, per * p.hi, &fams, cmp_l(p, fp))?;
+    let fs = pow2_factors_in(b, x, 1.0 / BUCKETS_PER_OCTAVE as f64, per * p.lo, per * p.hi, &fams, super::newton1::cmp_l(p, fp))?;
     let [fu, fb, a0] = <[B::Val; 3]>::try_from(fs).map_err(|_| NnError::BadArgument("expected three factors".into()))?;
     let out = (|| {
         // layer 1: x (at f) times 4^−a (at S1), truncated by S1 − E: u at f + E
